@@ -1,0 +1,19 @@
+// Helpers shared by every kernel family; prepended to each family's source.
+// OpenCL C 1.2, float32 only: no extension, no double precision.
+
+// Sum of v over the work-group (local size must be a power of two), using
+// tmp (one float per work-item). Every work-item gets the total. Adds in a
+// fixed tree order, so the result is the same on every run.
+inline float clnet_group_sum(__local float *tmp, float v) {
+    const uint lid = get_local_id(0);
+    const uint size = get_local_size(0);
+    tmp[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint stride = size / 2; stride > 0; stride /= 2) {
+        if (lid < stride) tmp[lid] += tmp[lid + stride];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float total = tmp[0];
+    barrier(CLK_LOCAL_MEM_FENCE); // tmp may be reused right after
+    return total;
+}

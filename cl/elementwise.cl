@@ -1,0 +1,33 @@
+// Elementwise kernels on float vectors. Every vector is a base buffer plus an
+// offset in elements, since a replica keeps all parameters in one buffer.
+// x, y are (n) each.
+
+// x = value
+__kernel void fill(__global float *x, uint xoff, uint n, float value) {
+    const uint i = get_global_id(0);
+    if (i < n) x[xoff + i] = value;
+}
+
+// x = alpha * x
+__kernel void scale(__global float *x, uint xoff, uint n, float alpha) {
+    const uint i = get_global_id(0);
+    if (i < n) x[xoff + i] *= alpha;
+}
+
+// y = alpha * x + y
+__kernel void axpy(uint n, float alpha, __global const float *x, uint xoff, __global float *y,
+                   uint yoff) {
+    const uint i = get_global_id(0);
+    if (i < n) y[yoff + i] += alpha * x[xoff + i];
+}
+
+// out[outoff + g] = sum of this work-group's share of x, for work-group g.
+// Each work-item first adds a strided slice of x, then the group adds those.
+// Run once with many groups, then once with one group over the partial sums.
+__kernel void sum_partial(__global const float *x, uint xoff, uint n, __global float *out,
+                          uint outoff, __local float *tmp) {
+    float acc = 0.0f;
+    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) acc += x[xoff + i];
+    const float total = clnet_group_sum(tmp, acc);
+    if (get_local_id(0) == 0) out[outoff + get_group_id(0)] = total;
+}

@@ -1,0 +1,123 @@
+/* The clnet command-line program. It uses only the public API (clnet.h). */
+#include "clnet.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: clnet <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  devices [--devices SPEC]   list OpenCL devices and check that each runs clnet's "
+            "kernels\n"
+            "  version                    print the version\n"
+            "  help                       print this text\n"
+            "\n"
+            "SPEC selects devices: all (default), gpu, cpu, a comma list of device numbers\n"
+            "(0,2), or platform=NAME. --devices wins over $CLNET_DEVICES.\n");
+}
+
+/* "--name VALUE" or "--name=VALUE" at argv[*i]; advances *i past the value. */
+static int option_value(int argc, char **argv, int *i, const char *name, const char **value) {
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0) return 0;
+    if (argv[*i][n] == '=') {
+        *value = argv[*i] + n + 1;
+        return 1;
+    }
+    if (argv[*i][n] != '\0') return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "clnet: %s needs a value\n", name);
+        *value = NULL;
+        return 1;
+    }
+    *value = argv[++*i];
+    return 1;
+}
+
+static const char *type_name(clnet_device_type t) {
+    switch (t) {
+    case CLNET_DEVICE_CPU: return "cpu";
+    case CLNET_DEVICE_GPU: return "gpu";
+    case CLNET_DEVICE_ACCELERATOR: return "accel";
+    default: return "other";
+    }
+}
+
+static void format_bytes(uint64_t bytes, char *out, size_t cap) {
+    if (bytes >= (1ull << 30))
+        snprintf(out, cap, "%.1f GiB", (double)bytes / (1ull << 30));
+    else
+        snprintf(out, cap, "%.0f MiB", (double)bytes / (1ull << 20));
+}
+
+static int cmd_devices(int argc, char **argv) {
+    const char *spec = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (option_value(argc, argv, &i, "--devices", &spec)) {
+            if (!spec) return 2;
+        } else {
+            fprintf(stderr, "clnet devices: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    clnet_runtime *rt = NULL;
+    if (clnet_runtime_create(&rt, spec) != CLNET_OK) {
+        fprintf(stderr, "clnet: %s\n", clnet_last_error());
+        return 1;
+    }
+    int failures = 0;
+    char platform_seen[128] = "";
+    for (int i = 0; i < clnet_runtime_device_count(rt); i++) {
+        clnet_device_info d;
+        clnet_runtime_device_info(rt, i, &d);
+        if (strcmp(platform_seen, d.platform_name) != 0 || i == 0) {
+            snprintf(platform_seen, sizeof platform_seen, "%s", d.platform_name);
+            printf("%splatform: %s (%s; %s)\n", i ? "\n" : "", d.platform_name, d.platform_vendor,
+                   d.platform_version);
+            printf("  %-3s %-5s %-36s %4s %9s %9s %6s %-7s %-4s %-4s %-13s %-10s %s\n", "#",
+                   "type", "device", "CUs", "memory", "max buf", "max wg", "unified", "fp16",
+                   "fp64", "OpenCL C", "driver", "check");
+        }
+        char mem[32], maxbuf[32];
+        format_bytes(d.global_mem_bytes, mem, sizeof mem);
+        format_bytes(d.max_alloc_bytes, maxbuf, sizeof maxbuf);
+        printf("  %-3d %-5s %-36.36s %4u %9s %9s %6zu %-7s %-4s %-4s %-13.13s %-10.10s ", d.index,
+               type_name(d.type), d.name, d.compute_units, mem, maxbuf, d.max_work_group_size,
+               d.host_unified_memory ? "yes" : "no", d.fp16 ? "yes" : "no", d.fp64 ? "yes" : "no",
+               d.opencl_c_version, d.driver_version);
+        fflush(stdout);
+        if (clnet_runtime_device_check(rt, i) == CLNET_OK) {
+            printf("ok\n");
+        } else {
+            printf("failed: %s\n", clnet_last_error());
+            failures++;
+        }
+    }
+    int count = clnet_runtime_device_count(rt);
+    printf("\n%d device%s selected, %d failed the check\n", count, count == 1 ? "" : "s",
+           failures);
+    clnet_runtime_free(rt);
+    return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "devices") == 0) return cmd_devices(argc - 2, argv + 2);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("clnet %s\n", clnet_version());
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "clnet: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,57 @@
+/* The private side of a device: its OpenCL objects and its built programs. */
+#ifndef CLNET_DEVICE_H
+#define CLNET_DEVICE_H
+
+#include "clnet.h"
+#include "cl.h"
+
+#include <pthread.h>
+
+/* Where built kernel binaries are kept on disk. */
+typedef struct {
+    int enabled;
+    char dir[4096];
+} clnet_cache_config;
+
+typedef struct clnet_kernel_entry {
+    struct clnet_kernel_entry *next;
+    char *name;
+    cl_kernel kernel;
+} clnet_kernel_entry;
+
+/* One program: a kernel family built with one set of options. */
+typedef struct clnet_program {
+    struct clnet_program *next;
+    char *family;
+    char *options;
+    cl_program program;
+    clnet_kernel_entry *kernels;
+} clnet_program;
+
+typedef struct clnet_device {
+    clnet_device_info info;
+    cl_platform_id platform;
+    cl_device_id id;
+    cl_context context;
+    cl_command_queue queue; /* in order */
+    /* 1: host reads of device buffers map them in place (the device shares
+     * host memory); 0: they are read into a mapped staging buffer. */
+    int zero_copy;
+    const clnet_cache_config *cache;
+    pthread_mutex_t lock; /* guards programs */
+    clnet_program *programs;
+    cl_mem scratch; /* small buffer for reductions, made on first use */
+    unsigned cache_hits;   /* programs loaded from the binary cache */
+    unsigned cache_stores; /* programs built from source and stored */
+} clnet_device;
+
+struct clnet_runtime {
+    int count;
+    clnet_device *devices;
+    clnet_cache_config cache;
+};
+
+/* Selected device i, or NULL (with a message) when i is out of range. */
+clnet_device *clnet_runtime_device(clnet_runtime *rt, int i);
+
+#endif

@@ -1,0 +1,179 @@
+/* Program building and the per-device program/kernel tables. */
+#include "program.h"
+#include "error.h"
+#include "kcache.h"
+#include "sources.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STD_OPTION "-cl-std=CL1.2"
+
+static char *build_log(clnet_device *d, cl_program p) {
+    size_t n = 0;
+    if (clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS)
+        return NULL;
+    char *log = malloc(n + 1);
+    if (!log) return NULL;
+    if (clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS) n = 0;
+    log[n] = '\0';
+    return log;
+}
+
+/* Tries a cached binary; returns NULL (after a warning) if the driver will
+ * not take it, so the caller builds from source. */
+static cl_program program_from_binary(clnet_device *d, const unsigned char *bin, size_t len,
+                                      const char *options, const char *label) {
+    cl_int err = CL_SUCCESS, bin_status = CL_SUCCESS;
+    cl_program p =
+        clCreateProgramWithBinary(d->context, 1, &d->id, &len, &bin, &bin_status, &err);
+    if (err == CL_SUCCESS && bin_status == CL_SUCCESS)
+        err = clBuildProgram(p, 1, &d->id, options, NULL, NULL);
+    if (err == CL_SUCCESS && bin_status == CL_SUCCESS) return p;
+    clnet_warn("device %d (%s) rejected the cached binary of '%s' (%s); rebuilding from source",
+               d->info.index, d->info.name, label,
+               clnet_cl_error_name(err != CL_SUCCESS ? err : bin_status));
+    if (p) clReleaseProgram(p);
+    return NULL;
+}
+
+static void store_binary(clnet_device *d, cl_program p, const char *key) {
+    size_t len = 0;
+    if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS ||
+        len == 0)
+        return; /* drivers without binaries simply rebuild each run */
+    unsigned char *bin = malloc(len);
+    if (!bin) return;
+    unsigned char *bins[1] = {bin};
+    if (clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS &&
+        clnet_kcache_store(d->cache, key, bin, len))
+        d->cache_stores++;
+    free(bin);
+}
+
+clnet_status clnet_program_build(clnet_device *d, const char *label, const char *source,
+                                 const char *options, cl_program *out) {
+    clnet_status status = CLNET_OK;
+    cl_int err = CL_SUCCESS;
+    cl_program p = NULL;
+    char *all_options = NULL, *key = NULL, *log = NULL;
+    unsigned char *bin = NULL;
+    size_t bin_len = 0;
+    *out = NULL;
+
+    size_t n = strlen(STD_OPTION) + strlen(options ? options : "") + 2;
+    all_options = malloc(n);
+    if (!all_options) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory building '%s'", label);
+    snprintf(all_options, n, "%s %s", STD_OPTION, options ? options : "");
+    key = clnet_kcache_key(d, source, all_options);
+    if (!key) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory building '%s'", label);
+
+    if (clnet_kcache_load(d->cache, key, &bin, &bin_len)) {
+        p = program_from_binary(d, bin, bin_len, all_options, label);
+        if (p) d->cache_hits++;
+    }
+    if (!p) {
+        p = clCreateProgramWithSource(d->context, 1, &source, NULL, &err);
+        CL_CHECK(err, "clCreateProgramWithSource");
+        err = clBuildProgram(p, 1, &d->id, all_options, NULL, NULL);
+        if (err != CL_SUCCESS) {
+            log = build_log(d, p);
+            status = clnet_fail(CLNET_ERR_BUILD,
+                                "building kernels '%s' with options '%s' failed: "
+                                "clBuildProgram returned %s (%d); build log:\n",
+                                label, all_options, clnet_cl_error_name(err), err);
+            clnet_error_append(log && *log ? log : "(the driver gave no build log)");
+            goto cleanup;
+        }
+        store_binary(d, p, key);
+    }
+    *out = p;
+    p = NULL;
+cleanup:
+    if (p) clReleaseProgram(p);
+    free(all_options);
+    free(key);
+    free(log);
+    free(bin);
+    if (status != CLNET_OK)
+        clnet_error_context(status, "device %d (%s)", d->info.index, d->info.name);
+    return status;
+}
+
+static clnet_program *find_program(clnet_device *d, const char *family, const char *options) {
+    for (clnet_program *p = d->programs; p; p = p->next)
+        if (strcmp(p->family, family) == 0 && strcmp(p->options, options) == 0) return p;
+    return NULL;
+}
+
+static clnet_status add_program(clnet_device *d, const char *family, const char *options,
+                                clnet_program **out) {
+    clnet_status status = CLNET_OK;
+    char *source = NULL;
+    clnet_program *entry = calloc(1, sizeof *entry);
+    if (!entry) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    entry->family = strdup(family);
+    entry->options = strdup(options);
+    if (!entry->family || !entry->options) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    TRY(clnet_kernel_source(family, &source));
+    TRY(clnet_program_build(d, family, source, options, &entry->program));
+    entry->next = d->programs;
+    d->programs = entry;
+    *out = entry;
+    entry = NULL;
+cleanup:
+    if (entry) {
+        free(entry->family);
+        free(entry->options);
+        free(entry);
+    }
+    free(source);
+    return status;
+}
+
+clnet_status clnet_kernel_get(clnet_device *d, const char *family, const char *options,
+                              const char *name, cl_kernel *out) {
+    clnet_status status = CLNET_OK;
+    cl_int err = CL_SUCCESS;
+    clnet_kernel_entry *k = NULL;
+    if (!options) options = "";
+    pthread_mutex_lock(&d->lock);
+    clnet_program *p = find_program(d, family, options);
+    if (!p) TRY(add_program(d, family, options, &p));
+    for (k = p->kernels; k; k = k->next)
+        if (strcmp(k->name, name) == 0) break;
+    if (!k) {
+        k = calloc(1, sizeof *k);
+        if (!k || !(k->name = strdup(name))) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+        k->kernel = clCreateKernel(p->program, name, &err);
+        if (err != CL_SUCCESS) {
+            status = clnet_fail_cl_at(err, "clCreateKernel", __FILE__, __LINE__);
+            clnet_error_context(status, "kernel '%s' of '%s.cl' on device %d (%s)", name, family,
+                                d->info.index, d->info.name);
+            goto cleanup;
+        }
+        k->next = p->kernels;
+        p->kernels = k;
+    }
+    *out = k->kernel;
+    k = NULL;
+cleanup:
+    if (k) { /* only a kernel that failed to be made is still held here */
+        free(k->name);
+        free(k);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return status;
+}
+
+clnet_status clnet_launch_1d(clnet_device *d, cl_kernel k, size_t n, size_t local) {
+    clnet_status status = CLNET_OK;
+    if (n == 0) return CLNET_OK;
+    size_t global = local ? (n + local - 1) / local * local : n;
+    CL_CHECK(clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, local ? &local : NULL, 0, NULL,
+                                    NULL),
+             "clEnqueueNDRangeKernel");
+cleanup:
+    return status;
+}

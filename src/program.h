@@ -1,0 +1,25 @@
+/* Building kernel programs per device, lazily, through the binary cache. */
+#ifndef CLNET_PROGRAM_H
+#define CLNET_PROGRAM_H
+
+#include "device.h"
+
+/* Builds `source` for device d with `options` (-D defines; -cl-std=CL1.2 is
+ * added), loading the binary from the disk cache when a sound entry exists
+ * and storing it there otherwise. `label` names the source in messages. A
+ * compile error gives CLNET_ERR_BUILD with the full build log. */
+clnet_status clnet_program_build(clnet_device *d, const char *label, const char *source,
+                                 const char *options, cl_program *out);
+
+/* The kernel `name` of kernel family `family` (cl/<family>.cl) built with
+ * `options`. Programs and kernels are made on first use and kept by the
+ * device; the caller does not release the kernel. One thread at a time may
+ * use a device's kernels (clSetKernelArg is not thread-safe per kernel). */
+clnet_status clnet_kernel_get(clnet_device *d, const char *family, const char *options,
+                              const char *name, cl_kernel *out);
+
+/* Runs a 1-D kernel over n items in work-groups of `local` (0: the driver
+ * chooses); the global size is n rounded up, so kernels check their index. */
+clnet_status clnet_launch_1d(clnet_device *d, cl_kernel k, size_t n, size_t local);
+
+#endif

@@ -1,0 +1,442 @@
+/* Device discovery, the device selection spec, and one context + queue per
+ * selected device. */
+#include "device.h"
+#include "elementwise.h"
+#include "error.h"
+#include "memory.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* A device as discovery found it, before it is opened. */
+typedef struct {
+    cl_platform_id platform;
+    cl_device_id id;
+    char platform_name[128];
+    clnet_device_type type;
+    int selected;
+} candidate;
+
+typedef struct {
+    cl_platform_id id;
+    char name[128];
+    char vendor[128];
+    char version[128];
+    int order; /* the loader's order, to break ties */
+} platform_entry;
+
+static void platform_string(cl_platform_id p, cl_platform_info what, char *out, size_t cap) {
+    out[0] = '\0';
+    if (clGetPlatformInfo(p, what, cap, out, NULL) != CL_SUCCESS) out[0] = '\0';
+    out[cap - 1] = '\0';
+}
+
+static void device_string(cl_device_id d, cl_device_info what, char *out, size_t cap) {
+    out[0] = '\0';
+    if (clGetDeviceInfo(d, what, cap, out, NULL) != CL_SUCCESS) out[0] = '\0';
+    out[cap - 1] = '\0';
+    /* Some drivers pad names with spaces. */
+    size_t n = strlen(out);
+    while (n > 0 && isspace((unsigned char)out[n - 1])) out[--n] = '\0';
+}
+
+static int compare_platforms(const void *a, const void *b) {
+    const platform_entry *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (!c) c = strcmp(x->vendor, y->vendor);
+    if (!c) c = strcmp(x->version, y->version);
+    if (!c) c = x->order - y->order;
+    return c;
+}
+
+/* A device's one kind. A device that claims several (the Oclgrind simulator
+ * says it is a CPU, a GPU and an accelerator) is "other", so that `gpu` and
+ * `cpu` select only real devices of that kind. */
+static clnet_device_type classify(cl_device_type t) {
+    const cl_device_type kinds = CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR;
+    switch (t & kinds) {
+    case CL_DEVICE_TYPE_CPU: return CLNET_DEVICE_CPU;
+    case CL_DEVICE_TYPE_GPU: return CLNET_DEVICE_GPU;
+    case CL_DEVICE_TYPE_ACCELERATOR: return CLNET_DEVICE_ACCELERATOR;
+    default: return CLNET_DEVICE_OTHER;
+    }
+}
+
+/* Lists every device of every platform, platforms sorted by name. */
+static clnet_status discover(candidate **out, int *out_count) {
+    clnet_status status = CLNET_OK;
+    cl_uint nplat = 0;
+    cl_platform_id *ids = NULL;
+    platform_entry *plats = NULL;
+    candidate *cands = NULL;
+    cl_device_id *devs = NULL;
+    int count = 0;
+
+    cl_int err = clGetPlatformIDs(0, NULL, &nplat);
+    if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && nplat == 0))
+        FAIL(CLNET_ERR_NO_PLATFORM,
+             "no OpenCL platform found: the ICD loader lists no driver (clGetPlatformIDs "
+             "returned %s). Install one (for the CPU: apt-get install pocl-opencl-icd) or check "
+             "OCL_ICD_VENDORS",
+             clnet_cl_error_name(err == CL_SUCCESS ? CL_PLATFORM_NOT_FOUND_KHR : err));
+    CL_CHECK(err, "clGetPlatformIDs");
+    ids = calloc(nplat, sizeof *ids);
+    plats = calloc(nplat, sizeof *plats);
+    if (!ids || !plats) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory listing platforms");
+    CL_CHECK(clGetPlatformIDs(nplat, ids, NULL), "clGetPlatformIDs");
+    for (cl_uint p = 0; p < nplat; p++) {
+        plats[p].id = ids[p];
+        plats[p].order = (int)p;
+        platform_string(ids[p], CL_PLATFORM_NAME, plats[p].name, sizeof plats[p].name);
+        platform_string(ids[p], CL_PLATFORM_VENDOR, plats[p].vendor, sizeof plats[p].vendor);
+        platform_string(ids[p], CL_PLATFORM_VERSION, plats[p].version, sizeof plats[p].version);
+    }
+    qsort(plats, nplat, sizeof *plats, compare_platforms);
+
+    for (cl_uint p = 0; p < nplat; p++) {
+        cl_uint ndev = 0;
+        err = clGetDeviceIDs(plats[p].id, CL_DEVICE_TYPE_ALL, 0, NULL, &ndev);
+        if (err == CL_DEVICE_NOT_FOUND || (err == CL_SUCCESS && ndev == 0)) continue;
+        if (err != CL_SUCCESS) {
+            clnet_warn("skipping OpenCL platform '%s': clGetDeviceIDs failed: %s (%d)",
+                       plats[p].name, clnet_cl_error_name(err), err);
+            continue;
+        }
+        free(devs);
+        devs = calloc(ndev, sizeof *devs);
+        candidate *grown = realloc(cands, (size_t)(count + (int)ndev) * sizeof *cands);
+        if (!devs || !grown) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory listing devices");
+        cands = grown;
+        err = clGetDeviceIDs(plats[p].id, CL_DEVICE_TYPE_ALL, ndev, devs, NULL);
+        if (err != CL_SUCCESS) {
+            clnet_warn("skipping OpenCL platform '%s': clGetDeviceIDs failed: %s (%d)",
+                       plats[p].name, clnet_cl_error_name(err), err);
+            continue;
+        }
+        for (cl_uint d = 0; d < ndev; d++) {
+            candidate *c = &cands[count++];
+            memset(c, 0, sizeof *c);
+            c->platform = plats[p].id;
+            c->id = devs[d];
+            snprintf(c->platform_name, sizeof c->platform_name, "%s", plats[p].name);
+            cl_device_type type = 0;
+            if (clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof type, &type, NULL)) type = 0;
+            c->type = classify(type);
+        }
+    }
+    if (count == 0)
+        FAIL(CLNET_ERR_NO_DEVICE, "no OpenCL device found: %u platform(s), none with a device",
+             nplat);
+    *out = cands;
+    *out_count = count;
+    cands = NULL;
+cleanup:
+    free(ids);
+    free(plats);
+    free(devs);
+    free(cands);
+    return status;
+}
+
+static const char *type_name(clnet_device_type t) {
+    switch (t) {
+    case CLNET_DEVICE_CPU: return "cpu";
+    case CLNET_DEVICE_GPU: return "gpu";
+    case CLNET_DEVICE_ACCELERATOR: return "accelerator";
+    default: return "other";
+    }
+}
+
+/* Lists what there is, for error messages: "0 cpu (Portable ...), 1 ...". */
+static void describe_candidates(const candidate *c, int n, char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && used + 1 < cap; i++) {
+        int w = snprintf(out + used, cap - used, "%s%d: %s on '%s'", i ? ", " : "", i,
+                         type_name(c[i].type), c[i].platform_name);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+static int contains_ignoring_case(const char *haystack, const char *needle) {
+    size_t n = strlen(needle);
+    for (const char *h = haystack; *h; h++)
+        if (strncasecmp(h, needle, n) == 0) return 1;
+    return n == 0;
+}
+
+/* Marks the candidates the spec selects. */
+static clnet_status select_devices(candidate *c, int n, const char *spec) {
+    clnet_status status = CLNET_OK;
+    char known[2048];
+    describe_candidates(c, n, known, sizeof known);
+    while (isspace((unsigned char)*spec)) spec++;
+    size_t len = strlen(spec);
+    while (len > 0 && isspace((unsigned char)spec[len - 1])) len--;
+    char text[512];
+    if (len >= sizeof text) FAIL(CLNET_ERR_BAD_DEVICE_SPEC, "device selection is too long");
+    memcpy(text, spec, len);
+    text[len] = '\0';
+
+    int matched = 0;
+    if (len == 0 || strcasecmp(text, "all") == 0) {
+        for (int i = 0; i < n; i++) c[i].selected = 1;
+        matched = n;
+    } else if (strcasecmp(text, "gpu") == 0 || strcasecmp(text, "cpu") == 0) {
+        clnet_device_type want = strcasecmp(text, "gpu") == 0 ? CLNET_DEVICE_GPU : CLNET_DEVICE_CPU;
+        for (int i = 0; i < n; i++)
+            if (c[i].type == want) c[i].selected = 1, matched++;
+    } else if (strncasecmp(text, "platform=", 9) == 0) {
+        const char *want = text + 9;
+        if (!*want)
+            FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
+                 "device selection 'platform=' needs a name, e.g. platform=pocl");
+        for (int i = 0; i < n; i++)
+            if (contains_ignoring_case(c[i].platform_name, want)) c[i].selected = 1, matched++;
+    } else if (isdigit((unsigned char)text[0])) {
+        char *p = text;
+        for (;;) {
+            char *end = NULL;
+            long k = strtol(p, &end, 10);
+            if (end == p || !isdigit((unsigned char)*p))
+                FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
+                     "device selection '%s': expected a comma list of device numbers such as 0,2",
+                     text);
+            while (isspace((unsigned char)*end)) end++;
+            if (k < 0 || k >= n)
+                FAIL(CLNET_ERR_NO_DEVICE,
+                     "device selection '%s': there is no device %ld (devices are %s)", text, k,
+                     known);
+            if (c[k].selected)
+                FAIL(CLNET_ERR_BAD_DEVICE_SPEC, "device selection '%s' names device %ld twice",
+                     text, k);
+            c[k].selected = 1;
+            matched++;
+            if (*end == '\0') break;
+            if (*end != ',')
+                FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
+                     "device selection '%s': expected a comma list of device numbers such as 0,2",
+                     text);
+            p = end + 1;
+            while (isspace((unsigned char)*p)) p++;
+        }
+    } else {
+        FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
+             "unknown device selection '%s': expected all, gpu, cpu, a comma list of device "
+             "numbers (e.g. 0,2) or platform=NAME",
+             text);
+    }
+    if (matched == 0)
+        FAIL(CLNET_ERR_NO_DEVICE, "device selection '%s' matches no device (devices are %s)", text,
+             known);
+cleanup:
+    return status;
+}
+
+static void query_info(const candidate *c, int index, clnet_device_info *info) {
+    memset(info, 0, sizeof *info);
+    info->index = index;
+    platform_string(c->platform, CL_PLATFORM_NAME, info->platform_name, sizeof info->platform_name);
+    platform_string(c->platform, CL_PLATFORM_VENDOR, info->platform_vendor,
+                    sizeof info->platform_vendor);
+    platform_string(c->platform, CL_PLATFORM_VERSION, info->platform_version,
+                    sizeof info->platform_version);
+    device_string(c->id, CL_DEVICE_NAME, info->name, sizeof info->name);
+    device_string(c->id, CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor);
+    device_string(c->id, CL_DEVICE_OPENCL_C_VERSION, info->opencl_c_version,
+                  sizeof info->opencl_c_version);
+    device_string(c->id, CL_DRIVER_VERSION, info->driver_version, sizeof info->driver_version);
+    device_string(c->id, CL_DEVICE_VERSION, info->device_version, sizeof info->device_version);
+    info->type = c->type;
+    cl_uint u = 0;
+    cl_ulong ul = 0;
+    cl_bool b = CL_FALSE;
+    size_t z = 0;
+    if (!clGetDeviceInfo(c->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof u, &u, NULL))
+        info->compute_units = u;
+    if (!clGetDeviceInfo(c->id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof ul, &ul, NULL))
+        info->global_mem_bytes = ul;
+    if (!clGetDeviceInfo(c->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ul, &ul, NULL))
+        info->max_alloc_bytes = ul;
+    if (!clGetDeviceInfo(c->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof ul, &ul, NULL))
+        info->local_mem_bytes = ul;
+    if (!clGetDeviceInfo(c->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof z, &z, NULL))
+        info->max_work_group_size = z;
+    if (!clGetDeviceInfo(c->id, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof b, &b, NULL))
+        info->host_unified_memory = b == CL_TRUE;
+    cl_device_fp_config fp = 0;
+    if (!clGetDeviceInfo(c->id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp, &fp, NULL))
+        info->fp64 = fp != 0;
+    char ext[8192];
+    device_string(c->id, CL_DEVICE_EXTENSIONS, ext, sizeof ext);
+    info->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
+    if (strstr(ext, "cl_khr_fp64")) info->fp64 = 1;
+}
+
+static clnet_status open_device(clnet_device *d, const candidate *c, int index,
+                                const clnet_cache_config *cache) {
+    clnet_status status = CLNET_OK;
+    cl_int err = CL_SUCCESS;
+    query_info(c, index, &d->info);
+    d->platform = c->platform;
+    d->id = c->id;
+    d->zero_copy = d->info.host_unified_memory;
+    d->cache = cache;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
+    d->context = clCreateContext(props, 1, &c->id, NULL, NULL, &err);
+    CL_CHECK(err, "clCreateContext");
+    d->queue = clCreateCommandQueue(d->context, c->id, 0, &err);
+    CL_CHECK(err, "clCreateCommandQueue");
+cleanup:
+    if (status != CLNET_OK)
+        clnet_error_context(status, "opening device %d (%s on '%s')", index, d->info.name,
+                            d->info.platform_name);
+    return status;
+}
+
+static void close_device(clnet_device *d) {
+    for (clnet_program *p = d->programs; p;) {
+        clnet_program *next = p->next;
+        for (clnet_kernel_entry *k = p->kernels; k;) {
+            clnet_kernel_entry *kn = k->next;
+            clReleaseKernel(k->kernel);
+            free(k->name);
+            free(k);
+            k = kn;
+        }
+        if (p->program) clReleaseProgram(p->program);
+        free(p->family);
+        free(p->options);
+        free(p);
+        p = next;
+    }
+    if (d->scratch) clReleaseMemObject(d->scratch);
+    if (d->queue) clReleaseCommandQueue(d->queue);
+    if (d->context) clReleaseContext(d->context);
+    pthread_mutex_destroy(&d->lock);
+}
+
+static void cache_config_from_env(clnet_cache_config *cfg) {
+    const char *off = getenv("CLNET_CACHE");
+    const char *dir = getenv("CLNET_CACHE_DIR");
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    cfg->enabled = 1;
+    if (off && (strcasecmp(off, "off") == 0 || strcmp(off, "0") == 0)) cfg->enabled = 0;
+    if (dir && *dir)
+        snprintf(cfg->dir, sizeof cfg->dir, "%s", dir);
+    else if (xdg && *xdg)
+        snprintf(cfg->dir, sizeof cfg->dir, "%s/clnet", xdg);
+    else if (home && *home)
+        snprintf(cfg->dir, sizeof cfg->dir, "%s/.cache/clnet", home);
+    else
+        cfg->enabled = 0;
+}
+
+clnet_status clnet_runtime_create(clnet_runtime **out, const char *device_spec) {
+    clnet_status status = CLNET_OK;
+    candidate *cands = NULL;
+    int ncand = 0;
+    clnet_runtime *rt = NULL;
+    if (!out) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_runtime_create: out is NULL");
+    *out = NULL;
+    if (!device_spec) device_spec = getenv("CLNET_DEVICES");
+    if (!device_spec || !*device_spec) device_spec = "all";
+
+    TRY(discover(&cands, &ncand));
+    TRY(select_devices(cands, ncand, device_spec));
+    rt = calloc(1, sizeof *rt);
+    if (!rt) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory creating the runtime");
+    cache_config_from_env(&rt->cache);
+    for (int i = 0; i < ncand; i++) rt->count += cands[i].selected;
+    rt->devices = calloc((size_t)rt->count, sizeof *rt->devices);
+    if (!rt->devices) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory creating the runtime");
+    int opened = 0;
+    for (int i = 0; i < ncand; i++) {
+        if (!cands[i].selected) continue;
+        clnet_device *d = &rt->devices[opened++];
+        pthread_mutex_init(&d->lock, NULL);
+        TRY(open_device(d, &cands[i], i, &rt->cache));
+    }
+    *out = rt;
+    rt = NULL;
+cleanup:
+    clnet_runtime_free(rt);
+    free(cands);
+    return status;
+}
+
+int clnet_runtime_device_count(const clnet_runtime *rt) {
+    return rt ? rt->count : 0;
+}
+
+clnet_device *clnet_runtime_device(clnet_runtime *rt, int i) {
+    if (!rt) {
+        clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "runtime is NULL");
+        return NULL;
+    }
+    if (i < 0 || i >= rt->count) {
+        clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "device %d is not selected (%d device%s selected)",
+                   i, rt->count, rt->count == 1 ? "" : "s");
+        return NULL;
+    }
+    return &rt->devices[i];
+}
+
+clnet_status clnet_runtime_device_info(const clnet_runtime *rt, int i, clnet_device_info *out) {
+    if (!out) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_runtime_device_info: out is NULL");
+    clnet_device *d = clnet_runtime_device((clnet_runtime *)rt, i);
+    if (!d) return CLNET_ERR_INVALID_ARGUMENT;
+    *out = d->info;
+    return CLNET_OK;
+}
+
+/* Uploads a pattern, runs fill, axpy, scale and sum on it, and compares the
+ * result with the same arithmetic done on the host. */
+clnet_status clnet_runtime_device_check(clnet_runtime *rt, int i) {
+    clnet_status status = CLNET_OK;
+    enum { N = 1000 };
+    float host[N], back[N];
+    cl_mem x = NULL, y = NULL;
+    clnet_device *d = clnet_runtime_device(rt, i);
+    if (!d) return CLNET_ERR_INVALID_ARGUMENT;
+
+    for (int k = 0; k < N; k++) host[k] = (float)(k % 7) - 3.0f;
+    TRY(clnet_buffer_create(d, N * sizeof(float), &x));
+    TRY(clnet_buffer_create(d, N * sizeof(float), &y));
+    TRY(clnet_buffer_write(d, x, 0, N, host));
+    TRY(clnet_fill(d, y, 0, N, 0.5f));
+    TRY(clnet_axpy(d, N, 2.0f, x, 0, y, 0)); /* y = 0.5 + 2x */
+    TRY(clnet_scale(d, y, 0, N, 0.25f));     /* y = 0.125 + 0.5x */
+    TRY(clnet_buffer_read(d, y, 0, N, back));
+    double want_sum = 0;
+    for (int k = 0; k < N; k++) {
+        float want = 0.125f + 0.5f * host[k];
+        if (fabsf(back[k] - want) > 1e-6f)
+            FAIL(CLNET_ERR_WRONG_RESULT, "element %d is %g, expected %g", k, back[k], want);
+        want_sum += want;
+    }
+    float sum = 0;
+    TRY(clnet_sum(d, y, 0, N, &sum));
+    if (fabs(sum - want_sum) > 1e-3)
+        FAIL(CLNET_ERR_WRONG_RESULT, "sum is %g, expected %g", sum, want_sum);
+cleanup:
+    if (x) clReleaseMemObject(x);
+    if (y) clReleaseMemObject(y);
+    if (status != CLNET_OK)
+        clnet_error_context(status, "device %d (%s) check", d->info.index, d->info.name);
+    return status;
+}
+
+void clnet_runtime_free(clnet_runtime *rt) {
+    if (!rt) return;
+    for (int i = 0; i < rt->count; i++)
+        if (rt->devices[i].context || rt->devices[i].queue) close_device(&rt->devices[i]);
+    free(rt->devices);
+    free(rt);
+}

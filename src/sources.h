@@ -1,0 +1,22 @@
+/* Kernel sources: every cl/<family>.cl embedded at build time (CMake writes the table). */
+#ifndef CLNET_SOURCES_H
+#define CLNET_SOURCES_H
+
+#include "clnet.h"
+
+typedef struct {
+    const char *family; /* file name without .cl */
+    const char *text;
+    size_t length;
+} clnet_embedded_source;
+
+/* Every cl/<family>.cl file, ended by an entry whose family is NULL. */
+extern const clnet_embedded_source clnet_embedded_sources[];
+
+/* The text a family's programs are built from: common.cl, then <family>.cl,
+ * each introduced by a #line so build logs name the right file. Reads files
+ * from $CLNET_KERNEL_DIR instead when that is set (for kernel development).
+ * The caller frees *out. */
+clnet_status clnet_kernel_source(const char *family, char **out);
+
+#endif

@@ -1,0 +1,66 @@
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static clnet_runtime *runtime;
+
+clnet_runtime *test_runtime(void) {
+    if (runtime) return runtime;
+    const char *exact = getenv("CLNET_TEST_EXPECT_DEVICES");
+    const char *min = getenv("CLNET_TEST_MIN_DEVICES");
+    ck_assert_msg(exact || min,
+                  "the test configuration must set CLNET_TEST_EXPECT_DEVICES or "
+                  "CLNET_TEST_MIN_DEVICES");
+    clnet_status s = clnet_runtime_create(&runtime, NULL);
+    ck_assert_msg(s == CLNET_OK, "clnet_runtime_create: %s", clnet_last_error());
+    int n = clnet_runtime_device_count(runtime);
+    if (exact) ck_assert_int_eq(n, atoi(exact));
+    if (min) ck_assert_int_ge(n, atoi(min));
+    ck_assert_int_gt(n, 0);
+    return runtime;
+}
+
+void test_runtime_release(void) {
+    clnet_runtime_free(runtime);
+    runtime = NULL;
+}
+
+int test_device_is_slow(const clnet_device *d) {
+    return strstr(d->info.platform_name, "Oclgrind") != NULL;
+}
+
+void test_random_floats(float *x, size_t n, uint64_t seed) {
+    uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((s >> 40) & 0xffffff) / (float)(1 << 23) - 1.0f;
+    }
+}
+
+static char warnings[65536];
+static void capture(const char *message, void *user) {
+    (void)user;
+    size_t used = strlen(warnings);
+    snprintf(warnings + used, sizeof warnings - used, "%s\n", message);
+}
+
+void test_capture_warnings(int on) {
+    warnings[0] = '\0';
+    clnet_set_log_handler(on ? capture : NULL, NULL);
+}
+
+const char *test_warnings(void) {
+    return warnings;
+}
+
+int test_run_suite(Suite *s) {
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    test_runtime_release();
+    return failed;
+}

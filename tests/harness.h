@@ -1,0 +1,32 @@
+/* Shared test helpers. Device tests run on every device of the configuration
+ * that CTest sets up, and each configuration states how many devices it
+ * expects (CLNET_TEST_EXPECT_DEVICES=N exactly, or CLNET_TEST_MIN_DEVICES=N),
+ * so a loop over zero devices can never pass. */
+#ifndef CLNET_TEST_HARNESS_H
+#define CLNET_TEST_HARNESS_H
+
+#include <check.h>
+#include <stdint.h>
+
+#include "clnet.h"
+#include "device.h"
+
+/* The configuration's runtime, made on first use and checked for its count. */
+clnet_runtime *test_runtime(void);
+void test_runtime_release(void);
+
+/* 1 when the device is a slow simulator (Oclgrind): keep its work tiny. */
+int test_device_is_slow(const clnet_device *d);
+
+/* Deterministic pseudo-random floats in [-1, 1). */
+void test_random_floats(float *x, size_t n, uint64_t seed);
+
+/* Warnings captured from the library while capture is on. */
+void test_capture_warnings(int on);
+const char *test_warnings(void);
+
+/* Runs a suite without forking (PoCL's threads do not survive fork) and
+ * returns the number of failures. */
+int test_run_suite(Suite *s);
+
+#endif

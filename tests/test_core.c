@@ -1,0 +1,225 @@
+/* Tests that need no OpenCL device: version, statuses, error messages, the
+ * worker-thread error path, and the kernel cache file format. */
+#include "error.h"
+#include "harness.h"
+#include "kcache.h"
+#include "parallel.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+START_TEST(version_matches_the_macros) {
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", CLNET_VERSION_MAJOR, CLNET_VERSION_MINOR,
+             CLNET_VERSION_PATCH);
+    ck_assert_str_eq(clnet_version(), want);
+    ck_assert_str_eq(clnet_version(), "0.1.0");
+}
+END_TEST
+
+START_TEST(every_status_has_its_own_string) {
+    const clnet_status all[] = {
+#define ITEM(name, value, text) name,
+        CLNET_STATUS_LIST(ITEM)
+#undef ITEM
+    };
+    size_t n = sizeof all / sizeof all[0];
+    ck_assert_str_eq(clnet_status_string(CLNET_OK), "success");
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq((int)all[i], (int)i);
+        ck_assert(strlen(clnet_status_string(all[i])) > 0);
+        for (size_t j = 0; j < i; j++)
+            ck_assert_str_ne(clnet_status_string(all[i]), clnet_status_string(all[j]));
+    }
+    ck_assert_str_eq(clnet_status_string((clnet_status)999), "unknown status");
+}
+END_TEST
+
+START_TEST(opencl_failures_name_the_call_code_and_place) {
+    clnet_status s = clnet_fail_cl_at(CL_INVALID_WORK_GROUP_SIZE, "clEnqueueNDRangeKernel",
+                                      "src/some_file.c", 42);
+    ck_assert_int_eq(s, CLNET_ERR_OPENCL);
+    const char *m = clnet_last_error();
+    ck_assert_msg(strstr(m, "clEnqueueNDRangeKernel failed: CL_INVALID_WORK_GROUP_SIZE (-54)"), "%s", m);
+    ck_assert_msg(strstr(m, "some_file.c:42"), "%s", m);
+    ck_assert_int_eq(clnet_fail_cl_at(CL_MEM_OBJECT_ALLOCATION_FAILURE, "x", "f.c", 1),
+                     CLNET_ERR_DEVICE_MEMORY);
+    ck_assert_str_eq(clnet_cl_error_name(-1001), "CL_PLATFORM_NOT_FOUND_KHR");
+    ck_assert_str_eq(clnet_cl_error_name(12345), "CL_UNKNOWN_ERROR");
+}
+END_TEST
+
+START_TEST(error_context_and_long_messages) {
+    clnet_fail(CLNET_ERR_IO, "cannot open %s", "model.cfg");
+    clnet_error_context(CLNET_ERR_IO, "loading net");
+    ck_assert_msg(strncmp(clnet_last_error(), "loading net: cannot open model.cfg", 34) == 0, "%s",
+                  clnet_last_error());
+    /* A huge build log keeps its head and its tail. */
+    size_t n = 200000;
+    char *big = malloc(n + 1);
+    memset(big, 'x', n);
+    memcpy(big, "HEAD", 4);
+    memcpy(big + n - 4, "TAIL", 4);
+    big[n] = '\0';
+    clnet_fail(CLNET_ERR_BUILD, "build failed:");
+    clnet_error_append(big);
+    free(big);
+    const char *m = clnet_last_error();
+    ck_assert(strncmp(m, "build failed:", 13) == 0);
+    ck_assert(strstr(m, "[... cut ...]"));
+    ck_assert(strcmp(m + strlen(m) - 4, "TAIL") == 0);
+}
+END_TEST
+
+/* Fails on odd indices, with a message naming the index. */
+static clnet_status fail_odd(int i, void *ctx) {
+    int *ran = ctx;
+    ran[i] = 1;
+    if (i % 2) return clnet_fail(CLNET_ERR_WRONG_RESULT, "task %d failed on purpose", i);
+    return CLNET_OK;
+}
+
+START_TEST(worker_thread_failures_reach_the_caller) {
+    int ran[4] = {0};
+    clnet_fail(CLNET_ERR_IO, "an older message");
+    clnet_status s = clnet_parallel_for(4, fail_odd, ran);
+    ck_assert_int_eq(s, CLNET_ERR_WRONG_RESULT);
+    ck_assert_msg(strstr(clnet_last_error(), "task 1 failed on purpose"), "%s", clnet_last_error());
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(ran[i], 1);
+    int ran_ok[1] = {0};
+    ck_assert_int_eq(clnet_parallel_for(1, fail_odd, ran_ok), CLNET_OK);
+}
+END_TEST
+
+/* ---- kernel cache file format (no driver involved) ------------------------ */
+
+static clnet_device fake_device(void) {
+    clnet_device d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.info.name, sizeof d.info.name, "Fake Device");
+    snprintf(d.info.driver_version, sizeof d.info.driver_version, "1.0");
+    snprintf(d.info.platform_name, sizeof d.info.platform_name, "Fake Platform");
+    return d;
+}
+
+static void make_cache_dir(clnet_cache_config *cfg) {
+    char tmpl[] = "/tmp/clnet-test-kcache-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(tmpl));
+    cfg->enabled = 1;
+    snprintf(cfg->dir, sizeof cfg->dir, "%s/nested/dir", tmpl);
+}
+
+static long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+START_TEST(cache_key_changes_with_source_options_and_device) {
+    clnet_device d = fake_device(), e = fake_device();
+    snprintf(e.info.driver_version, sizeof e.info.driver_version, "1.1");
+    char *k1 = clnet_kcache_key(&d, "kernel void a(){}", "-DX=1");
+    char *k2 = clnet_kcache_key(&d, "kernel void a(){} ", "-DX=1");
+    char *k3 = clnet_kcache_key(&d, "kernel void a(){}", "-DX=2");
+    char *k4 = clnet_kcache_key(&e, "kernel void a(){}", "-DX=1");
+    char *k5 = clnet_kcache_key(&d, "kernel void a(){}", "-DX=1");
+    ck_assert_str_ne(k1, k2);
+    ck_assert_str_ne(k1, k3);
+    ck_assert_str_ne(k1, k4);
+    ck_assert_str_eq(k1, k5);
+    free(k1), free(k2), free(k3), free(k4), free(k5);
+}
+END_TEST
+
+START_TEST(cache_round_trip_and_every_damage_is_caught) {
+    clnet_cache_config cfg;
+    make_cache_dir(&cfg);
+    clnet_device d = fake_device();
+    char *key = clnet_kcache_key(&d, "source", "-cl-std=CL1.2");
+    unsigned char payload[1000];
+    for (int i = 0; i < 1000; i++) payload[i] = (unsigned char)(i * 7);
+    unsigned char *bin = NULL;
+    size_t len = 0;
+
+    ck_assert_int_eq(clnet_kcache_load(&cfg, key, &bin, &len), 0); /* empty: a miss */
+    ck_assert_int_eq(clnet_kcache_store(&cfg, key, payload, sizeof payload), 1);
+    ck_assert_int_eq(clnet_kcache_load(&cfg, key, &bin, &len), 1);
+    ck_assert_uint_eq(len, sizeof payload);
+    ck_assert_mem_eq(bin, payload, len);
+    free(bin);
+
+    char path[4200];
+    clnet_kcache_path(&cfg, key, path, sizeof path);
+    long size = file_size(path);
+    /* Damage: cut at several points, then flip a byte in each region
+     * (magic, lengths, checksums, key, payload). Each must be a miss that
+     * deletes the file and warns. */
+    long cuts[] = {0, 7, 31, 40, size - 1};
+    long flips[] = {0, 9, 13, 17, 25, 29, 40, size / 2, size - 1};
+    for (int round = 0; round < 14; round++) {
+        ck_assert_int_eq(clnet_kcache_store(&cfg, key, payload, sizeof payload), 1);
+        if (round < 5) {
+            ck_assert_int_eq(truncate(path, cuts[round]), 0);
+        } else {
+            FILE *f = fopen(path, "r+b");
+            long at = flips[round - 5];
+            fseek(f, at, SEEK_SET);
+            int c = fgetc(f);
+            fseek(f, at, SEEK_SET);
+            fputc(c ^ 0x10, f);
+            fclose(f);
+        }
+        test_capture_warnings(1);
+        bin = NULL;
+        ck_assert_msg(clnet_kcache_load(&cfg, key, &bin, &len) == 0, "round %d accepted", round);
+        ck_assert_msg(strstr(test_warnings(), "discarding kernel cache entry"), "round %d: '%s'",
+                      round, test_warnings());
+        test_capture_warnings(0);
+        ck_assert_msg(file_size(path) == -1, "round %d: damaged file kept", round);
+    }
+    /* A sound file of another key (a hash collision) is a quiet miss. */
+    char *other = clnet_kcache_key(&d, "other source", "-cl-std=CL1.2");
+    ck_assert_int_eq(clnet_kcache_store(&cfg, other, payload, 10), 1);
+    char other_path[4200];
+    clnet_kcache_path(&cfg, other, other_path, sizeof other_path);
+    ck_assert_int_eq(rename(other_path, path), 0);
+    test_capture_warnings(1);
+    ck_assert_int_eq(clnet_kcache_load(&cfg, key, &bin, &len), 0);
+    ck_assert_str_eq(test_warnings(), "");
+    test_capture_warnings(0);
+    free(other);
+    free(key);
+}
+END_TEST
+
+START_TEST(cache_disabled_neither_reads_nor_writes) {
+    clnet_cache_config cfg;
+    make_cache_dir(&cfg);
+    cfg.enabled = 0;
+    clnet_device d = fake_device();
+    char *key = clnet_kcache_key(&d, "s", "");
+    unsigned char b[4] = {1, 2, 3, 4};
+    ck_assert_int_eq(clnet_kcache_store(&cfg, key, b, 4), 0);
+    char path[4200];
+    clnet_kcache_path(&cfg, key, path, sizeof path);
+    ck_assert_int_eq(file_size(path), -1);
+    free(key);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("core");
+    TCase *t = tcase_create("core");
+    tcase_add_test(t, version_matches_the_macros);
+    tcase_add_test(t, every_status_has_its_own_string);
+    tcase_add_test(t, opencl_failures_name_the_call_code_and_place);
+    tcase_add_test(t, error_context_and_long_messages);
+    tcase_add_test(t, worker_thread_failures_reach_the_caller);
+    tcase_add_test(t, cache_key_changes_with_source_options_and_device);
+    tcase_add_test(t, cache_round_trip_and_every_damage_is_caught);
+    tcase_add_test(t, cache_disabled_neither_reads_nor_writes);
+    suite_add_tcase(s, t);
+    return test_run_suite(s) ? 1 : 0;
+}

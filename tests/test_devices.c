@@ -1,0 +1,427 @@
+/* Device tests, run on every device of the CTest configuration: discovery and
+ * selection, elementwise kernels against tests/ref, host staging, the kernel
+ * binary cache on a real driver, and build errors. */
+#include "elementwise.h"
+#include "harness.h"
+#include "memory.h"
+#include "parallel.h"
+#include "program.h"
+#include "ref/elementwise_ref.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- discovery and selection ---------------------------------------------- */
+
+START_TEST(devices_report_sane_facts) {
+    clnet_runtime *rt = test_runtime();
+    for (int i = 0; i < clnet_runtime_device_count(rt); i++) {
+        clnet_device_info info;
+        ck_assert_int_eq(clnet_runtime_device_info(rt, i, &info), CLNET_OK);
+        ck_assert(strlen(info.name) > 0);
+        ck_assert(strlen(info.platform_name) > 0);
+        ck_assert(info.compute_units > 0);
+        ck_assert(info.global_mem_bytes > 0);
+        ck_assert(info.max_alloc_bytes > 0 && info.max_alloc_bytes <= info.global_mem_bytes);
+        ck_assert(info.max_work_group_size > 0);
+        ck_assert_msg(strstr(info.opencl_c_version, "OpenCL C"), "%s", info.opencl_c_version);
+        ck_assert_int_ge(info.index, i);
+        if (i > 0) { /* numbered in order, platforms sorted by name */
+            clnet_device_info prev;
+            clnet_runtime_device_info(rt, i - 1, &prev);
+            ck_assert_int_gt(info.index, prev.index);
+            ck_assert(strcmp(prev.platform_name, info.platform_name) <= 0);
+        }
+        printf("device %d: %s on %s\n", info.index, info.name, info.platform_name);
+    }
+    clnet_device_info info;
+    ck_assert_int_eq(clnet_runtime_device_info(rt, -1, &info), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_runtime_device_info(rt, clnet_runtime_device_count(rt), &info),
+                     CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_runtime_device_count(NULL), 0);
+    clnet_runtime_free(NULL);
+}
+END_TEST
+
+/* Expects `spec` to select `want` devices, or to fail with `fail`. */
+static void expect_spec(const char *spec, int want, clnet_status fail, const char *message) {
+    clnet_runtime *rt = NULL;
+    clnet_status s = clnet_runtime_create(&rt, spec);
+    if (fail != CLNET_OK) {
+        ck_assert_msg(s == fail, "spec '%s' gave %s, expected %s", spec, clnet_status_string(s),
+                      clnet_status_string(fail));
+        ck_assert_ptr_null(rt);
+        ck_assert_msg(strstr(clnet_last_error(), message), "spec '%s': message '%s' lacks '%s'",
+                      spec, clnet_last_error(), message);
+        return;
+    }
+    ck_assert_msg(s == CLNET_OK, "spec '%s': %s", spec, clnet_last_error());
+    ck_assert_int_eq(clnet_runtime_device_count(rt), want);
+    clnet_runtime_free(rt);
+}
+
+START_TEST(device_spec_selects_and_rejects) {
+    clnet_runtime *rt = test_runtime();
+    int n = clnet_runtime_device_count(rt), cpus = 0, gpus = 0, pocl = 0;
+    for (int i = 0; i < n; i++) {
+        clnet_device_info info;
+        clnet_runtime_device_info(rt, i, &info);
+        cpus += info.type == CLNET_DEVICE_CPU;
+        gpus += info.type == CLNET_DEVICE_GPU;
+        pocl += strstr(info.platform_name, "Portable Computing Language") != NULL;
+    }
+    expect_spec("all", n, CLNET_OK, "");
+    expect_spec(" ALL ", n, CLNET_OK, "");
+    expect_spec("0", 1, CLNET_OK, "");
+    if (cpus) expect_spec("cpu", cpus, CLNET_OK, "");
+    if (gpus)
+        expect_spec("gpu", gpus, CLNET_OK, "");
+    else
+        expect_spec("gpu", 0, CLNET_ERR_NO_DEVICE, "matches no device");
+    if (pocl) expect_spec("platform=portable", pocl, CLNET_OK, "");
+    expect_spec("platform=no-such-vendor", 0, CLNET_ERR_NO_DEVICE, "matches no device");
+    expect_spec("platform=", 0, CLNET_ERR_BAD_DEVICE_SPEC, "needs a name");
+    expect_spec("99", 0, CLNET_ERR_NO_DEVICE, "there is no device 99");
+    expect_spec("banana", 0, CLNET_ERR_BAD_DEVICE_SPEC, "unknown device selection 'banana'");
+    expect_spec("0,0", 0, CLNET_ERR_BAD_DEVICE_SPEC, "twice");
+    expect_spec("0,", 0, CLNET_ERR_BAD_DEVICE_SPEC, "comma list");
+    expect_spec("0;1", 0, CLNET_ERR_BAD_DEVICE_SPEC, "comma list");
+    if (n >= 2) {
+        expect_spec("0,1", 2, CLNET_OK, "");
+        clnet_runtime *one = NULL;
+        ck_assert_int_eq(clnet_runtime_create(&one, "1"), CLNET_OK);
+        clnet_device_info info;
+        clnet_runtime_device_info(one, 0, &info);
+        ck_assert_int_eq(info.index, 1);
+        clnet_runtime_free(one);
+    }
+    /* $CLNET_DEVICES applies when no spec is given, and a spec wins over it. */
+    setenv("CLNET_DEVICES", "0", 1);
+    expect_spec(NULL, 1, CLNET_OK, "");
+    expect_spec("all", n, CLNET_OK, "");
+    setenv("CLNET_DEVICES", "nonsense", 1);
+    expect_spec(NULL, 0, CLNET_ERR_BAD_DEVICE_SPEC, "nonsense");
+    unsetenv("CLNET_DEVICES");
+    ck_assert_int_eq(clnet_runtime_create(NULL, "all"), CLNET_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+/* ---- elementwise kernels against tests/ref --------------------------------- */
+
+static const size_t SIZES[] = {1, 3, 63, 64, 65, 1000, 4099, 100003};
+#define NSIZES (sizeof SIZES / sizeof SIZES[0])
+#define SLOW_MAX 5000 /* largest size for a simulator */
+
+static float max_abs_diff(const float *a, const float *b, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(a[i] - b[i]));
+    return m;
+}
+
+START_TEST(elementwise_kernels_match_reference_on_every_device) {
+    clnet_runtime *rt = test_runtime();
+    const size_t off = 5; /* data sits after an offset, as layer params do */
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        clnet_device *d = clnet_runtime_device(rt, dev);
+        float worst = 0;
+        for (size_t si = 0; si < NSIZES; si++) {
+            size_t n = SIZES[si];
+            if (test_device_is_slow(d) && n > SLOW_MAX) continue;
+            size_t total = n + 2 * off;
+            float *x = malloc(total * sizeof *x), *y = malloc(total * sizeof *y);
+            float *want = malloc(total * sizeof *want), *got = malloc(total * sizeof *got);
+            test_random_floats(x, total, 1 + n);
+            test_random_floats(y, total, 2 + n);
+            cl_mem bx = NULL, by = NULL;
+            ck_assert_int_eq(clnet_buffer_create(d, total * sizeof(float), &bx), CLNET_OK);
+            ck_assert_int_eq(clnet_buffer_create(d, total * sizeof(float), &by), CLNET_OK);
+            ck_assert_int_eq(clnet_buffer_write(d, bx, 0, total, x), CLNET_OK);
+            ck_assert_int_eq(clnet_buffer_write(d, by, 0, total, y), CLNET_OK);
+
+            /* axpy, then scale, then fill on x; the guard elements stay. */
+            ck_assert_msg(clnet_axpy(d, n, -1.75f, bx, off, by, off) == CLNET_OK, "%s",
+                          clnet_last_error());
+            memcpy(want, y, total * sizeof *want);
+            ref_axpy(n, -1.75f, x + off, want + off);
+            ck_assert_int_eq(clnet_buffer_read(d, by, 0, total, got), CLNET_OK);
+            float diff = max_abs_diff(got, want, total);
+            ck_assert_msg(diff <= 1e-6f, "axpy n=%zu on %s: max diff %g", n, d->info.name, diff);
+            worst = fmaxf(worst, diff);
+
+            ck_assert_int_eq(clnet_scale(d, by, off, n, 0.3f), CLNET_OK);
+            ref_scale(want + off, n, 0.3f);
+            ck_assert_int_eq(clnet_buffer_read(d, by, 0, total, got), CLNET_OK);
+            diff = max_abs_diff(got, want, total);
+            ck_assert_msg(diff <= 1e-6f, "scale n=%zu on %s: max diff %g", n, d->info.name, diff);
+            worst = fmaxf(worst, diff);
+
+            /* sum of y's slice, against a double-precision sum */
+            float sum = 0;
+            ck_assert_int_eq(clnet_sum(d, by, off, n, &sum), CLNET_OK);
+            double ref = ref_sum(want + off, n);
+            ck_assert_msg(fabs(sum - ref) <= 1e-5 * (double)n + 1e-6,
+                          "sum n=%zu on %s: %.9g vs %.9g", n, d->info.name, sum, ref);
+            float sum_again = 0;
+            ck_assert_int_eq(clnet_sum(d, by, off, n, &sum_again), CLNET_OK);
+            ck_assert_msg(sum == sum_again, "sum is not deterministic");
+
+            ck_assert_int_eq(clnet_fill(d, bx, off, n, 2.5f), CLNET_OK);
+            memcpy(want, x, total * sizeof *want);
+            ref_fill(want + off, n, 2.5f);
+            ck_assert_int_eq(clnet_buffer_read(d, bx, 0, total, got), CLNET_OK);
+            ck_assert_msg(memcmp(got, want, total * sizeof *got) == 0, "fill n=%zu", n);
+
+            clReleaseMemObject(bx);
+            clReleaseMemObject(by);
+            free(x), free(y), free(want), free(got);
+        }
+        printf("elementwise on device %d (%s): max abs diff %g\n", d->info.index, d->info.name,
+               worst);
+    }
+}
+END_TEST
+
+START_TEST(elementwise_rejects_ranges_beyond_32_bits) {
+    clnet_runtime *rt = test_runtime();
+    clnet_device *d = clnet_runtime_device(rt, 0);
+    ck_assert_int_eq(clnet_fill(d, NULL, 0, (size_t)1 << 33, 0.0f), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "beyond 2^32"), "%s", clnet_last_error());
+}
+END_TEST
+
+/* ---- host access: mapped in place, or read into a mapped staging buffer ---- */
+
+START_TEST(host_views_see_device_data_both_ways) {
+    clnet_runtime *rt = test_runtime();
+    enum { N = 3000, OFF = 17 };
+    float data[N];
+    test_random_floats(data, N, 7);
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        clnet_device *d = clnet_runtime_device(rt, dev);
+        int native = d->zero_copy;
+        for (int zero_copy = 0; zero_copy <= 1; zero_copy++) {
+            d->zero_copy = zero_copy; /* buffers made now follow this mode */
+            cl_mem buf = NULL;
+            clnet_staging staging;
+            ck_assert_int_eq(clnet_buffer_create(d, N * sizeof(float), &buf), CLNET_OK);
+            ck_assert_int_eq(clnet_staging_create(d, N * sizeof(float), &staging), CLNET_OK);
+            ck_assert_int_eq(clnet_buffer_write(d, buf, 0, N, data), CLNET_OK);
+            clnet_host_view view;
+            ck_assert_msg(clnet_host_view_begin(d, buf, OFF, N - OFF, &staging, &view) == CLNET_OK,
+                          "%s", clnet_last_error());
+            ck_assert_mem_eq(view.data, data + OFF, (N - OFF) * sizeof(float));
+            ck_assert(zero_copy ? view.mapped != NULL : view.data == staging.data);
+            ck_assert_int_eq(clnet_host_view_end(d, &view), CLNET_OK);
+            /* the device can keep working on the buffer after the view */
+            ck_assert_int_eq(clnet_scale(d, buf, 0, N, 2.0f), CLNET_OK);
+            float back[N];
+            ck_assert_int_eq(clnet_buffer_read(d, buf, 0, N, back), CLNET_OK);
+            for (int i = 0; i < N; i++) ck_assert(back[i] == 2.0f * data[i]);
+            /* a staging buffer too small for the request is refused */
+            if (!zero_copy) {
+                ck_assert_int_eq(clnet_host_view_begin(d, buf, 0, N + 1, &staging, &view),
+                                 CLNET_ERR_INVALID_ARGUMENT);
+            }
+            clnet_staging_free(d, &staging);
+            clReleaseMemObject(buf);
+        }
+        d->zero_copy = native;
+    }
+}
+END_TEST
+
+/* ---- all devices at once, each from its own thread ------------------------- */
+
+static clnet_status check_device(int i, void *ctx) {
+    return clnet_runtime_device_check(ctx, i);
+}
+
+START_TEST(devices_run_concurrently_from_their_own_threads) {
+    clnet_runtime *rt = test_runtime();
+    clnet_status s = clnet_parallel_for(clnet_runtime_device_count(rt), check_device, rt);
+    ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
+}
+END_TEST
+
+/* ---- the kernel binary cache on the real driver ---------------------------- */
+
+static const char *TEST_SOURCE =
+    "__kernel void add_one(__global float *x) { x[get_global_id(0)] += 1.0f; }\n";
+
+static char cache_dir[256];
+
+/* Points the cache at a fresh folder; runtimes made afterwards use it. */
+static void fresh_cache_dir(void) {
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/clnet-test-cache-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(cache_dir));
+    setenv("CLNET_CACHE_DIR", cache_dir, 1);
+    unsetenv("CLNET_CACHE");
+}
+
+/* The single cache file in the folder (fails unless exactly one). */
+static void only_cache_file(char *path, size_t cap) {
+    DIR *dir = opendir(cache_dir);
+    ck_assert_ptr_nonnull(dir);
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)))
+        if (strstr(e->d_name, ".clbin")) {
+            snprintf(path, cap, "%s/%s", cache_dir, e->d_name);
+            found++;
+        }
+    closedir(dir);
+    ck_assert_int_eq(found, 1);
+}
+
+/* Builds TEST_SOURCE on device dev of a new runtime, runs it, and returns
+ * whether the binary came from the cache. */
+static int build_and_run(int dev) {
+    clnet_runtime *rt = NULL;
+    ck_assert_int_eq(clnet_runtime_create(&rt, NULL), CLNET_OK);
+    clnet_device *d = clnet_runtime_device(rt, dev);
+    cl_program p = NULL;
+    ck_assert_msg(clnet_program_build(d, "test", TEST_SOURCE, "-DUNUSED=1", &p) == CLNET_OK, "%s",
+                  clnet_last_error());
+    cl_int err = 0;
+    cl_kernel k = clCreateKernel(p, "add_one", &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    cl_mem buf = NULL;
+    float v[8] = {1, 2, 3, 4, 5, 6, 7, 8}, back[8];
+    ck_assert_int_eq(clnet_buffer_create(d, sizeof v, &buf), CLNET_OK);
+    ck_assert_int_eq(clnet_buffer_write(d, buf, 0, 8, v), CLNET_OK);
+    ck_assert_int_eq(clSetKernelArg(k, 0, sizeof buf, &buf), CL_SUCCESS);
+    ck_assert_int_eq(clnet_launch_1d(d, k, 8, 0), CLNET_OK);
+    ck_assert_int_eq(clnet_buffer_read(d, buf, 0, 8, back), CLNET_OK);
+    for (int i = 0; i < 8; i++) ck_assert(back[i] == v[i] + 1.0f);
+    int hit = d->cache_hits == 1;
+    clReleaseMemObject(buf);
+    clReleaseKernel(k);
+    clReleaseProgram(p);
+    clnet_runtime_free(rt);
+    return hit;
+}
+
+static void damage(const char *path, int how) {
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    if (how == 0) { /* truncated: half the file */
+        ck_assert_int_eq(truncate(path, st.st_size / 2), 0);
+        return;
+    }
+    FILE *f = fopen(path, "r+b"); /* one byte flipped in the binary */
+    long at = st.st_size - st.st_size / 3;
+    fseek(f, at, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, at, SEEK_SET);
+    fputc(c ^ 0x01, f);
+    fclose(f);
+}
+
+START_TEST(kernel_cache_cold_warm_and_damaged_entries) {
+    clnet_runtime *rt = test_runtime();
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        fresh_cache_dir();
+        ck_assert_msg(!build_and_run(dev), "cold build claims a cache hit");
+        char path[512];
+        only_cache_file(path, sizeof path);
+        struct stat st;
+        ck_assert_msg(build_and_run(dev), "warm build did not use the cache");
+        for (int how = 0; how < 2; how++) {
+            damage(path, how);
+            test_capture_warnings(1);
+            ck_assert_msg(!build_and_run(dev), "damaged entry (%d) was used", how);
+            ck_assert_msg(strstr(test_warnings(), "discarding kernel cache entry"), "%s",
+                          test_warnings());
+            test_capture_warnings(0);
+            /* rebuilt and stored again (the size may differ: PoCL's binary
+             * grows with the work-group variants it has compiled) */
+            ck_assert_int_eq(stat(path, &st), 0);
+            ck_assert_msg(build_and_run(dev), "the rebuilt entry is not used");
+        }
+        /* CLNET_CACHE=off: nothing read or written */
+        setenv("CLNET_CACHE", "off", 1);
+        ck_assert(!build_and_run(dev));
+        unsetenv("CLNET_CACHE");
+    }
+    unsetenv("CLNET_CACHE_DIR");
+}
+END_TEST
+
+START_TEST(build_errors_carry_the_build_log) {
+    clnet_runtime *rt = test_runtime();
+    const char *bad = "__kernel void broken(__global float *x) {\n"
+                      "    x[0] = undeclared_thing_42;\n"
+                      "}\n";
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        clnet_device *d = clnet_runtime_device(rt, dev);
+        cl_program p = NULL;
+        clnet_status s = clnet_program_build(d, "broken-test", bad, "", &p);
+        ck_assert_int_eq(s, CLNET_ERR_BUILD);
+        ck_assert_ptr_null(p);
+        const char *m = clnet_last_error();
+        ck_assert_msg(strstr(m, "building kernels 'broken-test'"), "%s", m);
+        ck_assert_msg(strstr(m, "build log"), "%s", m);
+        ck_assert_msg(strstr(m, "undeclared_thing_42"), "the log does not show the error: %s", m);
+        ck_assert_msg(strstr(m, d->info.name), "the message does not name the device: %s", m);
+    }
+}
+END_TEST
+
+/* CLNET_KERNEL_DIR replaces the embedded sources; a broken family there gives
+ * a build error that names the file (through the #line the loader adds). */
+START_TEST(kernel_dir_override_and_its_errors) {
+    char dir[] = "/tmp/clnet-test-kdir-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/common.cl", dir);
+    FILE *f = fopen(path, "w");
+    fputs("// empty common\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/elementwise.cl", dir);
+    f = fopen(path, "w");
+    fputs("__kernel void fill(__global float *x) {\n  x[0] = oops;\n}\n", f);
+    fclose(f);
+    setenv("CLNET_KERNEL_DIR", dir, 1);
+    setenv("CLNET_CACHE", "off", 1);
+    clnet_runtime *rt = NULL;
+    ck_assert_int_eq(clnet_runtime_create(&rt, "0"), CLNET_OK);
+    clnet_status s = clnet_runtime_device_check(rt, 0);
+    clnet_runtime_free(rt);
+    unsetenv("CLNET_KERNEL_DIR");
+    unsetenv("CLNET_CACHE");
+    ck_assert_int_eq(s, CLNET_ERR_BUILD);
+    ck_assert_msg(strstr(clnet_last_error(), "'elementwise'"), "%s", clnet_last_error());
+    ck_assert_msg(strstr(clnet_last_error(), "oops"), "%s", clnet_last_error());
+    /* a missing folder is an I/O error that names the path */
+    setenv("CLNET_KERNEL_DIR", "/nonexistent/kernels", 1);
+    ck_assert_int_eq(clnet_runtime_create(&rt, "0"), CLNET_OK);
+    s = clnet_runtime_device_check(rt, 0);
+    clnet_runtime_free(rt);
+    unsetenv("CLNET_KERNEL_DIR");
+    ck_assert_int_eq(s, CLNET_ERR_IO);
+    ck_assert_msg(strstr(clnet_last_error(), "/nonexistent/kernels/common.cl"), "%s",
+                  clnet_last_error());
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("devices");
+    TCase *t = tcase_create("devices");
+    tcase_set_timeout(t, 0); /* CTest enforces the time limit */
+    tcase_add_test(t, devices_report_sane_facts);
+    tcase_add_test(t, device_spec_selects_and_rejects);
+    tcase_add_test(t, elementwise_kernels_match_reference_on_every_device);
+    tcase_add_test(t, elementwise_rejects_ranges_beyond_32_bits);
+    tcase_add_test(t, host_views_see_device_data_both_ways);
+    tcase_add_test(t, devices_run_concurrently_from_their_own_threads);
+    tcase_add_test(t, kernel_cache_cold_warm_and_damaged_entries);
+    tcase_add_test(t, build_errors_carry_the_build_log);
+    tcase_add_test(t, kernel_dir_override_and_its_errors);
+    suite_add_tcase(s, t);
+    return test_run_suite(s) ? 1 : 0;
+}
