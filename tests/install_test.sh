@@ -32,6 +32,7 @@ echo "ok   consumer built with find_package(clnet) runs"
 pcdir=$(dirname "$(find "$prefix" -name clnet.pc | head -n1)")
 flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --static --cflags --libs clnet)
 echo "pkg-config --static --cflags --libs clnet: $flags"
+# shellcheck disable=SC2086 # the flags are words on purpose
 cc -std=c11 -o "$work/consumer-pc" "$src/examples/consumer/main.c" $flags
 "$work/consumer-pc"
 no_libclnet_so "$work/consumer-pc"
