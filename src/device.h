@@ -40,7 +40,7 @@ typedef struct clnet_device {
     const clnet_cache_config *cache;
     pthread_mutex_t lock; /* guards programs */
     clnet_program *programs;
-    cl_mem scratch; /* small buffer for reductions, made on first use */
+    cl_mem scratch;        /* small buffer for reductions, made on first use */
     unsigned cache_hits;   /* programs loaded from the binary cache */
     unsigned cache_stores; /* programs built from source and stored */
 } clnet_device;

@@ -7,9 +7,9 @@
 #include <limits.h>
 
 #define FAMILY "elementwise"
-#define LOCAL 64
+#define LOCAL  64
 /* Partial sums of the first reduction pass; the second pass adds them. */
-#define SUM_GROUPS 64
+#define SUM_GROUPS    64
 #define SUM_LOCAL_MAX 256
 
 static clnet_status check_range(const char *op, size_t off, size_t n) {
@@ -74,11 +74,12 @@ cleanup:
 static clnet_status reduction_local_size(clnet_device *d, cl_kernel k, size_t *out) {
     clnet_status status = CLNET_OK;
     size_t limit = 0;
-    CL_CHECK(clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof limit, &limit,
-                                      NULL),
-             "clGetKernelWorkGroupInfo");
+    CL_CHECK(
+        clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof limit, &limit, NULL),
+        "clGetKernelWorkGroupInfo");
     size_t local = 1;
-    while (local * 2 <= limit && local * 2 <= SUM_LOCAL_MAX) local *= 2;
+    while (local * 2 <= limit && local * 2 <= SUM_LOCAL_MAX)
+        local *= 2;
     *out = local;
 cleanup:
     return status;

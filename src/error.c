@@ -14,7 +14,7 @@ static _Thread_local char thread_message[MESSAGE_CAP];
 
 const char *clnet_version(void) {
 #define STR_(x) #x
-#define STR(x) STR_(x)
+#define STR(x)  STR_(x)
     return STR(CLNET_VERSION_MAJOR) "." STR(CLNET_VERSION_MINOR) "." STR(CLNET_VERSION_PATCH);
 #undef STR
 #undef STR_

@@ -12,8 +12,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define HEADER_BYTES 32
-#define FORMAT_VERSION 1
+#define HEADER_BYTES    32
+#define FORMAT_VERSION  1
 #define MAX_ENTRY_BYTES (512u << 20)
 static const char MAGIC[8] = "CLNETKC";
 
@@ -41,19 +41,23 @@ static uint32_t crc(const void *data, size_t n) {
 }
 
 static void put32(unsigned char *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
 }
 static void put64(unsigned char *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
 }
 static uint32_t get32(const unsigned char *p) {
     uint32_t v = 0;
-    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
     return v;
 }
 static uint64_t get64(const unsigned char *p) {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
     return v;
 }
 
@@ -133,7 +137,8 @@ static const char *check_entry(const unsigned char *f, size_t n, const char *key
     uint32_t hc = crc(head, HEADER_BYTES);
     hc = (uint32_t)crc32(hc, f + HEADER_BYTES, (uInt)klen);
     if (hc != get32(f + 28)) return "header checksum mismatch (corrupt)";
-    if (crc(f + HEADER_BYTES + klen, plen) != get32(f + 24)) return "payload checksum mismatch (corrupt)";
+    if (crc(f + HEADER_BYTES + klen, plen) != get32(f + 24))
+        return "payload checksum mismatch (corrupt)";
     if (klen != keylen || memcmp(f + HEADER_BYTES, key, keylen) != 0) *other_key = 1;
     return NULL;
 }
@@ -224,8 +229,8 @@ int clnet_kcache_store(const clnet_cache_config *cfg, const char *key, const uns
     uint32_t hc = crc(head, HEADER_BYTES);
     hc = (uint32_t)crc32(hc, (const unsigned char *)key, (uInt)keylen);
     put32(head + 28, hc);
-    int bad = write_all(fd, head, HEADER_BYTES) || write_all(fd, key, keylen) ||
-              write_all(fd, bin, len);
+    int bad =
+        write_all(fd, head, HEADER_BYTES) || write_all(fd, key, keylen) || write_all(fd, bin, len);
     bad = close(fd) != 0 || bad;
     if (!bad) bad = rename(tmp, path) != 0;
     if (bad) {

@@ -32,7 +32,7 @@ int clnet_kcache_load(const clnet_cache_config *cfg, const char *key, unsigned c
 /* Stores a binary; 1 when stored. Failures only warn (the cache is an
  * optimisation). */
 int clnet_kcache_store(const clnet_cache_config *cfg, const char *key, const unsigned char *bin,
-                        size_t len);
+                       size_t len);
 
 /* The file a key is stored in (for tests and tools). */
 void clnet_kcache_path(const clnet_cache_config *cfg, const char *key, char *out, size_t cap);

@@ -11,8 +11,8 @@ clnet_status clnet_buffer_create(clnet_device *d, size_t bytes, cl_mem *out) {
     if (bytes == 0) bytes = sizeof(float); /* OpenCL refuses empty buffers */
     if (d->info.max_alloc_bytes && bytes > d->info.max_alloc_bytes)
         FAIL(CLNET_ERR_DEVICE_MEMORY,
-             "a buffer of %zu bytes exceeds device %d (%s)'s largest allocation, %llu bytes",
-             bytes, d->info.index, d->info.name, (unsigned long long)d->info.max_alloc_bytes);
+             "a buffer of %zu bytes exceeds device %d (%s)'s largest allocation, %llu bytes", bytes,
+             d->info.index, d->info.name, (unsigned long long)d->info.max_alloc_bytes);
     cl_mem_flags flags = CL_MEM_READ_WRITE | (d->zero_copy ? CL_MEM_ALLOC_HOST_PTR : 0);
     *out = clCreateBuffer(d->context, flags, bytes, NULL, &err);
     CL_CHECK(err, "clCreateBuffer");
@@ -24,8 +24,8 @@ clnet_status clnet_buffer_write(clnet_device *d, cl_mem buf, size_t offset, size
                                 const float *src) {
     clnet_status status = CLNET_OK;
     if (n == 0) return CLNET_OK;
-    CL_CHECK(clEnqueueWriteBuffer(d->queue, buf, CL_TRUE, offset * sizeof(float),
-                                  n * sizeof(float), src, 0, NULL, NULL),
+    CL_CHECK(clEnqueueWriteBuffer(d->queue, buf, CL_TRUE, offset * sizeof(float), n * sizeof(float),
+                                  src, 0, NULL, NULL),
              "clEnqueueWriteBuffer");
 cleanup:
     return status;
@@ -34,8 +34,8 @@ cleanup:
 clnet_status clnet_buffer_read(clnet_device *d, cl_mem buf, size_t offset, size_t n, float *dst) {
     clnet_status status = CLNET_OK;
     if (n == 0) return CLNET_OK;
-    CL_CHECK(clEnqueueReadBuffer(d->queue, buf, CL_TRUE, offset * sizeof(float),
-                                 n * sizeof(float), dst, 0, NULL, NULL),
+    CL_CHECK(clEnqueueReadBuffer(d->queue, buf, CL_TRUE, offset * sizeof(float), n * sizeof(float),
+                                 dst, 0, NULL, NULL),
              "clEnqueueReadBuffer");
 cleanup:
     return status;
@@ -47,8 +47,8 @@ clnet_status clnet_staging_create(clnet_device *d, size_t bytes, clnet_staging *
     memset(out, 0, sizeof *out);
     if (bytes == 0) bytes = sizeof(float);
     out->bytes = bytes;
-    out->mem = clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL,
-                              &err);
+    out->mem =
+        clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &err);
     CL_CHECK(err, "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR)");
     out->data = clEnqueueMapBuffer(d->queue, out->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
                                    bytes, 0, NULL, NULL, &err);
@@ -74,16 +74,15 @@ clnet_status clnet_host_view_begin(clnet_device *d, cl_mem buf, size_t offset, s
     memset(view, 0, sizeof *view);
     size_t bytes = n * sizeof(float);
     if (d->zero_copy) {
-        view->mapped_ptr = clEnqueueMapBuffer(d->queue, buf, CL_TRUE, CL_MAP_READ,
-                                              offset * sizeof(float), bytes ? bytes : 1, 0, NULL,
-                                              NULL, &err);
+        view->mapped_ptr =
+            clEnqueueMapBuffer(d->queue, buf, CL_TRUE, CL_MAP_READ, offset * sizeof(float),
+                               bytes ? bytes : 1, 0, NULL, NULL, &err);
         CL_CHECK(err, "clEnqueueMapBuffer");
         view->mapped = buf;
         view->data = view->mapped_ptr;
     } else {
         if (!staging || staging->bytes < bytes)
-            FAIL(CLNET_ERR_INVALID_ARGUMENT,
-                 "staging buffer of %zu bytes cannot hold %zu bytes",
+            FAIL(CLNET_ERR_INVALID_ARGUMENT, "staging buffer of %zu bytes cannot hold %zu bytes",
                  staging ? staging->bytes : 0, bytes);
         TRY(clnet_buffer_read(d, buf, offset, n, staging->data));
         view->data = staging->data;

@@ -26,8 +26,7 @@ static char *build_log(clnet_device *d, cl_program p) {
 static cl_program program_from_binary(clnet_device *d, const unsigned char *bin, size_t len,
                                       const char *options, const char *label) {
     cl_int err = CL_SUCCESS, bin_status = CL_SUCCESS;
-    cl_program p =
-        clCreateProgramWithBinary(d->context, 1, &d->id, &len, &bin, &bin_status, &err);
+    cl_program p = clCreateProgramWithBinary(d->context, 1, &d->id, &len, &bin, &bin_status, &err);
     if (err == CL_SUCCESS && bin_status == CL_SUCCESS)
         err = clBuildProgram(p, 1, &d->id, options, NULL, NULL);
     if (err == CL_SUCCESS && bin_status == CL_SUCCESS) return p;
@@ -171,9 +170,9 @@ clnet_status clnet_launch_1d(clnet_device *d, cl_kernel k, size_t n, size_t loca
     clnet_status status = CLNET_OK;
     if (n == 0) return CLNET_OK;
     size_t global = local ? (n + local - 1) / local * local : n;
-    CL_CHECK(clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, local ? &local : NULL, 0, NULL,
-                                    NULL),
-             "clEnqueueNDRangeKernel");
+    CL_CHECK(
+        clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, local ? &local : NULL, 0, NULL, NULL),
+        "clEnqueueNDRangeKernel");
 cleanup:
     return status;
 }

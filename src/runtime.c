@@ -41,7 +41,8 @@ static void device_string(cl_device_id d, cl_device_info what, char *out, size_t
     out[cap - 1] = '\0';
     /* Some drivers pad names with spaces. */
     size_t n = strlen(out);
-    while (n > 0 && isspace((unsigned char)out[n - 1])) out[--n] = '\0';
+    while (n > 0 && isspace((unsigned char)out[n - 1]))
+        out[--n] = '\0';
 }
 
 static int compare_platforms(const void *a, const void *b) {
@@ -57,12 +58,17 @@ static int compare_platforms(const void *a, const void *b) {
  * says it is a CPU, a GPU and an accelerator) is "other", so that `gpu` and
  * `cpu` select only real devices of that kind. */
 static clnet_device_type classify(cl_device_type t) {
-    const cl_device_type kinds = CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR;
+    const cl_device_type kinds =
+        CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR;
     switch (t & kinds) {
-    case CL_DEVICE_TYPE_CPU: return CLNET_DEVICE_CPU;
-    case CL_DEVICE_TYPE_GPU: return CLNET_DEVICE_GPU;
-    case CL_DEVICE_TYPE_ACCELERATOR: return CLNET_DEVICE_ACCELERATOR;
-    default: return CLNET_DEVICE_OTHER;
+    case CL_DEVICE_TYPE_CPU:
+        return CLNET_DEVICE_CPU;
+    case CL_DEVICE_TYPE_GPU:
+        return CLNET_DEVICE_GPU;
+    case CL_DEVICE_TYPE_ACCELERATOR:
+        return CLNET_DEVICE_ACCELERATOR;
+    default:
+        return CLNET_DEVICE_OTHER;
     }
 }
 
@@ -144,10 +150,14 @@ cleanup:
 
 static const char *type_name(clnet_device_type t) {
     switch (t) {
-    case CLNET_DEVICE_CPU: return "cpu";
-    case CLNET_DEVICE_GPU: return "gpu";
-    case CLNET_DEVICE_ACCELERATOR: return "accelerator";
-    default: return "other";
+    case CLNET_DEVICE_CPU:
+        return "cpu";
+    case CLNET_DEVICE_GPU:
+        return "gpu";
+    case CLNET_DEVICE_ACCELERATOR:
+        return "accelerator";
+    default:
+        return "other";
     }
 }
 
@@ -175,9 +185,11 @@ static clnet_status select_devices(candidate *c, int n, const char *spec) {
     clnet_status status = CLNET_OK;
     char known[2048];
     describe_candidates(c, n, known, sizeof known);
-    while (isspace((unsigned char)*spec)) spec++;
+    while (isspace((unsigned char)*spec))
+        spec++;
     size_t len = strlen(spec);
-    while (len > 0 && isspace((unsigned char)spec[len - 1])) len--;
+    while (len > 0 && isspace((unsigned char)spec[len - 1]))
+        len--;
     char text[512];
     if (len >= sizeof text) FAIL(CLNET_ERR_BAD_DEVICE_SPEC, "device selection is too long");
     memcpy(text, spec, len);
@@ -185,7 +197,8 @@ static clnet_status select_devices(candidate *c, int n, const char *spec) {
 
     int matched = 0;
     if (len == 0 || strcasecmp(text, "all") == 0) {
-        for (int i = 0; i < n; i++) c[i].selected = 1;
+        for (int i = 0; i < n; i++)
+            c[i].selected = 1;
         matched = n;
     } else if (strcasecmp(text, "gpu") == 0 || strcasecmp(text, "cpu") == 0) {
         clnet_device_type want = strcasecmp(text, "gpu") == 0 ? CLNET_DEVICE_GPU : CLNET_DEVICE_CPU;
@@ -207,7 +220,8 @@ static clnet_status select_devices(candidate *c, int n, const char *spec) {
                 FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
                      "device selection '%s': expected a comma list of device numbers such as 0,2",
                      text);
-            while (isspace((unsigned char)*end)) end++;
+            while (isspace((unsigned char)*end))
+                end++;
             if (k < 0 || k >= n)
                 FAIL(CLNET_ERR_NO_DEVICE,
                      "device selection '%s': there is no device %ld (devices are %s)", text, k,
@@ -223,7 +237,8 @@ static clnet_status select_devices(candidate *c, int n, const char *spec) {
                      "device selection '%s': expected a comma list of device numbers such as 0,2",
                      text);
             p = end + 1;
-            while (isspace((unsigned char)*p)) p++;
+            while (isspace((unsigned char)*p))
+                p++;
         }
     } else {
         FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
@@ -353,7 +368,8 @@ clnet_status clnet_runtime_create(clnet_runtime **out, const char *device_spec) 
     rt = calloc(1, sizeof *rt);
     if (!rt) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory creating the runtime");
     cache_config_from_env(&rt->cache);
-    for (int i = 0; i < ncand; i++) rt->count += cands[i].selected;
+    for (int i = 0; i < ncand; i++)
+        rt->count += cands[i].selected;
     rt->devices = calloc((size_t)rt->count, sizeof *rt->devices);
     if (!rt->devices) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory creating the runtime");
     int opened = 0;
@@ -389,7 +405,8 @@ clnet_device *clnet_runtime_device(clnet_runtime *rt, int i) {
 }
 
 clnet_status clnet_runtime_device_info(const clnet_runtime *rt, int i, clnet_device_info *out) {
-    if (!out) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_runtime_device_info: out is NULL");
+    if (!out)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_runtime_device_info: out is NULL");
     clnet_device *d = clnet_runtime_device((clnet_runtime *)rt, i);
     if (!d) return CLNET_ERR_INVALID_ARGUMENT;
     *out = d->info;
@@ -406,7 +423,8 @@ clnet_status clnet_runtime_device_check(clnet_runtime *rt, int i) {
     clnet_device *d = clnet_runtime_device(rt, i);
     if (!d) return CLNET_ERR_INVALID_ARGUMENT;
 
-    for (int k = 0; k < N; k++) host[k] = (float)(k % 7) - 3.0f;
+    for (int k = 0; k < N; k++)
+        host[k] = (float)(k % 7) - 3.0f;
     TRY(clnet_buffer_create(d, N * sizeof(float), &x));
     TRY(clnet_buffer_create(d, N * sizeof(float), &y));
     TRY(clnet_buffer_write(d, x, 0, N, host));

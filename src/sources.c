@@ -37,8 +37,7 @@ cleanup:
     return status;
 }
 
-static clnet_status family_text(const char *family, char **owned, const char **text,
-                                size_t *len) {
+static clnet_status family_text(const char *family, char **owned, const char **text, size_t *len) {
     const char *dir = getenv("CLNET_KERNEL_DIR");
     *owned = NULL;
     if (dir && *dir) {

@@ -10,9 +10,8 @@ clnet_runtime *test_runtime(void) {
     if (runtime) return runtime;
     const char *exact = getenv("CLNET_TEST_EXPECT_DEVICES");
     const char *min = getenv("CLNET_TEST_MIN_DEVICES");
-    ck_assert_msg(exact || min,
-                  "the test configuration must set CLNET_TEST_EXPECT_DEVICES or "
-                  "CLNET_TEST_MIN_DEVICES");
+    ck_assert_msg(exact || min, "the test configuration must set CLNET_TEST_EXPECT_DEVICES or "
+                                "CLNET_TEST_MIN_DEVICES");
     clnet_status s = clnet_runtime_create(&runtime, NULL);
     ck_assert_msg(s == CLNET_OK, "clnet_runtime_create: %s", clnet_last_error());
     int n = clnet_runtime_device_count(runtime);

@@ -43,7 +43,8 @@ START_TEST(opencl_failures_name_the_call_code_and_place) {
                                       "src/some_file.c", 42);
     ck_assert_int_eq(s, CLNET_ERR_OPENCL);
     const char *m = clnet_last_error();
-    ck_assert_msg(strstr(m, "clEnqueueNDRangeKernel failed: CL_INVALID_WORK_GROUP_SIZE (-54)"), "%s", m);
+    ck_assert_msg(strstr(m, "clEnqueueNDRangeKernel failed: CL_INVALID_WORK_GROUP_SIZE (-54)"),
+                  "%s", m);
     ck_assert_msg(strstr(m, "some_file.c:42"), "%s", m);
     ck_assert_int_eq(clnet_fail_cl_at(CL_MEM_OBJECT_ALLOCATION_FAILURE, "x", "f.c", 1),
                      CLNET_ERR_DEVICE_MEMORY);
@@ -88,7 +89,8 @@ START_TEST(worker_thread_failures_reach_the_caller) {
     clnet_status s = clnet_parallel_for(4, fail_odd, ran);
     ck_assert_int_eq(s, CLNET_ERR_WRONG_RESULT);
     ck_assert_msg(strstr(clnet_last_error(), "task 1 failed on purpose"), "%s", clnet_last_error());
-    for (int i = 0; i < 4; i++) ck_assert_int_eq(ran[i], 1);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(ran[i], 1);
     int ran_ok[1] = {0};
     ck_assert_int_eq(clnet_parallel_for(1, fail_odd, ran_ok), CLNET_OK);
 }
@@ -139,7 +141,8 @@ START_TEST(cache_round_trip_and_every_damage_is_caught) {
     clnet_device d = fake_device();
     char *key = clnet_kcache_key(&d, "source", "-cl-std=CL1.2");
     unsigned char payload[1000];
-    for (int i = 0; i < 1000; i++) payload[i] = (unsigned char)(i * 7);
+    for (int i = 0; i < 1000; i++)
+        payload[i] = (unsigned char)(i * 7);
     unsigned char *bin = NULL;
     size_t len = 0;
 

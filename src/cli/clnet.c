@@ -38,10 +38,14 @@ static int option_value(int argc, char **argv, int *i, const char *name, const c
 
 static const char *type_name(clnet_device_type t) {
     switch (t) {
-    case CLNET_DEVICE_CPU: return "cpu";
-    case CLNET_DEVICE_GPU: return "gpu";
-    case CLNET_DEVICE_ACCELERATOR: return "accel";
-    default: return "other";
+    case CLNET_DEVICE_CPU:
+        return "cpu";
+    case CLNET_DEVICE_GPU:
+        return "gpu";
+    case CLNET_DEVICE_ACCELERATOR:
+        return "accel";
+    default:
+        return "other";
     }
 }
 
@@ -76,9 +80,9 @@ static int cmd_devices(int argc, char **argv) {
             snprintf(platform_seen, sizeof platform_seen, "%s", d.platform_name);
             printf("%splatform: %s (%s; %s)\n", i ? "\n" : "", d.platform_name, d.platform_vendor,
                    d.platform_version);
-            printf("  %-3s %-5s %-36s %4s %9s %9s %6s %-7s %-4s %-4s %-13s %-10s %s\n", "#",
-                   "type", "device", "CUs", "memory", "max buf", "max wg", "unified", "fp16",
-                   "fp64", "OpenCL C", "driver", "check");
+            printf("  %-3s %-5s %-36s %4s %9s %9s %6s %-7s %-4s %-4s %-13s %-10s %s\n", "#", "type",
+                   "device", "CUs", "memory", "max buf", "max wg", "unified", "fp16", "fp64",
+                   "OpenCL C", "driver", "check");
         }
         char mem[32], maxbuf[32];
         format_bytes(d.global_mem_bytes, mem, sizeof mem);
@@ -96,8 +100,7 @@ static int cmd_devices(int argc, char **argv) {
         }
     }
     int count = clnet_runtime_device_count(rt);
-    printf("\n%d device%s selected, %d failed the check\n", count, count == 1 ? "" : "s",
-           failures);
+    printf("\n%d device%s selected, %d failed the check\n", count, count == 1 ? "" : "s", failures);
     clnet_runtime_free(rt);
     return failures ? 1 : 0;
 }
