@@ -31,3 +31,32 @@ __kernel void sum_partial(__global const float *x, uint xoff, uint n, __global f
     const float total = clnet_group_sum(tmp, acc);
     if (get_local_id(0) == 0) out[outoff + get_group_id(0)] = total;
 }
+
+// out[m] = sum over n of X[m, n] (+ beta * out[m]); X is (M, N) row-major.
+// One work-group per row, a fixed tree order (deterministic).
+__kernel void row_sums(uint M, uint N, __global const float *X, uint xoff, __global float *out,
+                       uint ooff, float beta, __local float *tmp) {
+    const uint m = get_group_id(0);
+    if (m >= M) return;
+    float acc = 0.0f;
+    for (uint j = get_local_id(0); j < N; j += get_local_size(0)) acc += X[xoff + m * N + j];
+    const float total = clnet_group_sum(tmp, acc);
+    if (get_local_id(0) == 0) out[ooff + m] = beta != 0.0f ? mad(beta, out[ooff + m], total) : total;
+}
+
+// out[j] = sum over m of X[m, j] (+ beta * out[j]): one work-item per column.
+__kernel void col_sums(uint M, uint N, __global const float *X, uint xoff, __global float *out,
+                       uint ooff, float beta) {
+    const uint j = get_global_id(0);
+    if (j >= N) return;
+    float acc = 0.0f;
+    for (uint m = 0; m < M; m++) acc += X[xoff + m * N + j];
+    out[ooff + j] = beta != 0.0f ? mad(beta, out[ooff + j], acc) : acc;
+}
+
+// Y[m, j] += bias[j] for Y (M, N): a bias per column.
+__kernel void add_bias_cols(uint M, uint N, __global float *Y, uint yoff,
+                            __global const float *bias, uint boff) {
+    const uint i = get_global_id(0);
+    if (i < M * N) Y[yoff + i] += bias[boff + i % N];
+}

@@ -13,6 +13,11 @@ typedef struct {
     char dir[4096];
 } clnet_cache_config;
 
+typedef enum {
+    CLNET_GEMM_OWN = 0, /* cl/gemm.cl */
+    CLNET_GEMM_CLBLAST = 1,
+} clnet_gemm_backend;
+
 typedef struct clnet_kernel_entry {
     struct clnet_kernel_entry *next;
     char *name;
@@ -41,6 +46,9 @@ typedef struct clnet_device {
     pthread_mutex_t lock; /* guards programs */
     clnet_program *programs;
     cl_mem scratch;        /* small buffer for reductions, made on first use */
+    clnet_gemm_backend gemm; /* which GEMM this device uses */
+    cl_mem work[2];          /* GEMM scratch (transposed B, split-K partials) */
+    size_t work_bytes[2];
     unsigned cache_hits;   /* programs loaded from the binary cache */
     unsigned cache_stores; /* programs built from source and stored */
 } clnet_device;

@@ -7,7 +7,7 @@
 #include <limits.h>
 
 #define FAMILY "elementwise"
-#define LOCAL  64
+#define WORK_GROUP 64
 /* Partial sums of the first reduction pass; the second pass adds them. */
 #define SUM_GROUPS    64
 #define SUM_LOCAL_MAX 256
@@ -31,7 +31,7 @@ clnet_status clnet_fill(clnet_device *d, cl_mem x, size_t xoff, size_t n, float 
     ARG(k, 1, off);
     ARG(k, 2, count);
     ARG(k, 3, value);
-    TRY(clnet_launch_1d(d, k, n, LOCAL));
+    TRY(clnet_launch_1d(d, k, n, WORK_GROUP));
 cleanup:
     return status;
 }
@@ -46,7 +46,7 @@ clnet_status clnet_scale(clnet_device *d, cl_mem x, size_t xoff, size_t n, float
     ARG(k, 1, off);
     ARG(k, 2, count);
     ARG(k, 3, alpha);
-    TRY(clnet_launch_1d(d, k, n, LOCAL));
+    TRY(clnet_launch_1d(d, k, n, WORK_GROUP));
 cleanup:
     return status;
 }
@@ -65,7 +65,7 @@ clnet_status clnet_axpy(clnet_device *d, size_t n, float alpha, cl_mem x, size_t
     ARG(k, 3, xo);
     ARG(k, 4, y);
     ARG(k, 5, yo);
-    TRY(clnet_launch_1d(d, k, n, LOCAL));
+    TRY(clnet_launch_1d(d, k, n, WORK_GROUP));
 cleanup:
     return status;
 }
@@ -117,4 +117,24 @@ clnet_status clnet_sum(clnet_device *d, cl_mem x, size_t xoff, size_t n, float *
     TRY(clnet_buffer_read(d, d->scratch, SUM_GROUPS, 1, out));
 cleanup:
     return status;
+}
+
+clnet_status clnet_row_sums(clnet_device *d, size_t M, size_t N, cl_mem X, size_t xoff, cl_mem out,
+                            size_t ooff, float beta) {
+    clnet_status status = CLNET_OK;
+    cl_kernel k = NULL;
+    size_t local = 1;
+    TRY(clnet_kernel_get(d, FAMILY, "", "row_sums", &k));
+    TRY(reduction_local_size(d, k, &local));
+    TRY(clnet_run(d, FAMILY, "", "row_sums", 1, (size_t[]){M * local}, (size_t[]){local},
+                  ARGS(U32(M), U32(N), MEM(X), U32(xoff), MEM(out), U32(ooff), F32(beta),
+                       LOCAL(local * sizeof(float)))));
+cleanup:
+    return status;
+}
+
+clnet_status clnet_col_sums(clnet_device *d, size_t M, size_t N, cl_mem X, size_t xoff, cl_mem out,
+                            size_t ooff, float beta) {
+    return clnet_run(d, FAMILY, "", "col_sums", 1, (size_t[]){N}, NULL,
+                     ARGS(U32(M), U32(N), MEM(X), U32(xoff), MEM(out), U32(ooff), F32(beta)));
 }

@@ -176,3 +176,33 @@ clnet_status clnet_launch_1d(clnet_device *d, cl_kernel k, size_t n, size_t loca
 cleanup:
     return status;
 }
+
+clnet_status clnet_run(clnet_device *d, const char *family, const char *options, const char *name,
+                       int dims, const size_t *global, const size_t *local, const clnet_arg *args,
+                       int nargs) {
+    clnet_status status = CLNET_OK;
+    cl_kernel k = NULL;
+    size_t rounded[3] = {1, 1, 1};
+    for (int i = 0; i < dims; i++) {
+        if (global[i] == 0) return CLNET_OK; /* nothing to do */
+        rounded[i] = local ? (global[i] + local[i] - 1) / local[i] * local[i] : global[i];
+    }
+    TRY(clnet_kernel_get(d, family, options, name, &k));
+    for (int i = 0; i < nargs; i++) {
+        cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
+        if (err != CL_SUCCESS) {
+            status = clnet_fail_cl_at(err, "clSetKernelArg", __FILE__, __LINE__);
+            clnet_error_context(status, "kernel '%s' argument %d", name, i);
+            goto cleanup;
+        }
+    }
+    cl_int err =
+        clEnqueueNDRangeKernel(d->queue, k, (cl_uint)dims, NULL, rounded, local, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        status = clnet_fail_cl_at(err, "clEnqueueNDRangeKernel", __FILE__, __LINE__);
+        clnet_error_context(status, "kernel '%s' of '%s.cl' on device %d (%s)", name, family,
+                            d->info.index, d->info.name);
+    }
+cleanup:
+    return status;
+}

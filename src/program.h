@@ -22,4 +22,26 @@ clnet_status clnet_kernel_get(clnet_device *d, const char *family, const char *o
  * chooses); the global size is n rounded up, so kernels check their index. */
 clnet_status clnet_launch_1d(clnet_device *d, cl_kernel k, size_t n, size_t local);
 
+/* A kernel argument: its size and where its value is (NULL: __local memory
+ * of that size). Build them with the macros, which take plain values:
+ *   clnet_run(d, "pool", "", "avgpool_forward", 1, (size_t[]){count}, NULL,
+ *             ARGS(U32(n), MEM(x), F32(0.5f), LOCAL(256 * sizeof(float))));  */
+typedef struct {
+    size_t size;
+    const void *value;
+} clnet_arg;
+#define U32(v) ((clnet_arg){sizeof(cl_uint), &(cl_uint){(cl_uint)(v)}})
+#define I32(v) ((clnet_arg){sizeof(cl_int), &(cl_int){(cl_int)(v)}})
+#define F32(v) ((clnet_arg){sizeof(cl_float), &(cl_float){(cl_float)(v)}})
+#define MEM(v) ((clnet_arg){sizeof(cl_mem), &(cl_mem){(v)}})
+#define LOCAL(bytes) ((clnet_arg){(bytes), NULL})
+#define ARGS(...) (clnet_arg[]){__VA_ARGS__}, (int)(sizeof((clnet_arg[]){__VA_ARGS__}) / sizeof(clnet_arg))
+
+/* Sets the arguments of kernel `name` of `family` (built with `options`)
+ * and enqueues it over `global` (dims 1..3), rounded up to `local` when that
+ * is given (NULL: the driver chooses). Kernels check their own bounds. */
+clnet_status clnet_run(clnet_device *d, const char *family, const char *options, const char *name,
+                       int dims, const size_t *global, const size_t *local, const clnet_arg *args,
+                       int nargs);
+
 #endif

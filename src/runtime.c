@@ -3,6 +3,7 @@
 #include "device.h"
 #include "elementwise.h"
 #include "error.h"
+#include "gemm.h"
 #include "memory.h"
 
 #include <ctype.h>
@@ -302,6 +303,7 @@ static clnet_status open_device(clnet_device *d, const candidate *c, int index,
     d->id = c->id;
     d->zero_copy = d->info.host_unified_memory;
     d->cache = cache;
+    TRY(clnet_gemm_choose(d));
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
     d->context = clCreateContext(props, 1, &c->id, NULL, NULL, &err);
     CL_CHECK(err, "clCreateContext");
@@ -331,6 +333,8 @@ static void close_device(clnet_device *d) {
         p = next;
     }
     if (d->scratch) clReleaseMemObject(d->scratch);
+    for (int w = 0; w < 2; w++)
+        if (d->work[w]) clReleaseMemObject(d->work[w]);
     if (d->queue) clReleaseCommandQueue(d->queue);
     if (d->context) clReleaseContext(d->context);
     pthread_mutex_destroy(&d->lock);

@@ -1,0 +1,216 @@
+/* GEMM: clnet's own kernel (cl/gemm.cl) or CLBlast. */
+#include "gemm.h"
+#include "error.h"
+#include "memory.h"
+#include "program.h"
+
+#include <clblast_c.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define FAMILY "gemm"
+#define TM 8 /* rows per work-item: GEMM_TM in cl/gemm.cl */
+/* Split-K: a product this long and this narrow is cut into chunks of k,
+ * computed side by side and added in a fixed order. */
+#define SPLIT_K_MIN 4096
+#define SPLIT_K_CHUNK 2048
+#define SPLIT_K_MAX_CHUNKS 16
+#define SPLIT_K_MAX_OUTPUTS 65536
+
+#define ARG(k, i, v) CL_CHECK(clSetKernelArg((k), (i), sizeof(v), &(v)), "clSetKernelArg")
+
+clnet_status clnet_gemm_choose(clnet_device *d) {
+    const char *env = getenv("CLNET_GEMM");
+    d->gemm = d->info.type == CLNET_DEVICE_GPU ? CLNET_GEMM_CLBLAST : CLNET_GEMM_OWN;
+    if (!env || !*env || strcasecmp(env, "auto") == 0) return CLNET_OK;
+    if (strcasecmp(env, "own") == 0) {
+        d->gemm = CLNET_GEMM_OWN;
+    } else if (strcasecmp(env, "clblast") == 0) {
+        d->gemm = CLNET_GEMM_CLBLAST;
+    } else {
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "CLNET_GEMM='%s': expected auto, own or clblast", env);
+    }
+    return CLNET_OK;
+}
+
+clnet_status clnet_device_work(clnet_device *d, int slot, size_t bytes, cl_mem *out) {
+    clnet_status status = CLNET_OK;
+    if (d->work_bytes[slot] < bytes) {
+        if (d->work[slot]) clReleaseMemObject(d->work[slot]);
+        d->work[slot] = NULL;
+        d->work_bytes[slot] = 0;
+        TRY(clnet_buffer_create(d, bytes, &d->work[slot]));
+        d->work_bytes[slot] = bytes;
+    }
+    *out = d->work[slot];
+cleanup:
+    return status;
+}
+
+static int fits_u32(size_t v) {
+    return v <= UINT_MAX;
+}
+
+clnet_status clnet_transpose(clnet_device *d, size_t rows, size_t cols, cl_mem A, size_t aoff,
+                             size_t lda, cl_mem B, size_t boff, size_t ldb) {
+    clnet_status status = CLNET_OK;
+    cl_kernel k = NULL;
+    cl_uint r = (cl_uint)rows, c = (cl_uint)cols, ao = (cl_uint)aoff, la = (cl_uint)lda,
+            bo = (cl_uint)boff, lb = (cl_uint)ldb;
+    if (rows == 0 || cols == 0) return CLNET_OK;
+    TRY(clnet_kernel_get(d, FAMILY, "", "transpose", &k));
+    ARG(k, 0, r);
+    ARG(k, 1, c);
+    ARG(k, 2, A);
+    ARG(k, 3, ao);
+    ARG(k, 4, la);
+    ARG(k, 5, B);
+    ARG(k, 6, bo);
+    ARG(k, 7, lb);
+    size_t local[2] = {16, 16};
+    size_t global[2] = {(cols + 15) / 16 * 16, (rows + 15) / 16 * 16};
+    CL_CHECK(clEnqueueNDRangeKernel(d->queue, k, 2, NULL, global, local, 0, NULL, NULL),
+             "clEnqueueNDRangeKernel(transpose)");
+cleanup:
+    return status;
+}
+
+static clnet_status gemm_clblast(clnet_device *d, int ta, int tb, size_t M, size_t N, size_t K,
+                                 float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
+                                 size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
+                                 size_t ldc) {
+    CLBlastStatusCode s = CLBlastSgemm(
+        CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+        tb ? CLBlastTransposeYes : CLBlastTransposeNo, M, N, K, alpha, A, aoff, lda, B, boff, ldb,
+        beta, C, coff, ldc, &d->queue, NULL);
+    if (s != CLBlastSuccess)
+        return clnet_fail(CLNET_ERR_OPENCL, "CLBlastSgemm(%zu x %zu x %zu) failed with status %d",
+                          M, N, K, (int)s);
+    return CLNET_OK;
+}
+
+/* The work-group shape: on CPUs one work-group covers every row block of a
+ * column block, so the B strip it reads stays in cache; GPUs choose. */
+static void local_size(clnet_device *d, cl_kernel k, size_t mblocks, size_t local[3],
+                       int *use_local) {
+    size_t limit = d->info.max_work_group_size;
+    size_t kernel_limit = 0;
+    if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kernel_limit,
+                                 &kernel_limit, NULL) == CL_SUCCESS &&
+        kernel_limit < limit)
+        limit = kernel_limit;
+    local[0] = 1;
+    local[1] = mblocks < limit ? mblocks : limit;
+    local[2] = 1;
+    *use_local = d->info.type == CLNET_DEVICE_CPU;
+}
+
+static clnet_status gemm_own(clnet_device *d, int ta, int tb, size_t M, size_t N, size_t K,
+                             float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B, size_t boff,
+                             size_t ldb, float beta, cl_mem C, size_t coff, size_t ldc) {
+    clnet_status status = CLNET_OK;
+    cl_kernel k = NULL;
+    if (tb) { /* our kernel reads B by rows: make B^T into scratch */
+        cl_mem bt = NULL;
+        TRY(clnet_device_work(d, 0, K * N * sizeof(float), &bt));
+        TRY(clnet_transpose(d, N, K, B, boff, ldb, bt, 0, N));
+        B = bt;
+        boff = 0;
+        ldb = N;
+    }
+    cl_uint sam = (cl_uint)(ta ? 1 : lda), sak = (cl_uint)(ta ? lda : 1);
+
+    size_t chunks = 1;
+    if (K >= SPLIT_K_MIN && M * N <= SPLIT_K_MAX_OUTPUTS) {
+        chunks = K / SPLIT_K_CHUNK;
+        if (chunks > SPLIT_K_MAX_CHUNKS) chunks = SPLIT_K_MAX_CHUNKS;
+    }
+    size_t kchunk = (K + chunks - 1) / chunks;
+    cl_mem out = C;
+    size_t out_off = coff, out_ld = ldc, out_stride = 0;
+    float out_beta = beta;
+    if (chunks > 1) {
+        TRY(clnet_device_work(d, 1, chunks * M * N * sizeof(float), &out));
+        out_off = 0;
+        out_ld = N;
+        out_stride = M * N;
+        out_beta = 0.0f;
+    }
+
+    TRY(clnet_kernel_get(d, FAMILY, "-DGEMM_TM=8", "gemm_nn", &k));
+    cl_uint m = (cl_uint)M, n = (cl_uint)N, kk = (cl_uint)K, kc = (cl_uint)kchunk;
+    cl_uint ao = (cl_uint)aoff, bo = (cl_uint)boff, lb = (cl_uint)ldb, co = (cl_uint)out_off,
+            lc = (cl_uint)out_ld, cs = (cl_uint)out_stride;
+    ARG(k, 0, m);
+    ARG(k, 1, n);
+    ARG(k, 2, kk);
+    ARG(k, 3, kc);
+    ARG(k, 4, alpha);
+    ARG(k, 5, A);
+    ARG(k, 6, ao);
+    ARG(k, 7, sam);
+    ARG(k, 8, sak);
+    ARG(k, 9, B);
+    ARG(k, 10, bo);
+    ARG(k, 11, lb);
+    ARG(k, 12, out_beta);
+    ARG(k, 13, out);
+    ARG(k, 14, co);
+    ARG(k, 15, lc);
+    ARG(k, 16, cs);
+    size_t mblocks = (M + TM - 1) / TM, nblocks = (N + 7) / 8;
+    size_t local[3];
+    int use_local = 0;
+    local_size(d, k, mblocks, local, &use_local);
+    size_t global[3] = {nblocks, (mblocks + local[1] - 1) / local[1] * local[1], chunks};
+    CL_CHECK(clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, use_local ? local : NULL, 0,
+                                    NULL, NULL),
+             "clEnqueueNDRangeKernel(gemm_nn)");
+
+    if (chunks > 1) {
+        cl_kernel r = NULL;
+        TRY(clnet_kernel_get(d, FAMILY, "-DGEMM_TM=8", "gemm_reduce", &r));
+        cl_uint nc = (cl_uint)chunks, ps = (cl_uint)(M * N), cof = (cl_uint)coff,
+                cld = (cl_uint)ldc;
+        ARG(r, 0, m);
+        ARG(r, 1, n);
+        ARG(r, 2, nc);
+        ARG(r, 3, out);
+        ARG(r, 4, ps);
+        ARG(r, 5, beta);
+        ARG(r, 6, C);
+        ARG(r, 7, cof);
+        ARG(r, 8, cld);
+        size_t g2[2] = {N, M};
+        CL_CHECK(clEnqueueNDRangeKernel(d->queue, r, 2, NULL, g2, NULL, 0, NULL, NULL),
+                 "clEnqueueNDRangeKernel(gemm_reduce)");
+    }
+cleanup:
+    return status;
+}
+
+clnet_status clnet_gemm(clnet_device *d, int trans_a, int trans_b, size_t M, size_t N, size_t K,
+                        float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B, size_t boff,
+                        size_t ldb, float beta, cl_mem C, size_t coff, size_t ldc) {
+    if (M == 0 || N == 0) return CLNET_OK;
+    /* Every index the kernels compute must fit in 32 bits. */
+    size_t a_end = aoff + (trans_a ? K * lda : M * lda), b_end = boff + (trans_b ? N * ldb : K * ldb),
+           c_end = coff + M * ldc;
+    if (!fits_u32(a_end) || !fits_u32(b_end) || !fits_u32(c_end) || !fits_u32(K * N) ||
+        !fits_u32(16 * M * N))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "gemm %zu x %zu x %zu: matrices beyond 2^32 elements", M, N, K);
+    if (K == 0) { /* C = beta C */
+        /* Rare (empty inner dimension); not worth a kernel of its own. */
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm with K = 0");
+    }
+    if (d->gemm == CLNET_GEMM_CLBLAST)
+        return gemm_clblast(d, trans_a, trans_b, M, N, K, alpha, A, aoff, lda, B, boff, ldb, beta,
+                            C, coff, ldc);
+    return gemm_own(d, trans_a, trans_b, M, N, K, alpha, A, aoff, lda, B, boff, ldb, beta, C, coff,
+                    ldc);
+}
