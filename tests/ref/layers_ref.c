@@ -1,0 +1,337 @@
+/* Plain-C references for every CNN layer; see layers_ref.h for the conventions.
+ *
+ * Each backward pass is written as the transpose of its forward loop nest:
+ * the same loops, with every "y += a * b" turned into "da += dy * b". Sums go
+ * into double scratch arrays and are rounded to float once at the end, so the
+ * reference is more accurate than any kernel it judges. */
+#include "layers_ref.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Zeroed doubles for a backward pass to accumulate into. The references are
+ * test code: running out of memory here ends the test. */
+static double *zeroed(size_t n) {
+    double *p = calloc(n ? n : 1, sizeof *p);
+    if (!p) {
+        fprintf(stderr, "layers_ref: out of memory for %zu doubles\n", n);
+        abort();
+    }
+    return p;
+}
+
+/* dst (n) = src (n), rounded to float; then src is freed. */
+static void store(float *dst, double *src, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (float)src[i];
+    free(src);
+}
+
+int ref_out_size(int in, int k, int stride, int pad) {
+    return (in + 2 * pad - k) / stride + 1;
+}
+
+/* ---- conv2d ----------------------------------------------------------------- */
+
+void ref_conv2d_forward(float *y, const float *x, const float *w, const float *b, int N, int C,
+                        int H, int W, int F, int KH, int KW, int sh, int sw, int ph, int pw) {
+    // y is (N,F,OH,OW), x is (N,C,H,W), w is (F,C,KH,KW), b is (F) or NULL
+    int OH = ref_out_size(H, KH, sh, ph), OW = ref_out_size(W, KW, sw, pw);
+    for (int n = 0; n < N; n++)
+        for (int f = 0; f < F; f++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                    double acc = b ? b[f] : 0.0;
+                    for (int c = 0; c < C; c++)
+                        for (int kh = 0; kh < KH; kh++)
+                            for (int kw = 0; kw < KW; kw++) {
+                                int ih = oh * sh - ph + kh, iw = ow * sw - pw + kw;
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue; // zero pad
+                                acc += (double)w[(((size_t)f * C + c) * KH + kh) * KW + kw] *
+                                       x[(((size_t)n * C + c) * H + ih) * W + iw];
+                            }
+                    y[(((size_t)n * F + f) * OH + oh) * OW + ow] = (float)acc;
+                }
+}
+
+void ref_conv2d_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                         const float *w, int N, int C, int H, int W, int F, int KH, int KW, int sh,
+                         int sw, int ph, int pw) {
+    // dx is (N,C,H,W), dw is (F,C,KH,KW), db is (F) or NULL
+    // dy is (N,F,OH,OW), x is (N,C,H,W), w is (F,C,KH,KW)
+    // forward was y[n,f,oh,ow] = b[f] + sum_{c,kh,kw} w[f,c,kh,kw] * x[n,c,ih,iw]
+    //   with ih = oh*sh - ph + kh, iw = ow*sw - pw + kw (padded terms absent),
+    // so backward is, for every term of that sum,
+    //   dx[n,c,ih,iw] += w[f,c,kh,kw] * dy[n,f,oh,ow]
+    //   dw[f,c,kh,kw] += x[n,c,ih,iw] * dy[n,f,oh,ow]
+    // and db[f] += dy[n,f,oh,ow] once per output; summed over the batch too.
+    int OH = ref_out_size(H, KH, sh, ph), OW = ref_out_size(W, KW, sw, pw);
+    size_t nx = (size_t)N * C * H * W, nw = (size_t)F * C * KH * KW;
+    double *gx = zeroed(nx), *gw = zeroed(nw), *gb = zeroed((size_t)F);
+    for (int n = 0; n < N; n++)
+        for (int f = 0; f < F; f++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                    double d = dy[(((size_t)n * F + f) * OH + oh) * OW + ow];
+                    gb[f] += d;
+                    for (int c = 0; c < C; c++)
+                        for (int kh = 0; kh < KH; kh++)
+                            for (int kw = 0; kw < KW; kw++) {
+                                int ih = oh * sh - ph + kh, iw = ow * sw - pw + kw;
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                size_t xi = (((size_t)n * C + c) * H + ih) * W + iw;
+                                size_t wi = (((size_t)f * C + c) * KH + kh) * KW + kw;
+                                gx[xi] += w[wi] * d;
+                                gw[wi] += x[xi] * d;
+                            }
+                }
+    store(dx, gx, nx);
+    store(dw, gw, nw);
+    if (db)
+        store(db, gb, (size_t)F);
+    else
+        free(gb);
+}
+
+/* ---- pools -------------------------------------------------------------------- */
+
+/* The index into x (N,C,H,W) of the winner of one max-pool window over plane
+ * (n,c): the first strictly greatest real pixel in row-major window order.
+ * Padded positions are skipped, so they never win. */
+static size_t maxpool_winner(const float *x, int n, int c, int C, int H, int W, int oh, int ow,
+                             int KH, int KW, int sh, int sw, int ph, int pw) {
+    size_t best_i = (size_t)-1;
+    float best = 0;
+    for (int kh = 0; kh < KH; kh++)
+        for (int kw = 0; kw < KW; kw++) {
+            int ih = oh * sh - ph + kh, iw = ow * sw - pw + kw;
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+            size_t i = (((size_t)n * C + c) * H + ih) * W + iw;
+            if (best_i == (size_t)-1 || x[i] > best) {
+                best_i = i;
+                best = x[i];
+            }
+        }
+    assert(best_i != (size_t)-1 && "ph < KH and pw < KW put a real pixel in every window");
+    return best_i;
+}
+
+void ref_maxpool_forward(float *y, const float *x, int N, int C, int H, int W, int KH, int KW,
+                         int sh, int sw, int ph, int pw) {
+    // y is (N,C,OH,OW), x is (N,C,H,W)
+    assert(ph < KH && pw < KW);
+    int OH = ref_out_size(H, KH, sh, ph), OW = ref_out_size(W, KW, sw, pw);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++)
+                    y[(((size_t)n * C + c) * OH + oh) * OW + ow] =
+                        x[maxpool_winner(x, n, c, C, H, W, oh, ow, KH, KW, sh, sw, ph, pw)];
+}
+
+void ref_maxpool_backward(float *dx, const float *dy, const float *x, int N, int C, int H, int W,
+                          int KH, int KW, int sh, int sw, int ph, int pw) {
+    // dx is (N,C,H,W), dy is (N,C,OH,OW), x is (N,C,H,W)
+    // forward was y[n,c,oh,ow] = x[winner of the window],
+    // so backward is dx[winner] += dy[n,c,oh,ow]; overlapping windows that
+    // share a winner add up, and pixels that win nowhere get zero.
+    assert(ph < KH && pw < KW);
+    int OH = ref_out_size(H, KH, sh, ph), OW = ref_out_size(W, KW, sw, pw);
+    size_t nx = (size_t)N * C * H * W;
+    double *gx = zeroed(nx);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++)
+                    gx[maxpool_winner(x, n, c, C, H, W, oh, ow, KH, KW, sh, sw, ph, pw)] +=
+                        dy[(((size_t)n * C + c) * OH + oh) * OW + ow];
+    store(dx, gx, nx);
+}
+
+void ref_avgpool_forward(float *y, const float *x, int N, int C, int H, int W, int KH, int KW,
+                         int sh, int sw, int ph, int pw) {
+    // y is (N,C,OH,OW), x is (N,C,H,W)
+    int OH = ref_out_size(H, KH, sh, ph), OW = ref_out_size(W, KW, sw, pw);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                    double acc = 0;
+                    for (int kh = 0; kh < KH; kh++)
+                        for (int kw = 0; kw < KW; kw++) {
+                            int ih = oh * sh - ph + kh, iw = ow * sw - pw + kw;
+                            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue; // adds a zero
+                            acc += x[(((size_t)n * C + c) * H + ih) * W + iw];
+                        }
+                    y[(((size_t)n * C + c) * OH + oh) * OW + ow] = (float)(acc / (KH * KW));
+                }
+}
+
+void ref_avgpool_backward(float *dx, const float *dy, int N, int C, int H, int W, int KH, int KW,
+                          int sh, int sw, int ph, int pw) {
+    // dx is (N,C,H,W), dy is (N,C,OH,OW)
+    // forward was y[n,c,oh,ow] = sum_{real pixels of the window} x / (KH*KW),
+    // so backward is dx[pixel] += dy[n,c,oh,ow] / (KH*KW) for every real pixel
+    // of every window holding it.
+    int OH = ref_out_size(H, KH, sh, ph), OW = ref_out_size(W, KW, sw, pw);
+    size_t nx = (size_t)N * C * H * W;
+    double *gx = zeroed(nx);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                    double d = dy[(((size_t)n * C + c) * OH + oh) * OW + ow] / (KH * KW);
+                    for (int kh = 0; kh < KH; kh++)
+                        for (int kw = 0; kw < KW; kw++) {
+                            int ih = oh * sh - ph + kh, iw = ow * sw - pw + kw;
+                            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                            gx[(((size_t)n * C + c) * H + ih) * W + iw] += d;
+                        }
+                }
+    store(dx, gx, nx);
+}
+
+/* ---- activations ---------------------------------------------------------------- */
+
+void ref_relu_forward(float *y, const float *x, size_t n) {
+    // y, x are (n)
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i] > 0 ? x[i] : 0.0f;
+}
+
+void ref_relu_backward(float *dx, const float *dy, const float *y, size_t n) {
+    // dx, dy, y are (n)
+    // forward was y = max(x, 0), so backward is dx = dy where y > 0, else 0.
+    for (size_t i = 0; i < n; i++)
+        dx[i] = y[i] > 0 ? dy[i] : 0.0f;
+}
+
+void ref_sigmoid_forward(float *y, const float *x, size_t n) {
+    // y, x are (n)
+    // exp of a negative argument only, so neither branch overflows.
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i];
+        y[i] = (float)(v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v)));
+    }
+}
+
+void ref_sigmoid_backward(float *dx, const float *dy, const float *y, size_t n) {
+    // dx, dy, y are (n)
+    // forward was y = 1 / (1 + e^-x), so backward is dx = dy * y * (1 - y).
+    for (size_t i = 0; i < n; i++)
+        dx[i] = (float)((double)dy[i] * y[i] * (1.0 - y[i]));
+}
+
+void ref_tanh_forward(float *y, const float *x, size_t n) {
+    // y, x are (n)
+    for (size_t i = 0; i < n; i++)
+        y[i] = (float)tanh((double)x[i]);
+}
+
+void ref_tanh_backward(float *dx, const float *dy, const float *y, size_t n) {
+    // dx, dy, y are (n)
+    // forward was y = tanh(x), so backward is dx = dy * (1 - y^2).
+    for (size_t i = 0; i < n; i++)
+        dx[i] = (float)((double)dy[i] * (1.0 - (double)y[i] * y[i]));
+}
+
+/* ---- linear ------------------------------------------------------------------------ */
+
+void ref_linear_forward(float *y, const float *x, const float *w, const float *b, int N, int I,
+                        int O) {
+    // y is (N,O), x is (N,I), w is (O,I), b is (O) or NULL
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < O; o++) {
+            double acc = b ? b[o] : 0.0;
+            for (int i = 0; i < I; i++)
+                acc += (double)x[(size_t)n * I + i] * w[(size_t)o * I + i];
+            y[(size_t)n * O + o] = (float)acc;
+        }
+}
+
+void ref_linear_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                         const float *w, int N, int I, int O) {
+    // dx is (N,I), dw is (O,I), db is (O) or NULL
+    // dy is (N,O), x is (N,I), w is (O,I)
+    // forward was y[n,o] = b[o] + sum_i x[n,i] * w[o,i], so backward is
+    //   dx[n,i] = sum_o dy[n,o] * w[o,i]
+    //   dw[o,i] = sum_n dy[n,o] * x[n,i]
+    //   db[o]   = sum_n dy[n,o]
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < I; i++) {
+            double acc = 0;
+            for (int o = 0; o < O; o++)
+                acc += (double)dy[(size_t)n * O + o] * w[(size_t)o * I + i];
+            dx[(size_t)n * I + i] = (float)acc;
+        }
+    for (int o = 0; o < O; o++)
+        for (int i = 0; i < I; i++) {
+            double acc = 0;
+            for (int n = 0; n < N; n++)
+                acc += (double)dy[(size_t)n * O + o] * x[(size_t)n * I + i];
+            dw[(size_t)o * I + i] = (float)acc;
+        }
+    if (db)
+        for (int o = 0; o < O; o++) {
+            double acc = 0;
+            for (int n = 0; n < N; n++)
+                acc += dy[(size_t)n * O + o];
+            db[o] = (float)acc;
+        }
+}
+
+/* ---- softmax + cross-entropy ------------------------------------------------------- */
+
+/* Row statistics of logits row (K): the first maximum's index, the maximum
+ * and log(sum_k exp(row[k] - max)). Subtracting the max keeps every exp <= 1. */
+static void softmax_row(const float *row, int K, int *argmax, double *max, double *log_sum) {
+    int a = 0;
+    for (int k = 1; k < K; k++)
+        if (row[k] > row[a]) a = k; // strictly greater: the first maximum wins
+    double sum = 0;
+    for (int k = 0; k < K; k++)
+        sum += exp((double)row[k] - row[a]);
+    *argmax = a;
+    *max = row[a];
+    *log_sum = log(sum);
+}
+
+double ref_softmax_xent_forward(float *probs, int *correct, const float *logits,
+                                const int32_t *labels, int N, int K) {
+    // probs is (N,K) or NULL, logits is (N,K), labels is (N)
+    // -log softmax(l)[t] = log sum_k e^{l_k} - l_t = (max + log_sum) - l_t
+    double loss = 0;
+    int hits = 0;
+    for (int n = 0; n < N; n++) {
+        const float *row = logits + (size_t)n * K;
+        int argmax;
+        double max, log_sum;
+        softmax_row(row, K, &argmax, &max, &log_sum);
+        assert(labels[n] >= 0 && labels[n] < K);
+        loss += max + log_sum - row[labels[n]];
+        hits += argmax == labels[n];
+        if (probs)
+            for (int k = 0; k < K; k++)
+                probs[(size_t)n * K + k] = (float)exp((double)row[k] - max - log_sum);
+    }
+    if (correct) *correct = hits;
+    return loss;
+}
+
+void ref_softmax_xent_backward(float *dlogits, const float *logits, const int32_t *labels, int N,
+                               int K) {
+    // dlogits is (N,K), logits is (N,K), labels is (N)
+    // forward was L = sum_n (log sum_k e^{l[n,k]} - l[n,t_n]),
+    // so backward is dL/dl[n,k] = softmax(l[n])[k] - (k == t_n).
+    for (int n = 0; n < N; n++) {
+        const float *row = logits + (size_t)n * K;
+        int argmax;
+        double max, log_sum;
+        softmax_row(row, K, &argmax, &max, &log_sum);
+        for (int k = 0; k < K; k++)
+            dlogits[(size_t)n * K + k] =
+                (float)(exp((double)row[k] - max - log_sum) - (k == labels[n] ? 1.0 : 0.0));
+    }
+}

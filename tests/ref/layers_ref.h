@@ -1,0 +1,73 @@
+/* Plain-C references for every CNN layer: the independent answers the OpenCL
+ * kernels are tested against. Straightforward loops, sums in double.
+ *
+ * Conventions shared by every function here:
+ *  - layout NCHW, float32, row-major; shapes are written beside each argument;
+ *  - outputs come first, gradients are prefixed d;
+ *  - backward passes produce the SUM over the batch of the per-sample
+ *    gradients (nothing is divided by the batch size) and OVERWRITE their
+ *    outputs: dx, dw, db are never accumulated into;
+ *  - conv and pools have OH = (H + 2*ph - KH) / sh + 1 (floor), likewise OW,
+ *    which is what ref_out_size computes. */
+#ifndef CLNET_REF_LAYERS_H
+#define CLNET_REF_LAYERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* (in + 2*pad - k) / stride + 1, floored: the output size of conv and pools. */
+int ref_out_size(int in, int k, int stride, int pad);
+
+/* conv2d: x (N,C,H,W), w (F,C,KH,KW), b (F) or NULL, y (N,F,OH,OW); zero padding; any stride. */
+void ref_conv2d_forward(float *y, const float *x, const float *w, const float *b, int N, int C,
+                        int H, int W, int F, int KH, int KW, int sh, int sw, int ph, int pw);
+/* dy (N,F,OH,OW) -> dx (N,C,H,W), dw (F,C,KH,KW), db (F) (db may be NULL) */
+void ref_conv2d_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                         const float *w, int N, int C, int H, int W, int F, int KH, int KW, int sh,
+                         int sw, int ph, int pw);
+
+/* max pooling: padded positions never win (treated as -infinity); requires ph < KH, pw < KW so
+ * every window holds a real pixel. Ties: the first maximum in row-major window order wins
+ * (strictly-greater comparison), as PyTorch does. */
+/* x (N,C,H,W) -> y (N,C,OH,OW) */
+void ref_maxpool_forward(float *y, const float *x, int N, int C, int H, int W, int KH, int KW,
+                         int sh, int sw, int ph, int pw);
+/* dy (N,C,OH,OW), x (N,C,H,W) -> dx (N,C,H,W); each dy goes to its window's winner */
+void ref_maxpool_backward(float *dx, const float *dy, const float *x, int N, int C, int H, int W,
+                          int KH, int KW, int sh, int sw, int ph, int pw);
+
+/* average pooling, padded zeros counted (divisor KH*KW, PyTorch's count_include_pad=True) */
+/* x (N,C,H,W) -> y (N,C,OH,OW) */
+void ref_avgpool_forward(float *y, const float *x, int N, int C, int H, int W, int KH, int KW,
+                         int sh, int sw, int ph, int pw);
+/* dy (N,C,OH,OW) -> dx (N,C,H,W) */
+void ref_avgpool_backward(float *dx, const float *dy, int N, int C, int H, int W, int KH, int KW,
+                          int sh, int sw, int ph, int pw);
+
+/* activations over n elements; backward takes the forward OUTPUT y (relu: dx = dy where y > 0) */
+/* all arrays (n) */
+void ref_relu_forward(float *y, const float *x, size_t n);
+void ref_relu_backward(float *dx, const float *dy, const float *y, size_t n);
+void ref_sigmoid_forward(float *y, const float *x, size_t n);
+void ref_sigmoid_backward(float *dx, const float *dy, const float *y, size_t n);
+void ref_tanh_forward(float *y, const float *x, size_t n);
+void ref_tanh_backward(float *dx, const float *dy, const float *y, size_t n);
+
+/* linear: x (N,I), w (O,I), b (O) or NULL, y (N,O) = x w^T + b */
+void ref_linear_forward(float *y, const float *x, const float *w, const float *b, int N, int I,
+                        int O);
+/* dy (N,O) -> dx (N,I), dw (O,I), db (O) (db may be NULL) */
+void ref_linear_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                         const float *w, int N, int I, int O);
+
+/* softmax + cross-entropy, fused: logits (N,K), labels (N) in [0,K). Returns the SUM over samples
+ * of -log softmax(logits)[label], computed stably (log-sum-exp with the max subtracted); counts in
+ * *correct the samples whose argmax (first maximum on ties) equals the label. probs (N,K) may be
+ * NULL (and so may correct). */
+double ref_softmax_xent_forward(float *probs, int *correct, const float *logits,
+                                const int32_t *labels, int N, int K);
+/* dlogits (N,K) = softmax(logits) - onehot(label): the gradient of the summed loss */
+void ref_softmax_xent_backward(float *dlogits, const float *logits, const int32_t *labels, int N,
+                               int K);
+
+#endif

@@ -1,0 +1,766 @@
+/* Tests of the plain-C layer references (tests/ref/layers_ref.c) themselves,
+ * needing no OpenCL device: every backward pass against central finite
+ * differences on awkward shapes, and every forward pass against small cases
+ * worked out by hand, so that the references are trustworthy judges of the
+ * OpenCL kernels. Prints the largest relative finite-difference error per
+ * layer. */
+#include "harness.h"
+#include "ref/layers_ref.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ----------------------------------------------------------------------- */
+
+/* Largest relative error allowed between a gradient and its finite difference;
+ * the error is taken against at least FD_FLOOR, so that gradients near zero
+ * (a pixel that wins no max-pool window) are compared absolutely. */
+#define FD_TOL   1e-2
+#define FD_FLOOR 1e-3
+
+/* Elements past the end of every array, which must survive every call. */
+#define GUARD       16
+#define GUARD_VALUE 12345.0f
+/* What output arrays hold before a call: a backward pass that accumulated
+ * into its outputs instead of overwriting them would carry it along. */
+#define GARBAGE 777.0f
+
+static float *alloc_floats(size_t n) {
+    float *p = malloc((n + GUARD) * sizeof *p);
+    ck_assert_ptr_nonnull(p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = GARBAGE;
+    for (size_t i = n; i < n + GUARD; i++)
+        p[i] = GUARD_VALUE;
+    return p;
+}
+
+static void check_guard(const float *p, size_t n, const char *what) {
+    for (size_t i = n; i < n + GUARD; i++)
+        ck_assert_msg(p[i] == GUARD_VALUE, "%s: written past its end, at element %zu", what, i);
+}
+
+static float *random_floats(size_t n, uint64_t seed, float scale) {
+    float *p = alloc_floats(n);
+    test_random_floats(p, n, seed);
+    for (size_t i = 0; i < n; i++)
+        p[i] *= scale;
+    return p;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint32_t rng_next(void) {
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 33);
+}
+
+/* sum_i y[i] * r[i] in double: the scalar loss whose gradient dL/dy is r. */
+static double dot(const float *y, const float *r, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)y[i] * r[i];
+    return s;
+}
+
+static double rel_error(double analytic, double numeric) {
+    double scale = fmax(fmax(fabs(analytic), fabs(numeric)), FD_FLOOR);
+    return fabs(analytic - numeric) / scale;
+}
+
+/* The largest relative error seen per layer, printed at the end. */
+enum { CONV, MAXPOOL, AVGPOOL, RELU, SIGMOID, TANH, LINEAR, SOFTMAX_XENT, LAYER_COUNT };
+static const char *const layer_names[LAYER_COUNT] = {
+    "conv2d", "maxpool", "avgpool", "relu", "sigmoid", "tanh", "linear", "softmax_xent"};
+static double worst[LAYER_COUNT];
+
+/* The finite-difference step per layer. The forward passes are float, so a
+ * difference carries the rounding of the outputs it moves (about 1e-7 of |y|)
+ * divided by the step: the step should be as large as the layer allows.
+ *  - conv, avgpool and linear are affine in every single input and weight, so
+ *    central differences are exact for any step: take a large one;
+ *  - relu and maxpool are piecewise linear, exact as long as the step crosses
+ *    no kink: the tests keep inputs 0.1 from relu's kink and max-pool inputs
+ *    0.05 apart, so 1e-2 crosses none;
+ *  - sigmoid, tanh and softmax are smooth: the error of a central difference
+ *    is ~step^2 times the third derivative, small at 1e-2. */
+static const float layer_eps[LAYER_COUNT] = {
+    [CONV] = 0.25f,    [AVGPOOL] = 0.25f, [LINEAR] = 0.25f, [RELU] = 1e-2f,
+    [MAXPOOL] = 1e-2f, [SIGMOID] = 1e-2f, [TANH] = 1e-2f,   [SOFTMAX_XENT] = 1e-2f};
+
+typedef double (*loss_fn)(void *ctx);
+
+/* Checks grad (n), the analytic dL/dp, against central differences of loss in
+ * every element of p (n); returns the largest relative error. The step is the
+ * one float rounding really made, not the nominal one. */
+static double fd_check(int layer, const char *what, loss_fn loss, void *ctx, float *p,
+                       const float *grad, size_t n) {
+    double largest = 0;
+    for (size_t i = 0; i < n; i++) {
+        float saved = p[i];
+        p[i] = saved + layer_eps[layer];
+        float up = p[i];
+        double loss_up = loss(ctx);
+        p[i] = saved - layer_eps[layer];
+        float down = p[i];
+        double loss_down = loss(ctx);
+        p[i] = saved;
+        double numeric = (loss_up - loss_down) / ((double)up - down);
+        double err = rel_error(grad[i], numeric);
+        ck_assert_msg(err < FD_TOL,
+                      "%s %s[%zu]: analytic %.7g, finite difference %.7g (relative error %.3g)",
+                      layer_names[layer], what, i, grad[i], numeric, err);
+        if (err > largest) largest = err;
+    }
+    if (largest > worst[layer]) worst[layer] = largest;
+    return largest;
+}
+
+static void expect_floats(const float *got, const float *want, size_t n, double tol,
+                          const char *what) {
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(fabs((double)got[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
+                      "%s[%zu]: got %.9g, want %.9g", what, i, got[i], want[i]);
+}
+
+/* ---- conv2d: finite differences ---------------------------------------------------- */
+
+typedef struct {
+    int N, C, H, W, F, KH, KW, sh, sw, ph, pw, bias;
+} conv_shape;
+
+typedef struct {
+    conv_shape s;
+    float *x, *w, *b, *y, *r; // (N,C,H,W) (F,C,KH,KW) (F) (N,F,OH,OW) (N,F,OH,OW)
+} conv_case;
+
+static double conv_loss(void *ctx) {
+    conv_case *c = ctx;
+    conv_shape s = c->s;
+    ref_conv2d_forward(c->y, c->x, c->w, c->b, s.N, s.C, s.H, s.W, s.F, s.KH, s.KW, s.sh, s.sw,
+                       s.ph, s.pw);
+    size_t ny = (size_t)s.N * s.F * ref_out_size(s.H, s.KH, s.sh, s.ph) *
+                ref_out_size(s.W, s.KW, s.sw, s.pw);
+    return dot(c->y, c->r, ny);
+}
+
+static void conv_fd(conv_shape s, uint64_t seed) {
+    size_t OH = ref_out_size(s.H, s.KH, s.sh, s.ph), OW = ref_out_size(s.W, s.KW, s.sw, s.pw);
+    size_t nx = (size_t)s.N * s.C * s.H * s.W, nw = (size_t)s.F * s.C * s.KH * s.KW;
+    size_t ny = (size_t)s.N * s.F * OH * OW;
+    conv_case c = {.s = s,
+                   .x = random_floats(nx, seed, 1.0f),
+                   .w = random_floats(nw, seed + 1, 1.0f),
+                   .b = s.bias ? random_floats((size_t)s.F, seed + 2, 1.0f) : NULL,
+                   .y = alloc_floats(ny),
+                   .r = random_floats(ny, seed + 3, 1.0f)};
+    float *dx = alloc_floats(nx), *dw = alloc_floats(nw), *db = alloc_floats((size_t)s.F);
+    conv_loss(&c);
+    check_guard(c.y, ny, "conv y");
+    // L = sum(y * r), so dL/dy = r.
+    ref_conv2d_backward(dx, dw, s.bias ? db : NULL, c.r, c.x, c.w, s.N, s.C, s.H, s.W, s.F, s.KH,
+                        s.KW, s.sh, s.sw, s.ph, s.pw);
+    check_guard(dx, nx, "conv dx");
+    check_guard(dw, nw, "conv dw");
+    check_guard(db, (size_t)s.F, "conv db");
+    if (!s.bias)
+        for (int f = 0; f < s.F; f++)
+            ck_assert_msg(db[f] == GARBAGE, "db was NULL, yet something was written");
+
+    double ex = fd_check(CONV, "dx", conv_loss, &c, c.x, dx, nx);
+    double ew = fd_check(CONV, "dw", conv_loss, &c, c.w, dw, nw);
+    double eb = s.bias ? fd_check(CONV, "db", conv_loss, &c, c.b, db, (size_t)s.F) : 0;
+    printf("conv2d  N%d C%d %2dx%-2d F%d k%dx%d s%dx%d p%dx%d%s -> %zux%zu: "
+           "dx %.1e dw %.1e db %.1e\n",
+           s.N, s.C, s.H, s.W, s.F, s.KH, s.KW, s.sh, s.sw, s.ph, s.pw, s.bias ? " bias" : "", OH,
+           OW, ex, ew, eb);
+    free(c.x), free(c.w), free(c.b), free(c.y), free(c.r), free(dx), free(dw), free(db);
+}
+
+START_TEST(conv2d_backward_matches_finite_differences) {
+    // N  C  H   W  F KH KW sh sw ph pw bias
+    const conv_shape shapes[] = {
+        {2, 2, 5, 4, 3, 3, 3, 1, 1, 1, 1, 1},   // small, every element
+        {1, 3, 7, 9, 2, 3, 3, 1, 1, 0, 0, 1},   // batch 1, 7x9
+        {2, 3, 13, 11, 4, 1, 1, 1, 1, 0, 0, 1}, // 13x11, 1x1 kernel
+        {1, 2, 7, 9, 2, 2, 2, 3, 3, 0, 0, 1},   // stride larger than the kernel: pixels unused
+        {2, 2, 7, 9, 2, 3, 3, 1, 1, 2, 2, 1},   // pad larger than half the kernel
+        {1, 2, 7, 9, 3, 3, 3, 2, 2, 2, 2, 1},   // ... and strided
+        {2, 2, 13, 11, 2, 3, 2, 2, 1, 1, 0, 1}, // non-square kernel, stride and pad
+        {1, 1, 7, 9, 2, 2, 3, 3, 2, 1, 2, 1},   // 2x3 kernel, pw = KW - 1, stride > kernel
+        {2, 3, 5, 5, 2, 3, 3, 1, 1, 1, 1, 0},   // no bias, db NULL
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1},   // one pixel
+        {1, 2, 2, 3, 2, 3, 3, 1, 1, 1, 1, 1},   // image smaller than the kernel
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        conv_fd(shapes[i], 100 + 10 * i);
+}
+END_TEST
+
+/* ---- pools: finite differences ------------------------------------------------------ */
+
+typedef struct {
+    int N, C, H, W, KH, KW, sh, sw, ph, pw;
+} pool_shape;
+
+typedef struct {
+    pool_shape s;
+    int max; // 1 max pool, 0 average pool
+    float *x, *y, *r;
+} pool_case;
+
+static size_t pool_out_count(pool_shape s) {
+    return (size_t)s.N * s.C * ref_out_size(s.H, s.KH, s.sh, s.ph) *
+           ref_out_size(s.W, s.KW, s.sw, s.pw);
+}
+
+static double pool_loss(void *ctx) {
+    pool_case *c = ctx;
+    pool_shape s = c->s;
+    if (c->max)
+        ref_maxpool_forward(c->y, c->x, s.N, s.C, s.H, s.W, s.KH, s.KW, s.sh, s.sw, s.ph, s.pw);
+    else
+        ref_avgpool_forward(c->y, c->x, s.N, s.C, s.H, s.W, s.KH, s.KW, s.sh, s.sw, s.ph, s.pw);
+    return dot(c->y, c->r, pool_out_count(s));
+}
+
+/* n distinct values 0.05 apart, shuffled: no window holds a tie, and a step
+ * below 0.025 cannot change which pixel wins, so max pooling is
+ * differentiable at every point the test visits. */
+static void distinct_values(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        x[i] = 0.05f * ((float)i - (float)n / 2);
+    for (size_t i = n; i > 1; i--) {
+        size_t j = rng_next() % i;
+        float t = x[i - 1];
+        x[i - 1] = x[j];
+        x[j] = t;
+    }
+}
+
+static void pool_fd(pool_shape s, int max, uint64_t seed) {
+    size_t nx = (size_t)s.N * s.C * s.H * s.W, ny = pool_out_count(s);
+    pool_case c = {.s = s,
+                   .max = max,
+                   .x = random_floats(nx, seed, 1.0f),
+                   .y = alloc_floats(ny),
+                   .r = random_floats(ny, seed + 1, 1.0f)};
+    if (max) distinct_values(c.x, nx);
+    float *dx = alloc_floats(nx);
+    pool_loss(&c);
+    check_guard(c.y, ny, max ? "maxpool y" : "avgpool y");
+    if (max)
+        ref_maxpool_backward(dx, c.r, c.x, s.N, s.C, s.H, s.W, s.KH, s.KW, s.sh, s.sw, s.ph, s.pw);
+    else
+        ref_avgpool_backward(dx, c.r, s.N, s.C, s.H, s.W, s.KH, s.KW, s.sh, s.sw, s.ph, s.pw);
+    check_guard(dx, nx, max ? "maxpool dx" : "avgpool dx");
+    double ex = fd_check(max ? MAXPOOL : AVGPOOL, "dx", pool_loss, &c, c.x, dx, nx);
+    printf("%s N%d C%d %2dx%-2d k%dx%d s%dx%d p%dx%d -> %dx%d: dx %.1e\n",
+           max ? "maxpool" : "avgpool", s.N, s.C, s.H, s.W, s.KH, s.KW, s.sh, s.sw, s.ph, s.pw,
+           ref_out_size(s.H, s.KH, s.sh, s.ph), ref_out_size(s.W, s.KW, s.sw, s.pw), ex);
+    free(c.x), free(c.y), free(c.r), free(dx);
+}
+
+// N  C  H   W  KH KW sh sw ph pw
+static const pool_shape pool_shapes[] = {
+    {2, 2, 4, 4, 2, 2, 2, 2, 0, 0},   // small, the classic 2x2/2
+    {1, 2, 7, 9, 3, 3, 2, 2, 0, 0},   // batch 1, overlapping windows, 7x9
+    {2, 1, 13, 11, 3, 3, 2, 2, 1, 1}, // overlapping and padded, 13x11
+    {1, 2, 7, 9, 2, 2, 3, 3, 0, 0},   // stride larger than the kernel: pixels unused
+    {2, 1, 7, 9, 3, 3, 1, 1, 2, 2},   // pad = kernel - 1, stride 1: corner windows see one pixel
+    {1, 2, 7, 9, 2, 2, 2, 2, 1, 1},   // pad = kernel - 1, strided
+    {1, 1, 13, 11, 3, 2, 2, 1, 2, 1}, // non-square kernel, pad = kernel - 1 both ways
+    {2, 3, 5, 4, 1, 1, 1, 1, 0, 0},   // 1x1 kernel: identity
+    {1, 1, 2, 3, 3, 3, 1, 1, 1, 1},   // image barely bigger than padding
+};
+
+START_TEST(maxpool_backward_matches_finite_differences) {
+    for (size_t i = 0; i < sizeof pool_shapes / sizeof pool_shapes[0]; i++)
+        pool_fd(pool_shapes[i], 1, 200 + 10 * i);
+}
+END_TEST
+
+START_TEST(avgpool_backward_matches_finite_differences) {
+    for (size_t i = 0; i < sizeof pool_shapes / sizeof pool_shapes[0]; i++)
+        pool_fd(pool_shapes[i], 0, 300 + 10 * i);
+}
+END_TEST
+
+/* ---- activations: finite differences ----------------------------------------------- */
+
+typedef struct {
+    int layer;
+    size_t n;
+    float *x, *y, *r;
+} act_case;
+
+static void act_forward(int layer, float *y, const float *x, size_t n) {
+    if (layer == RELU) ref_relu_forward(y, x, n);
+    if (layer == SIGMOID) ref_sigmoid_forward(y, x, n);
+    if (layer == TANH) ref_tanh_forward(y, x, n);
+}
+
+static void act_backward(int layer, float *dx, const float *dy, const float *y, size_t n) {
+    if (layer == RELU) ref_relu_backward(dx, dy, y, n);
+    if (layer == SIGMOID) ref_sigmoid_backward(dx, dy, y, n);
+    if (layer == TANH) ref_tanh_backward(dx, dy, y, n);
+}
+
+static double act_loss(void *ctx) {
+    act_case *c = ctx;
+    act_forward(c->layer, c->y, c->x, c->n);
+    return dot(c->y, c->r, c->n);
+}
+
+START_TEST(activations_backward_match_finite_differences) {
+    const int layers[] = {RELU, SIGMOID, TANH};
+    for (int l = 0; l < 3; l++) {
+        size_t n = 37;
+        act_case c = {.layer = layers[l],
+                      .n = n,
+                      .x = random_floats(n, 400 + l, 4.0f),
+                      .y = alloc_floats(n),
+                      .r = random_floats(n, 410 + l, 1.0f)};
+        // relu has a kink at 0: keep every input well away from it.
+        for (size_t i = 0; i < n; i++)
+            if (fabsf(c.x[i]) < 0.1f) c.x[i] = c.x[i] < 0 ? c.x[i] - 0.1f : c.x[i] + 0.1f;
+        float *dx = alloc_floats(n);
+        act_loss(&c);
+        act_backward(c.layer, dx, c.r, c.y, n);
+        check_guard(c.y, n, "activation y");
+        check_guard(dx, n, "activation dx");
+        double ex = fd_check(c.layer, "dx", act_loss, &c, c.x, dx, n);
+        printf("%-7s n%zu: dx %.1e\n", layer_names[c.layer], n, ex);
+        free(c.x), free(c.y), free(c.r), free(dx);
+    }
+}
+END_TEST
+
+/* ---- linear: finite differences ------------------------------------------------------ */
+
+typedef struct {
+    int N, I, O, bias;
+    float *x, *w, *b, *y, *r; // (N,I) (O,I) (O) (N,O) (N,O)
+} linear_case;
+
+static double linear_loss(void *ctx) {
+    linear_case *c = ctx;
+    ref_linear_forward(c->y, c->x, c->w, c->b, c->N, c->I, c->O);
+    return dot(c->y, c->r, (size_t)c->N * c->O);
+}
+
+START_TEST(linear_backward_matches_finite_differences) {
+    const int shapes[][4] = {{2, 3, 4, 1}, {1, 7, 5, 1}, {3, 13, 11, 1},
+                             {4, 9, 1, 1}, {3, 1, 6, 1}, {2, 5, 3, 0}}; // N, I, O, bias
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int N = shapes[k][0], I = shapes[k][1], O = shapes[k][2], bias = shapes[k][3];
+        size_t nx = (size_t)N * I, nw = (size_t)O * I, ny = (size_t)N * O;
+        linear_case c = {.N = N,
+                         .I = I,
+                         .O = O,
+                         .bias = bias,
+                         .x = random_floats(nx, 500 + 10 * k, 1.0f),
+                         .w = random_floats(nw, 501 + 10 * k, 1.0f),
+                         .b = bias ? random_floats((size_t)O, 502 + 10 * k, 1.0f) : NULL,
+                         .y = alloc_floats(ny),
+                         .r = random_floats(ny, 503 + 10 * k, 1.0f)};
+        float *dx = alloc_floats(nx), *dw = alloc_floats(nw), *db = alloc_floats((size_t)O);
+        linear_loss(&c);
+        ref_linear_backward(dx, dw, bias ? db : NULL, c.r, c.x, c.w, N, I, O);
+        check_guard(c.y, ny, "linear y");
+        check_guard(dx, nx, "linear dx");
+        check_guard(dw, nw, "linear dw");
+        check_guard(db, (size_t)O, "linear db");
+        double ex = fd_check(LINEAR, "dx", linear_loss, &c, c.x, dx, nx);
+        double ew = fd_check(LINEAR, "dw", linear_loss, &c, c.w, dw, nw);
+        double eb = bias ? fd_check(LINEAR, "db", linear_loss, &c, c.b, db, (size_t)O) : 0;
+        printf("linear  N%d I%d O%d%s: dx %.1e dw %.1e db %.1e\n", N, I, O, bias ? " bias" : "", ex,
+               ew, eb);
+        free(c.x), free(c.w), free(c.b), free(c.y), free(c.r), free(dx), free(dw), free(db);
+    }
+}
+END_TEST
+
+/* ---- softmax + cross-entropy: finite differences -------------------------------------- */
+
+typedef struct {
+    int N, K;
+    float *logits; // (N,K)
+    int32_t *labels;
+} xent_case;
+
+static double xent_loss(void *ctx) {
+    xent_case *c = ctx;
+    return ref_softmax_xent_forward(NULL, NULL, c->logits, c->labels, c->N, c->K);
+}
+
+START_TEST(softmax_xent_backward_matches_finite_differences) {
+    const int shapes[][2] = {{4, 7}, {1, 10}, {3, 2}, {2, 1}, {5, 13}}; // N, K
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int N = shapes[k][0], K = shapes[k][1];
+        size_t n = (size_t)N * K;
+        xent_case c = {.N = N, .K = K, .logits = random_floats(n, 600 + k, 3.0f)};
+        c.labels = malloc((size_t)N * sizeof *c.labels);
+        for (int i = 0; i < N; i++)
+            c.labels[i] = (int32_t)(rng_next() % (uint32_t)K);
+        float *probs = alloc_floats(n), *dlogits = alloc_floats(n);
+        int correct = -1;
+        double loss = ref_softmax_xent_forward(probs, &correct, c.logits, c.labels, N, K);
+        ref_softmax_xent_backward(dlogits, c.logits, c.labels, N, K);
+        check_guard(probs, n, "softmax probs");
+        check_guard(dlogits, n, "softmax dlogits");
+        ck_assert(isfinite(loss) && loss >= 0);
+        ck_assert(correct >= 0 && correct <= N);
+        for (int i = 0; i < N; i++) {
+            double sum = 0;
+            for (int j = 0; j < K; j++)
+                sum += probs[(size_t)i * K + j];
+            ck_assert_msg(fabs(sum - 1) < 1e-6, "row %d of probs sums to %.9g", i, sum);
+        }
+        double e = fd_check(SOFTMAX_XENT, "dlogits", xent_loss, &c, c.logits, dlogits, n);
+        printf("softmax_xent N%d K%d: dlogits %.1e\n", N, K, e);
+        free(c.logits), free(c.labels), free(probs), free(dlogits);
+    }
+}
+END_TEST
+
+/* ---- forward passes worked out by hand ------------------------------------------------ */
+
+static const float one_to_nine[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}; // (1,1,3,3)
+
+START_TEST(conv2d_forward_and_backward_by_hand) {
+    float y[9], dx[9], dw[9], db[1];
+    // The centre tap with pad 1 copies the image.
+    const float centre[9] = {0, 0, 0, 0, 1, 0, 0, 0, 0};
+    ref_conv2d_forward(y, one_to_nine, centre, NULL, 1, 1, 3, 3, 1, 3, 3, 1, 1, 1, 1);
+    expect_floats(y, one_to_nine, 9, 0, "identity conv y");
+    // All ones, no pad: one output, the sum 45, plus the bias.
+    const float ones[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, bias = 0.5f;
+    ref_conv2d_forward(y, one_to_nine, ones, &bias, 1, 1, 3, 3, 1, 3, 3, 1, 1, 0, 0);
+    ck_assert_float_eq(y[0], 45.5f);
+    // A 2x2 kernel [1 2; 3 4], stride 1: y[0,0] = 1*1 + 2*2 + 3*4 + 4*5 = 37, ...
+    const float k22[4] = {1, 2, 3, 4};
+    ref_conv2d_forward(y, one_to_nine, k22, NULL, 1, 1, 3, 3, 1, 2, 2, 1, 1, 0, 0);
+    expect_floats(y, (const float[]){37, 47, 67, 77}, 4, 0, "2x2 conv y");
+    // Same with stride 2 and pad 1: windows centred on the corners.
+    ref_conv2d_forward(y, one_to_nine, k22, NULL, 1, 1, 3, 3, 1, 2, 2, 2, 2, 1, 1);
+    // y[0,0] = 4*x[0,0]; y[0,1] = 3*x[0,1] + 4*x[0,2]; y[1,0] = 2*x[1,0] + 4*x[2,0];
+    // y[1,1] = 1*x[1,1] + 2*x[1,2] + 3*x[2,1] + 4*x[2,2]
+    expect_floats(y, (const float[]){4, 3 * 2 + 4 * 3, 2 * 4 + 4 * 7, 5 + 2 * 6 + 3 * 8 + 4 * 9}, 4,
+                  0, "strided padded conv y");
+    // Backward of the stride-1 2x2 conv with dy all ones: dx counts the
+    // windows over each pixel times the taps, dw sums the shifted windows.
+    const float dy1[4] = {1, 1, 1, 1};
+    ref_conv2d_backward(dx, dw, db, dy1, one_to_nine, k22, 1, 1, 3, 3, 1, 2, 2, 1, 1, 0, 0);
+    expect_floats(dx, (const float[]){1, 3, 2, 4, 10, 6, 3, 7, 4}, 9, 0, "2x2 conv dx");
+    expect_floats(dw, (const float[]){12, 16, 24, 28}, 4, 0, "2x2 conv dw");
+    ck_assert_float_eq(db[0], 4);
+    // Two channels in, two filters out, a 1x1 kernel: a per-pixel matrix product.
+    const float x2[8] = {1, 2, 3, 4, 10, 20, 30, 40}; // (1,2,2,2)
+    const float w2[4] = {1, 1, 2, -1};                // (2,2,1,1)
+    const float b2[2] = {0, 100};
+    ref_conv2d_forward(y, x2, w2, b2, 1, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0);
+    expect_floats(y, (const float[]){11, 22, 33, 44, 92, 84, 76, 68}, 8, 0, "1x1 conv y");
+}
+END_TEST
+
+START_TEST(pools_forward_and_backward_by_hand) {
+    float y[9], dx[16];
+    // 2x2/2 average and max over a 4x4 image 0..15.
+    float x16[16];
+    for (int i = 0; i < 16; i++)
+        x16[i] = (float)i;
+    ref_avgpool_forward(y, x16, 1, 1, 4, 4, 2, 2, 2, 2, 0, 0);
+    expect_floats(y, (const float[]){2.5f, 4.5f, 10.5f, 12.5f}, 4, 0, "avgpool 2x2 y");
+    ref_maxpool_forward(y, x16, 1, 1, 4, 4, 2, 2, 2, 2, 0, 0);
+    expect_floats(y, (const float[]){5, 7, 13, 15}, 4, 0, "maxpool 2x2 y");
+    ref_maxpool_backward(dx, (const float[]){1, 2, 3, 4}, x16, 1, 1, 4, 4, 2, 2, 2, 2, 0, 0);
+    expect_floats(dx, (const float[]){0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4}, 16, 0,
+                  "maxpool 2x2 dx");
+    ref_avgpool_backward(dx, (const float[]){4, 8, 12, 16}, 1, 1, 4, 4, 2, 2, 2, 2, 0, 0);
+    expect_floats(dx, (const float[]){1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}, 16, 0,
+                  "avgpool 2x2 dx");
+    // Average with padded zeros counted: 2x2 image [1 2; 3 4], 2x2 kernel,
+    // stride 1, pad 1 -> 3x3, each window sum divided by 4.
+    const float x4[4] = {1, 2, 3, 4};
+    ref_avgpool_forward(y, x4, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1);
+    expect_floats(y, (const float[]){0.25f, 0.75f, 0.5f, 1, 2.5f, 1.5f, 0.75f, 1.75f, 1}, 9, 0,
+                  "padded avgpool y");
+    // Each pixel sits in 4 windows: dx = 4 * dy / 4 for dy all ones.
+    const float ones9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    ref_avgpool_backward(dx, ones9, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1);
+    expect_floats(dx, (const float[]){1, 1, 1, 1}, 4, 0, "padded avgpool dx");
+    // Overlapping 3x3/2 max pool on 5x5 0..24: winners are bottom-right corners.
+    float x25[25];
+    for (int i = 0; i < 25; i++)
+        x25[i] = (float)i;
+    ref_maxpool_forward(y, x25, 1, 1, 5, 5, 3, 3, 2, 2, 0, 0);
+    expect_floats(y, (const float[]){12, 14, 22, 24}, 4, 0, "overlapping maxpool y");
+}
+END_TEST
+
+START_TEST(maxpool_padding_never_wins) {
+    // Negative pixels with zero padding around them: a padded zero would win
+    // if it counted. One pixel, 2x2 kernel, pad 1 -> 2x2 outputs that all see
+    // only that pixel, so its gradient is the sum of all four.
+    const float x = -5;
+    float y[4], dx[1];
+    ref_maxpool_forward(y, &x, 1, 1, 1, 1, 2, 2, 1, 1, 1, 1);
+    expect_floats(y, (const float[]){-5, -5, -5, -5}, 4, 0, "maxpool y");
+    ref_maxpool_backward(dx, (const float[]){1, 2, 3, 4}, &x, 1, 1, 1, 1, 2, 2, 1, 1, 1, 1);
+    ck_assert_float_eq(dx[0], 10);
+    // -infinity pixels still beat the padding.
+    const float xi[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    float dxi[4];
+    ref_maxpool_forward(y, xi, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1);
+    for (int i = 0; i < 4; i++)
+        ck_assert(isinf(y[i]) && y[i] < 0);
+    ref_maxpool_backward(dxi, (const float[]){1, 2, 3, 4}, xi, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1);
+    expect_floats(dxi, (const float[]){1, 2, 3, 4}, 4, 0, "maxpool dx over -inf");
+}
+END_TEST
+
+START_TEST(maxpool_ties_go_to_the_first_maximum) {
+    float y[4], dx[9];
+    // All equal: the top-left pixel of the window wins.
+    const float same[4] = {5, 5, 5, 5};
+    ref_maxpool_backward(dx, (const float[]){1}, same, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0);
+    expect_floats(dx, (const float[]){1, 0, 0, 0}, 4, 0, "all-equal dx");
+    // [1 3; 3 2]: the 3 at (0,1) comes first in row-major order.
+    const float tie[4] = {1, 3, 3, 2};
+    ref_maxpool_forward(y, tie, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0);
+    ck_assert_float_eq(y[0], 3);
+    ref_maxpool_backward(dx, (const float[]){1}, tie, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0);
+    expect_floats(dx, (const float[]){0, 1, 0, 0}, 4, 0, "tied dx");
+    // Overlapping 2x2/1 windows over [7 7 7; 7 7 7; 7 7 7] every window's first pixel wins:
+    // (0,0),(0,1),(1,0),(1,1).
+    const float flat[9] = {7, 7, 7, 7, 7, 7, 7, 7, 7};
+    ref_maxpool_backward(dx, (const float[]){1, 2, 3, 4}, flat, 1, 1, 3, 3, 2, 2, 1, 1, 0, 0);
+    expect_floats(dx, (const float[]){1, 2, 0, 3, 4, 0, 0, 0, 0}, 9, 0, "flat overlapping dx");
+    // A tie between windows: the centre 8 wins all four overlapping windows.
+    const float peak[9] = {1, 2, 3, 4, 8, 5, 6, 7, 8};
+    ref_maxpool_backward(dx, (const float[]){1, 2, 3, 4}, peak, 1, 1, 3, 3, 2, 2, 1, 1, 0, 0);
+    expect_floats(dx, (const float[]){0, 0, 0, 0, 10, 0, 0, 0, 0}, 9, 0, "shared winner dx");
+}
+END_TEST
+
+START_TEST(activations_by_hand) {
+    const float x[6] = {-2, 0, 0.5f, 1e-30f, 1, 3};
+    float y[6], dx[6];
+    ref_relu_forward(y, x, 6);
+    expect_floats(y, (const float[]){0, 0, 0.5f, x[3], x[4], 3}, 6, 0, "relu y");
+    // relu(0) = 0, so its gradient is 0 there.
+    ref_relu_backward(dx, (const float[]){1, 1, 1, 1, 1, 1}, y, 6);
+    expect_floats(dx, (const float[]){0, 0, 1, 1, 1, 1}, 6, 0, "relu dx");
+
+    // sigmoid(0) = 1/2, sigmoid(ln 3) = 3/4, sigmoid(-ln 3) = 1/4; huge inputs saturate.
+    const float xs[5] = {0, (float)log(3.0), (float)-log(3.0), 100, -100};
+    ref_sigmoid_forward(y, xs, 5);
+    expect_floats(y, (const float[]){0.5f, 0.75f, 0.25f, 1, 0}, 5, 1e-6, "sigmoid y");
+    ck_assert(y[4] >= 0 && isfinite(y[4]));
+    ref_sigmoid_backward(dx, (const float[]){1, 1, 2, 1, 1}, y, 5);
+    expect_floats(dx, (const float[]){0.25f, 0.1875f, 0.375f, 0, 0}, 5, 1e-6, "sigmoid dx");
+
+    // tanh(ln 2) = (2 - 1/2) / (2 + 1/2) = 3/5; tanh' = 1 - y^2 = 16/25.
+    const float xt[4] = {0, (float)log(2.0), (float)-log(2.0), 50};
+    ref_tanh_forward(y, xt, 4);
+    expect_floats(y, (const float[]){0, 0.6f, -0.6f, 1}, 4, 1e-6, "tanh y");
+    ref_tanh_backward(dx, (const float[]){1, 1, 1, 1}, y, 4);
+    expect_floats(dx, (const float[]){1, 0.64f, 0.64f, 0}, 4, 1e-6, "tanh dx");
+}
+END_TEST
+
+START_TEST(linear_by_hand) {
+    const float x[4] = {1, 2, -1, 3};       // (2,2)
+    const float w[6] = {1, 0, 0, 1, 1, 1};  // (3,2)
+    const float b[3] = {0.5f, 0, -1};       // (3)
+    const float dy[6] = {1, 0, 2, 0, 1, 1}; // (2,3)
+    float y[6], dx[4], dw[6], db[3];
+    ref_linear_forward(y, x, w, b, 2, 2, 3);
+    expect_floats(y, (const float[]){1.5f, 2, 2, -0.5f, 3, 1}, 6, 0, "linear y");
+    ref_linear_backward(dx, dw, db, dy, x, w, 2, 2, 3);
+    // dx = dy w: [1*[1 0] + 2*[1 1], 1*[0 1] + 1*[1 1]]
+    expect_floats(dx, (const float[]){3, 2, 1, 2}, 4, 0, "linear dx");
+    // dw = dy^T x: row o = sum_n dy[n,o] x[n]
+    expect_floats(dw, (const float[]){1, 2, -1, 3, 1, 7}, 6, 0, "linear dw");
+    expect_floats(db, (const float[]){1, 1, 3}, 3, 0, "linear db");
+}
+END_TEST
+
+START_TEST(softmax_xent_by_hand) {
+    // logits [0, ln 2, ln 3]: softmax = [1, 2, 3] / 6.
+    const float l[3] = {0, (float)log(2.0), (float)log(3.0)};
+    float probs[3], dl[3];
+    int correct = -1;
+    int32_t label = 2;
+    double loss = ref_softmax_xent_forward(probs, &correct, l, &label, 1, 3);
+    expect_floats(probs, (const float[]){1 / 6.0f, 2 / 6.0f, 3 / 6.0f}, 3, 1e-6, "probs");
+    ck_assert_double_eq_tol(loss, log(2.0), 1e-6); // -log(1/2)
+    ck_assert_int_eq(correct, 1);
+    ref_softmax_xent_backward(dl, l, &label, 1, 3);
+    expect_floats(dl, (const float[]){1 / 6.0f, 2 / 6.0f, -0.5f}, 3, 1e-6, "dlogits");
+    label = 0;
+    loss = ref_softmax_xent_forward(NULL, &correct, l, &label, 1, 3);
+    ck_assert_double_eq_tol(loss, log(6.0), 1e-6);
+    ck_assert_int_eq(correct, 0);
+
+    // Two samples: the loss and the correct count are sums, not means.
+    const float l2[6] = {0, (float)log(2.0), (float)log(3.0), 5, 5, 0};
+    const int32_t labels2[2] = {2, 0};
+    loss = ref_softmax_xent_forward(NULL, &correct, l2, labels2, 2, 3);
+    double second = log(2 + exp(-5.0)); // -log(e^5 / (2 e^5 + 1))
+    ck_assert_double_eq_tol(loss, log(2.0) + second, 1e-6);
+    // The second row ties at 5: the first maximum (index 0) is the label.
+    ck_assert_int_eq(correct, 2);
+    const int32_t labels3[2] = {2, 1};
+    ref_softmax_xent_forward(NULL, &correct, l2, labels3, 2, 3);
+    ck_assert_int_eq(correct, 1); // index 1 ties index 0 but is not first
+}
+END_TEST
+
+START_TEST(softmax_xent_stays_finite_for_huge_logits) {
+    // Around 1000, e^logit overflows even a double: only the max-subtracted form survives.
+    const float l[6] = {1000, 1000 + (float)log(2.0), 1000 + (float)log(3.0), 1000, -1000, 0};
+    const int32_t labels[2] = {2, 1};
+    float probs[6], dl[6];
+    int correct;
+    double loss = ref_softmax_xent_forward(probs, &correct, l, labels, 2, 3);
+    ck_assert(isfinite(loss));
+    // The float 1000 + ln 2 is off by up to 3e-5: tolerances to match.
+    ck_assert_double_eq_tol(loss, log(2.0) + 2000, 1e-3);
+    expect_floats(probs, (const float[]){1 / 6.0f, 2 / 6.0f, 3 / 6.0f, 1, 0, 0}, 6, 1e-4,
+                  "huge probs");
+    ck_assert_int_eq(correct, 1);
+    ref_softmax_xent_backward(dl, l, labels, 2, 3);
+    for (int i = 0; i < 6; i++)
+        ck_assert(isfinite(dl[i]));
+    expect_floats(dl, (const float[]){1 / 6.0f, 2 / 6.0f, -0.5f, 1, -1, 0}, 6, 1e-4, "huge dl");
+    // -1000 everywhere: uniform, still finite.
+    const float low[3] = {-1000, -1000, -1000};
+    loss = ref_softmax_xent_forward(probs, NULL, low, labels, 1, 3);
+    ck_assert_double_eq_tol(loss, log(3.0), 1e-6);
+}
+END_TEST
+
+/* ---- conventions: batch sums, overwriting ---------------------------------------------- */
+
+START_TEST(batch_gradients_are_sums_of_per_sample_gradients) {
+    // conv: N=3 at once equals three N=1 calls added up, for dw and db; dx is per sample.
+    enum { N = 3, C = 2, H = 5, W = 6, F = 2, K = 3, nx = C * H * W, nw = F * C * K * K };
+    const int OH = ref_out_size(H, K, 2, 1), OW = ref_out_size(W, K, 2, 1);
+    const size_t ny = (size_t)F * OH * OW;
+    float *x = random_floats(N * nx, 700, 1), *w = random_floats(nw, 701, 1);
+    float *dy = random_floats(N * ny, 702, 1);
+    float *dx = alloc_floats(N * nx), *dw = alloc_floats(nw), *db = alloc_floats(F);
+    float *dx1 = alloc_floats(nx), *dw1 = alloc_floats(nw), *db1 = alloc_floats(F);
+    double sum_w[nw], sum_b[F];
+    memset(sum_w, 0, sizeof sum_w);
+    memset(sum_b, 0, sizeof sum_b);
+    ref_conv2d_backward(dx, dw, db, dy, x, w, N, C, H, W, F, K, K, 2, 2, 1, 1);
+    for (int n = 0; n < N; n++) {
+        ref_conv2d_backward(dx1, dw1, db1, dy + n * ny, x + n * nx, w, 1, C, H, W, F, K, K, 2, 2, 1,
+                            1);
+        expect_floats(dx + n * nx, dx1, nx, 1e-6, "conv dx of one sample");
+        for (size_t i = 0; i < nw; i++)
+            sum_w[i] += dw1[i];
+        for (int f = 0; f < F; f++)
+            sum_b[f] += db1[f];
+    }
+    for (size_t i = 0; i < nw; i++)
+        ck_assert_double_eq_tol(dw[i], sum_w[i], 1e-5);
+    for (int f = 0; f < F; f++)
+        ck_assert_double_eq_tol(db[f], sum_b[f], 1e-5);
+    free(x), free(w), free(dy), free(dx), free(dw), free(db), free(dx1), free(dw1), free(db1);
+}
+END_TEST
+
+START_TEST(backward_passes_overwrite_their_outputs) {
+    // The same call twice into the same outputs gives the same answer, and
+    // the answer does not depend on what the outputs held before.
+    enum { N = 2, C = 2, H = 5, W = 5, F = 3, K = 3 };
+    const size_t nx = N * C * H * W, nw = F * C * K * K, ny = N * F * H * W;
+    float *x = random_floats(nx, 800, 1), *w = random_floats(nw, 801, 1);
+    float *dy = random_floats(ny, 802, 1), *y = alloc_floats(ny);
+    float *a[3], *b[3];
+    const size_t sizes[3] = {nx, nw, F};
+    for (int i = 0; i < 3; i++) {
+        a[i] = alloc_floats(sizes[i]);
+        b[i] = alloc_floats(sizes[i]);
+        for (size_t j = 0; j < sizes[i]; j++)
+            b[i][j] = -1e30f;
+    }
+    ref_conv2d_backward(a[0], a[1], a[2], dy, x, w, N, C, H, W, F, K, K, 1, 1, 1, 1);
+    ref_conv2d_backward(b[0], b[1], b[2], dy, x, w, N, C, H, W, F, K, K, 1, 1, 1, 1);
+    ref_conv2d_backward(b[0], b[1], b[2], dy, x, w, N, C, H, W, F, K, K, 1, 1, 1, 1);
+    for (int i = 0; i < 3; i++)
+        expect_floats(b[i], a[i], sizes[i], 0, "conv gradient called twice");
+
+    // Pools, linear, activations and softmax the same way, over dx alone.
+    ref_maxpool_backward(a[0], dy, x, N, C, H, W, K, K, 2, 2, 0, 0);
+    ref_maxpool_backward(b[0], dy, x, N, C, H, W, K, K, 2, 2, 0, 0);
+    ref_maxpool_backward(b[0], dy, x, N, C, H, W, K, K, 2, 2, 0, 0);
+    expect_floats(b[0], a[0], nx, 0, "maxpool dx called twice");
+    ref_avgpool_backward(a[0], dy, N, C, H, W, K, K, 2, 2, 0, 0);
+    ref_avgpool_backward(b[0], dy, N, C, H, W, K, K, 2, 2, 0, 0);
+    ref_avgpool_backward(b[0], dy, N, C, H, W, K, K, 2, 2, 0, 0);
+    expect_floats(b[0], a[0], nx, 0, "avgpool dx called twice");
+    ref_linear_backward(a[0], a[1], a[2], dy, x, w, N, 9, F);
+    ref_linear_backward(b[0], b[1], b[2], dy, x, w, N, 9, F);
+    ref_linear_backward(b[0], b[1], b[2], dy, x, w, N, 9, F);
+    expect_floats(b[0], a[0], N * 9, 0, "linear dx called twice");
+    expect_floats(b[1], a[1], F * 9, 0, "linear dw called twice");
+    expect_floats(b[2], a[2], F, 0, "linear db called twice");
+    ref_sigmoid_forward(y, x, nx);
+    ref_sigmoid_backward(a[0], dy, y, nx);
+    ref_sigmoid_backward(b[0], dy, y, nx);
+    expect_floats(b[0], a[0], nx, 0, "sigmoid dx called twice");
+    const int32_t labels[2] = {1, 4};
+    ref_softmax_xent_backward(a[0], x, labels, 2, 5);
+    ref_softmax_xent_backward(b[0], x, labels, 2, 5);
+    ref_softmax_xent_backward(b[0], x, labels, 2, 5);
+    expect_floats(b[0], a[0], 10, 0, "softmax dlogits called twice");
+    for (int i = 0; i < 3; i++)
+        free(a[i]), free(b[i]);
+    free(x), free(w), free(dy), free(y);
+}
+END_TEST
+
+START_TEST(output_sizes_floor) {
+    ck_assert_int_eq(ref_out_size(7, 2, 3, 0), 2);  // (7-2)/3+1
+    ck_assert_int_eq(ref_out_size(13, 3, 2, 1), 7); // (13+2-3)/2+1
+    ck_assert_int_eq(ref_out_size(9, 3, 1, 2), 11); // pad larger than half the kernel
+    ck_assert_int_eq(ref_out_size(4, 2, 2, 0), 2);
+    ck_assert_int_eq(ref_out_size(1, 2, 1, 1), 2);
+    ck_assert_int_eq(ref_out_size(8, 3, 2, 0), 3); // (8-3)/2+1 = 3.5 -> 3
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("ref");
+    TCase *t = tcase_create("ref");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, output_sizes_floor);
+    tcase_add_test(t, conv2d_forward_and_backward_by_hand);
+    tcase_add_test(t, pools_forward_and_backward_by_hand);
+    tcase_add_test(t, maxpool_padding_never_wins);
+    tcase_add_test(t, maxpool_ties_go_to_the_first_maximum);
+    tcase_add_test(t, activations_by_hand);
+    tcase_add_test(t, linear_by_hand);
+    tcase_add_test(t, softmax_xent_by_hand);
+    tcase_add_test(t, softmax_xent_stays_finite_for_huge_logits);
+    tcase_add_test(t, batch_gradients_are_sums_of_per_sample_gradients);
+    tcase_add_test(t, backward_passes_overwrite_their_outputs);
+    tcase_add_test(t, conv2d_backward_matches_finite_differences);
+    tcase_add_test(t, maxpool_backward_matches_finite_differences);
+    tcase_add_test(t, avgpool_backward_matches_finite_differences);
+    tcase_add_test(t, activations_backward_match_finite_differences);
+    tcase_add_test(t, linear_backward_matches_finite_differences);
+    tcase_add_test(t, softmax_xent_backward_matches_finite_differences);
+    suite_add_tcase(s, t);
+    int failed = test_run_suite(s);
+    printf("largest relative finite-difference error per layer (tolerance %.0e):\n", FD_TOL);
+    for (int l = 0; l < LAYER_COUNT; l++)
+        printf("  %-12s %.2e\n", layer_names[l], worst[l]);
+    return failed ? 1 : 0;
+}
