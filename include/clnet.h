@@ -155,6 +155,112 @@ clnet_status clnet_runtime_device_check(clnet_runtime *rt, int i);
 /* Releases every OpenCL object of the runtime. NULL is harmless. */
 void clnet_runtime_free(clnet_runtime *rt);
 
+/* ---- Networks ------------------------------------------------------------
+ *
+ * A net is a graph of layers over NCHW float32 tensors, built from model-file
+ * lines (clnet_net_add) or a whole model file (clnet_net_load). One layer per
+ * line, `#` starts a comment, options are key=value:
+ *
+ *     input channels=1 height=28 width=28        # first line: one sample's shape
+ *     conv2d filters=20 size=3 init=normal std=0.01
+ *     relu
+ *     avgpool size=2 stride=2
+ *     flatten
+ *     linear units=10 init=xavier name=out
+ *     softmax_cross_entropy                      # last line: the loss
+ *
+ * Kinds and their options (sizes are N or HxW; stride defaults to 1 for
+ * conv2d and to the window size for pools; pad to 0):
+ *   conv2d filters= size= stride= pad=    maxpool|avgpool size= stride= pad=
+ *   linear units=                         relu, sigmoid, tanh, flatten
+ *   softmax_cross_entropy (fused, numerically stable; counts correct answers)
+ * Every layer may have name= (default: conv1, conv2, pool1, fc1, relu1, ...)
+ * and input= (the layer it reads; only the previous layer for now, the place
+ * where skip connections will go). Layers with parameters take init= normal
+ * (with std=), xavier, kaiming or zeros for the weight, and bias_init= (with
+ * bias_std=) for the bias; the defaults are kaiming and zeros. */
+
+typedef struct clnet_net clnet_net;
+
+clnet_status clnet_net_create(clnet_net **out);
+/* Adds one model-file line (a comment or blank line adds nothing). */
+clnet_status clnet_net_add(clnet_net *net, const char *line);
+/* Reads a model file; errors name the file, the line and what was expected. */
+clnet_status clnet_net_load(clnet_net **out, const char *path);
+void clnet_net_free(clnet_net *net); /* NULL is harmless */
+
+/* Sets every parameter from its layer's init rule with a seeded generator:
+ * the same seed gives the same parameters on every machine. */
+clnet_status clnet_net_init(clnet_net *net, uint64_t seed);
+
+typedef struct {
+    char name[64];
+    char kind[32];
+    int out_c, out_h, out_w; /* one sample's output */
+    size_t params;           /* weights + biases */
+} clnet_layer_info;
+
+int clnet_net_layer_count(const clnet_net *net);
+clnet_status clnet_net_layer_info(const clnet_net *net, int i, clnet_layer_info *out);
+size_t clnet_net_param_count(const clnet_net *net);
+int clnet_net_classes(const clnet_net *net); /* the loss layer's input size */
+
+/* ---- Training -------------------------------------------------------------
+ *
+ * Parameters live on the host (the master copy); each device holds a replica.
+ * A training step runs forward and backward on the device, brings the summed
+ * gradients to the host, and applies SGD there, once:
+ *   g = sum_of_gradients / n + weight_decay * w
+ *   v = momentum * v + g;  step = nesterov ? g + momentum * v : v
+ *   w = w - lr(t) * step
+ * (PyTorch's SGD, with its weight decay, momentum and Nesterov.) */
+
+typedef enum {
+    CLNET_SCHEDULE_CONSTANT = 0,
+    CLNET_SCHEDULE_STEP = 1,   /* lr * gamma^(floor(t / step_size)) */
+    CLNET_SCHEDULE_COSINE = 2, /* lr * (1 + cos(pi * t / total_steps)) / 2 */
+} clnet_schedule;
+
+typedef struct {
+    float lr;             /* 0.1 */
+    float momentum;       /* 0 */
+    int nesterov;         /* 0 */
+    float weight_decay;   /* 0 */
+    clnet_schedule schedule;
+    int64_t total_steps;  /* cosine: steps to anneal over */
+    int64_t step_size;    /* step: steps between decays */
+    float gamma;          /* step: factor, 0.1 */
+} clnet_sgd_config;
+
+void clnet_sgd_defaults(clnet_sgd_config *cfg);
+clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg);
+
+/* Places a replica on the runtime's device(s) for batches of up to max_batch
+ * samples, after checking that parameters, gradients and activations fit the
+ * device's memory (the error says how much is needed and how much there is).
+ * The net must have been initialised or loaded; rt must outlive the binding. */
+clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch);
+
+typedef struct {
+    double loss;  /* mean cross-entropy over the batch */
+    int correct;  /* samples whose most probable class is the label */
+    int n;        /* samples */
+} clnet_step_result;
+
+/* One SGD step on a batch in host memory: images (n, C, H, W), labels (n). */
+clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int32_t *labels,
+                                  int n, clnet_step_result *out);
+/* Class probabilities (n, classes) for images (n, C, H, W); any n. */
+clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float *probs);
+/* Loss and accuracy over a batch without training (any n). */
+clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const int32_t *labels,
+                                      int n, clnet_step_result *out);
+
+int64_t clnet_net_step(const clnet_net *net);         /* optimizer steps taken */
+float clnet_net_learning_rate(const clnet_net *net);  /* for the next step */
+/* The host copy of all parameters, in layer order (weight then bias). */
+const float *clnet_net_params(const clnet_net *net);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,305 @@
+/* Every layer's forward and backward on every device, against the plain-C
+ * references in tests/ref/ and against finite differences of the device's own
+ * forward pass, on awkward shapes: batch 1, sizes that are multiples of
+ * nothing, 1x1 kernels, stride larger than the kernel, padding larger than
+ * half the kernel, overlapping windows. */
+#include "layer_rig.h"
+#include "ref/layers_ref.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { CONV, MAXPOOL, AVGPOOL, RELU, SIGMOID, TANH, LINEAR, LOSS } kind;
+
+typedef struct {
+    kind k;
+    int n, c, h, w;              /* input (n, c, h, w) */
+    int f, kh, kw, s, p;         /* conv filters / linear units, window, stride, pad */
+    int slow_ok;                 /* small enough for a simulator */
+} layer_case;
+
+static const layer_case CASES[] = {
+    /* conv2d */
+    {CONV, 1, 1, 5, 5, 2, 3, 3, 1, 1, 1},
+    {CONV, 2, 3, 7, 9, 4, 3, 2, 1, 0, 1},   /* non-square kernel, odd sizes */
+    {CONV, 1, 2, 13, 11, 3, 1, 1, 1, 0, 1}, /* 1x1 kernel */
+    {CONV, 2, 2, 9, 9, 3, 2, 2, 3, 0, 1},   /* stride larger than the kernel */
+    {CONV, 1, 2, 6, 7, 2, 3, 3, 1, 2, 1},   /* padding larger than half the kernel */
+    {CONV, 3, 5, 13, 11, 7, 5, 5, 2, 2, 0},
+    {CONV, 2, 1, 28, 28, 20, 3, 3, 1, 0, 0}, /* LeNet's first layer */
+    /* pools */
+    {MAXPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1},
+    {MAXPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1}, /* overlapping windows, padding */
+    {MAXPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1},   /* stride larger than the window */
+    {MAXPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1},   /* padding = window - 1 */
+    {AVGPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1},
+    {AVGPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1},
+    {AVGPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1},
+    {AVGPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1},
+    /* activations */
+    {RELU, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1},
+    {SIGMOID, 1, 1, 13, 11, 0, 0, 0, 0, 0, 1},
+    {TANH, 3, 2, 5, 7, 0, 0, 0, 0, 0, 1},
+    /* linear (f = units) */
+    {LINEAR, 1, 37, 1, 1, 10, 0, 0, 0, 0, 1},
+    {LINEAR, 5, 3, 2, 2, 7, 0, 0, 0, 0, 1}, /* reads a (3, 2, 2) input flat */
+    {LINEAR, 3, 800, 1, 1, 128, 0, 0, 0, 0, 0},
+    /* softmax + cross-entropy (c = classes) */
+    {LOSS, 1, 10, 1, 1, 0, 0, 0, 0, 0, 1},
+    {LOSS, 7, 10, 1, 1, 0, 0, 0, 0, 0, 1},
+    {LOSS, 4, 37, 1, 1, 0, 0, 0, 0, 0, 1},
+};
+
+static void line_for(const layer_case *t, char *out, size_t cap) {
+    switch (t->k) {
+    case CONV:
+        snprintf(out, cap, "conv2d filters=%d size=%dx%d stride=%d pad=%d", t->f, t->kh, t->kw,
+                 t->s, t->p);
+        break;
+    case MAXPOOL:
+    case AVGPOOL:
+        snprintf(out, cap, "%s size=%dx%d stride=%d pad=%d", t->k == MAXPOOL ? "maxpool" : "avgpool",
+                 t->kh, t->kw, t->s, t->p);
+        break;
+    case RELU: snprintf(out, cap, "relu"); break;
+    case SIGMOID: snprintf(out, cap, "sigmoid"); break;
+    case TANH: snprintf(out, cap, "tanh"); break;
+    case LINEAR: snprintf(out, cap, "linear units=%d", t->f); break;
+    case LOSS: snprintf(out, cap, "softmax_cross_entropy"); break;
+    }
+}
+
+/* The reference forward for the case. */
+static void ref_forward(const layer_case *t, float *y, const float *x, const float *w,
+                        const float *b, const int32_t *labels, double *loss) {
+    size_t count = (size_t)t->n * t->c * t->h * t->w;
+    switch (t->k) {
+    case CONV:
+        ref_conv2d_forward(y, x, w, b, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw, t->s, t->s,
+                           t->p, t->p);
+        break;
+    case MAXPOOL:
+        ref_maxpool_forward(y, x, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p, t->p);
+        break;
+    case AVGPOOL:
+        ref_avgpool_forward(y, x, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p, t->p);
+        break;
+    case RELU: ref_relu_forward(y, x, count); break;
+    case SIGMOID: ref_sigmoid_forward(y, x, count); break;
+    case TANH: ref_tanh_forward(y, x, count); break;
+    case LINEAR: ref_linear_forward(y, x, w, b, t->n, t->c * t->h * t->w, t->f); break;
+    case LOSS: *loss = ref_softmax_xent_forward(y, NULL, x, labels, t->n, t->c); break;
+    }
+}
+
+static void ref_backward(const layer_case *t, float *dx, float *dw, float *db, const float *dy,
+                         const float *x, const float *y, const float *w, const int32_t *labels) {
+    size_t count = (size_t)t->n * t->c * t->h * t->w;
+    switch (t->k) {
+    case CONV:
+        ref_conv2d_backward(dx, dw, db, dy, x, w, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw, t->s,
+                            t->s, t->p, t->p);
+        break;
+    case MAXPOOL:
+        ref_maxpool_backward(dx, dy, x, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p,
+                             t->p);
+        break;
+    case AVGPOOL:
+        ref_avgpool_backward(dx, dy, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p, t->p);
+        break;
+    case RELU: ref_relu_backward(dx, dy, y, count); break;
+    case SIGMOID: ref_sigmoid_backward(dx, dy, y, count); break;
+    case TANH: ref_tanh_backward(dx, dy, y, count); break;
+    case LINEAR: ref_linear_backward(dx, dw, db, dy, x, w, t->n, t->c * t->h * t->w, t->f); break;
+    case LOSS: ref_softmax_xent_backward(dx, x, labels, t->n, t->c); break;
+    }
+}
+
+/* Largest |a - b| relative to the largest |b| (at least 1). */
+static double rel_diff(const float *a, const float *b, size_t n) {
+    double m = 0, scale = 1;
+    for (size_t i = 0; i < n; i++) {
+        m = fmax(m, fabs((double)a[i] - b[i]));
+        scale = fmax(scale, fabs((double)b[i]));
+    }
+    return m / scale;
+}
+
+/* Inputs that keep finite differences honest: max pooling gets distinct
+ * values 0.05 apart (no ties, no winner changes), relu stays away from 0. */
+static void make_input(const layer_case *t, float *x, size_t count, uint64_t seed) {
+    test_random_floats(x, count, seed);
+    if (t->k == MAXPOOL) {
+        for (size_t i = 0; i < count; i++) x[i] = 0.05f * (float)((i * 7919) % count) - 1.0f;
+    } else if (t->k == RELU) {
+        for (size_t i = 0; i < count; i++) x[i] += x[i] >= 0 ? 0.1f : -0.1f;
+    } else if (t->k == LOSS) {
+        for (size_t i = 0; i < count; i++) x[i] *= 3.0f;
+    }
+}
+
+/* The scalar the finite differences differentiate: sum(y * r), or the summed loss. */
+static double objective(layer_rig *r, const layer_case *t, const float *x, const float *rr,
+                        const int32_t *labels, float *y) {
+    double s = 0;
+    if (t->k == LOSS) {
+        float loss[16];
+        rig_forward(r, x, NULL, labels, loss, NULL);
+        for (int b = 0; b < t->n; b++) s += loss[b];
+        return s;
+    }
+    rig_forward(r, x, y, NULL, NULL, NULL);
+    for (size_t i = 0; i < r->out_count; i++) s += (double)y[i] * rr[i];
+    return s;
+}
+
+/* Checks `count` sampled entries of grad against central differences of the
+ * objective in the entries of `v` (the input, or a parameter array that
+ * `set` uploads). */
+static double finite_differences(layer_rig *r, const layer_case *t, float *x, const float *rr,
+                                 const int32_t *labels, float *y, float *v, size_t len,
+                                 const float *grad, float *w, float *b, const char *what) {
+    /* exactly linear in every entry: a large step is exact and beats rounding */
+    double eps = (t->k == CONV || t->k == LINEAR || t->k == AVGPOOL) ? 0.25 : 1e-2;
+    double worst = 0;
+    size_t samples = len < 12 ? len : 12;
+    for (size_t s = 0; s < samples; s++) {
+        size_t i = (s * 7919 + 13) % len;
+        float keep = v[i];
+        double f[2];
+        for (int side = 0; side < 2; side++) {
+            v[i] = keep + (float)(side ? -eps : eps);
+            if (v != x) rig_set_params(r, w, b);
+            f[side] = objective(r, t, x, rr, labels, y);
+        }
+        v[i] = keep;
+        if (v != x) rig_set_params(r, w, b);
+        double fd = (f[0] - f[1]) / (2 * eps);
+        double err = fabs(fd - grad[i]) / fmax(fabs(fd), 1e-2);
+        worst = fmax(worst, err);
+        ck_assert_msg(err < 2e-2, "%s[%zu]: finite difference %.6g, backward %.6g", what, i, fd,
+                      grad[i]);
+    }
+    return worst;
+}
+
+START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
+    clnet_runtime *rt = test_runtime();
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        clnet_device *d = clnet_runtime_device(rt, dev);
+        for (size_t ci = 0; ci < sizeof CASES / sizeof CASES[0]; ci++) {
+            const layer_case *t = &CASES[ci];
+            if (test_device_is_slow(d) && !t->slow_ok) continue;
+            char line[128];
+            line_for(t, line, sizeof line);
+            layer_rig r;
+            rig_create(&r, d, (clnet_shape){t->c, t->h, t->w}, line, t->n);
+            size_t nx = r.in_count, ny = r.out_count, nw = r.l->nweight, nb = r.l->nbias;
+            float *x = malloc(nx * 4), *y = malloc(ny * 4), *yr = malloc(ny * 4);
+            float *dy = malloc(ny * 4), *dx = malloc(nx * 4), *dxr = malloc(nx * 4);
+            float *w = malloc((nw + 1) * 4), *b = malloc((nb + 1) * 4);
+            float *dw = malloc((nw + 1) * 4), *dwr = malloc((nw + 1) * 4);
+            float *db = malloc((nb + 1) * 4), *dbr = malloc((nb + 1) * 4);
+            int32_t labels[16];
+            make_input(t, x, nx, 100 + ci);
+            test_random_floats(w, nw, 200 + ci);
+            test_random_floats(b, nb, 300 + ci);
+            test_random_floats(dy, ny, 400 + ci);
+            for (int i = 0; i < t->n; i++) labels[i] = (int32_t)((i * 3 + 1) % t->c);
+            rig_set_params(&r, nw ? w : NULL, nb ? b : NULL);
+
+            double loss_ref = 0;
+            float loss[16];
+            ref_forward(t, yr, x, w, b, labels, &loss_ref);
+            rig_forward(&r, x, y, t->k == LOSS ? labels : NULL, loss, NULL);
+            double fwd = rel_diff(y, yr, ny);
+            ck_assert_msg(fwd < 1e-5, "%s on %s: forward differs by %g", line, d->info.name, fwd);
+            if (t->k == LOSS) {
+                double sum = 0;
+                for (int i = 0; i < t->n; i++) sum += loss[i];
+                ck_assert_msg(fabs(sum - loss_ref) < 1e-5 * fmax(1, fabs(loss_ref)),
+                              "%s: loss %.8g vs %.8g", line, sum, loss_ref);
+            }
+
+            ref_backward(t, dxr, dwr, dbr, dy, x, yr, w, labels);
+            rig_backward(&r, dy, dx, nw ? dw : NULL, nb ? db : NULL);
+            double bwd = rel_diff(dx, dxr, nx);
+            if (nw) bwd = fmax(bwd, fmax(rel_diff(dw, dwr, nw), rel_diff(db, dbr, nb)));
+            ck_assert_msg(bwd < 1e-5, "%s on %s: backward differs by %g", line, d->info.name, bwd);
+
+            double fd = finite_differences(&r, t, x, dy, labels, y, x, nx, dx, w, b, "dx");
+            if (nw) {
+                fd = fmax(fd, finite_differences(&r, t, x, dy, labels, y, w, nw, dw, w, b, "dw"));
+                fd = fmax(fd, finite_differences(&r, t, x, dy, labels, y, b, nb, db, w, b, "db"));
+            }
+            printf("%-45s n=%d in %dx%dx%d on %-24.24s forward %.1e backward %.1e fd %.1e\n", line,
+                   t->n, t->c, t->h, t->w, d->info.name, fwd, bwd, fd);
+            rig_free(&r);
+            free(x), free(y), free(yr), free(dy), free(dx), free(dxr);
+            free(w), free(b), free(dw), free(dwr), free(db), free(dbr);
+        }
+    }
+}
+END_TEST
+
+START_TEST(softmax_xent_is_stable_for_huge_logits) {
+    clnet_runtime *rt = test_runtime();
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        clnet_device *d = clnet_runtime_device(rt, dev);
+        layer_rig r;
+        rig_create(&r, d, (clnet_shape){4, 1, 1}, "softmax_cross_entropy", 2);
+        float x[8] = {1000, 999, 998, -1000, 80, 90, 100, 95};
+        int32_t labels[2] = {1, 2};
+        float probs[8], loss[2], dx[8];
+        int correct[2];
+        rig_forward(&r, x, probs, labels, loss, correct);
+        rig_backward(&r, NULL, dx, NULL, NULL);
+        double want = ref_softmax_xent_forward(NULL, NULL, x, labels, 2, 4);
+        ck_assert(isfinite(loss[0]) && isfinite(loss[1]));
+        ck_assert_msg(fabs(loss[0] + loss[1] - want) < 1e-4, "%g + %g vs %g", loss[0], loss[1],
+                      want);
+        ck_assert_int_eq(correct[0], 0);
+        ck_assert_int_eq(correct[1], 1);
+        for (int i = 0; i < 8; i++) ck_assert(isfinite(dx[i]) && isfinite(probs[i]));
+        rig_free(&r);
+    }
+}
+END_TEST
+
+START_TEST(layer_shapes_are_checked) {
+    const char *bad[][2] = {
+        {"conv2d filters=4 size=7", "does not fit"},
+        {"conv2d size=3", "needs filters"},
+        {"maxpool size=2 pad=2", "smaller than the kernel"},
+        {"avgpool size=9", "does not fit"},
+        {"linear", "needs units"},
+        {"conv2d filters=2 size=0", "expected"},
+        {"conv2d filters=2 size=3 stride=0", "expected"},
+        {"conv2d filters=2 size=3 color=red", "unknown option 'color'"},
+        {"dropout", "unknown layer kind 'dropout'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        clnet_net *net = NULL;
+        ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+        ck_assert_int_eq(clnet_net_add(net, "input channels=1 height=5 width=5"), CLNET_OK);
+        clnet_status s = clnet_net_add(net, bad[i][0]);
+        ck_assert_msg(s != CLNET_OK, "'%s' was accepted", bad[i][0]);
+        ck_assert_msg(strstr(clnet_last_error(), bad[i][1]), "'%s': %s", bad[i][0],
+                      clnet_last_error());
+        clnet_net_free(net);
+    }
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("layers");
+    TCase *t = tcase_create("layers");
+    tcase_set_timeout(t, 0);
+    tcase_add_test(t, layers_match_reference_and_finite_differences_on_every_device);
+    tcase_add_test(t, softmax_xent_is_stable_for_huge_logits);
+    tcase_add_test(t, layer_shapes_are_checked);
+    suite_add_tcase(s, t);
+    return test_run_suite(s) ? 1 : 0;
+}
