@@ -208,9 +208,16 @@ clnet_status clnet_gemm(clnet_device *d, int trans_a, int trans_b, size_t M, siz
         /* Rare (empty inner dimension); not worth a kernel of its own. */
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm with K = 0");
     }
-    if (d->gemm == CLNET_GEMM_CLBLAST)
-        return gemm_clblast(d, trans_a, trans_b, M, N, K, alpha, A, aoff, lda, B, boff, ldb, beta,
-                            C, coff, ldc);
-    return gemm_own(d, trans_a, trans_b, M, N, K, alpha, A, aoff, lda, B, boff, ldb, beta, C, coff,
-                    ldc);
+    double began = clnet_profile_begin(d);
+    clnet_status s =
+        d->gemm == CLNET_GEMM_CLBLAST
+            ? gemm_clblast(d, trans_a, trans_b, M, N, K, alpha, A, aoff, lda, B, boff, ldb, beta,
+                           C, coff, ldc)
+            : gemm_own(d, trans_a, trans_b, M, N, K, alpha, A, aoff, lda, B, boff, ldb, beta, C,
+                       coff, ldc);
+    char name[96];
+    snprintf(name, sizeof name, "gemm %c%c %zux%zux%zu", trans_a ? 'T' : 'N', trans_b ? 'T' : 'N',
+             M, N, K);
+    clnet_profile_end(d, name, began);
+    return s;
 }

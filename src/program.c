@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define STD_OPTION "-cl-std=CL1.2"
 
@@ -177,6 +178,66 @@ cleanup:
     return status;
 }
 
+/* ---- CLNET_PROFILE=1: time every kernel (waiting for each), print at exit ---- */
+
+typedef struct {
+    char name[96];
+    double seconds;
+    long calls;
+} profile_entry;
+static profile_entry profile[64];
+static int profile_count = -1; /* -1: not yet decided */
+static pthread_mutex_t profile_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void profile_print(void) {
+    double total = 0;
+    for (int i = 0; i < profile_count; i++) total += profile[i].seconds;
+    fprintf(stderr, "clnet kernel profile (CLNET_PROFILE=1):\n");
+    for (int i = 0; i < profile_count; i++)
+        fprintf(stderr, "  %-20s %8ld calls %10.3f s %5.1f%%\n", profile[i].name, profile[i].calls,
+                profile[i].seconds, 100 * profile[i].seconds / (total > 0 ? total : 1));
+}
+
+static int profiling(void) {
+    pthread_mutex_lock(&profile_lock);
+    if (profile_count < 0) {
+        const char *env = getenv("CLNET_PROFILE");
+        profile_count = env && *env && strcmp(env, "0") != 0 ? 0 : -2;
+        if (profile_count == 0) atexit(profile_print);
+    }
+    int on = profile_count >= 0;
+    pthread_mutex_unlock(&profile_lock);
+    return on;
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+double clnet_profile_begin(clnet_device *d) {
+    if (!profiling()) return 0;
+    clFinish(d->queue);
+    return now();
+}
+
+void clnet_profile_end(clnet_device *d, const char *name, double began) {
+    if (began == 0) return;
+    clFinish(d->queue);
+    double t = now() - began;
+    pthread_mutex_lock(&profile_lock);
+    int i = 0;
+    while (i < profile_count && strcmp(profile[i].name, name) != 0) i++;
+    if (i == profile_count && profile_count < 64)
+        snprintf(profile[profile_count++].name, sizeof profile[0].name, "%s", name);
+    if (i < profile_count) {
+        profile[i].seconds += t;
+        profile[i].calls++;
+    }
+    pthread_mutex_unlock(&profile_lock);
+}
+
 clnet_status clnet_run(clnet_device *d, const char *family, const char *options, const char *name,
                        int dims, const size_t *global, const size_t *local, const clnet_arg *args,
                        int nargs) {
@@ -196,8 +257,10 @@ clnet_status clnet_run(clnet_device *d, const char *family, const char *options,
             goto cleanup;
         }
     }
+    double began = clnet_profile_begin(d);
     cl_int err =
         clEnqueueNDRangeKernel(d->queue, k, (cl_uint)dims, NULL, rounded, local, 0, NULL, NULL);
+    clnet_profile_end(d, name, began);
     if (err != CL_SUCCESS) {
         status = clnet_fail_cl_at(err, "clEnqueueNDRangeKernel", __FILE__, __LINE__);
         clnet_error_context(status, "kernel '%s' of '%s.cl' on device %d (%s)", name, family,

@@ -44,4 +44,10 @@ clnet_status clnet_run(clnet_device *d, const char *family, const char *options,
                        int dims, const size_t *global, const size_t *local, const clnet_arg *args,
                        int nargs);
 
+/* With CLNET_PROFILE=1 in the environment, kernels are timed one by one
+ * (waiting for each) and a table goes to stderr at exit. begin returns 0
+ * when profiling is off; end then does nothing. */
+double clnet_profile_begin(clnet_device *d);
+void clnet_profile_end(clnet_device *d, const char *name, double began);
+
 #endif

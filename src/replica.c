@@ -5,6 +5,26 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Runs one layer's pass, timing it when the replica is profiled. */
+static clnet_status timed(clnet_replica *r, int slot,
+                          clnet_status (*fn)(const clnet_layer *, const clnet_pass *),
+                          const clnet_layer *l, const clnet_pass *p) {
+    if (!r->profile) return fn(l, p);
+    clFinish(r->d->queue);
+    double t0 = seconds();
+    clnet_status s = fn(l, p);
+    clFinish(r->d->queue);
+    r->profile[slot] += seconds() - t0;
+    return s;
+}
 
 void clnet_replica_free(clnet_replica *r) {
     if (!r) return;
@@ -152,7 +172,7 @@ clnet_status clnet_replica_run(clnet_replica *r, const clnet_net *net, const flo
     }
     for (int i = 0; i < net->nlayers; i++) {
         clnet_pass p = make_pass(r, net, i, n, train);
-        status = net->layers[i].ops->forward(&net->layers[i], &p);
+        status = timed(r, 2 * i, net->layers[i].ops->forward, &net->layers[i], &p);
         if (status != CLNET_OK) {
             clnet_error_context(status, "forward of layer '%s'", net->layers[i].name);
             goto cleanup;
@@ -163,7 +183,7 @@ clnet_status clnet_replica_run(clnet_replica *r, const clnet_net *net, const flo
             const clnet_layer *l = &net->layers[i];
             clnet_pass p = make_pass(r, net, i, n, train);
             if (!p.need_dx && !l->nweight) break; /* nothing below needs gradients */
-            status = l->ops->backward(l, &p);
+            status = timed(r, 2 * i + 1, l->ops->backward, l, &p);
             if (status != CLNET_OK) {
                 clnet_error_context(status, "backward of layer '%s'", l->name);
                 goto cleanup;

@@ -21,6 +21,9 @@ typedef struct {
     clnet_staging staging;  /* gradients read to the host (discrete devices) */
     float *loss_host;       /* (max_batch) */
     int32_t *correct_host;
+    /* When not NULL, each pass waits for every layer and adds its seconds
+     * here: [2i] forward and [2i+1] backward of layer i (for benchmarks). */
+    double *profile;
 } clnet_replica;
 
 /* Plans and allocates; fails with CLNET_ERR_DEVICE_MEMORY, saying how much is
