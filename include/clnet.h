@@ -260,6 +260,126 @@ int64_t clnet_net_step(const clnet_net *net);         /* optimizer steps taken *
 float clnet_net_learning_rate(const clnet_net *net);  /* for the next step */
 /* The host copy of all parameters, in layer order (weight then bias). */
 const float *clnet_net_params(const clnet_net *net);
+/* ---- Data sets ---------------------------------------------------------- */
+
+/* A labelled image data set held in memory as the bytes of its files
+ * (Fashion-MNIST: 60000 x 784 bytes), and a loader that shuffles, normalises
+ * and batches it on a prefetch thread:
+ *
+ *     clnet_dataset *ds = NULL;
+ *     clnet_loader *ld = NULL;
+ *     clnet_loader_config cfg = {.batch = 64, .seed = 1, .shuffle = 1, .mean = 0, .std = 1};
+ *     if (clnet_dataset_load(&ds, NULL, "train") != CLNET_OK ||
+ *         clnet_loader_create(&ld, ds, &cfg) != CLNET_OK) { ... clnet_last_error() ... }
+ *     for (int step = 0; step < 1000; step++) {
+ *         clnet_batch b;
+ *         if (clnet_loader_next(ld, &b) != CLNET_OK) break;
+ *         // b.images is (b.n, 1, 28, 28), b.labels is (b.n), from epoch b.epoch
+ *     }
+ *     clnet_loader_free(ld);
+ *     clnet_dataset_free(ds);
+ *
+ * Threads: a data set may be read by any number of loaders and threads at
+ * once; it must outlive them and must not be truncated while they exist. One
+ * loader is driven by one thread at a time (its prefetch thread is its own). */
+
+#define CLNET_DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
+
+typedef struct clnet_dataset clnet_dataset;
+
+/* Reads an IDX image file (magic 0x00000803: unsigned bytes, N x H x W) and an
+ * IDX label file (magic 0x00000801: N unsigned bytes), each gzip-compressed or
+ * raw (zlib's gzopen/gzread reads both). Images become 1 channel; the classes
+ * are 1 + the largest label.
+ *
+ * Errors name the file and say what is wrong. CLNET_ERR_IO: a file that is
+ * missing, unreadable or a folder. CLNET_ERR_FORMAT: a bad magic number; a
+ * file truncated (fewer bytes than its header promises, or a gzip stream cut
+ * short); a corrupt gzip stream (bad data or checksum); images and labels that
+ * disagree in count; absurd dimensions (any of them 0, H or W over 65535, more
+ * than 2^31 bytes of images in total, or more samples than an int holds). Bytes after the data the
+ * header promises are ignored (zlib also ignores non-gzip bytes after a gzip stream); a gzip stream
+ * is still read to its end so that its checksum is verified. */
+clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path,
+                                    const char *labels_path);
+
+/* Loads the MNIST-layout data set in dir (NULL: $CLNET_DATA_DIR, else
+ * CLNET_DEFAULT_DATA_DIR): split "train" reads train-images-idx3-ubyte and
+ * train-labels-idx1-ubyte, split "test" reads t10k-images-idx3-ubyte and
+ * t10k-labels-idx1-ubyte, each with ".gz" appended if that file exists, else
+ * without. A missing folder or file is CLNET_ERR_IO with a message that names
+ * it and, for the default folder, says `apt-get install dataset-fashion-mnist`.
+ * Another split is CLNET_ERR_INVALID_ARGUMENT. */
+clnet_status clnet_dataset_load(clnet_dataset **out, const char *dir, const char *split);
+
+/* Samples; 0 for NULL. */
+int clnet_dataset_count(const clnet_dataset *ds);
+
+/* Each sample's shape (1, H, W for IDX files); any pointer may be NULL; all 0
+ * for a NULL data set. */
+void clnet_dataset_shape(const clnet_dataset *ds, int *channels, int *height, int *width);
+
+/* 1 + the largest label of the files as loaded (truncating does not change
+ * it, so a model for a subset fits the whole set); 0 for NULL. */
+int clnet_dataset_classes(const clnet_dataset *ds);
+
+/* Keeps only the first n samples (1 <= n <= count): for quick runs and tests on
+ * a subset. Not while a loader uses the data set. */
+clnet_status clnet_dataset_truncate(clnet_dataset *ds, int n);
+
+/* Frees the data set. NULL is harmless. */
+void clnet_dataset_free(clnet_dataset *ds);
+
+typedef struct {
+    int batch;       /* samples per batch, >= 1 */
+    uint64_t seed;   /* shuffling seed */
+    int shuffle;     /* 1: a new permutation every epoch; 0: file order */
+    int drop_last;   /* 1: an epoch ends before a last partial batch */
+    float mean, std; /* image = (byte / 255 - mean) / std; 0 and 1 give [0, 1] */
+} clnet_loader_config;
+
+typedef struct {
+    const float *images;   /* (n, C, H, W), valid until the next clnet_loader_next/seek/free */
+    const int32_t *labels; /* (n) */
+    int n;                 /* samples in this batch (the last batch of an epoch may be short) */
+    int epoch;             /* 0-based epoch this batch belongs to */
+    int64_t position;      /* index within the epoch's order of the batch's first sample */
+} clnet_batch;
+
+typedef struct clnet_loader clnet_loader;
+
+/* A loader over ds (which must outlive it) that starts at epoch 0, position 0
+ * and at once starts preparing the first batch on its prefetch thread.
+ * Epoch e's order is a pure function of (seed, e): a Fisher-Yates shuffle
+ * driven by xoshiro256** seeded from both, or file order without shuffle. So
+ * runs with the same data set and configuration give bitwise the same
+ * batches. CLNET_ERR_INVALID_ARGUMENT for a NULL pointer, batch < 1, a std of
+ * 0 or a mean or std that is not finite, or drop_last with a batch larger than
+ * the data set (an epoch would have no batch); CLNET_ERR_THREAD when the
+ * thread cannot start. */
+clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
+                                 const clnet_loader_config *cfg);
+
+/* The next batch. Epochs roll over by themselves (batch.epoch says which);
+ * never fails at an epoch's end. While the caller works on this batch, the
+ * prefetch thread prepares the next one in a second buffer. A failure on that
+ * thread is returned here with its message; the loader stays where it was,
+ * so the next call tries the same batch again. */
+clnet_status clnet_loader_next(clnet_loader *l, clnet_batch *out);
+
+/* Makes the next batch start at sample `position` (0 <= position < count) of
+ * epoch `epoch`'s order (epoch >= 0): this is how training resumes exactly
+ * where a checkpoint stopped. With drop_last, a position inside the dropped
+ * tail of an epoch means the start of the next epoch. Any batch prepared
+ * ahead is discarded. */
+clnet_status clnet_loader_seek(clnet_loader *l, int epoch, int64_t position);
+
+/* Batches in one epoch: ceil(count / batch), or floor with drop_last; 0 for NULL. */
+int clnet_loader_batches_per_epoch(const clnet_loader *l);
+
+/* Stops the prefetch thread and frees the loader (not the data set). NULL is
+ * harmless. */
+void clnet_loader_free(clnet_loader *l);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,15 @@
+/* Private parts of the data module: a hook that lets the tests make the
+ * loader's prefetch thread fail, to check that its failure reaches the caller
+ * (nothing on that thread can fail on its own: its memory is allocated up
+ * front). */
+#ifndef CLNET_DATA_H
+#define CLNET_DATA_H
+
+#include "clnet.h"
+
+/* Makes the prefetch thread fail with CLNET_ERR_INTERNAL, once, when it
+ * prepares the batch that starts at (epoch, position). Set it before that
+ * batch is requested: a batch already prepared ahead is not prepared again. */
+void clnet_loader_inject_failure(clnet_loader *l, int epoch, int64_t position);
+
+#endif

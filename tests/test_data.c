@@ -1,0 +1,1033 @@
+/* The data module, no OpenCL device needed: IDX files written here (gzip and
+ * raw) read back exactly, every kind of bad file is caught and named, and the
+ * loader covers each sample once per epoch, shuffles as a pure function of
+ * (seed, epoch), seeks exactly, normalises, and prefetches deterministically.
+ * When the real Fashion-MNIST is installed, it is loaded and timed. */
+#include "data.h"
+#include "error.h"
+#include "harness.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* ---- writing IDX files -------------------------------------------------------- */
+
+#define HEIGHT 4
+#define WIDTH  5 /* not square, so a swapped height and width would show */
+#define PIXELS (HEIGHT * WIDTH)
+#define COUNT  103
+
+/* Byte j of sample i: the first two spell i, so a batch says which samples it
+ * holds; the rest are a pattern that catches a wrong gather. */
+static uint8_t sample_byte(int i, int j) {
+    if (j == 0) return (uint8_t)(i & 255);
+    if (j == 1) return (uint8_t)(i >> 8);
+    return (uint8_t)((i * 31 + j * 7 + 3) & 255);
+}
+
+static int32_t sample_label(int i) {
+    return (i * 7) % 10;
+}
+
+/* An IDX file in memory: big-endian magic and dimensions, then the payload. */
+static uint8_t *idx_bytes(uint32_t magic, int ndims, const uint32_t *dims, const uint8_t *payload,
+                          size_t payload_n, size_t *n) {
+    *n = 4 + 4 * (size_t)ndims + payload_n;
+    uint8_t *b = malloc(*n);
+    ck_assert_ptr_nonnull(b);
+    uint32_t words[4] = {magic, dims[0], ndims > 1 ? dims[1] : 0, ndims > 2 ? dims[2] : 0};
+    for (int w = 0; w <= ndims; w++)
+        for (int k = 0; k < 4; k++)
+            b[4 * w + k] = (uint8_t)(words[w] >> (24 - 8 * k));
+    if (payload_n) memcpy(b + 4 + 4 * ndims, payload, payload_n);
+    return b;
+}
+
+static void write_file(const char *path, int gz, const uint8_t *bytes, size_t n) {
+    if (gz) {
+        gzFile f = gzopen(path, "wb");
+        ck_assert_ptr_nonnull(f);
+        if (n) ck_assert_int_eq(gzwrite(f, bytes, (unsigned)n), (int)n);
+        ck_assert_int_eq(gzclose(f), Z_OK);
+    } else {
+        FILE *f = fopen(path, "wb");
+        ck_assert_ptr_nonnull(f);
+        if (n) ck_assert_uint_eq(fwrite(bytes, 1, n, f), n);
+        ck_assert_int_eq(fclose(f), 0);
+    }
+}
+
+static long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* Image and label files of `count` samples, as their bytes. */
+static uint8_t *image_file_bytes(int count, size_t *n) {
+    uint8_t *pixels = malloc((size_t)count * PIXELS);
+    ck_assert_ptr_nonnull(pixels);
+    for (int i = 0; i < count; i++)
+        for (int j = 0; j < PIXELS; j++)
+            pixels[(size_t)i * PIXELS + j] = sample_byte(i, j);
+    uint32_t dims[3] = {(uint32_t)count, HEIGHT, WIDTH};
+    uint8_t *b = idx_bytes(0x803, 3, dims, pixels, (size_t)count * PIXELS, n);
+    free(pixels);
+    return b;
+}
+
+static uint8_t *label_file_bytes(int count, size_t *n) {
+    uint8_t *labels = malloc((size_t)count);
+    ck_assert_ptr_nonnull(labels);
+    for (int i = 0; i < count; i++)
+        labels[i] = (uint8_t)sample_label(i);
+    uint32_t dims[1] = {(uint32_t)count};
+    uint8_t *b = idx_bytes(0x801, 1, dims, labels, (size_t)count, n);
+    free(labels);
+    return b;
+}
+
+static void write_images(const char *path, int gz, int count) {
+    size_t n;
+    uint8_t *b = image_file_bytes(count, &n);
+    write_file(path, gz, b, n);
+    free(b);
+}
+
+static void write_labels(const char *path, int gz, int count) {
+    size_t n;
+    uint8_t *b = label_file_bytes(count, &n);
+    write_file(path, gz, b, n);
+    free(b);
+}
+
+static void pause_us(long us) {
+    struct timespec t = {0, us * 1000};
+    nanosleep(&t, NULL);
+}
+
+/* ---- temporary folders -------------------------------------------------------- */
+
+static char dir[64];
+
+static void make_dir(void) {
+    snprintf(dir, sizeof dir, "/tmp/clnet-test-data-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+/* A path in the test's folder (one of a few rotating buffers). */
+static const char *in_dir(const char *name) {
+    static char paths[8][384];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, sizeof paths[0], "%s/%s", dir, name);
+    return p;
+}
+
+static void remove_dir(void) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) remove(in_dir(e->d_name));
+    closedir(d);
+    rmdir(dir);
+}
+
+/* The synthetic set of COUNT samples, images gzip-compressed or raw. */
+static clnet_dataset *synthetic_set(int gz) {
+    make_dir();
+    write_images(in_dir("images"), gz, COUNT);
+    write_labels(in_dir("labels"), gz, COUNT);
+    clnet_dataset *ds = NULL;
+    clnet_status s = clnet_dataset_load_idx(&ds, in_dir("images"), in_dir("labels"));
+    ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
+    remove_dir();
+    return ds;
+}
+
+/* ---- batches ------------------------------------------------------------------ */
+
+/* A batch copied out of the loader's buffer. */
+typedef struct {
+    int epoch;
+    int64_t position;
+    int n;
+    float *images;   /* (n, 1, HEIGHT, WIDTH) */
+    int32_t *labels; /* (n) */
+} saved_batch;
+
+static saved_batch *take(clnet_loader *l, int batches) {
+    saved_batch *out = calloc((size_t)batches, sizeof *out);
+    ck_assert_ptr_nonnull(out);
+    for (int k = 0; k < batches; k++) {
+        clnet_batch b;
+        clnet_status s = clnet_loader_next(l, &b);
+        ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
+        out[k] = (saved_batch){.epoch = b.epoch, .position = b.position, .n = b.n};
+        out[k].images = malloc((size_t)b.n * PIXELS * sizeof(float));
+        out[k].labels = malloc((size_t)b.n * sizeof(int32_t));
+        memcpy(out[k].images, b.images, (size_t)b.n * PIXELS * sizeof(float));
+        memcpy(out[k].labels, b.labels, (size_t)b.n * sizeof(int32_t));
+    }
+    return out;
+}
+
+static void free_batches(saved_batch *b, int batches) {
+    for (int k = 0; k < batches; k++) {
+        free(b[k].images);
+        free(b[k].labels);
+    }
+    free(b);
+}
+
+/* Bitwise equal, metadata included. */
+static void assert_same_batch(const saved_batch *a, const saved_batch *b, const char *what, int k) {
+    ck_assert_msg(a->epoch == b->epoch && a->position == b->position && a->n == b->n,
+                  "%s, batch %d: (epoch %d, position %lld, n %d) vs (%d, %lld, %d)", what, k,
+                  a->epoch, (long long)a->position, a->n, b->epoch, (long long)b->position, b->n);
+    ck_assert_msg(memcmp(a->images, b->images, (size_t)a->n * PIXELS * sizeof(float)) == 0,
+                  "%s, batch %d: images differ", what, k);
+    ck_assert_msg(memcmp(a->labels, b->labels, (size_t)a->n * sizeof(int32_t)) == 0,
+                  "%s, batch %d: labels differ", what, k);
+}
+
+/* Which sample image i of a batch is, checking every pixel and the label
+ * against that sample (for a loader with mean 0 and std 1). */
+static int sample_of(const float *images, const int32_t *labels, int i) {
+    const float *img = images + (size_t)i * PIXELS;
+    int id = (int)(img[0] * 255.0f + 0.5f) | (int)(img[1] * 255.0f + 0.5f) << 8;
+    ck_assert_int_lt(id, COUNT);
+    for (int j = 0; j < PIXELS; j++)
+        ck_assert_msg(img[j] == (float)sample_byte(id, j) / 255.0f,
+                      "sample %d pixel %d: %.9g, want %.9g", id, j, (double)img[j],
+                      (double)((float)sample_byte(id, j) / 255.0f));
+    ck_assert_int_eq(labels[i], sample_label(id));
+    return id;
+}
+
+static clnet_loader *make_loader(const clnet_dataset *ds, int batch, uint64_t seed, int shuffle,
+                                 int drop_last) {
+    clnet_loader_config cfg = {.batch = batch,
+                               .seed = seed,
+                               .shuffle = shuffle,
+                               .drop_last = drop_last,
+                               .mean = 0.0f,
+                               .std = 1.0f};
+    clnet_loader *l = NULL;
+    clnet_status s = clnet_loader_create(&l, ds, &cfg);
+    ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
+    return l;
+}
+
+/* The sample order of the next `epochs` epochs, checking the batches' epoch,
+ * position and size on the way. order[e * count + p]. */
+static int *epoch_orders(clnet_loader *l, int count, int batch, int drop_last, int first_epoch,
+                         int epochs) {
+    int per_epoch = drop_last ? count / batch : (count + batch - 1) / batch;
+    int used = drop_last ? per_epoch * batch : count;
+    ck_assert_int_eq(clnet_loader_batches_per_epoch(l), per_epoch);
+    int *order = malloc((size_t)epochs * (size_t)count * sizeof(int));
+    ck_assert_ptr_nonnull(order);
+    for (int i = 0; i < epochs * count; i++)
+        order[i] = -1;
+    for (int e = 0; e < epochs; e++) {
+        for (int k = 0; k < per_epoch; k++) {
+            clnet_batch b;
+            ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+            ck_assert_int_eq(b.epoch, first_epoch + e);
+            ck_assert_int_eq(b.position, (int64_t)k * batch);
+            ck_assert_int_eq(b.n, used - k * batch < batch ? used - k * batch : batch);
+            for (int i = 0; i < b.n; i++)
+                order[e * count + k * batch + i] = sample_of(b.images, b.labels, i);
+        }
+    }
+    return order;
+}
+
+/* ---- reading IDX files ------------------------------------------------------- */
+
+START_TEST(idx_gz_and_raw_read_back_exactly) {
+    for (int variant = 0; variant < 4; variant++) {
+        int images_gz = variant & 1, labels_gz = variant >> 1;
+        make_dir();
+        write_images(in_dir("images"), images_gz, COUNT);
+        write_labels(in_dir("labels"), labels_gz, COUNT);
+        clnet_dataset *ds = NULL;
+        clnet_status s = clnet_dataset_load_idx(&ds, in_dir("images"), in_dir("labels"));
+        ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
+        ck_assert_int_eq(clnet_dataset_count(ds), COUNT);
+        int c, h, w;
+        clnet_dataset_shape(ds, &c, &h, &w);
+        ck_assert_int_eq(c, 1);
+        ck_assert_int_eq(h, HEIGHT);
+        ck_assert_int_eq(w, WIDTH);
+        ck_assert_int_eq(clnet_dataset_classes(ds), 10);
+        /* One batch of everything in file order: every byte and label. */
+        clnet_loader *l = make_loader(ds, COUNT, 0, 0, 0);
+        clnet_batch b;
+        ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+        ck_assert_int_eq(b.n, COUNT);
+        for (int i = 0; i < COUNT; i++)
+            ck_assert_int_eq(sample_of(b.images, b.labels, i), i);
+        clnet_loader_free(l);
+        clnet_dataset_free(ds);
+        remove_dir();
+    }
+}
+END_TEST
+
+/* Loads and expects failure with status want and a message holding the path
+ * and the words. */
+static void expect_failure(const char *images, const char *labels, clnet_status want,
+                           const char *path, const char *words) {
+    clnet_dataset *ds = (clnet_dataset *)&ds; /* must become NULL */
+    clnet_status s = clnet_dataset_load_idx(&ds, images, labels);
+    const char *m = clnet_last_error();
+    ck_assert_msg(s == want, "%s: status %d (%s), want %d", words, s, m, want);
+    ck_assert_ptr_null(ds);
+    ck_assert_msg(strstr(m, path), "the message does not name %s: %s", path, m);
+    ck_assert_msg(strstr(m, words), "the message does not say '%s': %s", words, m);
+}
+
+START_TEST(idx_missing_or_unreadable_files_are_io_errors_naming_them) {
+    make_dir();
+    write_images(in_dir("images"), 1, COUNT);
+    write_labels(in_dir("labels"), 1, COUNT);
+    expect_failure(in_dir("nothing"), in_dir("labels"), CLNET_ERR_IO, in_dir("nothing"),
+                   "No such file");
+    expect_failure(in_dir("images"), in_dir("no-labels"), CLNET_ERR_IO, in_dir("no-labels"),
+                   "No such file");
+    ck_assert_int_eq(mkdir(in_dir("a-folder"), 0700), 0);
+    expect_failure(in_dir("a-folder"), in_dir("labels"), CLNET_ERR_IO, in_dir("a-folder"),
+                   "read error");
+    remove_dir();
+}
+END_TEST
+
+START_TEST(idx_bad_magic_is_a_format_error_naming_the_file) {
+    make_dir();
+    write_images(in_dir("images"), 0, COUNT);
+    write_labels(in_dir("labels"), 1, COUNT);
+    /* The two files swapped. */
+    expect_failure(in_dir("labels"), in_dir("images"), CLNET_ERR_FORMAT, in_dir("labels"),
+                   "bad magic 0x00000801, want 0x00000803 for IDX images (that is an IDX label");
+    write_images(in_dir("images2"), 1, COUNT);
+    expect_failure(in_dir("images"), in_dir("images2"), CLNET_ERR_FORMAT, in_dir("images2"),
+                   "that is an IDX image file");
+    /* Another element type (0x0d: float) and a file that is not IDX at all. */
+    uint32_t dims[3] = {COUNT, HEIGHT, WIDTH};
+    size_t n;
+    uint8_t *b = idx_bytes(0x00000d03, 3, dims, NULL, 0, &n);
+    write_file(in_dir("floats"), 1, b, n);
+    free(b);
+    expect_failure(in_dir("floats"), in_dir("labels"), CLNET_ERR_FORMAT, in_dir("floats"),
+                   "bad magic 0x00000d03");
+    write_file(in_dir("text"), 0, (const uint8_t *)"hello, world\n", 13);
+    expect_failure(in_dir("text"), in_dir("labels"), CLNET_ERR_FORMAT, in_dir("text"), "bad magic");
+    remove_dir();
+}
+END_TEST
+
+START_TEST(idx_truncated_files_are_format_errors_naming_the_file) {
+    make_dir();
+    write_labels(in_dir("labels"), 0, COUNT);
+    size_t n, ln;
+    uint8_t *b = image_file_bytes(COUNT, &n);
+    uint8_t *lb = label_file_bytes(COUNT, &ln);
+    /* Cut in the magic, in the dimensions, in the payload, one byte short;
+     * raw and gzip-compressed (whole streams of too little data). */
+    size_t cuts[] = {0, 2, 10, 16 + 5 * PIXELS + 3, n - 1};
+    for (int gz = 0; gz < 2; gz++) {
+        for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+            write_file(in_dir("images"), gz, b, cuts[c]);
+            expect_failure(in_dir("images"), in_dir("labels"), CLNET_ERR_FORMAT, in_dir("images"),
+                           "truncated");
+        }
+    }
+    write_file(in_dir("images"), 1, b, n);
+    write_file(in_dir("short-labels"), 1, lb, ln - 1);
+    expect_failure(in_dir("images"), in_dir("short-labels"), CLNET_ERR_FORMAT,
+                   in_dir("short-labels"), "the 103 labels the header promises need 111");
+    free(b);
+    free(lb);
+    remove_dir();
+}
+END_TEST
+
+/* Flips one byte of a file. */
+static void flip_byte(const char *path, long at) {
+    FILE *f = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, at, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, at, SEEK_SET);
+    fputc(c ^ 0x5a, f);
+    fclose(f);
+}
+
+START_TEST(idx_corrupt_or_cut_gzip_streams_are_format_errors) {
+    make_dir();
+    write_labels(in_dir("labels"), 1, COUNT);
+    const char *images = in_dir("images");
+    write_images(images, 1, COUNT);
+    long size = file_size(images);
+    /* The compressed data, and the CRC and length of the trailer (only
+     * reading the stream to its end finds those). */
+    long flips[] = {size / 2, size / 3, size - 6, size - 2};
+    for (size_t i = 0; i < sizeof flips / sizeof flips[0]; i++) {
+        write_images(images, 1, COUNT);
+        flip_byte(images, flips[i]);
+        expect_failure(images, in_dir("labels"), CLNET_ERR_FORMAT, images, "gzip stream");
+    }
+    /* A compressed file cut short, in the data and in the trailer. */
+    long cuts[] = {size / 2, size - 3};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        write_images(images, 1, COUNT);
+        ck_assert_int_eq(truncate(images, cuts[i]), 0);
+        expect_failure(images, in_dir("labels"), CLNET_ERR_FORMAT, images, "truncated");
+    }
+    remove_dir();
+}
+END_TEST
+
+START_TEST(idx_images_and_labels_that_disagree_in_count_name_both_files) {
+    make_dir();
+    write_images(in_dir("images"), 1, COUNT);
+    write_labels(in_dir("labels"), 1, COUNT - 1);
+    expect_failure(in_dir("images"), in_dir("labels"), CLNET_ERR_FORMAT, in_dir("images"),
+                   "has 103 images but");
+    expect_failure(in_dir("images"), in_dir("labels"), CLNET_ERR_FORMAT, in_dir("labels"),
+                   "has 102 labels");
+    remove_dir();
+}
+END_TEST
+
+START_TEST(idx_absurd_dimensions_are_format_errors) {
+    make_dir();
+    write_labels(in_dir("labels"), 0, COUNT);
+    uint8_t payload[64] = {0};
+    struct {
+        uint32_t dims[3];
+        const char *words;
+    } cases[] = {
+        {{0, HEIGHT, WIDTH}, "the count is 0"},
+        {{COUNT, 0, WIDTH}, "the height is 0"},
+        {{COUNT, HEIGHT, 70000}, "the width is 70000 (want 1 to 65535)"},
+        {{COUNT, 65536, 1}, "the height is 65536"},
+        {{0x80000000u, 1, 1}, "the count is 2147483648"},
+        /* 3.6e9 bytes promised by a tiny file: rejected before any allocation. */
+        {{40000, 300, 300}, "absurd dimensions: 3600000000 bytes"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n;
+        uint8_t *b = idx_bytes(0x803, 3, cases[i].dims, payload, sizeof payload, &n);
+        write_file(in_dir("images"), (int)(i & 1), b, n);
+        free(b);
+        expect_failure(in_dir("images"), in_dir("labels"), CLNET_ERR_FORMAT, in_dir("images"),
+                       cases[i].words);
+    }
+    write_images(in_dir("images"), 0, COUNT);
+    uint32_t none[1] = {0};
+    size_t n;
+    uint8_t *b = idx_bytes(0x801, 1, none, NULL, 0, &n);
+    write_file(in_dir("no-labels"), 0, b, n);
+    free(b);
+    expect_failure(in_dir("images"), in_dir("no-labels"), CLNET_ERR_FORMAT, in_dir("no-labels"),
+                   "the count is 0");
+    remove_dir();
+}
+END_TEST
+
+START_TEST(idx_trailing_bytes_are_ignored) {
+    make_dir();
+    size_t n;
+    uint8_t *b = image_file_bytes(COUNT, &n);
+    uint8_t *more = malloc(n + 7);
+    memcpy(more, b, n);
+    memcpy(more + n, "garbage", 7);
+    write_labels(in_dir("labels"), 0, COUNT);
+    /* Raw, and inside a gzip stream. */
+    for (int gz = 0; gz < 2; gz++) {
+        write_file(in_dir("images"), gz, more, n + 7);
+        clnet_dataset *ds = NULL;
+        clnet_status s = clnet_dataset_load_idx(&ds, in_dir("images"), in_dir("labels"));
+        ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
+        ck_assert_int_eq(clnet_dataset_count(ds), COUNT);
+        clnet_dataset_free(ds);
+    }
+    /* After a gzip stream (zlib ignores what is not another stream). */
+    write_file(in_dir("images"), 1, b, n);
+    FILE *f = fopen(in_dir("images"), "ab");
+    fwrite("garbage", 1, 7, f);
+    fclose(f);
+    clnet_dataset *ds = NULL;
+    clnet_status s = clnet_dataset_load_idx(&ds, in_dir("images"), in_dir("labels"));
+    ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
+    clnet_dataset_free(ds);
+    free(b);
+    free(more);
+    remove_dir();
+}
+END_TEST
+
+/* ---- loading a folder --------------------------------------------------------- */
+
+START_TEST(dataset_load_reads_both_splits_gz_or_raw_from_a_folder_or_the_environment) {
+    make_dir();
+    /* train: gzip beside a raw file of another size (the .gz wins); test: raw. */
+    write_images(in_dir("train-images-idx3-ubyte.gz"), 1, COUNT);
+    write_labels(in_dir("train-labels-idx1-ubyte.gz"), 1, COUNT);
+    write_images(in_dir("train-images-idx3-ubyte"), 0, 5);
+    write_images(in_dir("t10k-images-idx3-ubyte"), 0, 31);
+    write_labels(in_dir("t10k-labels-idx1-ubyte"), 0, 31);
+    clnet_dataset *train = NULL, *test = NULL;
+    ck_assert_msg(clnet_dataset_load(&train, dir, "train") == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_msg(clnet_dataset_load(&test, dir, "test") == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_dataset_count(train), COUNT);
+    ck_assert_int_eq(clnet_dataset_count(test), 31);
+    clnet_dataset_free(train);
+    clnet_dataset_free(test);
+
+    /* NULL: $CLNET_DATA_DIR. */
+    const char *old = getenv("CLNET_DATA_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("CLNET_DATA_DIR", dir, 1);
+    test = NULL;
+    clnet_status s = clnet_dataset_load(&test, NULL, "test");
+    if (saved)
+        setenv("CLNET_DATA_DIR", saved, 1);
+    else
+        unsetenv("CLNET_DATA_DIR");
+    free(saved);
+    ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_dataset_count(test), 31);
+    clnet_dataset_free(test);
+    remove_dir();
+}
+END_TEST
+
+static void expect_load_failure(const char *folder, const char *split, clnet_status want,
+                                const char *words) {
+    clnet_dataset *ds = NULL;
+    clnet_status s = clnet_dataset_load(&ds, folder, split);
+    const char *m = clnet_last_error();
+    ck_assert_msg(s == want, "status %d (%s), want %d", s, m, want);
+    ck_assert_ptr_null(ds);
+    ck_assert_msg(strstr(m, words), "the message does not say '%s': %s", words, m);
+}
+
+START_TEST(dataset_load_names_a_missing_folder_or_file) {
+    make_dir();
+    char missing[128];
+    snprintf(missing, sizeof missing, "%s/not-here", dir);
+    expect_load_failure(missing, "train", CLNET_ERR_IO, missing);
+    write_labels(in_dir("a-file"), 0, 3);
+    expect_load_failure(in_dir("a-file"), "train", CLNET_ERR_IO, "is not a folder");
+    write_images(in_dir("train-images-idx3-ubyte"), 0, COUNT);
+    expect_load_failure(dir, "train", CLNET_ERR_IO, "train-labels-idx1-ubyte.gz not found");
+    expect_load_failure(dir, "test", CLNET_ERR_IO, "t10k-images-idx3-ubyte.gz not found");
+    /* Not the default folder: no apt-get hint. */
+    clnet_dataset *ds = NULL;
+    clnet_dataset_load(&ds, dir, "test");
+    ck_assert_ptr_null(strstr(clnet_last_error(), "apt-get"));
+    /* A bad file in the folder is named by its full path. */
+    write_file(in_dir("train-labels-idx1-ubyte.gz"), 1, (const uint8_t *)"xy", 2);
+    expect_load_failure(dir, "train", CLNET_ERR_FORMAT, in_dir("train-labels-idx1-ubyte.gz"));
+    remove_dir();
+
+    struct stat st;
+    if (stat(CLNET_DEFAULT_DATA_DIR, &st) == 0) {
+        printf("note: %s exists, so its missing-folder hint is not checked\n",
+               CLNET_DEFAULT_DATA_DIR);
+    } else {
+        expect_load_failure(CLNET_DEFAULT_DATA_DIR, "train", CLNET_ERR_IO,
+                            "apt-get install dataset-fashion-mnist");
+    }
+}
+END_TEST
+
+/* ---- invalid arguments ---------------------------------------------------------- */
+
+START_TEST(invalid_arguments_are_rejected_with_a_message) {
+    clnet_dataset *ds = synthetic_set(1);
+    clnet_dataset *none = NULL;
+    clnet_loader *l = NULL;
+    clnet_loader_config cfg = {.batch = 8, .seed = 1, .shuffle = 1, .mean = 0, .std = 1};
+    clnet_batch b;
+#define INVALID(call, words)                                                                       \
+    do {                                                                                           \
+        clnet_fail(CLNET_OK, "stale");                                                             \
+        ck_assert_int_eq((call), CLNET_ERR_INVALID_ARGUMENT);                                      \
+        ck_assert_msg(strstr(clnet_last_error(), (words)), "%s: %s", #call, clnet_last_error());   \
+    } while (0)
+    INVALID(clnet_dataset_load_idx(NULL, "a", "b"), "must not be NULL");
+    INVALID(clnet_dataset_load_idx(&none, NULL, "b"), "must not be NULL");
+    INVALID(clnet_dataset_load_idx(&none, "a", NULL), "must not be NULL");
+    INVALID(clnet_dataset_load(NULL, NULL, "train"), "must not be NULL");
+    INVALID(clnet_dataset_load(&none, NULL, NULL), "must not be NULL");
+    INVALID(clnet_dataset_load(&none, "/tmp", "validation"), "unknown data set split 'validation'");
+    ck_assert_ptr_null(none);
+
+    INVALID(clnet_dataset_truncate(NULL, 1), "ds is NULL");
+    INVALID(clnet_dataset_truncate(ds, COUNT + 1), "n is 104, want 1 to the 103 samples");
+    INVALID(clnet_dataset_truncate(ds, 0), "n is 0");
+    INVALID(clnet_dataset_truncate(ds, -5), "n is -5");
+
+    INVALID(clnet_loader_create(NULL, ds, &cfg), "must not be NULL");
+    INVALID(clnet_loader_create(&l, NULL, &cfg), "must not be NULL");
+    INVALID(clnet_loader_create(&l, ds, NULL), "must not be NULL");
+    cfg.batch = 0;
+    INVALID(clnet_loader_create(&l, ds, &cfg), "batch is 0, want at least 1");
+    cfg.batch = -3;
+    INVALID(clnet_loader_create(&l, ds, &cfg), "batch is -3");
+    cfg.batch = 8;
+    cfg.std = 0;
+    INVALID(clnet_loader_create(&l, ds, &cfg), "std not 0");
+    cfg.std = NAN;
+    INVALID(clnet_loader_create(&l, ds, &cfg), "must be finite");
+    cfg.std = 1;
+    cfg.mean = INFINITY;
+    INVALID(clnet_loader_create(&l, ds, &cfg), "must be finite");
+    cfg.mean = 0;
+    cfg.batch = COUNT + 1;
+    cfg.drop_last = 1;
+    INVALID(clnet_loader_create(&l, ds, &cfg), "leaves no batch");
+    ck_assert_ptr_null(l);
+    cfg.drop_last = 0;
+    ck_assert_int_eq(clnet_loader_create(&l, ds, &cfg), CLNET_OK); /* one short batch an epoch */
+
+    INVALID(clnet_loader_next(NULL, &b), "must not be NULL");
+    INVALID(clnet_loader_next(l, NULL), "must not be NULL");
+    INVALID(clnet_loader_seek(NULL, 0, 0), "l is NULL");
+    INVALID(clnet_loader_seek(l, -1, 0), "epoch -1 position 0 is out of range");
+    INVALID(clnet_loader_seek(l, 0, -1), "out of range");
+    INVALID(clnet_loader_seek(l, 0, COUNT), "want epoch >= 0 and 0 <= position < 103");
+#undef INVALID
+    /* The loader still works after the rejected calls. */
+    ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+    ck_assert_int_eq(b.n, COUNT);
+
+    /* The NULL-tolerant queries. */
+    ck_assert_int_eq(clnet_dataset_count(NULL), 0);
+    ck_assert_int_eq(clnet_dataset_classes(NULL), 0);
+    int c = 9, h = 9, w = 9;
+    clnet_dataset_shape(NULL, &c, &h, &w);
+    ck_assert(c == 0 && h == 0 && w == 0);
+    clnet_dataset_shape(ds, NULL, NULL, NULL);
+    ck_assert_int_eq(clnet_loader_batches_per_epoch(NULL), 0);
+    clnet_loader_free(NULL);
+    clnet_dataset_free(NULL);
+    clnet_loader_free(l);
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(truncate_keeps_the_first_samples_and_the_classes) {
+    clnet_dataset *ds = synthetic_set(0);
+    ck_assert_int_eq(clnet_dataset_truncate(ds, 17), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_count(ds), 17);
+    ck_assert_int_eq(clnet_dataset_classes(ds), 10);
+    ck_assert_int_eq(clnet_dataset_truncate(ds, 18), CLNET_ERR_INVALID_ARGUMENT);
+    clnet_loader *l = make_loader(ds, 5, 3, 1, 0);
+    int *order = epoch_orders(l, 17, 5, 0, 0, 2);
+    int seen[17] = {0};
+    for (int i = 0; i < 17; i++)
+        seen[order[i]]++;
+    for (int i = 0; i < 17; i++)
+        ck_assert_int_eq(seen[i], 1);
+    free(order);
+    clnet_loader_free(l);
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+/* ---- the loader ---------------------------------------------------------------- */
+
+START_TEST(loader_covers_every_sample_once_per_epoch) {
+    clnet_dataset *ds = synthetic_set(1);
+    /* 103 samples: no batch size divides it; then 100, which 4, 10 and 25 divide. */
+    int counts[] = {COUNT, 100};
+    int batches[][6] = {{1, 7, 10, 64, 103, 150}, {4, 10, 25, 100, 3, 99}};
+    for (int ci = 0; ci < 2; ci++) {
+        if (counts[ci] != COUNT) ck_assert_int_eq(clnet_dataset_truncate(ds, counts[ci]), CLNET_OK);
+        int count = counts[ci];
+        for (int bi = 0; bi < 6; bi++) {
+            for (int variant = 0; variant < 4; variant++) {
+                int batch = batches[ci][bi], shuffle = variant & 1, drop_last = variant >> 1;
+                if (drop_last && batch > count) continue; /* rejected: see invalid arguments */
+                clnet_loader *l = make_loader(ds, batch, 42, shuffle, drop_last);
+                int epochs = 3;
+                int *order = epoch_orders(l, count, batch, drop_last, 0, epochs);
+                int used = drop_last ? count / batch * batch : count;
+                for (int e = 0; e < epochs; e++) {
+                    int seen[COUNT] = {0};
+                    for (int p = 0; p < used; p++) {
+                        int id = order[e * count + p];
+                        ck_assert_msg(id >= 0 && id < count, "batch %d: sample %d", batch, id);
+                        seen[id]++;
+                        if (!shuffle) ck_assert_int_eq(id, p);
+                    }
+                    for (int i = 0; i < count && !drop_last; i++)
+                        ck_assert_msg(seen[i] == 1, "count %d batch %d epoch %d: sample %d seen %d",
+                                      count, batch, e, i, seen[i]);
+                    for (int i = 0; i < count; i++)
+                        ck_assert_int_le(seen[i], 1);
+                }
+                free(order);
+                clnet_loader_free(l);
+            }
+        }
+    }
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+static int same_order(const int *a, const int *b, int n) {
+    return memcmp(a, b, (size_t)n * sizeof(int)) == 0;
+}
+
+START_TEST(shuffle_is_a_pure_function_of_seed_and_epoch) {
+    clnet_dataset *ds = synthetic_set(1);
+    clnet_loader *a = make_loader(ds, 10, 7, 1, 0);
+    clnet_loader *b = make_loader(ds, 10, 7, 1, 0);
+    clnet_loader *c = make_loader(ds, 10, 8, 1, 0);
+    clnet_loader *d = make_loader(ds, 32, 7, 1, 0); /* another batch size, the same orders */
+    int *oa = epoch_orders(a, COUNT, 10, 0, 0, 3);
+    int *ob = epoch_orders(b, COUNT, 10, 0, 0, 3);
+    int *oc = epoch_orders(c, COUNT, 10, 0, 0, 3);
+    int *od = epoch_orders(d, COUNT, 32, 0, 0, 3);
+    ck_assert(same_order(oa, ob, 3 * COUNT));
+    ck_assert(same_order(oa, od, 3 * COUNT));
+    for (int e = 0; e < 3; e++) {
+        ck_assert_msg(!same_order(oa + e * COUNT, oc + e * COUNT, COUNT), "seeds 7 and 8, epoch %d",
+                      e);
+        for (int f = 0; f < e; f++)
+            ck_assert_msg(!same_order(oa + e * COUNT, oa + f * COUNT, COUNT), "epochs %d and %d", e,
+                          f);
+        /* Shuffled for real: far from file order. */
+        int in_place = 0;
+        for (int p = 0; p < COUNT; p++)
+            in_place += oa[e * COUNT + p] == p;
+        ck_assert_int_lt(in_place, 10);
+    }
+    /* Epoch 2's order made directly, without epochs 0 and 1. */
+    clnet_loader *e = make_loader(ds, 10, 7, 1, 0);
+    ck_assert_int_eq(clnet_loader_seek(e, 2, 0), CLNET_OK);
+    int *oe = epoch_orders(e, COUNT, 10, 0, 2, 1);
+    ck_assert(same_order(oa + 2 * COUNT, oe, COUNT));
+    free(oa), free(ob), free(oc), free(od), free(oe);
+    clnet_loader_free(a), clnet_loader_free(b), clnet_loader_free(c), clnet_loader_free(d);
+    clnet_loader_free(e);
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+/* Fisher-Yates with an unbiased generator makes all 3! orders of 3 samples
+ * equally likely (a classic off-by-one, Sattolo's cycles, never makes some). */
+START_TEST(shuffle_draws_every_permutation_equally_often) {
+    clnet_dataset *ds = synthetic_set(0);
+    ck_assert_int_eq(clnet_dataset_truncate(ds, 3), CLNET_OK);
+    clnet_loader *l = make_loader(ds, 3, 11, 1, 0);
+    const int epochs = 6000;
+    int times[27] = {0};
+    for (int e = 0; e < epochs; e++) {
+        clnet_batch b;
+        ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+        ck_assert_int_eq(b.epoch, e);
+        int code = 0;
+        for (int i = 0; i < 3; i++)
+            code = code * 3 + sample_of(b.images, b.labels, i);
+        times[code]++;
+    }
+    int orders = 0;
+    for (int code = 0; code < 27; code++) {
+        if (!times[code]) continue;
+        orders++;
+        /* 1000 expected, standard deviation about 29. */
+        ck_assert_msg(abs(times[code] - epochs / 6) < 150, "order %d drawn %d times of %d", code,
+                      times[code], epochs);
+    }
+    ck_assert_int_eq(orders, 6);
+    clnet_loader_free(l);
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(seek_reproduces_the_batches_of_a_run_from_the_start) {
+    clnet_dataset *ds = synthetic_set(1);
+    for (int drop_last = 0; drop_last < 2; drop_last++) {
+        const int batch = 10, epochs = 4;
+        int per_epoch = drop_last ? COUNT / batch : (COUNT + batch - 1) / batch;
+        int total = epochs * per_epoch;
+        clnet_loader *ref = make_loader(ds, batch, 99, 1, drop_last);
+        saved_batch *run = take(ref, total);
+        clnet_loader_free(ref);
+
+        /* Seek to each batch's start, on a fresh loader and on one that has
+         * run (and prefetched) ahead, and compare everything after it. */
+        clnet_loader *l = make_loader(ds, batch, 99, 1, drop_last);
+        for (int k = 0; k < total; k += 3) {
+            free_batches(take(l, 2), 2);
+            ck_assert_int_eq(clnet_loader_seek(l, run[k].epoch, run[k].position), CLNET_OK);
+            int rest = total - k < 8 ? total - k : 8;
+            saved_batch *again = take(l, rest);
+            for (int i = 0; i < rest; i++)
+                assert_same_batch(&run[k + i], &again[i], "after seek", k + i);
+            free_batches(again, rest);
+        }
+        /* Mid-batch positions: the batch holds the epoch's order from there. */
+        int *order = malloc((size_t)epochs * COUNT * sizeof(int));
+        for (int k = 0; k < total; k++)
+            for (int i = 0; i < run[k].n; i++)
+                order[run[k].epoch * COUNT + run[k].position + i] =
+                    sample_of(run[k].images, run[k].labels, i);
+        int64_t positions[] = {1, 5, 37, 89};
+        for (int e = 0; e < epochs - 1; e++) {
+            for (int pi = 0; pi < 4; pi++) {
+                ck_assert_int_eq(clnet_loader_seek(l, e, positions[pi]), CLNET_OK);
+                clnet_batch b;
+                ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+                ck_assert_int_eq(b.epoch, e);
+                ck_assert_int_eq(b.position, positions[pi]);
+                int want_n = COUNT - positions[pi] < batch ? COUNT - (int)positions[pi] : batch;
+                ck_assert_int_eq(b.n, want_n);
+                for (int i = 0; i < b.n; i++)
+                    ck_assert_int_eq(sample_of(b.images, b.labels, i),
+                                     order[e * COUNT + positions[pi] + i]);
+                /* The next batch continues right after it. */
+                ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+                int64_t after = positions[pi] + want_n;
+                int wraps = after >= COUNT || (drop_last && COUNT - after < batch);
+                ck_assert_int_eq(b.epoch, wraps ? e + 1 : e);
+                ck_assert_int_eq(b.position, wraps ? 0 : after);
+            }
+            /* The last partial batch: kept, or with drop_last the next epoch. */
+            ck_assert_int_eq(clnet_loader_seek(l, e, COUNT - 1), CLNET_OK);
+            clnet_batch b;
+            ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+            ck_assert_int_eq(b.epoch, drop_last ? e + 1 : e);
+            ck_assert_int_eq(b.position, drop_last ? 0 : COUNT - 1);
+            ck_assert_int_eq(b.n, drop_last ? batch : 1);
+        }
+        free(order);
+        clnet_loader_free(l);
+        free_batches(run, total);
+    }
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(normalisation_applies_mean_and_std) {
+    clnet_dataset *ds = synthetic_set(0);
+    float means[] = {0.0f, 0.2860f, 0.5f, -1.0f};
+    float stds[] = {1.0f, 0.3530f, 0.25f, -2.0f};
+    for (int i = 0; i < 4; i++) {
+        clnet_loader_config cfg = {.batch = COUNT, .mean = means[i], .std = stds[i]};
+        clnet_loader *l = NULL;
+        ck_assert_int_eq(clnet_loader_create(&l, ds, &cfg), CLNET_OK);
+        clnet_batch b;
+        ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+        double worst = 0;
+        for (int s = 0; s < COUNT; s++) {
+            for (int j = 0; j < PIXELS; j++) {
+                double want = ((double)sample_byte(s, j) / 255.0 - means[i]) / stds[i];
+                double diff = fabs((double)b.images[s * PIXELS + j] - want);
+                if (diff > worst) worst = diff;
+            }
+        }
+        ck_assert_msg(worst < 1e-5, "mean %g std %g: largest difference %g", (double)means[i],
+                      (double)stds[i], worst);
+        if (i == 0) { /* mean 0 and std 1: [0, 1], exact at both ends */
+            for (int k = 0; k < COUNT * PIXELS; k++) {
+                uint8_t byte = sample_byte(k / PIXELS, k % PIXELS);
+                if (byte == 0) ck_assert(b.images[k] == 0.0f);
+                if (byte == 255) ck_assert(b.images[k] == 1.0f);
+            }
+        }
+        clnet_loader_free(l);
+    }
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(prefetch_gives_the_same_batches_as_a_second_loader_over_many_epochs) {
+    clnet_dataset *ds = synthetic_set(1);
+    const int batch = 8, epochs = 60;
+    clnet_loader *a = make_loader(ds, batch, 2024, 1, 0);
+    clnet_loader *b = make_loader(ds, batch, 2024, 1, 0);
+    int total = epochs * clnet_loader_batches_per_epoch(a);
+    /* a is drained at once; b with pauses, so its thread is ahead, behind or
+     * racing the caller at different times. */
+    saved_batch *ra = take(a, total);
+    saved_batch *rb = calloc((size_t)total, sizeof *rb);
+    for (int k = 0; k < total; k++) {
+        if (k % 97 == 0) pause_us(200);
+        saved_batch *one = take(b, 1);
+        rb[k] = *one;
+        free(one);
+    }
+    for (int k = 0; k < total; k++)
+        assert_same_batch(&ra[k], &rb[k], "second loader", k);
+    ck_assert_int_eq(ra[total - 1].epoch, epochs - 1);
+    free_batches(ra, total);
+    free_batches(rb, total);
+    clnet_loader_free(a);
+    clnet_loader_free(b);
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(a_prefetch_failure_reaches_the_caller_with_its_message) {
+    clnet_dataset *ds = synthetic_set(1);
+    clnet_loader *l = make_loader(ds, 10, 5, 1, 0);
+    clnet_loader *ref = make_loader(ds, 10, 5, 1, 0);
+    saved_batch *want = take(ref, 5);
+    /* Batch 2 is requested only once batch 1 is handed out. */
+    clnet_loader_inject_failure(l, 0, 20);
+    saved_batch *got = take(l, 2);
+    clnet_fail(CLNET_ERR_IO, "an older message on the caller's thread");
+    clnet_batch b;
+    ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_ERR_INTERNAL);
+    ck_assert_msg(strstr(clnet_last_error(), "injected failure preparing epoch 0 position 20"),
+                  "%s", clnet_last_error());
+    /* The loader stayed where it was: the same batch comes next. */
+    saved_batch *rest = take(l, 3);
+    for (int k = 0; k < 2; k++)
+        assert_same_batch(&want[k], &got[k], "before the failure", k);
+    for (int k = 0; k < 3; k++)
+        assert_same_batch(&want[2 + k], &rest[k], "after the failure", 2 + k);
+    /* A failure dropped by a seek is never reported. */
+    clnet_loader_inject_failure(l, 1, 0);
+    ck_assert_int_eq(clnet_loader_seek(l, 1, 0), CLNET_OK);
+    pause_us(2000);
+    ck_assert_int_eq(clnet_loader_seek(l, 0, 0), CLNET_OK);
+    ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+    ck_assert_int_eq(b.position, 0);
+    free_batches(want, 5);
+    free_batches(got, 2);
+    free_batches(rest, 3);
+    clnet_loader_free(l);
+    clnet_loader_free(ref);
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(seek_and_free_while_prefetching_are_clean) {
+    clnet_dataset *ds = synthetic_set(1);
+    uint64_t s = 12345;
+    for (int round = 0; round < 300; round++) {
+        clnet_loader *l = make_loader(ds, 1 + round % 17, (uint64_t)round, round & 1, 0);
+        int steps = round % 5;
+        for (int k = 0; k < steps; k++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            clnet_batch b;
+            if (s >> 63) {
+                ck_assert_int_eq(
+                    clnet_loader_seek(l, (int)(s >> 40) % 4, (int64_t)(s >> 20) % COUNT), CLNET_OK);
+            } else {
+                ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+            }
+        }
+        clnet_loader_free(l); /* often while the thread is preparing a batch */
+    }
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+/* ---- the real data set --------------------------------------------------------- */
+
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+START_TEST(real_fashion_mnist_loads_when_installed) {
+    struct stat st;
+    if (stat(CLNET_DEFAULT_DATA_DIR, &st) != 0) {
+        printf("note: %s is not there (apt-get install dataset-fashion-mnist): skipped\n",
+               CLNET_DEFAULT_DATA_DIR);
+        return;
+    }
+    clnet_dataset *train = NULL, *test = NULL;
+    double t0 = seconds();
+    clnet_status s = clnet_dataset_load(&train, CLNET_DEFAULT_DATA_DIR, "train");
+    ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
+    double t1 = seconds();
+    s = clnet_dataset_load(&test, CLNET_DEFAULT_DATA_DIR, "test");
+    ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
+    double t2 = seconds();
+    ck_assert_int_eq(clnet_dataset_count(train), 60000);
+    ck_assert_int_eq(clnet_dataset_count(test), 10000);
+    int c, h, w;
+    clnet_dataset_shape(train, &c, &h, &w);
+    ck_assert(c == 1 && h == 28 && w == 28);
+    clnet_dataset_shape(test, &c, &h, &w);
+    ck_assert(c == 1 && h == 28 && w == 28);
+    ck_assert_int_eq(clnet_dataset_classes(train), 10);
+    ck_assert_int_eq(clnet_dataset_classes(test), 10);
+
+    /* One shuffled epoch through the loader: every label in range, each class
+     * 6000 times (Fashion-MNIST is balanced). */
+    clnet_loader_config cfg = {
+        .batch = 256, .seed = 1, .shuffle = 1, .mean = 0.2860f, .std = 0.3530f};
+    clnet_loader *l = NULL;
+    ck_assert_int_eq(clnet_loader_create(&l, train, &cfg), CLNET_OK);
+    int per_class[10] = {0};
+    double t3 = seconds();
+    for (int k = 0; k < clnet_loader_batches_per_epoch(l); k++) {
+        clnet_batch b;
+        ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+        ck_assert_int_eq(b.epoch, 0);
+        for (int i = 0; i < b.n; i++) {
+            ck_assert(b.labels[i] >= 0 && b.labels[i] < 10);
+            per_class[b.labels[i]]++;
+        }
+    }
+    double t4 = seconds();
+    for (int k = 0; k < 10; k++)
+        ck_assert_int_eq(per_class[k], 6000);
+    printf("Fashion-MNIST: train (60000) loaded in %.3f s, test (10000) in %.3f s; "
+           "one epoch of batches of 256 in %.3f s\n",
+           t1 - t0, t2 - t1, t4 - t3);
+    clnet_loader_free(l);
+    clnet_dataset_free(train);
+    clnet_dataset_free(test);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("data");
+    TCase *t = tcase_create("data");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, idx_gz_and_raw_read_back_exactly);
+    tcase_add_test(t, idx_missing_or_unreadable_files_are_io_errors_naming_them);
+    tcase_add_test(t, idx_bad_magic_is_a_format_error_naming_the_file);
+    tcase_add_test(t, idx_truncated_files_are_format_errors_naming_the_file);
+    tcase_add_test(t, idx_corrupt_or_cut_gzip_streams_are_format_errors);
+    tcase_add_test(t, idx_images_and_labels_that_disagree_in_count_name_both_files);
+    tcase_add_test(t, idx_absurd_dimensions_are_format_errors);
+    tcase_add_test(t, idx_trailing_bytes_are_ignored);
+    tcase_add_test(t, dataset_load_reads_both_splits_gz_or_raw_from_a_folder_or_the_environment);
+    tcase_add_test(t, dataset_load_names_a_missing_folder_or_file);
+    tcase_add_test(t, invalid_arguments_are_rejected_with_a_message);
+    tcase_add_test(t, truncate_keeps_the_first_samples_and_the_classes);
+    tcase_add_test(t, loader_covers_every_sample_once_per_epoch);
+    tcase_add_test(t, shuffle_is_a_pure_function_of_seed_and_epoch);
+    tcase_add_test(t, shuffle_draws_every_permutation_equally_often);
+    tcase_add_test(t, seek_reproduces_the_batches_of_a_run_from_the_start);
+    tcase_add_test(t, normalisation_applies_mean_and_std);
+    tcase_add_test(t, prefetch_gives_the_same_batches_as_a_second_loader_over_many_epochs);
+    tcase_add_test(t, a_prefetch_failure_reaches_the_caller_with_its_message);
+    tcase_add_test(t, seek_and_free_while_prefetching_are_clean);
+    tcase_add_test(t, real_fashion_mnist_loads_when_installed);
+    suite_add_tcase(s, t);
+    return test_run_suite(s) ? 1 : 0;
+}
