@@ -17,3 +17,13 @@ inline float clnet_group_sum(__local float *tmp, float v) {
     barrier(CLK_LOCAL_MEM_FENCE); // tmp may be reused right after
     return total;
 }
+
+// Window ops (convolution, pooling) with kernel k, stride s, padding p: the
+// outputs o whose window (o*s - p .. o*s - p + k - 1) holds input index i, as
+// the range [*lo, *hi] (empty when lo > hi). Backward passes gather over it
+// instead of testing every tap with a modulo.
+inline void clnet_windows_holding(int i, int k, int s, int p, int out, int *lo, int *hi) {
+    const int t = i + p - (k - 1); // oy*s >= t
+    *lo = t <= 0 ? 0 : (t + s - 1) / s;
+    *hi = min(out - 1, (i + p) / s);
+}

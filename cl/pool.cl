@@ -4,33 +4,34 @@
 // window holds a real pixel); for average, they count as zeros and the divisor
 // is always KH*KW (PyTorch's count_include_pad=True).
 
+// Work-items run over (ox, oy, b*C + c) for forward and (ix, iy, b*C + c) for
+// backward: three dimensions, so no index is decoded by division.
+
 // y = max over the window; arg = the index (iy*W + ix) of the first maximum in
 // row-major window order (strictly greater wins, as PyTorch does).
 __kernel void maxpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw,
                               uint ph, uint pw, uint OH, uint OW, __global const float *x,
                               uint xoff, __global float *y, uint yoff, __global int *arg,
                               uint argoff) {
-    const uint i = get_global_id(0);
-    if (i >= n * C * OH * OW) return;
-    const uint ox = i % OW, oy = (i / OW) % OH, bc = i / (OW * OH);
+    const uint ox = get_global_id(0), oy = get_global_id(1), bc = get_global_id(2);
+    if (ox >= OW || oy >= OH || bc >= n * C) return;
     __global const float *plane = x + xoff + bc * H * W;
-    float best = -INFINITY;
-    int where = -1;
-    for (uint ky = 0; ky < KH; ky++) {
-        const int iy = (int)(oy * sh + ky) - (int)ph;
-        if (iy < 0 || iy >= (int)H) continue;
-        for (uint kx = 0; kx < KW; kx++) {
-            const int ix = (int)(ox * sw + kx) - (int)pw;
-            if (ix < 0 || ix >= (int)W) continue;
+    const int y0 = (int)(oy * sh) - (int)ph, x0 = (int)(ox * sw) - (int)pw;
+    const int ylo = max(y0, 0), yhi = min(y0 + (int)KH, (int)H);
+    const int xlo = max(x0, 0), xhi = min(x0 + (int)KW, (int)W);
+    float best = plane[ylo * (int)W + xlo];
+    int where = ylo * (int)W + xlo;
+    for (int iy = ylo; iy < yhi; iy++)
+        for (int ix = xlo; ix < xhi; ix++) {
             const float v = plane[iy * (int)W + ix];
-            if (v > best || where < 0) {
+            if (v > best) {
                 best = v;
                 where = iy * (int)W + ix;
             }
         }
-    }
-    y[yoff + i] = best;
-    arg[argoff + i] = where;
+    const uint o = (bc * OH + oy) * OW + ox;
+    y[yoff + o] = best;
+    arg[argoff + o] = where;
 }
 
 // Forward was y = x[arg], so backward gives each input the sum of dy over the
@@ -39,42 +40,34 @@ __kernel void maxpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW,
                                uint ph, uint pw, uint OH, uint OW, __global const float *dy,
                                uint dyoff, __global const int *arg, uint argoff,
                                __global float *dx, uint dxoff) {
-    const uint i = get_global_id(0);
-    if (i >= n * C * H * W) return;
-    const uint ix = i % W, iy = (i / W) % H, bc = i / (W * H);
+    const uint ix = get_global_id(0), iy = get_global_id(1), bc = get_global_id(2);
+    if (ix >= W || iy >= H || bc >= n * C) return;
+    int oy_lo, oy_hi, ox_lo, ox_hi;
+    clnet_windows_holding((int)iy, (int)KH, (int)sh, (int)ph, (int)OH, &oy_lo, &oy_hi);
+    clnet_windows_holding((int)ix, (int)KW, (int)sw, (int)pw, (int)OW, &ox_lo, &ox_hi);
     const int me = (int)(iy * W + ix);
     float s = 0.0f;
-    for (uint ky = 0; ky < KH; ky++) {
-        const int ty = (int)(iy + ph) - (int)ky;
-        if (ty < 0 || ty % (int)sh != 0 || (uint)ty / sh >= OH) continue;
-        const uint oy = (uint)ty / sh;
-        for (uint kx = 0; kx < KW; kx++) {
-            const int tx = (int)(ix + pw) - (int)kx;
-            if (tx < 0 || tx % (int)sw != 0 || (uint)tx / sw >= OW) continue;
-            const uint o = (bc * OH + oy) * OW + (uint)tx / sw;
+    for (int oy = oy_lo; oy <= oy_hi; oy++)
+        for (int ox = ox_lo; ox <= ox_hi; ox++) {
+            const uint o = (bc * OH + (uint)oy) * OW + (uint)ox;
             if (arg[argoff + o] == me) s += dy[dyoff + o];
         }
-    }
-    dx[dxoff + i] = s;
+    dx[dxoff + (bc * H + iy) * W + ix] = s;
 }
 
 __kernel void avgpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw,
                               uint ph, uint pw, uint OH, uint OW, __global const float *x,
                               uint xoff, __global float *y, uint yoff) {
-    const uint i = get_global_id(0);
-    if (i >= n * C * OH * OW) return;
-    const uint ox = i % OW, oy = (i / OW) % OH, bc = i / (OW * OH);
+    const uint ox = get_global_id(0), oy = get_global_id(1), bc = get_global_id(2);
+    if (ox >= OW || oy >= OH || bc >= n * C) return;
     __global const float *plane = x + xoff + bc * H * W;
+    const int y0 = (int)(oy * sh) - (int)ph, x0 = (int)(ox * sw) - (int)pw;
+    const int ylo = max(y0, 0), yhi = min(y0 + (int)KH, (int)H);
+    const int xlo = max(x0, 0), xhi = min(x0 + (int)KW, (int)W);
     float s = 0.0f;
-    for (uint ky = 0; ky < KH; ky++) {
-        const int iy = (int)(oy * sh + ky) - (int)ph;
-        if (iy < 0 || iy >= (int)H) continue;
-        for (uint kx = 0; kx < KW; kx++) {
-            const int ix = (int)(ox * sw + kx) - (int)pw;
-            if (ix >= 0 && ix < (int)W) s += plane[iy * (int)W + ix];
-        }
-    }
-    y[yoff + i] = s / (float)(KH * KW);
+    for (int iy = ylo; iy < yhi; iy++)
+        for (int ix = xlo; ix < xhi; ix++) s += plane[iy * (int)W + ix];
+    y[yoff + (bc * OH + oy) * OW + ox] = s / (float)(KH * KW);
 }
 
 // Forward was y = sum(window) / (KH*KW), so each input gets dy / (KH*KW) from
@@ -82,19 +75,13 @@ __kernel void avgpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, 
 __kernel void avgpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw,
                                uint ph, uint pw, uint OH, uint OW, __global const float *dy,
                                uint dyoff, __global float *dx, uint dxoff) {
-    const uint i = get_global_id(0);
-    if (i >= n * C * H * W) return;
-    const uint ix = i % W, iy = (i / W) % H, bc = i / (W * H);
+    const uint ix = get_global_id(0), iy = get_global_id(1), bc = get_global_id(2);
+    if (ix >= W || iy >= H || bc >= n * C) return;
+    int oy_lo, oy_hi, ox_lo, ox_hi;
+    clnet_windows_holding((int)iy, (int)KH, (int)sh, (int)ph, (int)OH, &oy_lo, &oy_hi);
+    clnet_windows_holding((int)ix, (int)KW, (int)sw, (int)pw, (int)OW, &ox_lo, &ox_hi);
     float s = 0.0f;
-    for (uint ky = 0; ky < KH; ky++) {
-        const int ty = (int)(iy + ph) - (int)ky;
-        if (ty < 0 || ty % (int)sh != 0 || (uint)ty / sh >= OH) continue;
-        const uint oy = (uint)ty / sh;
-        for (uint kx = 0; kx < KW; kx++) {
-            const int tx = (int)(ix + pw) - (int)kx;
-            if (tx < 0 || tx % (int)sw != 0 || (uint)tx / sw >= OW) continue;
-            s += dy[dyoff + (bc * OH + oy) * OW + (uint)tx / sw];
-        }
-    }
-    dx[dxoff + i] = s / (float)(KH * KW);
+    for (int oy = oy_lo; oy <= oy_hi; oy++)
+        for (int ox = ox_lo; ox <= ox_hi; ox++) s += dy[dyoff + (bc * OH + (uint)oy) * OW + (uint)ox];
+    dx[dxoff + (bc * H + iy) * W + ix] = s / (float)(KH * KW);
 }

@@ -243,7 +243,16 @@ clnet_status clnet_run(clnet_device *d, const char *family, const char *options,
                        int nargs) {
     clnet_status status = CLNET_OK;
     cl_kernel k = NULL;
-    size_t rounded[3] = {1, 1, 1};
+    size_t rounded[3] = {1, 1, 1}, shape[3] = {1, 1, 1};
+    if (!local && dims > 1 && d->info.type == CLNET_DEVICE_CPU) {
+        /* CPU drivers run a work-group as a loop: left to themselves they
+         * pick tiny groups for small multi-dimensional ranges, and pay a
+         * launch for each. Take whole rows, up to about 256 work-items. */
+        shape[0] = global[0] <= 256 ? global[0] : 64;
+        shape[1] = 256 / shape[0] < global[1] ? 256 / shape[0] : global[1];
+        if (shape[1] < 1) shape[1] = 1;
+        local = shape;
+    }
     for (int i = 0; i < dims; i++) {
         if (global[i] == 0) return CLNET_OK; /* nothing to do */
         rounded[i] = local ? (global[i] + local[i] - 1) / local[i] * local[i] : global[i];

@@ -53,13 +53,15 @@ static clnet_status forward(const clnet_layer *l, const clnet_pass *p) {
     size_t F = (size_t)l->filters, P = (size_t)l->out.h * l->out.w, NP = (size_t)p->n * P;
     size_t CKK = (size_t)l->in.c * l->kh * l->kw;
     /* col (CKK, n*P) = im2col(x) */
-    TRY(clnet_run(p->d, "conv", "", "im2col", 2, (size_t[]){NP, CKK}, NULL,
+    size_t planes = (size_t)p->n * l->in.c;
+    TRY(clnet_run(p->d, "conv", "", "im2col", 3,
+                  (size_t[]){(size_t)l->out.w, (size_t)l->out.h, planes}, NULL,
                   ARGS(WINDOW(l, p->n), MEM(p->act), U32(p->x), MEM(p->keep), U32(p->keep_off))));
     /* Yp (F, n*P) = W (F, CKK) . col */
     TRY(clnet_gemm(p->d, 0, 0, F, NP, CKK, 1.0f, p->params, l->weight_off, CKK, p->keep,
                    p->keep_off, NP, 0.0f, p->work, 0, NP));
     /* y (n, F, P) = Yp permuted + bias */
-    TRY(clnet_run(p->d, "conv", "", "conv_output", 1, (size_t[]){NP * F}, NULL,
+    TRY(clnet_run(p->d, "conv", "", "conv_output", 3, (size_t[]){P, F, (size_t)p->n}, NULL,
                   ARGS(U32(p->n), U32(F), U32(P), MEM(p->work), U32(0), MEM(p->params),
                        U32(l->bias_off), MEM(p->act), U32(p->y))));
 cleanup:
@@ -73,7 +75,7 @@ static clnet_status backward(const clnet_layer *l, const clnet_pass *p) {
     size_t F = (size_t)l->filters, P = (size_t)l->out.h * l->out.w, NP = (size_t)p->n * P;
     size_t CKK = (size_t)l->in.c * l->kh * l->kw;
     size_t dcol = F * NP; /* offset of dcol in work, after dYp */
-    TRY(clnet_run(p->d, "conv", "", "conv_grad_output", 1, (size_t[]){F * NP}, NULL,
+    TRY(clnet_run(p->d, "conv", "", "conv_grad_output", 3, (size_t[]){P, F, (size_t)p->n}, NULL,
                   ARGS(U32(p->n), U32(F), U32(P), MEM(p->dact), U32(p->dy), MEM(p->work),
                        U32(0))));
     TRY(clnet_row_sums(p->d, F, NP, p->work, 0, p->grads, l->bias_off, p->beta));
@@ -82,8 +84,8 @@ static clnet_status backward(const clnet_layer *l, const clnet_pass *p) {
     if (p->need_dx) {
         TRY(clnet_gemm(p->d, 1, 0, CKK, NP, F, 1.0f, p->params, l->weight_off, CKK, p->work, 0, NP,
                        0.0f, p->work, dcol, NP));
-        TRY(clnet_run(p->d, "conv", "", "col2im", 1,
-                      (size_t[]){(size_t)p->n * clnet_shape_size(l->in)}, NULL,
+        TRY(clnet_run(p->d, "conv", "", "col2im", 3,
+                      (size_t[]){(size_t)l->in.w, (size_t)l->in.h, (size_t)p->n * l->in.c}, NULL,
                       ARGS(WINDOW(l, p->n), MEM(p->work), U32(dcol), MEM(p->dact), U32(p->dx),
                            F32(0.0f))));
     }
