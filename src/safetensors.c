@@ -1,0 +1,695 @@
+/* Reading and writing float32 tensors in the safetensors format. */
+#include "safetensors.h"
+#include "error.h"
+#include "json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(float) == 4, "clnet needs 32-bit IEEE floats");
+
+#define METADATA_KEY "__metadata__"
+/* Deep enough that a misplaced array still reaches the checks that name the tensor. */
+#define MAX_JSON_DEPTH 8
+
+/* Bytes are assembled by hand, so files are little-endian whatever the host is. */
+static void put_u32(unsigned char *p, uint32_t v) {
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put_u64(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint32_t get_u32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get_u64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* "[20,1,3,3]" */
+static const char *shape_text(char *buf, size_t n, const int64_t *shape, int ndim) {
+    size_t used = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && used < n; d++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%" PRId64, d ? "," : "", shape[d]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+    return buf;
+}
+
+/* 4 * product(shape), or -1 when that does not fit in 63 bits. */
+static int64_t shape_bytes(const int64_t *shape, int ndim) {
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] == 0) return 0;
+    int64_t bytes = 4;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0 || bytes > INT64_MAX / shape[d]) return -1;
+        bytes *= shape[d];
+    }
+    return bytes;
+}
+
+/* The name that occurs twice in names[0..n), or NULL. */
+static int compare_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+static clnet_status find_duplicate(char *const *names, int n, const char **dup) {
+    *dup = NULL;
+    if (n < 2) return CLNET_OK;
+    char **sorted = malloc((size_t)n * sizeof *sorted);
+    if (!sorted) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory checking names");
+    memcpy(sorted, names, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, compare_names);
+    for (int i = 1; i < n && !*dup; i++)
+        if (strcmp(sorted[i - 1], sorted[i]) == 0) *dup = sorted[i];
+    free(sorted);
+    return CLNET_OK;
+}
+
+/* ==== reading ================================================================== */
+
+typedef struct {
+    char *name;
+    int ndim;
+    int64_t shape[CLNET_ST_MAX_DIMS];
+    uint64_t begin, end; /* data_offsets, relative to the data area */
+    int order;           /* position in the header, to break ties between empty tensors */
+    const float *data;
+} entry;
+
+struct clnet_st_file {
+    char *path;
+    float *data; /* the whole data area, decoded to host floats */
+    int count;
+    entry *tensors; /* in file order */
+    int nmeta;
+    char **keys, **values;
+};
+
+/* Fills e from one header member (its name already in e->name). */
+static clnet_status read_entry(const char *path, const clnet_json *v, entry *e) {
+    clnet_status status = CLNET_OK;
+    const clnet_json *dtype = NULL, *shape = NULL, *offsets = NULL;
+    char buf[256];
+    if (v->kind != CLNET_JSON_OBJECT)
+        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' must be a JSON object, not %s", path, e->name,
+             clnet_json_kind_name(v->kind));
+    for (int k = 0; k < v->count; k++) {
+        const clnet_json **slot = NULL;
+        if (strcmp(v->keys[k], "dtype") == 0)
+            slot = &dtype;
+        else if (strcmp(v->keys[k], "shape") == 0)
+            slot = &shape;
+        else if (strcmp(v->keys[k], "data_offsets") == 0)
+            slot = &offsets;
+        else
+            FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has an unknown field '%s'", path, e->name,
+                 v->keys[k]);
+        if (*slot)
+            FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has the field '%s' twice", path, e->name,
+                 v->keys[k]);
+        *slot = &v->items[k];
+    }
+    if (!dtype || !shape || !offsets)
+        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has no '%s'", path, e->name,
+             !dtype   ? "dtype"
+             : !shape ? "shape"
+                      : "data_offsets");
+
+    if (dtype->kind != CLNET_JSON_STRING)
+        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has a dtype that is %s, not a string", path,
+             e->name, clnet_json_kind_name(dtype->kind));
+    if (strcmp(dtype->string, "F32") != 0)
+        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has dtype %s; clnet reads only F32", path, e->name,
+             dtype->string);
+
+    if (shape->kind != CLNET_JSON_ARRAY)
+        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has a shape that is %s, not an array", path,
+             e->name, clnet_json_kind_name(shape->kind));
+    if (shape->count > CLNET_ST_MAX_DIMS)
+        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has %d dimensions; clnet reads at most %d", path,
+             e->name, shape->count, CLNET_ST_MAX_DIMS);
+    e->ndim = shape->count;
+    for (int d = 0; d < shape->count; d++) {
+        const clnet_json *s = &shape->items[d];
+        if (s->kind != CLNET_JSON_INT)
+            FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has a shape entry that is %s, not an integer",
+                 path, e->name, clnet_json_kind_name(s->kind));
+        if (s->integer < 0)
+            FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has a negative shape entry %" PRId64, path,
+                 e->name, s->integer);
+        e->shape[d] = s->integer;
+    }
+
+    if (offsets->kind != CLNET_JSON_ARRAY || offsets->count != 2 ||
+        offsets->items[0].kind != CLNET_JSON_INT || offsets->items[1].kind != CLNET_JSON_INT)
+        FAIL(CLNET_ERR_FORMAT,
+             "%s: tensor '%s' must have data_offsets [begin, end] of two "
+             "integers",
+             path, e->name);
+    int64_t begin = offsets->items[0].integer, end = offsets->items[1].integer;
+    if (begin < 0 || end < begin)
+        FAIL(CLNET_ERR_FORMAT,
+             "%s: tensor '%s' has data_offsets [%" PRId64 ", %" PRId64 "]: they must satisfy "
+             "0 <= begin <= end",
+             path, e->name, begin, end);
+    int64_t need = shape_bytes(e->shape, e->ndim);
+    if (need < 0)
+        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has shape %s, too large to address", path, e->name,
+             shape_text(buf, sizeof buf, e->shape, e->ndim));
+    if (end - begin != need)
+        FAIL(CLNET_ERR_FORMAT,
+             "%s: tensor '%s' has data_offsets [%" PRId64 ", %" PRId64 "] but shape %s needs "
+             "%" PRId64 " bytes",
+             path, e->name, begin, end, shape_text(buf, sizeof buf, e->shape, e->ndim), need);
+    e->begin = (uint64_t)begin;
+    e->end = (uint64_t)end;
+cleanup:
+    return status;
+}
+
+static clnet_status read_metadata(const char *path, const clnet_json *v, clnet_st_file *f) {
+    clnet_status status = CLNET_OK;
+    const char *dup;
+    if (v->kind != CLNET_JSON_OBJECT)
+        FAIL(CLNET_ERR_FORMAT, "%s: %s must be a JSON object, not %s", path, METADATA_KEY,
+             clnet_json_kind_name(v->kind));
+    for (int k = 0; k < v->count; k++)
+        if (v->items[k].kind != CLNET_JSON_STRING)
+            FAIL(CLNET_ERR_FORMAT, "%s: metadata value of '%s' is %s; it must be a string", path,
+                 v->keys[k], clnet_json_kind_name(v->items[k].kind));
+    TRY(find_duplicate(v->keys, v->count, &dup));
+    if (dup) FAIL(CLNET_ERR_FORMAT, "%s: metadata key '%s' occurs twice", path, dup);
+    if (v->count > 0) {
+        f->keys = calloc((size_t)v->count, sizeof *f->keys);
+        f->values = calloc((size_t)v->count, sizeof *f->values);
+        if (!f->keys || !f->values) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    for (int k = 0; k < v->count; k++) {
+        f->keys[k] = strdup(v->keys[k]);
+        f->values[k] = strdup(v->items[k].string);
+        f->nmeta = k + 1;
+        if (!f->keys[k] || !f->values[k]) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+cleanup:
+    return status;
+}
+
+static int compare_entries(const void *a, const void *b) {
+    const entry *x = a, *y = b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return x->order - y->order;
+}
+
+/* Checks the header and fills f's tensors (sorted into file order) and metadata. */
+static clnet_status read_header(const char *path, const clnet_json *root, uint64_t data_size,
+                                clnet_st_file *f) {
+    clnet_status status = CLNET_OK;
+    const char *dup;
+    if (root->kind != CLNET_JSON_OBJECT)
+        FAIL(CLNET_ERR_FORMAT, "%s: the header must be a JSON object, not %s", path,
+             clnet_json_kind_name(root->kind));
+    TRY(find_duplicate(root->keys, root->count, &dup));
+    if (dup && strcmp(dup, METADATA_KEY) == 0)
+        FAIL(CLNET_ERR_FORMAT, "%s: the header has " METADATA_KEY " twice", path);
+    if (dup)
+        FAIL(CLNET_ERR_FORMAT, "%s: the header names '%s' twice (duplicate tensor name)", path,
+             dup);
+    if (root->count > 0) {
+        f->tensors = calloc((size_t)root->count, sizeof *f->tensors);
+        if (!f->tensors) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    for (int k = 0; k < root->count; k++) {
+        if (strcmp(root->keys[k], METADATA_KEY) == 0) {
+            TRY(read_metadata(path, &root->items[k], f));
+            continue;
+        }
+        entry *e = &f->tensors[f->count];
+        e->name = strdup(root->keys[k]);
+        if (!e->name) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        e->order = f->count++;
+        TRY(read_entry(path, &root->items[k], e));
+    }
+
+    /* The tensors must tile [0, data_size) exactly. */
+    if (f->count > 0) qsort(f->tensors, (size_t)f->count, sizeof *f->tensors, compare_entries);
+    uint64_t at = 0;
+    for (int i = 0; i < f->count; i++) {
+        const entry *e = &f->tensors[i];
+        if (e->begin > at)
+            FAIL(CLNET_ERR_FORMAT,
+                 "%s: a gap in the data: bytes [%" PRIu64 ", %" PRIu64 ") belong to no tensor "
+                 "(tensor '%s' begins at %" PRIu64 ")",
+                 path, at, e->begin, e->name, e->begin);
+        if (e->begin < at)
+            FAIL(CLNET_ERR_FORMAT,
+                 "%s: tensor '%s' (data_offsets [%" PRIu64 ", %" PRIu64 "]) overlaps tensor "
+                 "'%s' (data_offsets [%" PRIu64 ", %" PRIu64 "])",
+                 path, e->name, e->begin, e->end, f->tensors[i - 1].name, f->tensors[i - 1].begin,
+                 f->tensors[i - 1].end);
+        at = e->end;
+    }
+    if (at > data_size)
+        FAIL(CLNET_ERR_FORMAT,
+             "%s: truncated: the tensors need %" PRIu64 " bytes of data but the file has %" PRIu64
+             " after the header",
+             path, at, data_size);
+    if (at < data_size)
+        FAIL(CLNET_ERR_FORMAT,
+             "%s: %" PRIu64 " trailing bytes after the data of the last tensor (the tensors "
+             "need %" PRIu64 " bytes, the file has %" PRIu64 " after the header)",
+             path, data_size - at, at, data_size);
+cleanup:
+    return status;
+}
+
+static clnet_status read_exactly(FILE *fp, const char *path, void *buf, size_t n) {
+    if (n > 0 && fread(buf, 1, n, fp) != n)
+        return clnet_fail(CLNET_ERR_IO, "%s: read failed: %s", path,
+                          ferror(fp) ? strerror(errno) : "the file shrank while being read");
+    return CLNET_OK;
+}
+
+clnet_status clnet_st_load(const char *path, clnet_st_file **out) {
+    clnet_status status = CLNET_OK;
+    FILE *fp = NULL;
+    char *header = NULL, *what = NULL;
+    clnet_json *root = NULL;
+    clnet_st_file *f = NULL;
+    struct stat st;
+    unsigned char len8[8];
+    if (!out) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_load: out is NULL");
+    *out = NULL;
+    if (!path) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_load: path is NULL");
+
+    fp = fopen(path, "rb");
+    if (!fp) FAIL(CLNET_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fileno(fp), &st) != 0)
+        FAIL(CLNET_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) FAIL(CLNET_ERR_IO, "%s: not a regular file", path);
+    uint64_t size = (uint64_t)st.st_size;
+    if (size < 8)
+        FAIL(CLNET_ERR_FORMAT,
+             "%s: truncated: the file has %" PRIu64 " bytes, fewer than the 8 of the header "
+             "length",
+             path, size);
+    TRY(read_exactly(fp, path, len8, 8));
+    uint64_t n = get_u64(len8);
+    if (n < 2)
+        FAIL(CLNET_ERR_FORMAT, "%s: header length %" PRIu64 " is too small (at least 2: \"{}\")",
+             path, n);
+    if (n > CLNET_ST_MAX_HEADER)
+        FAIL(CLNET_ERR_FORMAT, "%s: header length %" PRIu64 " is over the limit of %u bytes", path,
+             n, CLNET_ST_MAX_HEADER);
+    if (n > size - 8)
+        FAIL(CLNET_ERR_FORMAT,
+             "%s: truncated or corrupt: header length %" PRIu64 " is larger than the %" PRIu64
+             " bytes that follow it",
+             path, n, size - 8);
+
+    header = malloc((size_t)n);
+    f = calloc(1, sizeof *f);
+    if (!header || !f) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    f->path = strdup(path);
+    if (!f->path) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    TRY(read_exactly(fp, path, header, (size_t)n));
+    what = malloc(strlen(path) + sizeof ": header");
+    if (!what) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    sprintf(what, "%s: header", path);
+    TRY(clnet_json_parse(header, (size_t)n, what, MAX_JSON_DEPTH, &root));
+    uint64_t data_size = size - 8 - n;
+    TRY(read_header(path, root, data_size, f));
+
+    /* Every tensor is F32 and they tile the data area, so each begins on a multiple of 4
+     * and a malloc'ed area keeps them all aligned. */
+    if (data_size > SIZE_MAX) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: too large for memory", path);
+    f->data = malloc(data_size > 0 ? (size_t)data_size : 1);
+    if (!f->data)
+        FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory for %" PRIu64 " bytes of data", path,
+             data_size);
+    TRY(read_exactly(fp, path, f->data, (size_t)data_size));
+    unsigned char *bytes = (unsigned char *)f->data;
+    for (size_t i = 0; i < data_size / 4; i++) {
+        uint32_t u = get_u32(bytes + 4 * i);
+        memcpy(&f->data[i], &u, 4);
+    }
+    for (int i = 0; i < f->count; i++)
+        f->tensors[i].data = f->data + f->tensors[i].begin / 4;
+    *out = f;
+    f = NULL;
+cleanup:
+    if (fp) fclose(fp);
+    free(header);
+    free(what);
+    clnet_json_free(root);
+    clnet_st_free(f);
+    return status;
+}
+
+int clnet_st_count(const clnet_st_file *f) {
+    return f ? f->count : 0;
+}
+
+const char *clnet_st_name(const clnet_st_file *f, int i) {
+    return f && i >= 0 && i < f->count ? f->tensors[i].name : NULL;
+}
+
+clnet_status clnet_st_get(const clnet_st_file *f, const char *name, int want_ndim,
+                          const int64_t *want_shape, const float **data, int *ndim,
+                          const int64_t **shape) {
+    clnet_status status = CLNET_OK;
+    char have[256], want[256];
+    const entry *e = NULL;
+    if (!f || !name || (want_ndim > 0 && !want_shape))
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_get: NULL file, name or want_shape");
+    for (int i = 0; i < f->count && !e; i++)
+        if (strcmp(f->tensors[i].name, name) == 0) e = &f->tensors[i];
+    if (!e) FAIL(CLNET_ERR_FORMAT, "%s: has no tensor named '%s'", f->path, name);
+    /* clnet_st_load refuses every dtype but F32, so e is F32. */
+    if (want_ndim > 0) {
+        int same = e->ndim == want_ndim;
+        for (int d = 0; same && d < want_ndim; d++)
+            same = e->shape[d] == want_shape[d];
+        if (!same)
+            FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has shape %s but %s was expected", f->path,
+                 name, shape_text(have, sizeof have, e->shape, e->ndim),
+                 shape_text(want, sizeof want, want_shape, want_ndim));
+    }
+    if (data) *data = e->data;
+    if (ndim) *ndim = e->ndim;
+    if (shape) *shape = e->shape;
+cleanup:
+    return status;
+}
+
+const char *clnet_st_meta_get(const clnet_st_file *f, const char *key) {
+    if (!f || !key) return NULL;
+    for (int k = 0; k < f->nmeta; k++)
+        if (strcmp(f->keys[k], key) == 0) return f->values[k];
+    return NULL;
+}
+
+void clnet_st_free(clnet_st_file *f) {
+    if (!f) return;
+    for (int i = 0; i < f->count; i++)
+        free(f->tensors[i].name);
+    for (int k = 0; k < f->nmeta; k++) {
+        free(f->keys[k]);
+        free(f->values[k]);
+    }
+    free(f->tensors);
+    free(f->keys);
+    free(f->values);
+    free(f->data);
+    free(f->path);
+    free(f);
+}
+
+/* ==== writing ================================================================== */
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int failed;
+} text;
+
+static void add(text *t, const char *s, size_t n) {
+    if (t->failed) return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        while (cap < t->len + n + 1)
+            cap *= 2;
+        char *b = realloc(t->buf, cap);
+        if (!b) {
+            t->failed = 1;
+            return;
+        }
+        t->buf = b;
+        t->cap = cap;
+    }
+    memcpy(t->buf + t->len, s, n);
+    t->len += n;
+    t->buf[t->len] = '\0';
+}
+
+static void add_str(text *t, const char *s) {
+    add(t, s, strlen(s));
+}
+
+/* s as a JSON string: quotes, backslashes and control characters escaped, other UTF-8 as
+ * it is (as serde_json and the reference implementation write it). */
+static void add_quoted(text *t, const char *s) {
+    add(t, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[8];
+        switch (*p) {
+        case '"':
+            add(t, "\\\"", 2);
+            break;
+        case '\\':
+            add(t, "\\\\", 2);
+            break;
+        case '\n':
+            add(t, "\\n", 2);
+            break;
+        case '\r':
+            add(t, "\\r", 2);
+            break;
+        case '\t':
+            add(t, "\\t", 2);
+            break;
+        case '\b':
+            add(t, "\\b", 2);
+            break;
+        case '\f':
+            add(t, "\\f", 2);
+            break;
+        default:
+            if (*p < 0x20) {
+                snprintf(esc, sizeof esc, "\\u%04x", *p);
+                add(t, esc, 6);
+            } else {
+                add(t, (const char *)p, 1);
+            }
+        }
+    }
+    add(t, "\"", 1);
+}
+
+static int write_all(int fd, const void *data, size_t n) {
+    const unsigned char *p = data;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static clnet_status check_save_args(const char *path, const clnet_st_tensor *tensors, int count,
+                                    const clnet_st_meta *meta, int nmeta) {
+    clnet_status status = CLNET_OK;
+    char **names = NULL;
+    const char *dup;
+    if (!path || count < 0 || nmeta < 0 || (count > 0 && !tensors) || (nmeta > 0 && !meta))
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save: NULL path, tensors or metadata, or a "
+                                         "negative count");
+    for (int i = 0; i < count; i++) {
+        const clnet_st_tensor *t = &tensors[i];
+        if (!t->name)
+            FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: tensor %d has no name", path, i);
+        if (!clnet_json_utf8_valid(t->name))
+            FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: tensor %d's name is not UTF-8",
+                 path, i);
+        if (strcmp(t->name, METADATA_KEY) == 0)
+            FAIL(CLNET_ERR_INVALID_ARGUMENT,
+                 "clnet_st_save %s: a tensor cannot be named " METADATA_KEY, path);
+        if (t->ndim < 0 || t->ndim > 4)
+            FAIL(CLNET_ERR_INVALID_ARGUMENT,
+                 "clnet_st_save %s: tensor '%s' has %d dimensions (0 to 4 allowed)", path, t->name,
+                 t->ndim);
+        int64_t bytes = shape_bytes(t->shape, t->ndim);
+        for (int d = 0; d < t->ndim; d++)
+            if (t->shape[d] < 0) bytes = -1;
+        if (bytes < 0)
+            FAIL(CLNET_ERR_INVALID_ARGUMENT,
+                 "clnet_st_save %s: tensor '%s' has a negative or too large shape", path, t->name);
+        if (bytes > 0 && !t->data)
+            FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: tensor '%s' has NULL data", path,
+                 t->name);
+    }
+    for (int k = 0; k < nmeta; k++) {
+        if (!meta[k].key || !meta[k].value)
+            FAIL(CLNET_ERR_INVALID_ARGUMENT,
+                 "clnet_st_save %s: metadata %d has a NULL key or "
+                 "value",
+                 path, k);
+        if (!clnet_json_utf8_valid(meta[k].key) || !clnet_json_utf8_valid(meta[k].value))
+            FAIL(CLNET_ERR_INVALID_ARGUMENT,
+                 "clnet_st_save %s: metadata '%s' is not UTF-8 in its key or value", path,
+                 meta[k].key);
+    }
+    int most = count > nmeta ? count : nmeta;
+    if (most > 0) {
+        names = malloc((size_t)most * sizeof *names);
+        if (!names) FAIL(CLNET_ERR_OUT_OF_MEMORY, "clnet_st_save %s: out of memory", path);
+    }
+    for (int i = 0; i < count; i++)
+        names[i] = (char *)tensors[i].name;
+    TRY(find_duplicate(names, count, &dup));
+    if (dup)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: two tensors are named '%s'", path, dup);
+    for (int k = 0; k < nmeta; k++)
+        names[k] = (char *)meta[k].key;
+    TRY(find_duplicate(names, nmeta, &dup));
+    if (dup)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: metadata key '%s' is given twice", path,
+             dup);
+cleanup:
+    free(names);
+    return status;
+}
+
+/* The JSON header, padded with spaces to a multiple of 8 bytes. */
+static clnet_status make_header(const char *path, const clnet_st_tensor *tensors, int count,
+                                const clnet_st_meta *meta, int nmeta, text *t) {
+    char num[64];
+    uint64_t at = 0;
+    add_str(t, "{");
+    if (nmeta > 0) {
+        add_str(t, "\"" METADATA_KEY "\":{");
+        for (int k = 0; k < nmeta; k++) {
+            if (k) add_str(t, ",");
+            add_quoted(t, meta[k].key);
+            add_str(t, ":");
+            add_quoted(t, meta[k].value);
+        }
+        add_str(t, "}");
+    }
+    for (int i = 0; i < count; i++) {
+        const clnet_st_tensor *x = &tensors[i];
+        uint64_t bytes = (uint64_t)shape_bytes(x->shape, x->ndim);
+        if (bytes > (uint64_t)INT64_MAX - at)
+            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: too much data", path);
+        if (i || nmeta > 0) add_str(t, ",");
+        add_quoted(t, x->name);
+        add_str(t, ":{\"dtype\":\"F32\",\"shape\":[");
+        for (int d = 0; d < x->ndim; d++) {
+            snprintf(num, sizeof num, "%s%" PRId64, d ? "," : "", x->shape[d]);
+            add_str(t, num);
+        }
+        snprintf(num, sizeof num, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", at, at + bytes);
+        add_str(t, num);
+        at += bytes;
+    }
+    add_str(t, "}");
+    while (!t->failed && t->len % 8 != 0)
+        add_str(t, " ");
+    if (t->failed)
+        return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "clnet_st_save %s: out of memory", path);
+    if (t->len > CLNET_ST_MAX_HEADER)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_st_save %s: the header would be %zu bytes, over the %u that "
+                          "readers accept",
+                          path, t->len, CLNET_ST_MAX_HEADER);
+    return CLNET_OK;
+}
+
+/* Writes the floats as little-endian bytes through a small buffer. */
+static int write_floats(int fd, const float *x, size_t n) {
+    unsigned char buf[1 << 14];
+    size_t per = sizeof buf / 4;
+    for (size_t i = 0; i < n; i += per) {
+        size_t m = n - i < per ? n - i : per;
+        for (size_t j = 0; j < m; j++) {
+            uint32_t u;
+            memcpy(&u, &x[i + j], 4);
+            put_u32(buf + 4 * j, u);
+        }
+        if (write_all(fd, buf, 4 * m) != 0) return -1;
+    }
+    return 0;
+}
+
+/* Makes the folder entry durable too; a failure here cannot undo the rename, so it is
+ * ignored (the data itself was synced before). */
+static void sync_folder(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir) return;
+    int fd = open(dir, O_RDONLY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+clnet_status clnet_st_save(const char *path, const clnet_st_tensor *tensors, int count,
+                           const clnet_st_meta *meta, int nmeta) {
+    static atomic_uint serial;
+    clnet_status status = CLNET_OK;
+    text header = {0};
+    char *tmp = NULL;
+    int fd = -1;
+    unsigned char len8[8];
+    TRY(check_save_args(path, tensors, count, meta, nmeta));
+    TRY(make_header(path, tensors, count, meta, nmeta, &header));
+
+    /* The temporary file is opened with O_EXCL and mode 0666 so the umask applies as it
+     * would for any new file (mkstemp would make it 0600). */
+    size_t tmp_len = strlen(path) + 64;
+    tmp = malloc(tmp_len);
+    if (!tmp) FAIL(CLNET_ERR_OUT_OF_MEMORY, "clnet_st_save %s: out of memory", path);
+    for (int attempt = 0; fd < 0; attempt++) {
+        snprintf(tmp, tmp_len, "%s.tmp.%ld.%u.%ld", path, (long)getpid(),
+                 atomic_fetch_add(&serial, 1u), (long)time(NULL));
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && (errno != EEXIST || attempt >= 100)) {
+            free(tmp);
+            tmp = NULL;
+            FAIL(CLNET_ERR_IO, "%s: cannot create a temporary file next to it: %s", path,
+                 strerror(errno));
+        }
+    }
+    put_u64(len8, (uint64_t)header.len);
+    if (write_all(fd, len8, 8) != 0 || write_all(fd, header.buf, header.len) != 0)
+        FAIL(CLNET_ERR_IO, "%s: writing %s failed: %s", path, tmp, strerror(errno));
+    for (int i = 0; i < count; i++) {
+        size_t n = (size_t)shape_bytes(tensors[i].shape, tensors[i].ndim) / 4;
+        if (write_floats(fd, tensors[i].data, n) != 0)
+            FAIL(CLNET_ERR_IO, "%s: writing %s failed: %s", path, tmp, strerror(errno));
+    }
+    if (fsync(fd) != 0)
+        FAIL(CLNET_ERR_IO, "%s: fsync of %s failed: %s", path, tmp, strerror(errno));
+    int closed = close(fd);
+    fd = -1;
+    if (closed != 0) FAIL(CLNET_ERR_IO, "%s: closing %s failed: %s", path, tmp, strerror(errno));
+    if (rename(tmp, path) != 0)
+        FAIL(CLNET_ERR_IO, "%s: renaming %s into place failed: %s", path, tmp, strerror(errno));
+    free(tmp);
+    tmp = NULL;
+    sync_folder(path);
+cleanup:
+    if (fd >= 0) close(fd);
+    if (tmp) unlink(tmp);
+    free(tmp);
+    free(header.buf);
+    return status;
+}

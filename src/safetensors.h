@@ -1,0 +1,70 @@
+/* float32 tensors in the safetensors format: 8-byte little-endian header length N, N bytes of
+ * JSON {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
+ * "__metadata__": {"key": "value", ...}}, then the raw little-endian data. Tensors tile the
+ * data area in the order given, without gaps.
+ *
+ * The reader trusts nothing: the header length, the JSON (UTF-8, strings with every escape,
+ * integers only), each tensor's fields, and that the tensors tile the data area exactly are
+ * all checked, and every fault is CLNET_ERR_FORMAT with a message naming the file and, where
+ * it applies, the tensor. Only F32 tensors are supported: a file holding any other dtype is
+ * refused when it is loaded. */
+#ifndef CLNET_SAFETENSORS_H
+#define CLNET_SAFETENSORS_H
+
+#include "clnet.h"
+
+#include <stdint.h>
+
+/* The most dimensions the reader accepts (the writer takes up to 4). */
+#define CLNET_ST_MAX_DIMS 8
+/* The largest JSON header the reader accepts, as the reference implementation. */
+#define CLNET_ST_MAX_HEADER 100000000u
+
+typedef struct {
+    const char *name;
+    const float *data; /* product(shape) floats; may be NULL when that is 0 */
+    int ndim;          /* 0 (a scalar) to 4 */
+    int64_t shape[4];
+} clnet_st_tensor;
+
+typedef struct {
+    const char *key;
+    const char *value;
+} clnet_st_meta;
+
+/* Writes atomically: a temporary file in the same folder, fsync, rename. On any failure the
+ * file that was at `path` before is untouched. The JSON header is padded with spaces to a
+ * multiple of 8 bytes (as the reference implementation does); "__metadata__" comes first
+ * when nmeta > 0. Names, keys and values must be UTF-8 and are JSON-escaped; names must be
+ * unique and not "__metadata__", keys unique. Bad arguments give CLNET_ERR_INVALID_ARGUMENT,
+ * a file that cannot be written CLNET_ERR_IO. The new file gets mode 0666 less the umask. */
+clnet_status clnet_st_save(const char *path, const clnet_st_tensor *tensors, int count,
+                           const clnet_st_meta *meta, int nmeta);
+
+typedef struct clnet_st_file clnet_st_file;
+
+/* Reads and validates the whole file. CLNET_ERR_IO when it cannot be opened or read,
+ * CLNET_ERR_FORMAT when anything in it is wrong. */
+clnet_status clnet_st_load(const char *path, clnet_st_file **out);
+
+/* Number of tensors; 0 for NULL. */
+int clnet_st_count(const clnet_st_file *f);
+
+/* Name of tensor i (0 <= i < count) in file order, the order of their data, which for files
+ * clnet writes is also the header order; NULL when i is out of range. */
+const char *clnet_st_name(const clnet_st_file *f, int i);
+
+/* Finds a tensor; CLNET_ERR_FORMAT with a message naming the file and tensor when it is
+ * missing, not F32, or (if want_ndim > 0) its shape differs from want_shape[0..want_ndim).
+ * Any of data, ndim and shape may be NULL. The pointers stay valid until clnet_st_free. */
+clnet_status clnet_st_get(const clnet_st_file *f, const char *name, int want_ndim,
+                          const int64_t *want_shape, const float **data, int *ndim,
+                          const int64_t **shape);
+
+/* The metadata value of key; NULL if absent. */
+const char *clnet_st_meta_get(const clnet_st_file *f, const char *key);
+
+/* NULL is harmless. */
+void clnet_st_free(clnet_st_file *f);
+
+#endif
