@@ -204,6 +204,8 @@ int clnet_net_layer_count(const clnet_net *net);
 clnet_status clnet_net_layer_info(const clnet_net *net, int i, clnet_layer_info *out);
 size_t clnet_net_param_count(const clnet_net *net);
 int clnet_net_classes(const clnet_net *net); /* the loss layer's input size */
+/* One sample's shape as the model's input line declares it (0s if none). */
+void clnet_net_input_shape(const clnet_net *net, int *channels, int *height, int *width);
 
 /* ---- Training -------------------------------------------------------------
  *
@@ -255,6 +257,35 @@ clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float
 /* Loss and accuracy over a batch without training (any n). */
 clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const int32_t *labels,
                                       int n, clnet_step_result *out);
+
+/* ---- Checkpoints -----------------------------------------------------------
+ *
+ * Checkpoints are safetensors files (float32, little endian), so Python reads
+ * them. Parameters are named "<layer name>.weight" and "<layer name>.bias",
+ * laid out as PyTorch lays them out: conv2d weight (out, in, kh, kw), linear
+ * weight (out, in), with flatten in C, H, W order, so they load into the
+ * equivalent PyTorch model. SGD velocity is kept as
+ * "optimizer.momentum.<tensor name>". __metadata__ holds the progress below as
+ * decimal strings ("step", "epoch", "position", "data_seed", "init_seed"),
+ * "format" ("clnet-checkpoint-1"), "clnet_version" and "model" (one line per
+ * layer: name, kind, output shape). Saving is atomic: a temporary file, then
+ * a rename, so an interrupted save never damages the last checkpoint. */
+
+typedef struct {
+    int64_t step;       /* optimizer steps taken */
+    int epoch;          /* the epoch of the next batch (0-based) */
+    int64_t position;   /* the next batch's first sample in that epoch's order */
+    uint64_t data_seed; /* the loader's shuffling seed */
+    uint64_t init_seed; /* the seed the parameters were initialised with */
+} clnet_progress;
+
+/* Writes parameters, SGD velocity and progress (may be NULL: zeros). */
+clnet_status clnet_net_save(const clnet_net *net, const char *path, const clnet_progress *progress);
+/* Reads a checkpoint into the net (and its bound replica). Every parameter
+ * tensor must be there with the model's shape, and nothing else may be: a
+ * missing, extra or misshapen tensor is CLNET_ERR_FORMAT naming it, and the
+ * net is left as it was. progress may be NULL. */
+clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_progress *progress);
 
 int64_t clnet_net_step(const clnet_net *net);         /* optimizer steps taken */
 float clnet_net_learning_rate(const clnet_net *net);  /* for the next step */
@@ -380,6 +411,18 @@ int clnet_loader_batches_per_epoch(const clnet_loader *l);
 /* Stops the prefetch thread and frees the loader (not the data set). NULL is
  * harmless. */
 void clnet_loader_free(clnet_loader *l);
+
+/* Writes an SVG picture of training curves: loss (left) and accuracy (right,
+ * train and test; NaN test values are left out) against epoch, n points. */
+clnet_status clnet_write_curves_svg(const char *path, const char *title, const double *epoch,
+                                    const double *train_loss, const double *train_accuracy,
+                                    const double *test_accuracy, int n);
+
+/* Loss and accuracy of a bound net over a whole data set, in file order, in
+ * batches of the bound size; images are scaled as a loader with this mean and
+ * std scales them (0 and 1: [0, 1]). */
+clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float mean, float std,
+                                clnet_step_result *out);
 
 #ifdef __cplusplus
 }

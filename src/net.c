@@ -366,6 +366,13 @@ clnet_status clnet_net_layer_info(const clnet_net *net, int i, clnet_layer_info 
     return CLNET_OK;
 }
 
+void clnet_net_input_shape(const clnet_net *net, int *channels, int *height, int *width) {
+    clnet_shape in = net && net->has_input ? net->input : (clnet_shape){0, 0, 0};
+    if (channels) *channels = in.c;
+    if (height) *height = in.h;
+    if (width) *width = in.w;
+}
+
 size_t clnet_net_param_count(const clnet_net *net) {
     return net ? net->nparams : 0;
 }

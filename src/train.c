@@ -108,3 +108,30 @@ float clnet_net_learning_rate(const clnet_net *net) {
 const float *clnet_net_params(const clnet_net *net) {
     return net ? net->params : NULL;
 }
+
+clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float mean, float std,
+                                clnet_step_result *out) {
+    clnet_status status = CLNET_OK;
+    clnet_loader *loader = NULL;
+    TRY(need_bound(net, ds, "clnet_net_evaluate"));
+    clnet_loader_config cfg = {
+        .batch = net->max_batch, .seed = 0, .shuffle = 0, .drop_last = 0, .mean = mean, .std = std};
+    TRY(clnet_loader_create(&loader, ds, &cfg));
+    double loss = 0;
+    int correct = 0, seen = 0;
+    for (int b = 0; b < clnet_loader_batches_per_epoch(loader); b++) {
+        clnet_batch batch;
+        double l = 0;
+        int c = 0;
+        TRY(clnet_loader_next(loader, &batch));
+        TRY(clnet_replica_run(net->replica, net, batch.images, batch.labels, batch.n, 0, &l, &c,
+                              NULL));
+        loss += l;
+        correct += c;
+        seen += batch.n;
+    }
+    if (out) *out = (clnet_step_result){.loss = seen ? loss / seen : 0, .correct = correct, .n = seen};
+cleanup:
+    clnet_loader_free(loader);
+    return status;
+}

@@ -1,25 +1,11 @@
 /* The clnet command-line program. It uses only the public API (clnet.h). */
-#include "clnet.h"
+#include "cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: clnet <command> [options]\n"
-            "\n"
-            "commands:\n"
-            "  devices [--devices SPEC]   list OpenCL devices and check that each runs clnet's "
-            "kernels\n"
-            "  version                    print the version\n"
-            "  help                       print this text\n"
-            "\n"
-            "SPEC selects devices: all (default), gpu, cpu, a comma list of device numbers\n"
-            "(0,2), or platform=NAME. --devices wins over $CLNET_DEVICES.\n");
-}
-
-/* "--name VALUE" or "--name=VALUE" at argv[*i]; advances *i past the value. */
-static int option_value(int argc, char **argv, int *i, const char *name, const char **value) {
+int cli_option(int argc, char **argv, int *i, const char *name, const char **value) {
     size_t n = strlen(name);
     if (strncmp(argv[*i], name, n) != 0) return 0;
     if (argv[*i][n] == '=') {
@@ -34,6 +20,46 @@ static int option_value(int argc, char **argv, int *i, const char *name, const c
     }
     *value = argv[++*i];
     return 1;
+}
+
+int cli_int(const char *name, const char *text, long min, long max, long *out) {
+    char *end = NULL;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || v < min || v > max) {
+        fprintf(stderr, "clnet: %s: expected a whole number from %ld to %ld, got '%s'\n", name,
+                min, max, text);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int cli_float(const char *name, const char *text, double min, double max, double *out) {
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (end == text || *end || !(v >= min && v <= max)) {
+        fprintf(stderr, "clnet: %s: expected a number from %g to %g, got '%s'\n", name, min, max,
+                text);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: clnet <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  devices [--devices SPEC]   list OpenCL devices and check that each runs clnet's "
+            "kernels\n"
+            "  train MODEL [options]      train a model on an IDX data set (clnet train --help)\n"
+            "  eval MODEL --weights FILE  test accuracy of a checkpoint (clnet eval --help)\n"
+            "  version                    print the version\n"
+            "  help                       print this text\n"
+            "\n"
+            "SPEC selects devices: all (default), gpu, cpu, a comma list of device numbers\n"
+            "(0,2), or platform=NAME. --devices wins over $CLNET_DEVICES.\n");
 }
 
 static const char *type_name(clnet_device_type t) {
@@ -56,10 +82,10 @@ static void format_bytes(uint64_t bytes, char *out, size_t cap) {
         snprintf(out, cap, "%.0f MiB", (double)bytes / (1ull << 20));
 }
 
-static int cmd_devices(int argc, char **argv) {
+int cmd_devices(int argc, char **argv) {
     const char *spec = NULL;
     for (int i = 0; i < argc; i++) {
-        if (option_value(argc, argv, &i, "--devices", &spec)) {
+        if (cli_option(argc, argv, &i, "--devices", &spec)) {
             if (!spec) return 2;
         } else {
             fprintf(stderr, "clnet devices: unknown option '%s'\n", argv[i]);
@@ -112,6 +138,8 @@ int main(int argc, char **argv) {
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "devices") == 0) return cmd_devices(argc - 2, argv + 2);
+    if (strcmp(cmd, "train") == 0) return cmd_train(argc - 2, argv + 2);
+    if (strcmp(cmd, "eval") == 0) return cmd_eval(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("clnet %s\n", clnet_version());
         return 0;

@@ -1,0 +1,19 @@
+/* Shared pieces of the clnet program's commands. */
+#ifndef CLNET_CLI_H
+#define CLNET_CLI_H
+
+#include "clnet.h"
+
+/* "--name VALUE" or "--name=VALUE" at argv[*i]: 1 and *value set (NULL when
+ * the value is missing, after a message) when argv[*i] is that option. */
+int cli_option(int argc, char **argv, int *i, const char *name, const char **value);
+
+/* Parsers that print "clnet: --name: ..." and return 0 on bad input. */
+int cli_int(const char *name, const char *text, long min, long max, long *out);
+int cli_float(const char *name, const char *text, double min, double max, double *out);
+
+int cmd_devices(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+
+#endif

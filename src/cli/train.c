@@ -1,0 +1,498 @@
+/* `clnet train` and `clnet eval`: the training loop a user runs, written on
+ * the public API alone. */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+    const char *model, *data, *devices, *save, *resume, *log, *plot, *weights;
+    long epochs, steps, batch, save_every, train_limit, test_limit, step_size;
+    uint64_t seed;
+    double lr, momentum, wd, gamma, mean, std;
+    int nesterov, no_eval, seed_given;
+    clnet_schedule schedule;
+} options;
+
+static void train_usage(FILE *out) {
+    fprintf(out,
+            "usage: clnet train MODEL [options]\n"
+            "  --data DIR          IDX data set folder (default $CLNET_DATA_DIR or "
+            "%s)\n"
+            "  --epochs N          epochs to train (default 10)\n"
+            "  --steps N           stop once the net has taken N optimizer steps\n"
+            "  --batch B           samples per step (default 256)\n"
+            "  --lr X              learning rate (default 0.1)\n"
+            "  --momentum M        SGD momentum (default 0)\n"
+            "  --nesterov          Nesterov momentum\n"
+            "  --wd W              weight decay (default 0)\n"
+            "  --schedule S        constant (default), step or cosine (over all epochs)\n"
+            "  --step-size N       step schedule: steps between decays (default a third of "
+            "the run)\n"
+            "  --gamma G           step schedule: decay factor (default 0.1)\n"
+            "  --seed S            seed for initialisation and shuffling (default 1)\n"
+            "  --mean X --std Y    normalise images as (pixel/255 - X) / Y (default 0, 1)\n"
+            "  --devices SPEC      which devices (see clnet devices)\n"
+            "  --save FILE         write a checkpoint at the end (and on Ctrl-C)\n"
+            "  --save-every N      also every N steps (needs --save)\n"
+            "  --resume FILE       continue from a checkpoint (same command otherwise)\n"
+            "  --log FILE.csv      per-epoch figures as CSV\n"
+            "  --plot FILE.svg     per-epoch loss and accuracy curves as SVG\n"
+            "  --no-eval           do not evaluate the test set\n"
+            "  --train-limit N     use only the first N training images (quick runs)\n"
+            "  --test-limit N      use only the first N test images\n"
+            "Progress goes to stderr; the last line on stdout is\n"
+            "  final: test_accuracy=<a> train_loss=<l> images_per_s=<n>\n",
+            CLNET_DEFAULT_DATA_DIR);
+}
+
+static int parse(int argc, char **argv, options *o, int eval) {
+    memset(o, 0, sizeof *o);
+    o->epochs = 10;
+    o->steps = -1;
+    o->batch = 256;
+    o->lr = 0.1;
+    o->gamma = 0.1;
+    o->seed = 1;
+    o->std = 1;
+    o->schedule = CLNET_SCHEDULE_CONSTANT;
+    for (int i = 0; i < argc; i++) {
+        const char *v = NULL;
+        long n = 0;
+        double x = 0;
+#define VALUE(name) (cli_option(argc, argv, &i, name, &v) && (v || (exit_code = 2, 0)))
+        int exit_code = 0;
+        if (argv[i][0] != '-') {
+            if (o->model) {
+                fprintf(stderr, "clnet: one model file only ('%s' and '%s')\n", o->model, argv[i]);
+                return 2;
+            }
+            o->model = argv[i];
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            train_usage(stdout);
+            return -1;
+        } else if (VALUE("--data")) {
+            o->data = v;
+        } else if (VALUE("--devices")) {
+            o->devices = v;
+        } else if (VALUE("--batch")) {
+            if (!cli_int("--batch", v, 1, 1 << 20, &o->batch)) return 2;
+        } else if (VALUE("--test-limit")) {
+            if (!cli_int("--test-limit", v, 1, 1L << 30, &o->test_limit)) return 2;
+        } else if (VALUE("--mean")) {
+            if (!cli_float("--mean", v, -1e3, 1e3, &o->mean)) return 2;
+        } else if (VALUE("--std")) {
+            if (!cli_float("--std", v, 1e-6, 1e3, &o->std)) return 2;
+        } else if (eval && VALUE("--weights")) {
+            o->weights = v;
+        } else if (!eval && VALUE("--epochs")) {
+            if (!cli_int("--epochs", v, 1, 1000000, &o->epochs)) return 2;
+        } else if (!eval && VALUE("--steps")) {
+            if (!cli_int("--steps", v, 0, 1L << 40, &o->steps)) return 2;
+        } else if (!eval && VALUE("--lr")) {
+            if (!cli_float("--lr", v, 1e-12, 1e6, &o->lr)) return 2;
+        } else if (!eval && VALUE("--momentum")) {
+            if (!cli_float("--momentum", v, 0, 0.999999, &o->momentum)) return 2;
+        } else if (!eval && strcmp(argv[i], "--nesterov") == 0) {
+            o->nesterov = 1;
+        } else if (!eval && VALUE("--wd")) {
+            if (!cli_float("--wd", v, 0, 1e3, &o->wd)) return 2;
+        } else if (!eval && VALUE("--schedule")) {
+            if (strcmp(v, "constant") == 0)
+                o->schedule = CLNET_SCHEDULE_CONSTANT;
+            else if (strcmp(v, "step") == 0)
+                o->schedule = CLNET_SCHEDULE_STEP;
+            else if (strcmp(v, "cosine") == 0)
+                o->schedule = CLNET_SCHEDULE_COSINE;
+            else {
+                fprintf(stderr, "clnet: --schedule: expected constant, step or cosine, got '%s'\n",
+                        v);
+                return 2;
+            }
+        } else if (!eval && VALUE("--step-size")) {
+            if (!cli_int("--step-size", v, 1, 1L << 40, &o->step_size)) return 2;
+        } else if (!eval && VALUE("--gamma")) {
+            if (!cli_float("--gamma", v, 1e-9, 1, &o->gamma)) return 2;
+        } else if (!eval && VALUE("--seed")) {
+            if (!cli_int("--seed", v, 0, 0x7fffffffL, &n)) return 2;
+            o->seed = (uint64_t)n;
+            o->seed_given = 1;
+        } else if (!eval && VALUE("--save")) {
+            o->save = v;
+        } else if (!eval && VALUE("--save-every")) {
+            if (!cli_int("--save-every", v, 1, 1L << 40, &o->save_every)) return 2;
+        } else if (!eval && VALUE("--resume")) {
+            o->resume = v;
+        } else if (!eval && VALUE("--log")) {
+            o->log = v;
+        } else if (!eval && VALUE("--plot")) {
+            o->plot = v;
+        } else if (!eval && strcmp(argv[i], "--no-eval") == 0) {
+            o->no_eval = 1;
+        } else if (!eval && VALUE("--train-limit")) {
+            if (!cli_int("--train-limit", v, 1, 1L << 30, &o->train_limit)) return 2;
+        } else {
+            if (exit_code) return exit_code;
+            fprintf(stderr, "clnet %s: unknown option '%s' (clnet %s --help)\n",
+                    eval ? "eval" : "train", argv[i], eval ? "eval" : "train");
+            return 2;
+        }
+        if (exit_code) return exit_code;
+        (void)x;
+#undef VALUE
+    }
+    if (!o->model) {
+        fprintf(stderr, "clnet: which model? e.g. clnet %s examples/models/lenet.cfg\n",
+                eval ? "eval" : "train");
+        return 2;
+    }
+    if (eval && !o->weights) {
+        fprintf(stderr, "clnet eval: --weights FILE is required\n");
+        return 2;
+    }
+    if (o->save_every && !o->save) {
+        fprintf(stderr, "clnet: --save-every needs --save FILE\n");
+        return 2;
+    }
+    if (o->nesterov && o->momentum == 0) {
+        fprintf(stderr, "clnet: --nesterov needs --momentum > 0\n");
+        return 2;
+    }
+    return 0;
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static volatile sig_atomic_t stop_signal;
+static void on_signal(int sig) {
+    stop_signal = sig;
+}
+
+/* The pieces a command sets up: devices, net, data. */
+typedef struct {
+    clnet_runtime *rt;
+    clnet_net *net;
+    clnet_dataset *train, *test;
+} session;
+
+static void session_free(session *s) {
+    clnet_net_free(s->net);
+    clnet_dataset_free(s->train);
+    clnet_dataset_free(s->test);
+    clnet_runtime_free(s->rt);
+}
+
+static int fail(const char *what) {
+    fprintf(stderr, "clnet: %s: %s\n", what, clnet_last_error());
+    return 1;
+}
+
+/* Loads the model and the data, checks they fit each other, opens devices. */
+static int open_session(const options *o, session *s, int need_train) {
+    memset(s, 0, sizeof *s);
+    if (clnet_net_load(&s->net, o->model) != CLNET_OK) return fail("model");
+    if (need_train && clnet_dataset_load(&s->train, o->data, "train") != CLNET_OK)
+        return fail("training data");
+    if (!o->no_eval && clnet_dataset_load(&s->test, o->data, "test") != CLNET_OK)
+        return fail("test data");
+    if (s->train && o->train_limit && o->train_limit < clnet_dataset_count(s->train))
+        clnet_dataset_truncate(s->train, (int)o->train_limit);
+    if (s->test && o->test_limit && o->test_limit < clnet_dataset_count(s->test))
+        clnet_dataset_truncate(s->test, (int)o->test_limit);
+    clnet_dataset *sets[2] = {s->train, s->test};
+    for (int k = 0; k < 2; k++) {
+        if (!sets[k]) continue;
+        int c, h, w, nc, nh, nw;
+        clnet_dataset_shape(sets[k], &c, &h, &w);
+        clnet_net_input_shape(s->net, &nc, &nh, &nw);
+        if (c != nc || h != nh || w != nw) {
+            fprintf(stderr, "clnet: %s takes %dx%dx%d images but the data set holds %dx%dx%d\n",
+                    o->model, nc, nh, nw, c, h, w);
+            return 1;
+        }
+        int classes = clnet_dataset_classes(sets[k]);
+        if (classes > clnet_net_classes(s->net)) {
+            fprintf(stderr, "clnet: the data has %d classes but %s predicts %d\n", classes,
+                    o->model, clnet_net_classes(s->net));
+            return 1;
+        }
+    }
+    if (clnet_runtime_create(&s->rt, o->devices) != CLNET_OK) return fail("devices");
+    return 0;
+}
+
+typedef struct {
+    double *train_loss, *train_acc, *test_acc, *seconds, *ips, *epoch;
+    int n, cap;
+} history;
+
+static void history_add(history *h, double epoch, double tl, double ta, double te, double secs,
+                        double ips) {
+    if (h->n == h->cap) {
+        h->cap = h->cap ? 2 * h->cap : 16;
+        double **cols[] = {&h->train_loss, &h->train_acc, &h->test_acc,
+                           &h->seconds,    &h->ips,       &h->epoch};
+        for (int i = 0; i < 6; i++) *cols[i] = realloc(*cols[i], (size_t)h->cap * sizeof(double));
+    }
+    h->epoch[h->n] = epoch;
+    h->train_loss[h->n] = tl;
+    h->train_acc[h->n] = ta;
+    h->test_acc[h->n] = te;
+    h->seconds[h->n] = secs;
+    h->ips[h->n] = ips;
+    h->n++;
+}
+
+static void history_free(history *h) {
+    free(h->train_loss), free(h->train_acc), free(h->test_acc);
+    free(h->seconds), free(h->ips), free(h->epoch);
+}
+
+static int evaluate(const options *o, session *s, double *acc, double *loss) {
+    clnet_step_result r;
+    if (clnet_net_evaluate(s->net, s->test, (float)o->mean, (float)o->std, &r) != CLNET_OK)
+        return fail("evaluation");
+    *acc = r.n ? (double)r.correct / r.n : 0;
+    if (loss) *loss = r.loss;
+    return 0;
+}
+
+static int save(const options *o, session *s, const char *path, const clnet_batch *last,
+                uint64_t data_seed, uint64_t init_seed) {
+    clnet_progress p = {.data_seed = data_seed, .init_seed = init_seed};
+    if (last) { /* where the next batch starts */
+        p.epoch = last->epoch;
+        p.position = last->position + last->n;
+        if (p.position >= clnet_dataset_count(s->train)) p.epoch++, p.position = 0;
+    }
+    (void)o;
+    if (clnet_net_save(s->net, path, &p) != CLNET_OK) return fail("saving a checkpoint");
+    return 0;
+}
+
+static void progress_bar(int epoch, long epochs, int done, int total, double ips, double loss,
+                         double eta) {
+    char bar[31];
+    int fill = total ? 30 * done / total : 0;
+    for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+    bar[30] = '\0';
+    fprintf(stderr, "\repoch %d/%ld [%s] %3d%%  %6.0f img/s  loss %.4f  ETA %4.0fs ", epoch, epochs,
+            bar, total ? 100 * done / total : 0, ips, loss, eta);
+    fflush(stderr);
+}
+
+int cmd_train(int argc, char **argv) {
+    options o;
+    int rc = parse(argc, argv, &o, 0);
+    if (rc) return rc < 0 ? 0 : rc;
+    session s;
+    history h = {0};
+    clnet_loader *loader = NULL;
+    FILE *csv = NULL;
+    if ((rc = open_session(&o, &s, 1)) != 0) goto done;
+
+    uint64_t init_seed = o.seed, data_seed = o.seed;
+    clnet_progress resumed = {0};
+    if (o.resume) {
+        if (clnet_net_load_weights(s.net, o.resume, &resumed) != CLNET_OK) {
+            rc = fail("resume");
+            goto done;
+        }
+        data_seed = resumed.data_seed;
+        init_seed = resumed.init_seed;
+        if (o.seed_given && o.seed != data_seed)
+            fprintf(stderr, "clnet: note: resuming with the checkpoint's seed %" PRIu64 "\n",
+                    data_seed);
+    } else if (clnet_net_init(s.net, init_seed) != CLNET_OK) {
+        rc = fail("initialisation");
+        goto done;
+    }
+    if (clnet_net_bind(s.net, s.rt, (int)o.batch) != CLNET_OK) {
+        rc = fail("devices");
+        goto done;
+    }
+    clnet_loader_config lc = {.batch = (int)o.batch,
+                              .seed = data_seed,
+                              .shuffle = 1,
+                              .drop_last = 0,
+                              .mean = (float)o.mean,
+                              .std = (float)o.std};
+    if (clnet_loader_create(&loader, s.train, &lc) != CLNET_OK) {
+        rc = fail("training data");
+        goto done;
+    }
+    int per_epoch = clnet_loader_batches_per_epoch(loader);
+    clnet_sgd_config sgd;
+    clnet_sgd_defaults(&sgd);
+    sgd.lr = (float)o.lr;
+    sgd.momentum = (float)o.momentum;
+    sgd.nesterov = o.nesterov;
+    sgd.weight_decay = (float)o.wd;
+    sgd.schedule = o.schedule;
+    sgd.total_steps = (int64_t)o.epochs * per_epoch;
+    sgd.step_size = o.step_size ? o.step_size : (sgd.total_steps + 2) / 3;
+    sgd.gamma = (float)o.gamma;
+    if (clnet_net_set_sgd(s.net, &sgd) != CLNET_OK) {
+        rc = fail("optimizer");
+        goto done;
+    }
+    if (o.resume && clnet_loader_seek(loader, resumed.epoch, resumed.position) != CLNET_OK) {
+        rc = fail("resume");
+        goto done;
+    }
+    if (o.log) {
+        csv = fopen(o.log, "w");
+        if (!csv) {
+            fprintf(stderr, "clnet: cannot write %s\n", o.log);
+            rc = 1;
+            goto done;
+        }
+        fprintf(csv, "epoch,train_loss,train_accuracy,test_accuracy,seconds,images_per_s\n");
+        fflush(csv);
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    int tty = isatty(2);
+    int64_t max_steps = o.steps >= 0 ? o.steps : INT64_MAX;
+    double train_seconds = 0, run_samples = 0, last_loss = NAN;
+    double epoch_loss = 0, epoch_start = now(), epoch_train_seconds = 0;
+    long epoch_correct = 0, epoch_seen = 0;
+    int epoch = o.resume ? resumed.epoch : 0, epoch_batches = 0;
+    clnet_batch batch, last = {0};
+    int have_last = 0;
+    double last_bar = 0;
+    while (epoch < o.epochs && clnet_net_step(s.net) < max_steps && !stop_signal) {
+        double t0 = now();
+        clnet_step_result r;
+        if (clnet_loader_next(loader, &batch) != CLNET_OK) {
+            rc = fail("training data");
+            goto done;
+        }
+        if (clnet_net_train_step(s.net, batch.images, batch.labels, batch.n, &r) != CLNET_OK) {
+            rc = fail("training step");
+            goto done;
+        }
+        double dt = now() - t0;
+        train_seconds += dt;
+        epoch_train_seconds += dt;
+        run_samples += batch.n;
+        epoch_loss += r.loss * r.n;
+        epoch_correct += r.correct;
+        epoch_seen += r.n;
+        epoch_batches++;
+        last = batch;
+        have_last = 1;
+        if (o.save_every && clnet_net_step(s.net) % o.save_every == 0 &&
+            (rc = save(&o, &s, o.save, &last, data_seed, init_seed)) != 0)
+            goto done;
+        int epoch_done = batch.position + batch.n >= clnet_dataset_count(s.train);
+        double ips = epoch_seen / (epoch_train_seconds > 0 ? epoch_train_seconds : 1);
+        if (tty && (now() - last_bar > 0.1 || epoch_done)) {
+            int done_b = (int)((batch.position + batch.n + o.batch - 1) / o.batch);
+            double eta = (per_epoch - done_b) * o.batch / (ips > 0 ? ips : 1);
+            progress_bar(epoch + 1, o.epochs, done_b, per_epoch, ips, epoch_loss / epoch_seen, eta);
+            last_bar = now();
+        }
+        int stopping = clnet_net_step(s.net) >= max_steps || stop_signal;
+        if (epoch_done || stopping) {
+            double test_acc = NAN;
+            if (!o.no_eval && epoch_done && (rc = evaluate(&o, &s, &test_acc, NULL)) != 0)
+                goto done;
+            last_loss = epoch_loss / epoch_seen;
+            double secs = now() - epoch_start, train_acc = (double)epoch_correct / epoch_seen;
+            if (tty) fprintf(stderr, "\n");
+            fprintf(stderr,
+                    "epoch %d%s: train_loss=%.4f train_accuracy=%.4f test_accuracy=%s%.4f "
+                    "seconds=%.1f images_per_s=%.0f\n",
+                    epoch + 1, epoch_done ? "" : " (partial)", last_loss, train_acc,
+                    isnan(test_acc) ? "-" : "", isnan(test_acc) ? 0.0 : test_acc, secs, ips);
+            history_add(&h, epoch + (epoch_done ? 1.0 : (double)epoch_batches / per_epoch),
+                        last_loss, train_acc, test_acc, secs, ips);
+            if (csv) {
+                char test_col[32] = ""; /* empty when the test set was not evaluated */
+                if (!isnan(test_acc)) snprintf(test_col, sizeof test_col, "%.6f", test_acc);
+                fprintf(csv, "%d,%.6f,%.6f,%s,%.3f,%.1f\n", epoch + 1, last_loss, train_acc,
+                        test_col, secs, ips);
+                fflush(csv);
+            }
+            if (o.plot && h.n > 0 &&
+                clnet_write_curves_svg(o.plot, o.model, h.epoch, h.train_loss, h.train_acc,
+                                       h.test_acc, h.n) != CLNET_OK)
+                fprintf(stderr, "clnet: warning: plot: %s\n", clnet_last_error());
+            if (epoch_done) epoch++;
+            epoch_loss = 0, epoch_correct = 0, epoch_seen = 0, epoch_batches = 0;
+            epoch_train_seconds = 0;
+            epoch_start = now();
+        }
+    }
+
+    if (stop_signal) {
+        const char *path = o.save ? o.save : "clnet-interrupted.safetensors";
+        if (save(&o, &s, path, have_last ? &last : NULL, data_seed, init_seed) != 0) {
+            rc = 1;
+            goto done;
+        }
+        fprintf(stderr,
+                "clnet: stopped by %s after step %" PRId64 "; saved %s (continue with --resume "
+                "%s)\n",
+                stop_signal == SIGINT ? "SIGINT" : "SIGTERM", clnet_net_step(s.net), path, path);
+        rc = 128 + stop_signal;
+        goto done;
+    }
+    if (o.save && (rc = save(&o, &s, o.save, have_last ? &last : NULL, data_seed, init_seed)) != 0)
+        goto done;
+    double test_acc = NAN;
+    if (!o.no_eval) {
+        if (h.n && !isnan(h.test_acc[h.n - 1]))
+            test_acc = h.test_acc[h.n - 1];
+        else if ((rc = evaluate(&o, &s, &test_acc, NULL)) != 0)
+            goto done;
+    }
+    printf("final: test_accuracy=%.4f train_loss=%.4f images_per_s=%.0f\n",
+           isnan(test_acc) ? 0.0 : test_acc, last_loss,
+           train_seconds > 0 ? run_samples / train_seconds : 0.0);
+    fflush(stdout);
+done:
+    if (csv) fclose(csv);
+    clnet_loader_free(loader);
+    history_free(&h);
+    session_free(&s);
+    return rc;
+}
+
+int cmd_eval(int argc, char **argv) {
+    options o;
+    int rc = parse(argc, argv, &o, 1);
+    if (rc) return rc < 0 ? 0 : rc;
+    session s;
+    double acc = 0, loss = 0;
+    if ((rc = open_session(&o, &s, 0)) != 0) goto done;
+    if (clnet_net_load_weights(s.net, o.weights, NULL) != CLNET_OK) {
+        rc = fail("weights");
+        goto done;
+    }
+    if (clnet_net_bind(s.net, s.rt, (int)o.batch) != CLNET_OK) {
+        rc = fail("devices");
+        goto done;
+    }
+    if ((rc = evaluate(&o, &s, &acc, &loss)) != 0) goto done;
+    printf("test_loss=%.4f\ntest_accuracy=%.4f\n", loss, acc);
+done:
+    session_free(&s);
+    return rc;
+}
