@@ -1,7 +1,7 @@
 /* The PyTorch golden fixtures in tests/fixtures/ (written by make_fixtures.py): every file
  * loads, says which layer it is, and holds exactly the tensors that layer needs, with
- * shapes consistent with each other and with the configuration in its metadata. The layer
- * tests compare the kernels against the values. */
+ * shapes consistent with each other and with the configuration in its metadata. The
+ * torch.* tests (test_layers_torch.c) compare the kernels against the values. */
 #include "harness.h"
 #include "safetensors.h"
 
