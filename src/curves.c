@@ -1,0 +1,15 @@
+/* The public picture of training curves, drawn by the plot module. */
+#include "error.h"
+#include "plot.h"
+
+clnet_status clnet_write_curves_svg(const char *path, const char *title, const double *epoch,
+                                    const double *train_loss, const double *train_accuracy,
+                                    const double *test_accuracy, int n) {
+    if (!path || !epoch || !train_loss || !train_accuracy || n < 1)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_write_curves_svg: no points to draw");
+    clnet_plot_series loss[] = {{"train loss", epoch, train_loss, n}};
+    clnet_plot_series acc[] = {{"train accuracy", epoch, train_accuracy, n},
+                               {"test accuracy", epoch, test_accuracy, n}};
+    return clnet_plot_svg(path, title ? title : "training", "epoch", loss, 1, acc,
+                          test_accuracy ? 2 : 1);
+}

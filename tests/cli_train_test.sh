@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# `clnet train` and `clnet eval` as a user runs them, on a Fashion-MNIST
+# subset: output format, CSV log and plot, checkpoints, resume bitwise,
+# same seed twice, Ctrl-C, and clear failures on bad input.
+# usage: cli_train_test.sh CLNET MODEL_DIR
+set -u
+clnet=$1 models=$2
+work=$(mktemp -d /tmp/clnet-cli-train-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; shift; printf '%s\n' "$@"; fail=1; }
+quick=(--train-limit 640 --test-limit 256 --batch 64)
+
+# 1. a short run: stdout ends with the final line; CSV, plot and checkpoint written
+out=$("$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 2 --lr 0.1 --momentum 0.9 \
+      --save "$work/a.safetensors" --log "$work/a.csv" --plot "$work/a.svg" 2>"$work/a.err")
+rc=$?
+last=$(tail -n1 <<<"$out")
+if [ $rc -eq 0 ] && [[ $last =~ ^final:\ test_accuracy=0\.[0-9]{4}\ train_loss=[0-9]+\.[0-9]{4}\ images_per_s=[0-9]+$ ]]; then
+  ok "train prints the final line ($last)"
+else bad "train final line (rc $rc)" "$out" "$(cat "$work/a.err")"; fi
+if [ "$(head -n1 "$work/a.csv")" = "epoch,train_loss,train_accuracy,test_accuracy,seconds,images_per_s" ] &&
+   [ "$(wc -l <"$work/a.csv")" -eq 3 ]; then ok "CSV log has its header and one line per epoch"
+else bad "CSV log" "$(cat "$work/a.csv")"; fi
+if grep -q '^epoch 2: train_loss=' "$work/a.err"; then ok "one plain line per epoch on stderr"
+else bad "per-epoch lines" "$(cat "$work/a.err")"; fi
+if head -c 200 "$work/a.svg" | grep -q '<svg' && tail -c 20 "$work/a.svg" | grep -q '</svg>'; then ok "SVG plot written"
+else bad "SVG plot" "$(head -c 300 "$work/a.svg")"; fi
+acc=$("$clnet" eval "$models/lenet.cfg" --weights "$work/a.safetensors" --test-limit 256 --batch 64 | tail -n1)
+want=$(sed -n 's/.*test_accuracy=\([0-9.]*\).*/\1/p' <<<"$last")
+if [ "$acc" = "test_accuracy=$want" ]; then ok "eval of the checkpoint agrees ($acc)"
+else bad "eval agrees" "eval: $acc" "train: $want"; fi
+
+# 2. --steps 0 writes the initial parameters
+if "$clnet" train "$models/lenet.cfg" "${quick[@]}" --steps 0 --no-eval --save "$work/init.safetensors" >/dev/null 2>&1 &&
+   [ -s "$work/init.safetensors" ]; then ok "--steps 0 --save writes the initialised net"
+else bad "--steps 0"; fi
+
+# 3. stopped and resumed == never stopped, byte for byte (same command + --resume)
+run=(train "$models/lenet.cfg" "${quick[@]}" --epochs 3 --lr 0.05 --momentum 0.9 --nesterov --wd 5e-4 --schedule cosine --no-eval --seed 5)
+"$clnet" "${run[@]}" --steps 14 --save "$work/full.safetensors" >/dev/null 2>&1
+"$clnet" "${run[@]}" --steps 6 --save "$work/half.safetensors" >/dev/null 2>&1
+"$clnet" "${run[@]}" --steps 14 --resume "$work/half.safetensors" --save "$work/resumed.safetensors" >/dev/null 2>&1
+if cmp -s "$work/full.safetensors" "$work/resumed.safetensors"; then ok "resume gives a byte-identical checkpoint"
+else bad "resume is not bitwise identical"; fi
+"$clnet" "${run[@]}" --steps 14 --save "$work/again.safetensors" >/dev/null 2>&1
+if cmp -s "$work/full.safetensors" "$work/again.safetensors"; then ok "the same seed twice gives the same parameters"
+else bad "same seed twice differs"; fi
+
+# 4. Ctrl-C: finishes the step, saves, exits non-zero with a message
+"$clnet" train "$models/lenet.cfg" --train-limit 6400 --test-limit 256 --batch 64 --epochs 50 --no-eval \
+  --save "$work/int.safetensors" >/dev/null 2>"$work/int.err" &
+pid=$!
+for _ in $(seq 1 100); do grep -q '^epoch 1' "$work/int.err" 2>/dev/null && break; sleep 0.2; done
+kill -INT $pid; wait $pid; rc=$?
+if [ $rc -eq 130 ] && grep -q 'stopped by SIGINT' "$work/int.err" &&
+   "$clnet" eval "$models/lenet.cfg" --weights "$work/int.safetensors" --test-limit 64 >/dev/null 2>&1; then
+  ok "SIGINT saves a loadable checkpoint and exits 130"
+else bad "SIGINT (rc $rc)" "$(cat "$work/int.err")"; fi
+
+# 5. bad input: clear messages, non-zero exits, the checkpoint untouched
+expect_fail() { # name pattern args...
+  local name=$1 pattern=$2; shift 2
+  local out rc; out=$("$clnet" "$@" 2>&1); rc=$?
+  if [ $rc -ne 0 ] && grep -qE -- "$pattern" <<<"$out" && ! grep -qiE 'segmentation|abort|core dumped' <<<"$out"; then ok "$name"
+  else bad "$name (rc $rc)" "$out"; fi
+}
+cp "$work/a.safetensors" "$work/keep.safetensors"
+expect_fail "missing data folder" "/nonexistent/data" train "$models/lenet.cfg" --data /nonexistent/data
+printf 'input channels=1 height=28 width=28\nconv2d filters=2 size=3 stride=0\n' >"$work/bad.cfg"
+expect_fail "model file error names file and line" "bad.cfg:2: stride=0" train "$work/bad.cfg"
+expect_fail "eval needs --weights" "--weights FILE is required" eval "$models/lenet.cfg"
+expect_fail "eval of another model's checkpoint" "conv1.weight" eval "$models/lenet5.cfg" --weights "$work/a.safetensors" --test-limit 64
+head -c 1000 "$work/a.safetensors" >"$work/trunc.safetensors"
+expect_fail "truncated checkpoint" "trunc.safetensors" eval "$models/lenet.cfg" --weights "$work/trunc.safetensors"
+expect_fail "resume from a damaged checkpoint" "trunc.safetensors" train "$models/lenet.cfg" "${quick[@]}" --resume "$work/trunc.safetensors"
+expect_fail "unknown option" "unknown option '--learning-rate'" train "$models/lenet.cfg" --learning-rate 1
+expect_fail "bad number" "--lr: expected a number" train "$models/lenet.cfg" --lr fast
+expect_fail "--save-every needs --save" "needs --save" train "$models/lenet.cfg" --save-every 5
+expect_fail "batch too large for the device" "needs .* MiB" train "$models/lenet.cfg" --batch 1000000 --train-limit 64
+if cmp -s "$work/a.safetensors" "$work/keep.safetensors"; then ok "failures left the checkpoint untouched"
+else bad "checkpoint changed"; fi
+exit $fail
