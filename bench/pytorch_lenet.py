@@ -1,0 +1,226 @@
+#!/usr/bin/python3
+"""PyTorch baseline for clnet: the LeNet of examples/models/lenet.cfg on Fashion-MNIST, on the CPU.
+
+    /usr/bin/python3 bench/pytorch_lenet.py [--epochs N] [--batch B] [--lr X] [--momentum M]
+        [--nesterov] [--wd W] [--schedule constant|step|cosine] [--seed S] [--threads T]
+        [--steps N] [--data DIR]
+
+The options and their defaults mirror `clnet train`: 10 epochs, batch 256, lr 0.1, plain SGD
+(momentum 0, no weight decay) with mean cross-entropy, batches reshuffled every epoch and the
+last partial batch kept. Schedules are per optimizer step: cosine anneals from lr to 0 over all
+epochs x batches steps, step multiplies by 0.1 every third of those steps. --steps stops after
+that many optimizer steps (a partial epoch). --threads defaults to every core this process may
+use. The net is built here directly (not parsed from the cfg): conv 20@3x3, ReLU, avgpool 2/2,
+conv 50@5x5, ReLU, avgpool 2/2, flatten, linear 128, ReLU, linear 10; weights from N(0, 0.01^2),
+biases zero. Images are scaled to [0, 1], nothing else.
+
+Per epoch one line goes to stderr; the last line on stdout is
+    final: test_accuracy=<a> train_loss=<l> images_per_s=<n>
+where images/s counts the training samples over the time of the training steps alone (batch
+gathering, forward, backward, update), without evaluation, as clnet reports it.
+
+Needs Debian's python3-torch and python3-numpy (run it with /usr/bin/python3); no torchvision.
+"""
+
+import argparse
+import gzip
+import math
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+DEFAULT_DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def read_idx(path, want_magic):
+    """An IDX file (gzipped or not) as a numpy uint8 array of its declared shape."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 4:
+        sys.exit(f"pytorch_lenet: {path}: too short for an IDX file")
+    magic = struct.unpack(">I", raw[:4])[0]
+    if magic != want_magic:
+        sys.exit(f"pytorch_lenet: {path}: magic {magic:#x}, expected {want_magic:#x}")
+    ndim = magic & 0xFF
+    dims = struct.unpack(">" + "I" * ndim, raw[4 : 4 + 4 * ndim])
+    data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
+    if data.size != math.prod(dims):
+        sys.exit(f"pytorch_lenet: {path}: {data.size} bytes of data for shape {dims}")
+    return data.reshape(dims)
+
+
+def find(folder, stem):
+    for name in (stem + ".gz", stem):
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            return path
+    sys.exit(f"pytorch_lenet: no {stem}[.gz] in {folder}")
+
+
+def load_split(folder, prefix):
+    """Images (n, 1, 28, 28) float32 in [0, 1] and labels (n,) int64."""
+    images = read_idx(find(folder, f"{prefix}-images-idx3-ubyte"), 0x00000803)
+    labels = read_idx(find(folder, f"{prefix}-labels-idx1-ubyte"), 0x00000801)
+    if images.shape[0] != labels.shape[0]:
+        sys.exit(f"pytorch_lenet: {prefix}: {images.shape[0]} images but {labels.shape[0]} labels")
+    x = torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1)
+    y = torch.from_numpy(labels.astype(np.int64))
+    return x, y
+
+
+def lenet():
+    """examples/models/lenet.cfg: 1x28x28 -> 20x26x26 -> 20x13x13 -> 50x9x9 -> 50x4x4 -> 800
+    -> 128 -> 10 (pooling floors, as in clnet)."""
+    net = nn.Sequential(
+        nn.Conv2d(1, 20, kernel_size=3),
+        nn.ReLU(),
+        nn.AvgPool2d(kernel_size=2, stride=2),
+        nn.Conv2d(20, 50, kernel_size=5),
+        nn.ReLU(),
+        nn.AvgPool2d(kernel_size=2, stride=2),
+        nn.Flatten(),
+        nn.Linear(800, 128),
+        nn.ReLU(),
+        nn.Linear(128, 10),
+    )
+    for m in net.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            nn.init.normal_(m.weight, mean=0.0, std=0.01)
+            nn.init.zeros_(m.bias)
+    return net
+
+
+def learning_rate(args, step, total_steps):
+    """The rate for optimizer step `step` (0-based), as clnet_sgd_lr computes it."""
+    if args.schedule == "cosine":
+        f = 1.0 if step >= total_steps else step / total_steps
+        return args.lr * 0.5 * (1.0 + math.cos(math.pi * f))
+    if args.schedule == "step":
+        step_size = max(1, (total_steps + 2) // 3)
+        return args.lr * 0.1 ** (step // step_size)
+    return args.lr
+
+
+@torch.no_grad()
+def accuracy(net, x, y, batch):
+    correct = 0
+    for i in range(0, x.shape[0], batch):
+        correct += (net(x[i : i + batch]).argmax(1) == y[i : i + batch]).sum().item()
+    return correct / x.shape[0]
+
+
+def positive_int(text):
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not >= 1")
+    return v
+
+
+def main():
+    p = argparse.ArgumentParser(
+        description="PyTorch LeNet on Fashion-MNIST, the baseline for clnet train"
+    )
+    p.add_argument("--epochs", type=positive_int, default=10)
+    p.add_argument("--batch", type=positive_int, default=256)
+    p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--momentum", type=float, default=0.0)
+    p.add_argument("--nesterov", action="store_true")
+    p.add_argument("--wd", type=float, default=0.0, help="weight decay")
+    p.add_argument("--schedule", choices=("constant", "step", "cosine"), default="constant")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=positive_int, default=len(os.sched_getaffinity(0)))
+    p.add_argument("--steps", type=int, default=-1, help="stop after N optimizer steps")
+    p.add_argument("--data", default=os.environ.get("CLNET_DATA_DIR", DEFAULT_DATA))
+    args = p.parse_args()
+    if args.nesterov and args.momentum <= 0:
+        p.error("--nesterov needs a --momentum > 0")
+    if not (0 <= args.momentum < 1) or args.wd < 0 or not (args.lr > 0):
+        p.error("need lr > 0, 0 <= momentum < 1 and wd >= 0")
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    train_x, train_y = load_split(args.data, "train")
+    test_x, test_y = load_split(args.data, "t10k")
+    n = train_x.shape[0]
+    per_epoch = (n + args.batch - 1) // args.batch
+    total_steps = args.epochs * per_epoch
+    max_steps = args.steps if args.steps >= 0 else math.inf
+    print(
+        f"pytorch_lenet: torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"{n} training and {test_x.shape[0]} test images, {per_epoch} steps per epoch",
+        file=sys.stderr,
+    )
+
+    net = lenet()
+    opt = torch.optim.SGD(
+        net.parameters(),
+        lr=args.lr,
+        momentum=args.momentum,
+        nesterov=args.nesterov,
+        weight_decay=args.wd,
+    )
+    shuffle = torch.Generator().manual_seed(args.seed)
+
+    step = 0
+    train_seconds = 0.0
+    samples = 0
+    last_loss = math.nan
+    test_acc = math.nan
+    for epoch in range(args.epochs):
+        if step >= max_steps:
+            break
+        epoch_start = time.perf_counter()
+        order = torch.randperm(n, generator=shuffle)
+        loss_sum = 0.0
+        correct = 0
+        seen = 0
+        epoch_train = 0.0
+        net.train()
+        for b in range(per_epoch):
+            if step >= max_steps:
+                break
+            t0 = time.perf_counter()
+            idx = order[b * args.batch : (b + 1) * args.batch]
+            x, y = train_x[idx], train_y[idx]
+            for group in opt.param_groups:
+                group["lr"] = learning_rate(args, step, total_steps)
+            logits = net(x)
+            loss = F.cross_entropy(logits, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            dt = time.perf_counter() - t0
+            epoch_train += dt
+            step += 1
+            k = y.shape[0]
+            loss_sum += loss.item() * k
+            correct += (logits.argmax(1) == y).sum().item()
+            seen += k
+        train_seconds += epoch_train
+        samples += seen
+        done = seen == n
+        last_loss = loss_sum / seen
+        test_acc = accuracy(net.eval(), test_x, test_y, 1000) if done else math.nan
+        print(
+            f"epoch {epoch + 1}{'' if done else ' (partial)'}: train_loss={last_loss:.4f} "
+            f"train_accuracy={correct / seen:.4f} "
+            f"test_accuracy={'-' if math.isnan(test_acc) else f'{test_acc:.4f}'} "
+            f"seconds={time.perf_counter() - epoch_start:.1f} "
+            f"images_per_s={seen / epoch_train:.0f}",
+            file=sys.stderr,
+        )
+    if math.isnan(test_acc):
+        test_acc = accuracy(net.eval(), test_x, test_y, 1000)
+    ips = samples / train_seconds if train_seconds > 0 else 0.0
+    print(f"final: test_accuracy={test_acc:.4f} train_loss={last_loss:.4f} images_per_s={ips:.0f}")
+
+
+if __name__ == "__main__":
+    main()
