@@ -7,9 +7,9 @@ clnet_status clnet_write_curves_svg(const char *path, const char *title, const d
                                     const double *test_accuracy, int n) {
     if (!path || !epoch || !train_loss || !train_accuracy || n < 1)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_write_curves_svg: no points to draw");
-    clnet_plot_series loss[] = {{"train loss", epoch, train_loss, n}};
-    clnet_plot_series acc[] = {{"train accuracy", epoch, train_accuracy, n},
-                               {"test accuracy", epoch, test_accuracy, n}};
+    clnet_plot_series loss[] = {{"train", epoch, train_loss, n}};
+    clnet_plot_series acc[] = {{"train", epoch, train_accuracy, n},
+                               {"test", epoch, test_accuracy, n}};
     return clnet_plot_svg(path, title ? title : "training", "epoch", loss, 1, acc,
                           test_accuracy ? 2 : 1);
 }

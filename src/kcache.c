@@ -1,5 +1,6 @@
 /* On-disk kernel binary cache. */
 #include "kcache.h"
+#include "fileio.h"
 #include "error.h"
 
 #include <errno.h>
@@ -190,35 +191,15 @@ static int make_dirs(const char *dir) {
     return 0;
 }
 
-static int write_all(int fd, const void *data, size_t n) {
-    const unsigned char *p = data;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int clnet_kcache_store(const clnet_cache_config *cfg, const char *key, const unsigned char *bin,
                        size_t len) {
     if (!cfg->enabled) return 0;
-    char path[4200], tmp[4300];
+    char path[4200];
     if (make_dirs(cfg->dir) != 0) {
         clnet_warn("cannot create kernel cache folder %s: %s", cfg->dir, strerror(errno));
         return 0;
     }
     clnet_kcache_path(cfg, key, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        clnet_warn("cannot write kernel cache entry %s: %s", tmp, strerror(errno));
-        return 0;
-    }
     size_t keylen = strlen(key);
     unsigned char head[HEADER_BYTES] = {0};
     memcpy(head, MAGIC, 8);
@@ -229,13 +210,15 @@ int clnet_kcache_store(const clnet_cache_config *cfg, const char *key, const uns
     uint32_t hc = crc(head, HEADER_BYTES);
     hc = (uint32_t)crc32(hc, (const unsigned char *)key, (uInt)keylen);
     put32(head + 28, hc);
-    int bad =
-        write_all(fd, head, HEADER_BYTES) || write_all(fd, key, keylen) || write_all(fd, bin, len);
-    bad = close(fd) != 0 || bad;
-    if (!bad) bad = rename(tmp, path) != 0;
-    if (bad) {
-        clnet_warn("cannot write kernel cache entry %s: %s", path, strerror(errno));
-        unlink(tmp);
+    clnet_atomic_file f;
+    clnet_status s = clnet_atomic_open(&f, path);
+    if (s == CLNET_OK) s = clnet_atomic_write(&f, head, HEADER_BYTES);
+    if (s == CLNET_OK) s = clnet_atomic_write(&f, key, keylen);
+    if (s == CLNET_OK) s = clnet_atomic_write(&f, bin, len);
+    if (s == CLNET_OK) s = clnet_atomic_commit(&f);
+    clnet_atomic_abort(&f);
+    if (s != CLNET_OK) { /* the cache is an optimisation: say so and go on */
+        clnet_warn("cannot write kernel cache entry: %s", clnet_last_error());
         return 0;
     }
     return 1;

@@ -2,6 +2,7 @@
  * next to the target and renamed into place. Numbers are formatted with integer arithmetic, so
  * an application's LC_NUMERIC (a decimal comma) cannot break the file. */
 #include "plot.h"
+#include "fileio.h"
 #include "error.h"
 
 #include <errno.h>
@@ -501,51 +502,14 @@ static void assign_colours(const clnet_plot_series *loss, int nloss, const clnet
     }
 }
 
-static int write_all(int fd, const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Temporary file (O_EXCL, mode 0666 less the umask) next to path, fsync, rename. */
+/* The whole picture, written atomically. */
 static clnet_status write_atomically(const char *path, const char *data, size_t len) {
-    static atomic_uint serial;
-    clnet_status status = CLNET_OK;
-    size_t tmp_len = strlen(path) + 48;
-    char *tmp = malloc(tmp_len);
-    int fd = -1, created = 0;
-    if (!tmp) FAIL(CLNET_ERR_OUT_OF_MEMORY, "clnet_plot_svg %s: out of memory", path);
-    for (int attempt = 0; fd < 0; attempt++) {
-        snprintf(tmp, tmp_len, "%s.tmp.%ld.%u", path, (long)getpid(),
-                 atomic_fetch_add(&serial, 1u));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && (errno != EEXIST || attempt >= 100))
-            FAIL(CLNET_ERR_IO, "%s: cannot create a temporary file next to it: %s", path,
-                 strerror(errno));
-    }
-    created = 1;
-    if (write_all(fd, data, len) != 0)
-        FAIL(CLNET_ERR_IO, "%s: writing %s failed: %s", path, tmp, strerror(errno));
-    if (fsync(fd) != 0)
-        FAIL(CLNET_ERR_IO, "%s: fsync of %s failed: %s", path, tmp, strerror(errno));
-    int closed = close(fd);
-    fd = -1;
-    if (closed != 0) FAIL(CLNET_ERR_IO, "%s: closing %s failed: %s", path, tmp, strerror(errno));
-    if (rename(tmp, path) != 0)
-        FAIL(CLNET_ERR_IO, "%s: renaming %s into place failed: %s", path, tmp, strerror(errno));
-    created = 0;
-cleanup:
-    if (fd >= 0) close(fd);
-    if (created) unlink(tmp);
-    free(tmp);
-    return status;
+    clnet_atomic_file f;
+    clnet_status s = clnet_atomic_open(&f, path);
+    if (s == CLNET_OK) s = clnet_atomic_write(&f, data, len);
+    if (s == CLNET_OK) s = clnet_atomic_commit(&f);
+    clnet_atomic_abort(&f);
+    return s;
 }
 
 clnet_status clnet_plot_svg(const char *path, const char *title, const char *x_label,

@@ -1,5 +1,6 @@
 /* Reading and writing float32 tensors in the safetensors format. */
 #include "safetensors.h"
+#include "fileio.h"
 #include "error.h"
 #include "json.h"
 
@@ -488,20 +489,6 @@ static void add_quoted(text *t, const char *s) {
     add(t, "\"", 1);
 }
 
-static int write_all(int fd, const void *data, size_t n) {
-    const unsigned char *p = data;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static clnet_status check_save_args(const char *path, const clnet_st_tensor *tensors, int count,
                                     const clnet_st_meta *meta, int nmeta) {
     clnet_status status = CLNET_OK;
@@ -612,7 +599,7 @@ static clnet_status make_header(const char *path, const clnet_st_tensor *tensors
 }
 
 /* Writes the floats as little-endian bytes through a small buffer. */
-static int write_floats(int fd, const float *x, size_t n) {
+static clnet_status write_floats(clnet_atomic_file *f, const float *x, size_t n) {
     unsigned char buf[1 << 14];
     size_t per = sizeof buf / 4;
     for (size_t i = 0; i < n; i += per) {
@@ -622,74 +609,29 @@ static int write_floats(int fd, const float *x, size_t n) {
             memcpy(&u, &x[i + j], 4);
             put_u32(buf + 4 * j, u);
         }
-        if (write_all(fd, buf, 4 * m) != 0) return -1;
+        clnet_status s = clnet_atomic_write(f, buf, 4 * m);
+        if (s != CLNET_OK) return s;
     }
-    return 0;
-}
-
-/* Makes the folder entry durable too; a failure here cannot undo the rename, so it is
- * ignored (the data itself was synced before). */
-static void sync_folder(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return;
-    int fd = open(dir, O_RDONLY);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
+    return CLNET_OK;
 }
 
 clnet_status clnet_st_save(const char *path, const clnet_st_tensor *tensors, int count,
                            const clnet_st_meta *meta, int nmeta) {
-    static atomic_uint serial;
     clnet_status status = CLNET_OK;
     text header = {0};
-    char *tmp = NULL;
-    int fd = -1;
+    clnet_atomic_file f = {.fd = -1};
     unsigned char len8[8];
     TRY(check_save_args(path, tensors, count, meta, nmeta));
     TRY(make_header(path, tensors, count, meta, nmeta, &header));
-
-    /* The temporary file is opened with O_EXCL and mode 0666 so the umask applies as it
-     * would for any new file (mkstemp would make it 0600). */
-    size_t tmp_len = strlen(path) + 64;
-    tmp = malloc(tmp_len);
-    if (!tmp) FAIL(CLNET_ERR_OUT_OF_MEMORY, "clnet_st_save %s: out of memory", path);
-    for (int attempt = 0; fd < 0; attempt++) {
-        snprintf(tmp, tmp_len, "%s.tmp.%ld.%u.%ld", path, (long)getpid(),
-                 atomic_fetch_add(&serial, 1u), (long)time(NULL));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && (errno != EEXIST || attempt >= 100)) {
-            free(tmp);
-            tmp = NULL;
-            FAIL(CLNET_ERR_IO, "%s: cannot create a temporary file next to it: %s", path,
-                 strerror(errno));
-        }
-    }
+    TRY(clnet_atomic_open(&f, path));
     put_u64(len8, (uint64_t)header.len);
-    if (write_all(fd, len8, 8) != 0 || write_all(fd, header.buf, header.len) != 0)
-        FAIL(CLNET_ERR_IO, "%s: writing %s failed: %s", path, tmp, strerror(errno));
-    for (int i = 0; i < count; i++) {
-        size_t n = (size_t)shape_bytes(tensors[i].shape, tensors[i].ndim) / 4;
-        if (write_floats(fd, tensors[i].data, n) != 0)
-            FAIL(CLNET_ERR_IO, "%s: writing %s failed: %s", path, tmp, strerror(errno));
-    }
-    if (fsync(fd) != 0)
-        FAIL(CLNET_ERR_IO, "%s: fsync of %s failed: %s", path, tmp, strerror(errno));
-    int closed = close(fd);
-    fd = -1;
-    if (closed != 0) FAIL(CLNET_ERR_IO, "%s: closing %s failed: %s", path, tmp, strerror(errno));
-    if (rename(tmp, path) != 0)
-        FAIL(CLNET_ERR_IO, "%s: renaming %s into place failed: %s", path, tmp, strerror(errno));
-    free(tmp);
-    tmp = NULL;
-    sync_folder(path);
+    TRY(clnet_atomic_write(&f, len8, 8));
+    TRY(clnet_atomic_write(&f, header.buf, header.len));
+    for (int i = 0; i < count; i++)
+        TRY(write_floats(&f, tensors[i].data, (size_t)shape_bytes(tensors[i].shape, tensors[i].ndim) / 4));
+    TRY(clnet_atomic_commit(&f));
 cleanup:
-    if (fd >= 0) close(fd);
-    if (tmp) unlink(tmp);
-    free(tmp);
+    clnet_atomic_abort(&f);
     free(header.buf);
     return status;
 }

@@ -1,0 +1,88 @@
+/* Atomic file writes, shared by checkpoints, the kernel cache and plots. */
+#include "fileio.h"
+#include "error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+clnet_status clnet_atomic_open(clnet_atomic_file *f, const char *path) {
+    static atomic_uint serial;
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    f->path = path;
+    size_t cap = strlen(path) + 48;
+    f->tmp = malloc(cap);
+    if (!f->tmp) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    for (int attempt = 0; f->fd < 0; attempt++) {
+        snprintf(f->tmp, cap, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&serial, 1u));
+        f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (f->fd < 0 && (errno != EEXIST || attempt >= 100)) {
+            clnet_status s = clnet_fail(CLNET_ERR_IO, "%s: cannot create a temporary file next to it: %s",
+                                        path, strerror(errno));
+            free(f->tmp);
+            f->tmp = NULL;
+            return s;
+        }
+    }
+    return CLNET_OK;
+}
+
+clnet_status clnet_atomic_write(clnet_atomic_file *f, const void *data, size_t n) {
+    const unsigned char *p = data;
+    while (n > 0) {
+        ssize_t w = write(f->fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return clnet_fail(CLNET_ERR_IO, "%s: writing %s failed: %s", f->path, f->tmp,
+                              strerror(errno));
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return CLNET_OK;
+}
+
+/* Makes the folder entry durable too; a failure here cannot undo the rename,
+ * so it is ignored (the data itself was synced before). */
+static void sync_folder(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir) return;
+    int fd = open(dir, O_RDONLY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+clnet_status clnet_atomic_commit(clnet_atomic_file *f) {
+    clnet_status status = CLNET_OK;
+    if (fsync(f->fd) != 0)
+        FAIL(CLNET_ERR_IO, "%s: fsync of %s failed: %s", f->path, f->tmp, strerror(errno));
+    int closed = close(f->fd);
+    f->fd = -1;
+    if (closed != 0)
+        FAIL(CLNET_ERR_IO, "%s: closing %s failed: %s", f->path, f->tmp, strerror(errno));
+    if (rename(f->tmp, f->path) != 0)
+        FAIL(CLNET_ERR_IO, "%s: renaming %s into place failed: %s", f->path, f->tmp,
+             strerror(errno));
+    free(f->tmp);
+    f->tmp = NULL;
+    sync_folder(f->path);
+cleanup:
+    return status;
+}
+
+void clnet_atomic_abort(clnet_atomic_file *f) {
+    if (f->fd >= 0) close(f->fd);
+    f->fd = -1;
+    if (f->tmp) unlink(f->tmp);
+    free(f->tmp);
+    f->tmp = NULL;
+}

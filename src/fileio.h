@@ -1,0 +1,26 @@
+/* Writing a file atomically: a temporary file next to it (O_EXCL, mode 0666
+ * less the umask), the contents, fsync, rename, then a sync of the folder.
+ * Until commit succeeds the file at `path` is untouched, and abort removes
+ * the temporary file, so a failed or interrupted save never damages what was
+ * there. */
+#ifndef CLNET_FILEIO_H
+#define CLNET_FILEIO_H
+
+#include "clnet.h"
+
+#include <stddef.h>
+
+typedef struct {
+    const char *path;
+    char *tmp;
+    int fd;
+} clnet_atomic_file;
+
+clnet_status clnet_atomic_open(clnet_atomic_file *f, const char *path);
+clnet_status clnet_atomic_write(clnet_atomic_file *f, const void *data, size_t n);
+clnet_status clnet_atomic_commit(clnet_atomic_file *f);
+/* Closes and removes the temporary file if it is still there; harmless
+ * after commit, and on a file never opened (all zeros). */
+void clnet_atomic_abort(clnet_atomic_file *f);
+
+#endif
