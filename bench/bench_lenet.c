@@ -78,11 +78,11 @@ int main(int argc, char **argv) {
                ips * train_flops_per_sample(net) * 1e-9);
 
         double *prof = calloc(2 * (size_t)net->nlayers, sizeof(double));
-        net->replica->profile = prof;
+        net->replicas[0]->profile = prof;
         int psteps = steps < 5 ? steps : 5;
         for (int s = 0; s < psteps; s++)
             if (clnet_net_train_step(net, x, y, batch, NULL) != CLNET_OK) return fail("step");
-        net->replica->profile = NULL;
+        net->replicas[0]->profile = NULL;
         double total = 0;
         for (int i = 0; i < 2 * net->nlayers; i++) total += prof[i];
         printf("  %-8s %-22s %12s %12s %7s\n", "layer", "kind", "forward ms", "backward ms",

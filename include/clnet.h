@@ -237,11 +237,38 @@ typedef struct {
 void clnet_sgd_defaults(clnet_sgd_config *cfg);
 clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg);
 
-/* Places a replica on the runtime's device(s) for batches of up to max_batch
- * samples, after checking that parameters, gradients and activations fit the
- * device's memory (the error says how much is needed and how much there is).
- * The net must have been initialised or loaded; rt must outlive the binding. */
+/* Places a replica on every device of the runtime for global batches of up to
+ * max_batch samples. Each device gets the largest micro-batch (up to
+ * max_batch) whose parameters, gradients and activations fit its memory; when
+ * not even one sample fits, the error says how much is needed and how much
+ * there is. Then measures each device's speed (see below). The net must have
+ * been initialised or loaded; rt must outlive the binding. Bind again to
+ * change the batch or the devices. */
 clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch);
+
+/* Several devices. clnet_net_bind places a replica on every device of the
+ * runtime. Each step splits the batch into shares in proportion to each
+ * device's measured speed (a smoothed estimate, re-balanced as it changes;
+ * bind measures it first on small probes bounded in time), runs them
+ * concurrently, adds the replicas' gradient sums on the host in a fixed device
+ * order and applies SGD once: a step on N devices equals a step on one, up to
+ * float rounding. A device too slow to earn one sample gets no share. A device
+ * whose share does not fit its memory runs it in micro-batches. */
+typedef struct {
+    int device;          /* the number `clnet devices` shows */
+    char name[128];
+    int share;           /* samples in the last training step */
+    int micro_batch;     /* the most samples it runs at once */
+    double images_per_s; /* smoothed measured speed (0: not measured yet) */
+    int64_t samples;     /* training samples it has processed */
+} clnet_device_share;
+
+int clnet_net_device_count(const clnet_net *net); /* replicas; 0 when not bound */
+clnet_status clnet_net_device_share(const clnet_net *net, int i, clnet_device_share *out);
+/* Fixes the split to these proportions, one per bound device (0: no share);
+ * NULL returns to measured balancing. With a fixed split a run repeats bit for
+ * bit (the reduction order is always fixed). */
+clnet_status clnet_net_set_split(clnet_net *net, const double *weights, int count);
 
 typedef struct {
     double loss;  /* mean cross-entropy over the batch */

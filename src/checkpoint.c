@@ -1,4 +1,5 @@
 /* Checkpoints: the net's parameters, SGD velocity and progress as safetensors. */
+#include "coordinator.h"
 #include "error.h"
 #include "net.h"
 #include "safetensors.h"
@@ -197,7 +198,7 @@ clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_prog
     net->step = p.step;
     net->initialised = 1;
     if (progress) *progress = p;
-    if (net->replica) TRY(clnet_replica_write_params(net->replica, net->params, net->nparams));
+    if (net->replicas) TRY(clnet_coordinator_broadcast(net));
 cleanup:
     clnet_st_free(f);
     free(params);

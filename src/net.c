@@ -1,10 +1,12 @@
 /* Building a net from model-file lines, shapes, parameter layout, init. */
 #include "net.h"
+#include "coordinator.h"
 #include "error.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,7 @@ clnet_status clnet_net_create(clnet_net **out) {
 
 void clnet_net_free(clnet_net *net) {
     if (!net) return;
-    clnet_replica_free(net->replica);
+    clnet_net_unbind(net);
     free(net->layers);
     free(net->params);
     free(net->momentum);
@@ -244,7 +246,7 @@ clnet_status clnet_net_add(clnet_net *net, const char *line) {
     if (net->nlayers && net->layers[net->nlayers - 1].ops->is_loss)
         FAIL(CLNET_ERR_FORMAT, "no layer may follow the loss layer '%s'",
              net->layers[net->nlayers - 1].name);
-    if (net->initialised || net->replica)
+    if (net->initialised || net->replicas)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "layers cannot be added after the net is initialised");
 
     clnet_layer l;
@@ -279,7 +281,16 @@ clnet_status clnet_net_add(clnet_net *net, const char *line) {
         FAIL(CLNET_ERR_FORMAT, "init=normal needs std=, e.g. 'init=normal std=0.01'");
 
     l.in = net->nlayers ? net->layers[net->nlayers - 1].out : net->input;
+    if (ops == &clnet_flatten_ops || ops == &clnet_linear_ops || ops->is_loss) {
+        /* these read the input as one vector: its length must fit an int */
+        if (clnet_shape_size(l.in) > (size_t)INT32_MAX)
+            FAIL(CLNET_ERR_FORMAT, "%s: an input of %zu values per sample is too large", kind,
+                 clnet_shape_size(l.in));
+    }
     TRY(ops->setup(&l));
+    if (clnet_shape_size(l.out) > (size_t)INT32_MAX || (uint64_t)l.nweight > UINT32_MAX)
+        FAIL(CLNET_ERR_FORMAT, "%s: %zu outputs per sample and %zu weights are too many", kind,
+             clnet_shape_size(l.out), l.nweight);
     l.weight_off = net->nparams;
     l.bias_off = net->nparams + l.nweight;
     if (net->nlayers == net->cap) {
@@ -438,6 +449,6 @@ clnet_status clnet_net_init(clnet_net *net, uint64_t seed) {
     if (net->momentum) memset(net->momentum, 0, net->nparams * sizeof(float));
     net->step = 0;
     net->initialised = 1;
-    if (net->replica) return clnet_replica_write_params(net->replica, net->params, net->nparams);
+    if (net->replicas) return clnet_coordinator_broadcast(net);
     return CLNET_OK;
 }

@@ -3,6 +3,7 @@
 #ifndef CLNET_NET_H
 #define CLNET_NET_H
 
+#include "balance.h"
 #include "layer.h"
 #include "replica.h"
 
@@ -19,13 +20,18 @@ struct clnet_net {
     int initialised;
     clnet_sgd_config sgd;
     int64_t step;
-    clnet_replica *replica;
-    int max_batch;
+    clnet_replica **replicas; /* one per selected device, in device order */
+    int nreplicas;
+    clnet_balance balance;
+    int max_batch;            /* the global batch the net is bound for */
+    int deterministic;        /* a fixed split: runs repeat bit for bit */
     char source[256]; /* the model file, for messages */
 };
 
 /* The loss layer (the last), or NULL when the net has none yet. */
 const clnet_layer *clnet_net_loss(const clnet_net *net);
+/* Releases the replicas (the net stays usable; bind again to train). */
+void clnet_net_unbind(clnet_net *net);
 /* Checks that the net is complete (input first, loss last). */
 clnet_status clnet_net_check_complete(const clnet_net *net);
 

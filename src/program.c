@@ -62,10 +62,18 @@ clnet_status clnet_program_build(clnet_device *d, const char *label, const char 
     size_t bin_len = 0;
     *out = NULL;
 
-    size_t n = strlen(STD_OPTION) + strlen(options ? options : "") + 2;
+    /* PoCL 3 shares compiled work-group functions between devices running the
+     * same program, and its reference counts break when two devices run one
+     * concurrently (an assertion in pocl_release_dlhandle_cache aborts the
+     * process). A define naming the device makes each device's program its
+     * own. */
+    char device_option[64] = "";
+    if (strstr(d->info.platform_name, "Portable Computing Language"))
+        snprintf(device_option, sizeof device_option, " -DCLNET_DEVICE_INDEX=%d", d->info.index);
+    size_t n = strlen(STD_OPTION) + strlen(device_option) + strlen(options ? options : "") + 2;
     all_options = malloc(n);
     if (!all_options) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory building '%s'", label);
-    snprintf(all_options, n, "%s %s", STD_OPTION, options ? options : "");
+    snprintf(all_options, n, "%s%s %s", STD_OPTION, device_option, options ? options : "");
     key = clnet_kcache_key(d, source, all_options);
     if (!key) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory building '%s'", label);
 

@@ -116,7 +116,8 @@ clnet_status clnet_replica_write_params(clnet_replica *r, const float *params, s
 }
 
 /* The pass of layer i over n samples. */
-static clnet_pass make_pass(clnet_replica *r, const clnet_net *net, int i, int n, int train) {
+static clnet_pass make_pass(clnet_replica *r, const clnet_net *net, int i, int n, int train,
+                            int accumulate) {
     const clnet_layer *l = &net->layers[i];
     size_t in = i ? r->out_off[i - 1] : 0;
     int need_dx = 0; /* only when some earlier layer has parameters */
@@ -136,7 +137,7 @@ static clnet_pass make_pass(clnet_replica *r, const clnet_net *net, int i, int n
         .keep = r->keep,
         .keep_off = r->keep_off[i],
         .work = r->work,
-        .beta = 0.0f,
+        .beta = accumulate ? 1.0f : 0.0f,
         .labels = r->labels,
         .loss = r->loss,
         .correct = r->correct,
@@ -146,8 +147,9 @@ static clnet_pass make_pass(clnet_replica *r, const clnet_net *net, int i, int n
 }
 
 clnet_status clnet_replica_run(clnet_replica *r, const clnet_net *net, const float *images,
-                               const int32_t *labels, int n, int train, double *loss_sum,
+                               const int32_t *labels, int n, clnet_run_mode mode, double *loss_sum,
                                int *correct, float *probs) {
+    const int train = mode.train;
     clnet_status status = CLNET_OK;
     clnet_device *d = r->d;
     size_t in_size = clnet_shape_size(net->input);
@@ -157,10 +159,6 @@ clnet_status clnet_replica_run(clnet_replica *r, const clnet_net *net, const flo
              r->max_batch);
     TRY(clnet_buffer_write(d, r->act, 0, (size_t)n * in_size, images));
     if (labels) {
-        for (int b = 0; b < n; b++)
-            if (labels[b] < 0 || labels[b] >= classes)
-                FAIL(CLNET_ERR_INVALID_ARGUMENT, "label %d of sample %d is outside [0, %d)",
-                     (int)labels[b], b, classes);
         CL_CHECK(clEnqueueWriteBuffer(d->queue, r->labels, CL_TRUE, 0, (size_t)n * sizeof(int32_t),
                                       labels, 0, NULL, NULL),
                  "clEnqueueWriteBuffer(labels)");
@@ -171,7 +169,7 @@ clnet_status clnet_replica_run(clnet_replica *r, const clnet_net *net, const flo
                  "clEnqueueWriteBuffer(labels)");
     }
     for (int i = 0; i < net->nlayers; i++) {
-        clnet_pass p = make_pass(r, net, i, n, train);
+        clnet_pass p = make_pass(r, net, i, n, train, 0);
         status = timed(r, 2 * i, net->layers[i].ops->forward, &net->layers[i], &p);
         if (status != CLNET_OK) {
             clnet_error_context(status, "forward of layer '%s'", net->layers[i].name);
@@ -181,13 +179,14 @@ clnet_status clnet_replica_run(clnet_replica *r, const clnet_net *net, const flo
     if (train) {
         for (int i = net->nlayers - 1; i >= 0; i--) {
             const clnet_layer *l = &net->layers[i];
-            clnet_pass p = make_pass(r, net, i, n, train);
+            clnet_pass p = make_pass(r, net, i, n, train, mode.accumulate);
             if (!p.need_dx && !l->nweight) break; /* nothing below needs gradients */
             status = timed(r, 2 * i + 1, l->ops->backward, l, &p);
             if (status != CLNET_OK) {
                 clnet_error_context(status, "backward of layer '%s'", l->name);
                 goto cleanup;
             }
+            if (mode.last && l->nweight && r->on_bucket) TRY(r->on_bucket(r, i, r->bucket_ctx));
         }
     }
     if (labels) {

@@ -78,7 +78,6 @@ expect_fail "resume from a damaged checkpoint" "trunc.safetensors" train "$model
 expect_fail "unknown option" "unknown option '--learning-rate'" train "$models/lenet.cfg" --learning-rate 1
 expect_fail "bad number" "--lr: expected a number" train "$models/lenet.cfg" --lr fast
 expect_fail "--save-every needs --save" "needs --save" train "$models/lenet.cfg" --save-every 5
-expect_fail "batch too large for the device" "needs .* MiB" train "$models/lenet.cfg" --batch 1000000 --train-limit 64
 if cmp -s "$work/a.safetensors" "$work/keep.safetensors"; then ok "failures left the checkpoint untouched"
 else bad "checkpoint changed"; fi
 exit $fail

@@ -293,16 +293,38 @@ START_TEST(bad_checkpoints_are_refused_and_change_nothing) {
 }
 END_TEST
 
-START_TEST(a_batch_too_big_for_the_device_is_refused_with_figures) {
+START_TEST(memory_limits_give_micro_batches_or_a_clear_error) {
     clnet_runtime *rt = first_device();
     clnet_net *net = NULL;
+    /* a batch too big for the device runs in micro-batches that fit */
     ck_assert_int_eq(clnet_net_load(&net, CLNET_MODEL_DIR "/lenet.cfg"), CLNET_OK);
     ck_assert_int_eq(clnet_net_init(net, 1), CLNET_OK);
-    clnet_status s = clnet_net_bind(net, rt, 2000000);
-    ck_assert_int_eq(s, CLNET_ERR_DEVICE_MEMORY);
-    ck_assert_msg(strstr(clnet_last_error(), "needs") && strstr(clnet_last_error(), "MiB"), "%s",
-                  clnet_last_error());
+    ck_assert_msg(clnet_net_bind(net, rt, 2000000) == CLNET_OK, "%s", clnet_last_error());
+    clnet_device_share share;
+    ck_assert_int_eq(clnet_net_device_share(net, 0, &share), CLNET_OK);
+    ck_assert_int_lt(share.micro_batch, 2000000);
+    ck_assert_int_ge(share.micro_batch, 1);
     ck_assert_int_eq(clnet_net_bind(net, rt, 0), CLNET_ERR_INVALID_ARGUMENT);
+    clnet_net_free(net);
+    /* a model of which not even one sample fits: the error gives the figures */
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "input channels=8 height=8192 width=8192"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "conv2d filters=8 size=3 pad=1"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "flatten"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "softmax_cross_entropy"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_init(net, 1), CLNET_OK);
+    clnet_status s = clnet_net_bind(net, rt, 4);
+    ck_assert_int_eq(s, CLNET_ERR_DEVICE_MEMORY);
+    ck_assert_msg(strstr(clnet_last_error(), "needs") && strstr(clnet_last_error(), "MiB") &&
+                      strstr(clnet_last_error(), "batch 1"),
+                  "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_net_device_count(net), 0);
+    clnet_net_free(net);
+    /* sizes beyond what one sample may hold are refused when the model is read */
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "input channels=64 height=8192 width=8192"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "flatten"), CLNET_ERR_FORMAT);
+    ck_assert_msg(strstr(clnet_last_error(), "too large"), "%s", clnet_last_error());
     clnet_net_free(net);
     clnet_runtime_free(rt);
 }
@@ -410,7 +432,7 @@ int main(void) {
     tcase_add_test(t, same_seed_gives_the_same_run);
     tcase_add_test(t, resume_from_a_checkpoint_is_bitwise_identical);
     tcase_add_test(t, bad_checkpoints_are_refused_and_change_nothing);
-    tcase_add_test(t, a_batch_too_big_for_the_device_is_refused_with_figures);
+    tcase_add_test(t, memory_limits_give_micro_batches_or_a_clear_error);
     tcase_add_test(t, model_file_errors_name_file_and_line);
     tcase_add_test(t, lenet_learns_fashion_mnist);
     suite_add_tcase(s, t);

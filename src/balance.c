@@ -1,0 +1,145 @@
+/* Throughput estimates and the proportional split. */
+#include "balance.h"
+#include "error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Weight of the newest measurement in the smoothed rate. */
+#define SMOOTHING 0.3
+
+/* "INDEX:VALUE[,INDEX:VALUE...]": calls set(i, value) for replica i with that
+ * device index; malformed text is an error naming the variable. */
+static clnet_status parse_pairs(const char *var, const int *device_index, int n,
+                                void (*set)(clnet_balance *, int, double), clnet_balance *b) {
+    const char *text = getenv(var);
+    if (!text || !*text) return CLNET_OK;
+    const char *p = text;
+    while (*p) {
+        char *end = NULL;
+        errno = 0;
+        long index = strtol(p, &end, 10);
+        if (end == p || *end != ':')
+            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s='%s': expected INDEX:VALUE[,...]",
+                              var, text);
+        p = end + 1;
+        double value = strtod(p, &end);
+        if (end == p || errno || !(value >= 0))
+            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s='%s': expected INDEX:VALUE[,...]",
+                              var, text);
+        for (int i = 0; i < n; i++)
+            if (device_index[i] == index) set(b, i, value);
+        p = end;
+        if (*p == ',') p++;
+        else if (*p)
+            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s='%s': expected INDEX:VALUE[,...]",
+                              var, text);
+    }
+    return CLNET_OK;
+}
+
+static void set_throttle(clnet_balance *b, int i, double v) {
+    b->throttle[i] = v < 1 ? 1 : v;
+}
+static void set_fault(clnet_balance *b, int i, double v) {
+    b->fault_step[i] = (int64_t)v;
+}
+
+clnet_status clnet_balance_init(clnet_balance *b, const int *device_index, int n) {
+    memset(b, 0, sizeof *b);
+    b->n = n;
+    b->rate = calloc((size_t)n, sizeof *b->rate);
+    b->throttle = calloc((size_t)n, sizeof *b->throttle);
+    b->fault_step = calloc((size_t)n, sizeof *b->fault_step);
+    b->share = calloc((size_t)n, sizeof *b->share);
+    b->seconds = calloc((size_t)n, sizeof *b->seconds);
+    b->samples = calloc((size_t)n, sizeof *b->samples);
+    if (!b->rate || !b->throttle || !b->fault_step || !b->share || !b->seconds || !b->samples) {
+        clnet_balance_free(b);
+        return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < n; i++) b->throttle[i] = 1, b->fault_step[i] = -1;
+    clnet_status s = parse_pairs("CLNET_THROTTLE", device_index, n, set_throttle, b);
+    if (s == CLNET_OK) s = parse_pairs("CLNET_FAULT", device_index, n, set_fault, b);
+    if (s != CLNET_OK) clnet_balance_free(b);
+    return s;
+}
+
+void clnet_balance_free(clnet_balance *b) {
+    free(b->rate);
+    free(b->weight);
+    free(b->throttle);
+    free(b->fault_step);
+    free(b->share);
+    free(b->seconds);
+    free(b->samples);
+    memset(b, 0, sizeof *b);
+}
+
+void clnet_balance_split(const clnet_balance *b, int total, int *shares) {
+    int n = b->n;
+    double w[64];
+    int active[64];
+    for (int i = 0; i < n && i < 64; i++) {
+        w[i] = b->weight ? b->weight[i] : b->rate[i] > 0 ? b->rate[i] : 1.0;
+        active[i] = w[i] > 0;
+        shares[i] = 0;
+    }
+    /* Drop replicas whose exact share is under one sample, slowest first,
+     * until every remaining one earns at least one. */
+    for (;;) {
+        double sum = 0;
+        int slowest = -1, count = 0;
+        for (int i = 0; i < n; i++)
+            if (active[i]) {
+                sum += w[i];
+                count++;
+                if (slowest < 0 || w[i] < w[slowest]) slowest = i;
+            }
+        if (count <= 1 || total * w[slowest] / sum >= 1.0) break;
+        active[slowest] = 0;
+    }
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        if (active[i]) sum += w[i];
+    if (sum <= 0) { /* nothing usable: the first replica takes everything */
+        shares[0] = total;
+        return;
+    }
+    /* Largest remainder: floors, then one more to the largest fractions. */
+    double frac[64];
+    int given = 0;
+    for (int i = 0; i < n; i++) {
+        double exact = active[i] ? total * w[i] / sum : 0;
+        shares[i] = (int)exact;
+        frac[i] = active[i] ? exact - shares[i] : -1;
+        given += shares[i];
+    }
+    while (given < total) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (active[i] && (best < 0 || frac[i] > frac[best])) best = i;
+        shares[best]++;
+        frac[best] = -1;
+        given++;
+        if (given < total) { /* more than n left over cannot happen, but be safe */
+            int any = 0;
+            for (int i = 0; i < n; i++) any |= active[i] && frac[i] >= 0;
+            if (!any)
+                for (int i = 0; i < n; i++)
+                    if (active[i]) frac[i] = 0;
+        }
+    }
+}
+
+void clnet_balance_update(clnet_balance *b, const int *shares, const double *seconds) {
+    for (int i = 0; i < b->n; i++) {
+        b->share[i] = shares[i];
+        b->seconds[i] = seconds[i];
+        b->samples[i] += shares[i];
+        if (shares[i] <= 0 || seconds[i] <= 0) continue;
+        double r = shares[i] / seconds[i];
+        b->rate[i] = b->rate[i] > 0 ? (1 - SMOOTHING) * b->rate[i] + SMOOTHING * r : r;
+    }
+}

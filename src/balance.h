@@ -1,0 +1,38 @@
+/* Splitting each batch across replicas in proportion to their measured
+ * speed, so all finish a step together, and the simulation knobs for tests:
+ *   CLNET_THROTTLE=INDEX:FACTOR[,...]  device INDEX (as `clnet devices` numbers
+ *       it) behaves FACTOR times slower: after each share it waits FACTOR-1
+ *       times the time its share took.
+ *   CLNET_FAULT=INDEX:STEP  device INDEX fails in optimizer step STEP (0-based). */
+#ifndef CLNET_BALANCE_H
+#define CLNET_BALANCE_H
+
+#include "clnet.h"
+
+#include <stdint.h>
+
+typedef struct {
+    int n;               /* replicas */
+    double *rate;        /* smoothed samples per second; 0 until measured */
+    double *weight;      /* fixed proportions (clnet_net_set_split), or NULL */
+    double *throttle;    /* per replica; 1 = none */
+    int64_t *fault_step; /* per replica; -1 = none */
+    int *share;          /* samples of the last step */
+    double *seconds;     /* seconds the last share took */
+    int64_t *samples;    /* samples processed in training so far */
+} clnet_balance;
+
+/* device_index[i] is replica i's number in `clnet devices`. */
+clnet_status clnet_balance_init(clnet_balance *b, const int *device_index, int n);
+void clnet_balance_free(clnet_balance *b);
+
+/* Splits `total` samples: by the fixed weights when set, else by measured
+ * rates (equal until measured). A replica whose exact share would be under
+ * one sample gets none: it would only make the others wait. The shares add
+ * up to total and depend only on the weights (no timing) when they are set. */
+void clnet_balance_split(const clnet_balance *b, int total, int *shares);
+
+/* Folds one step's timings into the smoothed rates. */
+void clnet_balance_update(clnet_balance *b, const int *shares, const double *seconds);
+
+#endif
