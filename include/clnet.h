@@ -445,6 +445,20 @@ clnet_status clnet_write_curves_svg(const char *path, const char *title, const d
                                     const double *train_loss, const double *train_accuracy,
                                     const double *test_accuracy, int n);
 
+/* Asynchronous (parameter-server) training on every bound device: each
+ * device repeatedly pulls the current parameters, computes the gradient of its
+ * own batch from the loader (batches of the loader's size, taken in turns)
+ * and pushes it; the host applies every push at once, so no device waits for
+ * the slowest. A push is never applied more than `staleness` updates after the
+ * parameters it used were pulled (a device that would break that waits).
+ * Returns after `updates` pushes; *out sums their batches. The trade-off: no
+ * waiting, but the result is no longer what one device computes, and not the
+ * same from run to run. */
+clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int updates, int staleness,
+                                   clnet_step_result *out);
+/* The largest staleness any applied push has had so far (async training). */
+int64_t clnet_net_worst_staleness(const clnet_net *net);
+
 /* Loss and accuracy of a bound net over a whole data set, in file order, in
  * batches of the bound size; images are scaled as a loader with this mean and
  * std scales them (0 and 1: [0, 1]). */

@@ -321,6 +321,11 @@ typedef struct {
     int32_t *labels;
 } probe_ctx;
 
+/* Times replica i on probes of one size, after a warm-up run of that size
+ * (the first run of a size builds kernels, and CPU drivers compile
+ * work-group functions): m samples, with m chosen from a 1-sample run so
+ * that a probe takes about PROBE_SECONDS, at most PROBE_MAX samples. */
+#define PROBE_MAX 32
 static clnet_status probe(int i, void *arg) {
     clnet_status status = CLNET_OK;
     probe_ctx *p = arg;
@@ -328,21 +333,32 @@ static clnet_status probe(int i, void *arg) {
     clnet_replica *r = net->replicas[i];
     clnet_run_mode mode = {1, 0, 0};
     r->on_bucket = NULL;
-    /* the first sample builds the kernels: not timed */
-    TRY(clnet_replica_run(r, net, p->images, p->labels, 1, mode, NULL, NULL, NULL));
-    CL_CHECK(clFinish(r->d->queue), "clFinish");
-    double spent = 0, rate = 0;
-    for (int m = 1;; m *= 4) {
-        if (m > r->max_batch) m = r->max_batch;
-        double t0 = now();
+    double t0 = now(), t1 = 0;
+    for (int k = 0; k < 2; k++) { /* the first builds the kernels */
+        t0 = now();
+        TRY(clnet_replica_run(r, net, p->images, p->labels, 1, mode, NULL, NULL, NULL));
+        CL_CHECK(clFinish(r->d->queue), "clFinish");
+        t1 = now() - t0;
+    }
+    int m = t1 > 0 ? (int)(PROBE_SECONDS / t1) : PROBE_MAX;
+    if (m > PROBE_MAX) m = PROBE_MAX;
+    if (m > r->max_batch) m = r->max_batch;
+    if (m < 1) m = 1;
+    double spent = 0, rate = 1.0 / (t1 > 0 ? t1 : 1e-9);
+    if (m > 1) { /* warm up this size, then time it until it has taken long enough */
         TRY(clnet_replica_run(r, net, p->images, p->labels, m, mode, NULL, NULL, NULL));
         CL_CHECK(clFinish(r->d->queue), "clFinish");
-        double t = (now() - t0) * net->balance.throttle[i];
-        spent += t;
-        rate = m / (t > 0 ? t : 1e-9);
-        if (t >= PROBE_SECONDS || m >= r->max_batch || spent >= CALIBRATION_SECONDS) break;
+        int runs = 0;
+        t0 = now();
+        do {
+            TRY(clnet_replica_run(r, net, p->images, p->labels, m, mode, NULL, NULL, NULL));
+            CL_CHECK(clFinish(r->d->queue), "clFinish");
+            runs++;
+            spent = now() - t0;
+        } while (spent < PROBE_SECONDS && spent < CALIBRATION_SECONDS);
+        rate = runs * m / spent;
     }
-    net->balance.rate[i] = rate;
+    net->balance.rate[i] = rate / net->balance.throttle[i];
 cleanup:
     if (status != CLNET_OK)
         clnet_error_context(status, "calibrating device %d (%s)", r->d->info.index,

@@ -103,8 +103,12 @@ static void local_size(clnet_device *d, cl_kernel k, size_t mblocks, size_t loca
                                  &kernel_limit, NULL) == CL_SUCCESS &&
         kernel_limit < limit)
         limit = kernel_limit;
+    /* a power of two up to 16 row blocks: the size must not follow M when M
+     * is the batch (see clnet_run), and few sizes means few compilations */
+    size_t rows = 1;
+    while (rows * 2 <= mblocks && rows * 2 <= 16 && rows * 2 <= limit) rows *= 2;
     local[0] = 1;
-    local[1] = mblocks < limit ? mblocks : limit;
+    local[1] = rows;
     local[2] = 1;
     *use_local = d->info.type == CLNET_DEVICE_CPU;
 }

@@ -25,6 +25,7 @@ struct clnet_net {
     clnet_balance balance;
     int max_batch;            /* the global batch the net is bound for */
     int deterministic;        /* a fixed split: runs repeat bit for bit */
+    int64_t worst_staleness;  /* async: the oldest parameters a push was computed on */
     char source[256]; /* the model file, for messages */
 };
 

@@ -252,13 +252,20 @@ clnet_status clnet_run(clnet_device *d, const char *family, const char *options,
     clnet_status status = CLNET_OK;
     cl_kernel k = NULL;
     size_t rounded[3] = {1, 1, 1}, shape[3] = {1, 1, 1};
-    if (!local && dims > 1 && d->info.type == CLNET_DEVICE_CPU) {
-        /* CPU drivers run a work-group as a loop: left to themselves they
-         * pick tiny groups for small multi-dimensional ranges, and pay a
-         * launch for each. Take whole rows, up to about 256 work-items. */
-        shape[0] = global[0] <= 256 ? global[0] : 64;
-        shape[1] = 256 / shape[0] < global[1] ? 256 / shape[0] : global[1];
-        if (shape[1] < 1) shape[1] = 1;
+    if (!local && d->info.type == CLNET_DEVICE_CPU) {
+        /* CPU drivers run a work-group as a loop and compile one for every
+         * work-group size they meet (PoCL: a noticeable pause each time), so
+         * the size must not follow the batch: 64 for 1-D ranges; for more
+         * dimensions whole rows (a layer's width, fixed), up to about 256
+         * work-items. Left to themselves, drivers pick sizes that change with
+         * the global size, and tiny groups for small multi-dimensional ranges. */
+        if (dims == 1) {
+            shape[0] = 64;
+        } else {
+            shape[0] = global[0] <= 256 ? global[0] : 64;
+            shape[1] = 256 / shape[0] < global[1] ? 256 / shape[0] : global[1];
+            if (shape[1] < 1) shape[1] = 1;
+        }
         local = shape;
     }
     for (int i = 0; i < dims; i++) {

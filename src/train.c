@@ -16,10 +16,13 @@ void clnet_net_unbind(clnet_net *net) {
     clnet_balance_free(&net->balance);
 }
 
-/* The largest micro-batch up to max_batch whose replica fits the device. */
+/* The largest micro-batch up to max_batch whose replica fits the device.
+ * CLNET_MICRO_BATCH=N caps it (to exercise micro-batches on big devices). */
 static clnet_status fit_replica(clnet_net *net, clnet_device *d, int max_batch,
                                 clnet_replica **out) {
     clnet_status s = CLNET_ERR_DEVICE_MEMORY;
+    const char *cap = getenv("CLNET_MICRO_BATCH");
+    if (cap && atoi(cap) >= 1 && atoi(cap) < max_batch) max_batch = atoi(cap);
     for (int m = max_batch; m >= 1; m /= 2) {
         s = clnet_replica_create(out, net, d, m);
         if (s != CLNET_ERR_DEVICE_MEMORY) return s;
@@ -230,4 +233,8 @@ float clnet_net_learning_rate(const clnet_net *net) {
 
 const float *clnet_net_params(const clnet_net *net) {
     return net ? net->params : NULL;
+}
+
+int64_t clnet_net_worst_staleness(const clnet_net *net) {
+    return net ? net->worst_staleness : 0;
 }

@@ -15,5 +15,6 @@ int cli_float(const char *name, const char *text, double min, double max, double
 int cmd_devices(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

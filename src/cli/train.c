@@ -16,7 +16,9 @@ typedef struct {
     long epochs, steps, batch, save_every, train_limit, test_limit, step_size;
     uint64_t seed;
     double lr, momentum, wd, gamma, mean, std;
-    int nesterov, no_eval, seed_given;
+    int nesterov, no_eval, seed_given, deterministic, async;
+    long staleness;
+    const char *split;
     clnet_schedule schedule;
 } options;
 
@@ -38,7 +40,13 @@ static void train_usage(FILE *out) {
             "  --gamma G           step schedule: decay factor (default 0.1)\n"
             "  --seed S            seed for initialisation and shuffling (default 1)\n"
             "  --mean X --std Y    normalise images as (pixel/255 - X) / Y (default 0, 1)\n"
-            "  --devices SPEC      which devices (see clnet devices)\n"
+            "  --devices SPEC      which devices (see clnet devices); a step splits its batch\n"
+            "                      across all of them by measured speed\n"
+            "  --deterministic     a fixed, equal split: two runs give identical parameters\n"
+            "  --split W0,W1,...   a fixed split in these proportions (one per device)\n"
+            "  --sync MODE         sync (default): every step uses every device; async:\n"
+            "                      parameter server, devices push gradients as they finish\n"
+            "  --staleness K       async: a push is at most K updates old (default 1)\n"
             "  --save FILE         write a checkpoint at the end (and on Ctrl-C)\n"
             "  --save-every N      also every N steps (needs --save)\n"
             "  --resume FILE       continue from a checkpoint (same command otherwise)\n"
@@ -62,6 +70,7 @@ static int parse(int argc, char **argv, options *o, int eval) {
     o->seed = 1;
     o->std = 1;
     o->schedule = CLNET_SCHEDULE_CONSTANT;
+    o->staleness = 1;
     for (int i = 0; i < argc; i++) {
         const char *v = NULL;
         long n = 0;
@@ -81,6 +90,18 @@ static int parse(int argc, char **argv, options *o, int eval) {
             o->data = v;
         } else if (VALUE("--devices")) {
             o->devices = v;
+        } else if (strcmp(argv[i], "--deterministic") == 0) {
+            o->deterministic = 1;
+        } else if (VALUE("--split")) {
+            o->split = v;
+        } else if (!eval && VALUE("--sync")) {
+            if (strcmp(v, "sync") != 0 && strcmp(v, "async") != 0) {
+                fprintf(stderr, "clnet: --sync: expected sync or async, got '%s'\n", v);
+                return 2;
+            }
+            o->async = strcmp(v, "async") == 0;
+        } else if (!eval && VALUE("--staleness")) {
+            if (!cli_int("--staleness", v, 0, 1000000, &o->staleness)) return 2;
         } else if (VALUE("--batch")) {
             if (!cli_int("--batch", v, 1, 1 << 20, &o->batch)) return 2;
         } else if (VALUE("--test-limit")) {
@@ -267,15 +288,13 @@ static int evaluate(const options *o, session *s, double *acc, double *loss) {
     return 0;
 }
 
-static int save(const options *o, session *s, const char *path, const clnet_batch *last,
-                uint64_t data_seed, uint64_t init_seed) {
-    clnet_progress p = {.data_seed = data_seed, .init_seed = init_seed};
-    if (last) { /* where the next batch starts */
-        p.epoch = last->epoch;
-        p.position = last->position + last->n;
-        if (p.position >= clnet_dataset_count(s->train)) p.epoch++, p.position = 0;
-    }
-    (void)o;
+/* A checkpoint whose progress says the next batch starts at sample
+ * `position` of epoch `epoch`'s order. */
+static int save(session *s, const char *path, int epoch, int64_t position, uint64_t data_seed,
+                uint64_t init_seed) {
+    clnet_progress p = {.epoch = epoch, .position = position, .data_seed = data_seed,
+                        .init_seed = init_seed};
+    if (position >= clnet_dataset_count(s->train)) p.epoch++, p.position = 0;
     if (clnet_net_save(s->net, path, &p) != CLNET_OK) return fail("saving a checkpoint");
     return 0;
 }
@@ -289,6 +308,52 @@ static void progress_bar(int epoch, long epochs, int done, int total, double ips
     fprintf(stderr, "\repoch %d/%ld [%s] %3d%%  %6.0f img/s  loss %.4f  ETA %4.0fs ", epoch, epochs,
             bar, total ? 100 * done / total : 0, ips, loss, eta);
     fflush(stderr);
+}
+
+/* Applies --split or --deterministic. */
+static int apply_split(const options *o, session *s) {
+    int n = clnet_net_device_count(s->net);
+    double w[64];
+    if (o->split) {
+        int k = 0;
+        const char *p = o->split;
+        while (*p && k < 64) {
+            char *end = NULL;
+            w[k] = strtod(p, &end);
+            if (end == p || !(w[k] >= 0)) break;
+            k++;
+            p = *end == ',' ? end + 1 : end;
+            if (*end != ',' && *end) break;
+        }
+        if (*p || k != n) {
+            fprintf(stderr, "clnet: --split %s: expected %d weights >= 0, separated by commas\n",
+                    o->split, n);
+            return 2;
+        }
+    } else if (o->deterministic) {
+        for (int i = 0; i < n; i++) w[i] = 1;
+    } else {
+        return 0;
+    }
+    if (clnet_net_set_split(s->net, w, n) != CLNET_OK) return fail("--split");
+    return 0;
+}
+
+/* One line per device with its share of the epoch and its speed. */
+static void report_devices(session *s, const int64_t *before) {
+    int n = clnet_net_device_count(s->net);
+    if (n < 2) return;
+    for (int i = 0; i < n; i++) {
+        clnet_device_share d;
+        clnet_net_device_share(s->net, i, &d);
+        int64_t done = d.samples - before[i];
+        if (done > 0)
+            fprintf(stderr, "  device %d (%s): %lld samples, %.0f images/s\n", d.device, d.name,
+                    (long long)done, d.images_per_s);
+        else
+            fprintf(stderr, "  device %d (%s): no share (%.1f images/s: too slow to help)\n",
+                    d.device, d.name, d.images_per_s);
+    }
 }
 
 int cmd_train(int argc, char **argv) {
@@ -321,6 +386,7 @@ int cmd_train(int argc, char **argv) {
         rc = fail("devices");
         goto done;
     }
+    if ((rc = apply_split(&o, &s)) != 0) goto done;
     clnet_loader_config lc = {.batch = (int)o.batch,
                               .seed = data_seed,
                               .shuffle = 1,
@@ -331,7 +397,7 @@ int cmd_train(int argc, char **argv) {
         rc = fail("training data");
         goto done;
     }
-    int per_epoch = clnet_loader_batches_per_epoch(loader);
+    int per_epoch = clnet_loader_batches_per_epoch(loader), count = clnet_dataset_count(s.train);
     clnet_sgd_config sgd;
     clnet_sgd_defaults(&sgd);
     sgd.lr = (float)o.lr;
@@ -367,43 +433,60 @@ int cmd_train(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    int tty = isatty(2);
-    int64_t max_steps = o.steps >= 0 ? o.steps : INT64_MAX;
+    int tty = isatty(2), devices = clnet_net_device_count(s.net);
+    int64_t max_steps = o.steps >= 0 ? o.steps : INT64_MAX, before[64];
+    for (int i = 0; i < devices && i < 64; i++) {
+        clnet_device_share d;
+        clnet_net_device_share(s.net, i, &d);
+        before[i] = d.samples;
+    }
     double train_seconds = 0, run_samples = 0, last_loss = NAN;
     double epoch_loss = 0, epoch_start = now(), epoch_train_seconds = 0;
     long epoch_correct = 0, epoch_seen = 0;
     int epoch = o.resume ? resumed.epoch : 0, epoch_batches = 0;
-    clnet_batch batch, last = {0};
-    int have_last = 0;
+    /* where the next batch starts, for checkpoints: (epoch, position) */
+    int64_t next_position = o.resume ? resumed.position : 0;
     double last_bar = 0;
     while (epoch < o.epochs && clnet_net_step(s.net) < max_steps && !stop_signal) {
         double t0 = now();
         clnet_step_result r;
-        if (clnet_loader_next(loader, &batch) != CLNET_OK) {
-            rc = fail("training data");
-            goto done;
-        }
-        if (clnet_net_train_step(s.net, batch.images, batch.labels, batch.n, &r) != CLNET_OK) {
-            rc = fail("training step");
-            goto done;
+        if (o.async) { /* a few updates at a time, so progress and Ctrl-C stay prompt */
+            int64_t left = per_epoch - next_position / o.batch;
+            int64_t chunk = left < 8 ? left : 8;
+            if (chunk > max_steps - clnet_net_step(s.net)) chunk = max_steps - clnet_net_step(s.net);
+            if (clnet_net_train_async(s.net, loader, (int)chunk, (int)o.staleness, &r) != CLNET_OK) {
+                rc = fail("asynchronous training");
+                goto done;
+            }
+            next_position += r.n;
+            epoch_batches += (int)chunk;
+        } else {
+            clnet_batch batch;
+            if (clnet_loader_next(loader, &batch) != CLNET_OK) {
+                rc = fail("training data");
+                goto done;
+            }
+            if (clnet_net_train_step(s.net, batch.images, batch.labels, batch.n, &r) != CLNET_OK) {
+                rc = fail("training step");
+                goto done;
+            }
+            next_position = batch.position + batch.n;
+            epoch_batches++;
         }
         double dt = now() - t0;
         train_seconds += dt;
         epoch_train_seconds += dt;
-        run_samples += batch.n;
+        run_samples += r.n;
         epoch_loss += r.loss * r.n;
         epoch_correct += r.correct;
         epoch_seen += r.n;
-        epoch_batches++;
-        last = batch;
-        have_last = 1;
+        int epoch_done = next_position >= count;
         if (o.save_every && clnet_net_step(s.net) % o.save_every == 0 &&
-            (rc = save(&o, &s, o.save, &last, data_seed, init_seed)) != 0)
+            (rc = save(&s, o.save, epoch, next_position, data_seed, init_seed)) != 0)
             goto done;
-        int epoch_done = batch.position + batch.n >= clnet_dataset_count(s.train);
         double ips = epoch_seen / (epoch_train_seconds > 0 ? epoch_train_seconds : 1);
         if (tty && (now() - last_bar > 0.1 || epoch_done)) {
-            int done_b = (int)((batch.position + batch.n + o.batch - 1) / o.batch);
+            int done_b = (int)((next_position + o.batch - 1) / o.batch);
             double eta = (per_epoch - done_b) * o.batch / (ips > 0 ? ips : 1);
             progress_bar(epoch + 1, o.epochs, done_b, per_epoch, ips, epoch_loss / epoch_seen, eta);
             last_bar = now();
@@ -421,6 +504,12 @@ int cmd_train(int argc, char **argv) {
                     "seconds=%.1f images_per_s=%.0f\n",
                     epoch + 1, epoch_done ? "" : " (partial)", last_loss, train_acc,
                     isnan(test_acc) ? "-" : "", isnan(test_acc) ? 0.0 : test_acc, secs, ips);
+            report_devices(&s, before);
+            for (int i = 0; i < devices && i < 64; i++) {
+                clnet_device_share d;
+                clnet_net_device_share(s.net, i, &d);
+                before[i] = d.samples;
+            }
             history_add(&h, epoch + (epoch_done ? 1.0 : (double)epoch_batches / per_epoch),
                         last_loss, train_acc, test_acc, secs, ips);
             if (csv) {
@@ -434,7 +523,7 @@ int cmd_train(int argc, char **argv) {
                 clnet_write_curves_svg(o.plot, o.model, h.epoch, h.train_loss, h.train_acc,
                                        h.test_acc, h.n) != CLNET_OK)
                 fprintf(stderr, "clnet: warning: plot: %s\n", clnet_last_error());
-            if (epoch_done) epoch++;
+            if (epoch_done) epoch++, next_position = 0;
             epoch_loss = 0, epoch_correct = 0, epoch_seen = 0, epoch_batches = 0;
             epoch_train_seconds = 0;
             epoch_start = now();
@@ -443,7 +532,7 @@ int cmd_train(int argc, char **argv) {
 
     if (stop_signal) {
         const char *path = o.save ? o.save : "clnet-interrupted.safetensors";
-        if (save(&o, &s, path, have_last ? &last : NULL, data_seed, init_seed) != 0) {
+        if (save(&s, path, epoch, next_position, data_seed, init_seed) != 0) {
             rc = 1;
             goto done;
         }
@@ -454,7 +543,7 @@ int cmd_train(int argc, char **argv) {
         rc = 128 + stop_signal;
         goto done;
     }
-    if (o.save && (rc = save(&o, &s, o.save, have_last ? &last : NULL, data_seed, init_seed)) != 0)
+    if (o.save && (rc = save(&s, o.save, epoch, next_position, data_seed, init_seed)) != 0)
         goto done;
     double test_acc = NAN;
     if (!o.no_eval) {
@@ -490,6 +579,7 @@ int cmd_eval(int argc, char **argv) {
         rc = fail("devices");
         goto done;
     }
+    if ((rc = apply_split(&o, &s)) != 0) goto done;
     if ((rc = evaluate(&o, &s, &acc, &loss)) != 0) goto done;
     printf("test_loss=%.4f\ntest_accuracy=%.4f\n", loss, acc);
 done:

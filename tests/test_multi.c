@@ -1,0 +1,377 @@
+/* Several devices training one model: the split, equivalence with one
+ * device (on updates, not on parameters that barely move), micro-batches,
+ * repeatable runs with a fixed split, a failing device, async training.
+ * Runs in the two-device configurations (pocl2, mixed). */
+#include "balance.h"
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* LeNet with Kaiming weights; on a configuration with a simulator, a small
+ * net of the same kinds (the simulator is thousands of times slower). */
+static const char *LENET[] = {
+    "input channels=1 height=28 width=28", "conv2d filters=20 size=3", "relu",
+    "avgpool size=2 stride=2", "conv2d filters=50 size=5", "relu", "avgpool size=2 stride=2",
+    "flatten", "linear units=128", "relu", "linear units=10", "softmax_cross_entropy"};
+static const char *SMALL[] = {
+    "input channels=1 height=8 width=8", "conv2d filters=3 size=3", "relu",
+    "maxpool size=2 stride=2", "flatten", "linear units=10", "softmax_cross_entropy"};
+
+static int has_slow_device(void) {
+    clnet_runtime *rt = test_runtime();
+    for (int i = 0; i < clnet_runtime_device_count(rt); i++) {
+        clnet_device_info info;
+        clnet_runtime_device_info(rt, i, &info);
+        if (strstr(info.platform_name, "Oclgrind")) return 1;
+    }
+    return 0;
+}
+
+static clnet_net *make_net(void) {
+    int small = has_slow_device();
+    const char **lines = small ? SMALL : LENET;
+    int n = small ? (int)(sizeof SMALL / sizeof *SMALL) : (int)(sizeof LENET / sizeof *LENET);
+    clnet_net *net = NULL;
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    for (int i = 0; i < n; i++) ck_assert_int_eq(clnet_net_add(net, lines[i]), CLNET_OK);
+    ck_assert_int_eq(clnet_net_init(net, 11), CLNET_OK);
+    clnet_sgd_config c;
+    clnet_sgd_defaults(&c);
+    c.lr = 0.05f;
+    c.momentum = 0.9f;
+    c.weight_decay = 1e-3f;
+    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
+    return net;
+}
+
+#define BATCH 32
+#define STEPS 5
+
+/* The same STEPS batches every time. */
+static void batch_data(const clnet_net *net, int step, float *x, int32_t *y) {
+    int c, h, w;
+    clnet_net_input_shape(net, &c, &h, &w);
+    test_random_floats(x, (size_t)BATCH * c * h * w, 500 + step);
+    for (int i = 0; i < BATCH; i++) {
+        x[i] = fabsf(x[i]);
+        y[i] = (int32_t)((i * 7 + step * 3) % 10);
+    }
+}
+
+/* Trains STEPS steps on rt (with an optional fixed split); returns the
+ * parameters after minus before (the update), and the samples each device did. */
+static float *update_on(clnet_runtime *rt, const double *split, int64_t *samples) {
+    clnet_net *net = make_net();
+    size_t np = clnet_net_param_count(net);
+    float *before = malloc(np * sizeof(float)), *delta = malloc(np * sizeof(float));
+    float *x = malloc((size_t)BATCH * 784 * sizeof(float));
+    int32_t y[BATCH];
+    memcpy(before, clnet_net_params(net), np * sizeof(float));
+    ck_assert_msg(clnet_net_bind(net, rt, BATCH) == CLNET_OK, "%s", clnet_last_error());
+    if (split)
+        ck_assert_int_eq(clnet_net_set_split(net, split, clnet_net_device_count(net)), CLNET_OK);
+    for (int s = 0; s < STEPS; s++) {
+        batch_data(net, s, x, y);
+        ck_assert_msg(clnet_net_train_step(net, x, y, BATCH, NULL) == CLNET_OK, "%s",
+                      clnet_last_error());
+    }
+    for (size_t i = 0; i < np; i++) delta[i] = clnet_net_params(net)[i] - before[i];
+    for (int i = 0; samples && i < clnet_net_device_count(net); i++) {
+        clnet_device_share d;
+        clnet_net_device_share(net, i, &d);
+        samples[i] = d.samples;
+        printf("  device %d (%s): %lld samples, micro-batch %d, %.0f images/s\n", d.device,
+               d.name, (long long)d.samples, d.micro_batch, d.images_per_s);
+    }
+    free(before);
+    free(x);
+    clnet_net_free(net);
+    return delta;
+}
+
+/* ||a - b|| / ||b|| per parameter tensor (layer weight, layer bias). */
+static double worst_tensor_difference(const float *a, const float *b) {
+    clnet_net *net = make_net();
+    double worst = 0;
+    size_t off = 0;
+    for (int l = 0; l < clnet_net_layer_count(net); l++) {
+        clnet_layer_info info;
+        clnet_net_layer_info(net, l, &info);
+        if (!info.params) continue;
+        size_t bias = strstr(info.kind, "conv") ? (size_t)info.out_c : (size_t)info.out_c;
+        size_t parts[2] = {info.params - bias, bias};
+        for (int p = 0; p < 2; p++) {
+            double num = 0, den = 0;
+            for (size_t i = off; i < off + parts[p]; i++) {
+                num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+                den += (double)b[i] * b[i];
+            }
+            double rel = sqrt(num) / (sqrt(den) > 0 ? sqrt(den) : 1);
+            if (rel > worst) worst = rel;
+            ck_assert_msg(den > 0, "tensor %d of %s did not move", p, info.name);
+            off += parts[p];
+        }
+    }
+    clnet_net_free(net);
+    return worst;
+}
+
+static clnet_runtime *one_device(int which) {
+    clnet_runtime *all = test_runtime(), *one = NULL;
+    clnet_device_info info;
+    clnet_runtime_device_info(all, which, &info);
+    char spec[16];
+    snprintf(spec, sizeof spec, "%d", info.index);
+    ck_assert_int_eq(clnet_runtime_create(&one, spec), CLNET_OK);
+    return one;
+}
+
+/* The fast device (not the simulator) for the one-device reference. */
+static int fast_device(void) {
+    clnet_runtime *rt = test_runtime();
+    for (int i = 0; i < clnet_runtime_device_count(rt); i++) {
+        clnet_device_info info;
+        clnet_runtime_device_info(rt, i, &info);
+        if (!strstr(info.platform_name, "Oclgrind")) return i;
+    }
+    return 0;
+}
+
+static void expect_same_updates(const double *split, const char *what) {
+    clnet_runtime *all = test_runtime();
+    ck_assert_int_eq(clnet_runtime_device_count(all), 2);
+    clnet_runtime *one = one_device(fast_device());
+    int64_t samples[2] = {0, 0};
+    printf("%s:\n", what);
+    float *d1 = update_on(one, NULL, NULL);
+    float *d2 = update_on(all, split, samples);
+    double diff = worst_tensor_difference(d2, d1);
+    printf("  largest ||update(2 devices) - update(1)|| / ||update(1)|| over tensors: %.2e\n",
+           diff);
+    ck_assert_msg(diff <= 1e-4, "%s: updates differ by %g", what, diff);
+    ck_assert_int_eq(samples[0] + samples[1], (int64_t)STEPS * BATCH);
+    free(d1);
+    free(d2);
+    clnet_runtime_free(one);
+}
+
+START_TEST(two_devices_take_the_same_steps_as_one) {
+    if (has_slow_device()) { /* the simulator needs a share it can finish quickly */
+        clnet_runtime *rt = test_runtime();
+        clnet_device_info info;
+        clnet_runtime_device_info(rt, 0, &info);
+        double split[2] = {1, 7}; /* the simulator sorts first: "Oclgrind" < "Portable..." */
+        if (!strstr(info.platform_name, "Oclgrind")) split[0] = 7, split[1] = 1;
+        expect_same_updates(split, "PoCL + Oclgrind, a forced 1:7 split");
+        return;
+    }
+    expect_same_updates(NULL, "two devices, measured split");
+    double unequal[2] = {3, 1};
+    expect_same_updates(unequal, "two devices, forced 3:1 split");
+}
+END_TEST
+
+START_TEST(a_throttled_device_gets_a_smaller_share) {
+    if (has_slow_device()) return; /* the simulator is slow enough as it is */
+    clnet_runtime *rt = test_runtime();
+    clnet_device_info info;
+    clnet_runtime_device_info(rt, 1, &info);
+    char throttle[32];
+    snprintf(throttle, sizeof throttle, "%d:3", info.index);
+    setenv("CLNET_THROTTLE", throttle, 1);
+    int64_t samples[2];
+    clnet_runtime *one = one_device(0);
+    float *d1 = update_on(one, NULL, NULL);
+    float *d2 = update_on(rt, NULL, samples);
+    unsetenv("CLNET_THROTTLE");
+    double diff = worst_tensor_difference(d2, d1);
+    printf("throttled 3x: update difference %.2e, samples %lld : %lld\n", diff,
+           (long long)samples[0], (long long)samples[1]);
+    ck_assert(diff <= 1e-4);
+    ck_assert_int_gt(samples[1], 0);
+    ck_assert_int_gt(samples[0], samples[1]); /* the throttled device did less */
+    free(d1);
+    free(d2);
+    clnet_runtime_free(one);
+}
+END_TEST
+
+START_TEST(micro_batches_give_the_same_step) {
+    clnet_runtime *one = one_device(fast_device());
+    float *whole = update_on(one, NULL, NULL);
+    setenv("CLNET_MICRO_BATCH", "5", 1);
+    int64_t samples[1];
+    float *micro = update_on(one, NULL, samples);
+    unsetenv("CLNET_MICRO_BATCH");
+    double diff = worst_tensor_difference(micro, whole);
+    printf("micro-batches of 5: update difference %.2e\n", diff);
+    ck_assert(diff <= 1e-4);
+    free(whole);
+    free(micro);
+    clnet_runtime_free(one);
+}
+END_TEST
+
+START_TEST(a_fixed_split_repeats_bit_for_bit) {
+    clnet_runtime *rt = test_runtime();
+    double split[2] = {1, 1};
+    if (has_slow_device()) split[0] = 1, split[1] = 7;
+    float *a = update_on(rt, split, NULL), *b = update_on(rt, split, NULL);
+    clnet_net *net = make_net();
+    ck_assert_mem_eq(a, b, clnet_net_param_count(net) * sizeof(float));
+    clnet_net_free(net);
+    free(a);
+    free(b);
+}
+END_TEST
+
+START_TEST(a_failing_device_stops_the_step_cleanly) {
+    clnet_runtime *rt = test_runtime();
+    clnet_device_info info;
+    clnet_runtime_device_info(rt, 1, &info);
+    char fault[32];
+    snprintf(fault, sizeof fault, "%d:2", info.index);
+    setenv("CLNET_FAULT", fault, 1);
+    clnet_net *net = make_net();
+    ck_assert_int_eq(clnet_net_bind(net, rt, BATCH), CLNET_OK);
+    unsetenv("CLNET_FAULT");
+    double split[2] = {1, 1};
+    ck_assert_int_eq(clnet_net_set_split(net, split, 2), CLNET_OK);
+    size_t np = clnet_net_param_count(net);
+    float *x = malloc((size_t)BATCH * 784 * sizeof(float)), *before = malloc(np * sizeof(float));
+    int32_t y[BATCH];
+    for (int s = 0; s < 2; s++) {
+        batch_data(net, s, x, y);
+        ck_assert_int_eq(clnet_net_train_step(net, x, y, BATCH, NULL), CLNET_OK);
+    }
+    memcpy(before, clnet_net_params(net), np * sizeof(float));
+    batch_data(net, 2, x, y);
+    clnet_status s = clnet_net_train_step(net, x, y, BATCH, NULL);
+    ck_assert_int_ne(s, CLNET_OK);
+    const char *m = clnet_last_error();
+    ck_assert_msg(strstr(m, info.name) && strstr(m, "injected fault") && strstr(m, "step 2"), "%s",
+                  m);
+    ck_assert_mem_eq(before, clnet_net_params(net), np * sizeof(float)); /* nothing applied */
+    ck_assert_int_eq(clnet_net_step(net), 2);
+    free(x);
+    free(before);
+    clnet_net_free(net);
+}
+END_TEST
+
+START_TEST(async_training_learns_within_its_staleness) {
+    if (has_slow_device()) return; /* async on a simulator would take minutes */
+    clnet_dataset *train = NULL, *test = NULL;
+    ck_assert_msg(clnet_dataset_load(&train, NULL, "train") == CLNET_OK,
+                  "Fashion-MNIST is needed (apt-get install dataset-fashion-mnist): %s",
+                  clnet_last_error());
+    ck_assert_int_eq(clnet_dataset_load(&test, NULL, "test"), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_truncate(train, 12800), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_truncate(test, 2000), CLNET_OK);
+    clnet_net *net = make_net();
+    clnet_runtime *rt = test_runtime();
+    ck_assert_int_eq(clnet_net_bind(net, rt, 64), CLNET_OK);
+    clnet_loader *loader = NULL;
+    clnet_loader_config lc = {.batch = 64, .seed = 3, .shuffle = 1, .mean = 0, .std = 1};
+    ck_assert_int_eq(clnet_loader_create(&loader, train, &lc), CLNET_OK);
+    clnet_step_result r;
+    ck_assert_msg(clnet_net_train_async(net, loader, 300, 1, &r) == CLNET_OK, "%s",
+                  clnet_last_error());
+    ck_assert_int_eq(r.n, 300 * 64);
+    ck_assert_int_eq(clnet_net_step(net), 300);
+    ck_assert_int_le(clnet_net_worst_staleness(net), 1);
+    int64_t both[2];
+    for (int i = 0; i < 2; i++) {
+        clnet_device_share d;
+        clnet_net_device_share(net, i, &d);
+        both[i] = d.samples;
+    }
+    ck_assert_msg(both[0] > 0 && both[1] > 0, "samples %lld and %lld", (long long)both[0],
+                  (long long)both[1]);
+    ck_assert_int_eq(clnet_net_evaluate(net, test, 0, 1, &r), CLNET_OK);
+    double acc = (double)r.correct / r.n;
+    printf("async, 2 devices, 300 updates of 64: test accuracy %.4f, worst staleness %lld, "
+           "samples %lld / %lld\n",
+           acc, (long long)clnet_net_worst_staleness(net), (long long)both[0], (long long)both[1]);
+    ck_assert_msg(acc >= 0.6, "test accuracy %.4f", acc);
+    clnet_loader_free(loader);
+    clnet_net_free(net);
+    clnet_dataset_free(train);
+    clnet_dataset_free(test);
+}
+END_TEST
+
+START_TEST(the_simulator_gets_a_tiny_share_or_none) {
+    if (!has_slow_device()) return;
+    clnet_runtime *rt = test_runtime();
+    clnet_net *net = make_net();
+    time_t t0 = time(NULL);
+    ck_assert_int_eq(clnet_net_bind(net, rt, 256), CLNET_OK);
+    float *x = calloc((size_t)256 * 64, sizeof(float));
+    int32_t y[256] = {0};
+    for (int s = 0; s < 3; s++) ck_assert_int_eq(clnet_net_train_step(net, x, y, 256, NULL), CLNET_OK);
+    for (int i = 0; i < 2; i++) {
+        clnet_device_share d;
+        clnet_net_device_share(net, i, &d);
+        printf("  device %d (%s): share %d of 256, %.0f images/s\n", d.device, d.name, d.share,
+               d.images_per_s);
+        if (strstr(d.name, "Oclgrind")) ck_assert_int_le(d.share, 256 / 20);
+    }
+    printf("balanced PoCL + Oclgrind, calibration and 3 steps: %ld s\n", (long)(time(NULL) - t0));
+    free(x);
+    clnet_net_free(net);
+}
+END_TEST
+
+START_TEST(the_split_follows_weights_and_drops_devices_too_slow_to_help) {
+    int idx[3] = {0, 1, 2};
+    clnet_balance b;
+    ck_assert_int_eq(clnet_balance_init(&b, idx, 3), CLNET_OK);
+    int s[3];
+    clnet_balance_split(&b, 10, s); /* unmeasured: equal */
+    ck_assert(s[0] + s[1] + s[2] == 10 && s[0] >= 3 && s[1] >= 3 && s[2] >= 3);
+    b.rate[0] = 3000, b.rate[1] = 1000, b.rate[2] = 1; /* the third would earn 0.06 samples */
+    clnet_balance_split(&b, 256, s);
+    ck_assert_int_eq(s[0], 192);
+    ck_assert_int_eq(s[1], 64);
+    ck_assert_int_eq(s[2], 0);
+    b.rate[2] = 400; /* now it earns its keep */
+    clnet_balance_split(&b, 100, s);
+    ck_assert_int_eq(s[0] + s[1] + s[2], 100);
+    ck_assert(s[2] >= 8 && s[2] <= 9);
+    int shares[3] = {100, 0, 50};
+    double secs[3] = {0.1, 0, 0.1};
+    clnet_balance_update(&b, shares, secs); /* smoothed toward 1000 and 500 */
+    ck_assert(b.rate[0] < 3000 && b.rate[0] > 1000 && b.rate[1] == 1000);
+    ck_assert_int_eq(b.samples[0], 100);
+    clnet_balance_free(&b);
+    setenv("CLNET_THROTTLE", "1:3,2:x", 1);
+    ck_assert_int_eq(clnet_balance_init(&b, idx, 3), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "CLNET_THROTTLE"), "%s", clnet_last_error());
+    setenv("CLNET_THROTTLE", "1:3", 1);
+    ck_assert_int_eq(clnet_balance_init(&b, idx, 3), CLNET_OK);
+    ck_assert(b.throttle[1] == 3 && b.throttle[0] == 1);
+    unsetenv("CLNET_THROTTLE");
+    clnet_balance_free(&b);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("multi");
+    TCase *t = tcase_create("multi");
+    tcase_set_timeout(t, 0);
+    tcase_add_test(t, the_split_follows_weights_and_drops_devices_too_slow_to_help);
+    tcase_add_test(t, two_devices_take_the_same_steps_as_one);
+    tcase_add_test(t, a_throttled_device_gets_a_smaller_share);
+    tcase_add_test(t, micro_batches_give_the_same_step);
+    tcase_add_test(t, a_fixed_split_repeats_bit_for_bit);
+    tcase_add_test(t, a_failing_device_stops_the_step_cleanly);
+    tcase_add_test(t, the_simulator_gets_a_tiny_share_or_none);
+    tcase_add_test(t, async_training_learns_within_its_staleness);
+    suite_add_tcase(s, t);
+    return test_run_suite(s) ? 1 : 0;
+}
