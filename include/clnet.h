@@ -34,7 +34,11 @@
  * runtime. The query functions (device_count, device_info) may be called from
  * several threads at once. Work on one device (device_check, and later the
  * training calls) may run on different threads for different devices at the
- * same time; one device is driven by one thread at a time.
+ * same time; one device is driven by one thread at a time. A net, and the
+ * calls that train or evaluate it, belong to one thread at a time (it runs
+ * threads of its own inside, one per device); different nets on different
+ * runtimes may be used from different threads. Data sets may be shared by
+ * threads for reading; a loader belongs to one thread.
  */
 #ifndef CLNET_H
 #define CLNET_H
@@ -224,14 +228,14 @@ typedef enum {
 } clnet_schedule;
 
 typedef struct {
-    float lr;             /* 0.1 */
-    float momentum;       /* 0 */
-    int nesterov;         /* 0 */
-    float weight_decay;   /* 0 */
+    float lr;           /* 0.1 */
+    float momentum;     /* 0 */
+    int nesterov;       /* 0 */
+    float weight_decay; /* 0 */
     clnet_schedule schedule;
-    int64_t total_steps;  /* cosine: steps to anneal over */
-    int64_t step_size;    /* step: steps between decays */
-    float gamma;          /* step: factor, 0.1 */
+    int64_t total_steps; /* cosine: steps to anneal over */
+    int64_t step_size;   /* step: steps between decays */
+    float gamma;         /* step: factor, 0.1 */
 } clnet_sgd_config;
 
 void clnet_sgd_defaults(clnet_sgd_config *cfg);
@@ -255,7 +259,7 @@ clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch);
  * float rounding. A device too slow to earn one sample gets no share. A device
  * whose share does not fit its memory runs it in micro-batches. */
 typedef struct {
-    int device;          /* the number `clnet devices` shows */
+    int device; /* the number `clnet devices` shows */
     char name[128];
     int share;           /* samples in the last training step */
     int micro_batch;     /* the most samples it runs at once */
@@ -271,14 +275,14 @@ clnet_status clnet_net_device_share(const clnet_net *net, int i, clnet_device_sh
 clnet_status clnet_net_set_split(clnet_net *net, const double *weights, int count);
 
 typedef struct {
-    double loss;  /* mean cross-entropy over the batch */
-    int correct;  /* samples whose most probable class is the label */
-    int n;        /* samples */
+    double loss; /* mean cross-entropy over the batch */
+    int correct; /* samples whose most probable class is the label */
+    int n;       /* samples */
 } clnet_step_result;
 
 /* One SGD step on a batch in host memory: images (n, C, H, W), labels (n). */
-clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int32_t *labels,
-                                  int n, clnet_step_result *out);
+clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int32_t *labels, int n,
+                                  clnet_step_result *out);
 /* Class probabilities (n, classes) for images (n, C, H, W); any n. */
 clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float *probs);
 /* Loss and accuracy over a batch without training (any n). */
@@ -314,8 +318,8 @@ clnet_status clnet_net_save(const clnet_net *net, const char *path, const clnet_
  * net is left as it was. progress may be NULL. */
 clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_progress *progress);
 
-int64_t clnet_net_step(const clnet_net *net);         /* optimizer steps taken */
-float clnet_net_learning_rate(const clnet_net *net);  /* for the next step */
+int64_t clnet_net_step(const clnet_net *net);        /* optimizer steps taken */
+float clnet_net_learning_rate(const clnet_net *net); /* for the next step */
 /* The host copy of all parameters, in layer order (weight then bias). */
 const float *clnet_net_params(const clnet_net *net);
 /* ---- Data sets ---------------------------------------------------------- */

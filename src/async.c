@@ -28,12 +28,12 @@ typedef struct {
     clnet_net *net;
     clnet_loader *loader;
     int staleness;
-    int remaining;       /* batches still to take (each taken batch is pushed) */
+    int remaining; /* batches still to take (each taken batch is pushed) */
     int failed;
     pthread_mutex_t lock;
     pthread_cond_t changed;
     int busy[64];
-    int64_t pulled[64];  /* the step each busy device pulled at */
+    int64_t pulled[64]; /* the step each busy device pulled at */
     double loss;
     int correct, samples;
     int64_t worst_staleness;
@@ -58,7 +58,8 @@ static double now(void) {
 /* May device i pull now without breaking anyone's staleness bound? */
 static int may_pull(const async_ctx *a, int i) {
     int computing = 1; /* i itself, once it starts */
-    for (int j = 0; j < a->net->nreplicas; j++) computing += j != i && a->busy[j];
+    for (int j = 0; j < a->net->nreplicas; j++)
+        computing += j != i && a->busy[j];
     for (int j = 0; j < a->net->nreplicas; j++)
         if (j != i && a->busy[j] && (a->net->step - a->pulled[j]) + (computing - 1) > a->staleness)
             return 0;
@@ -166,8 +167,8 @@ static void *async_main(void *arg) {
     return NULL;
 }
 
-clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int updates,
-                                   int staleness, clnet_step_result *out) {
+clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int updates, int staleness,
+                                   clnet_step_result *out) {
     clnet_status status = CLNET_OK;
     async_ctx a;
     async_worker *w = NULL;
@@ -229,11 +230,10 @@ cleanup:
         if (s != CLNET_OK) status = s;
     }
     if (status == CLNET_OK && out)
-        *out = (clnet_step_result){.loss = a.samples ? a.loss / a.samples : 0,
-                                   .correct = a.correct,
-                                   .n = a.samples};
-    net->worst_staleness = a.worst_staleness > net->worst_staleness ? a.worst_staleness
-                                                                    : net->worst_staleness;
+        *out = (clnet_step_result){
+            .loss = a.samples ? a.loss / a.samples : 0, .correct = a.correct, .n = a.samples};
+    net->worst_staleness =
+        a.worst_staleness > net->worst_staleness ? a.worst_staleness : net->worst_staleness;
     pthread_mutex_destroy(&a.lock);
     pthread_cond_destroy(&a.changed);
     return status;

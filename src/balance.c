@@ -31,7 +31,8 @@ static clnet_status parse_pairs(const char *var, const int *device_index, int n,
         for (int i = 0; i < n; i++)
             if (device_index[i] == index) set(b, i, value);
         p = end;
-        if (*p == ',') p++;
+        if (*p == ',')
+            p++;
         else if (*p)
             return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s='%s': expected INDEX:VALUE[,...]",
                               var, text);
@@ -59,7 +60,8 @@ clnet_status clnet_balance_init(clnet_balance *b, const int *device_index, int n
         clnet_balance_free(b);
         return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    for (int i = 0; i < n; i++) b->throttle[i] = 1, b->fault_step[i] = -1;
+    for (int i = 0; i < n; i++)
+        b->throttle[i] = 1, b->fault_step[i] = -1;
     clnet_status s = parse_pairs("CLNET_THROTTLE", device_index, n, set_throttle, b);
     if (s == CLNET_OK) s = parse_pairs("CLNET_FAULT", device_index, n, set_fault, b);
     if (s != CLNET_OK) clnet_balance_free(b);
@@ -125,7 +127,8 @@ void clnet_balance_split(const clnet_balance *b, int total, int *shares) {
         given++;
         if (given < total) { /* more than n left over cannot happen, but be safe */
             int any = 0;
-            for (int i = 0; i < n; i++) any |= active[i] && frac[i] >= 0;
+            for (int i = 0; i < n; i++)
+                any |= active[i] && frac[i] >= 0;
             if (!any)
                 for (int i = 0; i < n; i++)
                     if (active[i]) frac[i] = 0;

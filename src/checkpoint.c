@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FORMAT "clnet-checkpoint-1"
+#define FORMAT          "clnet-checkpoint-1"
 #define MOMENTUM_PREFIX "optimizer.momentum."
 
 /* The name of a parameter tensor: "<layer>.weight" or "<layer>.bias". */
@@ -33,28 +33,34 @@ static clnet_st_tensor describe(const clnet_layer *l, int bias, const float *bas
     return t;
 }
 
-clnet_status clnet_net_save(const clnet_net *net, const char *path, const clnet_progress *progress) {
+clnet_status clnet_net_save(const clnet_net *net, const char *path,
+                            const clnet_progress *progress) {
     clnet_status status = CLNET_OK;
     clnet_st_tensor *tensors = NULL;
-    char (*names)[96] = NULL;
+    char(*names)[96] = NULL;
     char *model = NULL;
-    if (!net || !path) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_save: NULL argument");
+    if (!net || !path)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_save: NULL argument");
     if (!net->initialised)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_save: the net has no parameters yet");
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_net_save: the net has no parameters yet");
     int with_velocity = net->momentum && net->velocity_ready;
     int max = 4 * net->nlayers + 1, count = 0;
     tensors = calloc((size_t)max, sizeof *tensors);
     names = calloc((size_t)max, sizeof *names);
     size_t model_cap = 96 * (size_t)net->nlayers + 1;
     model = calloc(model_cap, 1);
-    if (!tensors || !names || !model) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving %s", path);
+    if (!tensors || !names || !model)
+        FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving %s", path);
     for (int pass = 0; pass < 1 + with_velocity; pass++) {
         for (int i = 0; i < net->nlayers; i++) {
             const clnet_layer *l = &net->layers[i];
             if (!l->nweight) continue;
             for (int bias = 0; bias < 2; bias++) {
-                tensor_name(names[count], sizeof names[count], pass ? MOMENTUM_PREFIX : "", l, bias);
-                tensors[count] = describe(l, bias, pass ? net->momentum : net->params, names[count]);
+                tensor_name(names[count], sizeof names[count], pass ? MOMENTUM_PREFIX : "", l,
+                            bias);
+                tensors[count] =
+                    describe(l, bias, pass ? net->momentum : net->params, names[count]);
                 count++;
             }
         }
@@ -74,9 +80,9 @@ clnet_status clnet_net_save(const clnet_net *net, const char *path, const clnet_
     snprintf(data_seed, sizeof data_seed, "%" PRIu64, p.data_seed);
     snprintf(init_seed, sizeof init_seed, "%" PRIu64, p.init_seed);
     clnet_st_meta meta[] = {
-        {"format", FORMAT},      {"clnet_version", clnet_version()},
-        {"model", model},        {"step", step},
-        {"epoch", epoch},        {"position", position},
+        {"format", FORMAT},       {"clnet_version", clnet_version()},
+        {"model", model},         {"step", step},
+        {"epoch", epoch},         {"position", position},
         {"data_seed", data_seed}, {"init_seed", init_seed},
     };
     TRY(clnet_st_save(path, tensors, count, meta, (int)(sizeof meta / sizeof meta[0])));

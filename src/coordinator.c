@@ -53,7 +53,7 @@ typedef struct {
     const float *images;
     const int32_t *labels;
     int train;
-    float *probs;            /* forward only: (n, classes) out, or NULL */
+    float *probs; /* forward only: (n, classes) out, or NULL */
     int shares[64], offsets[64];
     double loss[64], seconds[64];
     int correct[64];
@@ -61,11 +61,11 @@ typedef struct {
     /* bucket hand-over from replica threads to the reducer */
     pthread_mutex_t lock;
     pthread_cond_t changed;
-    int *posted;             /* [replica * nlayers + layer]: bucket ready */
-    cl_event *events;        /* its transfer, or NULL when mapped in place */
-    const float **data;      /* where the host reads it */
-    int finished[64];        /* the replica's thread is done (ok or not) */
-    void *mapped[64];        /* zero-copy replicas: the whole gradient buffer */
+    int *posted;        /* [replica * nlayers + layer]: bucket ready */
+    cl_event *events;   /* its transfer, or NULL when mapped in place */
+    const float **data; /* where the host reads it */
+    int finished[64];   /* the replica's thread is done (ok or not) */
+    void *mapped[64];   /* zero-copy replicas: the whole gradient buffer */
 } step_ctx;
 
 static int replica_index(const step_ctx *c, const clnet_replica *r) {
@@ -171,7 +171,8 @@ static int reduce_bucket(step_ctx *c, int i, int layer, int first, clnet_status 
     clnet_net *net = c->net;
     size_t k = (size_t)i * net->nlayers + layer;
     pthread_mutex_lock(&c->lock);
-    while (!c->posted[k] && !c->finished[i]) pthread_cond_wait(&c->changed, &c->lock);
+    while (!c->posted[k] && !c->finished[i])
+        pthread_cond_wait(&c->changed, &c->lock);
     int ready = c->posted[k];
     pthread_mutex_unlock(&c->lock);
     if (!ready) return 0;
@@ -191,7 +192,8 @@ static int reduce_bucket(step_ctx *c, int i, int layer, int first, clnet_status 
     if (first)
         memcpy(dst, src, len * sizeof(float));
     else
-        for (size_t j = 0; j < len; j++) dst[j] += src[j];
+        for (size_t j = 0; j < len; j++)
+            dst[j] += src[j];
     return 1;
 }
 
@@ -312,7 +314,7 @@ clnet_status clnet_coordinator_broadcast(clnet_net *net) {
 
 /* A probe may take this long before its rate is trusted, and calibration
  * stops growing probes after this much time per device. */
-#define PROBE_SECONDS 0.2
+#define PROBE_SECONDS       0.2
 #define CALIBRATION_SECONDS 2.0
 
 typedef struct {

@@ -45,7 +45,7 @@ typedef struct clnet_device {
     const clnet_cache_config *cache;
     pthread_mutex_t lock; /* guards programs */
     clnet_program *programs;
-    cl_mem scratch;        /* small buffer for reductions, made on first use */
+    cl_mem scratch;          /* small buffer for reductions, made on first use */
     clnet_gemm_backend gemm; /* which GEMM this device uses */
     cl_mem work[2];          /* GEMM scratch (transposed B, split-K partials) */
     size_t work_bytes[2];

@@ -6,7 +6,7 @@
 
 #include <limits.h>
 
-#define FAMILY "elementwise"
+#define FAMILY     "elementwise"
 #define WORK_GROUP 64
 /* Partial sums of the first reduction pass; the second pass adds them. */
 #define SUM_GROUPS    64

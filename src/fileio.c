@@ -22,8 +22,9 @@ clnet_status clnet_atomic_open(clnet_atomic_file *f, const char *path) {
         snprintf(f->tmp, cap, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&serial, 1u));
         f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (f->fd < 0 && (errno != EEXIST || attempt >= 100)) {
-            clnet_status s = clnet_fail(CLNET_ERR_IO, "%s: cannot create a temporary file next to it: %s",
-                                        path, strerror(errno));
+            clnet_status s =
+                clnet_fail(CLNET_ERR_IO, "%s: cannot create a temporary file next to it: %s", path,
+                           strerror(errno));
             free(f->tmp);
             f->tmp = NULL;
             return s;

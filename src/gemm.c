@@ -12,12 +12,12 @@
 #include <strings.h>
 
 #define FAMILY "gemm"
-#define TM 8 /* rows per work-item: GEMM_TM in cl/gemm.cl */
+#define TM     8 /* rows per work-item: GEMM_TM in cl/gemm.cl */
 /* Split-K: a product this long and this narrow is cut into chunks of k,
  * computed side by side and added in a fixed order. */
-#define SPLIT_K_MIN 4096
-#define SPLIT_K_CHUNK 2048
-#define SPLIT_K_MAX_CHUNKS 16
+#define SPLIT_K_MIN         4096
+#define SPLIT_K_CHUNK       2048
+#define SPLIT_K_MAX_CHUNKS  16
 #define SPLIT_K_MAX_OUTPUTS 65536
 
 #define ARG(k, i, v) CL_CHECK(clSetKernelArg((k), (i), sizeof(v), &(v)), "clSetKernelArg")
@@ -83,10 +83,10 @@ static clnet_status gemm_clblast(clnet_device *d, int ta, int tb, size_t M, size
                                  float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
                                  size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
                                  size_t ldc) {
-    CLBlastStatusCode s = CLBlastSgemm(
-        CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
-        tb ? CLBlastTransposeYes : CLBlastTransposeNo, M, N, K, alpha, A, aoff, lda, B, boff, ldb,
-        beta, C, coff, ldc, &d->queue, NULL);
+    CLBlastStatusCode s =
+        CLBlastSgemm(CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+                     tb ? CLBlastTransposeYes : CLBlastTransposeNo, M, N, K, alpha, A, aoff, lda, B,
+                     boff, ldb, beta, C, coff, ldc, &d->queue, NULL);
     if (s != CLBlastSuccess)
         return clnet_fail(CLNET_ERR_OPENCL, "CLBlastSgemm(%zu x %zu x %zu) failed with status %d",
                           M, N, K, (int)s);
@@ -106,7 +106,8 @@ static void local_size(clnet_device *d, cl_kernel k, size_t mblocks, size_t loca
     /* a power of two up to 16 row blocks: the size must not follow M when M
      * is the batch (see clnet_run), and few sizes means few compilations */
     size_t rows = 1;
-    while (rows * 2 <= mblocks && rows * 2 <= 16 && rows * 2 <= limit) rows *= 2;
+    while (rows * 2 <= mblocks && rows * 2 <= 16 && rows * 2 <= limit)
+        rows *= 2;
     local[0] = 1;
     local[1] = rows;
     local[2] = 1;
@@ -171,8 +172,8 @@ static clnet_status gemm_own(clnet_device *d, int ta, int tb, size_t M, size_t N
     int use_local = 0;
     local_size(d, k, mblocks, local, &use_local);
     size_t global[3] = {nblocks, (mblocks + local[1] - 1) / local[1] * local[1], chunks};
-    CL_CHECK(clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, use_local ? local : NULL, 0,
-                                    NULL, NULL),
+    CL_CHECK(clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, use_local ? local : NULL, 0, NULL,
+                                    NULL),
              "clEnqueueNDRangeKernel(gemm_nn)");
 
     if (chunks > 1) {
@@ -202,8 +203,8 @@ clnet_status clnet_gemm(clnet_device *d, int trans_a, int trans_b, size_t M, siz
                         size_t ldb, float beta, cl_mem C, size_t coff, size_t ldc) {
     if (M == 0 || N == 0) return CLNET_OK;
     /* Every index the kernels compute must fit in 32 bits. */
-    size_t a_end = aoff + (trans_a ? K * lda : M * lda), b_end = boff + (trans_b ? N * ldb : K * ldb),
-           c_end = coff + M * ldc;
+    size_t a_end = aoff + (trans_a ? K * lda : M * lda),
+           b_end = boff + (trans_b ? N * ldb : K * ldb), c_end = coff + M * ldc;
     if (!fits_u32(a_end) || !fits_u32(b_end) || !fits_u32(c_end) || !fits_u32(K * N) ||
         !fits_u32(16 * M * N))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
@@ -213,12 +214,11 @@ clnet_status clnet_gemm(clnet_device *d, int trans_a, int trans_b, size_t M, siz
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm with K = 0");
     }
     double began = clnet_profile_begin(d);
-    clnet_status s =
-        d->gemm == CLNET_GEMM_CLBLAST
-            ? gemm_clblast(d, trans_a, trans_b, M, N, K, alpha, A, aoff, lda, B, boff, ldb, beta,
-                           C, coff, ldc)
-            : gemm_own(d, trans_a, trans_b, M, N, K, alpha, A, aoff, lda, B, boff, ldb, beta, C,
-                       coff, ldc);
+    clnet_status s = d->gemm == CLNET_GEMM_CLBLAST
+                         ? gemm_clblast(d, trans_a, trans_b, M, N, K, alpha, A, aoff, lda, B, boff,
+                                        ldb, beta, C, coff, ldc)
+                         : gemm_own(d, trans_a, trans_b, M, N, K, alpha, A, aoff, lda, B, boff, ldb,
+                                    beta, C, coff, ldc);
     char name[96];
     snprintf(name, sizeof name, "gemm %c%c %zux%zux%zu", trans_a ? 'T' : 'N', trans_b ? 'T' : 'N',
              M, N, K);

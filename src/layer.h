@@ -44,17 +44,17 @@ typedef struct clnet_layer {
     char name[64];
     int line; /* model-file line (0: added from C), for messages */
     /* configuration: what applies to the kind */
-    int filters;            /* conv2d: output channels */
-    int units;              /* linear: outputs */
+    int filters;                /* conv2d: output channels */
+    int units;                  /* linear: outputs */
     int kh, kw, sh, sw, ph, pw; /* kernel, stride, padding */
     clnet_init weight_init, bias_init;
     /* set by setup() from the input shape */
     clnet_shape in, out;
-    size_t nweight, nbias;         /* parameter counts (0 if none) */
-    int weight_ndim;               /* weight shape as PyTorch lays it out */
+    size_t nweight, nbias; /* parameter counts (0 if none) */
+    int weight_ndim;       /* weight shape as PyTorch lays it out */
     int64_t weight_shape[4];
-    int fan_in, fan_out;           /* for initialisation */
-    size_t weight_off, bias_off;   /* offsets into the parameter buffer */
+    int fan_in, fan_out;         /* for initialisation */
+    size_t weight_off, bias_off; /* offsets into the parameter buffer */
 } clnet_layer;
 
 /* What one pass of one layer over n samples works on. Offsets are in floats. */
@@ -69,13 +69,13 @@ typedef struct {
     int need_dx;          /* 0 for the first layer: no input gradient needed */
     cl_mem keep;          /* memory a layer keeps from forward to backward */
     size_t keep_off;
-    cl_mem work;          /* scratch shared by all layers */
-    float beta;           /* 0: overwrite parameter gradients, 1: add to them */
+    cl_mem work; /* scratch shared by all layers */
+    float beta;  /* 0: overwrite parameter gradients, 1: add to them */
     /* loss layers only */
-    cl_mem labels;        /* (n) int32 */
-    cl_mem loss;          /* (n) float: per-sample loss */
-    cl_mem correct;       /* (n) int32: 1 where the prediction is right */
-    int want_grad;        /* training: also write the gradient of the loss */
+    cl_mem labels;  /* (n) int32 */
+    cl_mem loss;    /* (n) float: per-sample loss */
+    cl_mem correct; /* (n) int32: 1 where the prediction is right */
+    int want_grad;  /* training: also write the gradient of the loss */
 } clnet_pass;
 
 struct clnet_layer_ops {
@@ -97,9 +97,8 @@ extern const clnet_layer_ops *const clnet_layer_kinds[];
 const clnet_layer_ops *clnet_layer_find(const char *kind);
 
 /* Layer kinds, one per file in src/layers/. */
-extern const clnet_layer_ops clnet_conv2d_ops, clnet_maxpool_ops, clnet_avgpool_ops,
-    clnet_relu_ops, clnet_sigmoid_ops, clnet_tanh_ops, clnet_linear_ops, clnet_flatten_ops,
-    clnet_softmax_xent_ops;
+extern const clnet_layer_ops clnet_conv2d_ops, clnet_maxpool_ops, clnet_avgpool_ops, clnet_relu_ops,
+    clnet_sigmoid_ops, clnet_tanh_ops, clnet_linear_ops, clnet_flatten_ops, clnet_softmax_xent_ops;
 
 /* Shared helpers for layer files. */
 size_t clnet_layer_none(const clnet_layer *l, int n); /* no keep / work memory */

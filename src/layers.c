@@ -9,8 +9,10 @@
 /* Adding a layer kind: its file in src/layers/, its kernels in cl/, and one
  * line here. */
 const clnet_layer_ops *const clnet_layer_kinds[] = {
-    &clnet_conv2d_ops,  &clnet_maxpool_ops, &clnet_avgpool_ops, &clnet_relu_ops,
-    &clnet_sigmoid_ops, &clnet_tanh_ops,    &clnet_linear_ops,  &clnet_flatten_ops,
+    &clnet_conv2d_ops,       &clnet_maxpool_ops,
+    &clnet_avgpool_ops,      &clnet_relu_ops,
+    &clnet_sigmoid_ops,      &clnet_tanh_ops,
+    &clnet_linear_ops,       &clnet_flatten_ops,
     &clnet_softmax_xent_ops, NULL,
 };
 

@@ -43,10 +43,12 @@ static clnet_status tokenize(const char *line, char *kind, size_t kind_cap, opti
     kind[0] = '\0';
     const char *p = line;
     while (*p && *p != '#') {
-        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+            p++;
         if (!*p || *p == '#') break;
         const char *start = p;
-        while (*p && !isspace((unsigned char)*p) && *p != '#') p++;
+        while (*p && !isspace((unsigned char)*p) && *p != '#')
+            p++;
         size_t len = (size_t)(p - start);
         if (!kind[0]) {
             if (len >= kind_cap)
@@ -124,9 +126,11 @@ static int key_allowed(const clnet_layer_ops *ops, const char *key) {
     if (strcmp(key, "name") == 0 || strcmp(key, "input") == 0) return 1;
     size_t n = strlen(key);
     for (const char *k = ops->keys; *k;) {
-        while (*k == ' ') k++;
+        while (*k == ' ')
+            k++;
         const char *end = k;
-        while (*end && *end != ' ') end++;
+        while (*end && *end != ' ')
+            end++;
         if ((size_t)(end - k) == n && strncmp(k, key, n) == 0) return 1;
         k = end;
     }
@@ -151,9 +155,8 @@ static clnet_status parse_input_line(clnet_net *net, const option *opts, int nop
                               opts[i].key, opts[i].value);
     }
     if (!c || !h || !w)
-        return clnet_fail(CLNET_ERR_FORMAT,
-                          "input needs channels=, height= and width=, e.g. "
-                          "'input channels=1 height=28 width=28'");
+        return clnet_fail(CLNET_ERR_FORMAT, "input needs channels=, height= and width=, e.g. "
+                                            "'input channels=1 height=28 width=28'");
     net->input = (clnet_shape){c, h, w};
     net->has_input = 1;
     return CLNET_OK;
@@ -212,8 +215,7 @@ static clnet_status apply_option(clnet_layer *l, const option *o) {
     if (!ok) {
         const char *want = strcmp(k, "init") == 0 || strcmp(k, "bias_init") == 0
                                ? "normal, xavier, kaiming or zeros"
-                           : strcmp(k, "std") == 0 || strcmp(k, "bias_std") == 0
-                               ? "a number >= 0"
+                           : strcmp(k, "std") == 0 || strcmp(k, "bias_std") == 0 ? "a number >= 0"
                            : strcmp(k, "pad") == 0 ? "N or HxW, each >= 0"
                                                    : "N or HxW, each >= 1";
         return clnet_fail(CLNET_ERR_FORMAT, "%s=%s: expected %s", k, v, want);
@@ -226,7 +228,8 @@ clnet_status clnet_net_add(clnet_net *net, const char *line) {
     char kind[32];
     option opts[16];
     int nopts = 0;
-    if (!net || !line) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_add: NULL argument");
+    if (!net || !line)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_add: NULL argument");
     TRY(tokenize(line, kind, sizeof kind, opts, &nopts, 16));
     if (!kind[0]) return CLNET_OK; /* blank or comment */
     if (strcmp(kind, "input") == 0) return parse_input_line(net, opts, nopts);
@@ -264,8 +267,8 @@ clnet_status clnet_net_add(clnet_net *net, const char *line) {
         const char *prev = net->nlayers ? net->layers[net->nlayers - 1].name : "input";
         if (strcmp(opts[i].value, prev) != 0)
             FAIL(CLNET_ERR_FORMAT,
-                 "input=%s: a layer can only read the layer before it ('%s') for now", opts[i].value,
-                 prev);
+                 "input=%s: a layer can only read the layer before it ('%s') for now",
+                 opts[i].value, prev);
     }
     if (l.sh == 0) { /* stride default: 1 for conv2d, the window for pools */
         int pool = ops == &clnet_maxpool_ops || ops == &clnet_avgpool_ops;
@@ -276,8 +279,7 @@ clnet_status clnet_net_add(clnet_net *net, const char *line) {
     for (int i = 0; i < net->nlayers; i++)
         if (strcmp(net->layers[i].name, l.name) == 0)
             FAIL(CLNET_ERR_FORMAT, "a layer named '%s' already exists", l.name);
-    if (l.weight_init.kind == CLNET_INIT_NORMAL && l.weight_init.std == 0 &&
-        !strstr(line, "std="))
+    if (l.weight_init.kind == CLNET_INIT_NORMAL && l.weight_init.std == 0 && !strstr(line, "std="))
         FAIL(CLNET_ERR_FORMAT, "init=normal needs std=, e.g. 'init=normal std=0.01'");
 
     l.in = net->nlayers ? net->layers[net->nlayers - 1].out : net->input;
@@ -312,7 +314,8 @@ clnet_status clnet_net_load(clnet_net **out, const char *path) {
     FILE *f = NULL;
     char line[1024];
     int lineno = 0;
-    if (!out || !path) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_load: NULL argument");
+    if (!out || !path)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_load: NULL argument");
     *out = NULL;
     f = fopen(path, "r");
     if (!f) FAIL(CLNET_ERR_IO, "cannot open model file %s: %s", path, strerror(errno));
@@ -415,14 +418,20 @@ static void fill(float *w, size_t n, clnet_init init, clnet_init_kind fallback, 
     clnet_init_kind kind = init.kind == CLNET_INIT_DEFAULT ? fallback : init.kind;
     for (size_t i = 0; i < n; i++) {
         switch (kind) {
-        case CLNET_INIT_NORMAL: w[i] = (float)(init.std * normal(rng)); break;
-        case CLNET_INIT_KAIMING: w[i] = (float)(sqrt(2.0 / fan_in) * normal(rng)); break;
+        case CLNET_INIT_NORMAL:
+            w[i] = (float)(init.std * normal(rng));
+            break;
+        case CLNET_INIT_KAIMING:
+            w[i] = (float)(sqrt(2.0 / fan_in) * normal(rng));
+            break;
         case CLNET_INIT_XAVIER: {
             double a = sqrt(6.0 / (fan_in + fan_out));
             w[i] = (float)(a * (2.0 * uniform01(rng) - 1.0));
             break;
         }
-        default: w[i] = 0.0f; break;
+        default:
+            w[i] = 0.0f;
+            break;
         }
     }
 }
@@ -441,8 +450,8 @@ clnet_status clnet_net_init(clnet_net *net, uint64_t seed) {
     uint64_t rng = seed ^ 0x636c6e6574ull; /* "clnet" */
     for (int i = 0; i < net->nlayers; i++) {
         const clnet_layer *l = &net->layers[i];
-        fill(net->params + l->weight_off, l->nweight, l->weight_init, CLNET_INIT_KAIMING,
-             l->fan_in, l->fan_out, &rng);
+        fill(net->params + l->weight_off, l->nweight, l->weight_init, CLNET_INIT_KAIMING, l->fan_in,
+             l->fan_out, &rng);
         fill(net->params + l->bias_off, l->nbias, l->bias_init, CLNET_INIT_ZEROS, l->fan_in,
              l->fan_out, &rng);
     }

@@ -15,7 +15,8 @@ void clnet_sgd_defaults(clnet_sgd_config *cfg) {
 }
 
 clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg) {
-    if (!net || !cfg) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_set_sgd: NULL argument");
+    if (!net || !cfg)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_set_sgd: NULL argument");
     if (!(cfg->lr > 0) || !isfinite(cfg->lr))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "learning rate %g must be > 0", cfg->lr);
     if (!(cfg->momentum >= 0 && cfg->momentum < 1))
@@ -40,12 +41,14 @@ clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg) {
 
 float clnet_sgd_lr(const clnet_sgd_config *c, int64_t t) {
     switch (c->schedule) {
-    case CLNET_SCHEDULE_STEP: return c->lr * powf(c->gamma, (float)(t / c->step_size));
+    case CLNET_SCHEDULE_STEP:
+        return c->lr * powf(c->gamma, (float)(t / c->step_size));
     case CLNET_SCHEDULE_COSINE: {
         double f = t >= c->total_steps ? 1.0 : (double)t / (double)c->total_steps;
         return (float)(c->lr * 0.5 * (1.0 + cos(3.141592653589793 * f)));
     }
-    default: return c->lr;
+    default:
+        return c->lr;
     }
 }
 

@@ -5,15 +5,11 @@
 #include "fileio.h"
 #include "error.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* ---- layout (pixels) ------------------------------------------------------------------- */
 enum {

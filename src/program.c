@@ -199,7 +199,8 @@ static pthread_mutex_t profile_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void profile_print(void) {
     double total = 0;
-    for (int i = 0; i < profile_count; i++) total += profile[i].seconds;
+    for (int i = 0; i < profile_count; i++)
+        total += profile[i].seconds;
     fprintf(stderr, "clnet kernel profile (CLNET_PROFILE=1):\n");
     for (int i = 0; i < profile_count; i++)
         fprintf(stderr, "  %-20s %8ld calls %10.3f s %5.1f%%\n", profile[i].name, profile[i].calls,
@@ -236,7 +237,8 @@ void clnet_profile_end(clnet_device *d, const char *name, double began) {
     double t = now() - began;
     pthread_mutex_lock(&profile_lock);
     int i = 0;
-    while (i < profile_count && strcmp(profile[i].name, name) != 0) i++;
+    while (i < profile_count && strcmp(profile[i].name, name) != 0)
+        i++;
     if (i == profile_count && profile_count < 64)
         snprintf(profile[profile_count++].name, sizeof profile[0].name, "%s", name);
     if (i < profile_count) {

@@ -30,12 +30,13 @@ typedef struct {
     size_t size;
     const void *value;
 } clnet_arg;
-#define U32(v) ((clnet_arg){sizeof(cl_uint), &(cl_uint){(cl_uint)(v)}})
-#define I32(v) ((clnet_arg){sizeof(cl_int), &(cl_int){(cl_int)(v)}})
-#define F32(v) ((clnet_arg){sizeof(cl_float), &(cl_float){(cl_float)(v)}})
-#define MEM(v) ((clnet_arg){sizeof(cl_mem), &(cl_mem){(v)}})
+#define U32(v)       ((clnet_arg){sizeof(cl_uint), &(cl_uint){(cl_uint)(v)}})
+#define I32(v)       ((clnet_arg){sizeof(cl_int), &(cl_int){(cl_int)(v)}})
+#define F32(v)       ((clnet_arg){sizeof(cl_float), &(cl_float){(cl_float)(v)}})
+#define MEM(v)       ((clnet_arg){sizeof(cl_mem), &(cl_mem){(v)}})
 #define LOCAL(bytes) ((clnet_arg){(bytes), NULL})
-#define ARGS(...) (clnet_arg[]){__VA_ARGS__}, (int)(sizeof((clnet_arg[]){__VA_ARGS__}) / sizeof(clnet_arg))
+#define ARGS(...)                                                                                  \
+    (clnet_arg[]){__VA_ARGS__}, (int)(sizeof((clnet_arg[]){__VA_ARGS__}) / sizeof(clnet_arg))
 
 /* Sets the arguments of kernel `name` of `family` (built with `options`)
  * and enqueues it over `global` (dims 1..3), rounded up to `local` when that

@@ -28,7 +28,7 @@ static clnet_status timed(clnet_replica *r, int slot,
 
 void clnet_replica_free(clnet_replica *r) {
     if (!r) return;
-    cl_mem *mems[] = {&r->params, &r->grads, &r->act,  &r->dact,    &r->keep,
+    cl_mem *mems[] = {&r->params, &r->grads,  &r->act,  &r->dact,   &r->keep,
                       &r->work,   &r->labels, &r->loss, &r->correct};
     if (r->staging.mem) clnet_staging_free(r->d, &r->staging);
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
@@ -121,7 +121,8 @@ static clnet_pass make_pass(clnet_replica *r, const clnet_net *net, int i, int n
     const clnet_layer *l = &net->layers[i];
     size_t in = i ? r->out_off[i - 1] : 0;
     int need_dx = 0; /* only when some earlier layer has parameters */
-    for (int j = 0; j < i; j++) need_dx |= net->layers[j].nweight > 0;
+    for (int j = 0; j < i; j++)
+        need_dx |= net->layers[j].nweight > 0;
     return (clnet_pass){
         .d = r->d,
         .n = n,
@@ -193,8 +194,8 @@ clnet_status clnet_replica_run(clnet_replica *r, const clnet_net *net, const flo
         CL_CHECK(clEnqueueReadBuffer(d->queue, r->loss, CL_TRUE, 0, (size_t)n * sizeof(float),
                                      r->loss_host, 0, NULL, NULL),
                  "clEnqueueReadBuffer(loss)");
-        CL_CHECK(clEnqueueReadBuffer(d->queue, r->correct, CL_TRUE, 0,
-                                     (size_t)n * sizeof(int32_t), r->correct_host, 0, NULL, NULL),
+        CL_CHECK(clEnqueueReadBuffer(d->queue, r->correct, CL_TRUE, 0, (size_t)n * sizeof(int32_t),
+                                     r->correct_host, 0, NULL, NULL),
                  "clEnqueueReadBuffer(correct)");
         double sum = 0;
         int right = 0;
@@ -217,7 +218,8 @@ clnet_status clnet_replica_add_grads(clnet_replica *r, float *host) {
     clnet_status status = CLNET_OK;
     clnet_host_view view;
     TRY(clnet_host_view_begin(r->d, r->grads, 0, r->nparams, &r->staging, &view));
-    for (size_t i = 0; i < r->nparams; i++) host[i] += view.data[i];
+    for (size_t i = 0; i < r->nparams; i++)
+        host[i] += view.data[i];
     TRY(clnet_host_view_end(r->d, &view));
 cleanup:
     return status;

@@ -19,14 +19,14 @@ struct clnet_replica {
     clnet_device *d;
     int max_batch;
     size_t nparams;
-    cl_mem params, grads;   /* (nparams) each */
-    cl_mem act, dact;       /* activation arenas: input, then each layer's output */
-    cl_mem keep, work;      /* per-layer kept memory; shared scratch */
+    cl_mem params, grads; /* (nparams) each */
+    cl_mem act, dact;     /* activation arenas: input, then each layer's output */
+    cl_mem keep, work;    /* per-layer kept memory; shared scratch */
     cl_mem labels, loss, correct;
-    size_t *out_off;        /* per layer: its output's offset in act/dact */
-    size_t *keep_off;       /* per layer: its kept memory's offset in keep */
-    clnet_staging staging;  /* gradients read to the host (discrete devices) */
-    float *loss_host;       /* (max_batch) */
+    size_t *out_off;       /* per layer: its output's offset in act/dact */
+    size_t *keep_off;      /* per layer: its kept memory's offset in keep */
+    clnet_staging staging; /* gradients read to the host (discrete devices) */
+    float *loss_host;      /* (max_batch) */
     int32_t *correct_host;
     /* When not NULL, each pass waits for every layer and adds its seconds
      * here: [2i] forward and [2i+1] backward of layer i (for benchmarks). */

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -628,7 +627,8 @@ clnet_status clnet_st_save(const char *path, const clnet_st_tensor *tensors, int
     TRY(clnet_atomic_write(&f, len8, 8));
     TRY(clnet_atomic_write(&f, header.buf, header.len));
     for (int i = 0; i < count; i++)
-        TRY(write_floats(&f, tensors[i].data, (size_t)shape_bytes(tensors[i].shape, tensors[i].ndim) / 4));
+        TRY(write_floats(&f, tensors[i].data,
+                         (size_t)shape_bytes(tensors[i].shape, tensors[i].ndim) / 4));
     TRY(clnet_atomic_commit(&f));
 cleanup:
     clnet_atomic_abort(&f);

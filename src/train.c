@@ -9,7 +9,8 @@
 #include <string.h>
 
 void clnet_net_unbind(clnet_net *net) {
-    for (int i = 0; i < net->nreplicas; i++) clnet_replica_free(net->replicas[i]);
+    for (int i = 0; i < net->nreplicas; i++)
+        clnet_replica_free(net->replicas[i]);
     free(net->replicas);
     net->replicas = NULL;
     net->nreplicas = 0;
@@ -95,7 +96,8 @@ clnet_status clnet_net_set_split(clnet_net *net, const double *weights, int coun
     double sum = 0;
     for (int i = 0; i < count; i++) {
         if (!(weights[i] >= 0))
-            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "split weight %g must be >= 0", weights[i]);
+            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "split weight %g must be >= 0",
+                              weights[i]);
         sum += weights[i];
     }
     if (!(sum > 0)) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "the split weights are all 0");
@@ -119,13 +121,14 @@ static clnet_status check_labels(const clnet_net *net, const int32_t *labels, in
     int classes = clnet_net_classes(net);
     for (int b = 0; b < n; b++)
         if (labels[b] < 0 || labels[b] >= classes)
-            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "label %d of sample %d is outside [0, %d)",
-                              (int)labels[b], b, classes);
+            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                              "label %d of sample %d is outside [0, %d)", (int)labels[b], b,
+                              classes);
     return CLNET_OK;
 }
 
-clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int32_t *labels,
-                                  int n, clnet_step_result *out) {
+clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int32_t *labels, int n,
+                                  clnet_step_result *out) {
     clnet_status status = CLNET_OK;
     TRY(need_bound(net, images, "clnet_net_train_step"));
     if (!labels) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_train_step: labels are NULL");
@@ -183,7 +186,8 @@ cleanup:
 clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float *probs) {
     clnet_status s = need_bound(net, images, "clnet_net_predict");
     if (s != CLNET_OK) return s;
-    if (!probs || n < 0) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_predict: bad output");
+    if (!probs || n < 0)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_predict: bad output");
     return forward_all(net, images, NULL, n, probs, NULL);
 }
 
@@ -217,7 +221,8 @@ clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float m
         correct += c;
         seen += batch.n;
     }
-    if (out) *out = (clnet_step_result){.loss = seen ? loss / seen : 0, .correct = correct, .n = seen};
+    if (out)
+        *out = (clnet_step_result){.loss = seen ? loss / seen : 0, .correct = correct, .n = seen};
 cleanup:
     clnet_loader_free(loader);
     return status;

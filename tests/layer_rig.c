@@ -38,7 +38,7 @@ void rig_create(layer_rig *r, clnet_device *d, clnet_shape in, const char *line,
 }
 
 void rig_free(layer_rig *r) {
-    cl_mem all[] = {r->params, r->grads, r->act,    r->dact,   r->keep,
+    cl_mem all[] = {r->params, r->grads,  r->act,  r->dact,   r->keep,
                     r->work,   r->labels, r->loss, r->correct};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]) clReleaseMemObject(all[i]);
@@ -85,8 +85,7 @@ void rig_forward(layer_rig *r, const float *x, float *y, const int32_t *labels, 
                          CL_SUCCESS);
     clnet_pass p = pass(r, 1);
     ck_assert_msg(r->l->ops->forward(r->l, &p) == CLNET_OK, "forward: %s", clnet_last_error());
-    if (y)
-        ck_assert_int_eq(clnet_buffer_read(r->d, r->act, p.y, r->out_count, y), CLNET_OK);
+    if (y) ck_assert_int_eq(clnet_buffer_read(r->d, r->act, p.y, r->out_count, y), CLNET_OK);
     if (loss) ck_assert_int_eq(clnet_buffer_read(r->d, r->loss, 0, (size_t)r->n, loss), CLNET_OK);
     if (correct)
         ck_assert_int_eq(clEnqueueReadBuffer(r->d->queue, r->correct, CL_TRUE, 0,

@@ -15,9 +15,9 @@ typedef enum { CONV, MAXPOOL, AVGPOOL, RELU, SIGMOID, TANH, LINEAR, LOSS } kind;
 
 typedef struct {
     kind k;
-    int n, c, h, w;              /* input (n, c, h, w) */
-    int f, kh, kw, s, p;         /* conv filters / linear units, window, stride, pad */
-    int slow_ok;                 /* small enough for a simulator */
+    int n, c, h, w;      /* input (n, c, h, w) */
+    int f, kh, kw, s, p; /* conv filters / linear units, window, stride, pad */
+    int slow_ok;         /* small enough for a simulator */
 } layer_case;
 
 static const layer_case CASES[] = {
@@ -60,14 +60,24 @@ static void line_for(const layer_case *t, char *out, size_t cap) {
         break;
     case MAXPOOL:
     case AVGPOOL:
-        snprintf(out, cap, "%s size=%dx%d stride=%d pad=%d", t->k == MAXPOOL ? "maxpool" : "avgpool",
-                 t->kh, t->kw, t->s, t->p);
+        snprintf(out, cap, "%s size=%dx%d stride=%d pad=%d",
+                 t->k == MAXPOOL ? "maxpool" : "avgpool", t->kh, t->kw, t->s, t->p);
         break;
-    case RELU: snprintf(out, cap, "relu"); break;
-    case SIGMOID: snprintf(out, cap, "sigmoid"); break;
-    case TANH: snprintf(out, cap, "tanh"); break;
-    case LINEAR: snprintf(out, cap, "linear units=%d", t->f); break;
-    case LOSS: snprintf(out, cap, "softmax_cross_entropy"); break;
+    case RELU:
+        snprintf(out, cap, "relu");
+        break;
+    case SIGMOID:
+        snprintf(out, cap, "sigmoid");
+        break;
+    case TANH:
+        snprintf(out, cap, "tanh");
+        break;
+    case LINEAR:
+        snprintf(out, cap, "linear units=%d", t->f);
+        break;
+    case LOSS:
+        snprintf(out, cap, "softmax_cross_entropy");
+        break;
     }
 }
 
@@ -77,8 +87,8 @@ static void ref_forward(const layer_case *t, float *y, const float *x, const flo
     size_t count = (size_t)t->n * t->c * t->h * t->w;
     switch (t->k) {
     case CONV:
-        ref_conv2d_forward(y, x, w, b, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw, t->s, t->s,
-                           t->p, t->p);
+        ref_conv2d_forward(y, x, w, b, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw, t->s, t->s, t->p,
+                           t->p);
         break;
     case MAXPOOL:
         ref_maxpool_forward(y, x, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p, t->p);
@@ -86,11 +96,21 @@ static void ref_forward(const layer_case *t, float *y, const float *x, const flo
     case AVGPOOL:
         ref_avgpool_forward(y, x, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p, t->p);
         break;
-    case RELU: ref_relu_forward(y, x, count); break;
-    case SIGMOID: ref_sigmoid_forward(y, x, count); break;
-    case TANH: ref_tanh_forward(y, x, count); break;
-    case LINEAR: ref_linear_forward(y, x, w, b, t->n, t->c * t->h * t->w, t->f); break;
-    case LOSS: *loss = ref_softmax_xent_forward(y, NULL, x, labels, t->n, t->c); break;
+    case RELU:
+        ref_relu_forward(y, x, count);
+        break;
+    case SIGMOID:
+        ref_sigmoid_forward(y, x, count);
+        break;
+    case TANH:
+        ref_tanh_forward(y, x, count);
+        break;
+    case LINEAR:
+        ref_linear_forward(y, x, w, b, t->n, t->c * t->h * t->w, t->f);
+        break;
+    case LOSS:
+        *loss = ref_softmax_xent_forward(y, NULL, x, labels, t->n, t->c);
+        break;
     }
 }
 
@@ -109,11 +129,21 @@ static void ref_backward(const layer_case *t, float *dx, float *dw, float *db, c
     case AVGPOOL:
         ref_avgpool_backward(dx, dy, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p, t->p);
         break;
-    case RELU: ref_relu_backward(dx, dy, y, count); break;
-    case SIGMOID: ref_sigmoid_backward(dx, dy, y, count); break;
-    case TANH: ref_tanh_backward(dx, dy, y, count); break;
-    case LINEAR: ref_linear_backward(dx, dw, db, dy, x, w, t->n, t->c * t->h * t->w, t->f); break;
-    case LOSS: ref_softmax_xent_backward(dx, x, labels, t->n, t->c); break;
+    case RELU:
+        ref_relu_backward(dx, dy, y, count);
+        break;
+    case SIGMOID:
+        ref_sigmoid_backward(dx, dy, y, count);
+        break;
+    case TANH:
+        ref_tanh_backward(dx, dy, y, count);
+        break;
+    case LINEAR:
+        ref_linear_backward(dx, dw, db, dy, x, w, t->n, t->c * t->h * t->w, t->f);
+        break;
+    case LOSS:
+        ref_softmax_xent_backward(dx, x, labels, t->n, t->c);
+        break;
     }
 }
 
@@ -132,11 +162,14 @@ static double rel_diff(const float *a, const float *b, size_t n) {
 static void make_input(const layer_case *t, float *x, size_t count, uint64_t seed) {
     test_random_floats(x, count, seed);
     if (t->k == MAXPOOL) {
-        for (size_t i = 0; i < count; i++) x[i] = 0.05f * (float)((i * 7919) % count) - 1.0f;
+        for (size_t i = 0; i < count; i++)
+            x[i] = 0.05f * (float)((i * 7919) % count) - 1.0f;
     } else if (t->k == RELU) {
-        for (size_t i = 0; i < count; i++) x[i] += x[i] >= 0 ? 0.1f : -0.1f;
+        for (size_t i = 0; i < count; i++)
+            x[i] += x[i] >= 0 ? 0.1f : -0.1f;
     } else if (t->k == LOSS) {
-        for (size_t i = 0; i < count; i++) x[i] *= 3.0f;
+        for (size_t i = 0; i < count; i++)
+            x[i] *= 3.0f;
     }
 }
 
@@ -147,11 +180,13 @@ static double objective(layer_rig *r, const layer_case *t, const float *x, const
     if (t->k == LOSS) {
         float loss[16];
         rig_forward(r, x, NULL, labels, loss, NULL);
-        for (int b = 0; b < t->n; b++) s += loss[b];
+        for (int b = 0; b < t->n; b++)
+            s += loss[b];
         return s;
     }
     rig_forward(r, x, y, NULL, NULL, NULL);
-    for (size_t i = 0; i < r->out_count; i++) s += (double)y[i] * rr[i];
+    for (size_t i = 0; i < r->out_count; i++)
+        s += (double)y[i] * rr[i];
     return s;
 }
 
@@ -207,7 +242,8 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
             test_random_floats(w, nw, 200 + ci);
             test_random_floats(b, nb, 300 + ci);
             test_random_floats(dy, ny, 400 + ci);
-            for (int i = 0; i < t->n; i++) labels[i] = (int32_t)((i * 3 + 1) % t->c);
+            for (int i = 0; i < t->n; i++)
+                labels[i] = (int32_t)((i * 3 + 1) % t->c);
             rig_set_params(&r, nw ? w : NULL, nb ? b : NULL);
 
             double loss_ref = 0;
@@ -218,7 +254,8 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
             ck_assert_msg(fwd < 1e-5, "%s on %s: forward differs by %g", line, d->info.name, fwd);
             if (t->k == LOSS) {
                 double sum = 0;
-                for (int i = 0; i < t->n; i++) sum += loss[i];
+                for (int i = 0; i < t->n; i++)
+                    sum += loss[i];
                 ck_assert_msg(fabs(sum - loss_ref) < 1e-5 * fmax(1, fabs(loss_ref)),
                               "%s: loss %.8g vs %.8g", line, sum, loss_ref);
             }
@@ -262,7 +299,8 @@ START_TEST(softmax_xent_is_stable_for_huge_logits) {
                       want);
         ck_assert_int_eq(correct[0], 0);
         ck_assert_int_eq(correct[1], 1);
-        for (int i = 0; i < 8; i++) ck_assert(isfinite(dx[i]) && isfinite(probs[i]));
+        for (int i = 0; i < 8; i++)
+            ck_assert(isfinite(dx[i]) && isfinite(probs[i]));
         rig_free(&r);
     }
 }

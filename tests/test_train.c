@@ -135,9 +135,11 @@ static void train_steps(clnet_net *net, int first, int steps, double *losses) {
     int32_t y[16];
     for (int s = first; s < first + steps; s++) {
         test_random_floats(x, sizeof x / sizeof x[0], 1000 + s);
-        for (int i = 0; i < 16; i++) y[i] = (i * 7 + s) % 4;
+        for (int i = 0; i < 16; i++)
+            y[i] = (i * 7 + s) % 4;
         clnet_step_result r;
-        ck_assert_msg(clnet_net_train_step(net, x, y, 16, &r) == CLNET_OK, "%s", clnet_last_error());
+        ck_assert_msg(clnet_net_train_step(net, x, y, 16, &r) == CLNET_OK, "%s",
+                      clnet_last_error());
         if (losses) losses[s - first] = r.loss;
     }
 }
@@ -268,7 +270,8 @@ START_TEST(bad_checkpoints_are_refused_and_change_nothing) {
     /* a model with an extra layer's tensors */
     ck_assert_int_eq(clnet_net_create(&other), CLNET_OK);
     for (size_t i = 0; i < sizeof TINY / sizeof TINY[0]; i++) {
-        if (strstr(TINY[i], "softmax")) ck_assert_int_eq(clnet_net_add(other, "linear name=extra units=4"), CLNET_OK);
+        if (strstr(TINY[i], "softmax"))
+            ck_assert_int_eq(clnet_net_add(other, "linear name=extra units=4"), CLNET_OK);
         ck_assert_int_eq(clnet_net_add(other, TINY[i]), CLNET_OK);
     }
     ck_assert_int_eq(clnet_net_init(other, 1), CLNET_OK);
@@ -356,8 +359,7 @@ START_TEST(model_file_errors_name_file_and_line) {
         clnet_net *net = (clnet_net *)1;
         ck_assert_int_ne(clnet_net_load(&net, path), CLNET_OK);
         ck_assert_ptr_null(net);
-        ck_assert_msg(strstr(clnet_last_error(), cases[i].want) &&
-                          strstr(clnet_last_error(), path),
+        ck_assert_msg(strstr(clnet_last_error(), cases[i].want) && strstr(clnet_last_error(), path),
                       "case %zu: '%s' lacks '%s'", i, clnet_last_error(), cases[i].want);
     }
     clnet_net *net = NULL;
@@ -402,7 +404,8 @@ START_TEST(lenet_learns_fashion_mnist) {
     ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
     ck_assert_int_eq(clnet_net_bind(net, rt, 64), CLNET_OK);
     clnet_loader *loader = NULL;
-    clnet_loader_config lc = {.batch = 64, .seed = 1, .shuffle = 1, .drop_last = 0, .mean = 0, .std = 1};
+    clnet_loader_config lc = {
+        .batch = 64, .seed = 1, .shuffle = 1, .drop_last = 0, .mean = 0, .std = 1};
     ck_assert_int_eq(clnet_loader_create(&loader, train, &lc), CLNET_OK);
     clnet_step_result r;
     for (int step = 0; step < 400; step++) {

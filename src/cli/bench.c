@@ -41,8 +41,10 @@ static double measure(const bench_options *o, clnet_runtime *rt, const double *s
     x = malloc(n * sizeof *x);
     y = malloc((size_t)o->batch * sizeof *y);
     if (!x || !y) goto done;
-    for (size_t i = 0; i < n; i++) x[i] = (float)((i * 2654435761u) % 256) / 255.0f;
-    for (long i = 0; i < o->batch; i++) y[i] = (int32_t)(i % clnet_net_classes(net));
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)((i * 2654435761u) % 256) / 255.0f;
+    for (long i = 0; i < o->batch; i++)
+        y[i] = (int32_t)(i % clnet_net_classes(net));
     for (int s = 0; s < 3; s++)
         if (clnet_net_train_step(net, x, y, (int)o->batch, NULL) != CLNET_OK) goto done;
     double t0 = now();
@@ -85,8 +87,7 @@ int cmd_bench(int argc, char **argv) {
         } else if (cli_option(argc, argv, &i, "--steps", &v)) {
             if (!v || !cli_int("--steps", v, 1, 1000000, &o.steps)) return 2;
         } else {
-            fprintf(stderr,
-                    "usage: clnet bench MODEL [--devices SPEC] [--batch B] [--steps N]\n");
+            fprintf(stderr, "usage: clnet bench MODEL [--devices SPEC] [--batch B] [--steps N]\n");
             return 2;
         }
     }
@@ -125,7 +126,8 @@ int cmd_bench(int argc, char **argv) {
     print_shares("all devices, balanced split", net, balanced);
     clnet_net_free(net);
     double equal_w[64];
-    for (int i = 0; i < n && i < 64; i++) equal_w[i] = 1;
+    for (int i = 0; i < n && i < 64; i++)
+        equal_w[i] = 1;
     net = NULL;
     double equal = measure(&o, all, equal_w, &net);
     if (equal < 0) goto done;

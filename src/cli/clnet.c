@@ -26,8 +26,8 @@ int cli_int(const char *name, const char *text, long min, long max, long *out) {
     char *end = NULL;
     long v = strtol(text, &end, 10);
     if (end == text || *end || v < min || v > max) {
-        fprintf(stderr, "clnet: %s: expected a whole number from %ld to %ld, got '%s'\n", name,
-                min, max, text);
+        fprintf(stderr, "clnet: %s: expected a whole number from %ld to %ld, got '%s'\n", name, min,
+                max, text);
         return 0;
     }
     *out = v;

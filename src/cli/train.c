@@ -263,7 +263,8 @@ static void history_add(history *h, double epoch, double tl, double ta, double t
         h->cap = h->cap ? 2 * h->cap : 16;
         double **cols[] = {&h->train_loss, &h->train_acc, &h->test_acc,
                            &h->seconds,    &h->ips,       &h->epoch};
-        for (int i = 0; i < 6; i++) *cols[i] = realloc(*cols[i], (size_t)h->cap * sizeof(double));
+        for (int i = 0; i < 6; i++)
+            *cols[i] = realloc(*cols[i], (size_t)h->cap * sizeof(double));
     }
     h->epoch[h->n] = epoch;
     h->train_loss[h->n] = tl;
@@ -292,8 +293,8 @@ static int evaluate(const options *o, session *s, double *acc, double *loss) {
  * `position` of epoch `epoch`'s order. */
 static int save(session *s, const char *path, int epoch, int64_t position, uint64_t data_seed,
                 uint64_t init_seed) {
-    clnet_progress p = {.epoch = epoch, .position = position, .data_seed = data_seed,
-                        .init_seed = init_seed};
+    clnet_progress p = {
+        .epoch = epoch, .position = position, .data_seed = data_seed, .init_seed = init_seed};
     if (position >= clnet_dataset_count(s->train)) p.epoch++, p.position = 0;
     if (clnet_net_save(s->net, path, &p) != CLNET_OK) return fail("saving a checkpoint");
     return 0;
@@ -303,7 +304,8 @@ static void progress_bar(int epoch, long epochs, int done, int total, double ips
                          double eta) {
     char bar[31];
     int fill = total ? 30 * done / total : 0;
-    for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+    for (int i = 0; i < 30; i++)
+        bar[i] = i < fill ? '#' : '.';
     bar[30] = '\0';
     fprintf(stderr, "\repoch %d/%ld [%s] %3d%%  %6.0f img/s  loss %.4f  ETA %4.0fs ", epoch, epochs,
             bar, total ? 100 * done / total : 0, ips, loss, eta);
@@ -331,7 +333,8 @@ static int apply_split(const options *o, session *s) {
             return 2;
         }
     } else if (o->deterministic) {
-        for (int i = 0; i < n; i++) w[i] = 1;
+        for (int i = 0; i < n; i++)
+            w[i] = 1;
     } else {
         return 0;
     }
@@ -453,8 +456,10 @@ int cmd_train(int argc, char **argv) {
         if (o.async) { /* a few updates at a time, so progress and Ctrl-C stay prompt */
             int64_t left = per_epoch - next_position / o.batch;
             int64_t chunk = left < 8 ? left : 8;
-            if (chunk > max_steps - clnet_net_step(s.net)) chunk = max_steps - clnet_net_step(s.net);
-            if (clnet_net_train_async(s.net, loader, (int)chunk, (int)o.staleness, &r) != CLNET_OK) {
+            if (chunk > max_steps - clnet_net_step(s.net))
+                chunk = max_steps - clnet_net_step(s.net);
+            if (clnet_net_train_async(s.net, loader, (int)chunk, (int)o.staleness, &r) !=
+                CLNET_OK) {
                 rc = fail("asynchronous training");
                 goto done;
             }

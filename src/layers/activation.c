@@ -24,9 +24,9 @@ static clnet_status run(const clnet_layer *l, const clnet_pass *p, int backward)
         return clnet_run(p->d, "activation", "", name, 1, (size_t[]){c}, NULL,
                          ARGS(U32(c), MEM(p->act), U32(p->x), MEM(p->act), U32(p->y)));
     if (!p->need_dx) return CLNET_OK;
-    return clnet_run(p->d, "activation", "", name, 1, (size_t[]){c}, NULL,
-                     ARGS(U32(c), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->y), MEM(p->dact),
-                          U32(p->dx)));
+    return clnet_run(
+        p->d, "activation", "", name, 1, (size_t[]){c}, NULL,
+        ARGS(U32(c), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->y), MEM(p->dact), U32(p->dx)));
 }
 
 static clnet_status forward(const clnet_layer *l, const clnet_pass *p) {

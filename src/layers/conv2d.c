@@ -76,18 +76,17 @@ static clnet_status backward(const clnet_layer *l, const clnet_pass *p) {
     size_t CKK = (size_t)l->in.c * l->kh * l->kw;
     size_t dcol = F * NP; /* offset of dcol in work, after dYp */
     TRY(clnet_run(p->d, "conv", "", "conv_grad_output", 3, (size_t[]){P, F, (size_t)p->n}, NULL,
-                  ARGS(U32(p->n), U32(F), U32(P), MEM(p->dact), U32(p->dy), MEM(p->work),
-                       U32(0))));
+                  ARGS(U32(p->n), U32(F), U32(P), MEM(p->dact), U32(p->dy), MEM(p->work), U32(0))));
     TRY(clnet_row_sums(p->d, F, NP, p->work, 0, p->grads, l->bias_off, p->beta));
     TRY(clnet_gemm(p->d, 0, 1, F, CKK, NP, 1.0f, p->work, 0, NP, p->keep, p->keep_off, NP, p->beta,
                    p->grads, l->weight_off, CKK));
     if (p->need_dx) {
         TRY(clnet_gemm(p->d, 1, 0, CKK, NP, F, 1.0f, p->params, l->weight_off, CKK, p->work, 0, NP,
                        0.0f, p->work, dcol, NP));
-        TRY(clnet_run(p->d, "conv", "", "col2im", 3,
-                      (size_t[]){(size_t)l->in.w, (size_t)l->in.h, (size_t)p->n * l->in.c}, NULL,
-                      ARGS(WINDOW(l, p->n), MEM(p->work), U32(dcol), MEM(p->dact), U32(p->dx),
-                           F32(0.0f))));
+        TRY(clnet_run(
+            p->d, "conv", "", "col2im", 3,
+            (size_t[]){(size_t)l->in.w, (size_t)l->in.h, (size_t)p->n * l->in.c}, NULL,
+            ARGS(WINDOW(l, p->n), MEM(p->work), U32(dcol), MEM(p->dact), U32(p->dx), F32(0.0f))));
     }
 cleanup:
     return status;

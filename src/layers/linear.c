@@ -26,8 +26,7 @@ static clnet_status forward(const clnet_layer *l, const clnet_pass *p) {
     TRY(clnet_gemm(p->d, 0, 1, n, O, I, 1.0f, p->act, p->x, I, p->params, l->weight_off, I, 0.0f,
                    p->act, p->y, O));
     TRY(clnet_run(p->d, "elementwise", "", "add_bias_cols", 1, (size_t[]){n * O}, NULL,
-                  ARGS(U32(n), U32(O), MEM(p->act), U32(p->y), MEM(p->params),
-                       U32(l->bias_off))));
+                  ARGS(U32(n), U32(O), MEM(p->act), U32(p->y), MEM(p->params), U32(l->bias_off))));
 cleanup:
     return status;
 }

@@ -27,8 +27,14 @@ static size_t out_count(const clnet_layer *l, int n) {
 }
 
 /* kernels run over (x, y, plane) of the output (forward) or input (backward) */
-#define OUT_RANGE(l, n) 3, (size_t[]){(size_t)(l)->out.w, (size_t)(l)->out.h, (size_t)(n) * (l)->in.c}
-#define IN_RANGE(l, n) 3, (size_t[]){(size_t)(l)->in.w, (size_t)(l)->in.h, (size_t)(n) * (l)->in.c}
+#define OUT_RANGE(l, n)                                                                            \
+    3, (size_t[]) {                                                                                \
+        (size_t)(l)->out.w, (size_t)(l)->out.h, (size_t)(n) * (l)->in.c                            \
+    }
+#define IN_RANGE(l, n)                                                                             \
+    3, (size_t[]) {                                                                                \
+        (size_t)(l)->in.w, (size_t)(l)->in.h, (size_t)(n) * (l)->in.c                              \
+    }
 
 /* max pooling keeps the index of each window's maximum (int32) */
 static size_t max_keep(const clnet_layer *l, int n) {
@@ -44,8 +50,8 @@ static clnet_status max_forward(const clnet_layer *l, const clnet_pass *p) {
 static clnet_status max_backward(const clnet_layer *l, const clnet_pass *p) {
     if (!p->need_dx) return CLNET_OK;
     return clnet_run(p->d, "pool", "", "maxpool_backward", IN_RANGE(l, p->n), NULL,
-                     ARGS(WINDOW(l, p->n), MEM(p->dact), U32(p->dy), MEM(p->keep),
-                          U32(p->keep_off), MEM(p->dact), U32(p->dx)));
+                     ARGS(WINDOW(l, p->n), MEM(p->dact), U32(p->dy), MEM(p->keep), U32(p->keep_off),
+                          MEM(p->dact), U32(p->dx)));
 }
 
 static clnet_status avg_forward(const clnet_layer *l, const clnet_pass *p) {

@@ -16,9 +16,9 @@ static clnet_status setup(clnet_layer *l) {
 static clnet_status forward(const clnet_layer *l, const clnet_pass *p) {
     size_t K = clnet_shape_size(l->in);
     return clnet_run(p->d, "loss", "", "softmax_xent", 1, (size_t[]){(size_t)p->n}, NULL,
-                     ARGS(U32(p->n), U32(K), MEM(p->act), U32(p->x), MEM(p->labels),
-                          MEM(p->loss), MEM(p->correct), MEM(p->act), U32(p->y), MEM(p->dact),
-                          U32(p->dx), U32(p->want_grad)));
+                     ARGS(U32(p->n), U32(K), MEM(p->act), U32(p->x), MEM(p->labels), MEM(p->loss),
+                          MEM(p->correct), MEM(p->act), U32(p->y), MEM(p->dact), U32(p->dx),
+                          U32(p->want_grad)));
 }
 
 static clnet_status backward(const clnet_layer *l, const clnet_pass *p) {
