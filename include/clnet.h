@@ -107,6 +107,9 @@ typedef enum {
     CLNET_DEVICE_OTHER = 4,
 } clnet_device_type;
 
+/* "cpu", "gpu", "accelerator" or "other". */
+const char *clnet_device_type_name(clnet_device_type t);
+
 /* Facts about one selected device. Strings are NUL-terminated (truncated if
  * the driver's answer is longer). */
 typedef struct {

@@ -19,55 +19,27 @@ static clnet_status check_range(const char *op, size_t off, size_t n) {
     return CLNET_OK;
 }
 
-#define ARG(k, i, v) CL_CHECK(clSetKernelArg((k), (i), sizeof(v), &(v)), "clSetKernelArg")
-
 clnet_status clnet_fill(clnet_device *d, cl_mem x, size_t xoff, size_t n, float value) {
-    clnet_status status = CLNET_OK;
-    cl_kernel k = NULL;
-    cl_uint off = (cl_uint)xoff, count = (cl_uint)n;
-    TRY(check_range("fill", xoff, n));
-    TRY(clnet_kernel_get(d, FAMILY, "", "fill", &k));
-    ARG(k, 0, x);
-    ARG(k, 1, off);
-    ARG(k, 2, count);
-    ARG(k, 3, value);
-    TRY(clnet_launch_1d(d, k, n, WORK_GROUP));
-cleanup:
-    return status;
+    clnet_status s = check_range("fill", xoff, n);
+    if (s != CLNET_OK) return s;
+    return clnet_run(d, FAMILY, "", "fill", 1, (size_t[]){n}, (size_t[]){WORK_GROUP},
+                     ARGS(MEM(x), U32(xoff), U32(n), F32(value)));
 }
 
 clnet_status clnet_scale(clnet_device *d, cl_mem x, size_t xoff, size_t n, float alpha) {
-    clnet_status status = CLNET_OK;
-    cl_kernel k = NULL;
-    cl_uint off = (cl_uint)xoff, count = (cl_uint)n;
-    TRY(check_range("scale", xoff, n));
-    TRY(clnet_kernel_get(d, FAMILY, "", "scale", &k));
-    ARG(k, 0, x);
-    ARG(k, 1, off);
-    ARG(k, 2, count);
-    ARG(k, 3, alpha);
-    TRY(clnet_launch_1d(d, k, n, WORK_GROUP));
-cleanup:
-    return status;
+    clnet_status s = check_range("scale", xoff, n);
+    if (s != CLNET_OK) return s;
+    return clnet_run(d, FAMILY, "", "scale", 1, (size_t[]){n}, (size_t[]){WORK_GROUP},
+                     ARGS(MEM(x), U32(xoff), U32(n), F32(alpha)));
 }
 
 clnet_status clnet_axpy(clnet_device *d, size_t n, float alpha, cl_mem x, size_t xoff, cl_mem y,
                         size_t yoff) {
-    clnet_status status = CLNET_OK;
-    cl_kernel k = NULL;
-    cl_uint count = (cl_uint)n, xo = (cl_uint)xoff, yo = (cl_uint)yoff;
-    TRY(check_range("axpy", xoff, n));
-    TRY(check_range("axpy", yoff, n));
-    TRY(clnet_kernel_get(d, FAMILY, "", "axpy", &k));
-    ARG(k, 0, count);
-    ARG(k, 1, alpha);
-    ARG(k, 2, x);
-    ARG(k, 3, xo);
-    ARG(k, 4, y);
-    ARG(k, 5, yo);
-    TRY(clnet_launch_1d(d, k, n, WORK_GROUP));
-cleanup:
-    return status;
+    clnet_status s = check_range("axpy", xoff, n);
+    if (s == CLNET_OK) s = check_range("axpy", yoff, n);
+    if (s != CLNET_OK) return s;
+    return clnet_run(d, FAMILY, "", "axpy", 1, (size_t[]){n}, (size_t[]){WORK_GROUP},
+                     ARGS(U32(n), F32(alpha), MEM(x), U32(xoff), MEM(y), U32(yoff)));
 }
 
 /* The largest power of two that the kernel and SUM_LOCAL_MAX allow. */
@@ -85,20 +57,13 @@ cleanup:
     return status;
 }
 
-static clnet_status sum_pass(clnet_device *d, cl_kernel k, cl_mem x, cl_uint xoff, cl_uint n,
-                             cl_uint outoff, size_t groups, size_t local) {
-    clnet_status status = CLNET_OK;
-    size_t global = groups * local;
-    ARG(k, 0, x);
-    ARG(k, 1, xoff);
-    ARG(k, 2, n);
-    ARG(k, 3, d->scratch);
-    ARG(k, 4, outoff);
-    CL_CHECK(clSetKernelArg(k, 5, local * sizeof(float), NULL), "clSetKernelArg");
-    CL_CHECK(clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, &local, 0, NULL, NULL),
-             "clEnqueueNDRangeKernel");
-cleanup:
-    return status;
+/* One reduction pass: `groups` work-groups of `local` over x[xoff, xoff+n),
+ * partial sums to scratch[outoff + group]. */
+static clnet_status sum_pass(clnet_device *d, cl_mem x, size_t xoff, size_t n, size_t outoff,
+                             size_t groups, size_t local) {
+    return clnet_run(d, FAMILY, "", "sum_partial", 1, (size_t[]){groups * local}, (size_t[]){local},
+                     ARGS(MEM(x), U32(xoff), U32(n), MEM(d->scratch), U32(outoff),
+                          LOCAL(local * sizeof(float))));
 }
 
 clnet_status clnet_sum(clnet_device *d, cl_mem x, size_t xoff, size_t n, float *out) {
@@ -112,8 +77,8 @@ clnet_status clnet_sum(clnet_device *d, cl_mem x, size_t xoff, size_t n, float *
     size_t groups = (n + local - 1) / local;
     if (groups > SUM_GROUPS) groups = SUM_GROUPS;
     if (groups == 0) groups = 1;
-    TRY(sum_pass(d, k, x, (cl_uint)xoff, (cl_uint)n, 0, groups, local));
-    TRY(sum_pass(d, k, d->scratch, 0, (cl_uint)groups, SUM_GROUPS, 1, local));
+    TRY(sum_pass(d, x, xoff, n, 0, groups, local));
+    TRY(sum_pass(d, d->scratch, 0, groups, SUM_GROUPS, 1, local));
     TRY(clnet_buffer_read(d, d->scratch, SUM_GROUPS, 1, out));
 cleanup:
     return status;

@@ -149,7 +149,7 @@ cleanup:
     return status;
 }
 
-static const char *type_name(clnet_device_type t) {
+const char *clnet_device_type_name(clnet_device_type t) {
     switch (t) {
     case CLNET_DEVICE_CPU:
         return "cpu";
@@ -168,7 +168,7 @@ static void describe_candidates(const candidate *c, int n, char *out, size_t cap
     out[0] = '\0';
     for (int i = 0; i < n && used + 1 < cap; i++) {
         int w = snprintf(out + used, cap - used, "%s%d: %s on '%s'", i ? ", " : "", i,
-                         type_name(c[i].type), c[i].platform_name);
+                         clnet_device_type_name(c[i].type), c[i].platform_name);
         if (w < 0) break;
         used += (size_t)w;
     }

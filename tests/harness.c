@@ -1,8 +1,11 @@
 #include "harness.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static clnet_runtime *runtime;
 
@@ -54,6 +57,35 @@ const char *test_warnings(void) {
     return warnings;
 }
 
+static char run_dir[64];
+
+void test_make_dir(char *out, size_t cap) {
+    static int made;
+    if (!run_dir[0]) {
+        snprintf(run_dir, sizeof run_dir, "/tmp/clnet-test-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(run_dir));
+    }
+    snprintf(out, cap, "%s/%d", run_dir, ++made);
+    ck_assert_int_eq(mkdir(out, 0755), 0);
+}
+
+void test_remove_tree(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) {
+        unlink(path);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+        test_remove_tree(sub);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
 int test_run_suite(Suite *s) {
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
@@ -61,5 +93,6 @@ int test_run_suite(Suite *s) {
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     test_runtime_release();
+    if (run_dir[0]) test_remove_tree(run_dir);
     return failed;
 }

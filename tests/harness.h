@@ -25,6 +25,12 @@ void test_random_floats(float *x, size_t n, uint64_t seed);
 void test_capture_warnings(int on);
 const char *test_warnings(void);
 
+/* A fresh empty folder for a test (out gets its path), inside one folder
+ * per run that test_run_suite removes when the suite is done. */
+void test_make_dir(char *out, size_t cap);
+/* Removes a file or a folder with everything in it. */
+void test_remove_tree(const char *path);
+
 /* Runs a suite without forking (PoCL's threads do not survive fork) and
  * returns the number of failures. */
 int test_run_suite(Suite *s);

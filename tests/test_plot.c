@@ -14,31 +14,6 @@
 /* ---- helpers ------------------------------------------------------------------ */
 
 /* Every test works in its own folder under one temporary folder that main removes. */
-static char base_dir[] = "/tmp/clnet-test-plot-XXXXXX";
-
-static void make_dir(char *dir, size_t n) {
-    static int made;
-    snprintf(dir, n, "%s/%d", base_dir, ++made);
-    ck_assert_int_eq(mkdir(dir, 0755), 0);
-}
-
-static void remove_tree(const char *path) {
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            char sub[4096];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            remove_tree(sub);
-        }
-        closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
 static int entries_in(const char *dir) {
     DIR *d = opendir(dir);
     ck_assert_ptr_nonnull(d);
@@ -168,7 +143,7 @@ static const double TEST_ACC[10] = {0.45, 0.70, 0.77, 0.80, 0.82, 0.83, 0.84, 0.
 
 START_TEST(ten_epochs_give_a_complete_picture) {
     char dir[256], path[300];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/curves.svg", dir);
     clnet_plot_series loss[] = {{"train loss", EPOCHS, TRAIN_LOSS, 10},
                                 {"test loss", EPOCHS, TEST_LOSS, 10}};
@@ -212,7 +187,7 @@ END_TEST
 
 START_TEST(the_same_label_keeps_its_colour_in_both_panels) {
     char dir[256], path[300];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/c.svg", dir);
     clnet_plot_series loss[] = {{"train", EPOCHS, TRAIN_LOSS, 10}};
     clnet_plot_series acc[] = {{"train", EPOCHS, TRAIN_ACC, 10}, {"test", EPOCHS, TEST_ACC, 10}};
@@ -228,7 +203,7 @@ END_TEST
 
 START_TEST(a_single_point_is_drawn_as_a_marker) {
     char dir[256], path[300];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/one.svg", dir);
     double x = 1, l = 0.7, a = 0.6;
     clnet_plot_series loss[] = {{"train", &x, &l, 1}};
@@ -246,7 +221,7 @@ END_TEST
 
 START_TEST(nan_points_are_skipped_and_break_the_line) {
     char dir[256], path[300];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/nan.svg", dir);
     double loss_y[10];
     memcpy(loss_y, TRAIN_LOSS, sizeof loss_y);
@@ -277,7 +252,7 @@ END_TEST
 
 START_TEST(text_is_escaped_and_missing_labels_are_named) {
     char dir[256], path[300];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/esc.svg", dir);
     clnet_plot_series loss[] = {{"a<b & \"c\"", EPOCHS, TRAIN_LOSS, 3},
                                 {NULL, EPOCHS, TEST_LOSS, 3}};
@@ -295,7 +270,7 @@ END_TEST
 
 START_TEST(a_bad_path_is_an_io_error_and_leaves_no_temporary_file) {
     char dir[256], path[300];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     clnet_plot_series loss[] = {{"train", EPOCHS, TRAIN_LOSS, 10}};
     /* A missing folder: the temporary file cannot even be made. */
     snprintf(path, sizeof path, "%s/missing/curves.svg", dir);
@@ -315,7 +290,7 @@ END_TEST
 
 START_TEST(an_existing_picture_is_replaced) {
     char dir[256], path[300];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/curves.svg", dir);
     clnet_plot_series loss[] = {{"first", EPOCHS, TRAIN_LOSS, 10}};
     ck_assert_int_eq(clnet_plot_svg(path, "t", "epoch", loss, 1, NULL, 0), CLNET_OK);
@@ -330,7 +305,7 @@ END_TEST
 
 START_TEST(bad_arguments_are_refused) {
     char dir[256], path[300];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/x.svg", dir);
     clnet_plot_series ok[] = {{"a", EPOCHS, TRAIN_LOSS, 10}};
     clnet_plot_series no_y[] = {{"a", EPOCHS, NULL, 10}};
@@ -353,7 +328,7 @@ END_TEST
 
 START_TEST(long_and_odd_ranges_get_readable_ticks) {
     char dir[256], path[300];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/steps.svg", dir);
     /* 2000 steps of a loss that starts huge: 1-2-5 ticks, no marker on every point. */
     enum { N = 2000 };
@@ -377,10 +352,6 @@ START_TEST(long_and_odd_ranges_get_readable_ticks) {
 END_TEST
 
 int main(void) {
-    if (!mkdtemp(base_dir)) {
-        perror(base_dir);
-        return 1;
-    }
     Suite *s = suite_create("plot");
     TCase *t = tcase_create("plot");
     tcase_add_test(t, ten_epochs_give_a_complete_picture);
@@ -394,6 +365,5 @@ int main(void) {
     tcase_add_test(t, long_and_odd_ranges_get_readable_ticks);
     suite_add_tcase(s, t);
     int failed = test_run_suite(s);
-    remove_tree(base_dir);
     return failed ? 1 : 0;
 }

@@ -17,31 +17,6 @@
 /* ---- helpers ------------------------------------------------------------------ */
 
 /* Every test works in its own folder under one temporary folder that main removes. */
-static char base_dir[] = "/tmp/clnet-test-st-XXXXXX";
-
-static void make_dir(char *dir, size_t n) {
-    static int made;
-    snprintf(dir, n, "%s/%d", base_dir, ++made);
-    ck_assert_int_eq(mkdir(dir, 0755), 0);
-}
-
-static void remove_tree(const char *path) {
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            char sub[4096];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            remove_tree(sub);
-        }
-        closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
 static unsigned char *read_bytes(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     ck_assert_msg(f != NULL, "cannot open %s", path);
@@ -112,7 +87,7 @@ static const float *get_ok(clnet_st_file *f, const char *name, int ndim, const i
 
 START_TEST(round_trip_keeps_tensors_metadata_and_order) {
     char dir[64], path[128];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     float scalar = 3.25f, vec[5], img[2 * 3 * 4 * 5];
     test_random_floats(vec, 5, 1);
@@ -168,7 +143,7 @@ END_TEST
 
 START_TEST(file_layout_matches_the_spec) {
     char dir[64], path[128];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/layout.safetensors", dir);
     float a[2] = {1.0f, -2.0f}, s = 0.5f;
     clnet_st_tensor t[] = {{"a", a, 1, {2}}, {"s", &s, 0, {0}}};
@@ -213,7 +188,7 @@ END_TEST
 
 START_TEST(names_are_json_escaped_and_read_back) {
     char dir[64], path[128];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/names.safetensors", dir);
     float x[3] = {1, 2, 3};
     const char *names[] = {
@@ -255,7 +230,7 @@ END_TEST
 
 START_TEST(reader_decodes_every_json_escape) {
     char dir[64], path[128];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/escapes.safetensors", dir);
     /* \u00e9 = é, \u2713 = ✓, \ud83d\ude00 = 😀 (a surrogate pair), \/ = / */
     write_raw(path,
@@ -280,7 +255,7 @@ END_TEST
 
 START_TEST(failed_saves_leave_the_previous_file_intact) {
     char dir[64], path[128], bad[192];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/keep.safetensors", dir);
     float small[4] = {1, 2, 3, 4};
     clnet_st_tensor t[] = {{"w", small, 1, {4}}};
@@ -334,7 +309,7 @@ END_TEST
 
 START_TEST(save_rejects_bad_arguments) {
     char dir[64], path[128];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/args.safetensors", dir);
     float x[4] = {0};
     clnet_st_meta m[] = {{"k", "1"}, {"k", "2"}};
@@ -369,7 +344,7 @@ END_TEST
 
 START_TEST(truncated_files_are_refused) {
     char dir[64], path[128], cut[160];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/whole.safetensors", dir);
     snprintf(cut, sizeof cut, "%s/cut.safetensors", dir);
     float w[20 * 9];
@@ -400,7 +375,7 @@ END_TEST
 
 START_TEST(bad_header_lengths_are_refused) {
     char dir[64], path[128];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/len.safetensors", dir);
     const char *json = "{}      ";
     struct {
@@ -433,7 +408,7 @@ typedef struct {
 
 static void expect_all_refused(const bad_header *cases, size_t count) {
     char dir[64], path[128];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/bad.safetensors", dir);
     for (size_t i = 0; i < count; i++) {
         write_raw(path, cases[i].header, cases[i].data_bytes);
@@ -546,7 +521,7 @@ START_TEST(data_that_does_not_tile_is_refused) {
 
     /* Tensors listed out of data order are fine: the file order is the data order. */
     char dir[64], path[128];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/order.safetensors", dir);
     write_raw(path, "{" B_AT(8, 16) "," A_OK "}", 16);
     clnet_st_file *f = NULL;
@@ -559,7 +534,7 @@ END_TEST
 
 START_TEST(get_names_missing_tensors_and_wrong_shapes) {
     char dir[64], path[128];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
     float w[20 * 9] = {0};
     clnet_st_tensor t[] = {{"conv1.weight", w, 4, {20, 1, 3, 3}}};
@@ -597,7 +572,7 @@ END_TEST
 
 START_TEST(unreadable_files_are_io_errors) {
     char dir[64], path[128];
-    make_dir(dir, sizeof dir);
+    test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/absent.safetensors", dir);
     clnet_st_file *f = NULL;
     ck_assert_int_eq(clnet_st_load(path, &f), CLNET_ERR_IO);
@@ -611,10 +586,6 @@ START_TEST(unreadable_files_are_io_errors) {
 END_TEST
 
 int main(void) {
-    if (!mkdtemp(base_dir)) {
-        perror(base_dir);
-        return 1;
-    }
     Suite *s = suite_create("safetensors");
     TCase *t = tcase_create("safetensors");
     tcase_add_test(t, round_trip_keeps_tensors_metadata_and_order);
@@ -632,6 +603,5 @@ int main(void) {
     tcase_add_test(t, unreadable_files_are_io_errors);
     suite_add_tcase(s, t);
     int failed = test_run_suite(s);
-    remove_tree(base_dir);
     return failed ? 1 : 0;
 }

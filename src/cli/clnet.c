@@ -64,19 +64,6 @@ static void usage(FILE *out) {
             "(0,2), or platform=NAME. --devices wins over $CLNET_DEVICES.\n");
 }
 
-static const char *type_name(clnet_device_type t) {
-    switch (t) {
-    case CLNET_DEVICE_CPU:
-        return "cpu";
-    case CLNET_DEVICE_GPU:
-        return "gpu";
-    case CLNET_DEVICE_ACCELERATOR:
-        return "accel";
-    default:
-        return "other";
-    }
-}
-
 static void format_bytes(uint64_t bytes, char *out, size_t cap) {
     if (bytes >= (1ull << 30))
         snprintf(out, cap, "%.1f GiB", (double)bytes / (1ull << 30));
@@ -116,9 +103,9 @@ int cmd_devices(int argc, char **argv) {
         format_bytes(d.global_mem_bytes, mem, sizeof mem);
         format_bytes(d.max_alloc_bytes, maxbuf, sizeof maxbuf);
         printf("  %-3d %-5s %-36.36s %4u %9s %9s %6zu %-7s %-4s %-4s %-13.13s %-10.10s ", d.index,
-               type_name(d.type), d.name, d.compute_units, mem, maxbuf, d.max_work_group_size,
-               d.host_unified_memory ? "yes" : "no", d.fp16 ? "yes" : "no", d.fp64 ? "yes" : "no",
-               d.opencl_c_version, d.driver_version);
+               clnet_device_type_name(d.type), d.name, d.compute_units, mem, maxbuf,
+               d.max_work_group_size, d.host_unified_memory ? "yes" : "no", d.fp16 ? "yes" : "no",
+               d.fp64 ? "yes" : "no", d.opencl_c_version, d.driver_version);
         fflush(stdout);
         if (clnet_runtime_device_check(rt, i) == CLNET_OK) {
             printf("ok\n");
