@@ -137,6 +137,8 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=positive_int, default=len(os.sched_getaffinity(0)))
     p.add_argument("--steps", type=int, default=-1, help="stop after N optimizer steps")
+    p.add_argument("--mean", type=float, default=0.0, help="images = (pixel/255 - mean) / std")
+    p.add_argument("--std", type=float, default=1.0)
     p.add_argument("--data", default=os.environ.get("CLNET_DATA_DIR", DEFAULT_DATA))
     args = p.parse_args()
     if args.nesterov and args.momentum <= 0:
@@ -148,6 +150,8 @@ def main():
     torch.manual_seed(args.seed)
     train_x, train_y = load_split(args.data, "train")
     test_x, test_y = load_split(args.data, "t10k")
+    train_x = (train_x - args.mean) / args.std
+    test_x = (test_x - args.mean) / args.std
     n = train_x.shape[0]
     per_epoch = (n + args.batch - 1) // args.batch
     total_steps = args.epochs * per_epoch

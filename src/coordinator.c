@@ -24,6 +24,7 @@
  * halves of clnet_replica_run, behind a barrier across the replica threads. */
 #include "coordinator.h"
 #include "error.h"
+#include "hostmath.h"
 #include "memory.h"
 #include "net.h"
 #include "parallel.h"

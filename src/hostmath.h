@@ -1,0 +1,11 @@
+/* Float arithmetic on the host for the reduction: built with -O3 so the
+ * compiler vectorises it (see CMakeLists.txt). */
+#ifndef CLNET_HOSTMATH_H
+#define CLNET_HOSTMATH_H
+
+#include <stddef.h>
+
+/* dst[i] += src[i] for i < n; large arrays are split across threads. */
+void clnet_add_floats(float *restrict dst, const float *restrict src, size_t n);
+
+#endif
