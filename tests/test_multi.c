@@ -49,8 +49,7 @@ static clnet_net *make_net(void) {
     int n = small ? (int)(sizeof SMALL / sizeof *SMALL) : (int)(sizeof LENET / sizeof *LENET);
     clnet_net *net = NULL;
     ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
-    for (int i = 0; i < n; i++)
-        ck_assert_int_eq(clnet_net_add(net, lines[i]), CLNET_OK);
+    for (int i = 0; i < n; i++) ck_assert_int_eq(clnet_net_add(net, lines[i]), CLNET_OK);
     ck_assert_int_eq(clnet_net_init(net, 11), CLNET_OK);
     clnet_sgd_config c;
     clnet_sgd_defaults(&c);
@@ -92,8 +91,7 @@ static float *update_on(clnet_runtime *rt, const double *split, int64_t *samples
         ck_assert_msg(clnet_net_train_step(net, x, y, BATCH, NULL) == CLNET_OK, "%s",
                       clnet_last_error());
     }
-    for (size_t i = 0; i < np; i++)
-        delta[i] = clnet_net_params(net)[i] - before[i];
+    for (size_t i = 0; i < np; i++) delta[i] = clnet_net_params(net)[i] - before[i];
     for (int i = 0; samples && i < clnet_net_device_count(net); i++) {
         clnet_device_share d;
         clnet_net_device_share(net, i, &d);
@@ -210,6 +208,27 @@ START_TEST(a_throttled_device_gets_a_smaller_share) {
     ck_assert_int_gt(samples[0], samples[1]); /* the throttled device did less */
     free(d1);
     free(d2);
+    clnet_runtime_free(one);
+}
+END_TEST
+
+START_TEST(prediction_split_across_devices_equals_one_device) {
+    clnet_runtime *all = test_runtime(), *one = one_device(fast_device());
+    clnet_net *a = make_net(), *b = make_net();
+    ck_assert_int_eq(clnet_net_bind(a, one, BATCH), CLNET_OK);
+    ck_assert_int_eq(clnet_net_bind(b, all, BATCH), CLNET_OK);
+    double split[2] = {1, 3}; /* both devices take part */
+    ck_assert_int_eq(clnet_net_set_split(b, split, 2), CLNET_OK);
+    float *x = malloc((size_t)BATCH * 784 * sizeof(float));
+    int32_t y[BATCH];
+    float pa[BATCH * 10], pb[BATCH * 10];
+    batch_data(a, 0, x, y);
+    ck_assert_int_eq(clnet_net_predict(a, x, BATCH, pa), CLNET_OK);
+    ck_assert_int_eq(clnet_net_predict(b, x, BATCH, pb), CLNET_OK);
+    for (int i = 0; i < BATCH * 10; i++) ck_assert(fabsf(pa[i] - pb[i]) <= 1e-5f);
+    free(x);
+    clnet_net_free(a);
+    clnet_net_free(b);
     clnet_runtime_free(one);
 }
 END_TEST
@@ -382,6 +401,7 @@ int main(void) {
     tcase_add_test(t, the_split_follows_weights_and_drops_devices_too_slow_to_help);
     tcase_add_test(t, two_devices_take_the_same_steps_as_one);
     tcase_add_test(t, a_throttled_device_gets_a_smaller_share);
+    tcase_add_test(t, prediction_split_across_devices_equals_one_device);
     tcase_add_test(t, micro_batches_give_the_same_step);
     tcase_add_test(t, a_fixed_split_repeats_bit_for_bit);
     tcase_add_test(t, a_failing_device_stops_the_step_cleanly);

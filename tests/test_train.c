@@ -105,6 +105,47 @@ START_TEST(one_step_matches_the_reference_composition) {
 }
 END_TEST
 
+/* Probabilities: rows sum to 1, argmax agrees with evaluation, any n works
+ * (chunks of the bound batch). */
+START_TEST(predict_gives_probabilities_that_agree_with_evaluation) {
+    enum { N = 37 }; /* more than the bound batch of 16: three chunks */
+    clnet_runtime *rt = first_device();
+    clnet_net *net = tiny_net();
+    ck_assert_int_eq(clnet_net_init(net, 5), CLNET_OK);
+    ck_assert_int_eq(clnet_net_bind(net, rt, 16), CLNET_OK);
+    float x[N * 2 * 7 * 6], probs[N * 4];
+    int32_t labels[N];
+    test_random_floats(x, sizeof x / sizeof x[0], 77);
+    for (int i = 0; i < N; i++) labels[i] = (int32_t)(i % 4);
+    ck_assert_msg(clnet_net_predict(net, x, N, probs) == CLNET_OK, "%s", clnet_last_error());
+    int right = 0;
+    for (int i = 0; i < N; i++) {
+        double sum = 0;
+        int best = 0;
+        for (int k = 0; k < 4; k++) {
+            ck_assert(probs[i * 4 + k] >= 0 && probs[i * 4 + k] <= 1);
+            sum += probs[i * 4 + k];
+            if (probs[i * 4 + k] > probs[i * 4 + best]) best = k;
+        }
+        ck_assert_msg(fabs(sum - 1) < 1e-5, "row %d sums to %g", i, sum);
+        right += best == labels[i];
+    }
+    clnet_step_result r;
+    ck_assert_int_eq(clnet_net_evaluate_batch(net, x, labels, N, &r), CLNET_OK);
+    ck_assert_int_eq(r.n, N);
+    ck_assert_int_eq(r.correct, right);
+    /* the loss is the mean of -log p(label) */
+    double loss = 0;
+    for (int i = 0; i < N; i++) loss -= log(probs[i * 4 + labels[i]]);
+    ck_assert_msg(fabs(r.loss - loss / N) < 1e-5, "loss %g vs %g", r.loss, loss / N);
+    labels[3] = 9; /* a label the net cannot have */
+    ck_assert_int_eq(clnet_net_evaluate_batch(net, x, labels, N, &r), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "label 9 of sample 3"), "%s", clnet_last_error());
+    clnet_net_free(net);
+    clnet_runtime_free(rt);
+}
+END_TEST
+
 START_TEST(sgd_rules_and_schedules) {
     /* Through a net whose loss gradient is zero: then only weight decay moves w,
      * which makes momentum and Nesterov easy to follow by hand. */
@@ -135,8 +176,7 @@ static void train_steps(clnet_net *net, int first, int steps, double *losses) {
     int32_t y[16];
     for (int s = first; s < first + steps; s++) {
         test_random_floats(x, sizeof x / sizeof x[0], 1000 + s);
-        for (int i = 0; i < 16; i++)
-            y[i] = (i * 7 + s) % 4;
+        for (int i = 0; i < 16; i++) y[i] = (i * 7 + s) % 4;
         clnet_step_result r;
         ck_assert_msg(clnet_net_train_step(net, x, y, 16, &r) == CLNET_OK, "%s",
                       clnet_last_error());
@@ -431,6 +471,7 @@ int main(void) {
     TCase *t = tcase_create("train");
     tcase_set_timeout(t, 0);
     tcase_add_test(t, one_step_matches_the_reference_composition);
+    tcase_add_test(t, predict_gives_probabilities_that_agree_with_evaluation);
     tcase_add_test(t, sgd_rules_and_schedules);
     tcase_add_test(t, same_seed_gives_the_same_run);
     tcase_add_test(t, resume_from_a_checkpoint_is_bitwise_identical);
