@@ -12,5 +12,5 @@ export BUILD_DIR=${BUILD_DIR:-$root/build}
 "$BUILD_DIR/clnet" devices
 echo
 "$BUILD_DIR/clnet" train "$root/examples/models/lenet.cfg" --epochs 10 --batch 256 --lr 0.1 \
-  --momentum 0.9 --wd 5e-4 --schedule cosine --save "$BUILD_DIR/lenet.safetensors" \
-  --plot "$BUILD_DIR/lenet.svg" "$@"
+  --momentum 0.9 --wd 5e-4 --schedule cosine --mean 0.286 --std 0.353 \
+  --save "$BUILD_DIR/lenet.safetensors" --plot "$BUILD_DIR/lenet.svg" "$@"
