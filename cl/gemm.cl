@@ -76,6 +76,57 @@ __kernel void gemm_nn(uint M, uint N, uint K, uint kchunk, float alpha,
     }
 }
 
+// C = alpha * A B^T (+ beta * C) with A (M, K) and B (N, K) both row-major:
+// A(m, k) = A[aoff + m * lda + k], B^T(k, n) = B[boff + n * ldb + k]. Both
+// operands run along k, so each work-item computes a GEMM_NT_M x GEMM_NT_N
+// tile as dot products, loading float8s of A's and B's rows, and adds the
+// eight lanes at the end. Dimension 0 runs over column blocks, 1 over row
+// blocks, 2 over chunks of k (split-K, as gemm_nn). This is the weight
+// gradient of a convolution, dW = dY col^T, without transposing col.
+#define NT_M 2
+#define NT_N 4
+__kernel void gemm_nt(uint M, uint N, uint K, uint kchunk, float alpha,
+                      __global const float *A, uint aoff, uint lda,
+                      __global const float *B, uint boff, uint ldb, float beta,
+                      __global float *C, uint coff, uint ldc, uint cstride) {
+    const uint n0 = get_global_id(0) * NT_N;
+    const uint m0 = get_global_id(1) * NT_M;
+    const uint z = get_global_id(2);
+    if (n0 >= N || m0 >= M) return;
+    const uint k_begin = z * kchunk;
+    const uint k_end = min(K, k_begin + kchunk);
+    // rows past the matrix read the last row (valid memory), never stored
+    __global const float *a[NT_M], *b[NT_N];
+    for (uint r = 0; r < NT_M; r++) a[r] = A + aoff + min(m0 + r, M - 1) * lda;
+    for (uint c = 0; c < NT_N; c++) b[c] = B + boff + min(n0 + c, N - 1) * ldb;
+    float8 acc[NT_M][NT_N];
+    for (uint r = 0; r < NT_M; r++)
+        for (uint c = 0; c < NT_N; c++) acc[r][c] = (float8)(0.0f);
+    uint k = k_begin;
+    for (; k + 8 <= k_end; k += 8) {
+        float8 av[NT_M], bv[NT_N];
+        for (uint r = 0; r < NT_M; r++) av[r] = vload8(0, a[r] + k);
+        for (uint c = 0; c < NT_N; c++) bv[c] = vload8(0, b[c] + k);
+        for (uint r = 0; r < NT_M; r++)
+            for (uint c = 0; c < NT_N; c++) acc[r][c] = mad(av[r], bv[c], acc[r][c]);
+    }
+    float sum[NT_M][NT_N];
+    for (uint r = 0; r < NT_M; r++)
+        for (uint c = 0; c < NT_N; c++) {
+            const float8 v = acc[r][c];
+            float s = ((v.s0 + v.s1) + (v.s2 + v.s3)) + ((v.s4 + v.s5) + (v.s6 + v.s7));
+            for (uint kk = k; kk < k_end; kk++) s = mad(a[r][kk], b[c][kk], s); // the tail
+            sum[r][c] = s;
+        }
+    __global float *out = C + coff + z * cstride;
+    for (uint r = 0; r < NT_M && m0 + r < M; r++)
+        for (uint c = 0; c < NT_N && n0 + c < N; c++) {
+            __global float *o = out + (m0 + r) * ldc + n0 + c;
+            const float v = alpha * sum[r][c];
+            *o = beta != 0.0f ? mad(beta, *o, v) : v;
+        }
+}
+
 // C(m, n) = sum over chunks z of P[z * pstride + m * N + n], plus beta * C.
 // The partial products of split-K, added in chunk order (deterministic).
 __kernel void gemm_reduce(uint M, uint N, uint chunks, __global const float *P, uint pstride,

@@ -13,6 +13,8 @@
 
 #define FAMILY "gemm"
 #define TM     8 /* rows per work-item: GEMM_TM in cl/gemm.cl */
+#define NT_M   2 /* gemm_nt tile: NT_M x NT_N, as in cl/gemm.cl */
+#define NT_N   4
 /* Split-K: a product this long and this narrow is cut into chunks of k,
  * computed side by side and added in a fixed order. */
 #define SPLIT_K_MIN         4096
@@ -106,8 +108,7 @@ static void local_size(clnet_device *d, cl_kernel k, size_t mblocks, size_t loca
     /* a power of two up to 16 row blocks: the size must not follow M when M
      * is the batch (see clnet_run), and few sizes means few compilations */
     size_t rows = 1;
-    while (rows * 2 <= mblocks && rows * 2 <= 16 && rows * 2 <= limit)
-        rows *= 2;
+    while (rows * 2 <= mblocks && rows * 2 <= 16 && rows * 2 <= limit) rows *= 2;
     local[0] = 1;
     local[1] = rows;
     local[2] = 1;
@@ -119,7 +120,11 @@ static clnet_status gemm_own(clnet_device *d, int ta, int tb, size_t M, size_t N
                              size_t ldb, float beta, cl_mem C, size_t coff, size_t ldc) {
     clnet_status status = CLNET_OK;
     cl_kernel k = NULL;
-    if (tb) { /* our kernel reads B by rows: make B^T into scratch */
+    /* A B^T with a long k (a convolution's weight gradient): dot products
+     * along both rows beat transposing the large B; for short k (a linear
+     * layer's forward) transposing the small B and gemm_nn win. */
+    int nt = tb && !ta && K >= SPLIT_K_MIN;
+    if (tb && !nt) { /* A^T B^T: make B^T into scratch and use gemm_nn */
         cl_mem bt = NULL;
         TRY(clnet_device_work(d, 0, K * N * sizeof(float), &bt));
         TRY(clnet_transpose(d, N, K, B, boff, ldb, bt, 0, N));
@@ -146,8 +151,22 @@ static clnet_status gemm_own(clnet_device *d, int ta, int tb, size_t M, size_t N
         out_beta = 0.0f;
     }
 
-    TRY(clnet_kernel_get(d, FAMILY, "-DGEMM_TM=8", "gemm_nn", &k));
     cl_uint m = (cl_uint)M, n = (cl_uint)N, kk = (cl_uint)K, kc = (cl_uint)kchunk;
+    if (nt) {
+        size_t rows = (M + NT_M - 1) / NT_M, cols = (N + NT_N - 1) / NT_N, local[3], global[3];
+        int use_local = 0;
+        TRY(clnet_kernel_get(d, FAMILY, "-DGEMM_TM=8", "gemm_nt", &k));
+        local_size(d, k, rows, local, &use_local);
+        global[0] = cols;
+        global[1] = (rows + local[1] - 1) / local[1] * local[1];
+        global[2] = chunks;
+        TRY(clnet_run(d, FAMILY, "-DGEMM_TM=8", "gemm_nt", 3, global, use_local ? local : NULL,
+                      ARGS(U32(M), U32(N), U32(K), U32(kchunk), F32(alpha), MEM(A), U32(aoff),
+                           U32(lda), MEM(B), U32(boff), U32(ldb), F32(out_beta), MEM(out),
+                           U32(out_off), U32(out_ld), U32(out_stride))));
+        goto reduce;
+    }
+    TRY(clnet_kernel_get(d, FAMILY, "-DGEMM_TM=8", "gemm_nn", &k));
     cl_uint ao = (cl_uint)aoff, bo = (cl_uint)boff, lb = (cl_uint)ldb, co = (cl_uint)out_off,
             lc = (cl_uint)out_ld, cs = (cl_uint)out_stride;
     ARG(k, 0, m);
@@ -176,6 +195,7 @@ static clnet_status gemm_own(clnet_device *d, int ta, int tb, size_t M, size_t N
                                     NULL),
              "clEnqueueNDRangeKernel(gemm_nn)");
 
+reduce:
     if (chunks > 1) {
         cl_kernel r = NULL;
         TRY(clnet_kernel_get(d, FAMILY, "-DGEMM_TM=8", "gemm_reduce", &r));
