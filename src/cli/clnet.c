@@ -102,7 +102,7 @@ int cmd_devices(int argc, char **argv) {
         char mem[32], maxbuf[32];
         format_bytes(d.global_mem_bytes, mem, sizeof mem);
         format_bytes(d.max_alloc_bytes, maxbuf, sizeof maxbuf);
-        printf("  %-3d %-5s %-36.36s %4u %9s %9s %6zu %-7s %-4s %-4s %-13.13s %-10.10s ", d.index,
+        printf("  %-3d %-5.5s %-36.36s %4u %9s %9s %6zu %-7s %-4s %-4s %-13.13s %-10.10s ", d.index,
                clnet_device_type_name(d.type), d.name, d.compute_units, mem, maxbuf,
                d.max_work_group_size, d.host_unified_memory ? "yes" : "no", d.fp16 ? "yes" : "no",
                d.fp64 ? "yes" : "no", d.opencl_c_version, d.driver_version);
