@@ -8,6 +8,10 @@
 
 /* Weight of the newest measurement in the smoothed rate. */
 #define SMOOTHING 0.3
+/* A new split must be predicted this much faster than the last one to
+ * replace it: measurements are noisy, and chasing noise moves samples back
+ * and forth between equal devices for nothing. */
+#define HYSTERESIS 0.03
 
 /* "INDEX:VALUE[,INDEX:VALUE...]": calls set(i, value) for replica i with that
  * device index; malformed text is an error naming the variable. */
@@ -79,7 +83,32 @@ void clnet_balance_free(clnet_balance *b) {
     memset(b, 0, sizeof *b);
 }
 
+/* The predicted time of a split at the measured rates (0 when unknown). */
+static double predicted(const clnet_balance *b, const int *shares) {
+    double worst = 0;
+    for (int i = 0; i < b->n; i++) {
+        if (shares[i] == 0) continue;
+        if (b->rate[i] <= 0) return 0;
+        double t = shares[i] / b->rate[i];
+        if (t > worst) worst = t;
+    }
+    return worst;
+}
+
+static void proportional_split(const clnet_balance *b, int total, int *shares);
+
 void clnet_balance_split(const clnet_balance *b, int total, int *shares) {
+    proportional_split(b, total, shares);
+    if (b->weight) return; /* fixed: nothing to smooth */
+    int last_total = 0;
+    for (int i = 0; i < b->n; i++) last_total += b->share[i];
+    if (last_total != total) return;
+    double fresh = predicted(b, shares), last = predicted(b, b->share);
+    if (fresh > 0 && last > 0 && fresh > (1 - HYSTERESIS) * last)
+        for (int i = 0; i < b->n; i++) shares[i] = b->share[i];
+}
+
+static void proportional_split(const clnet_balance *b, int total, int *shares) {
     int n = b->n;
     double w[64];
     int active[64];

@@ -382,6 +382,17 @@ START_TEST(the_split_follows_weights_and_drops_devices_too_slow_to_help) {
     clnet_balance_update(&b, shares, secs); /* smoothed toward 1000 and 500 */
     ck_assert(b.rate[0] < 3000 && b.rate[0] > 1000 && b.rate[1] == 1000);
     ck_assert_int_eq(b.samples[0], 100);
+    /* hysteresis: a split close to the last one's speed keeps the last one */
+    b.rate[0] = 1000, b.rate[1] = 990, b.rate[2] = 0;
+    b.weight = NULL;
+    int last[3] = {50, 50, 0};
+    memcpy(b.share, last, sizeof last);
+    clnet_balance_split(&b, 100, s);
+    ck_assert(s[0] == 50 && s[1] == 50 && s[2] == 0);
+    b.rate[1] = 500; /* now a real difference: re-split */
+    clnet_balance_split(&b, 100, s);
+    ck_assert_int_eq(s[0], 67);
+    ck_assert_int_eq(s[1], 33);
     clnet_balance_free(&b);
     setenv("CLNET_THROTTLE", "1:3,2:x", 1);
     ck_assert_int_eq(clnet_balance_init(&b, idx, 3), CLNET_ERR_INVALID_ARGUMENT);

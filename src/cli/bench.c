@@ -3,10 +3,14 @@
  * what real data costs). The last line is
  *   aggregate: images_per_s=<n> efficiency=<e> equal_split_efficiency=<e>
  * where efficiency is the throughput of all devices together over the sum of
- * each device's throughput alone. A measurement that would take more than
- * BUDGET seconds (a simulator, or an equal split that gives one half of the
- * batch) is estimated instead, from a short timed run or the measured rates,
- * and the output says so. */
+ * each device's throughput alone.
+ *
+ * Shared machines drift, so the configurations are measured side by side:
+ * all are set up first, then timed in turn for `--rounds` rounds, and each
+ * figure is the median of its rounds. A configuration that would take more
+ * than BUDGET seconds a round (a simulator alone, or an equal split that hands
+ * a simulator half the batch) is estimated instead, from a short timed run or
+ * from the measured rates, and the output says so. */
 #include "cli.h"
 
 #include <stdio.h>
@@ -14,167 +18,212 @@
 #include <string.h>
 #include <time.h>
 
+#define BUDGET 30.0
+#define MAX_CONFIGS 66 /* 64 devices alone, balanced, equal */
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-#define BUDGET 60.0
+typedef struct {
+    char what[160];
+    clnet_runtime *rt; /* owned when the configuration has its own */
+    clnet_net *net;
+    double estimate;   /* > 0: not timed, this is the estimated images/s */
+    double ips[16];    /* one per round */
+} config;
 
 typedef struct {
-    const char *model;
-    long batch, steps;
-} bench_options;
+    long batch, steps, rounds;
+    float *x;
+    int32_t *y;
+} bench_data;
 
-/* Trains `steps` timed steps (after warm-up steps that also let the balancer
- * settle) and returns images/s, or a negative number on failure. */
-static double measure(const bench_options *o, clnet_runtime *rt, const double *split,
-                      clnet_net **keep, int *estimated) {
-    clnet_net *net = NULL;
-    double ips = -1;
-    float *x = NULL;
-    int32_t *y = NULL;
-    if (clnet_net_load(&net, o->model) != CLNET_OK || clnet_net_init(net, 1) != CLNET_OK ||
-        clnet_net_bind(net, rt, (int)o->batch) != CLNET_OK)
-        goto done;
-    if (split && clnet_net_set_split(net, split, clnet_net_device_count(net)) != CLNET_OK)
-        goto done;
-    int c, h, w;
-    clnet_net_input_shape(net, &c, &h, &w);
-    size_t n = (size_t)o->batch * c * h * w;
-    x = malloc(n * sizeof *x);
-    y = malloc((size_t)o->batch * sizeof *y);
-    if (!x || !y) goto done;
-    for (size_t i = 0; i < n; i++) x[i] = (float)((i * 2654435761u) % 256) / 255.0f;
-    for (long i = 0; i < o->batch; i++) y[i] = (int32_t)(i % clnet_net_classes(net));
-    if (estimated) { /* a short run first: is the full measurement affordable? */
-        int few = o->batch < 4 ? (int)o->batch : 4;
-        *estimated = 0;
-        for (int s = 0; s < 2; s++) { /* the first builds kernels */
-            double t0 = now();
-            if (clnet_net_train_step(net, x, y, few, NULL) != CLNET_OK) goto done;
-            ips = few / (now() - t0);
-        }
-        if ((3 + o->steps) * o->batch / ips > BUDGET) {
-            *estimated = 1;
-            goto done;
-        }
-        ips = -1;
-    }
-    for (int s = 0; s < 3; s++)
-        if (clnet_net_train_step(net, x, y, (int)o->batch, NULL) != CLNET_OK) goto done;
-    double t0 = now();
-    for (long s = 0; s < o->steps; s++)
-        if (clnet_net_train_step(net, x, y, (int)o->batch, NULL) != CLNET_OK) goto done;
-    ips = (double)o->steps * o->batch / (now() - t0);
-done:
-    if (ips < 0) fprintf(stderr, "clnet bench: %s\n", clnet_last_error());
-    free(x);
-    free(y);
-    if (keep && ips >= 0)
-        *keep = net;
-    else
-        clnet_net_free(net);
-    return ips;
+static int fail(const char *what) {
+    fprintf(stderr, "clnet bench: %s: %s\n", what, clnet_last_error());
+    return 1;
 }
 
-static void print_shares(const char *what, clnet_net *net, double ips) {
-    printf("%s: images_per_s=%.0f (", what, ips);
-    for (int i = 0; i < clnet_net_device_count(net); i++) {
+/* Loads, binds and warms up a configuration; a single device too slow to
+ * time whole batches gets an estimate from a few samples. */
+static int set_up(config *c, const char *model, const bench_data *d, const double *split,
+                  int alone) {
+    if (clnet_net_load(&c->net, model) != CLNET_OK || clnet_net_init(c->net, 1) != CLNET_OK ||
+        clnet_net_bind(c->net, c->rt, (int)d->batch) != CLNET_OK)
+        return fail(c->what);
+    if (split && clnet_net_set_split(c->net, split, clnet_net_device_count(c->net)) != CLNET_OK)
+        return fail(c->what);
+    if (alone) { /* a short run first: is timing whole batches affordable? */
+        int few = d->batch < 4 ? (int)d->batch : 4;
+        double ips = 0;
+        for (int s = 0; s < 2; s++) { /* the first builds kernels */
+            double t0 = now();
+            if (clnet_net_train_step(c->net, d->x, d->y, few, NULL) != CLNET_OK)
+                return fail(c->what);
+            ips = few / (now() - t0);
+        }
+        if ((3 + d->steps) * d->batch / ips > BUDGET) {
+            c->estimate = ips;
+            return 0;
+        }
+    }
+    for (int s = 0; s < 3; s++) /* warm-up; lets the balancer settle */
+        if (clnet_net_train_step(c->net, d->x, d->y, (int)d->batch, NULL) != CLNET_OK)
+            return fail(c->what);
+    return 0;
+}
+
+static int time_round(config *c, const bench_data *d, int round) {
+    double t0 = now();
+    for (long s = 0; s < d->steps; s++)
+        if (clnet_net_train_step(c->net, d->x, d->y, (int)d->batch, NULL) != CLNET_OK)
+            return fail(c->what);
+    c->ips[round] = (double)d->steps * d->batch / (now() - t0);
+    return 0;
+}
+
+static double median(double *v, int n) {
+    for (int i = 1; i < n; i++) /* insertion sort: a handful of rounds */
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void print_shares(const config *c, double ips) {
+    printf("%s: images_per_s=%.0f (", c->what, ips);
+    for (int i = 0; i < clnet_net_device_count(c->net); i++) {
         clnet_device_share d;
-        clnet_net_device_share(net, i, &d);
+        clnet_net_device_share(c->net, i, &d);
         printf("%sdevice %d: %d samples a step", i ? ", " : "", d.device, d.share);
     }
     printf(")\n");
 }
 
 int cmd_bench(int argc, char **argv) {
-    bench_options o = {.model = NULL, .batch = 256, .steps = 10};
-    const char *spec = NULL;
+    const char *model = NULL, *spec = NULL;
+    bench_data d = {.batch = 256, .steps = 10, .rounds = 3};
     for (int i = 0; i < argc; i++) {
         const char *v = NULL;
-        if (argv[i][0] != '-' && !o.model) {
-            o.model = argv[i];
+        if (argv[i][0] != '-' && !model) {
+            model = argv[i];
         } else if (cli_option(argc, argv, &i, "--devices", &v)) {
             if (!v) return 2;
             spec = v;
         } else if (cli_option(argc, argv, &i, "--batch", &v)) {
-            if (!v || !cli_int("--batch", v, 1, 1 << 20, &o.batch)) return 2;
+            if (!v || !cli_int("--batch", v, 1, 1 << 20, &d.batch)) return 2;
         } else if (cli_option(argc, argv, &i, "--steps", &v)) {
-            if (!v || !cli_int("--steps", v, 1, 1000000, &o.steps)) return 2;
+            if (!v || !cli_int("--steps", v, 1, 1000000, &d.steps)) return 2;
+        } else if (cli_option(argc, argv, &i, "--rounds", &v)) {
+            if (!v || !cli_int("--rounds", v, 1, 15, &d.rounds)) return 2;
         } else {
-            fprintf(stderr, "usage: clnet bench MODEL [--devices SPEC] [--batch B] [--steps N]\n");
+            fprintf(stderr, "usage: clnet bench MODEL [--devices SPEC] [--batch B] [--steps N] "
+                            "[--rounds R]\n");
             return 2;
         }
     }
-    if (!o.model) {
+    if (!model) {
         fprintf(stderr, "clnet bench: which model? e.g. clnet bench examples/models/lenet.cfg\n");
         return 2;
     }
     clnet_runtime *all = NULL;
+    config *c = calloc(MAX_CONFIGS, sizeof *c);
+    int rc = 1, n = 0, nc = 0;
+    if (!c) return 1;
     if (clnet_runtime_create(&all, spec) != CLNET_OK) {
         fprintf(stderr, "clnet: devices: %s\n", clnet_last_error());
-        return 1;
+        goto done;
     }
-    int n = clnet_runtime_device_count(all), rc = 1;
-    double sum = 0;
-    printf("model %s, batch %ld, %ld timed steps\n", o.model, o.batch, o.steps);
-    for (int i = 0; i < n; i++) {
+    n = clnet_runtime_device_count(all);
+    if (n > 64) n = 64;
+    {
+        clnet_net *probe = NULL;
+        int ch = 0, h = 0, w = 0;
+        if (clnet_net_load(&probe, model) != CLNET_OK) {
+            fail(model);
+            goto done;
+        }
+        clnet_net_input_shape(probe, &ch, &h, &w);
+        size_t count = (size_t)d.batch * ch * h * w;
+        d.x = malloc(count * sizeof *d.x);
+        d.y = malloc((size_t)d.batch * sizeof *d.y);
+        if (!d.x || !d.y) goto done;
+        for (size_t i = 0; i < count; i++) d.x[i] = (float)((i * 2654435761u) % 256) / 255.0f;
+        for (long i = 0; i < d.batch; i++) d.y[i] = (int32_t)(i % clnet_net_classes(probe));
+        clnet_net_free(probe);
+    }
+    printf("model %s, batch %ld, %ld timed steps, median of %ld rounds\n", model, d.batch, d.steps,
+           d.rounds);
+    for (int i = 0; i < n; i++, nc++) { /* each device alone */
         clnet_device_info info;
         clnet_runtime_device_info(all, i, &info);
         char one[16];
         snprintf(one, sizeof one, "%d", info.index);
-        clnet_runtime *rt = NULL;
-        if (clnet_runtime_create(&rt, one) != CLNET_OK) {
-            fprintf(stderr, "clnet: devices: %s\n", clnet_last_error());
+        snprintf(c[nc].what, sizeof c[nc].what, "device %d (%s) alone", info.index, info.name);
+        if (clnet_runtime_create(&c[nc].rt, one) != CLNET_OK) {
+            fail("devices");
             goto done;
         }
-        int estimated = 0;
-        double ips = measure(&o, rt, NULL, NULL, &estimated);
-        clnet_runtime_free(rt);
-        if (ips < 0) goto done;
-        printf("device %d (%s) alone: images_per_s=%.*f%s\n", info.index, info.name,
-               ips < 10 ? 2 : 0, ips,
-               estimated ? " (estimated from 4 samples: too slow to time "
-                           "whole batches)"
-                         : "");
-        fflush(stdout);
-        sum += ips;
+        if (set_up(&c[nc], model, &d, NULL, 1)) goto done;
     }
-    clnet_net *net = NULL;
-    double balanced = measure(&o, all, NULL, &net, NULL);
-    if (balanced < 0) goto done;
-    print_shares("all devices, balanced split", net, balanced);
-    /* an equal split waits for the slowest device's half: estimate it from
+    int balanced = nc++, equal = nc++;
+    snprintf(c[balanced].what, sizeof c[balanced].what, "all devices, balanced split");
+    snprintf(c[equal].what, sizeof c[equal].what, "all devices, equal split");
+    c[balanced].rt = all;
+    c[equal].rt = all;
+    if (set_up(&c[balanced], model, &d, NULL, 0)) goto done;
+    /* an equal split waits for the slowest device's share: estimate it from
      * the measured rates when timing it would take too long */
     double slowest = 0;
-    for (int i = 0; i < clnet_net_device_count(net); i++) {
-        clnet_device_share d;
-        clnet_net_device_share(net, i, &d);
-        double t = (double)o.batch / n / (d.images_per_s > 0 ? d.images_per_s : 1e-9);
+    for (int i = 0; i < clnet_net_device_count(c[balanced].net); i++) {
+        clnet_device_share s;
+        clnet_net_device_share(c[balanced].net, i, &s);
+        double t = (double)d.batch / n / (s.images_per_s > 0 ? s.images_per_s : 1e-9);
         if (t > slowest) slowest = t;
     }
-    clnet_net_free(net);
-    double equal = 0;
-    if ((3 + o.steps) * slowest > BUDGET) {
-        equal = o.batch / slowest;
-        printf("all devices, equal split: images_per_s=%.1f (estimated from the measured rates: "
-               "%.0f s a step)\n",
-               equal, slowest);
+    if ((3 + d.steps) * slowest > BUDGET) {
+        c[equal].estimate = d.batch / slowest;
     } else {
-        double equal_w[64];
-        for (int i = 0; i < n && i < 64; i++) equal_w[i] = 1;
-        net = NULL;
-        equal = measure(&o, all, equal_w, &net, NULL);
-        if (equal < 0) goto done;
-        print_shares("all devices, equal split", net, equal);
-        clnet_net_free(net);
+        double w[64];
+        for (int i = 0; i < n; i++) w[i] = 1;
+        if (set_up(&c[equal], model, &d, w, 0)) goto done;
     }
-    printf("aggregate: images_per_s=%.0f efficiency=%.3f equal_split_efficiency=%.3f\n", balanced,
-           balanced / sum, equal / sum);
+
+    for (int r = 0; r < d.rounds; r++)
+        for (int k = 0; k < nc; k++)
+            if (c[k].estimate == 0 && time_round(&c[k], &d, r)) goto done;
+
+    double ips[MAX_CONFIGS], sum = 0;
+    for (int k = 0; k < nc; k++) {
+        ips[k] = c[k].estimate > 0 ? c[k].estimate : median(c[k].ips, (int)d.rounds);
+        if (k < n) {
+            sum += ips[k];
+            printf("%s: images_per_s=%.*f%s\n", c[k].what, ips[k] < 10 ? 2 : 0, ips[k],
+                   c[k].estimate > 0 ? " (estimated from 4 samples: too slow to time whole "
+                                       "batches)"
+                                     : "");
+        } else if (c[k].estimate > 0) {
+            printf("%s: images_per_s=%.1f (estimated from the measured rates: %.0f s a step)\n",
+                   c[k].what, ips[k], slowest);
+        } else {
+            print_shares(&c[k], ips[k]);
+        }
+    }
+    printf("aggregate: images_per_s=%.0f efficiency=%.3f equal_split_efficiency=%.3f\n",
+           ips[balanced], ips[balanced] / sum, ips[equal] / sum);
     rc = 0;
 done:
+    for (int k = 0; k < nc; k++) {
+        clnet_net_free(c[k].net);
+        if (c[k].rt != all) clnet_runtime_free(c[k].rt);
+    }
+    free(c);
+    free(d.x);
+    free(d.y);
     clnet_runtime_free(all);
     return rc;
 }
