@@ -27,3 +27,11 @@ inline void clnet_windows_holding(int i, int k, int s, int p, int out, int *lo, 
     *lo = t <= 0 ? 0 : (t + s - 1) / s;
     *hi = min(out - 1, (i + p) / s);
 }
+
+// The inputs [*lo, *hi) that output o's window (o*s - p .. o*s - p + k - 1)
+// covers, clipped to an input of `size`: the window without its padding.
+inline void clnet_window_span(uint o, uint s, uint p, uint k, uint size, int *lo, int *hi) {
+    const int start = (int)(o * s) - (int)p;
+    *lo = max(start, 0);
+    *hi = min(start + (int)k, (int)size);
+}

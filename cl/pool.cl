@@ -16,9 +16,9 @@ __kernel void maxpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, 
     const uint ox = get_global_id(0), oy = get_global_id(1), bc = get_global_id(2);
     if (ox >= OW || oy >= OH || bc >= n * C) return;
     __global const float *plane = x + xoff + bc * H * W;
-    const int y0 = (int)(oy * sh) - (int)ph, x0 = (int)(ox * sw) - (int)pw;
-    const int ylo = max(y0, 0), yhi = min(y0 + (int)KH, (int)H);
-    const int xlo = max(x0, 0), xhi = min(x0 + (int)KW, (int)W);
+    int ylo, yhi, xlo, xhi;
+    clnet_window_span(oy, sh, ph, KH, H, &ylo, &yhi);
+    clnet_window_span(ox, sw, pw, KW, W, &xlo, &xhi);
     float best = plane[ylo * (int)W + xlo];
     int where = ylo * (int)W + xlo;
     for (int iy = ylo; iy < yhi; iy++)
@@ -61,9 +61,9 @@ __kernel void avgpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, 
     const uint ox = get_global_id(0), oy = get_global_id(1), bc = get_global_id(2);
     if (ox >= OW || oy >= OH || bc >= n * C) return;
     __global const float *plane = x + xoff + bc * H * W;
-    const int y0 = (int)(oy * sh) - (int)ph, x0 = (int)(ox * sw) - (int)pw;
-    const int ylo = max(y0, 0), yhi = min(y0 + (int)KH, (int)H);
-    const int xlo = max(x0, 0), xhi = min(x0 + (int)KW, (int)W);
+    int ylo, yhi, xlo, xhi;
+    clnet_window_span(oy, sh, ph, KH, H, &ylo, &yhi);
+    clnet_window_span(ox, sw, pw, KW, W, &xlo, &xhi);
     float s = 0.0f;
     for (int iy = ylo; iy < yhi; iy++)
         for (int ix = xlo; ix < xhi; ix++) s += plane[iy * (int)W + ix];
