@@ -22,7 +22,7 @@
 #define SPLIT_K_MAX_CHUNKS  16
 #define SPLIT_K_MAX_OUTPUTS 65536
 
-#define ARG(k, i, v) CL_CHECK(clSetKernelArg((k), (i), sizeof(v), &(v)), "clSetKernelArg")
+#define OPTIONS "-DGEMM_TM=8"
 
 clnet_status clnet_gemm_choose(clnet_device *d) {
     const char *env = getenv("CLNET_GEMM");
@@ -59,26 +59,10 @@ static int fits_u32(size_t v) {
 
 clnet_status clnet_transpose(clnet_device *d, size_t rows, size_t cols, cl_mem A, size_t aoff,
                              size_t lda, cl_mem B, size_t boff, size_t ldb) {
-    clnet_status status = CLNET_OK;
-    cl_kernel k = NULL;
-    cl_uint r = (cl_uint)rows, c = (cl_uint)cols, ao = (cl_uint)aoff, la = (cl_uint)lda,
-            bo = (cl_uint)boff, lb = (cl_uint)ldb;
     if (rows == 0 || cols == 0) return CLNET_OK;
-    TRY(clnet_kernel_get(d, FAMILY, "", "transpose", &k));
-    ARG(k, 0, r);
-    ARG(k, 1, c);
-    ARG(k, 2, A);
-    ARG(k, 3, ao);
-    ARG(k, 4, la);
-    ARG(k, 5, B);
-    ARG(k, 6, bo);
-    ARG(k, 7, lb);
-    size_t local[2] = {16, 16};
-    size_t global[2] = {(cols + 15) / 16 * 16, (rows + 15) / 16 * 16};
-    CL_CHECK(clEnqueueNDRangeKernel(d->queue, k, 2, NULL, global, local, 0, NULL, NULL),
-             "clEnqueueNDRangeKernel(transpose)");
-cleanup:
-    return status;
+    return clnet_run(
+        d, FAMILY, "", "transpose", 2, (size_t[]){cols, rows}, (size_t[]){16, 16},
+        ARGS(U32(rows), U32(cols), MEM(A), U32(aoff), U32(lda), MEM(B), U32(boff), U32(ldb)));
 }
 
 static clnet_status gemm_clblast(clnet_device *d, int ta, int tb, size_t M, size_t N, size_t K,
@@ -132,8 +116,6 @@ static clnet_status gemm_own(clnet_device *d, int ta, int tb, size_t M, size_t N
         boff = 0;
         ldb = N;
     }
-    cl_uint sam = (cl_uint)(ta ? 1 : lda), sak = (cl_uint)(ta ? lda : 1);
-
     size_t chunks = 1;
     if (K >= SPLIT_K_MIN && M * N <= SPLIT_K_MAX_OUTPUTS) {
         chunks = K / SPLIT_K_CHUNK;
@@ -151,69 +133,29 @@ static clnet_status gemm_own(clnet_device *d, int ta, int tb, size_t M, size_t N
         out_beta = 0.0f;
     }
 
-    cl_uint m = (cl_uint)M, n = (cl_uint)N, kk = (cl_uint)K, kc = (cl_uint)kchunk;
-    if (nt) {
-        size_t rows = (M + NT_M - 1) / NT_M, cols = (N + NT_N - 1) / NT_N, local[3], global[3];
-        int use_local = 0;
-        TRY(clnet_kernel_get(d, FAMILY, "-DGEMM_TM=8", "gemm_nt", &k));
-        local_size(d, k, rows, local, &use_local);
-        global[0] = cols;
-        global[1] = (rows + local[1] - 1) / local[1] * local[1];
-        global[2] = chunks;
-        TRY(clnet_run(d, FAMILY, "-DGEMM_TM=8", "gemm_nt", 3, global, use_local ? local : NULL,
+    /* gemm_nt: NT_M x NT_N tiles; gemm_nn: TM x 8. Work-items run over
+     * (column blocks, row blocks, chunks of k). */
+    const char *name = nt ? "gemm_nt" : "gemm_nn";
+    size_t rows = nt ? (M + NT_M - 1) / NT_M : (M + TM - 1) / TM;
+    size_t cols = nt ? (N + NT_N - 1) / NT_N : (N + 7) / 8;
+    size_t local[3], global[3] = {cols, rows, chunks};
+    int use_local = 0;
+    TRY(clnet_kernel_get(d, FAMILY, OPTIONS, name, &k));
+    local_size(d, k, rows, local, &use_local);
+    if (nt)
+        TRY(clnet_run(d, FAMILY, OPTIONS, name, 3, global, use_local ? local : NULL,
                       ARGS(U32(M), U32(N), U32(K), U32(kchunk), F32(alpha), MEM(A), U32(aoff),
                            U32(lda), MEM(B), U32(boff), U32(ldb), F32(out_beta), MEM(out),
                            U32(out_off), U32(out_ld), U32(out_stride))));
-        goto reduce;
-    }
-    TRY(clnet_kernel_get(d, FAMILY, "-DGEMM_TM=8", "gemm_nn", &k));
-    cl_uint ao = (cl_uint)aoff, bo = (cl_uint)boff, lb = (cl_uint)ldb, co = (cl_uint)out_off,
-            lc = (cl_uint)out_ld, cs = (cl_uint)out_stride;
-    ARG(k, 0, m);
-    ARG(k, 1, n);
-    ARG(k, 2, kk);
-    ARG(k, 3, kc);
-    ARG(k, 4, alpha);
-    ARG(k, 5, A);
-    ARG(k, 6, ao);
-    ARG(k, 7, sam);
-    ARG(k, 8, sak);
-    ARG(k, 9, B);
-    ARG(k, 10, bo);
-    ARG(k, 11, lb);
-    ARG(k, 12, out_beta);
-    ARG(k, 13, out);
-    ARG(k, 14, co);
-    ARG(k, 15, lc);
-    ARG(k, 16, cs);
-    size_t mblocks = (M + TM - 1) / TM, nblocks = (N + 7) / 8;
-    size_t local[3];
-    int use_local = 0;
-    local_size(d, k, mblocks, local, &use_local);
-    size_t global[3] = {nblocks, (mblocks + local[1] - 1) / local[1] * local[1], chunks};
-    CL_CHECK(clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, use_local ? local : NULL, 0, NULL,
-                                    NULL),
-             "clEnqueueNDRangeKernel(gemm_nn)");
-
-reduce:
-    if (chunks > 1) {
-        cl_kernel r = NULL;
-        TRY(clnet_kernel_get(d, FAMILY, "-DGEMM_TM=8", "gemm_reduce", &r));
-        cl_uint nc = (cl_uint)chunks, ps = (cl_uint)(M * N), cof = (cl_uint)coff,
-                cld = (cl_uint)ldc;
-        ARG(r, 0, m);
-        ARG(r, 1, n);
-        ARG(r, 2, nc);
-        ARG(r, 3, out);
-        ARG(r, 4, ps);
-        ARG(r, 5, beta);
-        ARG(r, 6, C);
-        ARG(r, 7, cof);
-        ARG(r, 8, cld);
-        size_t g2[2] = {N, M};
-        CL_CHECK(clEnqueueNDRangeKernel(d->queue, r, 2, NULL, g2, NULL, 0, NULL, NULL),
-                 "clEnqueueNDRangeKernel(gemm_reduce)");
-    }
+    else
+        TRY(clnet_run(d, FAMILY, OPTIONS, name, 3, global, use_local ? local : NULL,
+                      ARGS(U32(M), U32(N), U32(K), U32(kchunk), F32(alpha), MEM(A), U32(aoff),
+                           U32(ta ? 1 : lda), U32(ta ? lda : 1), MEM(B), U32(boff), U32(ldb),
+                           F32(out_beta), MEM(out), U32(out_off), U32(out_ld), U32(out_stride))));
+    if (chunks > 1) /* add the chunks' partial products into C, in order */
+        TRY(clnet_run(d, FAMILY, OPTIONS, "gemm_reduce", 2, (size_t[]){N, M}, NULL,
+                      ARGS(U32(M), U32(N), U32(chunks), MEM(out), U32(M * N), F32(beta), MEM(C),
+                           U32(coff), U32(ldc))));
 cleanup:
     return status;
 }

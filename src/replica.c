@@ -121,8 +121,7 @@ static clnet_pass make_pass(clnet_replica *r, const clnet_net *net, int i, int n
     const clnet_layer *l = &net->layers[i];
     size_t in = i ? r->out_off[i - 1] : 0;
     int need_dx = 0; /* only when some earlier layer has parameters */
-    for (int j = 0; j < i; j++)
-        need_dx |= net->layers[j].nweight > 0;
+    for (int j = 0; j < i; j++) need_dx |= net->layers[j].nweight > 0;
     return (clnet_pass){
         .d = r->d,
         .n = n,
@@ -144,7 +143,6 @@ static clnet_pass make_pass(clnet_replica *r, const clnet_net *net, int i, int n
         .correct = r->correct,
         .want_grad = train && (need_dx || l->nweight),
     };
-    (void)l;
 }
 
 clnet_status clnet_replica_run(clnet_replica *r, const clnet_net *net, const float *images,
@@ -218,8 +216,7 @@ clnet_status clnet_replica_add_grads(clnet_replica *r, float *host) {
     clnet_status status = CLNET_OK;
     clnet_host_view view;
     TRY(clnet_host_view_begin(r->d, r->grads, 0, r->nparams, &r->staging, &view));
-    for (size_t i = 0; i < r->nparams; i++)
-        host[i] += view.data[i];
+    for (size_t i = 0; i < r->nparams; i++) host[i] += view.data[i];
     TRY(clnet_host_view_end(r->d, &view));
 cleanup:
     return status;

@@ -74,7 +74,6 @@ static int parse(int argc, char **argv, options *o, int eval) {
     for (int i = 0; i < argc; i++) {
         const char *v = NULL;
         long n = 0;
-        double x = 0;
 #define VALUE(name) (cli_option(argc, argv, &i, name, &v) && (v || (exit_code = 2, 0)))
         int exit_code = 0;
         if (argv[i][0] != '-') {
@@ -165,7 +164,6 @@ static int parse(int argc, char **argv, options *o, int eval) {
             return 2;
         }
         if (exit_code) return exit_code;
-        (void)x;
 #undef VALUE
     }
     if (!o->model) {
@@ -263,8 +261,7 @@ static void history_add(history *h, double epoch, double tl, double ta, double t
         h->cap = h->cap ? 2 * h->cap : 16;
         double **cols[] = {&h->train_loss, &h->train_acc, &h->test_acc,
                            &h->seconds,    &h->ips,       &h->epoch};
-        for (int i = 0; i < 6; i++)
-            *cols[i] = realloc(*cols[i], (size_t)h->cap * sizeof(double));
+        for (int i = 0; i < 6; i++) *cols[i] = realloc(*cols[i], (size_t)h->cap * sizeof(double));
     }
     h->epoch[h->n] = epoch;
     h->train_loss[h->n] = tl;
@@ -304,8 +301,7 @@ static void progress_bar(int epoch, long epochs, int done, int total, double ips
                          double eta) {
     char bar[31];
     int fill = total ? 30 * done / total : 0;
-    for (int i = 0; i < 30; i++)
-        bar[i] = i < fill ? '#' : '.';
+    for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
     bar[30] = '\0';
     fprintf(stderr, "\repoch %d/%ld [%s] %3d%%  %6.0f img/s  loss %.4f  ETA %4.0fs ", epoch, epochs,
             bar, total ? 100 * done / total : 0, ips, loss, eta);
@@ -333,8 +329,7 @@ static int apply_split(const options *o, session *s) {
             return 2;
         }
     } else if (o->deterministic) {
-        for (int i = 0; i < n; i++)
-            w[i] = 1;
+        for (int i = 0; i < n; i++) w[i] = 1;
     } else {
         return 0;
     }
