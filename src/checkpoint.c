@@ -27,7 +27,7 @@ static clnet_st_tensor describe(const clnet_layer *l, int bias, const float *bas
         t.data = base + l->bias_off;
     } else {
         t.ndim = l->weight_ndim;
-        memcpy(t.shape, l->weight_shape, sizeof t.shape);
+        memcpy(t.shape, l->weight_shape, sizeof l->weight_shape);
         t.data = base + l->weight_off;
     }
     return t;

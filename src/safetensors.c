@@ -1,4 +1,4 @@
-/* Reading and writing float32 tensors in the safetensors format. */
+/* Reading and writing float32 and int64 tensors in the safetensors format. */
 #include "safetensors.h"
 #include "fileio.h"
 #include "error.h"
@@ -20,22 +20,34 @@ _Static_assert(sizeof(float) == 4, "clnet needs 32-bit IEEE floats");
 /* Deep enough that a misplaced array still reaches the checks that name the tensor. */
 #define MAX_JSON_DEPTH 8
 
+/* Each dtype's name in the format and its element size, indexed by clnet_st_dtype. */
+static const struct {
+    const char *name;
+    int size;
+} DTYPES[] = {[CLNET_ST_F32] = {"F32", 4}, [CLNET_ST_I64] = {"I64", 8}};
+#define NDTYPES (int)(sizeof DTYPES / sizeof DTYPES[0])
+
+static int dtype_valid(clnet_st_dtype dtype) {
+    return (int)dtype >= 0 && (int)dtype < NDTYPES;
+}
+
+const char *clnet_st_dtype_name(clnet_st_dtype dtype) {
+    return dtype_valid(dtype) ? DTYPES[dtype].name : "?";
+}
+
 /* Bytes are assembled by hand, so files are little-endian whatever the host is. */
 static void put_u32(unsigned char *p, uint32_t v) {
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 static void put_u64(unsigned char *p, uint64_t v) {
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 static uint32_t get_u32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 static uint64_t get_u64(const unsigned char *p) {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
     return v;
 }
 
@@ -48,11 +60,11 @@ static const char *shape_text(char *buf, size_t n, const int64_t *shape, int ndi
     return buf;
 }
 
-/* 4 * product(shape), or -1 when that does not fit in 63 bits. */
-static int64_t shape_bytes(const int64_t *shape, int ndim) {
+/* size * product(shape) (size for a scalar), or -1 when that does not fit in 63 bits. */
+static int64_t shape_bytes(const int64_t *shape, int ndim, int size) {
     for (int d = 0; d < ndim; d++)
         if (shape[d] == 0) return 0;
-    int64_t bytes = 4;
+    int64_t bytes = size;
     for (int d = 0; d < ndim; d++) {
         if (shape[d] < 0 || bytes > INT64_MAX / shape[d]) return -1;
         bytes *= shape[d];
@@ -83,14 +95,16 @@ typedef struct {
     char *name;
     int ndim;
     int64_t shape[CLNET_ST_MAX_DIMS];
+    clnet_st_dtype dtype;
     uint64_t begin, end; /* data_offsets, relative to the data area */
     int order;           /* position in the header, to break ties between empty tensors */
-    const float *data;
+    const void *data;    /* decoded to host order: a float or int64_t array */
 } entry;
 
 struct clnet_st_file {
     char *path;
-    float *data; /* the whole data area, decoded to host floats */
+    unsigned char *data; /* the whole data area; F32 tensors are decoded in place */
+    int64_t *ints;       /* the I64 tensors, decoded to host int64_t, one after another */
     int count;
     entry *tensors; /* in file order */
     int nmeta;
@@ -130,9 +144,12 @@ static clnet_status read_entry(const char *path, const clnet_json *v, entry *e) 
     if (dtype->kind != CLNET_JSON_STRING)
         FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has a dtype that is %s, not a string", path,
              e->name, clnet_json_kind_name(dtype->kind));
-    if (strcmp(dtype->string, "F32") != 0)
-        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has dtype %s; clnet reads only F32", path, e->name,
-             dtype->string);
+    e->dtype = (clnet_st_dtype)NDTYPES;
+    for (int t = 0; t < NDTYPES; t++)
+        if (strcmp(dtype->string, DTYPES[t].name) == 0) e->dtype = (clnet_st_dtype)t;
+    if (!dtype_valid(e->dtype))
+        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has dtype %s; clnet reads only F32 and I64", path,
+             e->name, dtype->string);
 
     if (shape->kind != CLNET_JSON_ARRAY)
         FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has a shape that is %s, not an array", path,
@@ -164,15 +181,16 @@ static clnet_status read_entry(const char *path, const clnet_json *v, entry *e) 
              "%s: tensor '%s' has data_offsets [%" PRId64 ", %" PRId64 "]: they must satisfy "
              "0 <= begin <= end",
              path, e->name, begin, end);
-    int64_t need = shape_bytes(e->shape, e->ndim);
+    int64_t need = shape_bytes(e->shape, e->ndim, DTYPES[e->dtype].size);
     if (need < 0)
         FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has shape %s, too large to address", path, e->name,
              shape_text(buf, sizeof buf, e->shape, e->ndim));
     if (end - begin != need)
         FAIL(CLNET_ERR_FORMAT,
-             "%s: tensor '%s' has data_offsets [%" PRId64 ", %" PRId64 "] but shape %s needs "
-             "%" PRId64 " bytes",
-             path, e->name, begin, end, shape_text(buf, sizeof buf, e->shape, e->ndim), need);
+             "%s: tensor '%s' has data_offsets [%" PRId64 ", %" PRId64 "] but shape %s of %s "
+             "needs %" PRId64 " bytes",
+             path, e->name, begin, end, shape_text(buf, sizeof buf, e->shape, e->ndim),
+             DTYPES[e->dtype].name, need);
     e->begin = (uint64_t)begin;
     e->end = (uint64_t)end;
 cleanup:
@@ -332,21 +350,38 @@ clnet_status clnet_st_load(const char *path, clnet_st_file **out) {
     uint64_t data_size = size - 8 - n;
     TRY(read_header(path, root, data_size, f));
 
-    /* Every tensor is F32 and they tile the data area, so each begins on a multiple of 4
-     * and a malloc'ed area keeps them all aligned. */
+    /* Every tensor's size is a multiple of 4 and they tile the data area, so each begins on
+     * a multiple of 4: in a malloc'ed area the F32 ones are aligned where they lie. An I64
+     * tensor may begin at 4 mod 8 (safetensors does not align), so those are decoded into
+     * an area of their own. */
     if (data_size > SIZE_MAX) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: too large for memory", path);
     f->data = malloc(data_size > 0 ? (size_t)data_size : 1);
-    if (!f->data)
+    uint64_t nints = 0;
+    for (int i = 0; i < f->count; i++)
+        if (f->tensors[i].dtype == CLNET_ST_I64)
+            nints += (f->tensors[i].end - f->tensors[i].begin) / 8;
+    f->ints = malloc(nints > 0 ? (size_t)nints * 8 : 1);
+    if (!f->data || !f->ints)
         FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory for %" PRIu64 " bytes of data", path,
              data_size);
     TRY(read_exactly(fp, path, f->data, (size_t)data_size));
-    unsigned char *bytes = (unsigned char *)f->data;
-    for (size_t i = 0; i < data_size / 4; i++) {
-        uint32_t u = get_u32(bytes + 4 * i);
-        memcpy(&f->data[i], &u, 4);
+    int64_t *next_int = f->ints;
+    for (int i = 0; i < f->count; i++) {
+        entry *e = &f->tensors[i];
+        unsigned char *bytes = f->data + e->begin;
+        size_t n = (size_t)(e->end - e->begin) / (size_t)DTYPES[e->dtype].size;
+        if (e->dtype == CLNET_ST_F32) {
+            for (size_t k = 0; k < n; k++) {
+                uint32_t u = get_u32(bytes + 4 * k);
+                memcpy(bytes + 4 * k, &u, 4);
+            }
+            e->data = bytes;
+        } else {
+            for (size_t k = 0; k < n; k++) next_int[k] = (int64_t)get_u64(bytes + 8 * k);
+            e->data = next_int;
+            next_int += n;
+        }
     }
-    for (int i = 0; i < f->count; i++)
-        f->tensors[i].data = f->data + f->tensors[i].begin / 4;
     *out = f;
     f = NULL;
 cleanup:
@@ -366,22 +401,46 @@ const char *clnet_st_name(const clnet_st_file *f, int i) {
     return f && i >= 0 && i < f->count ? f->tensors[i].name : NULL;
 }
 
-clnet_status clnet_st_get(const clnet_st_file *f, const char *name, int want_ndim,
-                          const int64_t *want_shape, const float **data, int *ndim,
-                          const int64_t **shape) {
+/* The tensor called name; CLNET_ERR_FORMAT when there is none. */
+static clnet_status find(const clnet_st_file *f, const char *name, const char *fn,
+                         const entry **out) {
+    *out = NULL;
+    if (!f || !name) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s: NULL file or name", fn);
+    for (int i = 0; i < f->count; i++)
+        if (strcmp(f->tensors[i].name, name) == 0) {
+            *out = &f->tensors[i];
+            return CLNET_OK;
+        }
+    return clnet_fail(CLNET_ERR_FORMAT, "%s: has no tensor named '%s'", f->path, name);
+}
+
+clnet_status clnet_st_info(const clnet_st_file *f, const char *name, clnet_st_dtype *dtype,
+                           int *ndim, const int64_t **shape) {
+    const entry *e;
+    clnet_status s = find(f, name, "clnet_st_info", &e);
+    if (s != CLNET_OK) return s;
+    if (dtype) *dtype = e->dtype;
+    if (ndim) *ndim = e->ndim;
+    if (shape) *shape = e->shape;
+    return CLNET_OK;
+}
+
+/* clnet_st_get and clnet_st_get_i64: the tensor, which must be of dtype `type`. */
+static clnet_status get_typed(const clnet_st_file *f, const char *name, clnet_st_dtype type,
+                              const char *fn, int want_ndim, const int64_t *want_shape,
+                              const void **data, int *ndim, const int64_t **shape) {
     clnet_status status = CLNET_OK;
     char have[256], want[256];
     const entry *e = NULL;
-    if (!f || !name || (want_ndim > 0 && !want_shape))
-        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_get: NULL file, name or want_shape");
-    for (int i = 0; i < f->count && !e; i++)
-        if (strcmp(f->tensors[i].name, name) == 0) e = &f->tensors[i];
-    if (!e) FAIL(CLNET_ERR_FORMAT, "%s: has no tensor named '%s'", f->path, name);
-    /* clnet_st_load refuses every dtype but F32, so e is F32. */
+    if (want_ndim > 0 && !want_shape)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s: want_ndim %d but want_shape is NULL", fn, want_ndim);
+    TRY(find(f, name, fn, &e));
+    if (e->dtype != type)
+        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has dtype %s but %s was expected", f->path, name,
+             DTYPES[e->dtype].name, DTYPES[type].name);
     if (want_ndim > 0) {
         int same = e->ndim == want_ndim;
-        for (int d = 0; same && d < want_ndim; d++)
-            same = e->shape[d] == want_shape[d];
+        for (int d = 0; same && d < want_ndim; d++) same = e->shape[d] == want_shape[d];
         if (!same)
             FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has shape %s but %s was expected", f->path,
                  name, shape_text(have, sizeof have, e->shape, e->ndim),
@@ -394,6 +453,26 @@ cleanup:
     return status;
 }
 
+clnet_status clnet_st_get(const clnet_st_file *f, const char *name, int want_ndim,
+                          const int64_t *want_shape, const float **data, int *ndim,
+                          const int64_t **shape) {
+    const void *p = NULL;
+    clnet_status s = get_typed(f, name, CLNET_ST_F32, "clnet_st_get", want_ndim, want_shape,
+                               data ? &p : NULL, ndim, shape);
+    if (s == CLNET_OK && data) *data = p;
+    return s;
+}
+
+clnet_status clnet_st_get_i64(const clnet_st_file *f, const char *name, int want_ndim,
+                              const int64_t *want_shape, const int64_t **data, int *ndim,
+                              const int64_t **shape) {
+    const void *p = NULL;
+    clnet_status s = get_typed(f, name, CLNET_ST_I64, "clnet_st_get_i64", want_ndim, want_shape,
+                               data ? &p : NULL, ndim, shape);
+    if (s == CLNET_OK && data) *data = p;
+    return s;
+}
+
 const char *clnet_st_meta_get(const clnet_st_file *f, const char *key) {
     if (!f || !key) return NULL;
     for (int k = 0; k < f->nmeta; k++)
@@ -403,8 +482,7 @@ const char *clnet_st_meta_get(const clnet_st_file *f, const char *key) {
 
 void clnet_st_free(clnet_st_file *f) {
     if (!f) return;
-    for (int i = 0; i < f->count; i++)
-        free(f->tensors[i].name);
+    for (int i = 0; i < f->count; i++) free(f->tensors[i].name);
     for (int k = 0; k < f->nmeta; k++) {
         free(f->keys[k]);
         free(f->values[k]);
@@ -413,6 +491,7 @@ void clnet_st_free(clnet_st_file *f) {
     free(f->keys);
     free(f->values);
     free(f->data);
+    free(f->ints);
     free(f->path);
     free(f);
 }
@@ -429,8 +508,7 @@ static void add(text *t, const char *s, size_t n) {
     if (t->failed) return;
     if (t->len + n + 1 > t->cap) {
         size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->len + n + 1)
-            cap *= 2;
+        while (cap < t->len + n + 1) cap *= 2;
         char *b = realloc(t->buf, cap);
         if (!b) {
             t->failed = 1;
@@ -506,11 +584,16 @@ static clnet_status check_save_args(const char *path, const clnet_st_tensor *ten
         if (strcmp(t->name, METADATA_KEY) == 0)
             FAIL(CLNET_ERR_INVALID_ARGUMENT,
                  "clnet_st_save %s: a tensor cannot be named " METADATA_KEY, path);
-        if (t->ndim < 0 || t->ndim > 4)
+        if (t->ndim < 0 || t->ndim > CLNET_ST_MAX_DIMS)
             FAIL(CLNET_ERR_INVALID_ARGUMENT,
-                 "clnet_st_save %s: tensor '%s' has %d dimensions (0 to 4 allowed)", path, t->name,
-                 t->ndim);
-        int64_t bytes = shape_bytes(t->shape, t->ndim);
+                 "clnet_st_save %s: tensor '%s' has %d dimensions (0 to %d allowed)", path, t->name,
+                 t->ndim, CLNET_ST_MAX_DIMS);
+        if (!dtype_valid(t->dtype))
+            FAIL(CLNET_ERR_INVALID_ARGUMENT,
+                 "clnet_st_save %s: tensor '%s' has dtype %d, which is neither CLNET_ST_F32 nor "
+                 "CLNET_ST_I64",
+                 path, t->name, (int)t->dtype);
+        int64_t bytes = shape_bytes(t->shape, t->ndim, DTYPES[t->dtype].size);
         for (int d = 0; d < t->ndim; d++)
             if (t->shape[d] < 0) bytes = -1;
         if (bytes < 0)
@@ -536,13 +619,11 @@ static clnet_status check_save_args(const char *path, const clnet_st_tensor *ten
         names = malloc((size_t)most * sizeof *names);
         if (!names) FAIL(CLNET_ERR_OUT_OF_MEMORY, "clnet_st_save %s: out of memory", path);
     }
-    for (int i = 0; i < count; i++)
-        names[i] = (char *)tensors[i].name;
+    for (int i = 0; i < count; i++) names[i] = (char *)tensors[i].name;
     TRY(find_duplicate(names, count, &dup));
     if (dup)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: two tensors are named '%s'", path, dup);
-    for (int k = 0; k < nmeta; k++)
-        names[k] = (char *)meta[k].key;
+    for (int k = 0; k < nmeta; k++) names[k] = (char *)meta[k].key;
     TRY(find_duplicate(names, nmeta, &dup));
     if (dup)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: metadata key '%s' is given twice", path,
@@ -570,12 +651,14 @@ static clnet_status make_header(const char *path, const clnet_st_tensor *tensors
     }
     for (int i = 0; i < count; i++) {
         const clnet_st_tensor *x = &tensors[i];
-        uint64_t bytes = (uint64_t)shape_bytes(x->shape, x->ndim);
+        uint64_t bytes = (uint64_t)shape_bytes(x->shape, x->ndim, DTYPES[x->dtype].size);
         if (bytes > (uint64_t)INT64_MAX - at)
             return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: too much data", path);
         if (i || nmeta > 0) add_str(t, ",");
         add_quoted(t, x->name);
-        add_str(t, ":{\"dtype\":\"F32\",\"shape\":[");
+        add_str(t, ":{\"dtype\":\"");
+        add_str(t, DTYPES[x->dtype].name);
+        add_str(t, "\",\"shape\":[");
         for (int d = 0; d < x->ndim; d++) {
             snprintf(num, sizeof num, "%s%" PRId64, d ? "," : "", x->shape[d]);
             add_str(t, num);
@@ -585,8 +668,7 @@ static clnet_status make_header(const char *path, const clnet_st_tensor *tensors
         at += bytes;
     }
     add_str(t, "}");
-    while (!t->failed && t->len % 8 != 0)
-        add_str(t, " ");
+    while (!t->failed && t->len % 8 != 0) add_str(t, " ");
     if (t->failed)
         return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "clnet_st_save %s: out of memory", path);
     if (t->len > CLNET_ST_MAX_HEADER)
@@ -597,18 +679,26 @@ static clnet_status make_header(const char *path, const clnet_st_tensor *tensors
     return CLNET_OK;
 }
 
-/* Writes the floats as little-endian bytes through a small buffer. */
-static clnet_status write_floats(clnet_atomic_file *f, const float *x, size_t n) {
+/* Writes n elements of `size` bytes (4: float, 8: int64_t) as little-endian bytes through a
+ * small buffer. */
+static clnet_status write_elements(clnet_atomic_file *f, const void *x, size_t n, int size) {
     unsigned char buf[1 << 14];
-    size_t per = sizeof buf / 4;
+    const unsigned char *src = x;
+    size_t per = sizeof buf / (size_t)size;
     for (size_t i = 0; i < n; i += per) {
         size_t m = n - i < per ? n - i : per;
         for (size_t j = 0; j < m; j++) {
-            uint32_t u;
-            memcpy(&u, &x[i + j], 4);
-            put_u32(buf + 4 * j, u);
+            if (size == 4) {
+                uint32_t u;
+                memcpy(&u, src + 4 * (i + j), 4);
+                put_u32(buf + 4 * j, u);
+            } else {
+                uint64_t u;
+                memcpy(&u, src + 8 * (i + j), 8);
+                put_u64(buf + 8 * j, u);
+            }
         }
-        clnet_status s = clnet_atomic_write(f, buf, 4 * m);
+        clnet_status s = clnet_atomic_write(f, buf, (size_t)size * m);
         if (s != CLNET_OK) return s;
     }
     return CLNET_OK;
@@ -626,9 +716,11 @@ clnet_status clnet_st_save(const char *path, const clnet_st_tensor *tensors, int
     put_u64(len8, (uint64_t)header.len);
     TRY(clnet_atomic_write(&f, len8, 8));
     TRY(clnet_atomic_write(&f, header.buf, header.len));
-    for (int i = 0; i < count; i++)
-        TRY(write_floats(&f, tensors[i].data,
-                         (size_t)shape_bytes(tensors[i].shape, tensors[i].ndim) / 4));
+    for (int i = 0; i < count; i++) {
+        int size = DTYPES[tensors[i].dtype].size;
+        size_t n = (size_t)shape_bytes(tensors[i].shape, tensors[i].ndim, size) / (size_t)size;
+        TRY(write_elements(&f, tensors[i].data, n, size));
+    }
     TRY(clnet_atomic_commit(&f));
 cleanup:
     clnet_atomic_abort(&f);

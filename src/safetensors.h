@@ -1,4 +1,4 @@
-/* float32 tensors in the safetensors format: 8-byte little-endian header length N, N bytes of
+/* Tensors in the safetensors format: 8-byte little-endian header length N, N bytes of
  * JSON {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
  * "__metadata__": {"key": "value", ...}}, then the raw little-endian data. Tensors tile the
  * data area in the order given, without gaps.
@@ -6,8 +6,9 @@
  * The reader trusts nothing: the header length, the JSON (UTF-8, strings with every escape,
  * integers only), each tensor's fields, and that the tensors tile the data area exactly are
  * all checked, and every fault is CLNET_ERR_FORMAT with a message naming the file and, where
- * it applies, the tensor. Only F32 tensors are supported: a file holding any other dtype is
- * refused when it is loaded. */
+ * it applies, the tensor. Two dtypes are supported, F32 (float32, for parameters) and I64
+ * (int64, for counters such as BatchNorm's num_batches_tracked, which PyTorch stores as a
+ * shape-() I64): a file holding any other dtype is refused when it is loaded. */
 #ifndef CLNET_SAFETENSORS_H
 #define CLNET_SAFETENSORS_H
 
@@ -15,16 +16,28 @@
 
 #include <stdint.h>
 
-/* The most dimensions the reader accepts (the writer takes up to 4). */
+/* The most dimensions a tensor may have, reading or writing. */
 #define CLNET_ST_MAX_DIMS 8
 /* The largest JSON header the reader accepts, as the reference implementation. */
 #define CLNET_ST_MAX_HEADER 100000000u
 
+/* The element types. The zero value is F32, so a tensor that names no dtype is float32. */
+typedef enum {
+    CLNET_ST_F32 = 0, /* "F32": IEEE float32, 4 bytes little endian */
+    CLNET_ST_I64 = 1, /* "I64": int64, 8 bytes little endian (two's complement) */
+} clnet_st_dtype;
+
+/* The name the format uses ("F32", "I64"); "?" for a value that is no dtype. */
+const char *clnet_st_dtype_name(clnet_st_dtype dtype);
+
 typedef struct {
     const char *name;
-    const float *data; /* product(shape) floats; may be NULL when that is 0 */
-    int ndim;          /* 0 (a scalar) to 4 */
-    int64_t shape[4];
+    const void *data; /* product(shape) elements of dtype (1 for a scalar): float for F32,
+                         int64_t for I64; may be NULL when that is 0 */
+    int ndim;         /* 0 (a scalar) to CLNET_ST_MAX_DIMS */
+    int64_t shape[CLNET_ST_MAX_DIMS];
+    clnet_st_dtype dtype; /* 0 (F32) where an initialiser leaves it out: designated ones
+                             (.name = ...) may, without -Wmissing-field-initializers */
 } clnet_st_tensor;
 
 typedef struct {
@@ -54,12 +67,24 @@ int clnet_st_count(const clnet_st_file *f);
  * clnet writes is also the header order; NULL when i is out of range. */
 const char *clnet_st_name(const clnet_st_file *f, int i);
 
-/* Finds a tensor; CLNET_ERR_FORMAT with a message naming the file and tensor when it is
- * missing, not F32, or (if want_ndim > 0) its shape differs from want_shape[0..want_ndim).
- * Any of data, ndim and shape may be NULL. The pointers stay valid until clnet_st_free. */
+/* Finds a tensor of any dtype and tells its dtype and shape; CLNET_ERR_FORMAT with a message
+ * naming the file and tensor when it is missing. Any of dtype, ndim and shape may be NULL. */
+clnet_status clnet_st_info(const clnet_st_file *f, const char *name, clnet_st_dtype *dtype,
+                           int *ndim, const int64_t **shape);
+
+/* Finds an F32 tensor; CLNET_ERR_FORMAT with a message naming the file and tensor when it is
+ * missing, of another dtype (the message names both), or (if want_ndim > 0) its shape
+ * differs from want_shape[0..want_ndim). want_ndim 0 checks no shape, so a scalar's is
+ * checked through *ndim. Any of data, ndim and shape may be NULL. The pointers stay valid
+ * until clnet_st_free; the data is in host byte order and aligned for its type. */
 clnet_status clnet_st_get(const clnet_st_file *f, const char *name, int want_ndim,
                           const int64_t *want_shape, const float **data, int *ndim,
                           const int64_t **shape);
+
+/* The same for an I64 tensor. */
+clnet_status clnet_st_get_i64(const clnet_st_file *f, const char *name, int want_ndim,
+                              const int64_t *want_shape, const int64_t **data, int *ndim,
+                              const int64_t **shape);
 
 /* The metadata value of key; NULL if absent. */
 const char *clnet_st_meta_get(const clnet_st_file *f, const char *key);

@@ -41,8 +41,7 @@ static void write_bytes(const char *path, const void *bytes, size_t n) {
 static void write_raw(const char *path, const char *header, size_t data_bytes) {
     size_t n = strlen(header);
     unsigned char *b = calloc(1, 8 + n + data_bytes);
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)n >> (8 * i));
     memcpy(b + 8, header, n);
     write_bytes(path, b, 8 + n + data_bytes);
     free(b);
@@ -78,8 +77,7 @@ static const float *get_ok(clnet_st_file *f, const char *name, int ndim, const i
     clnet_status s = clnet_st_get(f, name, ndim, shape, &data, &got_ndim, &got_shape);
     ck_assert_msg(s == CLNET_OK, "get %s: %s", name, clnet_last_error());
     ck_assert_int_eq(got_ndim, ndim);
-    for (int d = 0; d < ndim; d++)
-        ck_assert_int_eq(got_shape[d], shape[d]);
+    for (int d = 0; d < ndim; d++) ck_assert_int_eq(got_shape[d], shape[d]);
     return data;
 }
 
@@ -93,10 +91,10 @@ START_TEST(round_trip_keeps_tensors_metadata_and_order) {
     test_random_floats(vec, 5, 1);
     test_random_floats(img, 120, 2);
     clnet_st_tensor t[] = {
-        {"conv1.weight", img, 4, {2, 3, 4, 5}},
-        {"scale", &scalar, 0, {0}},
-        {"conv1.bias", vec, 1, {5}},
-        {"empty", NULL, 2, {0, 7}},
+        {"conv1.weight", img, 4, {2, 3, 4, 5}, CLNET_ST_F32},
+        {"scale", &scalar, 0, {0}, CLNET_ST_F32},
+        {"conv1.bias", vec, 1, {5}, CLNET_ST_F32},
+        {"empty", NULL, 2, {0, 7}, CLNET_ST_F32},
     };
     clnet_st_meta meta[] = {{"format", "clnet"}, {"epoch", "12"}, {"note", ""}};
     ck_assert_msg(clnet_st_save(path, t, 4, meta, 3) == CLNET_OK, "%s", clnet_last_error());
@@ -104,8 +102,7 @@ START_TEST(round_trip_keeps_tensors_metadata_and_order) {
     clnet_st_file *f = NULL;
     ck_assert_msg(clnet_st_load(path, &f) == CLNET_OK, "%s", clnet_last_error());
     ck_assert_int_eq(clnet_st_count(f), 4);
-    for (int i = 0; i < 4; i++)
-        ck_assert_str_eq(clnet_st_name(f, i), t[i].name);
+    for (int i = 0; i < 4; i++) ck_assert_str_eq(clnet_st_name(f, i), t[i].name);
     ck_assert_ptr_null(clnet_st_name(f, 4));
     ck_assert_ptr_null(clnet_st_name(f, -1));
 
@@ -146,7 +143,7 @@ START_TEST(file_layout_matches_the_spec) {
     test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/layout.safetensors", dir);
     float a[2] = {1.0f, -2.0f}, s = 0.5f;
-    clnet_st_tensor t[] = {{"a", a, 1, {2}}, {"s", &s, 0, {0}}};
+    clnet_st_tensor t[] = {{"a", a, 1, {2}, CLNET_ST_F32}, {"s", &s, 0, {0}, CLNET_ST_F32}};
     clnet_st_meta meta[] = {{"k", "v"}};
     ck_assert_int_eq(clnet_st_save(path, t, 2, meta, 1), CLNET_OK);
 
@@ -158,15 +155,13 @@ START_TEST(file_layout_matches_the_spec) {
     size_t jn = strlen(json), n = (jn + 7) / 8 * 8;
     /* 8-byte little-endian header length, a multiple of 8 */
     uint64_t got_n = 0;
-    for (int i = 7; i >= 0; i--)
-        got_n = (got_n << 8) | b[i];
+    for (int i = 7; i >= 0; i--) got_n = (got_n << 8) | b[i];
     ck_assert_uint_eq(got_n, n);
     ck_assert_uint_eq(got_n % 8, 0);
     ck_assert_uint_eq(len, 8 + n + 12);
     /* the JSON itself, then space padding */
     ck_assert_msg(memcmp(b + 8, json, jn) == 0, "header is '%.*s'", (int)n, (const char *)b + 8);
-    for (size_t i = 8 + jn; i < 8 + n; i++)
-        ck_assert_int_eq(b[i], ' ');
+    for (size_t i = 8 + jn; i < 8 + n; i++) ck_assert_int_eq(b[i], ' ');
     /* little-endian IEEE floats: 1.0 = 3f800000, -2.0 = c0000000, 0.5 = 3f000000 */
     const unsigned char data[12] = {0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0, 0, 0, 0, 0x3f};
     ck_assert_mem_eq(b + 8 + n, data, 12);
@@ -174,7 +169,7 @@ START_TEST(file_layout_matches_the_spec) {
 
     /* A header whose JSON is already a multiple of 8 gets no padding. */
     float one = 1.0f;
-    clnet_st_tensor u[] = {{"abcdefghijkl", &one, 0, {0}}};
+    clnet_st_tensor u[] = {{"abcdefghijkl", &one, 0, {0}, CLNET_ST_F32}};
     ck_assert_int_eq(clnet_st_save(path, u, 1, NULL, 0), CLNET_OK);
     b = read_bytes(path, &len);
     json = "{\"abcdefghijkl\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]}}";
@@ -195,8 +190,7 @@ START_TEST(names_are_json_escaped_and_read_back) {
         "say \"hi\"", "back\\slash", "tab\tnew\nline\x01",
         "\xc3\xbc\x6e\xc3\xaf\x63\xc3\xb8\x64\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80"};
     clnet_st_tensor t[4];
-    for (int i = 0; i < 4; i++)
-        t[i] = (clnet_st_tensor){names[i], x + i % 3, 1, {1}};
+    for (int i = 0; i < 4; i++) t[i] = (clnet_st_tensor){names[i], x + i % 3, 1, {1}, CLNET_ST_F32};
     clnet_st_meta meta[] = {{"quote\"key", "value with \\ and \" and \xc3\xa9"}};
     ck_assert_msg(clnet_st_save(path, t, 4, meta, 1) == CLNET_OK, "%s", clnet_last_error());
 
@@ -258,7 +252,7 @@ START_TEST(failed_saves_leave_the_previous_file_intact) {
     test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/keep.safetensors", dir);
     float small[4] = {1, 2, 3, 4};
-    clnet_st_tensor t[] = {{"w", small, 1, {4}}};
+    clnet_st_tensor t[] = {{"w", small, 1, {4}, CLNET_ST_F32}};
     ck_assert_int_eq(clnet_st_save(path, t, 1, NULL, 0), CLNET_OK);
     size_t before_len;
     unsigned char *before = read_bytes(path, &before_len);
@@ -283,7 +277,7 @@ START_TEST(failed_saves_leave_the_previous_file_intact) {
     /* A write that fails half-way (a file size limit; root is bound by it too) over the
      * same path: the old file stays and the temporary one is removed. */
     float *big = calloc(100000, sizeof *big);
-    clnet_st_tensor large[] = {{"w", big, 2, {1000, 100}}};
+    clnet_st_tensor large[] = {{"w", big, 2, {1000, 100}, CLNET_ST_F32}};
     struct rlimit old_limit, limit;
     ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
     limit = old_limit;
@@ -318,15 +312,17 @@ START_TEST(save_rejects_bad_arguments) {
         int count;
         const char *what;
     } cases[] = {
-        {{{"a", x, 5, {1, 1, 1, 1}}}, 1, "5 dimensions"},
-        {{{"a", x, -1, {0}}}, 1, "negative ndim"},
-        {{{"a", x, 2, {2, -2}}}, 1, "negative shape"},
-        {{{"a", x, 2, {INT64_MAX / 2, 4}}}, 1, "shape too large"},
-        {{{"a", NULL, 1, {4}}}, 1, "NULL data"},
-        {{{NULL, x, 1, {4}}}, 1, "NULL name"},
-        {{{"__metadata__", x, 1, {4}}}, 1, "reserved name"},
-        {{{"a", x, 1, {1}}, {"a", x, 1, {1}}}, 2, "duplicate name"},
-        {{{"a", x, 1, {1}}}, -1, "negative count"},
+        {{{"a", x, CLNET_ST_MAX_DIMS + 1, {1}, CLNET_ST_F32}}, 1, "9 dimensions"},
+        {{{"a", x, 1, {1}, (clnet_st_dtype)2}}, 1, "an unknown dtype"},
+        {{{"a", x, 1, {1}, (clnet_st_dtype)-1}}, 1, "a negative dtype"},
+        {{{"a", x, -1, {0}, CLNET_ST_F32}}, 1, "negative ndim"},
+        {{{"a", x, 2, {2, -2}, CLNET_ST_F32}}, 1, "negative shape"},
+        {{{"a", x, 2, {INT64_MAX / 2, 4}, CLNET_ST_F32}}, 1, "shape too large"},
+        {{{"a", NULL, 1, {4}, CLNET_ST_F32}}, 1, "NULL data"},
+        {{{NULL, x, 1, {4}, CLNET_ST_F32}}, 1, "NULL name"},
+        {{{"__metadata__", x, 1, {4}, CLNET_ST_F32}}, 1, "reserved name"},
+        {{{"a", x, 1, {1}, CLNET_ST_F32}, {"a", x, 1, {1}, CLNET_ST_F32}}, 2, "duplicate name"},
+        {{{"a", x, 1, {1}, CLNET_ST_F32}}, -1, "negative count"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         ck_assert_msg(clnet_st_save(path, cases[i].t, cases[i].count, NULL, 0) ==
@@ -349,7 +345,8 @@ START_TEST(truncated_files_are_refused) {
     snprintf(cut, sizeof cut, "%s/cut.safetensors", dir);
     float w[20 * 9];
     test_random_floats(w, 180, 3);
-    clnet_st_tensor t[] = {{"conv1.weight", w, 4, {20, 1, 3, 3}}, {"conv1.bias", w, 1, {20}}};
+    clnet_st_tensor t[] = {{"conv1.weight", w, 4, {20, 1, 3, 3}, CLNET_ST_F32},
+                           {"conv1.bias", w, 1, {20}, CLNET_ST_F32}};
     clnet_st_meta meta[] = {{"k", "v"}};
     ck_assert_int_eq(clnet_st_save(path, t, 2, meta, 1), CLNET_OK);
     size_t len;
@@ -390,8 +387,7 @@ START_TEST(bad_header_lengths_are_refused) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         unsigned char b[16];
-        for (int k = 0; k < 8; k++)
-            b[k] = (unsigned char)(cases[i].n >> (8 * k));
+        for (int k = 0; k < 8; k++) b[k] = (unsigned char)(cases[i].n >> (8 * k));
         memcpy(b + 8, json, 8);
         write_bytes(path, b, 16);
         expect_format_error(path, cases[i].expect, cases[i].expect);
@@ -458,13 +454,18 @@ START_TEST(bad_tensor_entries_are_refused) {
         {"[]", 0, "the header must be a JSON object, not array"},
         {"{\"a\":[]}", 0, "tensor 'a' must be a JSON object, not array"},
         {"{\"w\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
-         "tensor 'w' has dtype F16; clnet reads only F32"},
+         "tensor 'w' has dtype F16; clnet reads only F32 and I64"},
+        {"{\"w\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "dtype I32"},
+        {"{\"w\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]}}", 16, "dtype F64"},
+        {"{\"w\":{\"dtype\":\"U64\",\"shape\":[2],\"data_offsets\":[0,16]}}", 16, "dtype U64"},
+        {"{\"w\":{\"dtype\":\"i64\",\"shape\":[2],\"data_offsets\":[0,16]}}", 16,
+         "dtype i64"}, /* names are case sensitive */
         {"{\"w\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, "dtype BF16"},
         {"{\"w\":{\"dtype\":3,\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
          "tensor 'w' has a dtype that is integer"},
         {"{\"conv1.weight\":{\"dtype\":\"F32\",\"shape\":[20,1,3,3],\"data_offsets\":[0,100]}}",
          100,
-         "tensor 'conv1.weight' has data_offsets [0, 100] but shape [20,1,3,3] needs 720 "
+         "tensor 'conv1.weight' has data_offsets [0, 100] but shape [20,1,3,3] of F32 needs 720 "
          "bytes"},
         {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2,-1],\"data_offsets\":[0,0]}}", 0,
          "tensor 'w' has a negative shape entry -1"},
@@ -532,12 +533,239 @@ START_TEST(data_that_does_not_tile_is_refused) {
 }
 END_TEST
 
+/* ---- int64 tensors and more dimensions ---------------------------------------------- */
+
+static const int64_t *get_i64_ok(clnet_st_file *f, const char *name, int ndim,
+                                 const int64_t *shape) {
+    const int64_t *data = NULL;
+    int got_ndim = -1;
+    const int64_t *got_shape = NULL;
+    clnet_status s = clnet_st_get_i64(f, name, ndim, shape, &data, &got_ndim, &got_shape);
+    ck_assert_msg(s == CLNET_OK, "get_i64 %s: %s", name, clnet_last_error());
+    ck_assert_int_eq(got_ndim, ndim);
+    for (int d = 0; d < ndim; d++) ck_assert_int_eq(got_shape[d], shape[d]);
+    return data;
+}
+
+static clnet_st_dtype dtype_of(clnet_st_file *f, const char *name) {
+    clnet_st_dtype t = (clnet_st_dtype)-1;
+    ck_assert_msg(clnet_st_info(f, name, &t, NULL, NULL) == CLNET_OK, "%s", clnet_last_error());
+    return t;
+}
+
+/* A checkpoint as a model with BatchNorm and a 3-d convolution makes it: float parameters,
+ * PyTorch's shape-() int64 num_batches_tracked, and 5-dimensional conv3d weights. The odd
+ * float tensor puts the next int64 tensor at 4 mod 8 in the data area. */
+START_TEST(round_trip_of_mixed_f32_and_i64_tensors) {
+    char dir[64], path[128];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/mixed.safetensors", dir);
+    float odd[3] = {1.5f, -2.25f, 1e-30f}, conv3d[4 * 2 * 3 * 3 * 3], eight[2 * 2 * 2];
+    test_random_floats(conv3d, sizeof conv3d / sizeof conv3d[0], 5);
+    test_random_floats(eight, 8, 6);
+    int64_t tracked = 1234567890123LL;
+    int64_t extremes[5] = {INT64_MIN, -1, 0, 1, INT64_MAX};
+    clnet_st_tensor t[] = {
+        {.name = "bn1.weight", .data = odd, .ndim = 1, .shape = {3}},
+        {.name = "bn1.num_batches_tracked", .data = &tracked, .ndim = 0, .dtype = CLNET_ST_I64},
+        {.name = "conv3d.weight", .data = conv3d, .ndim = 5, .shape = {4, 2, 3, 3, 3}},
+        {.name = "extremes", .data = extremes, .ndim = 2, .shape = {1, 5}, .dtype = CLNET_ST_I64},
+        {.name = "none", .data = NULL, .ndim = 2, .shape = {0, 3}, .dtype = CLNET_ST_I64},
+        {.name = "eight", .data = eight, .ndim = 8, .shape = {1, 2, 1, 2, 1, 2, 1, 1}},
+    };
+    enum { COUNT = sizeof t / sizeof t[0] };
+    clnet_st_meta meta[] = {{"format", "pt"}};
+    ck_assert_msg(clnet_st_save(path, t, COUNT, meta, 1) == CLNET_OK, "%s", clnet_last_error());
+
+    clnet_st_file *f = NULL;
+    ck_assert_msg(clnet_st_load(path, &f) == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_st_count(f), COUNT);
+    for (int i = 0; i < COUNT; i++) {
+        ck_assert_str_eq(clnet_st_name(f, i), t[i].name);
+        ck_assert_int_eq(dtype_of(f, t[i].name), t[i].dtype);
+        int ndim = -1;
+        const int64_t *shape = NULL;
+        ck_assert_int_eq(clnet_st_info(f, t[i].name, NULL, &ndim, &shape), CLNET_OK);
+        ck_assert_int_eq(ndim, t[i].ndim);
+        for (int d = 0; d < ndim; d++) ck_assert_int_eq(shape[d], t[i].shape[d]);
+    }
+    ck_assert_mem_eq(get_ok(f, "bn1.weight", 1, t[0].shape), odd, sizeof odd);
+    const int64_t *v = NULL;
+    int ndim = -1;
+    ck_assert_int_eq(clnet_st_get_i64(f, "bn1.num_batches_tracked", 0, NULL, &v, &ndim, NULL),
+                     CLNET_OK);
+    ck_assert_int_eq(ndim, 0);
+    ck_assert_int_eq(v[0], tracked);
+    ck_assert_uint_eq((uintptr_t)v % _Alignof(int64_t), 0);
+    ck_assert_mem_eq(get_ok(f, "conv3d.weight", 5, t[2].shape), conv3d, sizeof conv3d);
+    v = get_i64_ok(f, "extremes", 2, t[3].shape);
+    ck_assert_uint_eq((uintptr_t)v % _Alignof(int64_t), 0);
+    for (int i = 0; i < 5; i++) ck_assert_int_eq(v[i], extremes[i]);
+    get_i64_ok(f, "none", 2, t[4].shape);
+    ck_assert_mem_eq(get_ok(f, "eight", 8, t[5].shape), eight, sizeof eight);
+    clnet_st_free(f);
+
+    /* The int64 data lies little endian where the header says: bn1.weight takes [0, 12), so
+     * the counter is at [12, 20), 4 mod 8 (safetensors does not align). */
+    size_t len;
+    unsigned char *b = read_bytes(path, &len);
+    size_t n = b[0] | (size_t)b[1] << 8 | (size_t)b[2] << 16;
+    char *header = strndup((const char *)b + 8, n);
+    ck_assert_msg(strstr(header, "\"bn1.num_batches_tracked\":{\"dtype\":\"I64\",\"shape\":[],"
+                                 "\"data_offsets\":[12,20]}"),
+                  "%s", header);
+    ck_assert_msg(strstr(header, "\"conv3d.weight\":{\"dtype\":\"F32\",\"shape\":[4,2,3,3,3],"
+                                 "\"data_offsets\":[20,884]}"),
+                  "%s", header);
+    for (int i = 0; i < 8; i++)
+        ck_assert_uint_eq(b[8 + n + 12 + i], (unsigned char)((uint64_t)tracked >> (8 * i)));
+    free(header);
+    free(b);
+}
+END_TEST
+
+/* The bytes Python's safetensors writes for save_file({"n": int64 scalar 7, "v": int64 [-1,
+ * 0x0102030405060708], "w": float32 [1.0]}, metadata={"format": "pt"}), which orders the
+ * tensors by alignment, then name (so int64 first). clnet given the same order writes the
+ * same bytes, and reads them. */
+START_TEST(i64_layout_matches_python) {
+    char dir[64], path[128], hand[128];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/clnet.safetensors", dir);
+    snprintf(hand, sizeof hand, "%s/python.safetensors", dir);
+    const char *json = "{\"__metadata__\":{\"format\":\"pt\"},"
+                       "\"n\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[0,8]},"
+                       "\"v\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[8,24]},"
+                       "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[24,28]}}";
+    const unsigned char data[28] = {
+        7,    0,    0,    0,    0,    0,    0,    0,    /* n = 7 */
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, /* v[0] = -1 */
+        8,    7,    6,    5,    4,    3,    2,    1,    /* v[1] = 0x0102030405060708 */
+        0,    0,    0x80, 0x3f,                         /* w[0] = 1.0f */
+    };
+    size_t jn = strlen(json), n = (jn + 7) / 8 * 8;
+    unsigned char *want = malloc(8 + n + sizeof data);
+    for (int i = 0; i < 8; i++) want[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    memcpy(want + 8, json, jn);
+    memset(want + 8 + jn, ' ', n - jn);
+    memcpy(want + 8 + n, data, sizeof data);
+    write_bytes(hand, want, 8 + n + sizeof data);
+
+    int64_t seven = 7, vec[2] = {-1, 0x0102030405060708LL};
+    float one = 1.0f;
+    clnet_st_tensor t[] = {
+        {.name = "n", .data = &seven, .ndim = 0, .dtype = CLNET_ST_I64},
+        {.name = "v", .data = vec, .ndim = 1, .shape = {2}, .dtype = CLNET_ST_I64},
+        {.name = "w", .data = &one, .ndim = 1, .shape = {1}, .dtype = CLNET_ST_F32},
+    };
+    clnet_st_meta meta[] = {{"format", "pt"}};
+    ck_assert_int_eq(clnet_st_save(path, t, 3, meta, 1), CLNET_OK);
+    size_t len;
+    unsigned char *b = read_bytes(path, &len);
+    ck_assert_uint_eq(len, 8 + n + sizeof data);
+    ck_assert_msg(memcmp(b, want, len) == 0, "header is '%.*s'", (int)n, (const char *)b + 8);
+    free(b);
+    free(want);
+
+    clnet_st_file *f = NULL;
+    ck_assert_msg(clnet_st_load(hand, &f) == CLNET_OK, "%s", clnet_last_error());
+    const int64_t one_dim[1] = {2};
+    ck_assert_int_eq(get_i64_ok(f, "n", 0, NULL)[0], 7);
+    const int64_t *v = get_i64_ok(f, "v", 1, one_dim);
+    ck_assert_int_eq(v[0], -1);
+    ck_assert_int_eq(v[1], 0x0102030405060708LL);
+    const int64_t w_shape[1] = {1};
+    ck_assert(get_ok(f, "w", 1, w_shape)[0] == 1.0f);
+    clnet_st_free(f);
+}
+END_TEST
+
+START_TEST(wrong_dtype_access_is_refused) {
+    char dir[64], path[128];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/dtypes.safetensors", dir);
+    float w[2] = {1, 2};
+    int64_t count = 5;
+    clnet_st_tensor t[] = {
+        {.name = "w", .data = w, .ndim = 1, .shape = {2}},
+        {.name = "count", .data = &count, .ndim = 0, .dtype = CLNET_ST_I64},
+    };
+    ck_assert_int_eq(clnet_st_save(path, t, 2, NULL, 0), CLNET_OK);
+    clnet_st_file *f = NULL;
+    ck_assert_int_eq(clnet_st_load(path, &f), CLNET_OK);
+
+    const float *fd = NULL;
+    ck_assert_int_eq(clnet_st_get(f, "count", 0, NULL, &fd, NULL, NULL), CLNET_ERR_FORMAT);
+    const char *m = clnet_last_error();
+    ck_assert_msg(strstr(m, path) && strstr(m, "tensor 'count' has dtype I64 but F32 was expected"),
+                  "%s", m);
+    ck_assert_ptr_null(fd);
+    const int64_t *id = NULL;
+    ck_assert_int_eq(clnet_st_get_i64(f, "w", 0, NULL, &id, NULL, NULL), CLNET_ERR_FORMAT);
+    m = clnet_last_error();
+    ck_assert_msg(strstr(m, path) && strstr(m, "tensor 'w' has dtype F32 but I64 was expected"),
+                  "%s", m);
+    ck_assert_ptr_null(id);
+
+    /* clnet_st_get_i64 keeps clnet_st_get's contract: missing tensors, shapes, arguments. */
+    ck_assert_int_eq(clnet_st_get_i64(f, "steps", 0, NULL, &id, NULL, NULL), CLNET_ERR_FORMAT);
+    ck_assert_msg(strstr(clnet_last_error(), "has no tensor named 'steps'"), "%s",
+                  clnet_last_error());
+    const int64_t one[1] = {1};
+    ck_assert_int_eq(clnet_st_get_i64(f, "count", 1, one, &id, NULL, NULL), CLNET_ERR_FORMAT);
+    ck_assert_msg(strstr(clnet_last_error(), "tensor 'count' has shape [] but [1] was expected"),
+                  "%s", clnet_last_error());
+    ck_assert_ptr_null(id);
+    ck_assert_int_eq(clnet_st_get_i64(NULL, "count", 0, NULL, NULL, NULL, NULL),
+                     CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_st_get_i64(f, NULL, 0, NULL, NULL, NULL, NULL),
+                     CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_st_get_i64(f, "count", 1, NULL, NULL, NULL, NULL),
+                     CLNET_ERR_INVALID_ARGUMENT);
+
+    /* clnet_st_info finds a tensor of either dtype. */
+    clnet_st_dtype dt = CLNET_ST_F32;
+    ck_assert_int_eq(clnet_st_info(f, "count", &dt, NULL, NULL), CLNET_OK);
+    ck_assert_int_eq(dt, CLNET_ST_I64);
+    ck_assert_str_eq(clnet_st_dtype_name(dt), "I64");
+    ck_assert_int_eq(clnet_st_info(f, "w", &dt, NULL, NULL), CLNET_OK);
+    ck_assert_int_eq(dt, CLNET_ST_F32);
+    ck_assert_str_eq(clnet_st_dtype_name(dt), "F32");
+    ck_assert_str_eq(clnet_st_dtype_name((clnet_st_dtype)7), "?");
+    ck_assert_int_eq(clnet_st_info(f, "steps", &dt, NULL, NULL), CLNET_ERR_FORMAT);
+    ck_assert_msg(strstr(clnet_last_error(), path), "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_st_info(NULL, "w", NULL, NULL, NULL), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_st_info(f, NULL, NULL, NULL, NULL), CLNET_ERR_INVALID_ARGUMENT);
+    clnet_st_free(f);
+}
+END_TEST
+
+START_TEST(i64_with_the_wrong_byte_length_is_refused) {
+    static const bad_header cases[] = {
+        /* a scalar claims 4 bytes, as if it were F32 */
+        {"{\"step\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[0,4]}}", 4,
+         "tensor 'step' has data_offsets [0, 4] but shape [] of I64 needs 8 bytes"},
+        {"{\"c\":{\"dtype\":\"I64\",\"shape\":[3],\"data_offsets\":[0,12]}}", 12,
+         "tensor 'c' has data_offsets [0, 12] but shape [3] of I64 needs 24 bytes"},
+        {"{\"c\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,16]}}", 16,
+         "shape [1] of I64 needs 8 bytes"},
+        {"{\"c\":{\"dtype\":\"I64\",\"shape\":[2,2147483648,2147483648],\"data_offsets\":[0,8]}}",
+         8, "too large"},
+        /* right length, but the file is cut short or runs on */
+        {"{\"c\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,16]}}", 12, "truncated"},
+        {"{\"c\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,16]}}", 20,
+         "4 trailing bytes"},
+    };
+    expect_all_refused(cases, sizeof cases / sizeof cases[0]);
+}
+END_TEST
+
 START_TEST(get_names_missing_tensors_and_wrong_shapes) {
     char dir[64], path[128];
     test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
     float w[20 * 9] = {0};
-    clnet_st_tensor t[] = {{"conv1.weight", w, 4, {20, 1, 3, 3}}};
+    clnet_st_tensor t[] = {{"conv1.weight", w, 4, {20, 1, 3, 3}, CLNET_ST_F32}};
     ck_assert_int_eq(clnet_st_save(path, t, 1, NULL, 0), CLNET_OK);
     clnet_st_file *f = NULL;
     ck_assert_int_eq(clnet_st_load(path, &f), CLNET_OK);
@@ -600,6 +828,10 @@ int main(void) {
     tcase_add_test(t, bad_tensor_entries_are_refused);
     tcase_add_test(t, data_that_does_not_tile_is_refused);
     tcase_add_test(t, get_names_missing_tensors_and_wrong_shapes);
+    tcase_add_test(t, round_trip_of_mixed_f32_and_i64_tensors);
+    tcase_add_test(t, i64_layout_matches_python);
+    tcase_add_test(t, wrong_dtype_access_is_refused);
+    tcase_add_test(t, i64_with_the_wrong_byte_length_is_refused);
     tcase_add_test(t, unreadable_files_are_io_errors);
     suite_add_tcase(s, t);
     int failed = test_run_suite(s);
