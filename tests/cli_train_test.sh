@@ -80,4 +80,24 @@ expect_fail "bad number" "--lr: expected a number" train "$models/lenet.cfg" --l
 expect_fail "--save-every needs --save" "needs --save" train "$models/lenet.cfg" --save-every 5
 if cmp -s "$work/a.safetensors" "$work/keep.safetensors"; then ok "failures left the checkpoint untouched"
 else bad "checkpoint changed"; fi
+
+# 6. --no-eval: the lines say the test set was not evaluated (test_accuracy=-), with no
+#    number made up for it, whole epochs and partial alike; the CSV column stays empty
+out=$("$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 2 --no-eval --log "$work/ne.csv" 2>"$work/ne.err")
+rc=$?
+last=$(tail -n1 <<<"$out")
+if [ $rc -eq 0 ] && [[ $last =~ ^final:\ test_accuracy=-\ train_loss=[0-9]+\.[0-9]{4}\ images_per_s=[0-9]+$ ]]; then
+  ok "--no-eval: the final line says test_accuracy=- ($last)"
+else bad "--no-eval final line (rc $rc)" "$out" "$(cat "$work/ne.err")"; fi
+if [ "$(grep -cE '^epoch [12]: .* test_accuracy=- seconds=' "$work/ne.err")" -eq 2 ] &&
+   ! { cat "$work/ne.err"; echo "$out"; } | grep -qE 'test_accuracy=-?[0-9]'; then ok "--no-eval: every epoch line says test_accuracy=-"
+else bad "--no-eval epoch lines" "$out" "$(cat "$work/ne.err")"; fi
+if [ "$(cut -d, -f4 "$work/ne.csv" | tail -n +2 | tr -d '\n')" = "" ] && [ "$(wc -l <"$work/ne.csv")" -eq 3 ]; then
+  ok "--no-eval: the CSV's test_accuracy column is empty"
+else bad "--no-eval CSV" "$(cat "$work/ne.csv")"; fi
+out=$("$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 2 --steps 3 --no-eval 2>&1)
+if grep -qE '^epoch 1 \(partial\): .* test_accuracy=- seconds=' <<<"$out" &&
+   grep -qE '^final: test_accuracy=- ' <<<"$out" && ! grep -qE 'test_accuracy=-?[0-9]' <<<"$out"; then
+  ok "--no-eval: a partial epoch's line says test_accuracy=- too"
+else bad "--no-eval partial epoch" "$out"; fi
 exit $fail

@@ -52,7 +52,7 @@ static void train_usage(FILE *out) {
             "  --resume FILE       continue from a checkpoint (same command otherwise)\n"
             "  --log FILE.csv      per-epoch figures as CSV\n"
             "  --plot FILE.svg     per-epoch loss and accuracy curves as SVG\n"
-            "  --no-eval           do not evaluate the test set\n"
+            "  --no-eval           do not evaluate the test set (test_accuracy=- in the lines)\n"
             "  --train-limit N     use only the first N training images (quick runs)\n"
             "  --test-limit N      use only the first N test images\n"
             "Progress goes to stderr; the last line on stdout is\n"
@@ -277,6 +277,16 @@ static void history_free(history *h) {
     free(h->seconds), free(h->ips), free(h->epoch);
 }
 
+/* An accuracy with `digits` decimals, or `none` when it is NaN: the test set was not
+ * evaluated, and no number stands in for one. */
+static const char *accuracy_text(char *out, size_t cap, double acc, int digits, const char *none) {
+    if (isnan(acc))
+        snprintf(out, cap, "%s", none);
+    else
+        snprintf(out, cap, "%.*f", digits, acc);
+    return out;
+}
+
 static int evaluate(const options *o, session *s, double *acc, double *loss) {
     clnet_step_result r;
     if (clnet_net_evaluate(s->net, s->test, (float)o->mean, (float)o->std, &r) != CLNET_OK)
@@ -498,12 +508,13 @@ int cmd_train(int argc, char **argv) {
                 goto done;
             last_loss = epoch_loss / epoch_seen;
             double secs = now() - epoch_start, train_acc = (double)epoch_correct / epoch_seen;
+            char test_text[32];
             if (tty) fprintf(stderr, "\n");
             fprintf(stderr,
-                    "epoch %d%s: train_loss=%.4f train_accuracy=%.4f test_accuracy=%s%.4f "
+                    "epoch %d%s: train_loss=%.4f train_accuracy=%.4f test_accuracy=%s "
                     "seconds=%.1f images_per_s=%.0f\n",
                     epoch + 1, epoch_done ? "" : " (partial)", last_loss, train_acc,
-                    isnan(test_acc) ? "-" : "", isnan(test_acc) ? 0.0 : test_acc, secs, ips);
+                    accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), secs, ips);
             report_devices(&s, before);
             for (int i = 0; i < devices && i < 64; i++) {
                 clnet_device_share d;
@@ -512,11 +523,9 @@ int cmd_train(int argc, char **argv) {
             }
             history_add(&h, epoch + (epoch_done ? 1.0 : (double)epoch_batches / per_epoch),
                         last_loss, train_acc, test_acc, secs, ips);
-            if (csv) {
-                char test_col[32] = ""; /* empty when the test set was not evaluated */
-                if (!isnan(test_acc)) snprintf(test_col, sizeof test_col, "%.6f", test_acc);
+            if (csv) { /* the column is empty when the test set was not evaluated */
                 fprintf(csv, "%d,%.6f,%.6f,%s,%.3f,%.1f\n", epoch + 1, last_loss, train_acc,
-                        test_col, secs, ips);
+                        accuracy_text(test_text, sizeof test_text, test_acc, 6, ""), secs, ips);
                 fflush(csv);
             }
             if (o.plot && h.n > 0 &&
@@ -552,8 +561,9 @@ int cmd_train(int argc, char **argv) {
         else if ((rc = evaluate(&o, &s, &test_acc, NULL)) != 0)
             goto done;
     }
-    printf("final: test_accuracy=%.4f train_loss=%.4f images_per_s=%.0f\n",
-           isnan(test_acc) ? 0.0 : test_acc, last_loss,
+    char test_text[32];
+    printf("final: test_accuracy=%s train_loss=%.4f images_per_s=%.0f\n",
+           accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), last_loss,
            train_seconds > 0 ? run_samples / train_seconds : 0.0);
     fflush(stdout);
 done:
