@@ -4,6 +4,8 @@
 
 #include "clnet.h"
 
+/* ---- args.c: reading the command line (the commands call these) ---- */
+
 /* "--name VALUE" or "--name=VALUE" at argv[*i]: 1 and *value set (NULL when
  * the value is missing, after a message) when argv[*i] is that option. */
 int cli_option(int argc, char **argv, int *i, const char *name, const char **value);
@@ -12,9 +14,11 @@ int cli_option(int argc, char **argv, int *i, const char *name, const char **val
 int cli_int(const char *name, const char *text, long min, long max, long *out);
 int cli_float(const char *name, const char *text, double min, double max, double *out);
 
-int cmd_devices(int argc, char **argv);
-int cmd_train(int argc, char **argv);
-int cmd_eval(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
+/* ---- the commands (main in clnet.c calls these) ---- */
+
+int cmd_devices(int argc, char **argv); /* clnet.c */
+int cmd_train(int argc, char **argv);   /* train.c */
+int cmd_eval(int argc, char **argv);    /* train.c */
+int cmd_bench(int argc, char **argv);   /* bench.c */
 
 #endif

@@ -1,50 +1,9 @@
-/* The clnet command-line program. It uses only the public API (clnet.h). */
+/* The clnet command-line program: main dispatches to the commands (cmd_devices here,
+ * the others in their own files). It uses only the public API (clnet.h). */
 #include "cli.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-int cli_option(int argc, char **argv, int *i, const char *name, const char **value) {
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0) return 0;
-    if (argv[*i][n] == '=') {
-        *value = argv[*i] + n + 1;
-        return 1;
-    }
-    if (argv[*i][n] != '\0') return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "clnet: %s needs a value\n", name);
-        *value = NULL;
-        return 1;
-    }
-    *value = argv[++*i];
-    return 1;
-}
-
-int cli_int(const char *name, const char *text, long min, long max, long *out) {
-    char *end = NULL;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end || v < min || v > max) {
-        fprintf(stderr, "clnet: %s: expected a whole number from %ld to %ld, got '%s'\n", name, min,
-                max, text);
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
-int cli_float(const char *name, const char *text, double min, double max, double *out) {
-    char *end = NULL;
-    double v = strtod(text, &end);
-    if (end == text || *end || !(v >= min && v <= max)) {
-        fprintf(stderr, "clnet: %s: expected a number from %g to %g, got '%s'\n", name, min, max,
-                text);
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
 
 static void usage(FILE *out) {
     fprintf(out,
