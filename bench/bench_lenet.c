@@ -24,11 +24,12 @@ static double now(void) {
  * two products (weights, inputs) for conv and linear layers. */
 static double train_flops_per_sample(const clnet_net *net) {
     double f = 0;
-    for (int i = 0; i < net->nlayers; i++) {
-        const clnet_layer *l = &net->layers[i];
-        double positions = (double)l->out.h * l->out.w;
-        if (l->ops == &clnet_conv2d_ops || l->ops == &clnet_linear_ops)
-            f += 3 * 2.0 * (double)l->nweight * (l->ops == &clnet_conv2d_ops ? positions : 1);
+    for (int i = 0; i < net->model.count; i++) {
+        const clnet_node *l = &net->model.nodes[i];
+        double positions = (double)clnet_shape_spatial(l->out);
+        if (l->kind == &clnet_conv2d_kind || l->kind == &clnet_linear_kind)
+            f += 3 * 2.0 * (double)l->params[0].count *
+                 (l->kind == &clnet_conv2d_kind ? positions : 1);
     }
     return f;
 }
@@ -62,13 +63,12 @@ int main(int argc, char **argv) {
         if (clnet_net_load(&net, model) != CLNET_OK) return fail(model);
         if (clnet_net_init(net, 1) != CLNET_OK || clnet_net_bind(net, one, batch) != CLNET_OK)
             return fail("bind");
-        size_t in = clnet_shape_size(net->input);
+        size_t in = clnet_shape_size(net->model.input);
         float *x = malloc((size_t)batch * in * sizeof(float));
         int32_t *y = malloc((size_t)batch * sizeof(int32_t));
         for (size_t i = 0; i < (size_t)batch * in; i++)
             x[i] = (float)((i * 2654435761u) % 256) / 255;
-        for (int i = 0; i < batch; i++)
-            y[i] = i % clnet_net_classes(net);
+        for (int i = 0; i < batch; i++) y[i] = i % clnet_net_classes(net);
         for (int w = 0; w < 2; w++) /* warm-up: kernel builds, first allocations */
             if (clnet_net_train_step(net, x, y, batch, NULL) != CLNET_OK) return fail("step");
         double t0 = now();
@@ -79,20 +79,19 @@ int main(int argc, char **argv) {
                info.index, info.name, model, batch, steps, ips,
                ips * train_flops_per_sample(net) * 1e-9);
 
-        double *prof = calloc(2 * (size_t)net->nlayers, sizeof(double));
-        net->replicas[0]->profile = prof;
+        double *prof = calloc(2 * (size_t)net->model.count, sizeof(double));
+        net->trainer->replicas[0]->profile = prof;
         int psteps = steps < 5 ? steps : 5;
         for (int s = 0; s < psteps; s++)
             if (clnet_net_train_step(net, x, y, batch, NULL) != CLNET_OK) return fail("step");
-        net->replicas[0]->profile = NULL;
+        net->trainer->replicas[0]->profile = NULL;
         double total = 0;
-        for (int i = 0; i < 2 * net->nlayers; i++)
-            total += prof[i];
+        for (int i = 0; i < 2 * net->model.count; i++) total += prof[i];
         printf("  %-8s %-22s %12s %12s %7s\n", "layer", "kind", "forward ms", "backward ms",
                "share");
-        for (int i = 0; i < net->nlayers; i++)
-            printf("  %-8s %-22s %12.2f %12.2f %6.1f%%\n", net->layers[i].name,
-                   net->layers[i].ops->kind, 1e3 * prof[2 * i] / psteps,
+        for (int i = 0; i < net->model.count; i++)
+            printf("  %-8s %-22s %12.2f %12.2f %6.1f%%\n", net->model.nodes[i].name,
+                   net->model.nodes[i].kind->name, 1e3 * prof[2 * i] / psteps,
                    1e3 * prof[2 * i + 1] / psteps, 100 * (prof[2 * i] + prof[2 * i + 1]) / total);
         printf("  layers total %.2f ms per step of %d images\n", 1e3 * total / psteps, batch);
         free(prof);

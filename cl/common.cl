@@ -35,3 +35,10 @@ inline void clnet_window_span(uint o, uint s, uint p, uint k, uint size, int *lo
     *lo = max(start, 0);
     *hi = min(start + (int)k, (int)size);
 }
+
+// A gradient written by a backward pass: overwritten (beta 0, without reading
+// what is there, which may be garbage) or added to (beta 1, when another
+// reader of the same tensor wrote it first).
+inline void clnet_store(__global float *dst, float v, float beta) {
+    *dst = beta != 0.0f ? mad(beta, *dst, v) : v;
+}

@@ -60,3 +60,16 @@ __kernel void add_bias_cols(uint M, uint N, __global float *Y, uint yoff,
     const uint i = get_global_id(0);
     if (i < M * N) Y[yoff + i] += bias[boff + i % N];
 }
+
+// Rows of a batch copied between two layouts: for every row b < n and j < len,
+// dst[doff + b * dstride + j] = src[soff + b * sstride + j], or added to what
+// dst holds when beta is not 0 (never reading dst otherwise: it may hold
+// garbage). Runs over (j, b). Serves add and concat, forward and backward.
+__kernel void copy_rows(uint n, uint len, __global const float *src, uint soff, uint sstride,
+                        __global float *dst, uint doff, uint dstride, float beta) {
+    const uint j = get_global_id(0), b = get_global_id(1);
+    if (j >= len || b >= n) return;
+    const float v = src[soff + b * sstride + j];
+    __global float *d = dst + doff + b * dstride + j;
+    *d = beta != 0.0f ? mad(beta, *d, v) : v;
+}

@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 #define CLNET_VERSION_MAJOR 0
-#define CLNET_VERSION_MINOR 1
+#define CLNET_VERSION_MINOR 2
 #define CLNET_VERSION_PATCH 0
 
 /* The library's version as "MAJOR.MINOR.PATCH", e.g. "0.1.0". */
@@ -164,55 +164,84 @@ void clnet_runtime_free(clnet_runtime *rt);
 
 /* ---- Networks ------------------------------------------------------------
  *
- * A net is a graph of layers over NCHW float32 tensors, built from model-file
- * lines (clnet_net_add) or a whole model file (clnet_net_load). One layer per
- * line, `#` starts a comment, options are key=value:
+ * A net is a graph of layers (nodes) over float32 tensors laid out batch
+ * first, then channels, then 0 to 3 spatial dimensions (NCHW for images).
+ * It is built from model-file lines (clnet_net_add) or a whole model file
+ * (clnet_net_load). One layer per line, `#` starts a comment, options are
+ * key=value:
  *
  *     input channels=1 height=28 width=28        # first line: one sample's shape
- *     conv2d filters=20 size=3 init=normal std=0.01
- *     relu
+ *     conv2d name=stem filters=8 size=3 pad=1
+ *     relu name=a
+ *     conv2d name=b filters=8 size=3 pad=1       # reads a (the line before)
+ *     add name=res input=a,b                     # a residual connection: a + b
  *     avgpool size=2 stride=2
  *     flatten
  *     linear units=10 init=xavier name=out
- *     softmax_cross_entropy                      # last line: the loss
+ *     softmax_cross_entropy                      # the loss: the one layer nobody reads
+ *
+ * Every layer may have name= (letters, digits, '_', '.', '-'; default conv1,
+ * conv2, pool1, fc1, relu1, add1, ... counted per kind) and input= (the
+ * layers it reads, comma separated; default: the line before; `input` is the
+ * model's input). Lines may come in any order: a name may be defined by a
+ * later line, and the net is sorted so that every layer comes after its
+ * inputs. A cycle, an unknown name, a layer whose output nobody reads or
+ * shapes that do not fit are errors naming the file and the line. The input
+ * line takes channels= and height= width= (or length=, or depth= height=
+ * width=).
  *
  * Kinds and their options (sizes are N or HxW; stride defaults to 1 for
  * conv2d and to the window size for pools; pad to 0):
  *   conv2d filters= size= stride= pad=    maxpool|avgpool size= stride= pad=
  *   linear units=                         relu, sigmoid, tanh, flatten
+ *   add (2 or more inputs of one shape)   concat (along channels)
  *   softmax_cross_entropy (fused, numerically stable; counts correct answers)
- * Every layer may have name= (default: conv1, conv2, pool1, fc1, relu1, ...)
- * and input= (the layer it reads; only the previous layer for now, the place
- * where skip connections will go). Layers with parameters take init= normal
- * (with std=), xavier, kaiming or zeros for the weight, and bias_init= (with
- * bias_std=) for the bias; the defaults are kaiming and zeros. */
+ * Layers with parameters take init= normal (with std=), xavier, kaiming or
+ * zeros for the weight, and bias_init= (bias_std= with normal) for the bias;
+ * the defaults are kaiming and zeros. When a tensor is read by several
+ * layers, its gradient is the sum of what each sends back. */
 
 typedef struct clnet_net clnet_net;
 
 clnet_status clnet_net_create(clnet_net **out);
-/* Adds one model-file line (a comment or blank line adds nothing). */
+/* Adds one model-file line (a comment or blank line adds nothing). An
+ * error leaves the net as it was. */
 clnet_status clnet_net_add(clnet_net *net, const char *line);
 /* Reads a model file; errors name the file, the line and what was expected. */
 clnet_status clnet_net_load(clnet_net **out, const char *path);
 void clnet_net_free(clnet_net *net); /* NULL is harmless */
 
-/* Sets every parameter from its layer's init rule with a seeded generator:
- * the same seed gives the same parameters on every machine. */
+/* Checks that the net is complete (every input known, one loss), then sets
+ * every parameter from its layer's init rule with a seeded generator (the
+ * same seed gives the same parameters on every machine) and every buffer to
+ * its starting value. */
 clnet_status clnet_net_init(clnet_net *net, uint64_t seed);
 
 typedef struct {
     char name[64];
     char kind[32];
-    int out_c, out_h, out_w; /* one sample's output */
+    int out_c, out_h, out_w; /* one sample's output; h and w are the last two spatial
+                                dimensions, 1 where there are fewer */
+    int out_rank;            /* 1 + spatial dimensions */
+    int out_shape[4];        /* channels, then the spatial dimensions (1 past the rank) */
     size_t params;           /* weights + biases */
+    size_t buffers;          /* floats of state that is not trained (running statistics) */
+    int inputs;              /* the layers it reads */
+    char input_names[8][64]; /* their names ("input": the model's input) */
 } clnet_layer_info;
 
+/* Layers in the order they run (every layer after its inputs). */
 int clnet_net_layer_count(const clnet_net *net);
 clnet_status clnet_net_layer_info(const clnet_net *net, int i, clnet_layer_info *out);
 size_t clnet_net_param_count(const clnet_net *net);
+/* Floats of buffers (state that is saved and sent to devices, not trained). */
+size_t clnet_net_buffer_count(const clnet_net *net);
 int clnet_net_classes(const clnet_net *net); /* the loss layer's input size */
-/* One sample's shape as the model's input line declares it (0s if none). */
+/* One sample's shape as the model's input line declares it (0s if none);
+ * height and width are the last two spatial dimensions (1 where absent). */
 void clnet_net_input_shape(const clnet_net *net, int *channels, int *height, int *width);
+/* The same as a rank (1 + spatial dimensions; 0 if none) and shape[4]. */
+int clnet_net_input_rank(const clnet_net *net, int shape[4]);
 
 /* ---- Training -------------------------------------------------------------
  *
@@ -294,15 +323,19 @@ clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const
 
 /* ---- Checkpoints -----------------------------------------------------------
  *
- * Checkpoints are safetensors files (float32, little endian), so Python reads
- * them. Parameters are named "<layer name>.weight" and "<layer name>.bias",
- * laid out as PyTorch lays them out: conv2d weight (out, in, kh, kw), linear
+ * Checkpoints are safetensors files (little endian), so Python reads them.
+ * Parameters are named "<layer name>.weight" and "<layer name>.bias", laid
+ * out as PyTorch lays them out: conv2d weight (out, in, kh, kw), linear
  * weight (out, in), with flatten in C, H, W order, so they load into the
- * equivalent PyTorch model. SGD velocity is kept as
- * "optimizer.momentum.<tensor name>". __metadata__ holds the progress below as
- * decimal strings ("step", "epoch", "position", "data_seed", "init_seed"),
- * "format" ("clnet-checkpoint-1"), "clnet_version" and "model" (one line per
- * layer: name, kind, output shape). Saving is atomic: a temporary file, then
+ * equivalent PyTorch model. Buffers are "<layer name>.<buffer>": float32, or
+ * int64 with shape () for counters, as PyTorch stores them. Optimizer state
+ * is "optimizer.<optimizer>.<slot>.<tensor name>" (SGD's velocity:
+ * "optimizer.sgd.momentum.conv1.weight"). __metadata__ holds the progress
+ * below as decimal strings ("step", "epoch", "position", "data_seed",
+ * "init_seed"), "format" ("clnet-checkpoint-2"), "clnet_version" and "model"
+ * (one line per layer: name, kind, output shape, inputs). Checkpoints of
+ * clnet 0.1 ("clnet-checkpoint-1", velocity as "optimizer.momentum.<tensor
+ * name>") still load. Saving is atomic: a temporary file, then
  * a rename, so an interrupted save never damages the last checkpoint. */
 
 typedef struct {
@@ -313,10 +346,10 @@ typedef struct {
     uint64_t init_seed; /* the seed the parameters were initialised with */
 } clnet_progress;
 
-/* Writes parameters, SGD velocity and progress (may be NULL: zeros). */
+/* Writes parameters, buffers, optimizer state and progress (may be NULL: zeros). */
 clnet_status clnet_net_save(const clnet_net *net, const char *path, const clnet_progress *progress);
-/* Reads a checkpoint into the net (and its bound replica). Every parameter
- * tensor must be there with the model's shape, and nothing else may be: a
+/* Reads a checkpoint into the net (and its bound replicas). Every parameter
+ * and buffer tensor must be there with the model's shape, and nothing else may be: a
  * missing, extra or misshapen tensor is CLNET_ERR_FORMAT naming it, and the
  * net is left as it was. progress may be NULL. */
 clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_progress *progress);
@@ -325,6 +358,18 @@ int64_t clnet_net_step(const clnet_net *net);        /* optimizer steps taken */
 float clnet_net_learning_rate(const clnet_net *net); /* for the next step */
 /* The host copy of all parameters, in layer order (weight then bias). */
 const float *clnet_net_params(const clnet_net *net);
+/* The host copy of all float buffers, in layer order, brought up to date
+ * from the first device when bound; NULL before initialisation. */
+const float *clnet_net_buffers(clnet_net *net);
+
+/* Debug counters over the whole process, for tests: a steady-state
+ * training step starts no thread and allocates no host or device memory. */
+typedef struct {
+    uint64_t threads;       /* threads started */
+    uint64_t host_allocs;   /* host allocations (malloc, calloc, realloc) by clnet */
+    uint64_t device_allocs; /* device buffers created */
+} clnet_counters;
+void clnet_debug_counters(clnet_counters *out);
 /* ---- Data sets ---------------------------------------------------------- */
 
 /* A labelled image data set held in memory as the bytes of its files

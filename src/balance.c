@@ -1,4 +1,5 @@
 /* Throughput estimates and the proportional split. */
+#include "alloc.h"
 #include "balance.h"
 #include "error.h"
 
@@ -54,18 +55,17 @@ static void set_fault(clnet_balance *b, int i, double v) {
 clnet_status clnet_balance_init(clnet_balance *b, const int *device_index, int n) {
     memset(b, 0, sizeof *b);
     b->n = n;
-    b->rate = calloc((size_t)n, sizeof *b->rate);
-    b->throttle = calloc((size_t)n, sizeof *b->throttle);
-    b->fault_step = calloc((size_t)n, sizeof *b->fault_step);
-    b->share = calloc((size_t)n, sizeof *b->share);
-    b->seconds = calloc((size_t)n, sizeof *b->seconds);
-    b->samples = calloc((size_t)n, sizeof *b->samples);
+    b->rate = clnet_calloc((size_t)n, sizeof *b->rate);
+    b->throttle = clnet_calloc((size_t)n, sizeof *b->throttle);
+    b->fault_step = clnet_calloc((size_t)n, sizeof *b->fault_step);
+    b->share = clnet_calloc((size_t)n, sizeof *b->share);
+    b->seconds = clnet_calloc((size_t)n, sizeof *b->seconds);
+    b->samples = clnet_calloc((size_t)n, sizeof *b->samples);
     if (!b->rate || !b->throttle || !b->fault_step || !b->share || !b->seconds || !b->samples) {
         clnet_balance_free(b);
         return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    for (int i = 0; i < n; i++)
-        b->throttle[i] = 1, b->fault_step[i] = -1;
+    for (int i = 0; i < n; i++) b->throttle[i] = 1, b->fault_step[i] = -1;
     clnet_status s = parse_pairs("CLNET_THROTTLE", device_index, n, set_throttle, b);
     if (s == CLNET_OK) s = parse_pairs("CLNET_FAULT", device_index, n, set_fault, b);
     if (s != CLNET_OK) clnet_balance_free(b);
@@ -156,8 +156,7 @@ static void proportional_split(const clnet_balance *b, int total, int *shares) {
         given++;
         if (given < total) { /* more than n left over cannot happen, but be safe */
             int any = 0;
-            for (int i = 0; i < n; i++)
-                any |= active[i] && frac[i] >= 0;
+            for (int i = 0; i < n; i++) any |= active[i] && frac[i] >= 0;
             if (!any)
                 for (int i = 0; i < n; i++)
                     if (active[i]) frac[i] = 0;

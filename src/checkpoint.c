@@ -1,7 +1,8 @@
-/* Checkpoints: the net's parameters, SGD velocity and progress as safetensors. */
-#include "coordinator.h"
+/* Checkpoints: parameters, buffers, optimizer state and progress as
+ * safetensors. */
+#include "checkpoint.h"
+#include "alloc.h"
 #include "error.h"
-#include "net.h"
 #include "safetensors.h"
 
 #include <errno.h>
@@ -10,71 +11,85 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FORMAT          "clnet-checkpoint-1"
-#define MOMENTUM_PREFIX "optimizer.momentum."
+#define FORMAT       "clnet-checkpoint-2"
+#define FORMAT_0_1   "clnet-checkpoint-1" /* clnet 0.1: still read */
+#define VELOCITY     "optimizer.sgd.momentum."
+#define VELOCITY_0_1 "optimizer.momentum." /* clnet 0.1's name for the same */
+#define NAME_CAP     (CLNET_NAME_CAP + 64)
 
-/* The name of a parameter tensor: "<layer>.weight" or "<layer>.bias". */
-static void tensor_name(char *out, size_t cap, const char *prefix, const clnet_layer *l, int bias) {
-    snprintf(out, cap, "%s%s.%s", prefix, l->name, bias ? "bias" : "weight");
-}
+/* Every tensor a checkpoint of m holds, once: where it lives on the host. */
+typedef struct {
+    char name[NAME_CAP];
+    const clnet_tensor *t;
+    int kind; /* 0 parameter, 1 float buffer, 2 counter, 3 velocity */
+} entry;
 
-static clnet_st_tensor describe(const clnet_layer *l, int bias, const float *base,
-                                const char *name) {
-    clnet_st_tensor t = {.name = name};
-    if (bias) {
-        t.ndim = 1;
-        t.shape[0] = (int64_t)l->nbias;
-        t.data = base + l->bias_off;
-    } else {
-        t.ndim = l->weight_ndim;
-        memcpy(t.shape, l->weight_shape, sizeof l->weight_shape);
-        t.data = base + l->weight_off;
-    }
-    return t;
-}
+static const char *const prefixes[] = {"", "", "", VELOCITY};
 
-clnet_status clnet_net_save(const clnet_net *net, const char *path,
-                            const clnet_progress *progress) {
-    clnet_status status = CLNET_OK;
-    clnet_st_tensor *tensors = NULL;
-    char(*names)[96] = NULL;
-    char *model = NULL;
-    if (!net || !path)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_save: NULL argument");
-    if (!net->initialised)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "clnet_net_save: the net has no parameters yet");
-    int with_velocity = net->momentum && net->velocity_ready;
-    int max = 4 * net->nlayers + 1, count = 0;
-    tensors = calloc((size_t)max, sizeof *tensors);
-    names = calloc((size_t)max, sizeof *names);
-    size_t model_cap = 96 * (size_t)net->nlayers + 1;
-    model = calloc(model_cap, 1);
-    if (!tensors || !names || !model)
-        FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving %s", path);
-    for (int pass = 0; pass < 1 + with_velocity; pass++) {
-        for (int i = 0; i < net->nlayers; i++) {
-            const clnet_layer *l = &net->layers[i];
-            if (!l->nweight) continue;
-            for (int bias = 0; bias < 2; bias++) {
-                tensor_name(names[count], sizeof names[count], pass ? MOMENTUM_PREFIX : "", l,
-                            bias);
-                tensors[count] =
-                    describe(l, bias, pass ? net->momentum : net->params, names[count]);
+/* Fills e (room for all) and returns the count; velocity entries only with_velocity. */
+static int entries(const clnet_model *m, int with_velocity, entry *e) {
+    int count = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass && !with_velocity) break;
+        for (int i = 0; i < m->count; i++) {
+            const clnet_node *node = &m->nodes[i];
+            for (int t = 0; t < node->nparams; t++) {
+                e[count] = (entry){.t = &node->params[t], .kind = pass ? 3 : 0};
+                snprintf(e[count].name, NAME_CAP, "%s%s.%s", prefixes[e[count].kind], node->name,
+                         node->params[t].suffix);
+                count++;
+            }
+            for (int t = 0; t < node->nbuffers && !pass; t++) {
+                const clnet_tensor *b = &node->buffers[t];
+                e[count] = (entry){.t = b, .kind = b->dtype == CLNET_DTYPE_I64 ? 2 : 1};
+                snprintf(e[count].name, NAME_CAP, "%s.%s", node->name, b->suffix);
                 count++;
             }
         }
     }
-    for (int i = 0; i < net->nlayers; i++) {
-        const clnet_layer *l = &net->layers[i];
+    return count;
+}
+
+static int max_entries(const clnet_model *m) {
+    return 2 * m->count * (2 * CLNET_MAX_TENSORS) + 1;
+}
+
+clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, const char *path,
+                                   const clnet_progress *progress) {
+    clnet_status status = CLNET_OK;
+    int with_velocity = o->velocity && o->velocity_ready;
+    entry *e = clnet_calloc((size_t)max_entries(m), sizeof *e);
+    clnet_st_tensor *tensors = clnet_calloc((size_t)max_entries(m), sizeof *tensors);
+    size_t model_cap = 200 * (size_t)m->count + 1;
+    char *model = clnet_calloc(model_cap, 1);
+    if (!e || !tensors || !model) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving %s", path);
+    int count = entries(m, with_velocity, e);
+    for (int i = 0; i < count; i++) {
+        const clnet_tensor *t = e[i].t;
+        const void *base[] = {m->params, m->buffers, m->counters, o->velocity};
+        tensors[i] = (clnet_st_tensor){.name = e[i].name,
+                                       .ndim = t->ndim,
+                                       .dtype = e[i].kind == 2 ? CLNET_ST_I64 : CLNET_ST_F32};
+        tensors[i].data = e[i].kind == 2
+                              ? (const void *)(m->counters + t->offset)
+                              : (const void *)((const float *)base[e[i].kind] + t->offset);
+        for (int d = 0; d < t->ndim; d++) tensors[i].shape[d] = t->shape[d];
+    }
+    /* one line per node: name, kind, output shape, inputs */
+    for (int i = 0; i < m->count; i++) {
+        const clnet_node *node = &m->nodes[i];
+        char shape[64];
         size_t used = strlen(model);
-        snprintf(model + used, model_cap - used, "%s%s %s %dx%dx%d", i ? "\n" : "", l->name,
-                 l->ops->kind, l->out.c, l->out.h, l->out.w);
+        clnet_shape_format(node->out, shape, sizeof shape);
+        used += (size_t)snprintf(model + used, model_cap - used, "%s%s %s %s <-", i ? "\n" : "",
+                                 node->name, node->kind->name, shape);
+        for (int k = 0; k < node->ninputs && used < model_cap; k++)
+            used += (size_t)snprintf(model + used, model_cap - used, "%s%s", k ? "," : " ",
+                                     node->input_names[k]);
     }
     clnet_progress p = progress ? *progress : (clnet_progress){0};
-    p.step = net->step;
     char step[32], epoch[32], position[32], data_seed[32], init_seed[32];
-    snprintf(step, sizeof step, "%" PRId64, p.step);
+    snprintf(step, sizeof step, "%" PRId64, o->step);
     snprintf(epoch, sizeof epoch, "%d", p.epoch);
     snprintf(position, sizeof position, "%" PRId64, p.position);
     snprintf(data_seed, sizeof data_seed, "%" PRIu64, p.data_seed);
@@ -87,8 +102,8 @@ clnet_status clnet_net_save(const clnet_net *net, const char *path,
     };
     TRY(clnet_st_save(path, tensors, count, meta, (int)(sizeof meta / sizeof meta[0])));
 cleanup:
+    free(e);
     free(tensors);
-    free(names);
     free(model);
     return status;
 }
@@ -113,67 +128,16 @@ static int parse_u64(const char *s, uint64_t *out) {
     return 1;
 }
 
-/* Copies the tensors named with prefix into dst (a params-shaped array). */
-static clnet_status read_tensors(const clnet_net *net, const clnet_st_file *f, const char *prefix,
-                                 float *dst) {
-    for (int i = 0; i < net->nlayers; i++) {
-        const clnet_layer *l = &net->layers[i];
-        if (!l->nweight) continue;
-        for (int bias = 0; bias < 2; bias++) {
-            char name[96];
-            tensor_name(name, sizeof name, prefix, l, bias);
-            clnet_st_tensor want = describe(l, bias, dst, name);
-            const float *data = NULL;
-            clnet_status s = clnet_st_get(f, name, want.ndim, want.shape, &data, NULL, NULL);
-            if (s != CLNET_OK) return s;
-            memcpy((float *)want.data, data, (bias ? l->nbias : l->nweight) * sizeof(float));
-        }
-    }
-    return CLNET_OK;
+/* The file's name for entry e: velocity may carry clnet 0.1's prefix. */
+static const char *file_name(const clnet_st_file *f, const entry *e, char *old, size_t cap) {
+    if (e->kind != 3 || clnet_st_info(f, e->name, NULL, NULL, NULL) == CLNET_OK) return e->name;
+    snprintf(old, cap, "%s%s", VELOCITY_0_1, e->name + strlen(VELOCITY));
+    return old;
 }
 
-/* Is `name` one of the net's parameter tensors (with the prefix)? */
-static int known_tensor(const clnet_net *net, const char *name, const char *prefix) {
-    for (int i = 0; i < net->nlayers; i++) {
-        if (!net->layers[i].nweight) continue;
-        for (int bias = 0; bias < 2; bias++) {
-            char want[96];
-            tensor_name(want, sizeof want, prefix, &net->layers[i], bias);
-            if (strcmp(want, name) == 0) return 1;
-        }
-    }
-    return 0;
-}
-
-clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_progress *progress) {
-    clnet_status status = CLNET_OK;
-    clnet_st_file *f = NULL;
-    float *params = NULL, *velocity = NULL;
-    if (!net || !path)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_load_weights: NULL argument");
-    TRY(clnet_net_check_complete(net));
-    TRY(clnet_st_load(path, &f));
-    const char *format = clnet_st_meta_get(f, "format");
-    if (format && strcmp(format, FORMAT) != 0)
-        FAIL(CLNET_ERR_FORMAT, "%s: checkpoint format '%s' is not %s", path, format, FORMAT);
-    int has_velocity = 0;
-    for (int i = 0; i < clnet_st_count(f); i++) {
-        const char *name = clnet_st_name(f, i);
-        int is_velocity = strncmp(name, MOMENTUM_PREFIX, strlen(MOMENTUM_PREFIX)) == 0;
-        has_velocity |= is_velocity;
-        if (!known_tensor(net, is_velocity ? name + strlen(MOMENTUM_PREFIX) : name, ""))
-            FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' is not part of this model", path, name);
-    }
-    params = malloc((net->nparams ? net->nparams : 1) * sizeof(float));
-    if (!params) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory loading %s", path);
-    TRY(read_tensors(net, f, "", params));
-    if (has_velocity) {
-        velocity = malloc((net->nparams ? net->nparams : 1) * sizeof(float));
-        if (!velocity) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory loading %s", path);
-        TRY(read_tensors(net, f, MOMENTUM_PREFIX, velocity));
-    }
-    clnet_progress p = {0};
+static clnet_status progress_from(const clnet_st_file *f, const char *path, clnet_progress *p) {
     const char *keys[] = {"step", "epoch", "position", "data_seed", "init_seed"};
+    memset(p, 0, sizeof *p);
     for (int k = 0; k < 5; k++) {
         const char *v = clnet_st_meta_get(f, keys[k]);
         if (!v) continue; /* a plain weights file (from Python, say) */
@@ -181,33 +145,90 @@ clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_prog
         uint64_t u64 = 0;
         int ok = k < 3 ? parse_i64(v, &i64) : parse_u64(v, &u64);
         if (!ok || (k == 1 && i64 > 1000000000))
-            FAIL(CLNET_ERR_FORMAT, "%s: metadata %s='%s' is not a valid number", path, keys[k], v);
-        if (k == 0) p.step = i64;
-        if (k == 1) p.epoch = (int)i64;
-        if (k == 2) p.position = i64;
-        if (k == 3) p.data_seed = u64;
-        if (k == 4) p.init_seed = u64;
+            return clnet_fail(CLNET_ERR_FORMAT, "%s: metadata %s='%s' is not a valid number", path,
+                              keys[k], v);
+        if (k == 0) p->step = i64;
+        if (k == 1) p->epoch = (int)i64;
+        if (k == 2) p->position = i64;
+        if (k == 3) p->data_seed = u64;
+        if (k == 4) p->init_seed = u64;
     }
+    return CLNET_OK;
+}
 
-    /* Everything checked: now change the net. */
-    if (!net->params) {
-        net->grads = calloc(net->nparams ? net->nparams : 1, sizeof(float));
-        if (!net->grads) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory loading %s", path);
+clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *path,
+                                   clnet_progress *progress) {
+    clnet_status status = CLNET_OK;
+    clnet_st_file *f = NULL;
+    entry *e = NULL;
+    float *params = NULL, *buffers = NULL, *velocity = NULL;
+    int64_t *counters = NULL;
+    TRY(clnet_st_load(path, &f));
+    const char *format = clnet_st_meta_get(f, "format");
+    if (format && strcmp(format, FORMAT) != 0 && strcmp(format, FORMAT_0_1) != 0)
+        FAIL(CLNET_ERR_FORMAT, "%s: checkpoint format '%s' is not %s", path, format, FORMAT);
+    e = clnet_calloc((size_t)max_entries(m), sizeof *e);
+    if (!e) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory loading %s", path);
+    int with_velocity = 0;
+    for (int i = 0; i < clnet_st_count(f); i++) {
+        const char *name = clnet_st_name(f, i);
+        with_velocity |= strncmp(name, VELOCITY, strlen(VELOCITY)) == 0 ||
+                         strncmp(name, VELOCITY_0_1, strlen(VELOCITY_0_1)) == 0;
     }
-    free(net->params);
-    net->params = params;
-    params = NULL;
-    free(net->momentum);
-    net->momentum = velocity;
+    int count = entries(m, with_velocity, e);
+    for (int i = 0; i < clnet_st_count(f); i++) { /* nothing foreign */
+        const char *name = clnet_st_name(f, i);
+        int known = 0;
+        for (int j = 0; j < count && !known; j++) {
+            char old[NAME_CAP + 16];
+            known = strcmp(name, file_name(f, &e[j], old, sizeof old)) == 0;
+        }
+        if (!known) FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' is not part of this model", path, name);
+    }
+    params = clnet_malloc((m->nparams + 1) * sizeof(float));
+    buffers = clnet_malloc((m->nbuffers + 1) * sizeof(float));
+    counters = clnet_malloc((m->ncounters + 1) * sizeof(int64_t));
+    velocity = with_velocity ? clnet_malloc((m->nparams + 1) * sizeof(float)) : NULL;
+    if (!params || !buffers || !counters || (with_velocity && !velocity))
+        FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory loading %s", path);
+    for (int j = 0; j < count; j++) {
+        const clnet_tensor *t = e[j].t;
+        char old[NAME_CAP + 16];
+        const char *name = file_name(f, &e[j], old, sizeof old);
+        int ndim = 0;
+        if (e[j].kind == 2) {
+            const int64_t *data = NULL;
+            TRY(clnet_st_get_i64(f, name, t->ndim, t->shape, &data, &ndim, NULL));
+            if (ndim != t->ndim)
+                FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has %d dimensions, expected %d", path, name,
+                     ndim, t->ndim);
+            memcpy(counters + t->offset, data, t->count * sizeof(int64_t));
+        } else {
+            const float *data = NULL;
+            float *dst[] = {params, buffers, NULL, velocity};
+            TRY(clnet_st_get(f, name, t->ndim, t->shape, &data, &ndim, NULL));
+            if (ndim != t->ndim)
+                FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has %d dimensions, expected %d", path, name,
+                     ndim, t->ndim);
+            memcpy(dst[e[j].kind] + t->offset, data, t->count * sizeof(float));
+        }
+    }
+    clnet_progress p;
+    TRY(progress_from(f, path, &p));
+
+    /* Everything checked: now change the model and the optimizer. */
+    free(m->params), free(m->buffers), free(m->counters);
+    m->params = params, m->buffers = buffers, m->counters = counters;
+    params = buffers = NULL;
+    counters = NULL;
+    free(o->velocity);
+    o->velocity = velocity;
+    o->velocity_ready = velocity != NULL;
     velocity = NULL;
-    net->velocity_ready = net->momentum != NULL;
-    net->step = p.step;
-    net->initialised = 1;
+    o->step = p.step;
     if (progress) *progress = p;
-    if (net->replicas) TRY(clnet_coordinator_broadcast(net));
 cleanup:
     clnet_st_free(f);
-    free(params);
-    free(velocity);
+    free(e), free(params), free(buffers), free(counters), free(velocity);
     return status;
 }

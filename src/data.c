@@ -2,6 +2,7 @@
  * that gzip and raw files both work, and a loader that shuffles, normalises
  * and batches them on a prefetch thread. Images stay bytes in memory and
  * become floats one batch at a time. */
+#include "alloc.h"
 #include "data.h"
 #include "error.h"
 
@@ -59,7 +60,7 @@ static clnet_status read_bytes(gzFile f, const char *path, const char *what, siz
     while (got < n) {
         if (got == *cap) {
             size_t grown = *cap * 2 < n ? *cap * 2 : n;
-            uint8_t *p = realloc(*dst, grown);
+            uint8_t *p = clnet_realloc(*dst, grown);
             if (!p) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", path, grown);
             *dst = p;
             *cap = grown;
@@ -160,7 +161,7 @@ static clnet_status read_idx(const char *path, uint32_t magic, int ndims, uint32
     else
         snprintf(promised, sizeof promised, "the %u labels the header promises", (unsigned)dims[0]);
     cap = total < FIRST_CAPACITY ? (size_t)total : FIRST_CAPACITY;
-    bytes = malloc(cap);
+    bytes = clnet_malloc(cap);
     if (!bytes) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", path, cap);
     TRY(read_bytes(f, path, promised, 4 + 4 * (size_t)ndims, &bytes, &cap, (size_t)total));
     TRY(check_stream_end(f, path));
@@ -180,7 +181,7 @@ clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path
     if (!out || !images_path || !labels_path)
         FAIL(CLNET_ERR_INVALID_ARGUMENT,
              "clnet_dataset_load_idx: out, images_path and labels_path must not be NULL");
-    ds = calloc(1, sizeof *ds);
+    ds = clnet_calloc(1, sizeof *ds);
     if (!ds) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a data set");
     uint32_t image_dims[3], label_dims[1];
     TRY(read_idx(images_path, IDX_IMAGES_MAGIC, 3, image_dims, &ds->images));
@@ -211,7 +212,7 @@ static clnet_status find_data_file(const char *dir, const char *name, const char
                                    char **out) {
     clnet_status status = CLNET_OK;
     size_t n = strlen(dir) + strlen(name) + 8;
-    char *path = malloc(n);
+    char *path = clnet_malloc(n);
     if (!path) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a path");
     snprintf(path, n, "%s/%s.gz", dir, name);
     if (file_exists(path)) goto cleanup;
@@ -335,8 +336,7 @@ static xoshiro256 epoch_generator(uint64_t seed, int epoch) {
     uint64_t key = seed;
     key = splitmix64(&key) ^ (uint64_t)(uint32_t)epoch;
     xoshiro256 r;
-    for (int i = 0; i < 4; i++)
-        r.s[i] = splitmix64(&key);
+    for (int i = 0; i < 4; i++) r.s[i] = splitmix64(&key);
     return r;
 }
 
@@ -353,8 +353,7 @@ static uint32_t uniform_below(xoshiro256 *r, uint32_t bound) {
 /* order (n) = the sample order of the epoch: file order, or a Fisher-Yates
  * shuffle of it. */
 static void make_order(int32_t *order, int n, int shuffle, uint64_t seed, int epoch) {
-    for (int i = 0; i < n; i++)
-        order[i] = i;
+    for (int i = 0; i < n; i++) order[i] = i;
     if (!shuffle) return;
     xoshiro256 r = epoch_generator(seed, epoch);
     for (int i = n - 1; i > 0; i--) {
@@ -445,8 +444,7 @@ static clnet_status prepare_batch(clnet_loader *l, cursor at, int buffer, int fa
         int32_t sample = l->order[at.position + i];
         const uint8_t *src = images + (size_t)sample * l->sample_bytes; /* (C, H, W) bytes */
         float *dst = b->images + (size_t)i * l->sample_bytes;           /* (C, H, W) */
-        for (size_t j = 0; j < l->sample_bytes; j++)
-            dst[j] = l->normalised[src[j]];
+        for (size_t j = 0; j < l->sample_bytes; j++) dst[j] = l->normalised[src[j]];
         b->labels[i] = l->ds->labels[sample];
     }
     *out = (clnet_batch){.images = b->images,
@@ -461,8 +459,7 @@ static void *prefetch_thread(void *arg) {
     clnet_loader *l = arg;
     pthread_mutex_lock(&l->lock);
     for (;;) {
-        while (!l->stop && !l->requested)
-            pthread_cond_wait(&l->wake, &l->lock);
+        while (!l->stop && !l->requested) pthread_cond_wait(&l->wake, &l->lock);
         if (l->stop) break;
         cursor at = l->job;
         int buffer = l->job_buffer;
@@ -526,7 +523,7 @@ clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
              "batch in an epoch",
              cfg->batch, ds->count);
 
-    l = calloc(1, sizeof *l);
+    l = clnet_calloc(1, sizeof *l);
     if (!l) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a loader");
     l->ds = ds;
     l->cfg = *cfg;
@@ -537,19 +534,18 @@ clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
     int64_t per_epoch = l->cfg.drop_last ? (int64_t)l->count / l->cfg.batch
                                          : ((int64_t)l->count + l->cfg.batch - 1) / l->cfg.batch;
     l->batches_per_epoch = (int)per_epoch;
-    for (int b = 0; b < 256; b++)
-        l->normalised[b] = ((float)b / 255.0f - cfg->mean) / cfg->std;
+    for (int b = 0; b < 256; b++) l->normalised[b] = ((float)b / 255.0f - cfg->mean) / cfg->std;
     l->held = -1;
     l->order_epoch = -1;
 
     size_t samples = (size_t)(cfg->batch < l->count ? cfg->batch : l->count);
     for (int i = 0; i < 2; i++) {
-        l->buffers[i].images = malloc(samples * l->sample_bytes * sizeof(float));
-        l->buffers[i].labels = malloc(samples * sizeof(int32_t));
+        l->buffers[i].images = clnet_malloc(samples * l->sample_bytes * sizeof(float));
+        l->buffers[i].labels = clnet_malloc(samples * sizeof(int32_t));
         if (!l->buffers[i].images || !l->buffers[i].labels)
             FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for two batches of %zu samples", samples);
     }
-    l->order = malloc((size_t)l->count * sizeof *l->order);
+    l->order = clnet_malloc((size_t)l->count * sizeof *l->order);
     if (!l->order)
         FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for the order of %d samples", l->count);
 
@@ -557,6 +553,7 @@ clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
     pthread_cond_init(&l->wake, NULL);
     pthread_cond_init(&l->finished, NULL);
     l->sync_ready = 1;
+    clnet_count_thread();
     int err = pthread_create(&l->thread, NULL, prefetch_thread, l);
     if (err) FAIL(CLNET_ERR_THREAD, "cannot start the loader's prefetch thread: %s", strerror(err));
     l->thread_started = 1;
@@ -578,8 +575,7 @@ clnet_status clnet_loader_next(clnet_loader *l, clnet_batch *out) {
     pthread_mutex_lock(&l->lock);
     /* After a failure nothing is on its way: ask again. */
     if (!l->done && !l->requested && !l->busy) request(l, l->next);
-    while (!l->done)
-        pthread_cond_wait(&l->finished, &l->lock);
+    while (!l->done) pthread_cond_wait(&l->finished, &l->lock);
     l->done = 0;
     clnet_batch result = l->result;
     clnet_error_slot error = l->result_error;
@@ -604,8 +600,7 @@ clnet_status clnet_loader_seek(clnet_loader *l, int epoch, int64_t position) {
                           epoch, (long long)position, l->count);
     pthread_mutex_lock(&l->lock);
     l->requested = 0;
-    while (l->busy)
-        pthread_cond_wait(&l->finished, &l->lock);
+    while (l->busy) pthread_cond_wait(&l->finished, &l->lock);
     discard_result(l);
     l->next = settle(l, (cursor){epoch, position});
     request(l, l->next);

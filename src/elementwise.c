@@ -50,8 +50,7 @@ static clnet_status reduction_local_size(clnet_device *d, cl_kernel k, size_t *o
         clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof limit, &limit, NULL),
         "clGetKernelWorkGroupInfo");
     size_t local = 1;
-    while (local * 2 <= limit && local * 2 <= SUM_LOCAL_MAX)
-        local *= 2;
+    while (local * 2 <= limit && local * 2 <= SUM_LOCAL_MAX) local *= 2;
     *out = local;
 cleanup:
     return status;
@@ -102,4 +101,15 @@ clnet_status clnet_col_sums(clnet_device *d, size_t M, size_t N, cl_mem X, size_
                             size_t ooff, float beta) {
     return clnet_run(d, FAMILY, "", "col_sums", 1, (size_t[]){N}, NULL,
                      ARGS(U32(M), U32(N), MEM(X), U32(xoff), MEM(out), U32(ooff), F32(beta)));
+}
+
+clnet_status clnet_copy_rows(clnet_device *d, size_t n, size_t len, cl_mem src, size_t soff,
+                             size_t sstride, cl_mem dst, size_t doff, size_t dstride, float beta) {
+    if (n == 0 || len == 0) return CLNET_OK;
+    clnet_status s = check_range("copy_rows", soff, (n - 1) * sstride + len);
+    if (s == CLNET_OK) s = check_range("copy_rows", doff, (n - 1) * dstride + len);
+    if (s != CLNET_OK) return s;
+    return clnet_run(d, FAMILY, "", "copy_rows", 2, (size_t[]){len, n}, NULL,
+                     ARGS(U32(n), U32(len), MEM(src), U32(soff), U32(sstride), MEM(dst), U32(doff),
+                          U32(dstride), F32(beta)));
 }

@@ -19,4 +19,9 @@ clnet_status clnet_row_sums(clnet_device *d, size_t M, size_t N, cl_mem X, size_
 clnet_status clnet_col_sums(clnet_device *d, size_t M, size_t N, cl_mem X, size_t xoff, cl_mem out,
                             size_t ooff, float beta);
 
+/* Row b < n of src (len floats at soff + b * sstride) to dst at
+ * doff + b * dstride, overwriting (beta 0) or added with dst scaled by beta. */
+clnet_status clnet_copy_rows(clnet_device *d, size_t n, size_t len, cl_mem src, size_t soff,
+                             size_t sstride, cl_mem dst, size_t doff, size_t dstride, float beta);
+
 #endif

@@ -1,4 +1,5 @@
 /* Status strings, the per-thread error message, warnings. */
+#include "alloc.h"
 #include "error.h"
 
 #include <pthread.h>
@@ -61,7 +62,7 @@ clnet_status clnet_fail_at(clnet_status s, const char *file, int line, const cha
     const char *base = strrchr(file, '/');
     char *all = NULL;
     size_t n = strlen(text) + strlen(file) + 32;
-    all = malloc(n);
+    all = clnet_malloc(n);
     if (!all) {
         set_message(text);
         return s;
@@ -87,7 +88,7 @@ clnet_status clnet_error_context(clnet_status s, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     size_t n = strlen(prefix) + strlen(thread_message) + 3;
-    char *all = malloc(n);
+    char *all = clnet_malloc(n);
     if (!all) return s;
     snprintf(all, n, "%s: %s", prefix, thread_message);
     set_message(all);
@@ -97,7 +98,7 @@ clnet_status clnet_error_context(clnet_status s, const char *fmt, ...) {
 
 void clnet_error_append(const char *text) {
     size_t n = strlen(thread_message) + strlen(text) + 1;
-    char *all = malloc(n);
+    char *all = clnet_malloc(n);
     if (!all) return;
     snprintf(all, n, "%s%s", thread_message, text);
     set_message(all);

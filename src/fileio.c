@@ -1,4 +1,5 @@
 /* Atomic file writes, shared by checkpoints, the kernel cache and plots. */
+#include "alloc.h"
 #include "fileio.h"
 #include "error.h"
 
@@ -16,7 +17,7 @@ clnet_status clnet_atomic_open(clnet_atomic_file *f, const char *path) {
     f->fd = -1;
     f->path = path;
     size_t cap = strlen(path) + 48;
-    f->tmp = malloc(cap);
+    f->tmp = clnet_malloc(cap);
     if (!f->tmp) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     for (int attempt = 0; f->fd < 0; attempt++) {
         snprintf(f->tmp, cap, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&serial, 1u));

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-/* dst[i] += src[i] for i < n; large arrays are split across threads. */
+/* dst[i] += src[i] for i < n. */
 void clnet_add_floats(float *restrict dst, const float *restrict src, size_t n);
 
 #endif

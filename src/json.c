@@ -1,4 +1,5 @@
 /* A strict recursive-descent JSON reader (RFC 8259, integers only). */
+#include "alloc.h"
 #include "json.h"
 #include "error.h"
 
@@ -39,7 +40,7 @@ typedef struct {
 static int put_byte(growing *g, unsigned char c) {
     if (g->len + 1 >= g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 32;
-        char *b = realloc(g->buf, cap);
+        char *b = clnet_realloc(g->buf, cap);
         if (!b) return -1;
         g->buf = b;
         g->cap = cap;
@@ -209,11 +210,11 @@ static int grow(clnet_json *v, int *cap) {
     if (v->count == INT_MAX) return -1;
     if (v->count == *cap) {
         int ncap = *cap ? (*cap > INT_MAX / 2 ? INT_MAX : 2 * *cap) : 4;
-        clnet_json *items = realloc(v->items, (size_t)ncap * sizeof *items);
+        clnet_json *items = clnet_realloc(v->items, (size_t)ncap * sizeof *items);
         if (!items) return -1;
         v->items = items;
         if (v->kind == CLNET_JSON_OBJECT) {
-            char **keys = realloc(v->keys, (size_t)ncap * sizeof *keys);
+            char **keys = clnet_realloc(v->keys, (size_t)ncap * sizeof *keys);
             if (!keys) return -1;
             v->keys = keys;
         }
@@ -335,7 +336,7 @@ clnet_status clnet_json_parse(const char *text, size_t n, const char *what, int 
     clnet_json *root = NULL;
     if (!text || !out) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_json_parse: NULL argument");
     *out = NULL;
-    root = calloc(1, sizeof *root);
+    root = clnet_calloc(1, sizeof *root);
     if (!root) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory reading the JSON header", p.what);
     root->kind = CLNET_JSON_NULL;
     TRY(parse_value(&p, root, 0));

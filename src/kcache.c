@@ -1,4 +1,5 @@
 /* On-disk kernel binary cache. */
+#include "alloc.h"
 #include "kcache.h"
 #include "fileio.h"
 #include "error.h"
@@ -42,23 +43,19 @@ static uint32_t crc(const void *data, size_t n) {
 }
 
 static void put32(unsigned char *p, uint32_t v) {
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 static void put64(unsigned char *p, uint64_t v) {
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 static uint32_t get32(const unsigned char *p) {
     uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
+    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
     return v;
 }
 static uint64_t get64(const unsigned char *p) {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
     return v;
 }
 
@@ -78,7 +75,7 @@ char *clnet_kcache_key(const clnet_device *d, const char *source, const char *op
                       "platform version: %s\n";
     int len = snprintf(NULL, 0, fmt, n, h, c, options, d->info.name, d->info.device_version,
                        d->info.driver_version, d->info.platform_name, d->info.platform_version);
-    char *key = malloc((size_t)len + 1);
+    char *key = clnet_malloc((size_t)len + 1);
     if (!key) return NULL;
     snprintf(key, (size_t)len + 1, fmt, n, h, c, options, d->info.name, d->info.device_version,
              d->info.driver_version, d->info.platform_name, d->info.platform_version);
@@ -104,7 +101,7 @@ static int read_file(const char *path, unsigned char **data, size_t *len) {
                 return -2;
             }
             cap = cap ? cap * 2 : 65536;
-            unsigned char *grown = realloc(buf, cap);
+            unsigned char *grown = clnet_realloc(buf, cap);
             if (!grown) {
                 free(buf);
                 fclose(f);
@@ -168,7 +165,7 @@ int clnet_kcache_load(const clnet_cache_config *cfg, const char *key, unsigned c
     }
     size_t off = HEADER_BYTES + strlen(key);
     *len = n - off;
-    *bin = malloc(*len ? *len : 1);
+    *bin = clnet_malloc(*len ? *len : 1);
     if (!*bin) {
         free(file);
         return 0;

@@ -1,28 +1,33 @@
-/* Layers: one file per kind in src/layers/, each filling a clnet_layer_ops
- * table, registered in layers.c. A layer sees one sample's shapes; passes run
- * over n samples at a time, NCHW float32.
+/* Layer kinds and the nodes of a model. One file per kind in src/layers/:
+ * it parses its own options into its own configuration, infers its output
+ * shape and declares its parameters and buffers (setup), and runs its
+ * forward and backward passes. The registry in layers.c lists the kinds.
  *
- * Memory (per replica): all parameters live in one buffer and all their
- * gradients in another, with the same layout; a layer holds offsets into
- * them. Activations and their gradients live in two arenas, also addressed by
- * offsets, planned once per batch size. Backward passes write the SUM over
- * the samples of per-sample gradients: only the optimizer divides by the
- * batch. */
+ * A node sees one sample's shapes; passes run over n samples at a time,
+ * batch first (NCHW for images), float32. Memory (per replica): all
+ * parameters live in one buffer, all their gradients in another with the
+ * same layout, all buffers (running statistics) in a third; activations and
+ * their gradients live in two arenas planned by liveness (plan.c); every
+ * tensor is a buffer plus an offset in floats. Backward passes produce the
+ * SUM over the samples of per-sample gradients: only the optimizer divides
+ * by the batch. */
 #ifndef CLNET_LAYER_H
 #define CLNET_LAYER_H
 
+#include "collective.h"
 #include "device.h"
+#include "shape.h"
 
+#include <stdalign.h>
+#include <stddef.h>
 #include <stdint.h>
 
-/* One sample's shape. */
-typedef struct {
-    int c, h, w;
-} clnet_shape;
-
-static inline size_t clnet_shape_size(clnet_shape s) {
-    return (size_t)s.c * (size_t)s.h * (size_t)s.w;
-}
+#define CLNET_MAX_INPUTS  8  /* inputs of one node (add, concat) */
+#define CLNET_MAX_TENSORS 4  /* parameter or buffer tensors of one node */
+#define CLNET_MAX_DIMS    5  /* of a parameter tensor (conv3d weight) */
+#define CLNET_NAME_CAP    64 /* node names, with the terminating NUL */
+#define CLNET_CONFIG_CAP  256
+#define CLNET_MODEL_INPUT (-1) /* a node input that is the model's input */
 
 typedef enum {
     CLNET_INIT_DEFAULT = 0, /* the kind's own default */
@@ -30,82 +35,160 @@ typedef enum {
     CLNET_INIT_XAVIER,      /* U(-a, a), a = sqrt(6 / (fan_in + fan_out)) */
     CLNET_INIT_KAIMING,     /* N(0, 2 / fan_in) */
     CLNET_INIT_ZEROS,
+    CLNET_INIT_CONSTANT, /* every element = value (buffers) */
 } clnet_init_kind;
 
 typedef struct {
     clnet_init_kind kind;
-    float std; /* for CLNET_INIT_NORMAL */
+    float std;   /* CLNET_INIT_NORMAL */
+    float value; /* CLNET_INIT_CONSTANT */
 } clnet_init;
 
-typedef struct clnet_layer_ops clnet_layer_ops;
+typedef enum { CLNET_DTYPE_F32 = 0, CLNET_DTYPE_I64 = 1 } clnet_dtype;
 
-typedef struct clnet_layer {
-    const clnet_layer_ops *ops;
-    char name[64];
-    int line; /* model-file line (0: added from C), for messages */
-    /* configuration: what applies to the kind */
-    int filters;                /* conv2d: output channels */
-    int units;                  /* linear: outputs */
-    int kh, kw, sh, sw, ph, pw; /* kernel, stride, padding */
-    clnet_init weight_init, bias_init;
-    /* set by setup() from the input shape */
-    clnet_shape in, out;
-    size_t nweight, nbias; /* parameter counts (0 if none) */
-    int weight_ndim;       /* weight shape as PyTorch lays it out */
-    int64_t weight_shape[4];
-    int fan_in, fan_out;         /* for initialisation */
-    size_t weight_off, bias_off; /* offsets into the parameter buffer */
-} clnet_layer;
-
-/* What one pass of one layer over n samples works on. Offsets are in floats. */
+/* A parameter or buffer tensor of a node, saved as "<node>.<suffix>". */
 typedef struct {
-    clnet_device *d;
+    char suffix[24];
+    int ndim; /* PyTorch's layout (0: a scalar) */
+    int64_t shape[CLNET_MAX_DIMS];
+    size_t count;
+    size_t offset;     /* in the model's parameters, float buffers or counters */
+    clnet_dtype dtype; /* buffers: F32 (on devices) or I64 (a host counter) */
+    clnet_init init;
+    int fan_in, fan_out; /* parameters: for initialisation */
+} clnet_tensor;
+
+typedef struct clnet_kind clnet_kind;
+
+typedef struct clnet_node {
+    const clnet_kind *kind;
+    char name[CLNET_NAME_CAP];
+    int line; /* model-file line (0: added from C), for messages */
+    int ninputs;
+    char input_names[CLNET_MAX_INPUTS][CLNET_NAME_CAP];
+    int inputs[CLNET_MAX_INPUTS]; /* producing nodes, or CLNET_MODEL_INPUT */
+    clnet_shape in[CLNET_MAX_INPUTS], out;
+    /* set by the kind's setup (offsets by the model) */
+    int nparams, nbuffers;
+    clnet_tensor params[CLNET_MAX_TENSORS];
+    clnet_tensor buffers[CLNET_MAX_TENSORS];
+    size_t param_off, param_count; /* the node's span of the parameter array */
+    /* the kind's own configuration: CLNET_CONFIG(node, type) */
+    union {
+        max_align_t align;
+        unsigned char bytes[CLNET_CONFIG_CAP];
+    } config;
+} clnet_node;
+
+#define CLNET_CONFIG(node, type) ((type *)(void *)(node)->config.bytes)
+
+/* What a pass runs in: the same for every node of one pass. */
+typedef struct {
+    int train;              /* 1: a training pass; 0: evaluation or prediction */
+    clnet_device *d;        /* the replica's device */
+    clnet_collective *coll; /* across the replicas of this step; NULL outside one */
+    int64_t step;           /* the optimizer step this pass belongs to */
+    int64_t first_sample;   /* global index (in the step's batch) of sample 0 here */
+} clnet_ctx;
+
+/* What one pass of one node over n samples works on. Offsets are in floats. */
+typedef struct {
+    const clnet_ctx *ctx;
+    clnet_device *d; /* ctx->d */
     int n;
     cl_mem params, grads; /* parameters and their gradients (same layout) */
+    cl_mem buffers;       /* float buffers (running statistics) */
     cl_mem act;           /* activations arena */
-    size_t x, y;          /* input (n, in) and output (n, out) in act */
-    cl_mem dact;          /* activation gradients arena */
-    size_t dx, dy;        /* gradients of input and output in dact */
-    int need_dx;          /* 0 for the first layer: no input gradient needed */
-    cl_mem keep;          /* memory a layer keeps from forward to backward */
+    size_t x[CLNET_MAX_INPUTS], y;
+    cl_mem dact; /* activation gradients arena */
+    size_t dx[CLNET_MAX_INPUTS], dy;
+    int need_dx[CLNET_MAX_INPUTS]; /* 0: no gradient wanted for input k */
+    /* 0: overwrite dx[k]; 1: add to it (another reader of the same tensor
+     * wrote it first). Inputs are written in order k = 0, 1, ... */
+    float dx_beta[CLNET_MAX_INPUTS];
+    float beta;  /* parameter gradients: 0 overwrite, 1 add (later micro-batches) */
+    cl_mem keep; /* memory a node keeps from forward to backward */
     size_t keep_off;
-    cl_mem work; /* scratch shared by all layers */
-    float beta;  /* 0: overwrite parameter gradients, 1: add to them */
-    /* loss layers only */
+    cl_mem work; /* scratch shared by all nodes */
+    /* loss nodes only */
     cl_mem labels;  /* (n) int32 */
     cl_mem loss;    /* (n) float: per-sample loss */
     cl_mem correct; /* (n) int32: 1 where the prediction is right */
-    int want_grad;  /* training: also write the gradient of the loss */
+    int want_grad;  /* also write the gradient of the loss (dx[0]) */
 } clnet_pass;
 
-struct clnet_layer_ops {
-    const char *kind; /* the model-file keyword */
-    const char *keys; /* the options it takes, space separated, for the parser */
-    int is_loss;      /* the last layer: softmax_cross_entropy */
-    int is_view;      /* output is the input, reshaped (flatten): no kernels */
-    /* Checks the options against l->in; sets out, parameter counts and shapes. */
-    clnet_status (*setup)(clnet_layer *l);
-    /* Floats kept from forward to backward, and scratch, for n samples. */
-    size_t (*keep_floats)(const clnet_layer *l, int n);
-    size_t (*work_floats)(const clnet_layer *l, int n);
-    clnet_status (*forward)(const clnet_layer *l, const clnet_pass *p);
-    clnet_status (*backward)(const clnet_layer *l, const clnet_pass *p);
+/* What a backward pass reads of the forward's tensors (memory planning). */
+enum { CLNET_READS_X = 1, CLNET_READS_Y = 2 };
+
+struct clnet_kind {
+    const char *name; /* the model-file keyword */
+    const char *stem; /* default node names stem1, stem2, ... (NULL: name) */
+    const char *keys; /* the options it takes, for messages */
+    int min_inputs, max_inputs;
+    int is_loss;        /* the model's last node */
+    int is_view;        /* the output is input 0 reshaped: same memory, no kernels */
+    int backward_reads; /* CLNET_READS_X | CLNET_READS_Y */
+    size_t config_size; /* must fit CLNET_CONFIG_CAP */
+    /* Fills the configuration's defaults (NULL: all zeros). */
+    void (*defaults)(void *config);
+    /* One key=value option: sets *known to 0 for a key it does not take;
+     * CLNET_ERR_FORMAT with a message for a bad value. */
+    clnet_status (*option)(void *config, const char *key, const char *value, int *known);
+    /* After all options (NULL: nothing to check). */
+    clnet_status (*check)(const void *config);
+    /* From node->in[] and the configuration: out, params, buffers. */
+    clnet_status (*setup)(clnet_node *node);
+    /* Floats kept from forward to backward, and scratch, for n samples (NULL: 0). */
+    size_t (*keep_floats)(const clnet_node *node, int n);
+    size_t (*work_floats)(const clnet_node *node, int n);
+    clnet_status (*forward)(const clnet_node *node, const clnet_pass *p);
+    clnet_status (*backward)(const clnet_node *node, const clnet_pass *p); /* NULL: none */
 };
 
-/* The registry: every layer kind, NULL-terminated (src/layers.c). */
-extern const clnet_layer_ops *const clnet_layer_kinds[];
-const clnet_layer_ops *clnet_layer_find(const char *kind);
+/* The registry (layers.c). */
+const clnet_kind *clnet_kind_find(const char *name);
+/* "conv2d, maxpool, ..." */
+void clnet_kind_list(char *out, size_t cap);
+/* Adds a kind at run time (tests of the engine use kinds of their own). */
+clnet_status clnet_kind_register(const clnet_kind *kind);
 
 /* Layer kinds, one per file in src/layers/. */
-extern const clnet_layer_ops clnet_conv2d_ops, clnet_maxpool_ops, clnet_avgpool_ops, clnet_relu_ops,
-    clnet_sigmoid_ops, clnet_tanh_ops, clnet_linear_ops, clnet_flatten_ops, clnet_softmax_xent_ops;
+extern const clnet_kind clnet_conv2d_kind, clnet_maxpool_kind, clnet_avgpool_kind, clnet_relu_kind,
+    clnet_sigmoid_kind, clnet_tanh_kind, clnet_linear_kind, clnet_flatten_kind, clnet_add_kind,
+    clnet_concat_kind, clnet_softmax_xent_kind;
 
-/* Shared helpers for layer files. */
-size_t clnet_layer_none(const clnet_layer *l, int n); /* no keep / work memory */
+/* ---- helpers for layer files (layers.c, options.c) ---- */
+
+/* A message for a node that cannot take its input ("layer 'conv1' (conv2d,
+ * input 1x28x28): ..."). */
+clnet_status clnet_node_fail(const clnet_node *node, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Output size of a window op along one axis; <= 0 when the window never fits. */
 int clnet_window_out(int in, int kernel, int stride, int pad);
-/* A message for a layer that cannot take its input ("conv1: ..."). */
-clnet_status clnet_layer_fail(const clnet_layer *l, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* Declares parameter tensor `suffix` of node (count from the shape). */
+clnet_tensor *clnet_node_param(clnet_node *node, const char *suffix, int ndim, const int64_t *shape,
+                               clnet_init init, int fan_in, int fan_out);
+/* Declares a buffer: F32 (sent to devices) or I64 (a host counter). */
+clnet_tensor *clnet_node_buffer(clnet_node *node, const char *suffix, clnet_dtype dtype, int ndim,
+                                const int64_t *shape, clnet_init init);
+
+/* Option values. Each returns CLNET_ERR_FORMAT with "key=value: expected
+ * ..." on bad input. */
+clnet_status clnet_option_int(const char *key, const char *value, int min, int *out);
+clnet_status clnet_option_float(const char *key, const char *value, float min, float *out);
+/* "3" (every axis) or "3x5" (one value per axis, at most `axes`); each >= min. */
+clnet_status clnet_option_dims(const char *key, const char *value, int axes, int min, int *out);
+
+/* The init= std= bias_init= bias_std= options of layers with a weight and a
+ * bias. */
+typedef struct {
+    clnet_init weight, bias;
+    int std_given, bias_std_given;
+} clnet_param_init;
+/* Takes the four keys above (sets *known to 0 for any other key). */
+clnet_status clnet_param_init_option(clnet_param_init *p, const char *key, const char *value,
+                                     int *known);
+/* init=normal needs std=, bias_init=normal needs bias_std=. */
+clnet_status clnet_param_init_check(const clnet_param_init *p);
 
 #endif

@@ -2,30 +2,60 @@
 #include "error.h"
 #include "layer.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 /* Adding a layer kind: its file in src/layers/, its kernels in cl/, and one
  * line here. */
-const clnet_layer_ops *const clnet_layer_kinds[] = {
-    &clnet_conv2d_ops,       &clnet_maxpool_ops,
-    &clnet_avgpool_ops,      &clnet_relu_ops,
-    &clnet_sigmoid_ops,      &clnet_tanh_ops,
-    &clnet_linear_ops,       &clnet_flatten_ops,
-    &clnet_softmax_xent_ops, NULL,
+static const clnet_kind *const builtin[] = {
+    &clnet_conv2d_kind,  &clnet_maxpool_kind, &clnet_avgpool_kind,      &clnet_relu_kind,
+    &clnet_sigmoid_kind, &clnet_tanh_kind,    &clnet_linear_kind,       &clnet_flatten_kind,
+    &clnet_add_kind,     &clnet_concat_kind,  &clnet_softmax_xent_kind,
 };
+#define BUILTIN (sizeof builtin / sizeof builtin[0])
 
-const clnet_layer_ops *clnet_layer_find(const char *kind) {
-    for (int i = 0; clnet_layer_kinds[i]; i++)
-        if (strcmp(clnet_layer_kinds[i]->kind, kind) == 0) return clnet_layer_kinds[i];
-    return NULL;
+/* Kinds added at run time. */
+#define EXTRA_CAP 16
+static const clnet_kind *extra[EXTRA_CAP];
+static int extra_count;
+static pthread_mutex_t extra_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const clnet_kind *clnet_kind_find(const char *name) {
+    for (size_t i = 0; i < BUILTIN; i++)
+        if (strcmp(builtin[i]->name, name) == 0) return builtin[i];
+    const clnet_kind *found = NULL;
+    pthread_mutex_lock(&extra_lock);
+    for (int i = 0; i < extra_count && !found; i++)
+        if (strcmp(extra[i]->name, name) == 0) found = extra[i];
+    pthread_mutex_unlock(&extra_lock);
+    return found;
 }
 
-size_t clnet_layer_none(const clnet_layer *l, int n) {
-    (void)l;
-    (void)n;
-    return 0;
+void clnet_kind_list(char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < BUILTIN && used < cap; i++)
+        used += (size_t)snprintf(out + used, cap - used, "%s%s", i ? ", " : "", builtin[i]->name);
+}
+
+clnet_status clnet_kind_register(const clnet_kind *kind) {
+    if (!kind || !kind->name || !kind->setup || !kind->forward ||
+        kind->config_size > CLNET_CONFIG_CAP || kind->min_inputs < 1 ||
+        kind->max_inputs > CLNET_MAX_INPUTS || kind->min_inputs > kind->max_inputs)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_kind_register: an incomplete kind");
+    if (clnet_kind_find(kind->name))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "a layer kind '%s' exists already",
+                          kind->name);
+    clnet_status status = CLNET_OK;
+    pthread_mutex_lock(&extra_lock);
+    if (extra_count == EXTRA_CAP)
+        status = clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "too many layer kinds registered");
+    else
+        extra[extra_count++] = kind;
+    pthread_mutex_unlock(&extra_lock);
+    return status;
 }
 
 int clnet_window_out(int in, int kernel, int stride, int pad) {
@@ -33,12 +63,48 @@ int clnet_window_out(int in, int kernel, int stride, int pad) {
     return span < 0 ? 0 : span / stride + 1;
 }
 
-clnet_status clnet_layer_fail(const clnet_layer *l, const char *fmt, ...) {
-    char text[512];
+clnet_status clnet_node_fail(const clnet_node *node, const char *fmt, ...) {
+    char text[512], shape[64];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "layer '%s' (%s, input %dx%dx%d): %s", l->name,
-                      l->ops->kind, l->in.c, l->in.h, l->in.w, text);
+    clnet_shape_format(node->in[0], shape, sizeof shape);
+    return clnet_fail(CLNET_ERR_FORMAT, "layer '%s' (%s, input %s): %s", node->name,
+                      node->kind->name, shape, text);
+}
+
+static clnet_tensor *declare(clnet_tensor *t, const char *suffix, int ndim, const int64_t *shape,
+                             clnet_init init) {
+    memset(t, 0, sizeof *t);
+    snprintf(t->suffix, sizeof t->suffix, "%s", suffix);
+    t->ndim = ndim;
+    t->count = 1;
+    for (int i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->count *= (size_t)shape[i];
+    }
+    t->init = init;
+    return t;
+}
+
+clnet_tensor *clnet_node_param(clnet_node *node, const char *suffix, int ndim, const int64_t *shape,
+                               clnet_init init, int fan_in, int fan_out) {
+    clnet_tensor *t = declare(&node->params[node->nparams++], suffix, ndim, shape, init);
+    t->fan_in = fan_in;
+    t->fan_out = fan_out;
+    return t;
+}
+
+clnet_tensor *clnet_node_buffer(clnet_node *node, const char *suffix, clnet_dtype dtype, int ndim,
+                                const int64_t *shape, clnet_init init) {
+    clnet_tensor *t = declare(&node->buffers[node->nbuffers++], suffix, ndim, shape, init);
+    t->dtype = dtype;
+    return t;
+}
+
+void clnet_shape_format(clnet_shape s, char *out, size_t cap) {
+    size_t used = (size_t)snprintf(out, cap, "%d", s.c);
+    for (int i = 0; i < s.ndim && used < cap; i++)
+        used += (size_t)snprintf(out + used, cap - used, "x%d", s.dim[i]);
 }

@@ -1,5 +1,6 @@
 /* Buffers and host staging. */
 #include "memory.h"
+#include "alloc.h"
 #include "error.h"
 
 #include <string.h>
@@ -14,6 +15,7 @@ clnet_status clnet_buffer_create(clnet_device *d, size_t bytes, cl_mem *out) {
              "a buffer of %zu bytes exceeds device %d (%s)'s largest allocation, %llu bytes", bytes,
              d->info.index, d->info.name, (unsigned long long)d->info.max_alloc_bytes);
     cl_mem_flags flags = CL_MEM_READ_WRITE | (d->zero_copy ? CL_MEM_ALLOC_HOST_PTR : 0);
+    clnet_count_device_alloc();
     *out = clCreateBuffer(d->context, flags, bytes, NULL, &err);
     CL_CHECK(err, "clCreateBuffer");
 cleanup:
@@ -47,6 +49,7 @@ clnet_status clnet_staging_create(clnet_device *d, size_t bytes, clnet_staging *
     memset(out, 0, sizeof *out);
     if (bytes == 0) bytes = sizeof(float);
     out->bytes = bytes;
+    clnet_count_device_alloc();
     out->mem =
         clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &err);
     CL_CHECK(err, "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR)");

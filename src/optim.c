@@ -1,10 +1,11 @@
 /* SGD with momentum, Nesterov and weight decay, as PyTorch's torch.optim.SGD
  * (dampening 0), and the learning-rate schedules. */
 #include "optim.h"
+#include "alloc.h"
 #include "error.h"
-#include "net.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void clnet_sgd_defaults(clnet_sgd_config *cfg) {
@@ -14,9 +15,18 @@ void clnet_sgd_defaults(clnet_sgd_config *cfg) {
     cfg->gamma = 0.1f;
 }
 
-clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg) {
-    if (!net || !cfg)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_set_sgd: NULL argument");
+void clnet_optim_init(clnet_optim *o) {
+    memset(o, 0, sizeof *o);
+    clnet_sgd_defaults(&o->sgd);
+}
+
+void clnet_optim_release(clnet_optim *o) {
+    free(o->velocity);
+    o->velocity = NULL;
+    o->velocity_ready = 0;
+}
+
+clnet_status clnet_optim_check(const clnet_sgd_config *cfg) {
     if (!(cfg->lr > 0) || !isfinite(cfg->lr))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "learning rate %g must be > 0", cfg->lr);
     if (!(cfg->momentum >= 0 && cfg->momentum < 1))
@@ -35,11 +45,19 @@ clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg) {
     if (cfg->schedule != CLNET_SCHEDULE_CONSTANT && cfg->schedule != CLNET_SCHEDULE_STEP &&
         cfg->schedule != CLNET_SCHEDULE_COSINE)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "unknown schedule %d", (int)cfg->schedule);
-    net->sgd = *cfg;
     return CLNET_OK;
 }
 
-float clnet_sgd_lr(const clnet_sgd_config *c, int64_t t) {
+clnet_status clnet_optim_prepare(clnet_optim *o, size_t n) {
+    if (o->sgd.momentum > 0 && !o->velocity) {
+        o->velocity = clnet_calloc(n ? n : 1, sizeof(float));
+        if (!o->velocity) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for momentum");
+        o->velocity_ready = 0;
+    }
+    return CLNET_OK;
+}
+
+float clnet_optim_lr(const clnet_sgd_config *c, int64_t t) {
     switch (c->schedule) {
     case CLNET_SCHEDULE_STEP:
         return c->lr * powf(c->gamma, (float)(t / c->step_size));
@@ -52,9 +70,12 @@ float clnet_sgd_lr(const clnet_sgd_config *c, int64_t t) {
     }
 }
 
-void clnet_sgd_apply(const clnet_sgd_config *c, float lr, float *w, const float *grad_sum,
-                     float *velocity, size_t n, int batch, int first_step) {
-    const float inv = 1.0f / (float)batch, mu = c->momentum, wd = c->weight_decay;
+void clnet_optim_apply(clnet_optim *o, float *w, const float *grad_sum, size_t n, int batch) {
+    const clnet_sgd_config *c = &o->sgd;
+    const float lr = clnet_optim_lr(c, o->step), inv = 1.0f / (float)batch, mu = c->momentum,
+                wd = c->weight_decay;
+    const int first_step = !o->velocity_ready;
+    float *velocity = o->velocity;
     for (size_t i = 0; i < n; i++) {
         float g = grad_sum[i] * inv + wd * w[i];
         if (mu > 0) {
@@ -64,4 +85,6 @@ void clnet_sgd_apply(const clnet_sgd_config *c, float lr, float *w, const float 
         }
         w[i] -= lr * g;
     }
+    o->velocity_ready = mu > 0;
+    o->step++;
 }

@@ -1,6 +1,7 @@
 /* Training curves as SVG 1.1: the picture is built in memory, then written to a temporary file
  * next to the target and renamed into place. Numbers are formatted with integer arithmetic, so
  * an application's LC_NUMERIC (a decimal comma) cannot break the file. */
+#include "alloc.h"
 #include "plot.h"
 #include "fileio.h"
 #include "error.h"
@@ -60,9 +61,8 @@ static void put(svg_text *t, const char *fmt, ...) {
             return;
         }
         size_t cap = t->cap ? t->cap : 16384;
-        while (cap - t->len <= (size_t)n)
-            cap *= 2;
-        char *b = realloc(t->buf, cap);
+        while (cap - t->len <= (size_t)n) cap *= 2;
+        char *b = clnet_realloc(t->buf, cap);
         if (!b) {
             t->out_of_memory = 1;
             return;
@@ -190,8 +190,7 @@ static num tick_text(const axis *a, double v) {
     num mm = fixed(m, 2);
     /* 1.50 -> 1.5, 2.00 -> 2 */
     char *end = mm.s + strlen(mm.s);
-    while (end > mm.s && end[-1] == '0')
-        *--end = '\0';
+    while (end > mm.s && end[-1] == '0') *--end = '\0';
     if (end > mm.s && end[-1] == '.') *--end = '\0';
     snprintf(r.s, sizeof r.s, "%.24se%d", mm.s, e);
     return r;
@@ -252,8 +251,7 @@ static void panel_axes(panel *p, int accuracy) {
 
 static int utf8_length(const char *s) {
     int n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xc0) != 0x80;
+    for (; *s; s++) n += ((unsigned char)*s & 0xc0) != 0x80;
     return n;
 }
 
@@ -319,8 +317,7 @@ static void put_series(svg_text *t, const panel *p, int k) {
     const clnet_plot_series *s = &p->series[k];
     const char *colour = PALETTE[p->colour[k] % NCOLOURS];
     int any = 0;
-    for (int i = 0; i < s->n && !any; i++)
-        any = point_ok(s, i);
+    for (int i = 0; i < s->n && !any; i++) any = point_ok(s, i);
     if (!any) return;
     /* One path per series; a skipped point starts a new piece with M. */
     put(t, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" stroke-linejoin=\"round\"%s d=\"",
@@ -455,8 +452,7 @@ static void put_panel(svg_text *t, const panel *p, const char *x_label) {
     put(t,
         "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#444444\"/>\n",
         px(p->left).s, px(p->top).s, px(p->right - p->left).s, px(p->bottom - p->top).s);
-    for (int k = 0; k < p->count; k++)
-        put_series(t, p, k);
+    for (int k = 0; k < p->count; k++) put_series(t, p, k);
     if (p->count > 0) put_legend(t, p);
     put(t, "</g>\n");
 }
@@ -517,7 +513,7 @@ clnet_status clnet_plot_svg(const char *path, const char *title, const char *x_l
     if (!path) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_plot_svg: NULL path");
     TRY(check_series("loss", loss, nloss));
     TRY(check_series("accuracy", acc, nacc));
-    colour = malloc(sizeof *colour * (size_t)(nloss + nacc + 1));
+    colour = clnet_malloc(sizeof *colour * (size_t)(nloss + nacc + 1));
     if (!colour) FAIL(CLNET_ERR_OUT_OF_MEMORY, "clnet_plot_svg %s: out of memory", path);
     assign_colours(loss, nloss, acc, nacc, colour);
 

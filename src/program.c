@@ -1,4 +1,5 @@
 /* Program building and the per-device program/kernel tables. */
+#include "alloc.h"
 #include "program.h"
 #include "error.h"
 #include "kcache.h"
@@ -15,7 +16,7 @@ static char *build_log(clnet_device *d, cl_program p) {
     size_t n = 0;
     if (clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS)
         return NULL;
-    char *log = malloc(n + 1);
+    char *log = clnet_malloc(n + 1);
     if (!log) return NULL;
     if (clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS) n = 0;
     log[n] = '\0';
@@ -43,7 +44,7 @@ static void store_binary(clnet_device *d, cl_program p, const char *key) {
     if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS ||
         len == 0)
         return; /* drivers without binaries simply rebuild each run */
-    unsigned char *bin = malloc(len);
+    unsigned char *bin = clnet_malloc(len);
     if (!bin) return;
     unsigned char *bins[1] = {bin};
     if (clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS &&
@@ -71,7 +72,7 @@ clnet_status clnet_program_build(clnet_device *d, const char *label, const char 
     if (strstr(d->info.platform_name, "Portable Computing Language"))
         snprintf(device_option, sizeof device_option, " -DCLNET_DEVICE_INDEX=%d", d->info.index);
     size_t n = strlen(STD_OPTION) + strlen(device_option) + strlen(options ? options : "") + 2;
-    all_options = malloc(n);
+    all_options = clnet_malloc(n);
     if (!all_options) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory building '%s'", label);
     snprintf(all_options, n, "%s%s %s", STD_OPTION, device_option, options ? options : "");
     key = clnet_kcache_key(d, source, all_options);
@@ -119,7 +120,7 @@ static clnet_status add_program(clnet_device *d, const char *family, const char 
                                 clnet_program **out) {
     clnet_status status = CLNET_OK;
     char *source = NULL;
-    clnet_program *entry = calloc(1, sizeof *entry);
+    clnet_program *entry = clnet_calloc(1, sizeof *entry);
     if (!entry) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     entry->family = strdup(family);
     entry->options = strdup(options);
@@ -152,7 +153,7 @@ clnet_status clnet_kernel_get(clnet_device *d, const char *family, const char *o
     for (k = p->kernels; k; k = k->next)
         if (strcmp(k->name, name) == 0) break;
     if (!k) {
-        k = calloc(1, sizeof *k);
+        k = clnet_calloc(1, sizeof *k);
         if (!k || !(k->name = strdup(name))) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
         k->kernel = clCreateKernel(p->program, name, &err);
         if (err != CL_SUCCESS) {
@@ -199,8 +200,7 @@ static pthread_mutex_t profile_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void profile_print(void) {
     double total = 0;
-    for (int i = 0; i < profile_count; i++)
-        total += profile[i].seconds;
+    for (int i = 0; i < profile_count; i++) total += profile[i].seconds;
     fprintf(stderr, "clnet kernel profile (CLNET_PROFILE=1):\n");
     for (int i = 0; i < profile_count; i++)
         fprintf(stderr, "  %-20s %8ld calls %10.3f s %5.1f%%\n", profile[i].name, profile[i].calls,
@@ -237,8 +237,7 @@ void clnet_profile_end(clnet_device *d, const char *name, double began) {
     double t = now() - began;
     pthread_mutex_lock(&profile_lock);
     int i = 0;
-    while (i < profile_count && strcmp(profile[i].name, name) != 0)
-        i++;
+    while (i < profile_count && strcmp(profile[i].name, name) != 0) i++;
     if (i == profile_count && profile_count < 64)
         snprintf(profile[profile_count++].name, sizeof profile[0].name, "%s", name);
     if (i < profile_count) {

@@ -1,5 +1,6 @@
 /* Device discovery, the device selection spec, and one context + queue per
  * selected device. */
+#include "alloc.h"
 #include "device.h"
 #include "elementwise.h"
 #include "error.h"
@@ -42,8 +43,7 @@ static void device_string(cl_device_id d, cl_device_info what, char *out, size_t
     out[cap - 1] = '\0';
     /* Some drivers pad names with spaces. */
     size_t n = strlen(out);
-    while (n > 0 && isspace((unsigned char)out[n - 1]))
-        out[--n] = '\0';
+    while (n > 0 && isspace((unsigned char)out[n - 1])) out[--n] = '\0';
 }
 
 static int compare_platforms(const void *a, const void *b) {
@@ -91,8 +91,8 @@ static clnet_status discover(candidate **out, int *out_count) {
              "OCL_ICD_VENDORS",
              clnet_cl_error_name(err == CL_SUCCESS ? CL_PLATFORM_NOT_FOUND_KHR : err));
     CL_CHECK(err, "clGetPlatformIDs");
-    ids = calloc(nplat, sizeof *ids);
-    plats = calloc(nplat, sizeof *plats);
+    ids = clnet_calloc(nplat, sizeof *ids);
+    plats = clnet_calloc(nplat, sizeof *plats);
     if (!ids || !plats) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory listing platforms");
     CL_CHECK(clGetPlatformIDs(nplat, ids, NULL), "clGetPlatformIDs");
     for (cl_uint p = 0; p < nplat; p++) {
@@ -114,8 +114,8 @@ static clnet_status discover(candidate **out, int *out_count) {
             continue;
         }
         free(devs);
-        devs = calloc(ndev, sizeof *devs);
-        candidate *grown = realloc(cands, (size_t)(count + (int)ndev) * sizeof *cands);
+        devs = clnet_calloc(ndev, sizeof *devs);
+        candidate *grown = clnet_realloc(cands, (size_t)(count + (int)ndev) * sizeof *cands);
         if (!devs || !grown) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory listing devices");
         cands = grown;
         err = clGetDeviceIDs(plats[p].id, CL_DEVICE_TYPE_ALL, ndev, devs, NULL);
@@ -186,11 +186,9 @@ static clnet_status select_devices(candidate *c, int n, const char *spec) {
     clnet_status status = CLNET_OK;
     char known[2048];
     describe_candidates(c, n, known, sizeof known);
-    while (isspace((unsigned char)*spec))
-        spec++;
+    while (isspace((unsigned char)*spec)) spec++;
     size_t len = strlen(spec);
-    while (len > 0 && isspace((unsigned char)spec[len - 1]))
-        len--;
+    while (len > 0 && isspace((unsigned char)spec[len - 1])) len--;
     char text[512];
     if (len >= sizeof text) FAIL(CLNET_ERR_BAD_DEVICE_SPEC, "device selection is too long");
     memcpy(text, spec, len);
@@ -198,8 +196,7 @@ static clnet_status select_devices(candidate *c, int n, const char *spec) {
 
     int matched = 0;
     if (len == 0 || strcasecmp(text, "all") == 0) {
-        for (int i = 0; i < n; i++)
-            c[i].selected = 1;
+        for (int i = 0; i < n; i++) c[i].selected = 1;
         matched = n;
     } else if (strcasecmp(text, "gpu") == 0 || strcasecmp(text, "cpu") == 0) {
         clnet_device_type want = strcasecmp(text, "gpu") == 0 ? CLNET_DEVICE_GPU : CLNET_DEVICE_CPU;
@@ -221,8 +218,7 @@ static clnet_status select_devices(candidate *c, int n, const char *spec) {
                 FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
                      "device selection '%s': expected a comma list of device numbers such as 0,2",
                      text);
-            while (isspace((unsigned char)*end))
-                end++;
+            while (isspace((unsigned char)*end)) end++;
             if (k < 0 || k >= n)
                 FAIL(CLNET_ERR_NO_DEVICE,
                      "device selection '%s': there is no device %ld (devices are %s)", text, k,
@@ -238,8 +234,7 @@ static clnet_status select_devices(candidate *c, int n, const char *spec) {
                      "device selection '%s': expected a comma list of device numbers such as 0,2",
                      text);
             p = end + 1;
-            while (isspace((unsigned char)*p))
-                p++;
+            while (isspace((unsigned char)*p)) p++;
         }
     } else {
         FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
@@ -369,12 +364,11 @@ clnet_status clnet_runtime_create(clnet_runtime **out, const char *device_spec) 
 
     TRY(discover(&cands, &ncand));
     TRY(select_devices(cands, ncand, device_spec));
-    rt = calloc(1, sizeof *rt);
+    rt = clnet_calloc(1, sizeof *rt);
     if (!rt) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory creating the runtime");
     cache_config_from_env(&rt->cache);
-    for (int i = 0; i < ncand; i++)
-        rt->count += cands[i].selected;
-    rt->devices = calloc((size_t)rt->count, sizeof *rt->devices);
+    for (int i = 0; i < ncand; i++) rt->count += cands[i].selected;
+    rt->devices = clnet_calloc((size_t)rt->count, sizeof *rt->devices);
     if (!rt->devices) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory creating the runtime");
     int opened = 0;
     for (int i = 0; i < ncand; i++) {
@@ -427,8 +421,7 @@ clnet_status clnet_runtime_device_check(clnet_runtime *rt, int i) {
     clnet_device *d = clnet_runtime_device(rt, i);
     if (!d) return CLNET_ERR_INVALID_ARGUMENT;
 
-    for (int k = 0; k < N; k++)
-        host[k] = (float)(k % 7) - 3.0f;
+    for (int k = 0; k < N; k++) host[k] = (float)(k % 7) - 3.0f;
     TRY(clnet_buffer_create(d, N * sizeof(float), &x));
     TRY(clnet_buffer_create(d, N * sizeof(float), &y));
     TRY(clnet_buffer_write(d, x, 0, N, host));

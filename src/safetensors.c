@@ -1,4 +1,5 @@
 /* Reading and writing float32 and int64 tensors in the safetensors format. */
+#include "alloc.h"
 #include "safetensors.h"
 #include "fileio.h"
 #include "error.h"
@@ -79,7 +80,7 @@ static int compare_names(const void *a, const void *b) {
 static clnet_status find_duplicate(char *const *names, int n, const char **dup) {
     *dup = NULL;
     if (n < 2) return CLNET_OK;
-    char **sorted = malloc((size_t)n * sizeof *sorted);
+    char **sorted = clnet_malloc((size_t)n * sizeof *sorted);
     if (!sorted) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory checking names");
     memcpy(sorted, names, (size_t)n * sizeof *sorted);
     qsort(sorted, (size_t)n, sizeof *sorted, compare_names);
@@ -210,8 +211,8 @@ static clnet_status read_metadata(const char *path, const clnet_json *v, clnet_s
     TRY(find_duplicate(v->keys, v->count, &dup));
     if (dup) FAIL(CLNET_ERR_FORMAT, "%s: metadata key '%s' occurs twice", path, dup);
     if (v->count > 0) {
-        f->keys = calloc((size_t)v->count, sizeof *f->keys);
-        f->values = calloc((size_t)v->count, sizeof *f->values);
+        f->keys = clnet_calloc((size_t)v->count, sizeof *f->keys);
+        f->values = clnet_calloc((size_t)v->count, sizeof *f->values);
         if (!f->keys || !f->values) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     for (int k = 0; k < v->count; k++) {
@@ -246,7 +247,7 @@ static clnet_status read_header(const char *path, const clnet_json *root, uint64
         FAIL(CLNET_ERR_FORMAT, "%s: the header names '%s' twice (duplicate tensor name)", path,
              dup);
     if (root->count > 0) {
-        f->tensors = calloc((size_t)root->count, sizeof *f->tensors);
+        f->tensors = clnet_calloc((size_t)root->count, sizeof *f->tensors);
         if (!f->tensors) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     for (int k = 0; k < root->count; k++) {
@@ -337,13 +338,13 @@ clnet_status clnet_st_load(const char *path, clnet_st_file **out) {
              " bytes that follow it",
              path, n, size - 8);
 
-    header = malloc((size_t)n);
-    f = calloc(1, sizeof *f);
+    header = clnet_malloc((size_t)n);
+    f = clnet_calloc(1, sizeof *f);
     if (!header || !f) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     f->path = strdup(path);
     if (!f->path) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     TRY(read_exactly(fp, path, header, (size_t)n));
-    what = malloc(strlen(path) + sizeof ": header");
+    what = clnet_malloc(strlen(path) + sizeof ": header");
     if (!what) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     sprintf(what, "%s: header", path);
     TRY(clnet_json_parse(header, (size_t)n, what, MAX_JSON_DEPTH, &root));
@@ -355,12 +356,12 @@ clnet_status clnet_st_load(const char *path, clnet_st_file **out) {
      * tensor may begin at 4 mod 8 (safetensors does not align), so those are decoded into
      * an area of their own. */
     if (data_size > SIZE_MAX) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: too large for memory", path);
-    f->data = malloc(data_size > 0 ? (size_t)data_size : 1);
+    f->data = clnet_malloc(data_size > 0 ? (size_t)data_size : 1);
     uint64_t nints = 0;
     for (int i = 0; i < f->count; i++)
         if (f->tensors[i].dtype == CLNET_ST_I64)
             nints += (f->tensors[i].end - f->tensors[i].begin) / 8;
-    f->ints = malloc(nints > 0 ? (size_t)nints * 8 : 1);
+    f->ints = clnet_malloc(nints > 0 ? (size_t)nints * 8 : 1);
     if (!f->data || !f->ints)
         FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory for %" PRIu64 " bytes of data", path,
              data_size);
@@ -509,7 +510,7 @@ static void add(text *t, const char *s, size_t n) {
     if (t->len + n + 1 > t->cap) {
         size_t cap = t->cap ? t->cap : 256;
         while (cap < t->len + n + 1) cap *= 2;
-        char *b = realloc(t->buf, cap);
+        char *b = clnet_realloc(t->buf, cap);
         if (!b) {
             t->failed = 1;
             return;
@@ -616,7 +617,7 @@ static clnet_status check_save_args(const char *path, const clnet_st_tensor *ten
     }
     int most = count > nmeta ? count : nmeta;
     if (most > 0) {
-        names = malloc((size_t)most * sizeof *names);
+        names = clnet_malloc((size_t)most * sizeof *names);
         if (!names) FAIL(CLNET_ERR_OUT_OF_MEMORY, "clnet_st_save %s: out of memory", path);
     }
     for (int i = 0; i < count; i++) names[i] = (char *)tensors[i].name;

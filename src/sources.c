@@ -1,4 +1,5 @@
 /* Composing a kernel family's source text. */
+#include "alloc.h"
 #include "sources.h"
 #include "error.h"
 
@@ -24,7 +25,7 @@ static clnet_status read_override(const char *dir, const char *family, char **ou
     if (fseek(f, 0, SEEK_END) != 0) FAIL(CLNET_ERR_IO, "cannot read %s", path);
     long n = ftell(f);
     if (n < 0 || fseek(f, 0, SEEK_SET) != 0) FAIL(CLNET_ERR_IO, "cannot read %s", path);
-    text = malloc((size_t)n + 1);
+    text = clnet_malloc((size_t)n + 1);
     if (!text) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
     if (fread(text, 1, (size_t)n, f) != (size_t)n) FAIL(CLNET_ERR_IO, "cannot read %s", path);
     text[n] = '\0';
@@ -61,7 +62,7 @@ clnet_status clnet_kernel_source(const char *family, char **out) {
     TRY(family_text("common", &common_owned, &common, &common_len));
     TRY(family_text(family, &family_owned, &body, &body_len));
     size_t cap = common_len + body_len + 128;
-    char *text = malloc(cap);
+    char *text = clnet_malloc(cap);
     if (!text) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory composing kernel source");
     snprintf(text, cap, "#line 1 \"common.cl\"\n%.*s\n#line 1 \"%s.cl\"\n%.*s\n", (int)common_len,
              common, family, (int)body_len, body);

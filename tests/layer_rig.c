@@ -13,33 +13,41 @@ static cl_mem buffer(clnet_device *d, size_t floats) {
     return m;
 }
 
-void rig_create(layer_rig *r, clnet_device *d, clnet_shape in, const char *line, int n) {
+void rig_create(layer_rig *r, clnet_device *d, rig_shape in, const char *line, int n) {
     memset(r, 0, sizeof *r);
     char input[128];
     snprintf(input, sizeof input, "input channels=%d height=%d width=%d", in.c, in.h, in.w);
     ck_assert_int_eq(clnet_net_create(&r->net), CLNET_OK);
     ck_assert_int_eq(clnet_net_add(r->net, input), CLNET_OK);
     ck_assert_msg(clnet_net_add(r->net, line) == CLNET_OK, "'%s': %s", line, clnet_last_error());
-    r->l = &r->net->layers[0];
+    ck_assert(r->net->model.resolved && r->net->model.count == 1);
+    const clnet_node *l = r->l = &r->net->model.nodes[0];
     r->d = d;
     r->n = n;
-    r->in_count = (size_t)n * clnet_shape_size(r->l->in);
-    r->out_count = (size_t)n * clnet_shape_size(r->l->out);
-    size_t np = r->l->nweight + r->l->nbias;
+    r->in_count = (size_t)n * clnet_shape_size(l->in[0]);
+    r->out_count = (size_t)n * clnet_shape_size(l->out);
+    if (l->nparams) {
+        r->nw = l->params[0].count;
+        r->nb = l->params[1].count;
+        r->weight_ndim = l->params[0].ndim;
+        r->weight_shape = l->params[0].shape;
+    }
+    size_t np = l->param_count;
     r->params = buffer(d, np);
     r->grads = buffer(d, np);
+    r->buffers = buffer(d, r->net->model.nbuffers);
     r->act = buffer(d, r->in_count + r->out_count);
     r->dact = buffer(d, r->in_count + r->out_count);
-    r->keep = buffer(d, r->l->ops->keep_floats(r->l, n));
-    r->work = buffer(d, r->l->ops->work_floats(r->l, n));
+    r->keep = buffer(d, l->kind->keep_floats ? l->kind->keep_floats(l, n) : 0);
+    r->work = buffer(d, l->kind->work_floats ? l->kind->work_floats(l, n) : 0);
     r->labels = buffer(d, (size_t)n);
     r->loss = buffer(d, (size_t)n);
     r->correct = buffer(d, (size_t)n);
 }
 
 void rig_free(layer_rig *r) {
-    cl_mem all[] = {r->params, r->grads,  r->act,  r->dact,   r->keep,
-                    r->work,   r->labels, r->loss, r->correct};
+    cl_mem all[] = {r->params, r->grads, r->buffers, r->act,  r->dact,
+                    r->keep,   r->work,  r->labels,  r->loss, r->correct};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]) clReleaseMemObject(all[i]);
     clnet_net_free(r->net);
@@ -47,44 +55,46 @@ void rig_free(layer_rig *r) {
 }
 
 void rig_set_params(layer_rig *r, const float *w, const float *b) {
-    if (w) ck_assert_int_eq(clnet_buffer_write(r->d, r->params, 0, r->l->nweight, w), CLNET_OK);
-    if (b)
-        ck_assert_int_eq(clnet_buffer_write(r->d, r->params, r->l->nweight, r->l->nbias, b),
-                         CLNET_OK);
+    if (w) ck_assert_int_eq(clnet_buffer_write(r->d, r->params, 0, r->nw, w), CLNET_OK);
+    if (b) ck_assert_int_eq(clnet_buffer_write(r->d, r->params, r->nw, r->nb, b), CLNET_OK);
 }
 
-static clnet_pass pass(layer_rig *r, int want_grad) {
-    return (clnet_pass){.d = r->d,
-                        .n = r->n,
-                        .params = r->params,
-                        .grads = r->grads,
-                        .act = r->act,
-                        .x = 0,
-                        .y = r->l->ops->is_view ? 0 : r->in_count,
-                        .dact = r->dact,
-                        .dx = 0,
-                        .dy = r->l->ops->is_view ? 0 : r->in_count,
-                        .need_dx = 1,
-                        .keep = r->keep,
-                        .keep_off = 0,
-                        .work = r->work,
-                        .beta = 0.0f,
-                        .labels = r->labels,
-                        .loss = r->loss,
-                        .correct = r->correct,
-                        .want_grad = want_grad};
+/* The input at 0 and the output after it (a view's output is its input). */
+static clnet_pass pass(layer_rig *r, const clnet_ctx *ctx) {
+    size_t out = r->l->kind->is_view ? 0 : r->in_count;
+    clnet_pass p = {.ctx = ctx,
+                    .d = r->d,
+                    .n = r->n,
+                    .params = r->params,
+                    .grads = r->grads,
+                    .buffers = r->buffers,
+                    .act = r->act,
+                    .y = out,
+                    .dact = r->dact,
+                    .dy = out,
+                    .keep = r->keep,
+                    .work = r->work,
+                    .beta = 0.0f,
+                    .labels = r->labels,
+                    .loss = r->loss,
+                    .correct = r->correct,
+                    .want_grad = 1};
+    p.need_dx[0] = 1;
+    p.dx_beta[0] = r->dx_beta;
+    return p;
 }
 
 void rig_forward(layer_rig *r, const float *x, float *y, const int32_t *labels, float *loss,
                  int *correct) {
+    clnet_ctx ctx = {.train = 1, .d = r->d};
     ck_assert_int_eq(clnet_buffer_write(r->d, r->act, 0, r->in_count, x), CLNET_OK);
     if (labels)
         ck_assert_int_eq(clEnqueueWriteBuffer(r->d->queue, r->labels, CL_TRUE, 0,
                                               (size_t)r->n * sizeof(int32_t), labels, 0, NULL,
                                               NULL),
                          CL_SUCCESS);
-    clnet_pass p = pass(r, 1);
-    ck_assert_msg(r->l->ops->forward(r->l, &p) == CLNET_OK, "forward: %s", clnet_last_error());
+    clnet_pass p = pass(r, &ctx);
+    ck_assert_msg(r->l->kind->forward(r->l, &p) == CLNET_OK, "forward: %s", clnet_last_error());
     if (y) ck_assert_int_eq(clnet_buffer_read(r->d, r->act, p.y, r->out_count, y), CLNET_OK);
     if (loss) ck_assert_int_eq(clnet_buffer_read(r->d, r->loss, 0, (size_t)r->n, loss), CLNET_OK);
     if (correct)
@@ -95,13 +105,16 @@ void rig_forward(layer_rig *r, const float *x, float *y, const int32_t *labels, 
 }
 
 void rig_backward(layer_rig *r, const float *dy, float *dx, float *dw, float *db) {
-    clnet_pass p = pass(r, 1);
-    if (!r->l->ops->is_loss)
+    clnet_ctx ctx = {.train = 1, .d = r->d};
+    clnet_pass p = pass(r, &ctx);
+    if (!r->l->kind->is_loss)
         ck_assert_int_eq(clnet_buffer_write(r->d, r->dact, p.dy, r->out_count, dy), CLNET_OK);
-    ck_assert_msg(r->l->ops->backward(r->l, &p) == CLNET_OK, "backward: %s", clnet_last_error());
+    if (r->dx_beta != 0 && dx)
+        ck_assert_int_eq(clnet_buffer_write(r->d, r->dact, 0, r->in_count, dx), CLNET_OK);
+    if (r->l->kind->backward)
+        ck_assert_msg(r->l->kind->backward(r->l, &p) == CLNET_OK, "backward: %s",
+                      clnet_last_error());
     if (dx) ck_assert_int_eq(clnet_buffer_read(r->d, r->dact, 0, r->in_count, dx), CLNET_OK);
-    if (dw) ck_assert_int_eq(clnet_buffer_read(r->d, r->grads, 0, r->l->nweight, dw), CLNET_OK);
-    if (db)
-        ck_assert_int_eq(clnet_buffer_read(r->d, r->grads, r->l->nweight, r->l->nbias, db),
-                         CLNET_OK);
+    if (dw) ck_assert_int_eq(clnet_buffer_read(r->d, r->grads, 0, r->nw, dw), CLNET_OK);
+    if (db) ck_assert_int_eq(clnet_buffer_read(r->d, r->grads, r->nw, r->nb, db), CLNET_OK);
 }

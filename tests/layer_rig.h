@@ -6,23 +6,40 @@
 #include "harness.h"
 #include "layer.h"
 
+/* One sample's shape (C, H, W); vectors are (C, 1, 1). */
+typedef struct {
+    int c, h, w;
+} rig_shape;
+
+static inline size_t rig_shape_size(rig_shape s) {
+    return (size_t)s.c * (size_t)s.h * (size_t)s.w;
+}
+
 typedef struct {
     clnet_net *net; /* holds the one layer (and its input shape) */
-    const clnet_layer *l;
+    const clnet_node *l;
     clnet_device *d;
     int n;
     size_t in_count, out_count; /* n * per-sample sizes */
-    cl_mem params, grads, act, dact, keep, work, labels, loss, correct;
+    size_t nw, nb;              /* weight and bias counts (0 when the layer has none) */
+    int weight_ndim;            /* the weight's shape, as PyTorch lays it out */
+    const int64_t *weight_shape;
+    /* 0: backward overwrites dx; 1: it adds to what dx holds (another reader
+     * of the tensor wrote it first): rig_backward then starts from the
+     * caller's dx. */
+    float dx_beta;
+    cl_mem params, grads, buffers, act, dact, keep, work, labels, loss, correct;
 } layer_rig;
 
 /* Makes the layer from a model-file line on input (n, in); fails the test on error. */
-void rig_create(layer_rig *r, clnet_device *d, clnet_shape in, const char *line, int n);
+void rig_create(layer_rig *r, clnet_device *d, rig_shape in, const char *line, int n);
 void rig_free(layer_rig *r);
 void rig_set_params(layer_rig *r, const float *w, const float *b); /* either may be NULL */
 /* y may be NULL; labels/loss/correct only for the loss layer. */
 void rig_forward(layer_rig *r, const float *x, float *y, const int32_t *labels, float *loss,
                  int *correct);
-/* dy is ignored by the loss layer, whose dx comes from its forward. */
+/* dy is ignored by the loss layer, whose dx comes from its forward. With
+ * dx_beta 1, dx holds on entry what the device's dx starts from. */
 void rig_backward(layer_rig *r, const float *dy, float *dx, float *dw, float *db);
 
 #endif

@@ -3,11 +3,13 @@
 #include "error.h"
 #include "harness.h"
 #include "kcache.h"
-#include "parallel.h"
+#include "collective.h"
+#include "worker.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,7 +18,7 @@ START_TEST(version_matches_the_macros) {
     snprintf(want, sizeof want, "%d.%d.%d", CLNET_VERSION_MAJOR, CLNET_VERSION_MINOR,
              CLNET_VERSION_PATCH);
     ck_assert_str_eq(clnet_version(), want);
-    ck_assert_str_eq(clnet_version(), "0.1.0");
+    ck_assert_str_eq(clnet_version(), "0.2.0");
 }
 END_TEST
 
@@ -85,14 +87,95 @@ static clnet_status fail_odd(int i, void *ctx) {
 
 START_TEST(worker_thread_failures_reach_the_caller) {
     int ran[4] = {0};
+    clnet_workers *w = NULL;
+    ck_assert_int_eq(clnet_workers_create(&w, 4), CLNET_OK);
     clnet_fail(CLNET_ERR_IO, "an older message");
-    clnet_status s = clnet_parallel_for(4, fail_odd, ran);
+    clnet_status s = clnet_workers_run(w, fail_odd, ran, NULL);
     ck_assert_int_eq(s, CLNET_ERR_WRONG_RESULT);
     ck_assert_msg(strstr(clnet_last_error(), "task 1 failed on purpose"), "%s", clnet_last_error());
-    for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(ran[i], 1);
-    int ran_ok[1] = {0};
-    ck_assert_int_eq(clnet_parallel_for(1, fail_odd, ran_ok), CLNET_OK);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(ran[i], 1);
+    /* only the chosen workers run; the same threads serve job after job */
+    clnet_counters before, after;
+    clnet_debug_counters(&before);
+    for (int round = 0; round < 50; round++) {
+        int some[4] = {0}, active[4] = {1, 0, 1, 0};
+        ck_assert_int_eq(clnet_workers_run(w, fail_odd, some, active), CLNET_OK);
+        ck_assert(some[0] && !some[1] && some[2] && !some[3]);
+    }
+    clnet_debug_counters(&after);
+    ck_assert_uint_eq(after.threads, before.threads);
+    ck_assert_uint_eq(after.host_allocs, before.host_allocs);
+    clnet_workers_free(w);
+}
+END_TEST
+
+/* ---- collectives across workers ---------------------------------------------- */
+
+#define RANKS 3
+typedef struct {
+    clnet_collective handles[RANKS];
+    double sums[RANKS][4];
+    int gathered[RANKS][RANKS];
+    int fail_rank; /* this rank fails before its call, aborting the group; -1: none */
+    clnet_local_group *group;
+} coll_case;
+
+static clnet_status coll_job(int i, void *arg) {
+    coll_case *c = arg;
+    clnet_collective *me = &c->handles[i];
+    if (i == c->fail_rank) {
+        struct timespec pause = {0, 20 * 1000 * 1000}; /* let the others start waiting */
+        nanosleep(&pause, NULL);
+        clnet_local_group_abort(c->group);
+        return clnet_fail(CLNET_ERR_WRONG_RESULT, "rank %d gives up", i);
+    }
+    for (int round = 0; round < 20; round++) { /* many rounds: no result read too early */
+        /* values whose float sum depends on the order: 1e16 + r - 1e16 */
+        double v[4] = {i == 0 ? 1e16 : i == 1 ? 1.0 : -1e16, (double)i, round, 0.5};
+        clnet_status s = me->sum(me, v, 4);
+        if (s != CLNET_OK) return s;
+        memcpy(c->sums[i], v, sizeof v);
+        int mine = 10 * i + round, all[RANKS];
+        s = me->gather(me, &mine, sizeof mine, all);
+        if (s != CLNET_OK) return s;
+        for (int r = 0; r < RANKS; r++)
+            if (all[r] != 10 * r + round) return clnet_fail(CLNET_ERR_WRONG_RESULT, "gather");
+        memcpy(c->gathered[i], all, sizeof all);
+    }
+    return CLNET_OK;
+}
+
+START_TEST(collectives_combine_in_rank_order_and_abort_cleanly) {
+    clnet_workers *w = NULL;
+    clnet_local_group *g = NULL;
+    static coll_case c;
+    ck_assert_int_eq(clnet_workers_create(&w, RANKS), CLNET_OK);
+    ck_assert_int_eq(clnet_local_group_create(&g, RANKS, 256), CLNET_OK);
+    c.group = g;
+    clnet_local_group_reset(g, RANKS, c.handles);
+    c.fail_rank = -1;
+    ck_assert_msg(clnet_workers_run(w, coll_job, &c, NULL) == CLNET_OK, "%s", clnet_last_error());
+    for (int r = 0; r < RANKS; r++) {
+        /* rank order: (1e16 + 1) - 1e16 = 0 in double (1e16 + 1 rounds to 1e16) */
+        ck_assert_double_eq(c.sums[r][0], (1e16 + 1.0) + -1e16);
+        ck_assert_double_eq(c.sums[r][1], 0 + 1 + 2);
+        ck_assert_double_eq(c.sums[r][2], 3 * 19);
+        ck_assert_double_eq(c.sums[r][3], 1.5);
+    }
+    /* a rank that fails wakes the others with an error instead of a hang:
+     * the job of a failing replica aborts the group (step.c does this) */
+    clnet_local_group_reset(g, RANKS, c.handles);
+    c.fail_rank = 1;
+    clnet_status s = clnet_workers_run(w, coll_job, &c, NULL);
+    ck_assert_int_ne(s, CLNET_OK);
+    /* the lowest failing index explains it: rank 0, woken by the abort */
+    ck_assert_msg(strstr(clnet_last_error(), "abandoned"), "%s", clnet_last_error());
+    /* room is checked */
+    clnet_local_group_reset(g, 1, c.handles);
+    double big[64] = {0};
+    ck_assert_int_eq(c.handles[0].sum(&c.handles[0], big, 64), CLNET_ERR_INVALID_ARGUMENT);
+    clnet_local_group_free(g);
+    clnet_workers_free(w);
 }
 END_TEST
 
@@ -141,8 +224,7 @@ START_TEST(cache_round_trip_and_every_damage_is_caught) {
     clnet_device d = fake_device();
     char *key = clnet_kcache_key(&d, "source", "-cl-std=CL1.2");
     unsigned char payload[1000];
-    for (int i = 0; i < 1000; i++)
-        payload[i] = (unsigned char)(i * 7);
+    for (int i = 0; i < 1000; i++) payload[i] = (unsigned char)(i * 7);
     unsigned char *bin = NULL;
     size_t len = 0;
 
@@ -220,6 +302,7 @@ int main(void) {
     tcase_add_test(t, opencl_failures_name_the_call_code_and_place);
     tcase_add_test(t, error_context_and_long_messages);
     tcase_add_test(t, worker_thread_failures_reach_the_caller);
+    tcase_add_test(t, collectives_combine_in_rank_order_and_abort_cleanly);
     tcase_add_test(t, cache_key_changes_with_source_options_and_device);
     tcase_add_test(t, cache_round_trip_and_every_damage_is_caught);
     tcase_add_test(t, cache_disabled_neither_reads_nor_writes);

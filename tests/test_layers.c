@@ -230,8 +230,8 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
             char line[128];
             line_for(t, line, sizeof line);
             layer_rig r;
-            rig_create(&r, d, (clnet_shape){t->c, t->h, t->w}, line, t->n);
-            size_t nx = r.in_count, ny = r.out_count, nw = r.l->nweight, nb = r.l->nbias;
+            rig_create(&r, d, (rig_shape){t->c, t->h, t->w}, line, t->n);
+            size_t nx = r.in_count, ny = r.out_count, nw = r.nw, nb = r.nb;
             float *x = malloc(nx * 4), *y = malloc(ny * 4), *yr = malloc(ny * 4);
             float *dy = malloc(ny * 4), *dx = malloc(nx * 4), *dxr = malloc(nx * 4);
             float *w = malloc((nw + 1) * 4), *b = malloc((nb + 1) * 4);
@@ -286,7 +286,7 @@ START_TEST(softmax_xent_is_stable_for_huge_logits) {
     for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
         clnet_device *d = clnet_runtime_device(rt, dev);
         layer_rig r;
-        rig_create(&r, d, (clnet_shape){4, 1, 1}, "softmax_cross_entropy", 2);
+        rig_create(&r, d, (rig_shape){4, 1, 1}, "softmax_cross_entropy", 2);
         float x[8] = {1000, 999, 998, -1000, 80, 90, 100, 95};
         int32_t labels[2] = {1, 2};
         float probs[8], loss[2], dx[8];

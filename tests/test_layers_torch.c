@@ -41,7 +41,7 @@ typedef struct {
     kind k;
     char line[128];
     int n;             /* batch */
-    clnet_shape in;    /* one sample's input */
+    rig_shape in;    /* one sample's input */
     size_t nx, ny;     /* elements of x and y (y: 0 for the loss) */
     int64_t yshape[4]; /* y's expected shape, ndim as x's */
     int ndim;
@@ -88,11 +88,11 @@ static void fixture_load(fixture *fx, const char *file) {
     ck_assert_msg(fx->ndim == 4 || fx->ndim == 2, "%s: x has %d dimensions", file, fx->ndim);
     fx->n = (int)xs[0];
     fx->in =
-        (clnet_shape){(int)xs[1], fx->ndim == 4 ? (int)xs[2] : 1, fx->ndim == 4 ? (int)xs[3] : 1};
-    fx->nx = (size_t)fx->n * clnet_shape_size(fx->in);
+        (rig_shape){(int)xs[1], fx->ndim == 4 ? (int)xs[2] : 1, fx->ndim == 4 ? (int)xs[3] : 1};
+    fx->nx = (size_t)fx->n * rig_shape_size(fx->in);
 
     int c = fx->in.c, h = fx->in.h, w = fx->in.w;
-    clnet_shape out = fx->in;
+    rig_shape out = fx->in;
     switch (fx->k) {
     case CONV:
     case MAXPOOL:
@@ -118,12 +118,12 @@ static void fixture_load(fixture *fx, const char *file) {
         snprintf(fx->line, sizeof fx->line, "%s", layer);
         break;
     case LINEAR:
-        ck_assert_int_eq(meta_int(fx, "in_features"), (int)clnet_shape_size(fx->in));
-        out = (clnet_shape){meta_int(fx, "out_features"), 1, 1};
+        ck_assert_int_eq(meta_int(fx, "in_features"), (int)rig_shape_size(fx->in));
+        out = (rig_shape){meta_int(fx, "out_features"), 1, 1};
         snprintf(fx->line, sizeof fx->line, "linear units=%d", out.c);
         break;
     case LOSS:
-        ck_assert_int_eq(meta_int(fx, "classes"), (int)clnet_shape_size(fx->in));
+        ck_assert_int_eq(meta_int(fx, "classes"), (int)rig_shape_size(fx->in));
         snprintf(fx->line, sizeof fx->line, "softmax_cross_entropy");
         break;
     case NKINDS:
@@ -131,7 +131,7 @@ static void fixture_load(fixture *fx, const char *file) {
     }
     int64_t ys[4] = {fx->n, out.c, out.h, out.w};
     memcpy(fx->yshape, ys, sizeof ys);
-    fx->ny = fx->k == LOSS ? 0 : (size_t)fx->n * clnet_shape_size(out);
+    fx->ny = fx->k == LOSS ? 0 : (size_t)fx->n * rig_shape_size(out);
 }
 
 /* Elements of the largest of x, y and the weight: what a slow device pays for. */
@@ -215,12 +215,12 @@ static double run_fixture(const fixture *fx, clnet_device *d, const char **worst
         NOTE("dx", compare(fx, d, "dx", dx, dx_ref, fx->nx));
         free(labels), free(loss), free(correct);
     } else {
-        size_t nw = r.l->nweight, nb = r.l->nbias;
+        size_t nw = r.nw, nb = r.nb;
         const float *w = NULL, *b = NULL, *dw_ref = NULL, *db_ref = NULL;
         if (nw) {
             /* the layer's weight shape is PyTorch's layout: the fixture must match it */
-            w = tensor(fx, "weight", r.l->weight_ndim, r.l->weight_shape);
-            dw_ref = tensor(fx, "dweight", r.l->weight_ndim, r.l->weight_shape);
+            w = tensor(fx, "weight", r.weight_ndim, r.weight_shape);
+            dw_ref = tensor(fx, "dweight", r.weight_ndim, r.weight_shape);
             b = tensor(fx, "bias", 1, (const int64_t[]){(int64_t)nb});
             db_ref = tensor(fx, "dbias", 1, (const int64_t[]){(int64_t)nb});
         }

@@ -6,43 +6,41 @@
 
 #include <stdio.h>
 
-static clnet_status setup(clnet_layer *l) {
-    l->out = l->in;
+static clnet_status setup(clnet_node *node) {
+    node->out = node->in[0];
     return CLNET_OK;
 }
 
-static size_t count(const clnet_layer *l, int n) {
-    return (size_t)n * clnet_shape_size(l->in);
-}
-
 /* kernel "<kind>_forward" / "<kind>_backward" */
-static clnet_status run(const clnet_layer *l, const clnet_pass *p, int backward) {
+static clnet_status run(const clnet_node *node, const clnet_pass *p, int backward) {
     char name[64];
-    snprintf(name, sizeof name, "%s_%s", l->ops->kind, backward ? "backward" : "forward");
-    size_t c = count(l, p->n);
+    snprintf(name, sizeof name, "%s_%s", node->kind->name, backward ? "backward" : "forward");
+    size_t c = (size_t)p->n * clnet_shape_size(node->in[0]);
     if (!backward)
         return clnet_run(p->d, "activation", "", name, 1, (size_t[]){c}, NULL,
-                         ARGS(U32(c), MEM(p->act), U32(p->x), MEM(p->act), U32(p->y)));
-    if (!p->need_dx) return CLNET_OK;
-    return clnet_run(
-        p->d, "activation", "", name, 1, (size_t[]){c}, NULL,
-        ARGS(U32(c), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->y), MEM(p->dact), U32(p->dx)));
+                         ARGS(U32(c), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
+    if (!p->need_dx[0]) return CLNET_OK;
+    return clnet_run(p->d, "activation", "", name, 1, (size_t[]){c}, NULL,
+                     ARGS(U32(c), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->y), MEM(p->dact),
+                          U32(p->dx[0]), F32(p->dx_beta[0])));
 }
 
-static clnet_status forward(const clnet_layer *l, const clnet_pass *p) {
-    return run(l, p, 0);
+static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
+    return run(node, p, 0);
 }
-static clnet_status backward(const clnet_layer *l, const clnet_pass *p) {
-    return run(l, p, 1);
+static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
+    return run(node, p, 1);
 }
 
+/* backward reads the forward's output (each derivative needs only y) */
 #define ACTIVATION(id)                                                                             \
-    const clnet_layer_ops clnet_##id##_ops = {                                                     \
-        .kind = #id,                                                                               \
+    const clnet_kind clnet_##id##_kind = {                                                         \
+        .name = #id,                                                                               \
         .keys = "",                                                                                \
+        .min_inputs = 1,                                                                           \
+        .max_inputs = 1,                                                                           \
+        .backward_reads = CLNET_READS_Y,                                                           \
         .setup = setup,                                                                            \
-        .keep_floats = clnet_layer_none,                                                           \
-        .work_floats = clnet_layer_none,                                                           \
         .forward = forward,                                                                        \
         .backward = backward,                                                                      \
     };

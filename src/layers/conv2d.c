@@ -6,95 +6,138 @@
 #include "layer.h"
 #include "program.h"
 
-static clnet_status setup(clnet_layer *l) {
-    if (l->filters < 1) return clnet_layer_fail(l, "needs filters=N with N >= 1");
-    if (l->kh < 1 || l->kw < 1) return clnet_layer_fail(l, "needs size=K (or KHxKW) >= 1");
-    if (l->sh < 1 || l->sw < 1) return clnet_layer_fail(l, "stride must be >= 1");
-    if (l->ph < 0 || l->pw < 0) return clnet_layer_fail(l, "padding must be >= 0");
-    int oh = clnet_window_out(l->in.h, l->kh, l->sh, l->ph);
-    int ow = clnet_window_out(l->in.w, l->kw, l->sw, l->pw);
+#include <string.h>
+
+typedef struct {
+    int filters;
+    int k[2], s[2], p[2]; /* kernel, stride, padding: (h, w) */
+    clnet_param_init init;
+} conv_config;
+
+static void defaults(void *config) {
+    conv_config *c = config;
+    c->s[0] = c->s[1] = 1;
+}
+
+static clnet_status option(void *config, const char *key, const char *value, int *known) {
+    conv_config *c = config;
+    *known = 1;
+    if (strcmp(key, "filters") == 0) return clnet_option_int(key, value, 1, &c->filters);
+    if (strcmp(key, "size") == 0) return clnet_option_dims(key, value, 2, 1, c->k);
+    if (strcmp(key, "stride") == 0) return clnet_option_dims(key, value, 2, 1, c->s);
+    if (strcmp(key, "pad") == 0) return clnet_option_dims(key, value, 2, 0, c->p);
+    return clnet_param_init_option(&c->init, key, value, known);
+}
+
+static clnet_status check(const void *config) {
+    const conv_config *c = config;
+    if (c->filters < 1) return clnet_fail(CLNET_ERR_FORMAT, "conv2d needs filters=N with N >= 1");
+    if (c->k[0] < 1) return clnet_fail(CLNET_ERR_FORMAT, "conv2d needs size=K (or KHxKW) >= 1");
+    return clnet_param_init_check(&c->init);
+}
+
+static clnet_status setup(clnet_node *node) {
+    const conv_config *c = CLNET_CONFIG(node, conv_config);
+    clnet_shape in = node->in[0];
+    if (in.ndim != 2) return clnet_node_fail(node, "takes (C, H, W) inputs");
+    int oh = clnet_window_out(in.dim[0], c->k[0], c->s[0], c->p[0]);
+    int ow = clnet_window_out(in.dim[1], c->k[1], c->s[1], c->p[1]);
     if (oh < 1 || ow < 1)
-        return clnet_layer_fail(l, "a %dx%d kernel with padding %dx%d does not fit the input",
-                                l->kh, l->kw, l->ph, l->pw);
-    l->out = (clnet_shape){l->filters, oh, ow};
-    int ckk = l->in.c * l->kh * l->kw;
-    l->nweight = (size_t)l->filters * (size_t)ckk;
-    l->nbias = (size_t)l->filters;
-    l->weight_ndim = 4;
-    l->weight_shape[0] = l->filters;
-    l->weight_shape[1] = l->in.c;
-    l->weight_shape[2] = l->kh;
-    l->weight_shape[3] = l->kw;
-    l->fan_in = ckk;
-    l->fan_out = l->filters * l->kh * l->kw;
+        return clnet_node_fail(node, "a %dx%d kernel with padding %dx%d does not fit the input",
+                               c->k[0], c->k[1], c->p[0], c->p[1]);
+    node->out = clnet_shape_image(c->filters, oh, ow);
+    int ckk = in.c * c->k[0] * c->k[1];
+    clnet_init w = c->init.weight, b = c->init.bias;
+    if (w.kind == CLNET_INIT_DEFAULT) w.kind = CLNET_INIT_KAIMING;
+    if (b.kind == CLNET_INIT_DEFAULT) b.kind = CLNET_INIT_ZEROS;
+    int fan_out = c->filters * c->k[0] * c->k[1];
+    clnet_node_param(node, "weight", 4, (int64_t[]){c->filters, in.c, c->k[0], c->k[1]}, w, ckk,
+                     fan_out);
+    clnet_node_param(node, "bias", 1, (int64_t[]){c->filters}, b, ckk, fan_out);
     return CLNET_OK;
 }
 
-static size_t col_floats(const clnet_layer *l, int n) {
-    return (size_t)l->in.c * l->kh * l->kw * (size_t)n * l->out.h * l->out.w;
+static size_t col_floats(const clnet_node *node, int n) {
+    const conv_config *c = CLNET_CONFIG(node, conv_config);
+    return (size_t)node->in[0].c * c->k[0] * c->k[1] * (size_t)n * clnet_shape_spatial(node->out);
 }
 
 /* im2col's columns, kept for the weight gradient */
-static size_t keep_floats(const clnet_layer *l, int n) {
-    return col_floats(l, n);
+static size_t keep_floats(const clnet_node *node, int n) {
+    return col_floats(node, n);
 }
 
 /* the output in GEMM layout (F, n*P), then the column gradient */
-static size_t work_floats(const clnet_layer *l, int n) {
-    return (size_t)l->filters * n * l->out.h * l->out.w + col_floats(l, n);
+static size_t work_floats(const clnet_node *node, int n) {
+    return (size_t)node->out.c * n * clnet_shape_spatial(node->out) + col_floats(node, n);
 }
 
-#define WINDOW(l, n)                                                                               \
-    U32(n), U32((l)->in.c), U32((l)->in.h), U32((l)->in.w), U32((l)->kh), U32((l)->kw),            \
-        U32((l)->sh), U32((l)->sw), U32((l)->ph), U32((l)->pw), U32((l)->out.h), U32((l)->out.w)
+#define WINDOW(node, c, n)                                                                         \
+    U32(n), U32((node)->in[0].c), U32((node)->in[0].dim[0]), U32((node)->in[0].dim[1]),            \
+        U32((c)->k[0]), U32((c)->k[1]), U32((c)->s[0]), U32((c)->s[1]), U32((c)->p[0]),            \
+        U32((c)->p[1]), U32((node)->out.dim[0]), U32((node)->out.dim[1])
 
-static clnet_status forward(const clnet_layer *l, const clnet_pass *p) {
+static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
-    size_t F = (size_t)l->filters, P = (size_t)l->out.h * l->out.w, NP = (size_t)p->n * P;
-    size_t CKK = (size_t)l->in.c * l->kh * l->kw;
+    const conv_config *c = CLNET_CONFIG(node, conv_config);
+    size_t F = (size_t)c->filters, P = clnet_shape_spatial(node->out), NP = (size_t)p->n * P;
+    size_t CKK = (size_t)node->in[0].c * c->k[0] * c->k[1];
+    size_t wo = node->params[0].offset, bo = node->params[1].offset;
     /* col (CKK, n*P) = im2col(x) */
-    size_t planes = (size_t)p->n * l->in.c;
-    TRY(clnet_run(p->d, "conv", "", "im2col", 3,
-                  (size_t[]){(size_t)l->out.w, (size_t)l->out.h, planes}, NULL,
-                  ARGS(WINDOW(l, p->n), MEM(p->act), U32(p->x), MEM(p->keep), U32(p->keep_off))));
+    size_t planes = (size_t)p->n * node->in[0].c;
+    TRY(clnet_run(
+        p->d, "conv", "", "im2col", 3,
+        (size_t[]){(size_t)node->out.dim[1], (size_t)node->out.dim[0], planes}, NULL,
+        ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->keep), U32(p->keep_off))));
     /* Yp (F, n*P) = W (F, CKK) . col */
-    TRY(clnet_gemm(p->d, 0, 0, F, NP, CKK, 1.0f, p->params, l->weight_off, CKK, p->keep,
-                   p->keep_off, NP, 0.0f, p->work, 0, NP));
+    TRY(clnet_gemm(p->d, 0, 0, F, NP, CKK, 1.0f, p->params, wo, CKK, p->keep, p->keep_off, NP, 0.0f,
+                   p->work, 0, NP));
     /* y (n, F, P) = Yp permuted + bias */
     TRY(clnet_run(p->d, "conv", "", "conv_output", 3, (size_t[]){P, F, (size_t)p->n}, NULL,
-                  ARGS(U32(p->n), U32(F), U32(P), MEM(p->work), U32(0), MEM(p->params),
-                       U32(l->bias_off), MEM(p->act), U32(p->y))));
+                  ARGS(U32(p->n), U32(F), U32(P), MEM(p->work), U32(0), MEM(p->params), U32(bo),
+                       MEM(p->act), U32(p->y))));
 cleanup:
     return status;
 }
 
 /* Forward was Yp = W . col (+ bias), col = im2col(x); so backward is
  * dW = dYp . col^T, dbias = row sums of dYp, dcol = W^T . dYp, dx = col2im(dcol). */
-static clnet_status backward(const clnet_layer *l, const clnet_pass *p) {
+static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
-    size_t F = (size_t)l->filters, P = (size_t)l->out.h * l->out.w, NP = (size_t)p->n * P;
-    size_t CKK = (size_t)l->in.c * l->kh * l->kw;
+    const conv_config *c = CLNET_CONFIG(node, conv_config);
+    size_t F = (size_t)c->filters, P = clnet_shape_spatial(node->out), NP = (size_t)p->n * P;
+    size_t CKK = (size_t)node->in[0].c * c->k[0] * c->k[1];
+    size_t wo = node->params[0].offset, bo = node->params[1].offset;
     size_t dcol = F * NP; /* offset of dcol in work, after dYp */
     TRY(clnet_run(p->d, "conv", "", "conv_grad_output", 3, (size_t[]){P, F, (size_t)p->n}, NULL,
                   ARGS(U32(p->n), U32(F), U32(P), MEM(p->dact), U32(p->dy), MEM(p->work), U32(0))));
-    TRY(clnet_row_sums(p->d, F, NP, p->work, 0, p->grads, l->bias_off, p->beta));
+    TRY(clnet_row_sums(p->d, F, NP, p->work, 0, p->grads, bo, p->beta));
     TRY(clnet_gemm(p->d, 0, 1, F, CKK, NP, 1.0f, p->work, 0, NP, p->keep, p->keep_off, NP, p->beta,
-                   p->grads, l->weight_off, CKK));
-    if (p->need_dx) {
-        TRY(clnet_gemm(p->d, 1, 0, CKK, NP, F, 1.0f, p->params, l->weight_off, CKK, p->work, 0, NP,
-                       0.0f, p->work, dcol, NP));
-        TRY(clnet_run(
-            p->d, "conv", "", "col2im", 3,
-            (size_t[]){(size_t)l->in.w, (size_t)l->in.h, (size_t)p->n * l->in.c}, NULL,
-            ARGS(WINDOW(l, p->n), MEM(p->work), U32(dcol), MEM(p->dact), U32(p->dx), F32(0.0f))));
+                   p->grads, wo, CKK));
+    if (p->need_dx[0]) {
+        TRY(clnet_gemm(p->d, 1, 0, CKK, NP, F, 1.0f, p->params, wo, CKK, p->work, 0, NP, 0.0f,
+                       p->work, dcol, NP));
+        TRY(clnet_run(p->d, "conv", "", "col2im", 3,
+                      (size_t[]){(size_t)node->in[0].dim[1], (size_t)node->in[0].dim[0],
+                                 (size_t)p->n * node->in[0].c},
+                      NULL,
+                      ARGS(WINDOW(node, c, p->n), MEM(p->work), U32(dcol), MEM(p->dact),
+                           U32(p->dx[0]), F32(p->dx_beta[0]))));
     }
 cleanup:
     return status;
 }
 
-const clnet_layer_ops clnet_conv2d_ops = {
-    .kind = "conv2d",
+const clnet_kind clnet_conv2d_kind = {
+    .name = "conv2d",
+    .stem = "conv",
     .keys = "filters size stride pad init std bias_init bias_std",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .config_size = sizeof(conv_config),
+    .defaults = defaults,
+    .option = option,
+    .check = check,
     .setup = setup,
     .keep_floats = keep_floats,
     .work_floats = work_floats,

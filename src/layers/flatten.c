@@ -1,26 +1,29 @@
-/* Flatten: (n, C, H, W) -> (n, C*H*W, 1, 1) in C, H, W order. NCHW memory is
- * already in that order, so the output is the input itself: the planner gives
- * both the same place and no kernel runs. */
+/* Flatten: (n, C, ...) -> (n, C*...) in C, H, W order. The memory is already
+ * in that order, so the output is the input itself: the planner gives both
+ * the same place and no kernel runs. */
 #include "layer.h"
 
-static clnet_status setup(clnet_layer *l) {
-    l->out = (clnet_shape){(int)clnet_shape_size(l->in), 1, 1};
+#include <stdint.h>
+
+static clnet_status setup(clnet_node *node) {
+    size_t size = clnet_shape_size(node->in[0]);
+    if (size > INT32_MAX) return clnet_node_fail(node, "an input of %zu values is too large", size);
+    node->out = clnet_shape_vector((int)size);
     return CLNET_OK;
 }
 
-static clnet_status nothing(const clnet_layer *l, const clnet_pass *p) {
-    (void)l;
+static clnet_status nothing(const clnet_node *node, const clnet_pass *p) {
+    (void)node;
     (void)p;
     return CLNET_OK;
 }
 
-const clnet_layer_ops clnet_flatten_ops = {
-    .kind = "flatten",
+const clnet_kind clnet_flatten_kind = {
+    .name = "flatten",
     .keys = "",
+    .min_inputs = 1,
+    .max_inputs = 1,
     .is_view = 1,
     .setup = setup,
-    .keep_floats = clnet_layer_none,
-    .work_floats = clnet_layer_none,
     .forward = nothing,
-    .backward = nothing,
 };

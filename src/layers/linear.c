@@ -1,57 +1,84 @@
 /* Fully connected: x (n, I) -> y (n, O) = x W^T + b, with W (O, I) as PyTorch
- * lays it out. Any input shape is read as (n, C*H*W) in C, H, W order. */
+ * lays it out. Any input shape is read as (n, I) in C, H, W order. */
 #include "elementwise.h"
 #include "error.h"
 #include "gemm.h"
 #include "layer.h"
 #include "program.h"
 
-static clnet_status setup(clnet_layer *l) {
-    if (l->units < 1) return clnet_layer_fail(l, "needs units=N with N >= 1");
-    size_t in = clnet_shape_size(l->in);
-    l->out = (clnet_shape){l->units, 1, 1};
-    l->nweight = (size_t)l->units * in;
-    l->nbias = (size_t)l->units;
-    l->weight_ndim = 2;
-    l->weight_shape[0] = l->units;
-    l->weight_shape[1] = (int64_t)in;
-    l->fan_in = (int)in;
-    l->fan_out = l->units;
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    int units;
+    clnet_param_init init;
+} linear_config;
+
+static clnet_status option(void *config, const char *key, const char *value, int *known) {
+    linear_config *c = config;
+    *known = 1;
+    if (strcmp(key, "units") == 0) return clnet_option_int(key, value, 1, &c->units);
+    return clnet_param_init_option(&c->init, key, value, known);
+}
+
+static clnet_status check(const void *config) {
+    const linear_config *c = config;
+    if (c->units < 1) return clnet_fail(CLNET_ERR_FORMAT, "linear needs units=N with N >= 1");
+    return clnet_param_init_check(&c->init);
+}
+
+static clnet_status setup(clnet_node *node) {
+    const linear_config *c = CLNET_CONFIG(node, linear_config);
+    size_t in = clnet_shape_size(node->in[0]);
+    if (in > INT32_MAX) return clnet_node_fail(node, "an input of %zu values is too large", in);
+    node->out = clnet_shape_vector(c->units);
+    clnet_init w = c->init.weight, b = c->init.bias;
+    if (w.kind == CLNET_INIT_DEFAULT) w.kind = CLNET_INIT_KAIMING;
+    if (b.kind == CLNET_INIT_DEFAULT) b.kind = CLNET_INIT_ZEROS;
+    clnet_node_param(node, "weight", 2, (int64_t[]){c->units, (int64_t)in}, w, (int)in, c->units);
+    clnet_node_param(node, "bias", 1, (int64_t[]){c->units}, b, (int)in, c->units);
     return CLNET_OK;
 }
 
-static clnet_status forward(const clnet_layer *l, const clnet_pass *p) {
+static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
-    size_t I = clnet_shape_size(l->in), O = (size_t)l->units, n = (size_t)p->n;
-    TRY(clnet_gemm(p->d, 0, 1, n, O, I, 1.0f, p->act, p->x, I, p->params, l->weight_off, I, 0.0f,
-                   p->act, p->y, O));
+    size_t I = clnet_shape_size(node->in[0]), O = (size_t)node->out.c, n = (size_t)p->n;
+    size_t wo = node->params[0].offset, bo = node->params[1].offset;
+    TRY(clnet_gemm(p->d, 0, 1, n, O, I, 1.0f, p->act, p->x[0], I, p->params, wo, I, 0.0f, p->act,
+                   p->y, O));
     TRY(clnet_run(p->d, "elementwise", "", "add_bias_cols", 1, (size_t[]){n * O}, NULL,
-                  ARGS(U32(n), U32(O), MEM(p->act), U32(p->y), MEM(p->params), U32(l->bias_off))));
+                  ARGS(U32(n), U32(O), MEM(p->act), U32(p->y), MEM(p->params), U32(bo))));
 cleanup:
     return status;
 }
 
 /* Forward was y = x W^T + b, so backward is
  * dW = dy^T x (O, I), db = column sums of dy, dx = dy W (n, I). */
-static clnet_status backward(const clnet_layer *l, const clnet_pass *p) {
+static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
-    size_t I = clnet_shape_size(l->in), O = (size_t)l->units, n = (size_t)p->n;
-    TRY(clnet_col_sums(p->d, n, O, p->dact, p->dy, p->grads, l->bias_off, p->beta));
-    TRY(clnet_gemm(p->d, 1, 0, O, I, n, 1.0f, p->dact, p->dy, O, p->act, p->x, I, p->beta, p->grads,
-                   l->weight_off, I));
-    if (p->need_dx)
-        TRY(clnet_gemm(p->d, 0, 0, n, I, O, 1.0f, p->dact, p->dy, O, p->params, l->weight_off, I,
-                       0.0f, p->dact, p->dx, I));
+    size_t I = clnet_shape_size(node->in[0]), O = (size_t)node->out.c, n = (size_t)p->n;
+    size_t wo = node->params[0].offset, bo = node->params[1].offset;
+    TRY(clnet_col_sums(p->d, n, O, p->dact, p->dy, p->grads, bo, p->beta));
+    TRY(clnet_gemm(p->d, 1, 0, O, I, n, 1.0f, p->dact, p->dy, O, p->act, p->x[0], I, p->beta,
+                   p->grads, wo, I));
+    if (p->need_dx[0])
+        TRY(clnet_gemm(p->d, 0, 0, n, I, O, 1.0f, p->dact, p->dy, O, p->params, wo, I,
+                       p->dx_beta[0], p->dact, p->dx[0], I));
 cleanup:
     return status;
 }
 
-const clnet_layer_ops clnet_linear_ops = {
-    .kind = "linear",
+const clnet_kind clnet_linear_kind = {
+    .name = "linear",
+    .stem = "fc",
     .keys = "units init std bias_init bias_std",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .backward_reads = CLNET_READS_X,
+    .config_size = sizeof(linear_config),
+    .option = option,
+    .check = check,
     .setup = setup,
-    .keep_floats = clnet_layer_none,
-    .work_floats = clnet_layer_none,
     .forward = forward,
     .backward = backward,
 };

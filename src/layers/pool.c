@@ -1,86 +1,105 @@
 /* Max and average pooling (cl/pool.cl): x (n, C, H, W) -> y (n, C, OH, OW).
- * Both kinds share their shape rules, so they share this file. */
+ * Both kinds share their options and shape rules, so they share this file. */
 #include "error.h"
 #include "layer.h"
 #include "program.h"
 
-static clnet_status setup(clnet_layer *l) {
-    if (l->kh < 1 || l->kw < 1) return clnet_layer_fail(l, "needs size=K (or KHxKW) >= 1");
-    if (l->sh < 1 || l->sw < 1) return clnet_layer_fail(l, "stride must be >= 1");
-    if (l->ph < 0 || l->pw < 0 || l->ph >= l->kh || l->pw >= l->kw)
-        return clnet_layer_fail(l, "padding must be >= 0 and smaller than the kernel (%dx%d)",
-                                l->kh, l->kw);
-    int oh = clnet_window_out(l->in.h, l->kh, l->sh, l->ph);
-    int ow = clnet_window_out(l->in.w, l->kw, l->sw, l->pw);
-    if (oh < 1 || ow < 1)
-        return clnet_layer_fail(l, "a %dx%d window does not fit the input", l->kh, l->kw);
-    l->out = (clnet_shape){l->in.c, oh, ow};
+#include <string.h>
+
+typedef struct {
+    int k[2], s[2], p[2]; /* window, stride (0: the window), padding: (h, w) */
+} pool_config;
+
+static clnet_status option(void *config, const char *key, const char *value, int *known) {
+    pool_config *c = config;
+    *known = 1;
+    if (strcmp(key, "size") == 0) return clnet_option_dims(key, value, 2, 1, c->k);
+    if (strcmp(key, "stride") == 0) return clnet_option_dims(key, value, 2, 1, c->s);
+    if (strcmp(key, "pad") == 0) return clnet_option_dims(key, value, 2, 0, c->p);
+    *known = 0;
     return CLNET_OK;
 }
 
-#define WINDOW(l, n)                                                                               \
-    U32(n), U32((l)->in.c), U32((l)->in.h), U32((l)->in.w), U32((l)->kh), U32((l)->kw),            \
-        U32((l)->sh), U32((l)->sw), U32((l)->ph), U32((l)->pw), U32((l)->out.h), U32((l)->out.w)
-
-static size_t out_count(const clnet_layer *l, int n) {
-    return (size_t)n * clnet_shape_size(l->out);
+static clnet_status check(const void *config) {
+    const pool_config *c = config;
+    if (c->k[0] < 1) return clnet_fail(CLNET_ERR_FORMAT, "pooling needs size=K (or KHxKW) >= 1");
+    return CLNET_OK;
 }
+
+static clnet_status setup(clnet_node *node) {
+    pool_config *c = CLNET_CONFIG(node, pool_config);
+    clnet_shape in = node->in[0];
+    if (c->s[0] == 0) c->s[0] = c->k[0], c->s[1] = c->k[1]; /* stride defaults to the window */
+    if (in.ndim != 2) return clnet_node_fail(node, "takes (C, H, W) inputs");
+    if (c->p[0] >= c->k[0] || c->p[1] >= c->k[1])
+        return clnet_node_fail(node, "padding must be >= 0 and smaller than the kernel (%dx%d)",
+                               c->k[0], c->k[1]);
+    int oh = clnet_window_out(in.dim[0], c->k[0], c->s[0], c->p[0]);
+    int ow = clnet_window_out(in.dim[1], c->k[1], c->s[1], c->p[1]);
+    if (oh < 1 || ow < 1)
+        return clnet_node_fail(node, "a %dx%d window does not fit the input", c->k[0], c->k[1]);
+    node->out = clnet_shape_image(in.c, oh, ow);
+    return CLNET_OK;
+}
+
+#define WINDOW(node, c, n)                                                                         \
+    U32(n), U32((node)->in[0].c), U32((node)->in[0].dim[0]), U32((node)->in[0].dim[1]),            \
+        U32((c)->k[0]), U32((c)->k[1]), U32((c)->s[0]), U32((c)->s[1]), U32((c)->p[0]),            \
+        U32((c)->p[1]), U32((node)->out.dim[0]), U32((node)->out.dim[1])
 
 /* kernels run over (x, y, plane) of the output (forward) or input (backward) */
-#define OUT_RANGE(l, n)                                                                            \
-    3, (size_t[]) {                                                                                \
-        (size_t)(l)->out.w, (size_t)(l)->out.h, (size_t)(n) * (l)->in.c                            \
-    }
-#define IN_RANGE(l, n)                                                                             \
-    3, (size_t[]) {                                                                                \
-        (size_t)(l)->in.w, (size_t)(l)->in.h, (size_t)(n) * (l)->in.c                              \
-    }
-
-/* max pooling keeps the index of each window's maximum (int32) */
-static size_t max_keep(const clnet_layer *l, int n) {
-    return out_count(l, n);
+static const size_t *range(clnet_shape s, int n, size_t out[3]) {
+    out[0] = (size_t)s.dim[1];
+    out[1] = (size_t)s.dim[0];
+    out[2] = (size_t)n * s.c;
+    return out;
 }
 
-static clnet_status max_forward(const clnet_layer *l, const clnet_pass *p) {
-    return clnet_run(p->d, "pool", "", "maxpool_forward", OUT_RANGE(l, p->n), NULL,
-                     ARGS(WINDOW(l, p->n), MEM(p->act), U32(p->x), MEM(p->act), U32(p->y),
+/* max pooling keeps the index of each window's maximum (int32) */
+static size_t max_keep(const clnet_node *node, int n) {
+    return (size_t)n * clnet_shape_size(node->out);
+}
+
+static clnet_status max_forward(const clnet_node *node, const clnet_pass *p) {
+    const pool_config *c = CLNET_CONFIG(node, pool_config);
+    size_t r[3];
+    return clnet_run(p->d, "pool", "", "maxpool_forward", 3, range(node->out, p->n, r), NULL,
+                     ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y),
                           MEM(p->keep), U32(p->keep_off)));
 }
 
-static clnet_status max_backward(const clnet_layer *l, const clnet_pass *p) {
-    if (!p->need_dx) return CLNET_OK;
-    return clnet_run(p->d, "pool", "", "maxpool_backward", IN_RANGE(l, p->n), NULL,
-                     ARGS(WINDOW(l, p->n), MEM(p->dact), U32(p->dy), MEM(p->keep), U32(p->keep_off),
-                          MEM(p->dact), U32(p->dx)));
+static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
+    const pool_config *c = CLNET_CONFIG(node, pool_config);
+    size_t r[3];
+    if (!p->need_dx[0]) return CLNET_OK;
+    return clnet_run(p->d, "pool", "", "maxpool_backward", 3, range(node->in[0], p->n, r), NULL,
+                     ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->keep),
+                          U32(p->keep_off), MEM(p->dact), U32(p->dx[0]), F32(p->dx_beta[0])));
 }
 
-static clnet_status avg_forward(const clnet_layer *l, const clnet_pass *p) {
-    return clnet_run(p->d, "pool", "", "avgpool_forward", OUT_RANGE(l, p->n), NULL,
-                     ARGS(WINDOW(l, p->n), MEM(p->act), U32(p->x), MEM(p->act), U32(p->y)));
+static clnet_status avg_forward(const clnet_node *node, const clnet_pass *p) {
+    const pool_config *c = CLNET_CONFIG(node, pool_config);
+    size_t r[3];
+    return clnet_run(
+        p->d, "pool", "", "avgpool_forward", 3, range(node->out, p->n, r), NULL,
+        ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
 }
 
-static clnet_status avg_backward(const clnet_layer *l, const clnet_pass *p) {
-    if (!p->need_dx) return CLNET_OK;
-    return clnet_run(p->d, "pool", "", "avgpool_backward", IN_RANGE(l, p->n), NULL,
-                     ARGS(WINDOW(l, p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx)));
+static clnet_status avg_backward(const clnet_node *node, const clnet_pass *p) {
+    const pool_config *c = CLNET_CONFIG(node, pool_config);
+    size_t r[3];
+    if (!p->need_dx[0]) return CLNET_OK;
+    return clnet_run(p->d, "pool", "", "avgpool_backward", 3, range(node->in[0], p->n, r), NULL,
+                     ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->dact),
+                          U32(p->dx[0]), F32(p->dx_beta[0])));
 }
 
-const clnet_layer_ops clnet_maxpool_ops = {
-    .kind = "maxpool",
-    .keys = "size stride pad",
-    .setup = setup,
-    .keep_floats = max_keep,
-    .work_floats = clnet_layer_none,
-    .forward = max_forward,
-    .backward = max_backward,
-};
+#define POOL_KIND(kind_name, keep, fwd, bwd)                                                       \
+    {                                                                                              \
+        .name = kind_name, .stem = "pool", .keys = "size stride pad", .min_inputs = 1,             \
+        .max_inputs = 1, .config_size = sizeof(pool_config), .option = option, .check = check,     \
+        .setup = setup, .keep_floats = keep, .forward = fwd, .backward = bwd,                      \
+    }
 
-const clnet_layer_ops clnet_avgpool_ops = {
-    .kind = "avgpool",
-    .keys = "size stride pad",
-    .setup = setup,
-    .keep_floats = clnet_layer_none,
-    .work_floats = clnet_layer_none,
-    .forward = avg_forward,
-    .backward = avg_backward,
-};
+const clnet_kind clnet_maxpool_kind = POOL_KIND("maxpool", max_keep, max_forward, max_backward);
+const clnet_kind clnet_avgpool_kind = POOL_KIND("avgpool", NULL, avg_forward, avg_backward);

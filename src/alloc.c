@@ -1,0 +1,38 @@
+/* Counted host allocation and the debug counters. */
+#include "alloc.h"
+#include "clnet.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+static atomic_ullong host_allocs, device_allocs, threads;
+
+void *clnet_malloc(size_t bytes) {
+    atomic_fetch_add_explicit(&host_allocs, 1, memory_order_relaxed);
+    return malloc(bytes);
+}
+
+void *clnet_calloc(size_t count, size_t size) {
+    atomic_fetch_add_explicit(&host_allocs, 1, memory_order_relaxed);
+    return calloc(count, size);
+}
+
+void *clnet_realloc(void *p, size_t bytes) {
+    atomic_fetch_add_explicit(&host_allocs, 1, memory_order_relaxed);
+    return realloc(p, bytes);
+}
+
+void clnet_count_thread(void) {
+    atomic_fetch_add_explicit(&threads, 1, memory_order_relaxed);
+}
+
+void clnet_count_device_alloc(void) {
+    atomic_fetch_add_explicit(&device_allocs, 1, memory_order_relaxed);
+}
+
+void clnet_debug_counters(clnet_counters *out) {
+    if (!out) return;
+    out->host_allocs = atomic_load(&host_allocs);
+    out->device_allocs = atomic_load(&device_allocs);
+    out->threads = atomic_load(&threads);
+}

@@ -1,0 +1,18 @@
+/* Host memory for the library, counted. Every allocation clnet makes goes
+ * through these, and so do thread starts and device buffers (counted where
+ * they happen), so a test can prove that a steady-state training step
+ * allocates nothing (clnet_debug_counters in clnet.h). */
+#ifndef CLNET_ALLOC_H
+#define CLNET_ALLOC_H
+
+#include <stddef.h>
+
+void *clnet_malloc(size_t bytes);
+void *clnet_calloc(size_t count, size_t size);
+void *clnet_realloc(void *p, size_t bytes);
+
+/* Counts one thread start or one device buffer (memory.c, worker.c, data.c). */
+void clnet_count_thread(void);
+void clnet_count_device_alloc(void);
+
+#endif

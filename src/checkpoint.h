@@ -1,0 +1,16 @@
+/* Checkpoints: a model's parameters and buffers, the optimizer's state and
+ * the progress of a run, as safetensors (see clnet.h for the names). */
+#ifndef CLNET_CHECKPOINT_H
+#define CLNET_CHECKPOINT_H
+
+#include "model.h"
+#include "optim.h"
+
+clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, const char *path,
+                                   const clnet_progress *progress);
+/* Reads everything and checks it against the model before changing m and o;
+ * on failure both are left as they were. */
+clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *path,
+                                   clnet_progress *progress);
+
+#endif

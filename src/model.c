@@ -1,0 +1,517 @@
+/* Building a model from model-file lines: parsing, names, the graph's order,
+ * shapes, the parameter layout, initialisation. */
+#include "model.h"
+#include "alloc.h"
+#include "error.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void clnet_model_release(clnet_model *m) {
+    free(m->nodes);
+    free(m->params);
+    free(m->buffers);
+    free(m->counters);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- one line: "kind key=value ..." ------------------------------------------ */
+
+#define MAX_OPTIONS 24
+
+typedef struct {
+    char key[32];
+    char value[160];
+} option;
+
+/* Splits "kind k=v k=v" (comment stripped) into the kind and options. */
+static clnet_status tokenize(const char *text, char *kind, size_t kind_cap, option *opts,
+                             int *nopts) {
+    *nopts = 0;
+    kind[0] = '\0';
+    const char *p = text;
+    while (*p && *p != '#') {
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+        if (!*p || *p == '#') break;
+        const char *start = p;
+        while (*p && !isspace((unsigned char)*p) && *p != '#') p++;
+        size_t len = (size_t)(p - start);
+        if (!kind[0]) {
+            if (len >= kind_cap)
+                return clnet_fail(CLNET_ERR_FORMAT, "layer kind '%.*s' is too long", (int)len,
+                                  start);
+            memcpy(kind, start, len);
+            kind[len] = '\0';
+            continue;
+        }
+        const char *eq = memchr(start, '=', len);
+        if (!eq || eq == start || eq == start + len - 1)
+            return clnet_fail(CLNET_ERR_FORMAT, "expected key=value, found '%.*s'", (int)len,
+                              start);
+        if (*nopts >= MAX_OPTIONS) return clnet_fail(CLNET_ERR_FORMAT, "too many options");
+        option *o = &opts[(*nopts)++];
+        size_t klen = (size_t)(eq - start), vlen = len - klen - 1;
+        if (klen >= sizeof o->key || vlen >= sizeof o->value)
+            return clnet_fail(CLNET_ERR_FORMAT, "option '%.*s' is too long", (int)len, start);
+        memcpy(o->key, start, klen);
+        o->key[klen] = '\0';
+        memcpy(o->value, eq + 1, vlen);
+        o->value[vlen] = '\0';
+        for (int i = 0; i < *nopts - 1; i++)
+            if (strcmp(opts[i].key, o->key) == 0)
+                return clnet_fail(CLNET_ERR_FORMAT, "option '%s' is given twice", o->key);
+    }
+    return CLNET_OK;
+}
+
+/* "input channels=C" and one of "length=L", "height=H width=W",
+ * "depth=D height=H width=W". */
+static clnet_status parse_input_line(clnet_model *m, const option *opts, int nopts) {
+    static const char *const keys[] = {"channels", "depth", "height", "width", "length"};
+    int v[5] = {0};
+    if (m->has_input) return clnet_fail(CLNET_ERR_FORMAT, "the input is already declared");
+    if (m->count) return clnet_fail(CLNET_ERR_FORMAT, "'input' must come before any layer");
+    for (int i = 0; i < nopts; i++) {
+        int k = 0;
+        while (k < 5 && strcmp(opts[i].key, keys[k]) != 0) k++;
+        if (k == 5)
+            return clnet_fail(CLNET_ERR_FORMAT,
+                              "unknown option '%s' for input (expected channels, and length, "
+                              "height and width, or depth, height and width)",
+                              opts[i].key);
+        char *end = NULL;
+        errno = 0;
+        long x = strtol(opts[i].value, &end, 10);
+        if (errno || end == opts[i].value || *end || x < 1 || x > 65535)
+            return clnet_fail(CLNET_ERR_FORMAT, "input %s=%s: expected a whole number 1..65535",
+                              opts[i].key, opts[i].value);
+        v[k] = (int)x;
+    }
+    clnet_shape s = {.c = v[0]};
+    if (v[4] && !v[1] && !v[2] && !v[3])
+        s.ndim = 1, s.dim[0] = v[4];
+    else if (v[2] && v[3] && !v[4])
+        s = v[1] ? (clnet_shape){v[0], 3, {v[1], v[2], v[3]}} : clnet_shape_image(v[0], v[2], v[3]);
+    else
+        s.c = 0;
+    if (!s.c)
+        return clnet_fail(CLNET_ERR_FORMAT,
+                          "input needs channels= and height= width= (or length=, or depth= "
+                          "height= width=), e.g. 'input channels=1 height=28 width=28'");
+    m->input = s;
+    m->has_input = 1;
+    return CLNET_OK;
+}
+
+static int find_node(const clnet_model *m, const char *name) {
+    for (int i = 0; i < m->count; i++)
+        if (strcmp(m->nodes[i].name, name) == 0) return i;
+    return -1;
+}
+
+static clnet_status check_name(const char *name) {
+    int ok = strlen(name) < CLNET_NAME_CAP && strcmp(name, "input") != 0 && *name != '.';
+    for (const char *c = name; ok && *c; c++)
+        ok = isalnum((unsigned char)*c) || *c == '_' || *c == '.' || *c == '-';
+    if (!ok)
+        return clnet_fail(CLNET_ERR_FORMAT,
+                          "name=%s: names are letters, digits, '_', '.' and '-' (%d at most), "
+                          "and 'input' is the model's input",
+                          name, CLNET_NAME_CAP - 1);
+    return CLNET_OK;
+}
+
+/* "conv3" for the third node whose kind has the stem "conv"; "loss" for a loss. */
+static void default_name(const clnet_model *m, const clnet_kind *kind, char *out, size_t cap) {
+    const char *stem = kind->stem ? kind->stem : kind->name;
+    if (kind->is_loss) {
+        snprintf(out, cap, "%s", stem);
+        return;
+    }
+    int count = 1;
+    for (int i = 0; i < m->count; i++) {
+        const clnet_kind *k = m->nodes[i].kind;
+        count += strcmp(k->stem ? k->stem : k->name, stem) == 0;
+    }
+    snprintf(out, cap, "%s%d", stem, count);
+}
+
+/* "a,b,c" into the node's input names. */
+static clnet_status parse_inputs(clnet_node *node, const char *value) {
+    node->ninputs = 0;
+    for (const char *p = value;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0 || len >= CLNET_NAME_CAP || node->ninputs == CLNET_MAX_INPUTS)
+            return clnet_fail(CLNET_ERR_FORMAT,
+                              "input=%s: expected up to %d layer names separated by commas", value,
+                              CLNET_MAX_INPUTS);
+        memcpy(node->input_names[node->ninputs], p, len);
+        node->input_names[node->ninputs++][len] = '\0';
+        if (!comma) break;
+        p = comma + 1;
+    }
+    return CLNET_OK;
+}
+
+/* The node of one line, its options parsed by its kind. */
+static clnet_status parse_node(clnet_model *m, const clnet_kind *kind, const option *opts,
+                               int nopts, clnet_node *node) {
+    clnet_status status = CLNET_OK;
+    memset(node, 0, sizeof *node);
+    node->kind = kind;
+    if (kind->defaults) kind->defaults(node->config.bytes);
+    for (int i = 0; i < nopts; i++) {
+        const char *k = opts[i].key, *v = opts[i].value;
+        int known = 1;
+        if (strcmp(k, "name") == 0) {
+            TRY(check_name(v));
+            snprintf(node->name, sizeof node->name, "%s", v);
+        } else if (strcmp(k, "input") == 0) {
+            TRY(parse_inputs(node, v));
+        } else {
+            if (kind->option) TRY(kind->option(node->config.bytes, k, v, &known));
+            if (!kind->option || !known)
+                FAIL(CLNET_ERR_FORMAT, "unknown option '%s' for %s (it takes: name input%s%s)", k,
+                     kind->name, *kind->keys ? " " : "", kind->keys);
+        }
+    }
+    if (kind->check) TRY(kind->check(node->config.bytes));
+    if (!node->ninputs) { /* the line before */
+        int before = m->last[0] ? find_node(m, m->last) : -1;
+        if (before >= 0 && m->nodes[before].kind->is_loss)
+            FAIL(CLNET_ERR_FORMAT, "no layer may follow the loss layer '%s'", m->last);
+        node->ninputs = 1;
+        snprintf(node->input_names[0], CLNET_NAME_CAP, "%s", before >= 0 ? m->last : "input");
+    }
+    if (node->ninputs < kind->min_inputs || node->ninputs > kind->max_inputs)
+        FAIL(CLNET_ERR_FORMAT, "%s takes %d%s input%s, not %d", kind->name, kind->min_inputs,
+             kind->max_inputs > kind->min_inputs ? " or more" : "", kind->max_inputs > 1 ? "s" : "",
+             node->ninputs);
+    if (!node->name[0]) default_name(m, kind, node->name, sizeof node->name);
+    if (find_node(m, node->name) >= 0)
+        FAIL(CLNET_ERR_FORMAT, "a layer named '%s' already exists", node->name);
+cleanup:
+    return status;
+}
+
+/* ---- resolving: names, order, shapes, layout -------------------------------------- */
+
+clnet_shape clnet_model_source_shape(const clnet_model *m, int producer) {
+    return producer == CLNET_MODEL_INPUT ? m->input : m->nodes[producer].out;
+}
+
+/* Finds a cycle among the unsorted nodes (placed[i] == 0), all of which
+ * wait on one another, and describes it: "a -> b -> a". */
+static clnet_status cycle_error(const clnet_model *m, const int *placed, int *bad) {
+    int start = 0;
+    while (placed[start]) start++;
+    /* every unplaced node has an unplaced input: walk until a node repeats */
+    int *seen = clnet_calloc((size_t)m->count, sizeof *seen), at = start, steps = 1;
+    if (!seen) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    while (!seen[at]) {
+        seen[at] = steps++;
+        const clnet_node *n = &m->nodes[at];
+        for (int k = 0; k < n->ninputs; k++)
+            if (n->inputs[k] != CLNET_MODEL_INPUT && !placed[n->inputs[k]]) {
+                at = n->inputs[k];
+                break;
+            }
+    }
+    char path[512] = "";
+    size_t used = 0;
+    int first = at;
+    do { /* follow the cycle from `first`, written in data-flow order */
+        used += (size_t)snprintf(path + used, sizeof path - used, "%s <- ", m->nodes[at].name);
+        const clnet_node *n = &m->nodes[at];
+        for (int k = 0; k < n->ninputs; k++)
+            if (n->inputs[k] != CLNET_MODEL_INPUT && !placed[n->inputs[k]] && seen[n->inputs[k]]) {
+                at = n->inputs[k];
+                break;
+            }
+    } while (at != first && used < sizeof path);
+    snprintf(path + (used < sizeof path ? used : sizeof path - 1),
+             sizeof path - (used < sizeof path ? used : sizeof path - 1), "%s",
+             m->nodes[first].name);
+    free(seen);
+    *bad = m->nodes[first].line;
+    return clnet_fail(CLNET_ERR_FORMAT, "layers read each other in a cycle: %s", path);
+}
+
+/* Reorders the nodes so every node comes after its inputs, keeping the
+ * order of the lines where it can (Kahn's algorithm, lowest line first). */
+static clnet_status sort(clnet_model *m, int *bad) {
+    clnet_status status = CLNET_OK;
+    int n = m->count, *placed = clnet_calloc((size_t)n + 1, sizeof *placed);
+    int *order = clnet_calloc((size_t)n + 1, sizeof *order), *where = NULL;
+    clnet_node *sorted = clnet_calloc((size_t)n + 1, sizeof *sorted);
+    where = clnet_calloc((size_t)n + 1, sizeof *where);
+    if (!placed || !order || !sorted || !where) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int done = 0; done < n; done++) {
+        int next = -1;
+        for (int i = 0; i < n && next < 0; i++) {
+            if (placed[i]) continue;
+            int ready = 1;
+            for (int k = 0; k < m->nodes[i].ninputs && ready; k++)
+                ready = m->nodes[i].inputs[k] == CLNET_MODEL_INPUT || placed[m->nodes[i].inputs[k]];
+            if (ready) next = i;
+        }
+        if (next < 0) {
+            status = cycle_error(m, placed, bad);
+            goto cleanup;
+        }
+        placed[next] = 1;
+        order[done] = next;
+        where[next] = done;
+    }
+    for (int i = 0; i < n; i++) {
+        sorted[i] = m->nodes[order[i]];
+        for (int k = 0; k < sorted[i].ninputs; k++)
+            if (sorted[i].inputs[k] != CLNET_MODEL_INPUT)
+                sorted[i].inputs[k] = where[sorted[i].inputs[k]];
+    }
+    memcpy(m->nodes, sorted, (size_t)n * sizeof *sorted);
+cleanup:
+    free(placed), free(order), free(sorted), free(where);
+    return status;
+}
+
+/* Shapes node by node, then the offsets of every tensor. */
+static clnet_status shapes_and_layout(clnet_model *m, int *bad) {
+    clnet_status status = CLNET_OK;
+    size_t params = 0, buffers = 0, counters = 0;
+    for (int i = 0; i < m->count; i++) {
+        clnet_node *node = &m->nodes[i];
+        *bad = node->line;
+        for (int k = 0; k < node->ninputs; k++) {
+            int from = node->inputs[k];
+            node->in[k] = clnet_model_source_shape(m, from);
+            if (from != CLNET_MODEL_INPUT && m->nodes[from].kind->is_loss)
+                FAIL(CLNET_ERR_FORMAT, "no layer may read the loss layer '%s'",
+                     m->nodes[from].name);
+        }
+        node->nparams = node->nbuffers = 0;
+        TRY(node->kind->setup(node));
+        size_t out = clnet_shape_size(node->out);
+        if (out > INT32_MAX) {
+            status = clnet_node_fail(node, "%zu outputs per sample are too many", out);
+            goto cleanup;
+        }
+        node->param_off = params;
+        for (int t = 0; t < node->nparams; t++) {
+            if (node->params[t].count > UINT32_MAX) {
+                status = clnet_node_fail(node, "%zu weights are too many", node->params[t].count);
+                goto cleanup;
+            }
+            node->params[t].offset = params;
+            params += node->params[t].count;
+        }
+        node->param_count = params - node->param_off;
+        for (int t = 0; t < node->nbuffers; t++) {
+            clnet_tensor *b = &node->buffers[t];
+            size_t *next = b->dtype == CLNET_DTYPE_I64 ? &counters : &buffers;
+            b->offset = *next;
+            *next += b->count;
+        }
+    }
+    *bad = 0;
+    m->nparams = params;
+    m->nbuffers = buffers;
+    m->ncounters = counters;
+cleanup:
+    return status;
+}
+
+/* Resolves the names; with strict 0, an unknown name leaves the model
+ * unresolved without an error (a later line may define it). */
+static clnet_status resolve(clnet_model *m, int strict, int *bad) {
+    *bad = 0;
+    m->resolved = 0;
+    for (int i = 0; i < m->count; i++) {
+        clnet_node *node = &m->nodes[i];
+        for (int k = 0; k < node->ninputs; k++) {
+            const char *want = node->input_names[k];
+            int from = strcmp(want, "input") == 0 ? CLNET_MODEL_INPUT : find_node(m, want);
+            if (from == i) {
+                *bad = node->line;
+                return clnet_fail(CLNET_ERR_FORMAT, "layer '%s' reads itself (input=%s)",
+                                  node->name, want);
+            }
+            if (from == -1 && strcmp(want, "input") != 0) {
+                if (!strict) return CLNET_OK;
+                *bad = node->line;
+                return clnet_fail(CLNET_ERR_FORMAT, "input=%s: there is no layer named '%s'", want,
+                                  want);
+            }
+            node->inputs[k] = from;
+        }
+    }
+    clnet_status s = sort(m, bad);
+    if (s == CLNET_OK) s = shapes_and_layout(m, bad);
+    if (s == CLNET_OK) m->resolved = 1;
+    return s;
+}
+
+clnet_status clnet_model_add(clnet_model *m, const char *text, int line) {
+    clnet_status status = CLNET_OK;
+    char kind_name[32];
+    option opts[MAX_OPTIONS];
+    int nopts = 0, bad = 0;
+    TRY(tokenize(text, kind_name, sizeof kind_name, opts, &nopts));
+    if (!kind_name[0]) return CLNET_OK; /* blank or comment */
+    if (strcmp(kind_name, "input") == 0) return parse_input_line(m, opts, nopts);
+    const clnet_kind *kind = clnet_kind_find(kind_name);
+    if (!kind) {
+        char known[512];
+        clnet_kind_list(known, sizeof known);
+        FAIL(CLNET_ERR_FORMAT, "unknown layer kind '%s' (known: input, %s)", kind_name, known);
+    }
+    if (!m->has_input)
+        FAIL(CLNET_ERR_FORMAT,
+             "the first line must declare the input, e.g. 'input channels=1 height=28 width=28'");
+    if (m->params)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "layers cannot be added after the net is initialised");
+    if (m->count == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 16;
+        clnet_node *grown = clnet_realloc(m->nodes, (size_t)cap * sizeof *grown);
+        if (!grown) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory adding a layer");
+        m->nodes = grown;
+        m->cap = cap;
+    }
+    clnet_node *node = &m->nodes[m->count];
+    TRY(parse_node(m, kind, opts, nopts, node));
+    node->line = line;
+    char name[CLNET_NAME_CAP]; /* sorting may move the node */
+    snprintf(name, sizeof name, "%s", node->name);
+    m->count++;
+    status = resolve(m, 0, &bad);
+    if (status != CLNET_OK) { /* leave the model as it was */
+        int at = find_node(m, name), ignored;
+        memmove(&m->nodes[at], &m->nodes[at + 1], (size_t)(m->count - at - 1) * sizeof *node);
+        m->count--;
+        (void)resolve(m, 0, &ignored); /* it resolved (or waited on a name) before this line */
+        goto cleanup;
+    }
+    snprintf(m->last, sizeof m->last, "%s", name);
+cleanup:
+    return status;
+}
+
+const clnet_node *clnet_model_loss(const clnet_model *m) {
+    if (!m->resolved || !m->count || !m->nodes[m->count - 1].kind->is_loss) return NULL;
+    return &m->nodes[m->count - 1];
+}
+
+int clnet_model_classes(const clnet_model *m) {
+    const clnet_node *loss = clnet_model_loss(m);
+    return loss ? (int)clnet_shape_size(loss->in[0]) : 0;
+}
+
+clnet_status clnet_model_finish(clnet_model *m, int *bad_line) {
+    int bad = 0;
+    *bad_line = 0;
+    if (!m->has_input) return clnet_fail(CLNET_ERR_FORMAT, "the net declares no input");
+    clnet_status s = resolve(m, 1, &bad);
+    if (s != CLNET_OK) {
+        *bad_line = bad;
+        return s;
+    }
+    int losses = 0;
+    for (int i = 0; i < m->count; i++) losses += m->nodes[i].kind->is_loss;
+    if (!m->count || !m->nodes[m->count - 1].kind->is_loss || losses != 1)
+        return clnet_fail(CLNET_ERR_FORMAT,
+                          losses > 1 ? "the net must have one loss layer, not %d"
+                                     : "the net must end with a loss layer "
+                                       "(softmax_cross_entropy)%.0d",
+                          losses);
+    for (int i = 0; i < m->count - 1; i++) { /* every node but the loss feeds someone */
+        int read = 0;
+        for (int j = i + 1; j < m->count && !read; j++)
+            for (int k = 0; k < m->nodes[j].ninputs; k++) read |= m->nodes[j].inputs[k] == i;
+        if (!read) {
+            *bad_line = m->nodes[i].line;
+            return clnet_fail(CLNET_ERR_FORMAT,
+                              "layer '%s' is read by no layer: its output would be lost",
+                              m->nodes[i].name);
+        }
+    }
+    return CLNET_OK;
+}
+
+/* ---- initialisation ------------------------------------------------------------ */
+
+/* splitmix64: small, fast, and the same everywhere */
+static uint64_t next_u64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static double uniform01(uint64_t *s) { /* (0, 1) */
+    return ((double)(next_u64(s) >> 11) + 0.5) / 9007199254740992.0;
+}
+static double normal(uint64_t *s) { /* Box-Muller */
+    double u = uniform01(s), v = uniform01(s);
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static void fill(float *w, const clnet_tensor *t, uint64_t *rng) {
+    for (size_t i = 0; i < t->count; i++) {
+        switch (t->init.kind) {
+        case CLNET_INIT_NORMAL:
+            w[i] = (float)(t->init.std * normal(rng));
+            break;
+        case CLNET_INIT_KAIMING:
+            w[i] = (float)(sqrt(2.0 / t->fan_in) * normal(rng));
+            break;
+        case CLNET_INIT_XAVIER: {
+            double a = sqrt(6.0 / (t->fan_in + t->fan_out));
+            w[i] = (float)(a * (2.0 * uniform01(rng) - 1.0));
+            break;
+        }
+        case CLNET_INIT_CONSTANT:
+            w[i] = t->init.value;
+            break;
+        default:
+            w[i] = 0.0f;
+            break;
+        }
+    }
+}
+
+clnet_status clnet_model_alloc(clnet_model *m) {
+    if (m->params) return CLNET_OK;
+    m->params = clnet_calloc(m->nparams + 1, sizeof(float));
+    m->buffers = clnet_calloc(m->nbuffers + 1, sizeof(float));
+    m->counters = clnet_calloc(m->ncounters + 1, sizeof(int64_t));
+    if (!m->params || !m->buffers || !m->counters) {
+        free(m->params), free(m->buffers), free(m->counters);
+        m->params = m->buffers = NULL;
+        m->counters = NULL;
+        return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %zu parameters", m->nparams);
+    }
+    return CLNET_OK;
+}
+
+clnet_status clnet_model_init(clnet_model *m, uint64_t seed) {
+    clnet_status s = clnet_model_alloc(m);
+    if (s != CLNET_OK) return s;
+    uint64_t rng = seed ^ 0x636c6e6574ull; /* "clnet" */
+    for (int i = 0; i < m->count; i++) {
+        const clnet_node *node = &m->nodes[i];
+        for (int t = 0; t < node->nparams; t++)
+            fill(m->params + node->params[t].offset, &node->params[t], &rng);
+        for (int t = 0; t < node->nbuffers; t++) {
+            const clnet_tensor *b = &node->buffers[t];
+            if (b->dtype == CLNET_DTYPE_I64)
+                memset(m->counters + b->offset, 0, b->count * sizeof(int64_t));
+            else
+                fill(m->buffers + b->offset, b, &rng);
+        }
+    }
+    return CLNET_OK;
+}

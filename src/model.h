@@ -1,0 +1,58 @@
+/* A model: a graph of nodes (layers) with named inputs, kept in topological
+ * order, with its shapes, its parameters and its buffers. It knows nothing
+ * of devices or training: replicas (replica.c) run it, the trainer
+ * (trainer.c, step.c) trains it.
+ *
+ * Nodes name their inputs (input=A,B; default: the line before), in any
+ * order of lines; the model resolves the names, refuses cycles, sorts the
+ * nodes (keeping the order of the lines where it can) and infers every
+ * shape. Parameters (weights, biases), float buffers (running statistics)
+ * and int64 counters each live in one host array, node after node in
+ * topological order; the parameter array is the master copy that training
+ * updates. */
+#ifndef CLNET_MODEL_H
+#define CLNET_MODEL_H
+
+#include "layer.h"
+
+typedef struct {
+    int has_input;
+    clnet_shape input; /* one sample */
+    clnet_node *nodes; /* topological order once resolved */
+    int count, cap;
+    int resolved; /* every name known, sorted, shapes and layout set */
+    size_t nparams, nbuffers, ncounters;
+    float *params;             /* NULL until initialised or loaded */
+    float *buffers;            /* (nbuffers) */
+    int64_t *counters;         /* (ncounters) */
+    char source[256];          /* the model file, for messages ("" when built from C) */
+    char last[CLNET_NAME_CAP]; /* the node of the last line added: the default input */
+} clnet_model;
+
+void clnet_model_release(clnet_model *m);
+
+/* Adds one model-file line (a comment or blank line adds nothing); `line`
+ * is its line number for messages (0 from C). Names that are not known yet
+ * may be defined by later lines. On failure the model is left as it was. */
+clnet_status clnet_model_add(clnet_model *m, const char *text, int line);
+
+/* Resolves the model completely: every input known, no cycle, one loss
+ * node last that nothing reads, every other node read by some node. On
+ * failure *bad_line is the line of the node at fault (0 when none). */
+clnet_status clnet_model_finish(clnet_model *m, int *bad_line);
+
+/* The loss node (the last), or NULL while the model has none. */
+const clnet_node *clnet_model_loss(const clnet_model *m);
+int clnet_model_classes(const clnet_model *m);
+
+/* The shape of node i's input k: a node's output, or the model's input. */
+clnet_shape clnet_model_source_shape(const clnet_model *m, int producer);
+
+/* Allocates the host arrays (if not yet) and fills them from each tensor's
+ * init rule with a seeded generator: the same seed gives the same values on
+ * every machine. */
+clnet_status clnet_model_init(clnet_model *m, uint64_t seed);
+/* Allocates zeroed host arrays if there are none yet (before loading). */
+clnet_status clnet_model_alloc(clnet_model *m);
+
+#endif

@@ -1,0 +1,107 @@
+/* Parsing option values for the layer files: whole numbers, sizes per axis,
+ * numbers, and the initialisation keys shared by layers with weights. */
+#include "error.h"
+#include "layer.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int parse_int(const char *s, int *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < -1000000000L || v > 1000000000L) return 0;
+    *out = (int)v;
+    return 1;
+}
+
+clnet_status clnet_option_int(const char *key, const char *value, int min, int *out) {
+    if (!parse_int(value, out) || *out < min)
+        return clnet_fail(CLNET_ERR_FORMAT, "%s=%s: expected a whole number >= %d", key, value,
+                          min);
+    return CLNET_OK;
+}
+
+clnet_status clnet_option_float(const char *key, const char *value, float min, float *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(value, &end);
+    if (errno || end == value || *end || !isfinite(v) || v < min)
+        return clnet_fail(CLNET_ERR_FORMAT, "%s=%s: expected a number >= %g", key, value,
+                          (double)min);
+    *out = (float)v;
+    return CLNET_OK;
+}
+
+clnet_status clnet_option_dims(const char *key, const char *value, int axes, int min, int *out) {
+    static const char *const forms[] = {"", "N", "N or HxW", "N or DxHxW"};
+    int got = 0;
+    const char *p = value;
+    while (got < axes) {
+        char part[24];
+        const char *x = strchr(p, 'x');
+        size_t len = x ? (size_t)(x - p) : strlen(p);
+        if (len == 0 || len >= sizeof part) break;
+        memcpy(part, p, len);
+        part[len] = '\0';
+        if (!parse_int(part, &out[got]) || out[got] < min) break;
+        got++;
+        if (!x) {
+            p += len;
+            break;
+        }
+        p = x + 1;
+    }
+    if (*p || (got != 1 && got != axes))
+        return clnet_fail(CLNET_ERR_FORMAT, "%s=%s: expected %s, each >= %d", key, value,
+                          forms[axes], min);
+    for (int i = got; i < axes; i++) out[i] = out[0];
+    return CLNET_OK;
+}
+
+static clnet_status init_kind(const char *key, const char *value, clnet_init_kind *out) {
+    static const struct {
+        const char *name;
+        clnet_init_kind kind;
+    } names[] = {{"normal", CLNET_INIT_NORMAL},
+                 {"xavier", CLNET_INIT_XAVIER},
+                 {"kaiming", CLNET_INIT_KAIMING},
+                 {"zeros", CLNET_INIT_ZEROS}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(value, names[i].name) == 0) return *out = names[i].kind, CLNET_OK;
+    return clnet_fail(CLNET_ERR_FORMAT, "%s=%s: expected normal, xavier, kaiming or zeros", key,
+                      value);
+}
+
+clnet_status clnet_param_init_option(clnet_param_init *p, const char *key, const char *value,
+                                     int *known) {
+    *known = 1;
+    if (strcmp(key, "init") == 0) return init_kind(key, value, &p->weight.kind);
+    if (strcmp(key, "bias_init") == 0) return init_kind(key, value, &p->bias.kind);
+    if (strcmp(key, "std") == 0) {
+        p->std_given = 1;
+        return clnet_option_float(key, value, 0, &p->weight.std);
+    }
+    if (strcmp(key, "bias_std") == 0) {
+        p->bias_std_given = 1;
+        return clnet_option_float(key, value, 0, &p->bias.std);
+    }
+    *known = 0;
+    return CLNET_OK;
+}
+
+clnet_status clnet_param_init_check(const clnet_param_init *p) {
+    if (p->weight.kind == CLNET_INIT_NORMAL && !p->std_given)
+        return clnet_fail(CLNET_ERR_FORMAT, "init=normal needs std=, e.g. 'init=normal std=0.01'");
+    if (p->bias.kind == CLNET_INIT_NORMAL && !p->bias_std_given)
+        return clnet_fail(
+            CLNET_ERR_FORMAT,
+            "bias_init=normal needs bias_std=, e.g. 'bias_init=normal bias_std=0.01'");
+    if (p->std_given && p->weight.kind != CLNET_INIT_NORMAL)
+        return clnet_fail(CLNET_ERR_FORMAT, "std= applies to init=normal only");
+    if (p->bias_std_given && p->bias.kind != CLNET_INIT_NORMAL)
+        return clnet_fail(CLNET_ERR_FORMAT, "bias_std= applies to bias_init=normal only");
+    return CLNET_OK;
+}

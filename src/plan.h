@@ -1,0 +1,32 @@
+/* The memory plan of a model on a replica: where every activation and every
+ * activation gradient lives, which input gradients are computed, and which
+ * of them are overwritten or added to.
+ *
+ * Time runs through the forward pass (node i at time i) and back through
+ * the backward pass (node i at time 2N-1-i). A tensor is live from the
+ * pass that writes it to the last pass that reads it; tensors whose lives
+ * do not overlap share memory (first fit, by offset). A view (flatten)
+ * shares its input's memory, so the two are one tensor for planning. */
+#ifndef CLNET_PLAN_H
+#define CLNET_PLAN_H
+
+#include "model.h"
+
+typedef struct {
+    int nodes;
+    /* per node, in floats for `batch` samples */
+    size_t *y;        /* its output in the activation arena */
+    size_t *dy;       /* its output's gradient in the gradient arena */
+    size_t *keep;     /* its kept memory */
+    int *backward;    /* 1: its backward pass runs (parameters, or inputs that need a gradient) */
+    size_t input;     /* the model's input in the activation arena */
+    int *need_dx;     /* [node * CLNET_MAX_INPUTS + k]: input k's gradient is wanted */
+    float *dx_beta;   /* [node * CLNET_MAX_INPUTS + k]: 0 overwrite, 1 add */
+    size_t act, dact; /* arena sizes, floats */
+    size_t keep_total, work;
+} clnet_plan;
+
+clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch);
+void clnet_plan_release(clnet_plan *p);
+
+#endif

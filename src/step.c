@@ -1,0 +1,356 @@
+/* A synchronous training step, top to bottom. Called by the public API
+ * (net.c); calls down into the balancer, the workers, the replicas and the
+ * optimizer; nothing calls back up.
+ *
+ *   1. split the global batch into shares (balance.c): contiguous ranges of
+ *      sample indices, in proportion to each device's measured speed;
+ *   2. every replica runs forward and backward on its share at once, on its
+ *      own worker thread, in micro-batches when its share exceeds what fits
+ *      its memory, producing the SUM of its samples' gradients;
+ *   3. gradients come to the host bucket by bucket (one bucket per node
+ *      with parameters, last node first): on a discrete device each bucket
+ *      is read into a mapped pinned staging buffer as soon as its backward
+ *      pass has been enqueued, so transfers and the host's adding overlap
+ *      the backward pass of the nodes below; a device that shares memory
+ *      with the host is mapped in place once its backward pass is done;
+ *   4. this thread adds the replicas' buckets in a fixed device order while
+ *      they arrive, the optimizer runs once (dividing by the global batch)
+ *      and the new parameters go to every replica.
+ * A step on N devices therefore equals a step on one device, up to float
+ * rounding, whatever the split. Replicas exchange data during a pass only
+ * through the collective in their execution context (collective.h). */
+#include "alloc.h"
+#include "step.h"
+#include "error.h"
+#include "hostmath.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void sleep_seconds(double s) {
+    if (s <= 0) return;
+    struct timespec t = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&t, &t) != 0) {
+    }
+}
+
+/* ---- the replicas' side (on their worker threads) --------------------------------- */
+
+static void post(clnet_trainer *t, int i, int node, cl_event ev, const float *data) {
+    size_t k = (size_t)i * t->model->count + node;
+    pthread_mutex_lock(&t->step.lock);
+    t->step.events[k] = ev;
+    t->step.data[k] = data;
+    t->step.posted[k] = 1;
+    pthread_cond_broadcast(&t->step.changed);
+    pthread_mutex_unlock(&t->step.lock);
+}
+
+/* A discrete device: start reading node i's gradients to the host. */
+static clnet_status send_bucket(clnet_trainer *t, int r, int node) {
+    clnet_status status = CLNET_OK;
+    clnet_replica *rep = t->replicas[r];
+    const clnet_node *nd = &t->model->nodes[node];
+    cl_event ev = NULL;
+    CL_CHECK(clEnqueueReadBuffer(rep->d->queue, rep->grads, CL_FALSE, nd->param_off * sizeof(float),
+                                 nd->param_count * sizeof(float), rep->staging.data + nd->param_off,
+                                 0, NULL, &ev),
+             "clEnqueueReadBuffer(gradient bucket)");
+    CL_CHECK(clFlush(rep->d->queue), "clFlush");
+    post(t, r, node, ev, rep->staging.data + nd->param_off);
+cleanup:
+    return status;
+}
+
+/* Replica i's share: micro-batches, then the gradient hand-over. */
+static clnet_status run_share(clnet_trainer *t, int i) {
+    clnet_status status = CLNET_OK;
+    clnet_replica *r = t->replicas[i];
+    const clnet_model *m = t->model;
+    clnet_ctx *ctx = &t->ctx[i];
+    size_t in = clnet_shape_size(m->input);
+    int classes = clnet_model_classes(m), share = t->step.shares[i], train = t->step.train;
+    int buckets = train && !r->d->zero_copy;
+    double t0 = now();
+    t->step.loss[i] = 0;
+    t->step.correct[i] = 0;
+    if (train && t->balance.fault_step[i] == ctx->step)
+        FAIL(CLNET_ERR_OPENCL, "injected fault (CLNET_FAULT) in step %lld", (long long)ctx->step);
+    for (int done = 0; done < share; done += r->max_batch) {
+        int n = share - done < r->max_batch ? share - done : r->max_batch;
+        int last = done + n >= share;
+        size_t first = (size_t)t->step.offsets[i] + (size_t)done;
+        const int32_t *labels = t->step.labels ? t->step.labels + first : NULL;
+        double loss = 0;
+        int correct = 0;
+        ctx->first_sample = (int64_t)first;
+        TRY(clnet_replica_load(r, t->step.images + first * in, labels, n));
+        TRY(clnet_replica_forward(r, ctx, n));
+        for (int node = train ? m->count - 1 : -1; node >= 0; node--) {
+            TRY(clnet_replica_backward_node(r, ctx, n, node, done > 0));
+            if (last && buckets && m->nodes[node].param_count) TRY(send_bucket(t, i, node));
+        }
+        TRY(clnet_replica_results(r, n, labels != NULL, &loss, &correct,
+                                  t->step.probs ? t->step.probs + first * classes : NULL));
+        t->step.loss[i] += loss;
+        t->step.correct[i] += correct;
+    }
+    CL_CHECK(clFinish(r->d->queue), "clFinish");
+    if (train && r->d->zero_copy) { /* map the whole gradient buffer in place */
+        cl_int err = CL_SUCCESS;
+        void *p = clEnqueueMapBuffer(r->d->queue, r->grads, CL_TRUE, CL_MAP_READ, 0,
+                                     m->nparams * sizeof(float), 0, NULL, NULL, &err);
+        CL_CHECK(err, "clEnqueueMapBuffer(gradients)");
+        t->step.mapped[i] = p;
+        for (int node = m->count - 1; node >= 0; node--)
+            if (m->nodes[node].param_count)
+                post(t, i, node, NULL, (const float *)p + m->nodes[node].param_off);
+    }
+    /* CLNET_THROTTLE: behave FACTOR times slower */
+    sleep_seconds((t->balance.throttle[i] - 1) * (now() - t0));
+cleanup:
+    t->step.seconds[i] = now() - t0;
+    if (status != CLNET_OK) {
+        clnet_error_context(status, "device %d (%s)", r->d->info.index, r->d->info.name);
+        clnet_local_group_abort(t->group); /* the others must not wait for this one */
+    }
+    pthread_mutex_lock(&t->step.lock);
+    t->step.finished[i] = 1;
+    pthread_cond_broadcast(&t->step.changed);
+    pthread_mutex_unlock(&t->step.lock);
+    return status;
+}
+
+static clnet_status share_job(int i, void *arg) {
+    return run_share(arg, i);
+}
+
+/* ---- this thread's side ----------------------------------------------------------- */
+
+/* Adds replica i's bucket for `node` into the summed gradient (the first
+ * replica in order copies). Waits for it; returns 0 when the replica
+ * finished without posting it (it failed). */
+static int reduce_bucket(clnet_trainer *t, int i, int node, int first, clnet_status *status) {
+    const clnet_node *nd = &t->model->nodes[node];
+    size_t k = (size_t)i * t->model->count + node;
+    pthread_mutex_lock(&t->step.lock);
+    while (!t->step.posted[k] && !t->step.finished[i])
+        pthread_cond_wait(&t->step.changed, &t->step.lock);
+    int ready = t->step.posted[k];
+    pthread_mutex_unlock(&t->step.lock);
+    if (!ready) return 0;
+    if (t->step.events[k]) {
+        cl_int err = clWaitForEvents(1, &t->step.events[k]);
+        clReleaseEvent(t->step.events[k]);
+        t->step.events[k] = NULL;
+        if (err != CL_SUCCESS) {
+            *status = clnet_fail_cl_at(err, "clWaitForEvents(gradient bucket)", __FILE__, __LINE__);
+            return 0;
+        }
+    }
+    float *dst = t->grad_sum + nd->param_off;
+    if (first)
+        memcpy(dst, t->step.data[k], nd->param_count * sizeof(float));
+    else
+        clnet_add_floats(dst, t->step.data[k], nd->param_count);
+    return 1;
+}
+
+/* Splits n samples, starts every replica with a share, and with train
+ * reduces the gradients while they arrive; waits for all. */
+static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
+                            const int32_t *labels, int n, int train, float *probs, double *loss,
+                            int *correct) {
+    clnet_status status = CLNET_OK, reduce_status = CLNET_OK;
+    const clnet_model *m = t->model;
+    int R = t->count, taking = 0;
+    t->step.images = images;
+    t->step.labels = labels;
+    t->step.probs = probs;
+    t->step.train = train;
+    clnet_balance_split(&t->balance, n, t->step.shares);
+    for (int i = 0, off = 0; i < R; i++) {
+        t->step.offsets[i] = off;
+        off += t->step.shares[i];
+        t->step.active[i] = t->step.shares[i] > 0;
+        t->step.finished[i] = !t->step.active[i];
+        t->step.mapped[i] = NULL;
+        taking += t->step.active[i];
+    }
+    memset(t->step.posted, 0, (size_t)R * m->count * sizeof *t->step.posted);
+    clnet_local_group_reset(t->group, taking, t->coll);
+    for (int i = 0, rank = 0; i < R; i++) {
+        clnet_collective *c = t->step.active[i] ? &t->coll[rank++] : NULL;
+        t->ctx[i] = (clnet_ctx){.train = train, .d = t->replicas[i]->d, .coll = c, .step = step};
+    }
+    clnet_workers_start(t->workers, share_job, t, t->step.active);
+
+    /* The reducer: buckets last node first, replicas in device order. */
+    for (int node = m->count - 1; train && node >= 0 && reduce_status == CLNET_OK; node--) {
+        if (!m->nodes[node].param_count) continue;
+        for (int i = 0, first = 1; i < R; i++) {
+            if (!t->step.active[i]) continue;
+            if (!reduce_bucket(t, i, node, first, &reduce_status)) {
+                if (reduce_status == CLNET_OK) reduce_status = CLNET_ERR_INTERNAL; /* it failed */
+                break;
+            }
+            first = 0;
+        }
+    }
+    status = clnet_workers_wait(t->workers); /* the first failure in device order */
+    for (int i = 0; i < R; i++)
+        if (t->step.mapped[i])
+            clEnqueueUnmapMemObject(t->replicas[i]->d->queue, t->replicas[i]->grads,
+                                    t->step.mapped[i], 0, NULL, NULL);
+    for (size_t k = 0; k < (size_t)R * m->count; k++)
+        if (t->step.events[k]) {
+            clReleaseEvent(t->step.events[k]);
+            t->step.events[k] = NULL;
+        }
+    if (status == CLNET_OK) status = reduce_status;
+    if (status != CLNET_OK) return status;
+
+    double total_loss = 0;
+    int total_correct = 0;
+    for (int i = 0; i < R; i++) { /* fixed order */
+        total_loss += t->step.loss[i];
+        total_correct += t->step.correct[i];
+    }
+    if (loss) *loss = total_loss;
+    if (correct) *correct = total_correct;
+    if (train) clnet_balance_update(&t->balance, t->step.shares, t->step.seconds);
+    return CLNET_OK;
+}
+
+clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
+                              const int32_t *labels, int n, double *loss, int *correct) {
+    clnet_status s = run_all(t, o->step, images, labels, n, 1, NULL, loss, correct);
+    if (s != CLNET_OK) return s;
+    clnet_optim_apply(o, m->params, t->grad_sum, m->nparams, n);
+    for (int i = 0; i < m->count; i++) /* counters that count training steps */
+        for (int b = 0; b < m->nodes[i].nbuffers; b++)
+            if (m->nodes[i].buffers[b].dtype == CLNET_DTYPE_I64)
+                m->counters[m->nodes[i].buffers[b].offset]++;
+    return clnet_step_broadcast(t, m);
+}
+
+clnet_status clnet_step_forward(clnet_trainer *t, const float *images, const int32_t *labels, int n,
+                                float *probs, double *loss, int *correct) {
+    return run_all(t, 0, images, labels, n, 0, probs, loss, correct);
+}
+
+/* ---- parameters to every replica, buffers back ------------------------------------- */
+
+typedef struct {
+    clnet_trainer *t;
+    const clnet_model *m;
+} state_job;
+
+static clnet_status write_state(int i, void *arg) {
+    state_job *j = arg;
+    return clnet_replica_write_state(j->t->replicas[i], j->m->params, j->m->buffers);
+}
+
+clnet_status clnet_step_broadcast(clnet_trainer *t, const clnet_model *m) {
+    state_job j = {t, m};
+    return clnet_workers_run(t->workers, write_state, &j, NULL);
+}
+
+static clnet_status read_buffers(int i, void *arg) {
+    state_job *j = arg;
+    return i ? CLNET_OK : clnet_replica_read_buffers(j->t->replicas[0], j->m->buffers);
+}
+
+clnet_status clnet_step_gather_buffers(clnet_trainer *t, clnet_model *m) {
+    state_job j = {t, m};
+    if (!m->nbuffers) return CLNET_OK;
+    return clnet_workers_run(t->workers, read_buffers, &j, NULL);
+}
+
+/* ---- calibration ------------------------------------------------------------------ */
+
+/* A probe may take this long before its rate is trusted, and calibration
+ * stops growing probes after this much time per device. */
+#define PROBE_SECONDS       0.2
+#define CALIBRATION_SECONDS 2.0
+#define PROBE_MAX           32
+
+typedef struct {
+    clnet_trainer *t;
+    float *images;
+    int32_t *labels;
+} probe_job;
+
+/* One training pass of m samples on replica i, finished. */
+static clnet_status probe_run(clnet_replica *r, const clnet_ctx *ctx, const probe_job *p, int m) {
+    clnet_status status = CLNET_OK;
+    TRY(clnet_replica_load(r, p->images, p->labels, m));
+    TRY(clnet_replica_forward(r, ctx, m));
+    TRY(clnet_replica_backward(r, ctx, m, 0));
+    CL_CHECK(clFinish(r->d->queue), "clFinish");
+cleanup:
+    return status;
+}
+
+/* Times replica i on probes of one size, after a warm-up run of that size
+ * (the first run of a size builds kernels, and CPU drivers compile
+ * work-group functions): m samples, with m chosen from a 1-sample run so
+ * that a probe takes about PROBE_SECONDS, at most PROBE_MAX samples. */
+static clnet_status probe(int i, void *arg) {
+    clnet_status status = CLNET_OK;
+    probe_job *p = arg;
+    clnet_trainer *t = p->t;
+    clnet_replica *r = t->replicas[i];
+    /* each device alone: no collective (a layer that needs one has none to call) */
+    clnet_ctx ctx = {.train = 1, .d = r->d};
+    double t1 = 0;
+    for (int k = 0; k < 2; k++) { /* the first builds the kernels */
+        double t0 = now();
+        TRY(probe_run(r, &ctx, p, 1));
+        t1 = now() - t0;
+    }
+    int m = t1 > 0 ? (int)(PROBE_SECONDS / t1) : PROBE_MAX;
+    if (m > PROBE_MAX) m = PROBE_MAX;
+    if (m > r->max_batch) m = r->max_batch;
+    if (m < 1) m = 1;
+    double rate = 1.0 / (t1 > 0 ? t1 : 1e-9);
+    if (m > 1) { /* warm up this size, then time it until it has taken long enough */
+        TRY(probe_run(r, &ctx, p, m));
+        int runs = 0;
+        double t0 = now(), spent = 0;
+        do {
+            TRY(probe_run(r, &ctx, p, m));
+            runs++;
+            spent = now() - t0;
+        } while (spent < PROBE_SECONDS && spent < CALIBRATION_SECONDS);
+        rate = runs * m / spent;
+    }
+    t->balance.rate[i] = rate / t->balance.throttle[i];
+cleanup:
+    if (status != CLNET_OK)
+        clnet_error_context(status, "calibrating device %d (%s)", r->d->info.index,
+                            r->d->info.name);
+    return status;
+}
+
+clnet_status clnet_step_calibrate(clnet_trainer *t) {
+    clnet_status status = CLNET_OK;
+    probe_job p = {.t = t};
+    if (t->count < 2) return CLNET_OK; /* nothing to balance */
+    size_t in = clnet_shape_size(t->model->input);
+    p.images = clnet_calloc((size_t)PROBE_MAX * in, sizeof(float));
+    p.labels = clnet_calloc((size_t)PROBE_MAX, sizeof(int32_t));
+    if (!p.images || !p.labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    TRY(clnet_workers_run(t->workers, probe, &p, NULL));
+cleanup:
+    free(p.images);
+    free(p.labels);
+    return status;
+}

@@ -1,0 +1,25 @@
+/* Synchronous data-parallel steps over a trainer (see step.c). */
+#ifndef CLNET_STEP_H
+#define CLNET_STEP_H
+
+#include "optim.h"
+#include "trainer.h"
+
+/* One training step on n samples: forward and backward on every replica's
+ * share, gradients summed on the host in a fixed order, the optimizer
+ * applied once to m's parameters, the new parameters sent to every
+ * replica. loss and correct (may be NULL) get the sums over the batch. */
+clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
+                              const int32_t *labels, int n, double *loss, int *correct);
+/* Forward only, split the same way; labels and probs (n, classes) may be NULL. */
+clnet_status clnet_step_forward(clnet_trainer *t, const float *images, const int32_t *labels, int n,
+                                float *probs, double *loss, int *correct);
+/* m's parameters and float buffers to every replica. */
+clnet_status clnet_step_broadcast(clnet_trainer *t, const clnet_model *m);
+/* The first replica's float buffers back into m (before saving). */
+clnet_status clnet_step_gather_buffers(clnet_trainer *t, clnet_model *m);
+/* Measures each replica's speed on probes bounded in time (a device
+ * thousands of times slower costs seconds), for the first split. */
+clnet_status clnet_step_calibrate(clnet_trainer *t);
+
+#endif

@@ -1,0 +1,58 @@
+/* The training state of a bound net, apart from the model: one replica per
+ * device with its persistent worker thread, the load balancer, the summed
+ * gradient, the collective group, and everything a step needs, allocated
+ * here once so that a steady-state step allocates nothing. step.c drives
+ * synchronous steps over it, async.c the parameter server. */
+#ifndef CLNET_TRAINER_H
+#define CLNET_TRAINER_H
+
+#include "balance.h"
+#include "collective.h"
+#include "replica.h"
+#include "worker.h"
+
+#include <pthread.h>
+
+typedef struct {
+    const clnet_model *model;
+    int count; /* replicas, one per device, in device order */
+    clnet_replica **replicas;
+    clnet_workers *workers; /* worker i drives replica i */
+    clnet_balance balance;
+    int max_batch;            /* the global batch the net is bound for */
+    int deterministic;        /* a fixed split: runs repeat bit for bit */
+    int64_t worst_staleness;  /* async: the oldest parameters a push was computed on */
+    float *grad_sum;          /* (nparams) the step's summed gradient */
+    clnet_local_group *group; /* collectives across the replicas of a step */
+    clnet_collective *coll;   /* (count) each taking replica's view of the group */
+    clnet_ctx *ctx;           /* (count) each replica's execution context */
+
+    /* A step in flight (step.c): shares, results, the bucket hand-over. */
+    struct {
+        const float *images;
+        const int32_t *labels;
+        float *probs;
+        int train;
+        int *shares, *offsets, *active, *correct, *finished;
+        double *loss, *seconds;
+        pthread_mutex_t lock;
+        pthread_cond_t changed;
+        int *posted;        /* [replica * nodes + node]: bucket ready */
+        cl_event *events;   /* its transfer, or NULL when mapped in place */
+        const float **data; /* where the host reads it */
+        void **mapped;      /* (count) host-unified replicas: the whole gradient buffer */
+    } step;
+
+    /* Asynchronous training's buffers (async.c), made on its first use and
+     * freed by clnet_async_free before the trainer. */
+    struct clnet_async *async;
+} clnet_trainer;
+
+/* Places a replica of m on every device of rt, each the largest micro-batch
+ * up to max_batch that fits, starts the workers and allocates the step's
+ * state. The model must outlive the trainer. */
+clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, clnet_runtime *rt,
+                                  int max_batch);
+void clnet_trainer_free(clnet_trainer *t);
+
+#endif
