@@ -114,7 +114,8 @@ clnet_status clnet_net_layer_info(const clnet_net *net, int i, clnet_layer_info 
     out->out_h = s.ndim >= 2 ? s.dim[s.ndim - 2] : 1;
     out->out_w = s.ndim >= 1 ? s.dim[s.ndim - 1] : 1;
     out->params = node->param_count;
-    for (int t = 0; t < node->nbuffers; t++) out->buffers += node->buffers[t].count;
+    for (int t = 0; t < node->nbuffers; t++)
+        if (node->buffers[t].dtype == CLNET_DTYPE_F32) out->buffers += node->buffers[t].count;
     out->inputs = node->ninputs;
     for (int k = 0; k < node->ninputs; k++)
         snprintf(out->input_names[k], sizeof out->input_names[k], "%s", node->input_names[k]);

@@ -1,0 +1,587 @@
+/* The graph core: a DAG in which one tensor feeds three layers that are
+ * joined again by add and concat, on every device, against the plain-C
+ * double-precision reference of the same graph (tests/ref/graph_ref.h) and
+ * against finite differences of that reference; model errors naming the
+ * file and line; buffers sent to devices and saved; steady-state steps that
+ * start no thread and allocate nothing; a residual LeNet that learns.
+ * The case "multi" (two devices at once) runs in the two-device
+ * configurations; the others on every configuration. */
+#include "elementwise.h"
+#include "error.h"
+#include "harness.h"
+#include "net.h"
+#include "program.h"
+#include "ref/graph_ref.h"
+#include "safetensors.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the DAG and its reference ----------------------------------------------------- */
+
+static const char *DAG[] = {
+    "input channels=2 height=6 width=5",
+    "conv2d name=stem filters=3 size=3 pad=1 init=xavier bias_init=normal bias_std=0.1",
+    "relu name=a",                                               /* a feeds three layers */
+    "conv2d name=b1 input=a filters=3 size=3 pad=1 init=xavier", /* 3x6x5 */
+    "conv2d name=b2 input=a filters=2 size=1",                   /* 2x6x5 */
+    "tanh name=b3 input=a",                                      /* 3x6x5 */
+    "add name=sum input=b1,b3",
+    "concat name=cat input=sum,b2", /* 5x6x5 */
+    "avgpool size=2",               /* 5x3x2 */
+    "flatten",
+    "linear name=fc units=4 init=xavier bias_init=normal bias_std=0.1",
+    "softmax_cross_entropy",
+};
+#define DAG_LINES (int)(sizeof DAG / sizeof *DAG)
+
+/* The same graph for the reference (its node i is the model's line i + 1). */
+static const ref_node DAG_REF[] = {
+    {.op = REF_CONV2D,
+     .in = {REF_INPUT},
+     .nin = 1,
+     .filters = 3,
+     .kh = 3,
+     .kw = 3,
+     .sh = 1,
+     .sw = 1,
+     .ph = 1,
+     .pw = 1,
+     .bias = 1},
+    {.op = REF_RELU, .in = {0}, .nin = 1},
+    {.op = REF_CONV2D,
+     .in = {1},
+     .nin = 1,
+     .filters = 3,
+     .kh = 3,
+     .kw = 3,
+     .sh = 1,
+     .sw = 1,
+     .ph = 1,
+     .pw = 1,
+     .bias = 1},
+    {.op = REF_CONV2D,
+     .in = {1},
+     .nin = 1,
+     .filters = 2,
+     .kh = 1,
+     .kw = 1,
+     .sh = 1,
+     .sw = 1,
+     .bias = 1},
+    {.op = REF_TANH, .in = {1}, .nin = 1},
+    {.op = REF_ADD, .in = {2, 4}, .nin = 2},
+    {.op = REF_CONCAT, .in = {5, 3}, .nin = 2},
+    {.op = REF_AVGPOOL, .in = {6}, .nin = 1, .kh = 2, .kw = 2, .sh = 2, .sw = 2},
+    {.op = REF_FLATTEN, .in = {7}, .nin = 1},
+    {.op = REF_LINEAR, .in = {8}, .nin = 1, .units = 4, .bias = 1},
+    {.op = REF_SOFTMAX_XENT, .in = {9}, .nin = 1},
+};
+static const ref_graph DAG_GRAPH = {DAG_REF, (int)(sizeof DAG_REF / sizeof *DAG_REF), {2, 6, 5}};
+
+static clnet_net *make_net(const char *const *lines, int count, uint64_t seed) {
+    clnet_net *net = NULL;
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    for (int i = 0; i < count; i++)
+        ck_assert_msg(clnet_net_add(net, lines[i]) == CLNET_OK, "'%s': %s", lines[i],
+                      clnet_last_error());
+    ck_assert_msg(clnet_net_init(net, seed) == CLNET_OK, "%s", clnet_last_error());
+    return net;
+}
+
+static clnet_runtime *one_device(int which) {
+    clnet_device_info info;
+    clnet_runtime *one = NULL;
+    ck_assert_int_eq(clnet_runtime_device_info(test_runtime(), which, &info), CLNET_OK);
+    char spec[16];
+    snprintf(spec, sizeof spec, "%d", info.index);
+    ck_assert_int_eq(clnet_runtime_create(&one, spec), CLNET_OK);
+    return one;
+}
+
+/* Images in [-1, 1) and labels for a batch of n. */
+static void batch_data(const clnet_net *net, int n, uint64_t seed, float *x, int32_t *y) {
+    int shape[4], rank = clnet_net_input_rank(net, shape);
+    size_t size = 1;
+    for (int i = 0; i < rank; i++) size *= (size_t)shape[i];
+    test_random_floats(x, (size_t)n * size, seed);
+    for (int i = 0; i < n; i++) y[i] = (int32_t)((i * 7 + (int)seed) % clnet_net_classes(net));
+}
+
+/* max |a - b| / max |b| */
+static double rel_diff(const float *a, const double *b, size_t n) {
+    double worst = 0, scale = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        worst = fmax(worst, fabs((double)a[i] - b[i]));
+        scale = fmax(scale, fabs(b[i]));
+    }
+    return worst / scale;
+}
+
+#define N_DAG 3
+
+START_TEST(dag_matches_the_reference_and_its_finite_differences_on_every_device) {
+    clnet_runtime *rt = test_runtime();
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        clnet_net *net = make_net(DAG, DAG_LINES, 5);
+        ck_assert_int_eq(clnet_net_layer_count(net), DAG_GRAPH.count);
+        size_t np = clnet_net_param_count(net);
+        ck_assert_uint_eq(np, ref_graph_param_count(&DAG_GRAPH));
+        float x[N_DAG * 60], probs[N_DAG * 4];
+        int32_t y[N_DAG];
+        batch_data(net, N_DAG, 9, x, y);
+        double *p = malloc(np * sizeof *p), *dp = malloc(np * sizeof *dp), xd[N_DAG * 60];
+        for (size_t i = 0; i < np; i++) p[i] = clnet_net_params(net)[i];
+        for (int i = 0; i < N_DAG * 60; i++) xd[i] = x[i];
+
+        /* the reference: loss, probabilities, gradients */
+        ref_graph_pass *ref = ref_graph_forward(&DAG_GRAPH, p, xd, y, N_DAG);
+        double loss_ref = ref->loss, probs_ref[N_DAG * 4];
+        memcpy(probs_ref, ref->y[DAG_GRAPH.count - 1], sizeof probs_ref);
+        ref_graph_pass_free(ref);
+        ref_graph_gradients(&DAG_GRAPH, p, xd, y, N_DAG, dp, NULL);
+
+        /* the engine on this device alone */
+        clnet_runtime *one = one_device(dev);
+        clnet_device_info info;
+        clnet_runtime_device_info(rt, dev, &info);
+        ck_assert_msg(clnet_net_bind(net, one, N_DAG) == CLNET_OK, "%s", clnet_last_error());
+        ck_assert_int_eq(clnet_net_predict(net, x, N_DAG, probs), CLNET_OK);
+        clnet_step_result r;
+        ck_assert_int_eq(clnet_net_train_step(net, x, y, N_DAG, &r), CLNET_OK);
+        double dprobs = rel_diff(probs, probs_ref, N_DAG * 4);
+        double dloss = fabs(r.loss * N_DAG - loss_ref) / fabs(loss_ref);
+        double dgrad = rel_diff(net->trainer->grad_sum, dp, np);
+        printf("%-24.24s DAG: probabilities %.1e, loss %.1e, gradients %.1e (relative to the "
+               "double reference)\n",
+               info.name, dprobs, dloss, dgrad);
+        ck_assert_msg(dprobs < 1e-5 && dloss < 1e-5, "forward differs: %g %g", dprobs, dloss);
+        /* every parameter tensor, so that a wrong branch cannot hide in a large one */
+        for (int i = 0; i < clnet_net_layer_count(net); i++) {
+            const clnet_node *node = &net->model.nodes[i];
+            for (int t = 0; t < node->nparams; t++) {
+                const clnet_tensor *ten = &node->params[t];
+                double d =
+                    rel_diff(net->trainer->grad_sum + ten->offset, dp + ten->offset, ten->count);
+                ck_assert_msg(d < 1e-4, "%s.%s: gradient differs by %g", node->name, ten->suffix,
+                              d);
+            }
+        }
+
+        /* the reference's gradients against its own finite differences (double) */
+        if (dev == 0) {
+            double worst = 0;
+            for (size_t k = 0; k < np; k += 7) {
+                const double h = 1e-5, keep = p[k];
+                p[k] = keep + h;
+                double up = ref_graph_loss(&DAG_GRAPH, p, xd, y, N_DAG, NULL);
+                p[k] = keep - h;
+                double down = ref_graph_loss(&DAG_GRAPH, p, xd, y, N_DAG, NULL);
+                p[k] = keep;
+                double fd = (up - down) / (2 * h);
+                worst = fmax(worst, fabs(fd - dp[k]) / fmax(fabs(fd), 1e-3));
+            }
+            printf("reference DAG gradients against finite differences (double): %.1e\n", worst);
+            ck_assert_msg(worst < 1e-5, "reference gradients off by %g", worst);
+        }
+        clnet_net_free(net);
+        clnet_runtime_free(one);
+        free(p), free(dp);
+    }
+}
+END_TEST
+
+/* ---- several devices take the steps one device takes ---------------------------------- */
+
+#define BATCH 16
+#define STEPS 5
+
+/* STEPS steps of SGD with momentum on rt; returns the parameters' update. */
+static float *update_on(clnet_runtime *rt, const double *split) {
+    clnet_net *net = make_net(DAG, DAG_LINES, 8);
+    clnet_sgd_config c;
+    clnet_sgd_defaults(&c);
+    c.lr = 0.05f;
+    c.momentum = 0.9f;
+    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
+    size_t np = clnet_net_param_count(net);
+    float *delta = malloc(np * sizeof(float)), x[BATCH * 60];
+    int32_t y[BATCH];
+    memcpy(delta, clnet_net_params(net), np * sizeof(float));
+    ck_assert_msg(clnet_net_bind(net, rt, BATCH) == CLNET_OK, "%s", clnet_last_error());
+    if (split) ck_assert_int_eq(clnet_net_set_split(net, split, 2), CLNET_OK);
+    for (int s = 0; s < STEPS; s++) {
+        batch_data(net, BATCH, 40 + s, x, y);
+        ck_assert_msg(clnet_net_train_step(net, x, y, BATCH, NULL) == CLNET_OK, "%s",
+                      clnet_last_error());
+    }
+    for (size_t i = 0; i < np; i++) delta[i] = clnet_net_params(net)[i] - delta[i];
+    clnet_net_free(net);
+    return delta;
+}
+
+/* ||a - b|| / ||b|| over each parameter tensor; the largest. */
+static double worst_tensor(const float *a, const float *b) {
+    clnet_net *net = make_net(DAG, DAG_LINES, 8);
+    double worst = 0;
+    for (int i = 0; i < net->model.count; i++)
+        for (int t = 0; t < net->model.nodes[i].nparams; t++) {
+            const clnet_tensor *ten = &net->model.nodes[i].params[t];
+            double num = 0, den = 0;
+            for (size_t k = ten->offset; k < ten->offset + ten->count; k++) {
+                num += ((double)a[k] - b[k]) * ((double)a[k] - b[k]);
+                den += (double)b[k] * b[k];
+            }
+            ck_assert_msg(den > 0, "%s.%s did not move", net->model.nodes[i].name, ten->suffix);
+            worst = fmax(worst, sqrt(num / den));
+        }
+    clnet_net_free(net);
+    return worst;
+}
+
+START_TEST(two_devices_take_the_steps_of_one) {
+    clnet_runtime *all = test_runtime();
+    ck_assert_int_eq(clnet_runtime_device_count(all), 2);
+    clnet_runtime *one = one_device(0);
+    float *d1 = update_on(one, NULL);
+    const double unequal[2] = {3, 1};
+    float *balanced = update_on(all, NULL), *forced = update_on(all, unequal);
+    double a = worst_tensor(balanced, d1), b = worst_tensor(forced, d1);
+    printf("DAG, %d steps on 2 devices vs 1: balanced %.1e, split 3:1 %.1e (largest relative "
+           "update difference over tensors)\n",
+           STEPS, a, b);
+    ck_assert_msg(a <= 1e-4 && b <= 1e-4, "updates differ: %g, %g", a, b);
+    free(d1), free(balanced), free(forced);
+    clnet_runtime_free(one);
+}
+END_TEST
+
+/* ---- steady-state steps: no thread, no allocation ---------------------------------------- */
+
+static void expect_steady(clnet_runtime *rt, const double *split, const char *what) {
+    clnet_net *net = make_net(DAG, DAG_LINES, 3);
+    clnet_sgd_config c;
+    clnet_sgd_defaults(&c);
+    c.momentum = 0.9f;
+    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
+    float x[BATCH * 60];
+    int32_t y[BATCH];
+    batch_data(net, BATCH, 77, x, y);
+    ck_assert_msg(clnet_net_bind(net, rt, BATCH) == CLNET_OK, "%s", clnet_last_error());
+    if (split) ck_assert_int_eq(clnet_net_set_split(net, split, 2), CLNET_OK);
+    for (int s = 0; s < 2; s++) /* the first steps build kernels and size scratch */
+        ck_assert_int_eq(clnet_net_train_step(net, x, y, BATCH, NULL), CLNET_OK);
+    clnet_counters before, after;
+    clnet_debug_counters(&before);
+    for (int s = 0; s < 4; s++)
+        ck_assert_int_eq(clnet_net_train_step(net, x, y, BATCH, NULL), CLNET_OK);
+    clnet_debug_counters(&after);
+    printf("%s: 4 steady steps started %llu threads, made %llu host and %llu device "
+           "allocations\n",
+           what, (unsigned long long)(after.threads - before.threads),
+           (unsigned long long)(after.host_allocs - before.host_allocs),
+           (unsigned long long)(after.device_allocs - before.device_allocs));
+    ck_assert_uint_eq(after.threads, before.threads);
+    ck_assert_uint_eq(after.host_allocs, before.host_allocs);
+    ck_assert_uint_eq(after.device_allocs, before.device_allocs);
+    clnet_net_free(net);
+}
+
+START_TEST(steady_steps_start_no_thread_and_allocate_nothing) {
+    clnet_runtime *one = one_device(0);
+    expect_steady(one, NULL, "1 device");
+    clnet_runtime_free(one);
+}
+END_TEST
+
+START_TEST(steady_steps_on_two_devices_start_no_thread_and_allocate_nothing) {
+    const double split[2] = {3, 1};
+    expect_steady(test_runtime(), split, "2 devices, split 3:1");
+}
+END_TEST
+
+/* ---- a residual LeNet learns --------------------------------------------------------------- */
+
+static const char *RESIDUAL_LENET[] = {
+    "input channels=1 height=28 width=28",
+    "conv2d name=conv1 filters=6 size=5 pad=2",
+    "relu name=r1",
+    "conv2d name=res filters=6 size=3 pad=1", /* its output is added to its input */
+    "add name=skip input=r1,res",
+    "relu",
+    "avgpool size=2",
+    "conv2d filters=16 size=5",
+    "relu",
+    "avgpool size=2",
+    "flatten",
+    "linear units=10 init=xavier",
+    "softmax_cross_entropy",
+};
+
+START_TEST(a_residual_lenet_learns) {
+    clnet_net *net =
+        make_net(RESIDUAL_LENET, (int)(sizeof RESIDUAL_LENET / sizeof *RESIDUAL_LENET), 2);
+    clnet_sgd_config c;
+    clnet_sgd_defaults(&c);
+    c.lr = 0.02f;
+    c.momentum = 0.9f;
+    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
+    clnet_runtime *one = one_device(0);
+    enum { N = 32 };
+    float *x = malloc((size_t)N * 784 * sizeof(float));
+    int32_t y[N];
+    batch_data(net, N, 123, x, y); /* random images with fixed labels: it must learn them */
+    ck_assert_msg(clnet_net_bind(net, one, N) == CLNET_OK, "%s", clnet_last_error());
+    clnet_step_result first, r;
+    ck_assert_int_eq(clnet_net_evaluate_batch(net, x, y, N, &first), CLNET_OK);
+    for (int s = 0; s < 40; s++) ck_assert_int_eq(clnet_net_train_step(net, x, y, N, &r), CLNET_OK);
+    ck_assert_int_eq(clnet_net_evaluate_batch(net, x, y, N, &r), CLNET_OK);
+    printf("residual LeNet, 40 steps on 32 fixed samples: loss %.4f -> %.4f, %d of %d right\n",
+           first.loss, r.loss, r.correct, N);
+    ck_assert_msg(r.loss < 0.5 * first.loss, "the loss fell only from %g to %g", first.loss,
+                  r.loss);
+    free(x);
+    clnet_net_free(net);
+    clnet_runtime_free(one);
+}
+END_TEST
+
+/* ---- model errors ---------------------------------------------------------------------------- */
+
+static char *temp_file(const char *name, const char *text) {
+    char dir[256];
+    test_make_dir(dir, sizeof dir);
+    char *path = malloc(strlen(dir) + strlen(name) + 2);
+    sprintf(path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+START_TEST(graph_errors_name_the_file_and_line) {
+    const char *head = "input channels=1 height=8 width=8\n";
+    struct {
+        const char *body, *want;
+    } cases[] = {
+        /* a cycle through forward references */
+        {"relu name=a input=c\nrelu name=b input=a\nrelu name=c input=b\nflatten input=c\n"
+         "softmax_cross_entropy\n",
+         "cycle: "},
+        {"relu name=a input=a\n", ":2: layer 'a' reads itself"},
+        {"relu name=a\nrelu input=nowhere\nflatten\nsoftmax_cross_entropy\n",
+         ":3: input=nowhere: there is no layer named 'nowhere'"},
+        {"conv2d name=a filters=2 size=3\nconv2d name=b input=input filters=2 size=1\nadd "
+         "input=a,b\n",
+         ":4: layer 'add1' (add, input 2x6x6): inputs of different shapes: 'a' is 2x6x6, 'b' is "
+         "2x8x8"},
+        {"conv2d name=a filters=2 size=3\nconcat input=a,input\n",
+         ":3: layer 'concat1' (concat, input 2x6x6): inputs of different spatial sizes"},
+        {"relu\nadd input=relu1\n", ":3: add takes 2 or more inputs, not 1"},
+        {"relu name=a\nrelu name=b input=a\nflatten input=a\nsoftmax_cross_entropy\n",
+         ":3: layer 'b' is read by no layer"},
+        {"conv2d filters=2 size=3 init=normal bias_init=normal bias_std=0.1\n",
+         ":2: init=normal needs std="},
+        {"conv2d filters=2 size=3 bias_init=normal\n", ":2: bias_init=normal needs bias_std="},
+        {"relu name=bad,name\n", ":2: name=bad,name: names are"},
+        {"flatten\nsoftmax_cross_entropy\nlinear units=2 input=loss\n",
+         ":4: no layer may read the loss layer 'loss'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *text = malloc(strlen(head) + strlen(cases[i].body) + 1);
+        sprintf(text, "%s%s", head, cases[i].body);
+        char *path = temp_file("model.cfg", text);
+        clnet_net *net = (clnet_net *)1;
+        ck_assert_msg(clnet_net_load(&net, path) != CLNET_OK, "case %zu was accepted", i);
+        ck_assert_ptr_null(net);
+        ck_assert_msg(strstr(clnet_last_error(), cases[i].want) && strstr(clnet_last_error(), path),
+                      "case %zu: '%s' lacks '%s'", i, clnet_last_error(), cases[i].want);
+        free(path), free(text);
+    }
+    /* lines in any order: names defined later are found, and the net is sorted */
+    char *path = temp_file("order.cfg", "input channels=1 height=4 width=4\n"
+                                        "softmax_cross_entropy input=fc\n"
+                                        "linear name=fc units=3 input=flat\n"
+                                        "flatten name=flat input=r\n"
+                                        "relu name=r input=input\n");
+    clnet_net *net = NULL;
+    ck_assert_msg(clnet_net_load(&net, path) == CLNET_OK, "%s", clnet_last_error());
+    const char *order[] = {"r", "flat", "fc", "loss"};
+    for (int i = 0; i < 4; i++) {
+        clnet_layer_info info;
+        ck_assert_int_eq(clnet_net_layer_info(net, i, &info), CLNET_OK);
+        ck_assert_str_eq(info.name, order[i]);
+    }
+    ck_assert_int_eq(clnet_net_add(net, "relu input=loss"), CLNET_ERR_FORMAT);
+    ck_assert_msg(strstr(clnet_last_error(), "no layer may read the loss"), "%s",
+                  clnet_last_error());
+    ck_assert_int_eq(clnet_net_layer_count(net), 4);
+    clnet_net_free(net);
+    /* the std= bug: bias_std= is not std=, and std= is taken when given */
+    free(path);
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "input channels=1 height=4 width=4"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "conv2d filters=2 size=3 init=normal std=0.5"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "flatten"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "softmax_cross_entropy"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_init(net, 1), CLNET_OK);
+    double sq = 0;
+    for (int i = 0; i < 18; i++) sq += (double)clnet_net_params(net)[i] * clnet_net_params(net)[i];
+    ck_assert_msg(sqrt(sq / 18) > 0.25 && sqrt(sq / 18) < 1.0, "std=0.5 gave rms %g",
+                  sqrt(sq / 18));
+    clnet_net_free(net);
+    /* a failed line leaves the net as it was */
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "input channels=1 height=4 width=4"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "relu name=x"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "conv2d filters=1 size=9"), CLNET_ERR_FORMAT);
+    ck_assert_int_eq(clnet_net_add(net, "flatten"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "softmax_cross_entropy"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_init(net, 1), CLNET_OK);
+    ck_assert_int_eq(clnet_net_layer_count(net), 3);
+    clnet_net_free(net);
+}
+END_TEST
+
+/* ---- buffers: sent to devices, counted, saved as F32 and I64 ------------------------------ */
+
+/* A layer of the test's own with a buffer: y = x + shift (per element of a
+ * vector input), shift a float buffer starting at 0.5, and a counter of
+ * training steps, as batch norm's num_batches_tracked. */
+static clnet_status shift_setup(clnet_node *node) {
+    node->out = node->in[0];
+    int64_t n = (int64_t)clnet_shape_size(node->in[0]);
+    clnet_node_buffer(node, "shift", CLNET_DTYPE_F32, 1, &n,
+                      (clnet_init){.kind = CLNET_INIT_CONSTANT, .value = 0.5f});
+    clnet_node_buffer(node, "steps", CLNET_DTYPE_I64, 0, NULL, (clnet_init){0});
+    return CLNET_OK;
+}
+
+static clnet_status shift_forward(const clnet_node *node, const clnet_pass *p) {
+    clnet_status status = CLNET_OK;
+    size_t C = clnet_shape_size(node->out), n = (size_t)p->n;
+    TRY(clnet_copy_rows(p->d, 1, n * C, p->act, p->x[0], 0, p->act, p->y, 0, 0.0f));
+    TRY(clnet_run(p->d, "elementwise", "", "add_bias_cols", 1, (size_t[]){n * C}, NULL,
+                  ARGS(U32(n), U32(C), MEM(p->act), U32(p->y), MEM(p->buffers),
+                       U32(node->buffers[0].offset))));
+cleanup:
+    return status;
+}
+
+static clnet_status shift_backward(const clnet_node *node, const clnet_pass *p) {
+    size_t len = (size_t)p->n * clnet_shape_size(node->out);
+    if (!p->need_dx[0]) return CLNET_OK;
+    return clnet_copy_rows(p->d, 1, len, p->dact, p->dy, 0, p->dact, p->dx[0], 0, p->dx_beta[0]);
+}
+
+static const clnet_kind SHIFT = {
+    .name = "test_shift",
+    .keys = "",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .setup = shift_setup,
+    .forward = shift_forward,
+    .backward = shift_backward,
+};
+
+START_TEST(buffers_reach_the_devices_and_checkpoints) {
+    clnet_kind_register(&SHIFT); /* once; a second time it exists already */
+    const char *lines[] = {"input channels=3 height=1 width=1", "linear name=fc units=3",
+                           "test_shift name=sh", "softmax_cross_entropy"};
+    clnet_net *net = make_net(lines, 4, 4);
+    clnet_runtime *rt = test_runtime();
+    ck_assert_uint_eq(clnet_net_buffer_count(net), 3);
+    clnet_layer_info info;
+    ck_assert_int_eq(clnet_net_layer_info(net, 1, &info), CLNET_OK);
+    ck_assert_uint_eq(info.buffers, 3);
+    ck_assert_msg(clnet_net_bind(net, rt, 4) == CLNET_OK, "%s", clnet_last_error());
+    float x[12], probs[12];
+    int32_t y[4] = {0, 1, 2, 0};
+    test_random_floats(x, 12, 3);
+    for (int s = 0; s < 3; s++)
+        ck_assert_int_eq(clnet_net_train_step(net, x, y, 4, NULL), CLNET_OK);
+    const float *b = clnet_net_buffers(net);
+    ck_assert_ptr_nonnull(b);
+    for (int i = 0; i < 3; i++) ck_assert_float_eq(b[i], 0.5f);
+    char dir[256], path[300], edited[300];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/a.safetensors", dir);
+    snprintf(edited, sizeof edited, "%s/b.safetensors", dir);
+    ck_assert_int_eq(clnet_net_save(net, path, NULL), CLNET_OK);
+
+    /* in the file: the float buffer (3) and the counter, int64 of shape (), = 3 steps */
+    clnet_st_file *f = NULL;
+    ck_assert_int_eq(clnet_st_load(path, &f), CLNET_OK);
+    const float *shift = NULL;
+    const int64_t *steps = NULL;
+    int ndim = -1;
+    ck_assert_int_eq(clnet_st_get(f, "sh.shift", 1, (int64_t[]){3}, &shift, NULL, NULL), CLNET_OK);
+    ck_assert_int_eq(clnet_st_get_i64(f, "sh.steps", 0, NULL, &steps, &ndim, NULL), CLNET_OK);
+    ck_assert_int_eq(ndim, 0);
+    ck_assert_int_eq(steps[0], 3);
+    /* write it again with another shift; loading it must change what the devices compute */
+    clnet_st_tensor t[16];
+    float new_shift[3] = {2.0f, -1.0f, 0.25f};
+    int count = clnet_st_count(f);
+    for (int i = 0; i < count; i++) {
+        const char *name = clnet_st_name(f, i);
+        clnet_st_dtype dtype;
+        const int64_t *shape = NULL;
+        int nd = 0;
+        ck_assert_int_eq(clnet_st_info(f, name, &dtype, &nd, &shape), CLNET_OK);
+        t[i] = (clnet_st_tensor){.name = name, .ndim = nd, .dtype = dtype};
+        memcpy(t[i].shape, shape, (size_t)nd * sizeof *shape);
+        if (dtype == CLNET_ST_I64) {
+            ck_assert_int_eq(clnet_st_get_i64(f, name, 0, NULL, &steps, NULL, NULL), CLNET_OK);
+            t[i].data = steps;
+        } else {
+            const float *data = NULL;
+            ck_assert_int_eq(clnet_st_get(f, name, 0, NULL, &data, NULL, NULL), CLNET_OK);
+            t[i].data = strcmp(name, "sh.shift") == 0 ? new_shift : data;
+        }
+    }
+    ck_assert_int_eq(clnet_st_save(edited, t, count, NULL, 0), CLNET_OK);
+    clnet_st_free(f);
+    ck_assert_msg(clnet_net_load_weights(net, edited, NULL) == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_net_predict(net, x, 4, probs), CLNET_OK);
+    /* the host's answer: softmax(fc(x) + new shift) */
+    const float *w = clnet_net_params(net);
+    for (int s = 0; s < 4; s++) {
+        double z[3], m = -1e30, sum = 0;
+        for (int o = 0; o < 3; o++) {
+            z[o] = w[9 + o] + new_shift[o];
+            for (int i = 0; i < 3; i++) z[o] += (double)w[o * 3 + i] * x[s * 3 + i];
+            m = fmax(m, z[o]);
+        }
+        for (int o = 0; o < 3; o++) sum += exp(z[o] - m);
+        for (int o = 0; o < 3; o++)
+            ck_assert_msg(fabs(probs[s * 3 + o] - exp(z[o] - m) / sum) < 1e-5,
+                          "sample %d class %d: %g", s, o, probs[s * 3 + o]);
+    }
+    ck_assert_float_eq(clnet_net_buffers(net)[1], -1.0f);
+    clnet_net_free(net);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("graph");
+    TCase *any = tcase_create("any");
+    tcase_set_timeout(any, 0);
+    tcase_add_test(any, dag_matches_the_reference_and_its_finite_differences_on_every_device);
+    tcase_add_test(any, graph_errors_name_the_file_and_line);
+    tcase_add_test(any, buffers_reach_the_devices_and_checkpoints);
+    tcase_add_test(any, steady_steps_start_no_thread_and_allocate_nothing);
+    suite_add_tcase(s, any);
+    TCase *fast = tcase_create("fast"); /* a device fast enough for a LeNet */
+    tcase_set_timeout(fast, 0);
+    tcase_add_test(fast, a_residual_lenet_learns);
+    suite_add_tcase(s, fast);
+    TCase *multi = tcase_create("multi"); /* two devices */
+    tcase_set_timeout(multi, 0);
+    tcase_add_test(multi, two_devices_take_the_steps_of_one);
+    tcase_add_test(multi, steady_steps_on_two_devices_start_no_thread_and_allocate_nothing);
+    suite_add_tcase(s, multi);
+    return test_run_suite(s) ? 1 : 0;
+}
