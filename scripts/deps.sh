@@ -8,7 +8,7 @@ packages=(
   ocl-icd-opencl-dev opencl-c-headers # the OpenCL ICD loader and headers
   pocl-opencl-icd clinfo             # OpenCL on the CPU, and a lister
   libclblast-dev zlib1g-dev          # GEMM, gzip
-  check                              # unit tests
+  check python3                      # unit tests; python3 for the layering check
   oclgrind                           # a second OpenCL platform, for tests
   dataset-fashion-mnist              # the data set the demo trains on
 )
