@@ -23,8 +23,9 @@ def load_safetensors(path):
         header = json.loads(f.read(n))
         data = f.read()
     meta = header.pop("__metadata__", {})
+    dtypes = {"F32": torch.float32, "I64": torch.int64}  # int64: counters, shape ()
     tensors = {name: torch.frombuffer(bytearray(data[t["data_offsets"][0]:t["data_offsets"][1]]),
-                                      dtype=torch.float32).reshape(t["shape"])
+                                      dtype=dtypes[t["dtype"]]).reshape(t["shape"])
                for name, t in header.items()}
     return tensors, meta
 
