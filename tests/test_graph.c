@@ -445,6 +445,49 @@ START_TEST(graph_errors_name_the_file_and_line) {
 }
 END_TEST
 
+/* ---- shapes with 1 and 3 spatial dimensions ---------------------------------------------- */
+
+START_TEST(signals_and_volumes_train) {
+    const char *signal[] = {"input channels=3 length=7", "tanh name=t",
+                            "concat input=t,input", /* (6, 7) */
+                            "linear units=4", "softmax_cross_entropy"};
+    const char *volume[] = {"input channels=2 depth=3 height=4 width=5", "relu", "flatten",
+                            "linear units=3", "softmax_cross_entropy"};
+    const char *const *models[] = {signal, volume};
+    const int want[][5] = {{2, 3, 7}, {4, 2, 3, 4, 5}}; /* rank, then the shape */
+    for (int m = 0; m < 2; m++) {
+        clnet_net *net = make_net(models[m], 5, 6);
+        int shape[4];
+        ck_assert_int_eq(clnet_net_input_rank(net, shape), want[m][0]);
+        for (int i = 0; i < want[m][0]; i++) ck_assert_int_eq(shape[i], want[m][1 + i]);
+        clnet_layer_info info;
+        ck_assert_int_eq(clnet_net_layer_info(net, 1, &info), CLNET_OK);
+        if (m == 0)
+            ck_assert(info.out_rank == 2 && info.out_shape[0] == 6 && info.out_shape[1] == 7);
+        clnet_runtime *one = one_device(0);
+        ck_assert_msg(clnet_net_bind(net, one, 4) == CLNET_OK, "%s", clnet_last_error());
+        float x[4 * 120];
+        int32_t y[4];
+        batch_data(net, 4, 31, x, y);
+        clnet_step_result first, r;
+        ck_assert_int_eq(clnet_net_evaluate_batch(net, x, y, 4, &first), CLNET_OK);
+        for (int s = 0; s < 30; s++)
+            ck_assert_int_eq(clnet_net_train_step(net, x, y, 4, NULL), CLNET_OK);
+        ck_assert_int_eq(clnet_net_evaluate_batch(net, x, y, 4, &r), CLNET_OK);
+        ck_assert_msg(r.loss < first.loss, "%s: loss %g -> %g", models[m][0], first.loss, r.loss);
+        clnet_net_free(net);
+        clnet_runtime_free(one);
+    }
+    /* a 2-D convolution refuses a signal, naming what it takes */
+    clnet_net *net = NULL;
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "input channels=3 length=7"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "conv2d filters=2 size=3"), CLNET_ERR_FORMAT);
+    ck_assert_msg(strstr(clnet_last_error(), "takes (C, H, W) inputs"), "%s", clnet_last_error());
+    clnet_net_free(net);
+}
+END_TEST
+
 /* ---- buffers: sent to devices, counted, saved as F32 and I64 ------------------------------ */
 
 /* A layer of the test's own with a buffer: y = x + shift (per element of a
@@ -488,8 +531,9 @@ static const clnet_kind SHIFT = {
 
 START_TEST(buffers_reach_the_devices_and_checkpoints) {
     clnet_kind_register(&SHIFT); /* once; a second time it exists already */
+    /* PyTorch-style dotted names, as a state dict has them */
     const char *lines[] = {"input channels=3 height=1 width=1", "linear name=fc units=3",
-                           "test_shift name=sh", "softmax_cross_entropy"};
+                           "test_shift name=blk.0.sh", "softmax_cross_entropy"};
     clnet_net *net = make_net(lines, 4, 4);
     clnet_runtime *rt = test_runtime();
     ck_assert_uint_eq(clnet_net_buffer_count(net), 3);
@@ -517,8 +561,9 @@ START_TEST(buffers_reach_the_devices_and_checkpoints) {
     const float *shift = NULL;
     const int64_t *steps = NULL;
     int ndim = -1;
-    ck_assert_int_eq(clnet_st_get(f, "sh.shift", 1, (int64_t[]){3}, &shift, NULL, NULL), CLNET_OK);
-    ck_assert_int_eq(clnet_st_get_i64(f, "sh.steps", 0, NULL, &steps, &ndim, NULL), CLNET_OK);
+    ck_assert_int_eq(clnet_st_get(f, "blk.0.sh.shift", 1, (int64_t[]){3}, &shift, NULL, NULL),
+                     CLNET_OK);
+    ck_assert_int_eq(clnet_st_get_i64(f, "blk.0.sh.steps", 0, NULL, &steps, &ndim, NULL), CLNET_OK);
     ck_assert_int_eq(ndim, 0);
     ck_assert_int_eq(steps[0], 3);
     /* write it again with another shift; loading it must change what the devices compute */
@@ -539,7 +584,7 @@ START_TEST(buffers_reach_the_devices_and_checkpoints) {
         } else {
             const float *data = NULL;
             ck_assert_int_eq(clnet_st_get(f, name, 0, NULL, &data, NULL, NULL), CLNET_OK);
-            t[i].data = strcmp(name, "sh.shift") == 0 ? new_shift : data;
+            t[i].data = strcmp(name, "blk.0.sh.shift") == 0 ? new_shift : data;
         }
     }
     ck_assert_int_eq(clnet_st_save(edited, t, count, NULL, 0), CLNET_OK);
@@ -572,6 +617,7 @@ int main(void) {
     tcase_add_test(any, dag_matches_the_reference_and_its_finite_differences_on_every_device);
     tcase_add_test(any, graph_errors_name_the_file_and_line);
     tcase_add_test(any, buffers_reach_the_devices_and_checkpoints);
+    tcase_add_test(any, signals_and_volumes_train);
     tcase_add_test(any, steady_steps_start_no_thread_and_allocate_nothing);
     suite_add_tcase(s, any);
     TCase *fast = tcase_create("fast"); /* a device fast enough for a LeNet */

@@ -6,7 +6,9 @@
  *  - outputs come first, gradients are prefixed d;
  *  - backward passes produce the SUM over the batch of the per-sample
  *    gradients (nothing is divided by the batch size) and OVERWRITE their
- *    outputs: dx, dw, db are never accumulated into;
+ *    outputs: dx, dw, db are never accumulated into (where a tensor feeds
+ *    several layers, the graph adds the pieces: graph_ref.c here, and in the
+ *    engine a layer's backward adds to dx when its plan says so);
  *  - conv and pools have OH = (H + 2*ph - KH) / sh + 1 (floor), likewise OW,
  *    which is what ref_out_size computes. */
 #ifndef CLNET_REF_LAYERS_H
