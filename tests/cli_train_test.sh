@@ -5,6 +5,7 @@
 # usage: cli_train_test.sh CLNET MODEL_DIR
 set -u
 clnet=$1 models=$2
+. "$(dirname "$0")/need_fashion_mnist.sh"
 work=$(mktemp -d /tmp/clnet-cli-train-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail=0
