@@ -64,7 +64,7 @@ else bad "SIGINT (rc $rc)" "$(cat "$work/int.err")"; fi
 expect_fail() { # name pattern args...
   local name=$1 pattern=$2; shift 2
   local out rc; out=$("$clnet" "$@" 2>&1); rc=$?
-  if [ $rc -ne 0 ] && grep -qE -- "$pattern" <<<"$out" && ! grep -qiE 'segmentation|abort|core dumped' <<<"$out"; then ok "$name"
+  if [ $rc -ne 0 ] && grep -qE -- "$pattern" <<<"$out" && ! grep -qiE 'segmentation|abort|core dumped|sanitizer' <<<"$out"; then ok "$name"
   else bad "$name (rc $rc)" "$out"; fi
 }
 cp "$work/a.safetensors" "$work/keep.safetensors"
