@@ -67,8 +67,7 @@ int main(int argc, char **argv) {
         int32_t *y = malloc((size_t)batch * sizeof(int32_t));
         for (size_t i = 0; i < (size_t)batch * in; i++)
             x[i] = (float)((i * 2654435761u) % 256) / 255;
-        for (int i = 0; i < batch; i++)
-            y[i] = i % clnet_net_classes(net);
+        for (int i = 0; i < batch; i++) y[i] = i % clnet_net_classes(net);
         for (int w = 0; w < 2; w++) /* warm-up: kernel builds, first allocations */
             if (clnet_net_train_step(net, x, y, batch, NULL) != CLNET_OK) return fail("step");
         double t0 = now();
@@ -86,8 +85,7 @@ int main(int argc, char **argv) {
             if (clnet_net_train_step(net, x, y, batch, NULL) != CLNET_OK) return fail("step");
         net->replicas[0]->profile = NULL;
         double total = 0;
-        for (int i = 0; i < 2 * net->nlayers; i++)
-            total += prof[i];
+        for (int i = 0; i < 2 * net->nlayers; i++) total += prof[i];
         printf("  %-8s %-22s %12s %12s %7s\n", "layer", "kind", "forward ms", "backward ms",
                "share");
         for (int i = 0; i < net->nlayers; i++)

@@ -89,8 +89,7 @@ START_TEST(worker_thread_failures_reach_the_caller) {
     clnet_status s = clnet_parallel_for(4, fail_odd, ran);
     ck_assert_int_eq(s, CLNET_ERR_WRONG_RESULT);
     ck_assert_msg(strstr(clnet_last_error(), "task 1 failed on purpose"), "%s", clnet_last_error());
-    for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(ran[i], 1);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(ran[i], 1);
     int ran_ok[1] = {0};
     ck_assert_int_eq(clnet_parallel_for(1, fail_odd, ran_ok), CLNET_OK);
 }
@@ -141,8 +140,7 @@ START_TEST(cache_round_trip_and_every_damage_is_caught) {
     clnet_device d = fake_device();
     char *key = clnet_kcache_key(&d, "source", "-cl-std=CL1.2");
     unsigned char payload[1000];
-    for (int i = 0; i < 1000; i++)
-        payload[i] = (unsigned char)(i * 7);
+    for (int i = 0; i < 1000; i++) payload[i] = (unsigned char)(i * 7);
     unsigned char *bin = NULL;
     size_t len = 0;
 

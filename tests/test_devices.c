@@ -119,8 +119,7 @@ static const size_t SIZES[] = {1, 3, 63, 64, 65, 1000, 4099, 100003};
 
 static float max_abs_diff(const float *a, const float *b, size_t n) {
     float m = 0;
-    for (size_t i = 0; i < n; i++)
-        m = fmaxf(m, fabsf(a[i] - b[i]));
+    for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(a[i] - b[i]));
     return m;
 }
 
@@ -222,8 +221,7 @@ START_TEST(host_views_see_device_data_both_ways) {
             ck_assert_int_eq(clnet_scale(d, buf, 0, N, 2.0f), CLNET_OK);
             float back[N];
             ck_assert_int_eq(clnet_buffer_read(d, buf, 0, N, back), CLNET_OK);
-            for (int i = 0; i < N; i++)
-                ck_assert(back[i] == 2.0f * data[i]);
+            for (int i = 0; i < N; i++) ck_assert(back[i] == 2.0f * data[i]);
             /* a staging buffer too small for the request is refused */
             if (!zero_copy) {
                 ck_assert_int_eq(clnet_host_view_begin(d, buf, 0, N + 1, &staging, &view),
@@ -299,8 +297,7 @@ static int build_and_run(int dev) {
     ck_assert_int_eq(clSetKernelArg(k, 0, sizeof buf, &buf), CL_SUCCESS);
     ck_assert_int_eq(clnet_launch_1d(d, k, 8, 0), CLNET_OK);
     ck_assert_int_eq(clnet_buffer_read(d, buf, 0, 8, back), CLNET_OK);
-    for (int i = 0; i < 8; i++)
-        ck_assert(back[i] == v[i] + 1.0f);
+    for (int i = 0; i < 8; i++) ck_assert(back[i] == v[i] + 1.0f);
     int hit = d->cache_hits == 1;
     clReleaseMemObject(buf);
     clReleaseKernel(k);

@@ -162,14 +162,11 @@ static double rel_diff(const float *a, const float *b, size_t n) {
 static void make_input(const layer_case *t, float *x, size_t count, uint64_t seed) {
     test_random_floats(x, count, seed);
     if (t->k == MAXPOOL) {
-        for (size_t i = 0; i < count; i++)
-            x[i] = 0.05f * (float)((i * 7919) % count) - 1.0f;
+        for (size_t i = 0; i < count; i++) x[i] = 0.05f * (float)((i * 7919) % count) - 1.0f;
     } else if (t->k == RELU) {
-        for (size_t i = 0; i < count; i++)
-            x[i] += x[i] >= 0 ? 0.1f : -0.1f;
+        for (size_t i = 0; i < count; i++) x[i] += x[i] >= 0 ? 0.1f : -0.1f;
     } else if (t->k == LOSS) {
-        for (size_t i = 0; i < count; i++)
-            x[i] *= 3.0f;
+        for (size_t i = 0; i < count; i++) x[i] *= 3.0f;
     }
 }
 
@@ -180,13 +177,11 @@ static double objective(layer_rig *r, const layer_case *t, const float *x, const
     if (t->k == LOSS) {
         float loss[16];
         rig_forward(r, x, NULL, labels, loss, NULL);
-        for (int b = 0; b < t->n; b++)
-            s += loss[b];
+        for (int b = 0; b < t->n; b++) s += loss[b];
         return s;
     }
     rig_forward(r, x, y, NULL, NULL, NULL);
-    for (size_t i = 0; i < r->out_count; i++)
-        s += (double)y[i] * rr[i];
+    for (size_t i = 0; i < r->out_count; i++) s += (double)y[i] * rr[i];
     return s;
 }
 
@@ -242,8 +237,7 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
             test_random_floats(w, nw, 200 + ci);
             test_random_floats(b, nb, 300 + ci);
             test_random_floats(dy, ny, 400 + ci);
-            for (int i = 0; i < t->n; i++)
-                labels[i] = (int32_t)((i * 3 + 1) % t->c);
+            for (int i = 0; i < t->n; i++) labels[i] = (int32_t)((i * 3 + 1) % t->c);
             rig_set_params(&r, nw ? w : NULL, nb ? b : NULL);
 
             double loss_ref = 0;
@@ -254,8 +248,7 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
             ck_assert_msg(fwd < 1e-5, "%s on %s: forward differs by %g", line, d->info.name, fwd);
             if (t->k == LOSS) {
                 double sum = 0;
-                for (int i = 0; i < t->n; i++)
-                    sum += loss[i];
+                for (int i = 0; i < t->n; i++) sum += loss[i];
                 ck_assert_msg(fabs(sum - loss_ref) < 1e-5 * fmax(1, fabs(loss_ref)),
                               "%s: loss %.8g vs %.8g", line, sum, loss_ref);
             }
@@ -299,8 +292,7 @@ START_TEST(softmax_xent_is_stable_for_huge_logits) {
                       want);
         ck_assert_int_eq(correct[0], 0);
         ck_assert_int_eq(correct[1], 1);
-        for (int i = 0; i < 8; i++)
-            ck_assert(isfinite(dx[i]) && isfinite(probs[i]));
+        for (int i = 0; i < 8; i++) ck_assert(isfinite(dx[i]) && isfinite(probs[i]));
         rig_free(&r);
     }
 }

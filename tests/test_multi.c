@@ -180,7 +180,8 @@ static void need_two_fast_devices(void) {
 }
 
 static void need_the_simulator(void) {
-    ck_assert_msg(has_slow_device(), "this case needs the Oclgrind simulator (configuration mixed)");
+    ck_assert_msg(has_slow_device(),
+                  "this case needs the Oclgrind simulator (configuration mixed)");
 }
 
 START_TEST(two_devices_take_the_same_steps_as_one) {

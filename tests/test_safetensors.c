@@ -41,8 +41,7 @@ static void write_bytes(const char *path, const void *bytes, size_t n) {
 static void write_raw(const char *path, const char *header, size_t data_bytes) {
     size_t n = strlen(header);
     unsigned char *b = calloc(1, 8 + n + data_bytes);
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)n >> (8 * i));
     memcpy(b + 8, header, n);
     write_bytes(path, b, 8 + n + data_bytes);
     free(b);
@@ -78,8 +77,7 @@ static const float *get_ok(clnet_st_file *f, const char *name, int ndim, const i
     clnet_status s = clnet_st_get(f, name, ndim, shape, &data, &got_ndim, &got_shape);
     ck_assert_msg(s == CLNET_OK, "get %s: %s", name, clnet_last_error());
     ck_assert_int_eq(got_ndim, ndim);
-    for (int d = 0; d < ndim; d++)
-        ck_assert_int_eq(got_shape[d], shape[d]);
+    for (int d = 0; d < ndim; d++) ck_assert_int_eq(got_shape[d], shape[d]);
     return data;
 }
 
@@ -104,8 +102,7 @@ START_TEST(round_trip_keeps_tensors_metadata_and_order) {
     clnet_st_file *f = NULL;
     ck_assert_msg(clnet_st_load(path, &f) == CLNET_OK, "%s", clnet_last_error());
     ck_assert_int_eq(clnet_st_count(f), 4);
-    for (int i = 0; i < 4; i++)
-        ck_assert_str_eq(clnet_st_name(f, i), t[i].name);
+    for (int i = 0; i < 4; i++) ck_assert_str_eq(clnet_st_name(f, i), t[i].name);
     ck_assert_ptr_null(clnet_st_name(f, 4));
     ck_assert_ptr_null(clnet_st_name(f, -1));
 
@@ -158,15 +155,13 @@ START_TEST(file_layout_matches_the_spec) {
     size_t jn = strlen(json), n = (jn + 7) / 8 * 8;
     /* 8-byte little-endian header length, a multiple of 8 */
     uint64_t got_n = 0;
-    for (int i = 7; i >= 0; i--)
-        got_n = (got_n << 8) | b[i];
+    for (int i = 7; i >= 0; i--) got_n = (got_n << 8) | b[i];
     ck_assert_uint_eq(got_n, n);
     ck_assert_uint_eq(got_n % 8, 0);
     ck_assert_uint_eq(len, 8 + n + 12);
     /* the JSON itself, then space padding */
     ck_assert_msg(memcmp(b + 8, json, jn) == 0, "header is '%.*s'", (int)n, (const char *)b + 8);
-    for (size_t i = 8 + jn; i < 8 + n; i++)
-        ck_assert_int_eq(b[i], ' ');
+    for (size_t i = 8 + jn; i < 8 + n; i++) ck_assert_int_eq(b[i], ' ');
     /* little-endian IEEE floats: 1.0 = 3f800000, -2.0 = c0000000, 0.5 = 3f000000 */
     const unsigned char data[12] = {0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0, 0, 0, 0, 0x3f};
     ck_assert_mem_eq(b + 8 + n, data, 12);
@@ -195,8 +190,7 @@ START_TEST(names_are_json_escaped_and_read_back) {
         "say \"hi\"", "back\\slash", "tab\tnew\nline\x01",
         "\xc3\xbc\x6e\xc3\xaf\x63\xc3\xb8\x64\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80"};
     clnet_st_tensor t[4];
-    for (int i = 0; i < 4; i++)
-        t[i] = (clnet_st_tensor){names[i], x + i % 3, 1, {1}};
+    for (int i = 0; i < 4; i++) t[i] = (clnet_st_tensor){names[i], x + i % 3, 1, {1}};
     clnet_st_meta meta[] = {{"quote\"key", "value with \\ and \" and \xc3\xa9"}};
     ck_assert_msg(clnet_st_save(path, t, 4, meta, 1) == CLNET_OK, "%s", clnet_last_error());
 
@@ -390,8 +384,7 @@ START_TEST(bad_header_lengths_are_refused) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         unsigned char b[16];
-        for (int k = 0; k < 8; k++)
-            b[k] = (unsigned char)(cases[i].n >> (8 * k));
+        for (int k = 0; k < 8; k++) b[k] = (unsigned char)(cases[i].n >> (8 * k));
         memcpy(b + 8, json, 8);
         write_bytes(path, b, 16);
         expect_format_error(path, cases[i].expect, cases[i].expect);
