@@ -40,8 +40,7 @@ static int run(clnet_device *d, const shape *s, int reps, double *gflops) {
     size_t asz = s->M * s->K, bsz = s->K * s->N, csz = s->M * s->N;
     cl_mem a = NULL, b = NULL, c = NULL;
     float *host = calloc(asz > bsz ? asz : bsz, sizeof(float));
-    for (size_t i = 0; i < (asz > bsz ? asz : bsz); i++)
-        host[i] = (float)(i % 13) * 0.01f;
+    for (size_t i = 0; i < (asz > bsz ? asz : bsz); i++) host[i] = (float)(i % 13) * 0.01f;
     int ok = clnet_buffer_create(d, asz * 4, &a) == CLNET_OK &&
              clnet_buffer_create(d, bsz * 4, &b) == CLNET_OK &&
              clnet_buffer_create(d, csz * 4, &c) == CLNET_OK &&

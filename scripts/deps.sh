@@ -9,6 +9,7 @@ packages=(
   pocl-opencl-icd clinfo             # OpenCL on the CPU, and a lister
   libclblast-dev zlib1g-dev          # GEMM, gzip
   check python3                      # unit tests; python3 for the layering check
+  clang-format                       # the format check (scripts/format.sh)
   oclgrind                           # a second OpenCL platform, for tests
   dataset-fashion-mnist              # the data set the demo trains on
 )

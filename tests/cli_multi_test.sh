@@ -6,6 +6,7 @@
 # usage: cli_multi_test.sh CLNET MODEL_DIR
 set -u
 clnet=$1 models=$2
+. "$(dirname "$0")/need_fashion_mnist.sh"
 work=$(mktemp -d /tmp/clnet-cli-multi-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail=0

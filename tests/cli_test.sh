@@ -9,10 +9,11 @@ check() { # name, expected exit (0 or nonzero), pattern, command...
   local name=$1 want=$2 pattern=$3; shift 3
   local out rc
   out=$("$@" 2>&1); rc=$?
+  printf '%s\n' "$out" >&2 # for a wrapper that reads stderr (oclgrind_check.sh)
   if [ "$want" = 0 ] && [ $rc -ne 0 ]; then echo "FAIL $name: exit $rc"; echo "$out"; fail=1; return; fi
   if [ "$want" != 0 ] && [ $rc -eq 0 ]; then echo "FAIL $name: exit 0, expected failure"; echo "$out"; fail=1; return; fi
   if ! grep -qE -- "$pattern" <<<"$out"; then echo "FAIL $name: output lacks /$pattern/"; echo "$out"; fail=1; return; fi
-  if grep -qiE 'segmentation|core dumped|abort' <<<"$out"; then echo "FAIL $name: crashed"; echo "$out"; fail=1; return; fi
+  if grep -qiE 'segmentation|core dumped|abort|sanitizer' <<<"$out"; then echo "FAIL $name: crashed"; echo "$out"; fail=1; return; fi
   echo "ok   $name"
 }
 check "devices lists and checks" 0 ' ok$' "$clnet" devices

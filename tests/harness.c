@@ -1,6 +1,7 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,13 +87,49 @@ void test_remove_tree(const char *path) {
     rmdir(path);
 }
 
+static int skipped;
+
+void test_skip(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("skipped: ");
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+    va_end(ap);
+    skipped++;
+}
+
+int test_skip_without_fashion_mnist(void) {
+    const char *env = getenv("CLNET_DATA_DIR");
+    const char *dir = env && *env ? env : CLNET_DEFAULT_DATA_DIR;
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte", dir);
+    if (stat(path, &st) == 0) return 0;
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
+    if (stat(path, &st) == 0) return 0;
+    test_skip("Fashion-MNIST is not installed in %s (apt-get install dataset-fashion-mnist)", dir);
+    return 1;
+}
+
 int test_run_suite(Suite *s) {
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
     srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
+    int ran = srunner_ntests_run(sr), failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     test_runtime_release();
     if (run_dir[0]) test_remove_tree(run_dir);
-    return failed;
+    if (ran == 0) {
+        const char *only = getenv("CK_RUN_CASE");
+        printf("no test ran (CK_RUN_CASE=%s)\n", only ? only : "");
+        return 1;
+    }
+    if (failed) return 1;
+    if (skipped) {
+        printf("%d of %d tests skipped\n", skipped, ran);
+        return 77;
+    }
+    return 0;
 }

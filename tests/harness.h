@@ -31,8 +31,19 @@ void test_make_dir(char *out, size_t cap);
 /* Removes a file or a folder with everything in it. */
 void test_remove_tree(const char *path);
 
-/* Runs a suite without forking (PoCL's threads do not survive fork) and
- * returns the number of failures. */
+/* Marks the running test skipped, printing "skipped: " and why; the test
+ * returns right after. A test that cannot run here is never counted as passed. */
+void test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Skips the running test and returns 1 when Fashion-MNIST is not where clnet
+ * looks for it ($CLNET_DATA_DIR, else CLNET_DEFAULT_DATA_DIR):
+ *     if (test_skip_without_fashion_mnist()) return; */
+int test_skip_without_fashion_mnist(void);
+
+/* Runs a suite without forking (PoCL's threads do not survive fork), only
+ * the test case $CK_RUN_CASE when set, and returns the program's exit status:
+ * 1 if a test failed or none ran (a misspelt case must not pass), else 77 if
+ * a test skipped (CTest's SKIP_RETURN_CODE), else 0. */
 int test_run_suite(Suite *s);
 
 #endif

@@ -426,5 +426,5 @@ int main(void) {
     tcase_add_test(t, build_errors_carry_the_build_log);
     tcase_add_test(t, kernel_dir_override_and_its_errors);
     suite_add_tcase(s, t);
-    return test_run_suite(s) ? 1 : 0;
+    return test_run_suite(s);
 }

@@ -41,8 +41,7 @@ static const float *expect(const clnet_st_file *f, const char *file, const char 
     clnet_status s = clnet_st_get(f, name, ndim, want, &data, &got_ndim, &shape);
     ck_assert_msg(s == CLNET_OK, "%s: %s", file, clnet_last_error());
     int64_t n = 1;
-    for (int d = 0; d < got_ndim; d++)
-        n *= shape[d];
+    for (int d = 0; d < got_ndim; d++) n *= shape[d];
     for (int64_t i = 0; i < n; i++)
         ck_assert_msg(isfinite(data[i]), "%s: %s[%lld] is not finite", file, name, (long long)i);
     return data;
@@ -142,11 +141,9 @@ static int check_fixture(const char *path, const char *file) {
     } else {                  /* relu, sigmoid, tanh: y has x's shape, whatever it is */
         ck_assert(ndim >= 1 && ndim <= 4);
         int64_t d[4] = {0, 0, 0, 0};
-        for (int i = 0; i < ndim; i++)
-            d[i] = xs[i];
+        for (int i = 0; i < ndim; i++) d[i] = xs[i];
         const char *names[] = {"x", "y", "dy", "dx"};
-        for (int i = 0; i < 4; i++)
-            expect(f, file, names[i], ndim, d[0], d[1], d[2], d[3]);
+        for (int i = 0; i < 4; i++) expect(f, file, names[i], ndim, d[0], d[1], d[2], d[3]);
     }
     ck_assert_msg(clnet_st_count(f) == expected_tensors, "%s: %d tensors, expected %d", file,
                   clnet_st_count(f), expected_tensors);
@@ -181,5 +178,5 @@ int main(void) {
     TCase *t = tcase_create("fixtures");
     tcase_add_test(t, every_fixture_has_consistent_tensors);
     suite_add_tcase(s, t);
-    return test_run_suite(s) ? 1 : 0;
+    return test_run_suite(s);
 }

@@ -41,7 +41,7 @@ typedef struct {
     kind k;
     char line[128];
     int n;             /* batch */
-    rig_shape in;    /* one sample's input */
+    rig_shape in;      /* one sample's input */
     size_t nx, ny;     /* elements of x and y (y: 0 for the loss) */
     int64_t yshape[4]; /* y's expected shape, ndim as x's */
     int ndim;
@@ -141,8 +141,7 @@ static size_t fixture_size(const fixture *fx) {
     const int64_t *shape = NULL;
     if (clnet_st_get(fx->st, "weight", 0, NULL, NULL, &ndim, &shape) == CLNET_OK) {
         size_t nw = 1;
-        for (int d = 0; d < ndim; d++)
-            nw *= (size_t)shape[d];
+        for (int d = 0; d < ndim; d++) nw *= (size_t)shape[d];
         if (nw > big) big = nw;
     }
     return big;
@@ -196,16 +195,14 @@ static double run_fixture(const fixture *fx, clnet_device *d, const char **worst
         float *loss = malloc((size_t)fx->n * sizeof(float));
         int *correct = malloc((size_t)fx->n * sizeof(int));
         const float *lf = tensor(fx, "labels", 1, (const int64_t[]){fx->n});
-        for (int i = 0; i < fx->n; i++)
-            labels[i] = (int32_t)lf[i];
+        for (int i = 0; i < fx->n; i++) labels[i] = (int32_t)lf[i];
         const float *loss_ref = tensor(fx, "loss", -1, NULL);
         const float *correct_ref = tensor(fx, "correct", -1, NULL);
         rig_forward(&r, x, NULL, labels, loss, correct);
         rig_backward(&r, NULL, dx, NULL, NULL);
         double sum = 0;
         int hits = 0;
-        for (int i = 0; i < fx->n; i++)
-            sum += loss[i], hits += correct[i];
+        for (int i = 0; i < fx->n; i++) sum += loss[i], hits += correct[i];
         double loss_diff = fabs(sum - loss_ref[0]) / fmax(1, fabs(loss_ref[0]));
         ck_assert_msg(loss_diff <= TOLERANCE, "%s on %s: loss %.9g, PyTorch %.9g", fx->file,
                       d->info.name, sum, loss_ref[0]);
@@ -296,8 +293,7 @@ START_TEST(every_layer_matches_pytorch_on_every_device) {
         }
         printf("%s: %d of %d fixtures run, %d skipped; largest difference per kind:", d->info.name,
                ran, files, skipped);
-        for (int k = 0; k < NKINDS; k++)
-            printf(" %s %.1e", KIND_META[k], worst_kind[k]);
+        for (int k = 0; k < NKINDS; k++) printf(" %s %.1e", KIND_META[k], worst_kind[k]);
         printf("\n");
         /* only a simulator may skip, so a fast device proves every fixture */
         if (!slow)
@@ -316,5 +312,5 @@ int main(void) {
     tcase_set_timeout(t, 0);
     tcase_add_test(t, every_layer_matches_pytorch_on_every_device);
     suite_add_tcase(s, t);
-    return test_run_suite(s) ? 1 : 0;
+    return test_run_suite(s);
 }

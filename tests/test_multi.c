@@ -1,7 +1,9 @@
 /* Several devices training one model: the split, equivalence with one
  * device (on updates, not on parameters that barely move), micro-batches,
  * repeatable runs with a fixed split, a failing device, async training.
- * Runs in the two-device configurations (pocl2, mixed). */
+ * One test case per two-device configuration, each run by CTest with
+ * CK_RUN_CASE: "equal_devices" and "async" (pocl2: two equal fast devices)
+ * and "with_simulator" (mixed: PoCL and the Oclgrind simulator). */
 #include "balance.h"
 #include "harness.h"
 
@@ -171,24 +173,35 @@ static void expect_same_updates(const double *split, const char *what) {
     clnet_runtime_free(one);
 }
 
+/* Each case states the configuration it is written for (a checked fixture),
+ * so that on another it fails rather than testing something else. */
+static void need_two_fast_devices(void) {
+    ck_assert_msg(!has_slow_device(), "this case needs two fast devices (configuration pocl2)");
+}
+
+static void need_the_simulator(void) {
+    ck_assert_msg(has_slow_device(),
+                  "this case needs the Oclgrind simulator (configuration mixed)");
+}
+
 START_TEST(two_devices_take_the_same_steps_as_one) {
-    if (has_slow_device()) { /* the simulator needs a share it can finish quickly */
-        clnet_runtime *rt = test_runtime();
-        clnet_device_info info;
-        clnet_runtime_device_info(rt, 0, &info);
-        double split[2] = {1, 7}; /* the simulator sorts first: "Oclgrind" < "Portable..." */
-        if (!strstr(info.platform_name, "Oclgrind")) split[0] = 7, split[1] = 1;
-        expect_same_updates(split, "PoCL + Oclgrind, a forced 1:7 split");
-        return;
-    }
     expect_same_updates(NULL, "two devices, measured split");
     double unequal[2] = {3, 1};
     expect_same_updates(unequal, "two devices, forced 3:1 split");
 }
 END_TEST
 
+START_TEST(a_simulator_with_a_small_share_takes_the_same_steps_as_one_device) {
+    clnet_runtime *rt = test_runtime();
+    clnet_device_info info;
+    clnet_runtime_device_info(rt, 0, &info);
+    double split[2] = {1, 7}; /* the simulator sorts first: "Oclgrind" < "Portable..." */
+    if (!strstr(info.platform_name, "Oclgrind")) split[0] = 7, split[1] = 1;
+    expect_same_updates(split, "PoCL + Oclgrind, a forced 1:7 split");
+}
+END_TEST
+
 START_TEST(a_throttled_device_gets_a_smaller_share) {
-    if (has_slow_device()) return; /* the simulator is slow enough as it is */
     clnet_runtime *rt = test_runtime();
     clnet_device_info info;
     clnet_runtime_device_info(rt, 1, &info);
@@ -297,11 +310,9 @@ START_TEST(a_failing_device_stops_the_step_cleanly) {
 END_TEST
 
 START_TEST(async_training_learns_within_its_staleness) {
-    if (has_slow_device()) return; /* async on a simulator would take minutes */
+    if (test_skip_without_fashion_mnist()) return;
     clnet_dataset *train = NULL, *test = NULL;
-    ck_assert_msg(clnet_dataset_load(&train, NULL, "train") == CLNET_OK,
-                  "Fashion-MNIST is needed (apt-get install dataset-fashion-mnist): %s",
-                  clnet_last_error());
+    ck_assert_msg(clnet_dataset_load(&train, NULL, "train") == CLNET_OK, "%s", clnet_last_error());
     ck_assert_int_eq(clnet_dataset_load(&test, NULL, "test"), CLNET_OK);
     ck_assert_int_eq(clnet_dataset_truncate(train, 12800), CLNET_OK);
     ck_assert_int_eq(clnet_dataset_truncate(test, 2000), CLNET_OK);
@@ -339,7 +350,6 @@ START_TEST(async_training_learns_within_its_staleness) {
 END_TEST
 
 START_TEST(the_simulator_gets_a_tiny_share_or_none) {
-    if (!has_slow_device()) return;
     clnet_runtime *rt = test_runtime();
     clnet_net *net = make_net();
     time_t t0 = time(NULL);
@@ -405,19 +415,39 @@ START_TEST(the_split_follows_weights_and_drops_devices_too_slow_to_help) {
 }
 END_TEST
 
-int main(void) {
-    Suite *s = suite_create("multi");
-    TCase *t = tcase_create("multi");
-    tcase_set_timeout(t, 0);
+/* The tests that hold on any two devices; with the simulator they use a small net. */
+static void add_shared_tests(TCase *t) {
     tcase_add_test(t, the_split_follows_weights_and_drops_devices_too_slow_to_help);
-    tcase_add_test(t, two_devices_take_the_same_steps_as_one);
-    tcase_add_test(t, a_throttled_device_gets_a_smaller_share);
     tcase_add_test(t, prediction_split_across_devices_equals_one_device);
     tcase_add_test(t, micro_batches_give_the_same_step);
     tcase_add_test(t, a_fixed_split_repeats_bit_for_bit);
     tcase_add_test(t, a_failing_device_stops_the_step_cleanly);
-    tcase_add_test(t, the_simulator_gets_a_tiny_share_or_none);
-    tcase_add_test(t, async_training_learns_within_its_staleness);
-    suite_add_tcase(s, t);
-    return test_run_suite(s) ? 1 : 0;
+}
+
+int main(void) {
+    Suite *s = suite_create("multi");
+    TCase *equal = tcase_create("equal_devices");
+    tcase_set_timeout(equal, 0);
+    tcase_add_checked_fixture(equal, need_two_fast_devices, NULL);
+    add_shared_tests(equal);
+    tcase_add_test(equal, two_devices_take_the_same_steps_as_one);
+    tcase_add_test(equal, a_throttled_device_gets_a_smaller_share);
+    suite_add_tcase(s, equal);
+
+    /* Needs Fashion-MNIST: its own case, so that a missing data set shows as a skip.
+     * Not on a simulator, where async training would take minutes. */
+    TCase *async = tcase_create("async");
+    tcase_set_timeout(async, 0);
+    tcase_add_checked_fixture(async, need_two_fast_devices, NULL);
+    tcase_add_test(async, async_training_learns_within_its_staleness);
+    suite_add_tcase(s, async);
+
+    TCase *sim = tcase_create("with_simulator");
+    tcase_set_timeout(sim, 0);
+    tcase_add_checked_fixture(sim, need_the_simulator, NULL);
+    add_shared_tests(sim);
+    tcase_add_test(sim, a_simulator_with_a_small_share_takes_the_same_steps_as_one_device);
+    tcase_add_test(sim, the_simulator_gets_a_tiny_share_or_none);
+    suite_add_tcase(s, sim);
+    return test_run_suite(s);
 }

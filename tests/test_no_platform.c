@@ -23,5 +23,5 @@ int main(void) {
     TCase *t = tcase_create("no_platform");
     tcase_add_test(t, no_platform_is_a_clear_error);
     suite_add_tcase(s, t);
-    return test_run_suite(s) ? 1 : 0;
+    return test_run_suite(s);
 }

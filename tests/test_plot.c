@@ -40,8 +40,7 @@ static char *read_text(const char *path) {
 
 static int count(const char *text, const char *needle) {
     int n = 0;
-    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
-        n++;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
     return n;
 }
 
@@ -54,15 +53,13 @@ static const char *xml_problem(const char *s) {
     int depth = 0, roots = 0;
     if (strncmp(s, "<svg", 4) != 0) return "does not start with <svg";
     size_t len = strlen(s);
-    while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' '))
-        len--;
+    while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' ')) len--;
     if (len < 6 || strncmp(s + len - 6, "</svg>", 6) != 0) return "does not end with </svg>";
     for (const char *p = s; *p;) {
         if (*p == '&') {
             static const char *const ok[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
             int good = 0;
-            for (int i = 0; i < 5; i++)
-                good |= strncmp(p, ok[i], strlen(ok[i])) == 0;
+            for (int i = 0; i < 5; i++) good |= strncmp(p, ok[i], strlen(ok[i])) == 0;
             if (!good) return "a bare &";
             p++;
             continue;
@@ -178,8 +175,7 @@ START_TEST(ten_epochs_give_a_complete_picture) {
     ck_assert_ptr_null(strstr(svg, ">3.0<"));
     /* Four distinct colours: each label is its own series. */
     const char *colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"};
-    for (int i = 0; i < 4; i++)
-        ck_assert_msg(strstr(svg, colours[i]), "no %s", colours[i]);
+    for (int i = 0; i < 4; i++) ck_assert_msg(strstr(svg, colours[i]), "no %s", colours[i]);
     ck_assert_int_eq(entries_in(dir), 1); /* no temporary file left */
     free(svg);
 }
@@ -241,8 +237,7 @@ START_TEST(nan_points_are_skipped_and_break_the_line) {
     const char *d = strstr(svg, " d=\"");
     ck_assert_ptr_nonnull(d);
     int pieces = 0;
-    for (const char *p = d + 4; *p != '"'; p++)
-        pieces += *p == 'M';
+    for (const char *p = d + 4; *p != '"'; p++) pieces += *p == 'M';
     ck_assert_int_eq(pieces, 3);
     ck_assert_int_eq(count(svg, "<circle"), 8 + 3);
     ck_assert(strstr(svg, ">no data<")); /* the accuracy panel */
@@ -364,6 +359,5 @@ int main(void) {
     tcase_add_test(t, bad_arguments_are_refused);
     tcase_add_test(t, long_and_odd_ranges_get_readable_ticks);
     suite_add_tcase(s, t);
-    int failed = test_run_suite(s);
-    return failed ? 1 : 0;
+    return test_run_suite(s);
 }

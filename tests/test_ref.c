@@ -30,10 +30,8 @@
 static float *alloc_floats(size_t n) {
     float *p = malloc((n + GUARD) * sizeof *p);
     ck_assert_ptr_nonnull(p);
-    for (size_t i = 0; i < n; i++)
-        p[i] = GARBAGE;
-    for (size_t i = n; i < n + GUARD; i++)
-        p[i] = GUARD_VALUE;
+    for (size_t i = 0; i < n; i++) p[i] = GARBAGE;
+    for (size_t i = n; i < n + GUARD; i++) p[i] = GUARD_VALUE;
     return p;
 }
 
@@ -45,8 +43,7 @@ static void check_guard(const float *p, size_t n, const char *what) {
 static float *random_floats(size_t n, uint64_t seed, float scale) {
     float *p = alloc_floats(n);
     test_random_floats(p, n, seed);
-    for (size_t i = 0; i < n; i++)
-        p[i] *= scale;
+    for (size_t i = 0; i < n; i++) p[i] *= scale;
     return p;
 }
 
@@ -59,8 +56,7 @@ static uint32_t rng_next(void) {
 /* sum_i y[i] * r[i] in double: the scalar loss whose gradient dL/dy is r. */
 static double dot(const float *y, const float *r, size_t n) {
     double s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += (double)y[i] * r[i];
+    for (size_t i = 0; i < n; i++) s += (double)y[i] * r[i];
     return s;
 }
 
@@ -193,8 +189,7 @@ START_TEST(conv2d_backward_matches_finite_differences) {
         {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1},   // one pixel
         {1, 2, 2, 3, 2, 3, 3, 1, 1, 1, 1, 1},   // image smaller than the kernel
     };
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        conv_fd(shapes[i], 100 + 10 * i);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) conv_fd(shapes[i], 100 + 10 * i);
 }
 END_TEST
 
@@ -229,8 +224,7 @@ static double pool_loss(void *ctx) {
  * below 0.025 cannot change which pixel wins, so max pooling is
  * differentiable at every point the test visits. */
 static void distinct_values(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        x[i] = 0.05f * ((float)i - (float)n / 2);
+    for (size_t i = 0; i < n; i++) x[i] = 0.05f * ((float)i - (float)n / 2);
     for (size_t i = n; i > 1; i--) {
         size_t j = rng_next() % i;
         float t = x[i - 1];
@@ -402,8 +396,7 @@ START_TEST(softmax_xent_backward_matches_finite_differences) {
         size_t n = (size_t)N * K;
         xent_case c = {.N = N, .K = K, .logits = random_floats(n, 600 + k, 3.0f)};
         c.labels = malloc((size_t)N * sizeof *c.labels);
-        for (int i = 0; i < N; i++)
-            c.labels[i] = (int32_t)(rng_next() % (uint32_t)K);
+        for (int i = 0; i < N; i++) c.labels[i] = (int32_t)(rng_next() % (uint32_t)K);
         float *probs = alloc_floats(n), *dlogits = alloc_floats(n);
         int correct = -1;
         double loss = ref_softmax_xent_forward(probs, &correct, c.logits, c.labels, N, K);
@@ -414,8 +407,7 @@ START_TEST(softmax_xent_backward_matches_finite_differences) {
         ck_assert(correct >= 0 && correct <= N);
         for (int i = 0; i < N; i++) {
             double sum = 0;
-            for (int j = 0; j < K; j++)
-                sum += probs[(size_t)i * K + j];
+            for (int j = 0; j < K; j++) sum += probs[(size_t)i * K + j];
             ck_assert_msg(fabs(sum - 1) < 1e-6, "row %d of probs sums to %.9g", i, sum);
         }
         double e = fd_check(SOFTMAX_XENT, "dlogits", xent_loss, &c, c.logits, dlogits, n);
@@ -469,8 +461,7 @@ START_TEST(pools_forward_and_backward_by_hand) {
     float y[9], dx[16];
     // 2x2/2 average and max over a 4x4 image 0..15.
     float x16[16];
-    for (int i = 0; i < 16; i++)
-        x16[i] = (float)i;
+    for (int i = 0; i < 16; i++) x16[i] = (float)i;
     ref_avgpool_forward(y, x16, 1, 1, 4, 4, 2, 2, 2, 2, 0, 0);
     expect_floats(y, (const float[]){2.5f, 4.5f, 10.5f, 12.5f}, 4, 0, "avgpool 2x2 y");
     ref_maxpool_forward(y, x16, 1, 1, 4, 4, 2, 2, 2, 2, 0, 0);
@@ -493,8 +484,7 @@ START_TEST(pools_forward_and_backward_by_hand) {
     expect_floats(dx, (const float[]){1, 1, 1, 1}, 4, 0, "padded avgpool dx");
     // Overlapping 3x3/2 max pool on 5x5 0..24: winners are bottom-right corners.
     float x25[25];
-    for (int i = 0; i < 25; i++)
-        x25[i] = (float)i;
+    for (int i = 0; i < 25; i++) x25[i] = (float)i;
     ref_maxpool_forward(y, x25, 1, 1, 5, 5, 3, 3, 2, 2, 0, 0);
     expect_floats(y, (const float[]){12, 14, 22, 24}, 4, 0, "overlapping maxpool y");
 }
@@ -514,8 +504,7 @@ START_TEST(maxpool_padding_never_wins) {
     const float xi[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
     float dxi[4];
     ref_maxpool_forward(y, xi, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1);
-    for (int i = 0; i < 4; i++)
-        ck_assert(isinf(y[i]) && y[i] < 0);
+    for (int i = 0; i < 4; i++) ck_assert(isinf(y[i]) && y[i] < 0);
     ref_maxpool_backward(dxi, (const float[]){1, 2, 3, 4}, xi, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1);
     expect_floats(dxi, (const float[]){1, 2, 3, 4}, 4, 0, "maxpool dx over -inf");
 }
@@ -633,8 +622,7 @@ START_TEST(softmax_xent_stays_finite_for_huge_logits) {
                   "huge probs");
     ck_assert_int_eq(correct, 1);
     ref_softmax_xent_backward(dl, l, labels, 2, 3);
-    for (int i = 0; i < 6; i++)
-        ck_assert(isfinite(dl[i]));
+    for (int i = 0; i < 6; i++) ck_assert(isfinite(dl[i]));
     expect_floats(dl, (const float[]){1 / 6.0f, 2 / 6.0f, -0.5f, 1, -1, 0}, 6, 1e-4, "huge dl");
     // -1000 everywhere: uniform, still finite.
     const float low[3] = {-1000, -1000, -1000};
@@ -662,15 +650,11 @@ START_TEST(batch_gradients_are_sums_of_per_sample_gradients) {
         ref_conv2d_backward(dx1, dw1, db1, dy + n * ny, x + n * nx, w, 1, C, H, W, F, K, K, 2, 2, 1,
                             1);
         expect_floats(dx + n * nx, dx1, nx, 1e-6, "conv dx of one sample");
-        for (size_t i = 0; i < nw; i++)
-            sum_w[i] += dw1[i];
-        for (int f = 0; f < F; f++)
-            sum_b[f] += db1[f];
+        for (size_t i = 0; i < nw; i++) sum_w[i] += dw1[i];
+        for (int f = 0; f < F; f++) sum_b[f] += db1[f];
     }
-    for (size_t i = 0; i < nw; i++)
-        ck_assert_double_eq_tol(dw[i], sum_w[i], 1e-5);
-    for (int f = 0; f < F; f++)
-        ck_assert_double_eq_tol(db[f], sum_b[f], 1e-5);
+    for (size_t i = 0; i < nw; i++) ck_assert_double_eq_tol(dw[i], sum_w[i], 1e-5);
+    for (int f = 0; f < F; f++) ck_assert_double_eq_tol(db[f], sum_b[f], 1e-5);
     free(x), free(w), free(dy), free(dx), free(dw), free(db), free(dx1), free(dw1), free(db1);
 }
 END_TEST
@@ -687,8 +671,7 @@ START_TEST(backward_passes_overwrite_their_outputs) {
     for (int i = 0; i < 3; i++) {
         a[i] = alloc_floats(sizes[i]);
         b[i] = alloc_floats(sizes[i]);
-        for (size_t j = 0; j < sizes[i]; j++)
-            b[i][j] = -1e30f;
+        for (size_t j = 0; j < sizes[i]; j++) b[i][j] = -1e30f;
     }
     ref_conv2d_backward(a[0], a[1], a[2], dy, x, w, N, C, H, W, F, K, K, 1, 1, 1, 1);
     ref_conv2d_backward(b[0], b[1], b[2], dy, x, w, N, C, H, W, F, K, K, 1, 1, 1, 1);
@@ -720,8 +703,7 @@ START_TEST(backward_passes_overwrite_their_outputs) {
     ref_softmax_xent_backward(b[0], x, labels, 2, 5);
     ref_softmax_xent_backward(b[0], x, labels, 2, 5);
     expect_floats(b[0], a[0], 10, 0, "softmax dlogits called twice");
-    for (int i = 0; i < 3; i++)
-        free(a[i]), free(b[i]);
+    for (int i = 0; i < 3; i++) free(a[i]), free(b[i]);
     free(x), free(w), free(dy), free(y);
 }
 END_TEST
@@ -758,9 +740,8 @@ int main(void) {
     tcase_add_test(t, linear_backward_matches_finite_differences);
     tcase_add_test(t, softmax_xent_backward_matches_finite_differences);
     suite_add_tcase(s, t);
-    int failed = test_run_suite(s);
+    int status = test_run_suite(s);
     printf("largest relative finite-difference error per layer (tolerance %.0e):\n", FD_TOL);
-    for (int l = 0; l < LAYER_COUNT; l++)
-        printf("  %-12s %.2e\n", layer_names[l], worst[l]);
-    return failed ? 1 : 0;
+    for (int l = 0; l < LAYER_COUNT; l++) printf("  %-12s %.2e\n", layer_names[l], worst[l]);
+    return status;
 }

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#define BUDGET 30.0
+#define BUDGET      30.0
 #define MAX_CONFIGS 66 /* 64 devices alone, balanced, equal */
 
 static double now(void) {
@@ -31,8 +31,8 @@ typedef struct {
     char what[160];
     clnet_runtime *rt; /* owned when the configuration has its own */
     clnet_net *net;
-    double estimate;   /* > 0: not timed, this is the estimated images/s */
-    double ips[16];    /* one per round */
+    double estimate; /* > 0: not timed, this is the estimated images/s */
+    double ips[16];  /* one per round */
 } config;
 
 typedef struct {

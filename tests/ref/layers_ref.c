@@ -24,8 +24,7 @@ static double *zeroed(size_t n) {
 
 /* dst (n) = src (n), rounded to float; then src is freed. */
 static void store(float *dst, double *src, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        dst[i] = (float)src[i];
+    for (size_t i = 0; i < n; i++) dst[i] = (float)src[i];
     free(src);
 }
 
@@ -197,15 +196,13 @@ void ref_avgpool_backward(float *dx, const float *dy, int N, int C, int H, int W
 
 void ref_relu_forward(float *y, const float *x, size_t n) {
     // y, x are (n)
-    for (size_t i = 0; i < n; i++)
-        y[i] = x[i] > 0 ? x[i] : 0.0f;
+    for (size_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0.0f;
 }
 
 void ref_relu_backward(float *dx, const float *dy, const float *y, size_t n) {
     // dx, dy, y are (n)
     // forward was y = max(x, 0), so backward is dx = dy where y > 0, else 0.
-    for (size_t i = 0; i < n; i++)
-        dx[i] = y[i] > 0 ? dy[i] : 0.0f;
+    for (size_t i = 0; i < n; i++) dx[i] = y[i] > 0 ? dy[i] : 0.0f;
 }
 
 void ref_sigmoid_forward(float *y, const float *x, size_t n) {
@@ -220,21 +217,18 @@ void ref_sigmoid_forward(float *y, const float *x, size_t n) {
 void ref_sigmoid_backward(float *dx, const float *dy, const float *y, size_t n) {
     // dx, dy, y are (n)
     // forward was y = 1 / (1 + e^-x), so backward is dx = dy * y * (1 - y).
-    for (size_t i = 0; i < n; i++)
-        dx[i] = (float)((double)dy[i] * y[i] * (1.0 - y[i]));
+    for (size_t i = 0; i < n; i++) dx[i] = (float)((double)dy[i] * y[i] * (1.0 - y[i]));
 }
 
 void ref_tanh_forward(float *y, const float *x, size_t n) {
     // y, x are (n)
-    for (size_t i = 0; i < n; i++)
-        y[i] = (float)tanh((double)x[i]);
+    for (size_t i = 0; i < n; i++) y[i] = (float)tanh((double)x[i]);
 }
 
 void ref_tanh_backward(float *dx, const float *dy, const float *y, size_t n) {
     // dx, dy, y are (n)
     // forward was y = tanh(x), so backward is dx = dy * (1 - y^2).
-    for (size_t i = 0; i < n; i++)
-        dx[i] = (float)((double)dy[i] * (1.0 - (double)y[i] * y[i]));
+    for (size_t i = 0; i < n; i++) dx[i] = (float)((double)dy[i] * (1.0 - (double)y[i] * y[i]));
 }
 
 /* ---- linear ------------------------------------------------------------------------ */
@@ -245,8 +239,7 @@ void ref_linear_forward(float *y, const float *x, const float *w, const float *b
     for (int n = 0; n < N; n++)
         for (int o = 0; o < O; o++) {
             double acc = b ? b[o] : 0.0;
-            for (int i = 0; i < I; i++)
-                acc += (double)x[(size_t)n * I + i] * w[(size_t)o * I + i];
+            for (int i = 0; i < I; i++) acc += (double)x[(size_t)n * I + i] * w[(size_t)o * I + i];
             y[(size_t)n * O + o] = (float)acc;
         }
 }
@@ -262,22 +255,19 @@ void ref_linear_backward(float *dx, float *dw, float *db, const float *dy, const
     for (int n = 0; n < N; n++)
         for (int i = 0; i < I; i++) {
             double acc = 0;
-            for (int o = 0; o < O; o++)
-                acc += (double)dy[(size_t)n * O + o] * w[(size_t)o * I + i];
+            for (int o = 0; o < O; o++) acc += (double)dy[(size_t)n * O + o] * w[(size_t)o * I + i];
             dx[(size_t)n * I + i] = (float)acc;
         }
     for (int o = 0; o < O; o++)
         for (int i = 0; i < I; i++) {
             double acc = 0;
-            for (int n = 0; n < N; n++)
-                acc += (double)dy[(size_t)n * O + o] * x[(size_t)n * I + i];
+            for (int n = 0; n < N; n++) acc += (double)dy[(size_t)n * O + o] * x[(size_t)n * I + i];
             dw[(size_t)o * I + i] = (float)acc;
         }
     if (db)
         for (int o = 0; o < O; o++) {
             double acc = 0;
-            for (int n = 0; n < N; n++)
-                acc += dy[(size_t)n * O + o];
+            for (int n = 0; n < N; n++) acc += dy[(size_t)n * O + o];
             db[o] = (float)acc;
         }
 }
@@ -291,8 +281,7 @@ static void softmax_row(const float *row, int K, int *argmax, double *max, doubl
     for (int k = 1; k < K; k++)
         if (row[k] > row[a]) a = k; // strictly greater: the first maximum wins
     double sum = 0;
-    for (int k = 0; k < K; k++)
-        sum += exp((double)row[k] - row[a]);
+    for (int k = 0; k < K; k++) sum += exp((double)row[k] - row[a]);
     *argmax = a;
     *max = row[a];
     *log_sum = log(sum);
