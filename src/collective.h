@@ -25,8 +25,8 @@ struct clnet_collective {
 };
 
 /* The shared state of an in-process collective for up to `capacity`
- * replicas, with room for `bytes_per_rank` per contribution (grown on
- * demand). Made once when a net is bound. */
+ * replicas, with room for `bytes_per_rank` per contribution (a larger call
+ * fails). Made once when a net is bound. */
 typedef struct clnet_local_group clnet_local_group;
 clnet_status clnet_local_group_create(clnet_local_group **out, int capacity, size_t bytes_per_rank);
 void clnet_local_group_free(clnet_local_group *g);

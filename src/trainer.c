@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Room for one replica's contribution to a collective call; grows if a
- * layer needs more (at most once, before the steady state). */
+/* Room for one replica's contribution to one collective call (8192
+ * doubles: per-channel statistics of the widest layers fit many times); a
+ * larger call fails with a message giving both sizes. */
 #define COLLECTIVE_BYTES (64 * 1024)
 
 /* The largest micro-batch up to max_batch whose replica fits the device.
