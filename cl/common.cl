@@ -36,9 +36,19 @@ inline void clnet_window_span(uint o, uint s, uint p, uint k, uint size, int *lo
     *hi = min(start + (int)k, (int)size);
 }
 
-// A gradient written by a backward pass: overwritten (beta 0, without reading
-// what is there, which may be garbage) or added to (beta 1, when another
-// reader of the same tensor wrote it first).
-inline void clnet_store(__global float *dst, float v, float beta) {
-    *dst = beta != 0.0f ? mad(beta, *dst, v) : v;
+// An input gradient written by a backward pass: overwritten, or added to when
+// another reader of the same tensor wrote it first. Which of the two is fixed
+// when the program is built (-DCLNET_ADD_DX=1 adds), so that the overwriting
+// kernels never read what is there, which may be garbage: a runtime choice
+// lets the compiler load it anyway (Oclgrind's uninitialised-value check
+// rightly reports that).
+#ifndef CLNET_ADD_DX
+#define CLNET_ADD_DX 0
+#endif
+inline void clnet_store_dx(__global float *dst, float v) {
+#if CLNET_ADD_DX
+    *dst += v;
+#else
+    *dst = v;
+#endif
 }

@@ -39,7 +39,7 @@ __kernel void maxpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, 
 __kernel void maxpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw,
                                uint ph, uint pw, uint OH, uint OW, __global const float *dy,
                                uint dyoff, __global const int *arg, uint argoff, __global float *dx,
-                               uint dxoff, float beta) {
+                               uint dxoff) {
     const uint ix = get_global_id(0), iy = get_global_id(1), bc = get_global_id(2);
     if (ix >= W || iy >= H || bc >= n * C) return;
     int oy_lo, oy_hi, ox_lo, ox_hi;
@@ -52,7 +52,7 @@ __kernel void maxpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW,
             const uint o = (bc * OH + (uint)oy) * OW + (uint)ox;
             if (arg[argoff + o] == me) s += dy[dyoff + o];
         }
-    clnet_store(dx + dxoff + (bc * H + iy) * W + ix, s, beta);
+    clnet_store_dx(dx + dxoff + (bc * H + iy) * W + ix, s);
 }
 
 __kernel void avgpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw,
@@ -74,7 +74,7 @@ __kernel void avgpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, 
 // every window that holds it.
 __kernel void avgpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw,
                                uint ph, uint pw, uint OH, uint OW, __global const float *dy,
-                               uint dyoff, __global float *dx, uint dxoff, float beta) {
+                               uint dyoff, __global float *dx, uint dxoff) {
     const uint ix = get_global_id(0), iy = get_global_id(1), bc = get_global_id(2);
     if (ix >= W || iy >= H || bc >= n * C) return;
     int oy_lo, oy_hi, ox_lo, ox_hi;
@@ -84,5 +84,5 @@ __kernel void avgpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW,
     for (int oy = oy_lo; oy <= oy_hi; oy++)
         for (int ox = ox_lo; ox <= ox_hi; ox++)
             s += dy[dyoff + (bc * OH + (uint)oy) * OW + (uint)ox];
-    clnet_store(dx + dxoff + (bc * H + iy) * W + ix, s / (float)(KH * KW), beta);
+    clnet_store_dx(dx + dxoff + (bc * H + iy) * W + ix, s / (float)(KH * KW));
 }

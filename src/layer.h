@@ -145,6 +145,13 @@ struct clnet_kind {
     clnet_status (*backward)(const clnet_node *node, const clnet_pass *p); /* NULL: none */
 };
 
+/* The build options of a backward kernel that writes input k's gradient
+ * through clnet_store_dx (cl/common.cl): "" overwrites, "-DCLNET_ADD_DX=1"
+ * adds (a program of its own, built when a graph first needs it). */
+static inline const char *clnet_dx_options(const clnet_pass *p, int k) {
+    return p->dx_beta[k] != 0.0f ? "-DCLNET_ADD_DX=1" : "";
+}
+
 /* The registry (layers.c). */
 const clnet_kind *clnet_kind_find(const char *name);
 /* "conv2d, maxpool, ..." */

@@ -72,9 +72,10 @@ static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
-    return clnet_run(p->d, "pool", "", "maxpool_backward", 3, range(node->in[0], p->n, r), NULL,
+    return clnet_run(p->d, "pool", clnet_dx_options(p, 0), "maxpool_backward", 3,
+                     range(node->in[0], p->n, r), NULL,
                      ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->keep),
-                          U32(p->keep_off), MEM(p->dact), U32(p->dx[0]), F32(p->dx_beta[0])));
+                          U32(p->keep_off), MEM(p->dact), U32(p->dx[0])));
 }
 
 static clnet_status avg_forward(const clnet_node *node, const clnet_pass *p) {
@@ -89,9 +90,9 @@ static clnet_status avg_backward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
-    return clnet_run(p->d, "pool", "", "avgpool_backward", 3, range(node->in[0], p->n, r), NULL,
-                     ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->dact),
-                          U32(p->dx[0]), F32(p->dx_beta[0])));
+    return clnet_run(
+        p->d, "pool", clnet_dx_options(p, 0), "avgpool_backward", 3, range(node->in[0], p->n, r),
+        NULL, ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
 }
 
 #define POOL_KIND(kind_name, keep, fwd, bwd)                                                       \
