@@ -109,7 +109,7 @@ static clnet_status compute(clnet_trainer *t, int i, int n, double *loss, int *c
     clnet_replica *r = t->replicas[i];
     size_t in = clnet_shape_size(t->model->input);
     clnet_ctx ctx = {.train = 1, .d = r->d, .step = d->pulled};
-    TRY(clnet_replica_write_state(r, d->params, t->model->buffers));
+    TRY(clnet_replica_write_state(r, d->params, NULL));
     *loss = 0;
     *correct = 0;
     for (int done = 0; done < n; done += r->max_batch) {

@@ -181,7 +181,7 @@ clnet_status clnet_net_init(clnet_net *net, uint64_t seed) {
     if (net->optim.velocity) memset(net->optim.velocity, 0, net->model.nparams * sizeof(float));
     net->optim.velocity_ready = 0;
     net->optim.step = 0;
-    return net->trainer ? clnet_step_broadcast(net->trainer, &net->model) : CLNET_OK;
+    return net->trainer ? clnet_step_broadcast(net->trainer, &net->model, 1) : CLNET_OK;
 }
 
 clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg) {
@@ -206,8 +206,10 @@ clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch) {
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%d devices: clnet trains on 1 to 64", n);
     unbind(net);
     TRY(clnet_trainer_create(&net->trainer, &net->model, rt, max_batch));
-    TRY(clnet_step_broadcast(net->trainer, &net->model));
+    TRY(clnet_step_broadcast(net->trainer, &net->model, 1));
     TRY(clnet_step_calibrate(net->trainer));
+    /* calibration trains on probes: undo what they did to the buffers */
+    if (net->model.nbuffers) TRY(clnet_step_broadcast(net->trainer, &net->model, 1));
 cleanup:
     if (status != CLNET_OK) unbind(net);
     return status;
@@ -316,7 +318,7 @@ clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int upd
     status = clnet_async_train(net->trainer, &net->model, &net->optim, loader, updates, staleness,
                                &loss, &correct, &samples);
     /* the replicas hold old snapshots: give them the current parameters */
-    clnet_status s = clnet_step_broadcast(net->trainer, &net->model);
+    clnet_status s = clnet_step_broadcast(net->trainer, &net->model, 0);
     if (status == CLNET_OK) status = s;
     if (status == CLNET_OK && out)
         *out = (clnet_step_result){
@@ -420,6 +422,6 @@ clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_prog
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_load_weights: NULL argument");
     clnet_status s = finish(net);
     if (s == CLNET_OK) s = clnet_checkpoint_load(&net->model, &net->optim, path, progress);
-    if (s == CLNET_OK && net->trainer) s = clnet_step_broadcast(net->trainer, &net->model);
+    if (s == CLNET_OK && net->trainer) s = clnet_step_broadcast(net->trainer, &net->model, 1);
     return s;
 }

@@ -91,7 +91,8 @@ cleanup:
 clnet_status clnet_replica_write_state(clnet_replica *r, const float *params,
                                        const float *buffers) {
     clnet_status s = clnet_buffer_write(r->d, r->params, 0, r->model->nparams, params);
-    if (s == CLNET_OK) s = clnet_buffer_write(r->d, r->buffers, 0, r->model->nbuffers, buffers);
+    if (s == CLNET_OK && buffers)
+        s = clnet_buffer_write(r->d, r->buffers, 0, r->model->nbuffers, buffers);
     return s;
 }
 

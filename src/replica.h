@@ -31,7 +31,9 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
                                   int max_batch);
 void clnet_replica_free(clnet_replica *r);
 
-/* The model's parameters and float buffers to the device. */
+/* The model's parameters, and its float buffers when buffers is not NULL,
+ * to the device. Buffers live on the devices while a net is bound (layers
+ * update them there), so only binding, initialising and loading send them. */
 clnet_status clnet_replica_write_state(clnet_replica *r, const float *params, const float *buffers);
 /* The device's float buffers to the host (nbuffers floats). */
 clnet_status clnet_replica_read_buffers(clnet_replica *r, float *buffers);

@@ -238,7 +238,7 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
         for (int b = 0; b < m->nodes[i].nbuffers; b++)
             if (m->nodes[i].buffers[b].dtype == CLNET_DTYPE_I64)
                 m->counters[m->nodes[i].buffers[b].offset]++;
-    return clnet_step_broadcast(t, m);
+    return clnet_step_broadcast(t, m, 0);
 }
 
 clnet_status clnet_step_forward(clnet_trainer *t, const float *images, const int32_t *labels, int n,
@@ -251,15 +251,17 @@ clnet_status clnet_step_forward(clnet_trainer *t, const float *images, const int
 typedef struct {
     clnet_trainer *t;
     const clnet_model *m;
+    int buffers;
 } state_job;
 
 static clnet_status write_state(int i, void *arg) {
     state_job *j = arg;
-    return clnet_replica_write_state(j->t->replicas[i], j->m->params, j->m->buffers);
+    return clnet_replica_write_state(j->t->replicas[i], j->m->params,
+                                     j->buffers ? j->m->buffers : NULL);
 }
 
-clnet_status clnet_step_broadcast(clnet_trainer *t, const clnet_model *m) {
-    state_job j = {t, m};
+clnet_status clnet_step_broadcast(clnet_trainer *t, const clnet_model *m, int buffers) {
+    state_job j = {t, m, buffers};
     return clnet_workers_run(t->workers, write_state, &j, NULL);
 }
 
@@ -269,7 +271,7 @@ static clnet_status read_buffers(int i, void *arg) {
 }
 
 clnet_status clnet_step_gather_buffers(clnet_trainer *t, clnet_model *m) {
-    state_job j = {t, m};
+    state_job j = {t, m, 1};
     if (!m->nbuffers) return CLNET_OK;
     return clnet_workers_run(t->workers, read_buffers, &j, NULL);
 }

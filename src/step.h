@@ -14,8 +14,9 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
 /* Forward only, split the same way; labels and probs (n, classes) may be NULL. */
 clnet_status clnet_step_forward(clnet_trainer *t, const float *images, const int32_t *labels, int n,
                                 float *probs, double *loss, int *correct);
-/* m's parameters and float buffers to every replica. */
-clnet_status clnet_step_broadcast(clnet_trainer *t, const clnet_model *m);
+/* m's parameters to every replica, and with buffers its float buffers too
+ * (binding, initialising, loading: buffers otherwise live on the devices). */
+clnet_status clnet_step_broadcast(clnet_trainer *t, const clnet_model *m, int buffers);
 /* The first replica's float buffers back into m (before saving). */
 clnet_status clnet_step_gather_buffers(clnet_trainer *t, clnet_model *m);
 /* Measures each replica's speed on probes bounded in time (a device

@@ -491,8 +491,9 @@ END_TEST
 /* ---- buffers: sent to devices, counted, saved as F32 and I64 ------------------------------ */
 
 /* A layer of the test's own with a buffer: y = x + shift (per element of a
- * vector input), shift a float buffer starting at 0.5, and a counter of
- * training steps, as batch norm's num_batches_tracked. */
+ * vector input), shift a float buffer starting at 0.5 that every training
+ * pass doubles on the device (as batch norm updates its running statistics
+ * there), and a counter of training steps, as num_batches_tracked. */
 static clnet_status shift_setup(clnet_node *node) {
     node->out = node->in[0];
     int64_t n = (int64_t)clnet_shape_size(node->in[0]);
@@ -505,6 +506,7 @@ static clnet_status shift_setup(clnet_node *node) {
 static clnet_status shift_forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t C = clnet_shape_size(node->out), n = (size_t)p->n;
+    if (p->ctx->train) TRY(clnet_scale(p->d, p->buffers, node->buffers[0].offset, C, 2.0f));
     TRY(clnet_copy_rows(p->d, 1, n * C, p->act, p->x[0], 0, p->act, p->y, 0, 0.0f));
     TRY(clnet_run(p->d, "elementwise", "", "add_bias_cols", 1, (size_t[]){n * C}, NULL,
                   ARGS(U32(n), U32(C), MEM(p->act), U32(p->y), MEM(p->buffers),
@@ -541,6 +543,8 @@ START_TEST(buffers_reach_the_devices_and_checkpoints) {
     ck_assert_int_eq(clnet_net_layer_info(net, 1, &info), CLNET_OK);
     ck_assert_uint_eq(info.buffers, 3);
     ck_assert_msg(clnet_net_bind(net, rt, 4) == CLNET_OK, "%s", clnet_last_error());
+    const double equal[2] = {1, 1}; /* every device trains every step: all double */
+    ck_assert_int_eq(clnet_net_set_split(net, equal, clnet_net_device_count(net)), CLNET_OK);
     float x[12], probs[12];
     int32_t y[4] = {0, 1, 2, 0};
     test_random_floats(x, 12, 3);
@@ -548,7 +552,9 @@ START_TEST(buffers_reach_the_devices_and_checkpoints) {
         ck_assert_int_eq(clnet_net_train_step(net, x, y, 4, NULL), CLNET_OK);
     const float *b = clnet_net_buffers(net);
     ck_assert_ptr_nonnull(b);
-    for (int i = 0; i < 3; i++) ck_assert_float_eq(b[i], 0.5f);
+    /* it stayed on the devices through the steps, and calibration's probes did
+     * not count: 0.5 doubled three times */
+    for (int i = 0; i < 3; i++) ck_assert_float_eq(b[i], 4.0f);
     char dir[256], path[300], edited[300];
     test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/a.safetensors", dir);
