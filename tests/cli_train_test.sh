@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `clnet train` and `clnet eval` as a user runs them, on a Fashion-MNIST
 # subset: output format, CSV log and plot, checkpoints, resume bitwise,
-# same seed twice, Ctrl-C, and clear failures on bad input.
+# same seed twice, Ctrl-C, the per-step CSV log, and clear failures on bad input.
 # usage: cli_train_test.sh CLNET MODEL_DIR
 set -u
 clnet=$1 models=$2
@@ -87,6 +87,7 @@ expect_fail "resume from a damaged checkpoint" "trunc.safetensors" train "$model
 expect_fail "unknown option" "unknown option '--learning-rate'" train "$models/lenet.cfg" --learning-rate 1
 expect_fail "bad number" "--lr: expected a number" train "$models/lenet.cfg" --lr fast
 expect_fail "--save-every needs --save" "needs --save" train "$models/lenet.cfg" --save-every 5
+expect_fail "--log-every needs --step-log" "--log-every needs --step-log" train "$models/lenet.cfg" --log-every 3
 if cmp -s "$work/a.safetensors" "$work/keep.safetensors"; then ok "failures left the checkpoint untouched"
 else bad "checkpoint changed"; fi
 
@@ -109,4 +110,37 @@ if grep -qE '^epoch 1 \(partial\): .* test_accuracy=- seconds=' <<<"$out" &&
    grep -qE '^final: test_accuracy=- ' <<<"$out" && ! grep -qE 'test_accuracy=-?[0-9]' <<<"$out"; then
   ok "--no-eval: a partial epoch's line says test_accuracy=- too"
 else bad "--no-eval partial epoch" "$out"; fi
+
+# 7. --step-log: a line every --log-every steps (10 steps an epoch here), epochs right,
+#    losses finite and positive, lr as given under a constant schedule
+check_steps() { # file want_steps want_epochs lr
+  local file=$1 steps=$2 epochs=$3 lr=$4
+  [ "$(head -n1 "$file")" = "step,epoch,loss,lr,images_per_s" ] &&
+  [ "$(grep -c '^step,' "$file")" -eq 1 ] &&
+  [ "$(tail -n +2 "$file" | cut -d, -f1 | tr '\n' ' ')" = "$steps" ] &&
+  [ "$(tail -n +2 "$file" | cut -d, -f2 | tr '\n' ' ')" = "$epochs" ] &&
+  tail -n +2 "$file" | awk -F, -v lr="$lr" '
+    { d = $4 - lr; if (NF != 5 || !($3 > 0 && $3 < 1e30) || (d > 1e-7 || d < -1e-7) || !($5 > 0)) bad = 1 }
+    END { exit bad || NR == 0 }'
+}
+"$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 2 --lr 0.05 --no-eval \
+  --step-log "$work/steps.csv" --log-every 3 >/dev/null 2>"$work/steps.err"
+if check_steps "$work/steps.csv" "3 6 9 12 15 18 " "1 1 1 2 2 2 " 0.05; then
+  ok "--step-log: header, steps 3, 6 ... 18, epochs, finite losses, lr 0.05"
+else bad "--step-log" "$(cat "$work/steps.csv" "$work/steps.err")"; fi
+rm -f "$work/steps.csv"
+"$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 2 --no-eval --steps 7 --save "$work/sl.safetensors" \
+  --step-log "$work/steps.csv" --log-every 3 >/dev/null 2>&1
+"$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 2 --no-eval --steps 13 --resume "$work/sl.safetensors" \
+  --step-log "$work/steps.csv" --log-every 3 >/dev/null 2>"$work/steps.err"
+if check_steps "$work/steps.csv" "3 6 9 12 " "1 1 1 2 " 0.1; then
+  ok "--step-log with --resume appends to the file, one header"
+else bad "--step-log resumed" "$(cat "$work/steps.csv" "$work/steps.err")"; fi
+# async: chunks of at most 8 updates that end at epoch ends (0-8, 8-10, 10-18, 18-20):
+# a line at the end of each chunk that crossed a multiple of 3
+"$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 2 --lr 0.05 --no-eval --sync async \
+  --step-log "$work/async.csv" --log-every 3 >/dev/null 2>"$work/async.err"
+if check_steps "$work/async.csv" "8 10 18 " "1 1 2 " 0.05; then
+  ok "--step-log --sync async: one line per chunk that crossed a multiple of 3"
+else bad "--step-log async" "$(cat "$work/async.csv" "$work/async.err")"; fi
 exit $fail

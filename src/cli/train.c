@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 typedef struct {
-    const char *model, *data, *devices, *save, *resume, *log, *plot, *weights;
-    long epochs, steps, batch, save_every, train_limit, test_limit, step_size;
+    const char *model, *data, *devices, *save, *resume, *log, *plot, *weights, *step_log;
+    long epochs, steps, batch, save_every, train_limit, test_limit, step_size, log_every;
     uint64_t seed;
     double lr, momentum, wd, gamma, mean, std;
     int nesterov, no_eval, seed_given, deterministic, async;
@@ -51,6 +51,9 @@ static void train_usage(FILE *out) {
             "  --save-every N      also every N steps (needs --save)\n"
             "  --resume FILE       continue from a checkpoint (same command otherwise)\n"
             "  --log FILE.csv      per-epoch figures as CSV\n"
+            "  --step-log FILE.csv step,epoch,loss,lr,images_per_s every --log-every steps\n"
+            "  --log-every N       steps between --step-log lines (default 1; needs "
+            "--step-log)\n"
             "  --plot FILE.svg     per-epoch loss and accuracy curves as SVG\n"
             "  --no-eval           do not evaluate the test set (test_accuracy=- in the lines)\n"
             "  --train-limit N     use only the first N training images (quick runs)\n"
@@ -151,6 +154,10 @@ static int parse(int argc, char **argv, options *o, int eval) {
             o->resume = v;
         } else if (!eval && VALUE("--log")) {
             o->log = v;
+        } else if (!eval && VALUE("--step-log")) {
+            o->step_log = v;
+        } else if (!eval && VALUE("--log-every")) {
+            if (!cli_int("--log-every", v, 1, 1L << 40, &o->log_every)) return 2;
         } else if (!eval && VALUE("--plot")) {
             o->plot = v;
         } else if (!eval && strcmp(argv[i], "--no-eval") == 0) {
@@ -179,6 +186,11 @@ static int parse(int argc, char **argv, options *o, int eval) {
         fprintf(stderr, "clnet: --save-every needs --save FILE\n");
         return 2;
     }
+    if (o->log_every && !o->step_log) {
+        fprintf(stderr, "clnet: --log-every needs --step-log FILE.csv\n");
+        return 2;
+    }
+    if (o->step_log && !o->log_every) o->log_every = 1;
     if (o->nesterov && o->momentum == 0) {
         fprintf(stderr, "clnet: --nesterov needs --momentum > 0\n");
         return 2;
@@ -318,6 +330,48 @@ static void progress_bar(int epoch, long epochs, int done, int total, double ips
     fflush(stderr);
 }
 
+/* --step-log: one CSV line every `every` optimizer steps with the figures of the
+ * steps since the previous line. Steps may arrive one at a time or in chunks
+ * (async); a line is written at the end of a chunk whose steps crossed a
+ * multiple of `every`. */
+typedef struct {
+    FILE *f;
+    long every;
+    double loss, samples, seconds; /* since the last line: loss summed per sample */
+} step_log;
+
+/* Appends to an existing file when resuming, so one run's lines continue the
+ * interrupted run's; the header goes only into an empty file. */
+static int step_log_open(step_log *l, const char *path, long every, int resume) {
+    memset(l, 0, sizeof *l);
+    l->every = every;
+    l->f = fopen(path, resume ? "a" : "w");
+    if (!l->f) {
+        fprintf(stderr, "clnet: cannot write %s\n", path);
+        return 1;
+    }
+    fseek(l->f, 0, SEEK_END);
+    if (ftell(l->f) == 0) fprintf(l->f, "step,epoch,loss,lr,images_per_s\n");
+    fflush(l->f);
+    return 0;
+}
+
+/* Counts the steps from step `before` to `after` (1 or a chunk), which took
+ * `seconds` and began at learning rate `lr`, in epoch `epoch` (1-based). */
+static void step_log_add(step_log *l, const clnet_step_result *r, double seconds, int64_t before,
+                         int64_t after, int epoch, double lr) {
+    if (!l->f) return;
+    l->loss += (double)r->loss * r->n;
+    l->samples += r->n;
+    l->seconds += seconds;
+    if (after / l->every == before / l->every || l->samples <= 0) return;
+    /* flushed line by line: a run killed halfway leaves a readable file */
+    fprintf(l->f, "%" PRId64 ",%d,%.6f,%.7g,%.1f\n", after, epoch, l->loss / l->samples, lr,
+            l->samples / (l->seconds > 0 ? l->seconds : 1));
+    fflush(l->f);
+    l->loss = 0, l->samples = 0, l->seconds = 0;
+}
+
 /* Applies --split or --deterministic. */
 static int apply_split(const options *o, session *s) {
     int n = clnet_net_device_count(s->net);
@@ -372,6 +426,7 @@ int cmd_train(int argc, char **argv) {
     history h = {0};
     clnet_loader *loader = NULL;
     FILE *csv = NULL;
+    step_log slog = {0};
     if ((rc = open_session(&o, &s, 1)) != 0) goto done;
 
     uint64_t init_seed = o.seed, data_seed = o.seed;
@@ -434,6 +489,8 @@ int cmd_train(int argc, char **argv) {
         fprintf(csv, "epoch,train_loss,train_accuracy,test_accuracy,seconds,images_per_s\n");
         fflush(csv);
     }
+    if (o.step_log && (rc = step_log_open(&slog, o.step_log, o.log_every, o.resume != NULL)) != 0)
+        goto done;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -456,13 +513,13 @@ int cmd_train(int argc, char **argv) {
     int64_t next_position = o.resume ? resumed.position : 0;
     double last_bar = 0;
     while (epoch < o.epochs && clnet_net_step(s.net) < max_steps && !stop_signal) {
-        double t0 = now();
+        int64_t step_before = clnet_net_step(s.net);
+        double lr = clnet_net_learning_rate(s.net), t0 = now();
         clnet_step_result r;
         if (o.async) { /* a few updates at a time, so progress and Ctrl-C stay prompt */
             int64_t left = per_epoch - next_position / o.batch;
             int64_t chunk = left < 8 ? left : 8;
-            if (chunk > max_steps - clnet_net_step(s.net))
-                chunk = max_steps - clnet_net_step(s.net);
+            if (chunk > max_steps - step_before) chunk = max_steps - step_before;
             if (clnet_net_train_async(s.net, loader, (int)chunk, (int)o.staleness, &r) !=
                 CLNET_OK) {
                 rc = fail("asynchronous training");
@@ -490,6 +547,7 @@ int cmd_train(int argc, char **argv) {
         epoch_loss += r.loss * r.n;
         epoch_correct += r.correct;
         epoch_seen += r.n;
+        step_log_add(&slog, &r, dt, step_before, clnet_net_step(s.net), epoch + 1, lr);
         int epoch_done = next_position >= count;
         if (o.save_every && clnet_net_step(s.net) % o.save_every == 0 &&
             (rc = save(&s, o.save, epoch, next_position, data_seed, init_seed)) != 0)
@@ -568,6 +626,7 @@ int cmd_train(int argc, char **argv) {
     fflush(stdout);
 done:
     if (csv) fclose(csv);
+    if (slog.f) fclose(slog.f);
     clnet_loader_free(loader);
     history_free(&h);
     session_free(&s);
