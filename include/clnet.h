@@ -247,11 +247,17 @@ int clnet_net_input_rank(const clnet_net *net, int shape[4]);
  *
  * Parameters live on the host (the master copy); each device holds a replica.
  * A training step runs forward and backward on the device, brings the summed
- * gradients to the host, and applies SGD there, once:
- *   g = sum_of_gradients / n + weight_decay * w
+ * gradients to the host, and applies the optimizer there, once, with
+ * g = sum_of_gradients / n. SGD (PyTorch's SGD, with its weight decay,
+ * momentum and Nesterov):
+ *   g = g + weight_decay * w
  *   v = momentum * v + g;  step = nesterov ? g + momentum * v : v
  *   w = w - lr(t) * step
- * (PyTorch's SGD, with its weight decay, momentum and Nesterov.) */
+ * Adam (torch.optim.Adam; weight decay as L2, added to g) and AdamW
+ * (torch.optim.AdamW; decoupled: w = w * (1 - lr(t) * weight_decay) first):
+ *   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+ *   w = w - lr(t) / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+ * with t the 1-based step. */
 
 typedef enum {
     CLNET_SCHEDULE_CONSTANT = 0,
@@ -259,15 +265,24 @@ typedef enum {
     CLNET_SCHEDULE_COSINE = 2, /* lr * (1 + cos(pi * t / total_steps)) / 2 */
 } clnet_schedule;
 
+typedef enum {
+    CLNET_OPTIMIZER_SGD = 0,
+    CLNET_OPTIMIZER_ADAM = 1,
+    CLNET_OPTIMIZER_ADAMW = 2,
+} clnet_optimizer;
+
+/* The optimizer and its schedule (the name is from when SGD was the only one). */
 typedef struct {
     float lr;           /* 0.1 */
-    float momentum;     /* 0 */
-    int nesterov;       /* 0 */
-    float weight_decay; /* 0 */
+    float momentum;     /* SGD: 0 (with Adam or AdamW it must stay 0) */
+    int nesterov;       /* SGD: 0 */
+    float weight_decay; /* 0, for every optimizer (PyTorch's AdamW uses 0.01: set it) */
     clnet_schedule schedule;
-    int64_t total_steps; /* cosine: steps to anneal over */
-    int64_t step_size;   /* step: steps between decays */
-    float gamma;         /* step: factor, 0.1 */
+    int64_t total_steps;       /* cosine: steps to anneal over */
+    int64_t step_size;         /* step: steps between decays */
+    float gamma;               /* step: factor, 0.1 */
+    clnet_optimizer optimizer; /* SGD */
+    float beta1, beta2, eps;   /* Adam, AdamW: 0.9, 0.999, 1e-8 */
 } clnet_sgd_config;
 
 void clnet_sgd_defaults(clnet_sgd_config *cfg);

@@ -12,36 +12,39 @@
 #include <string.h>
 
 #define FORMAT       "clnet-checkpoint-2"
-#define FORMAT_0_1   "clnet-checkpoint-1" /* clnet 0.1: still read */
-#define VELOCITY     "optimizer.sgd.momentum."
-#define VELOCITY_0_1 "optimizer.momentum." /* clnet 0.1's name for the same */
+#define FORMAT_0_1   "clnet-checkpoint-1"  /* clnet 0.1: still read */
+#define VELOCITY_0_1 "optimizer.momentum." /* clnet 0.1's SGD velocity */
 #define NAME_CAP     (CLNET_NAME_CAP + 64)
+
+/* What an entry is: where its data lives. */
+enum { PARAM, BUFFER, COUNTER, SLOT }; /* SLOT + s: optimizer state slot s */
 
 /* Every tensor a checkpoint of m holds, once: where it lives on the host. */
 typedef struct {
     char name[NAME_CAP];
     const clnet_tensor *t;
-    int kind; /* 0 parameter, 1 float buffer, 2 counter, 3 velocity */
+    int kind;
 } entry;
 
-static const char *const prefixes[] = {"", "", "", VELOCITY};
-
-/* Fills e (room for all) and returns the count; velocity entries only with_velocity. */
-static int entries(const clnet_model *m, int with_velocity, entry *e) {
+/* Fills e (room for all) and returns the count: parameters, buffers, and
+ * `slots` state slots of optimizer k ("optimizer.<k>.<slot>.<tensor>"). */
+static int entries(const clnet_model *m, clnet_optimizer k, int slots, entry *e) {
     int count = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass && !with_velocity) break;
+    for (int pass = 0; pass <= slots; pass++) {
         for (int i = 0; i < m->count; i++) {
             const clnet_node *node = &m->nodes[i];
             for (int t = 0; t < node->nparams; t++) {
-                e[count] = (entry){.t = &node->params[t], .kind = pass ? 3 : 0};
-                snprintf(e[count].name, NAME_CAP, "%s%s.%s", prefixes[e[count].kind], node->name,
-                         node->params[t].suffix);
-                count++;
+                entry *x = &e[count++];
+                *x = (entry){.t = &node->params[t], .kind = pass ? SLOT + pass - 1 : PARAM};
+                if (pass)
+                    snprintf(x->name, NAME_CAP, "optimizer.%s.%s.%s.%s", clnet_optim_name(k),
+                             clnet_optim_slot_name(k, pass - 1), node->name, x->t->suffix);
+                else
+                    snprintf(x->name, NAME_CAP, "%s.%s", node->name, x->t->suffix);
             }
             for (int t = 0; t < node->nbuffers && !pass; t++) {
                 const clnet_tensor *b = &node->buffers[t];
-                e[count] = (entry){.t = b, .kind = b->dtype == CLNET_DTYPE_I64 ? 2 : 1};
+                e[count] = (entry){.t = b, .kind = b->dtype == CLNET_DTYPE_I64 ? COUNTER : BUFFER};
                 snprintf(e[count].name, NAME_CAP, "%s.%s", node->name, b->suffix);
                 count++;
             }
@@ -51,26 +54,34 @@ static int entries(const clnet_model *m, int with_velocity, entry *e) {
 }
 
 static int max_entries(const clnet_model *m) {
-    return 2 * m->count * (2 * CLNET_MAX_TENSORS) + 1;
+    return (1 + CLNET_OPTIM_SLOTS) * m->count * (2 * CLNET_MAX_TENSORS) + 1;
+}
+
+/* The state slots a checkpoint of o holds: those of its optimizer, once a
+ * step has filled them (SGD's only with momentum). */
+static int saved_slots(const clnet_optim *o) {
+    int n = 0;
+    while (o->ready && n < clnet_optim_slot_count(o->kind) && o->slot[n]) n++;
+    return n;
 }
 
 clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, const char *path,
                                    const clnet_progress *progress) {
     clnet_status status = CLNET_OK;
-    int with_velocity = o->velocity && o->velocity_ready;
+    int slots = saved_slots(o);
     entry *e = clnet_calloc((size_t)max_entries(m), sizeof *e);
     clnet_st_tensor *tensors = clnet_calloc((size_t)max_entries(m), sizeof *tensors);
     size_t model_cap = 200 * (size_t)m->count + 1;
     char *model = clnet_calloc(model_cap, 1);
     if (!e || !tensors || !model) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving %s", path);
-    int count = entries(m, with_velocity, e);
+    int count = entries(m, o->kind, slots, e);
     for (int i = 0; i < count; i++) {
         const clnet_tensor *t = e[i].t;
-        const void *base[] = {m->params, m->buffers, m->counters, o->velocity};
+        const void *base[] = {m->params, m->buffers, m->counters, o->slot[0], o->slot[1]};
         tensors[i] = (clnet_st_tensor){.name = e[i].name,
                                        .ndim = t->ndim,
-                                       .dtype = e[i].kind == 2 ? CLNET_ST_I64 : CLNET_ST_F32};
-        tensors[i].data = e[i].kind == 2
+                                       .dtype = e[i].kind == COUNTER ? CLNET_ST_I64 : CLNET_ST_F32};
+        tensors[i].data = e[i].kind == COUNTER
                               ? (const void *)(m->counters + t->offset)
                               : (const void *)((const float *)base[e[i].kind] + t->offset);
         for (int d = 0; d < t->ndim; d++) tensors[i].shape[d] = t->shape[d];
@@ -95,10 +106,15 @@ clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, c
     snprintf(data_seed, sizeof data_seed, "%" PRIu64, p.data_seed);
     snprintf(init_seed, sizeof init_seed, "%" PRIu64, p.init_seed);
     clnet_st_meta meta[] = {
-        {"format", FORMAT},       {"clnet_version", clnet_version()},
-        {"model", model},         {"step", step},
-        {"epoch", epoch},         {"position", position},
-        {"data_seed", data_seed}, {"init_seed", init_seed},
+        {"format", FORMAT},
+        {"clnet_version", clnet_version()},
+        {"optimizer", clnet_optim_name(o->kind)},
+        {"model", model},
+        {"step", step},
+        {"epoch", epoch},
+        {"position", position},
+        {"data_seed", data_seed},
+        {"init_seed", init_seed},
     };
     TRY(clnet_st_save(path, tensors, count, meta, (int)(sizeof meta / sizeof meta[0])));
 cleanup:
@@ -128,11 +144,34 @@ static int parse_u64(const char *s, uint64_t *out) {
     return 1;
 }
 
-/* The file's name for entry e: velocity may carry clnet 0.1's prefix. */
+/* The file's name for entry e: SGD's velocity may carry clnet 0.1's name. */
 static const char *file_name(const clnet_st_file *f, const entry *e, char *old, size_t cap) {
-    if (e->kind != 3 || clnet_st_info(f, e->name, NULL, NULL, NULL) == CLNET_OK) return e->name;
-    snprintf(old, cap, "%s%s", VELOCITY_0_1, e->name + strlen(VELOCITY));
+    const char *sgd = "optimizer.sgd.momentum.";
+    if (e->kind != SLOT || strncmp(e->name, sgd, strlen(sgd)) != 0 ||
+        clnet_st_info(f, e->name, NULL, NULL, NULL) == CLNET_OK)
+        return e->name;
+    snprintf(old, cap, "%s%s", VELOCITY_0_1, e->name + strlen(sgd));
     return old;
+}
+
+/* Which optimizer's state the file holds, and how many slots (0: none). */
+static int file_state(const clnet_st_file *f, clnet_optimizer *k) {
+    for (int i = 0; i < clnet_st_count(f); i++) {
+        const char *name = clnet_st_name(f, i);
+        if (strncmp(name, VELOCITY_0_1, strlen(VELOCITY_0_1)) == 0) {
+            *k = CLNET_OPTIMIZER_SGD;
+            return 1;
+        }
+        for (int o = CLNET_OPTIMIZER_SGD; o <= CLNET_OPTIMIZER_ADAMW; o++) {
+            char prefix[32];
+            snprintf(prefix, sizeof prefix, "optimizer.%s.", clnet_optim_name((clnet_optimizer)o));
+            if (strncmp(name, prefix, strlen(prefix)) == 0) {
+                *k = (clnet_optimizer)o;
+                return clnet_optim_slot_count(*k);
+            }
+        }
+    }
+    return 0;
 }
 
 static clnet_status progress_from(const clnet_st_file *f, const char *path, clnet_progress *p) {
@@ -161,7 +200,7 @@ clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *p
     clnet_status status = CLNET_OK;
     clnet_st_file *f = NULL;
     entry *e = NULL;
-    float *params = NULL, *buffers = NULL, *velocity = NULL;
+    float *params = NULL, *buffers = NULL, *slot[CLNET_OPTIM_SLOTS] = {NULL};
     int64_t *counters = NULL;
     TRY(clnet_st_load(path, &f));
     const char *format = clnet_st_meta_get(f, "format");
@@ -169,13 +208,9 @@ clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *p
         FAIL(CLNET_ERR_FORMAT, "%s: checkpoint format '%s' is not %s", path, format, FORMAT);
     e = clnet_calloc((size_t)max_entries(m), sizeof *e);
     if (!e) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory loading %s", path);
-    int with_velocity = 0;
-    for (int i = 0; i < clnet_st_count(f); i++) {
-        const char *name = clnet_st_name(f, i);
-        with_velocity |= strncmp(name, VELOCITY, strlen(VELOCITY)) == 0 ||
-                         strncmp(name, VELOCITY_0_1, strlen(VELOCITY_0_1)) == 0;
-    }
-    int count = entries(m, with_velocity, e);
+    clnet_optimizer kind = o->kind;
+    int slots = file_state(f, &kind);
+    int count = entries(m, kind, slots, e);
     for (int i = 0; i < clnet_st_count(f); i++) { /* nothing foreign */
         const char *name = clnet_st_name(f, i);
         int known = 0;
@@ -188,15 +223,18 @@ clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *p
     params = clnet_malloc((m->nparams + 1) * sizeof(float));
     buffers = clnet_malloc((m->nbuffers + 1) * sizeof(float));
     counters = clnet_malloc((m->ncounters + 1) * sizeof(int64_t));
-    velocity = with_velocity ? clnet_malloc((m->nparams + 1) * sizeof(float)) : NULL;
-    if (!params || !buffers || !counters || (with_velocity && !velocity))
+    if (!params || !buffers || !counters)
         FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory loading %s", path);
+    for (int k = 0; k < slots; k++) {
+        slot[k] = clnet_malloc((m->nparams + 1) * sizeof(float));
+        if (!slot[k]) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory loading %s", path);
+    }
     for (int j = 0; j < count; j++) {
         const clnet_tensor *t = e[j].t;
         char old[NAME_CAP + 16];
         const char *name = file_name(f, &e[j], old, sizeof old);
         int ndim = 0;
-        if (e[j].kind == 2) {
+        if (e[j].kind == COUNTER) {
             const int64_t *data = NULL;
             TRY(clnet_st_get_i64(f, name, t->ndim, t->shape, &data, &ndim, NULL));
             if (ndim != t->ndim)
@@ -205,7 +243,7 @@ clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *p
             memcpy(counters + t->offset, data, t->count * sizeof(int64_t));
         } else {
             const float *data = NULL;
-            float *dst[] = {params, buffers, NULL, velocity};
+            float *dst[] = {params, buffers, NULL, slot[0], slot[1]};
             TRY(clnet_st_get(f, name, t->ndim, t->shape, &data, &ndim, NULL));
             if (ndim != t->ndim)
                 FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has %d dimensions, expected %d", path, name,
@@ -221,14 +259,17 @@ clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *p
     m->params = params, m->buffers = buffers, m->counters = counters;
     params = buffers = NULL;
     counters = NULL;
-    free(o->velocity);
-    o->velocity = velocity;
-    o->velocity_ready = velocity != NULL;
-    velocity = NULL;
+    clnet_optim_release(o);
+    for (int k = 0; k < slots; k++) {
+        o->slot[k] = slot[k];
+        slot[k] = NULL;
+    }
+    o->kind = kind;
+    o->ready = slots > 0;
     o->step = p.step;
     if (progress) *progress = p;
 cleanup:
     clnet_st_free(f);
-    free(e), free(params), free(buffers), free(counters), free(velocity);
+    free(e), free(params), free(buffers), free(counters), free(slot[0]), free(slot[1]);
     return status;
 }

@@ -178,8 +178,9 @@ clnet_status clnet_net_init(clnet_net *net, uint64_t seed) {
     clnet_status s = finish(net);
     if (s == CLNET_OK) s = clnet_model_init(&net->model, seed);
     if (s != CLNET_OK) return s;
-    if (net->optim.velocity) memset(net->optim.velocity, 0, net->model.nparams * sizeof(float));
-    net->optim.velocity_ready = 0;
+    for (int k = 0; k < CLNET_OPTIM_SLOTS; k++) /* a fresh start for the optimizer too */
+        if (net->optim.slot[k]) memset(net->optim.slot[k], 0, net->model.nparams * sizeof(float));
+    net->optim.ready = 0;
     net->optim.step = 0;
     return net->trainer ? clnet_step_broadcast(net->trainer, &net->model, 1) : CLNET_OK;
 }
@@ -188,7 +189,7 @@ clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg) {
     if (!net || !cfg)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_set_sgd: NULL argument");
     clnet_status s = clnet_optim_check(cfg);
-    if (s == CLNET_OK) net->optim.sgd = *cfg;
+    if (s == CLNET_OK) clnet_optim_configure(&net->optim, cfg);
     return s;
 }
 

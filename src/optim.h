@@ -1,25 +1,40 @@
-/* The optimizer: its configuration and state (SGD velocity, the step
- * count), applied on the host to the model's parameters (the master copy)
- * with the gradient summed over the global batch. */
+/* The optimizer: its configuration and state (SGD's velocity, Adam's moment
+ * estimates, the step count), applied on the host to the model's parameters
+ * (the master copy) with the gradient summed over the global batch. */
 #ifndef CLNET_OPTIM_H
 #define CLNET_OPTIM_H
 
 #include "clnet.h"
 
+#define CLNET_OPTIM_SLOTS 2
+
 typedef struct {
     clnet_sgd_config sgd;
-    float *velocity;    /* (n) SGD velocity; NULL until momentum is used */
-    int velocity_ready; /* 0: the next step starts the velocity (PyTorch's first step) */
-    int64_t step;       /* optimizer steps taken */
+    /* State per parameter, as PyTorch names it: SGD "momentum" (the
+     * velocity), Adam and AdamW "exp_avg" and "exp_avg_sq". NULL until
+     * needed; `kind` says whose state they hold. */
+    clnet_optimizer kind;
+    float *slot[CLNET_OPTIM_SLOTS];
+    int ready;    /* the slots hold state from earlier steps (0: the next step starts it) */
+    int64_t step; /* optimizer steps taken */
 } clnet_optim;
 
 void clnet_optim_init(clnet_optim *o);
 void clnet_optim_release(clnet_optim *o);
 /* Checks a configuration (clear messages for every bad field). */
 clnet_status clnet_optim_check(const clnet_sgd_config *cfg);
-/* Makes the state the configuration needs for n parameters (the velocity
- * when momentum is on); nothing when it is there already. */
+/* Takes a new configuration; state of another optimizer is dropped (with
+ * a warning), since it cannot carry over. */
+void clnet_optim_configure(clnet_optim *o, const clnet_sgd_config *cfg);
+/* Makes the state the configuration needs for n parameters; nothing when it
+ * is there already. */
 clnet_status clnet_optim_prepare(clnet_optim *o, size_t n);
+
+/* "sgd", "adam", "adamw": the name in checkpoints ("optimizer.<name>.<slot>.<tensor>"). */
+const char *clnet_optim_name(clnet_optimizer k);
+/* The state slots an optimizer keeps (SGD: 1, its velocity, used when momentum > 0). */
+int clnet_optim_slot_count(clnet_optimizer k);
+const char *clnet_optim_slot_name(clnet_optimizer k, int slot);
 
 /* The learning rate for step t (0-based). */
 float clnet_optim_lr(const clnet_sgd_config *c, int64_t t);

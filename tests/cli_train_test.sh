@@ -87,6 +87,8 @@ expect_fail "resume from a damaged checkpoint" "trunc.safetensors" train "$model
 expect_fail "unknown option" "unknown option '--learning-rate'" train "$models/lenet.cfg" --learning-rate 1
 expect_fail "bad number" "--lr: expected a number" train "$models/lenet.cfg" --lr fast
 expect_fail "--save-every needs --save" "needs --save" train "$models/lenet.cfg" --save-every 5
+expect_fail "momentum is SGD's" "uses --beta1" train "$models/lenet.cfg" --optimizer adam --momentum 0.9
+expect_fail "unknown optimizer" "expected sgd, adam or adamw" train "$models/lenet.cfg" --optimizer lbfgs
 expect_fail "--log-every needs --step-log" "--log-every needs --step-log" train "$models/lenet.cfg" --log-every 3
 if cmp -s "$work/a.safetensors" "$work/keep.safetensors"; then ok "failures left the checkpoint untouched"
 else bad "checkpoint changed"; fi

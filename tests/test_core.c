@@ -307,5 +307,5 @@ int main(void) {
     tcase_add_test(t, cache_round_trip_and_every_damage_is_caught);
     tcase_add_test(t, cache_disabled_neither_reads_nor_writes);
     suite_add_tcase(s, t);
-    return test_run_suite(s) ? 1 : 0;
+    return test_run_suite(s);
 }

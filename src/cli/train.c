@@ -15,8 +15,9 @@ typedef struct {
     const char *model, *data, *devices, *save, *resume, *log, *plot, *weights, *step_log;
     long epochs, steps, batch, save_every, train_limit, test_limit, step_size, log_every;
     uint64_t seed;
-    double lr, momentum, wd, gamma, mean, std;
-    int nesterov, no_eval, seed_given, deterministic, async;
+    double lr, momentum, wd, gamma, mean, std, beta1, beta2, eps;
+    int nesterov, no_eval, seed_given, deterministic, async, wd_given;
+    clnet_optimizer optimizer;
     long staleness;
     const char *split;
     clnet_schedule schedule;
@@ -31,9 +32,12 @@ static void train_usage(FILE *out) {
             "  --steps N           stop once the net has taken N optimizer steps\n"
             "  --batch B           samples per step (default 256)\n"
             "  --lr X              learning rate (default 0.1)\n"
+            "  --optimizer NAME    sgd (default), adam or adamw (as torch.optim)\n"
+            "  --beta1 B --beta2 B Adam and AdamW: moment decay rates (default 0.9, 0.999)\n"
+            "  --eps E             Adam and AdamW: added to the denominator (default 1e-8)\n"
             "  --momentum M        SGD momentum (default 0)\n"
             "  --nesterov          Nesterov momentum\n"
-            "  --wd W              weight decay (default 0)\n"
+            "  --wd W              weight decay (default 0; 0.01 with adamw, as PyTorch)\n"
             "  --schedule S        constant (default), step or cosine (over all epochs)\n"
             "  --step-size N       step schedule: steps between decays (default a third of "
             "the run)\n"
@@ -74,6 +78,9 @@ static int parse(int argc, char **argv, options *o, int eval) {
     o->std = 1;
     o->schedule = CLNET_SCHEDULE_CONSTANT;
     o->staleness = 1;
+    o->beta1 = 0.9;
+    o->beta2 = 0.999;
+    o->eps = 1e-8;
     for (int i = 0; i < argc; i++) {
         const char *v = NULL;
         long n = 0;
@@ -126,6 +133,24 @@ static int parse(int argc, char **argv, options *o, int eval) {
             o->nesterov = 1;
         } else if (!eval && VALUE("--wd")) {
             if (!cli_float("--wd", v, 0, 1e3, &o->wd)) return 2;
+            o->wd_given = 1;
+        } else if (!eval && VALUE("--optimizer")) {
+            if (strcmp(v, "sgd") == 0)
+                o->optimizer = CLNET_OPTIMIZER_SGD;
+            else if (strcmp(v, "adam") == 0)
+                o->optimizer = CLNET_OPTIMIZER_ADAM;
+            else if (strcmp(v, "adamw") == 0)
+                o->optimizer = CLNET_OPTIMIZER_ADAMW;
+            else {
+                fprintf(stderr, "clnet: --optimizer: expected sgd, adam or adamw, got '%s'\n", v);
+                return 2;
+            }
+        } else if (!eval && VALUE("--beta1")) {
+            if (!cli_float("--beta1", v, 0, 0.999999, &o->beta1)) return 2;
+        } else if (!eval && VALUE("--beta2")) {
+            if (!cli_float("--beta2", v, 0, 0.999999999, &o->beta2)) return 2;
+        } else if (!eval && VALUE("--eps")) {
+            if (!cli_float("--eps", v, 1e-30, 1, &o->eps)) return 2;
         } else if (!eval && VALUE("--schedule")) {
             if (strcmp(v, "constant") == 0)
                 o->schedule = CLNET_SCHEDULE_CONSTANT;
@@ -191,6 +216,13 @@ static int parse(int argc, char **argv, options *o, int eval) {
         return 2;
     }
     if (o->step_log && !o->log_every) o->log_every = 1;
+    if (o->optimizer != CLNET_OPTIMIZER_SGD && (o->momentum > 0 || o->nesterov)) {
+        fprintf(stderr,
+                "clnet: --momentum and --nesterov are SGD's; %s uses --beta1 (default 0.9)\n",
+                o->optimizer == CLNET_OPTIMIZER_ADAM ? "adam" : "adamw");
+        return 2;
+    }
+    if (o->optimizer == CLNET_OPTIMIZER_ADAMW && !o->wd_given) o->wd = 0.01; /* PyTorch's */
     if (o->nesterov && o->momentum == 0) {
         fprintf(stderr, "clnet: --nesterov needs --momentum > 0\n");
         return 2;
@@ -471,6 +503,10 @@ int cmd_train(int argc, char **argv) {
     sgd.total_steps = (int64_t)o.epochs * per_epoch;
     sgd.step_size = o.step_size ? o.step_size : (sgd.total_steps + 2) / 3;
     sgd.gamma = (float)o.gamma;
+    sgd.optimizer = o.optimizer;
+    sgd.beta1 = (float)o.beta1;
+    sgd.beta2 = (float)o.beta2;
+    sgd.eps = (float)o.eps;
     if (clnet_net_set_sgd(s.net, &sgd) != CLNET_OK) {
         rc = fail("optimizer");
         goto done;
