@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { CONV, MAXPOOL, AVGPOOL, RELU, SIGMOID, TANH, LINEAR, LOSS } kind;
+typedef enum { CONV, MAXPOOL, AVGPOOL, GLOBAL_AVGPOOL, RELU, SIGMOID, TANH, LINEAR, LOSS } kind;
 
 typedef struct {
     kind k;
@@ -38,6 +38,10 @@ static const layer_case CASES[] = {
     {AVGPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1},
     {AVGPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1},
     {AVGPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1},
+    {GLOBAL_AVGPOOL, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1},
+    {GLOBAL_AVGPOOL, 3, 4, 1, 1, 0, 0, 0, 0, 0, 1}, /* a 1x1 plane: the identity */
+    {GLOBAL_AVGPOOL, 1, 2, 13, 11, 0, 0, 0, 0, 0, 1},
+    {GLOBAL_AVGPOOL, 4, 64, 7, 7, 0, 0, 0, 0, 0, 0}, /* ResNet-18's, in small batch */
     /* activations */
     {RELU, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1},
     {SIGMOID, 1, 1, 13, 11, 0, 0, 0, 0, 0, 1},
@@ -62,6 +66,9 @@ static void line_for(const layer_case *t, char *out, size_t cap) {
     case AVGPOOL:
         snprintf(out, cap, "%s size=%dx%d stride=%d pad=%d",
                  t->k == MAXPOOL ? "maxpool" : "avgpool", t->kh, t->kw, t->s, t->p);
+        break;
+    case GLOBAL_AVGPOOL:
+        snprintf(out, cap, "global_avgpool");
         break;
     case RELU:
         snprintf(out, cap, "relu");
@@ -96,6 +103,9 @@ static void ref_forward(const layer_case *t, float *y, const float *x, const flo
     case AVGPOOL:
         ref_avgpool_forward(y, x, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p, t->p);
         break;
+    case GLOBAL_AVGPOOL:
+        ref_global_avgpool_forward(y, x, t->n, t->c, t->h * t->w);
+        break;
     case RELU:
         ref_relu_forward(y, x, count);
         break;
@@ -128,6 +138,9 @@ static void ref_backward(const layer_case *t, float *dx, float *dw, float *db, c
         break;
     case AVGPOOL:
         ref_avgpool_backward(dx, dy, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p, t->p);
+        break;
+    case GLOBAL_AVGPOOL:
+        ref_global_avgpool_backward(dx, dy, t->n, t->c, t->h * t->w);
         break;
     case RELU:
         ref_relu_backward(dx, dy, y, count);
@@ -192,7 +205,8 @@ static double finite_differences(layer_rig *r, const layer_case *t, float *x, co
                                  const int32_t *labels, float *y, float *v, size_t len,
                                  const float *grad, float *w, float *b, const char *what) {
     /* exactly linear in every entry: a large step is exact and beats rounding */
-    double eps = (t->k == CONV || t->k == LINEAR || t->k == AVGPOOL) ? 0.25 : 1e-2;
+    double eps =
+        (t->k == CONV || t->k == LINEAR || t->k == AVGPOOL || t->k == GLOBAL_AVGPOOL) ? 0.25 : 1e-2;
     double worst = 0;
     size_t samples = len < 12 ? len : 12;
     for (size_t s = 0; s < samples; s++) {
@@ -323,6 +337,7 @@ START_TEST(layer_shapes_are_checked) {
         {"maxpool size=2 pad=2", "smaller than the kernel"},
         {"avgpool size=9", "does not fit"},
         {"linear", "needs units"},
+        {"global_avgpool size=2", "unknown option 'size'"},
         {"conv2d filters=2 size=0", "expected"},
         {"conv2d filters=2 size=3 stride=0", "expected"},
         {"conv2d filters=2 size=3 color=red", "unknown option 'color'"},
@@ -341,6 +356,41 @@ START_TEST(layer_shapes_are_checked) {
 }
 END_TEST
 
+/* Global average pooling keeps the input's spatial rank, every size 1 (PyTorch's
+ * AdaptiveAvgPool1d/2d/3d(1)), and refuses a vector, which has no plane. */
+START_TEST(global_avgpool_keeps_the_spatial_rank) {
+    const struct {
+        const char *input;
+        int rank, c;
+    } cases[] = {
+        {"input channels=3 length=9", 2, 3},
+        {"input channels=2 height=7 width=9", 3, 2},
+        {"input channels=4 depth=3 height=5 width=2", 4, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        clnet_net *net = NULL;
+        ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+        ck_assert_int_eq(clnet_net_add(net, cases[i].input), CLNET_OK);
+        ck_assert_msg(clnet_net_add(net, "global_avgpool") == CLNET_OK, "%s", clnet_last_error());
+        clnet_layer_info info;
+        ck_assert_int_eq(clnet_net_layer_info(net, 0, &info), CLNET_OK);
+        ck_assert_str_eq(info.kind, "global_avgpool");
+        ck_assert_int_eq(info.out_rank, cases[i].rank);
+        ck_assert_int_eq(info.out_shape[0], cases[i].c);
+        for (int d = 1; d < info.out_rank; d++) ck_assert_int_eq(info.out_shape[d], 1);
+        ck_assert_int_eq((int)info.params, 0);
+        clnet_net_free(net);
+    }
+    clnet_net *net = NULL;
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "input channels=1 height=5 width=5"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "linear units=4"), CLNET_OK);
+    ck_assert(clnet_net_add(net, "global_avgpool") != CLNET_OK);
+    ck_assert_msg(strstr(clnet_last_error(), "spatial dimensions"), "%s", clnet_last_error());
+    clnet_net_free(net);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("layers");
     TCase *t = tcase_create("layers");
@@ -348,6 +398,7 @@ int main(void) {
     tcase_add_test(t, layers_match_reference_and_finite_differences_on_every_device);
     tcase_add_test(t, softmax_xent_is_stable_for_huge_logits);
     tcase_add_test(t, layer_shapes_are_checked);
+    tcase_add_test(t, global_avgpool_keeps_the_spatial_rank);
     suite_add_tcase(s, t);
     return test_run_suite(s);
 }
