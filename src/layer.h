@@ -187,16 +187,18 @@ clnet_status clnet_option_float(const char *key, const char *value, float min, f
 /* "3" (every axis) or "3x5" (one value per axis, at most `axes`); each >= min. */
 clnet_status clnet_option_dims(const char *key, const char *value, int axes, int min, int *out);
 
-/* The init= std= bias_init= bias_std= options of layers with a weight and a
- * bias. */
+/* The init= std= bias_init= bias_std= bias= options of layers with a weight
+ * and a bias. */
 typedef struct {
     clnet_init weight, bias;
-    int std_given, bias_std_given;
+    int std_given, bias_std_given, bias_init_given;
+    int no_bias; /* bias=off: no bias tensor at all (PyTorch's bias=False) */
 } clnet_param_init;
-/* Takes the four keys above (sets *known to 0 for any other key). */
+/* Takes the five keys above (sets *known to 0 for any other key). */
 clnet_status clnet_param_init_option(clnet_param_init *p, const char *key, const char *value,
                                      int *known);
-/* init=normal needs std=, bias_init=normal needs bias_std=. */
+/* init=normal needs std=, bias_init=normal needs bias_std=; bias=off takes
+ * neither bias_init= nor bias_std=. */
 clnet_status clnet_param_init_check(const clnet_param_init *p);
 
 #endif

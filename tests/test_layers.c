@@ -4,6 +4,7 @@
  * nothing, 1x1 kernels, stride larger than the kernel, padding larger than
  * half the kernel, overlapping windows. */
 #include "layer_rig.h"
+#include "net.h"
 #include "ref/layers_ref.h"
 
 #include <math.h>
@@ -18,49 +19,54 @@ typedef struct {
     int n, c, h, w;      /* input (n, c, h, w) */
     int f, kh, kw, s, p; /* conv filters / linear units, window, stride, pad */
     int slow_ok;         /* small enough for a simulator */
+    int no_bias;         /* conv2d and linear: bias=off */
 } layer_case;
 
 static const layer_case CASES[] = {
     /* conv2d */
-    {CONV, 1, 1, 5, 5, 2, 3, 3, 1, 1, 1},
-    {CONV, 2, 3, 7, 9, 4, 3, 2, 1, 0, 1},   /* non-square kernel, odd sizes */
-    {CONV, 1, 2, 13, 11, 3, 1, 1, 1, 0, 1}, /* 1x1 kernel */
-    {CONV, 2, 2, 9, 9, 3, 2, 2, 3, 0, 1},   /* stride larger than the kernel */
-    {CONV, 1, 2, 6, 7, 2, 3, 3, 1, 2, 1},   /* padding larger than half the kernel */
-    {CONV, 3, 5, 13, 11, 7, 5, 5, 2, 2, 0},
-    {CONV, 2, 1, 28, 28, 20, 3, 3, 1, 0, 0}, /* LeNet's first layer */
+    {CONV, 1, 1, 5, 5, 2, 3, 3, 1, 1, 1, 0},
+    {CONV, 2, 3, 7, 9, 4, 3, 2, 1, 0, 1, 0},   /* non-square kernel, odd sizes */
+    {CONV, 1, 2, 13, 11, 3, 1, 1, 1, 0, 1, 0}, /* 1x1 kernel */
+    {CONV, 2, 2, 9, 9, 3, 2, 2, 3, 0, 1, 0},   /* stride larger than the kernel */
+    {CONV, 1, 2, 6, 7, 2, 3, 3, 1, 2, 1, 0},   /* padding larger than half the kernel */
+    {CONV, 3, 5, 13, 11, 7, 5, 5, 2, 2, 0, 0},
+    {CONV, 2, 1, 28, 28, 20, 3, 3, 1, 0, 0, 0}, /* LeNet's first layer */
+    {CONV, 2, 3, 7, 9, 4, 3, 2, 1, 0, 1, 1},    /* bias=off */
+    {CONV, 1, 4, 13, 11, 8, 1, 1, 2, 0, 1, 1},  /* bias=off, ResNet's strided 1x1 projection */
     /* pools */
-    {MAXPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1},
-    {MAXPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1}, /* overlapping windows, padding */
-    {MAXPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1},   /* stride larger than the window */
-    {MAXPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1},   /* padding = window - 1 */
-    {AVGPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1},
-    {AVGPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1},
-    {AVGPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1},
-    {AVGPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1},
-    {GLOBAL_AVGPOOL, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1},
-    {GLOBAL_AVGPOOL, 3, 4, 1, 1, 0, 0, 0, 0, 0, 1}, /* a 1x1 plane: the identity */
-    {GLOBAL_AVGPOOL, 1, 2, 13, 11, 0, 0, 0, 0, 0, 1},
-    {GLOBAL_AVGPOOL, 4, 64, 7, 7, 0, 0, 0, 0, 0, 0}, /* ResNet-18's, in small batch */
+    {MAXPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1, 0},
+    {MAXPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1, 0}, /* overlapping windows, padding */
+    {MAXPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1, 0},   /* stride larger than the window */
+    {MAXPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1, 0},   /* padding = window - 1 */
+    {AVGPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1, 0},
+    {AVGPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1, 0},
+    {AVGPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1, 0},
+    {AVGPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1, 0},
+    {GLOBAL_AVGPOOL, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1, 0},
+    {GLOBAL_AVGPOOL, 3, 4, 1, 1, 0, 0, 0, 0, 0, 1, 0}, /* a 1x1 plane: the identity */
+    {GLOBAL_AVGPOOL, 1, 2, 13, 11, 0, 0, 0, 0, 0, 1, 0},
+    {GLOBAL_AVGPOOL, 4, 64, 7, 7, 0, 0, 0, 0, 0, 0, 0}, /* ResNet-18's, in small batch */
     /* activations */
-    {RELU, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1},
-    {SIGMOID, 1, 1, 13, 11, 0, 0, 0, 0, 0, 1},
-    {TANH, 3, 2, 5, 7, 0, 0, 0, 0, 0, 1},
+    {RELU, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1, 0},
+    {SIGMOID, 1, 1, 13, 11, 0, 0, 0, 0, 0, 1, 0},
+    {TANH, 3, 2, 5, 7, 0, 0, 0, 0, 0, 1, 0},
     /* linear (f = units) */
-    {LINEAR, 1, 37, 1, 1, 10, 0, 0, 0, 0, 1},
-    {LINEAR, 5, 3, 2, 2, 7, 0, 0, 0, 0, 1}, /* reads a (3, 2, 2) input flat */
-    {LINEAR, 3, 800, 1, 1, 128, 0, 0, 0, 0, 0},
+    {LINEAR, 1, 37, 1, 1, 10, 0, 0, 0, 0, 1, 0},
+    {LINEAR, 5, 3, 2, 2, 7, 0, 0, 0, 0, 1, 0},  /* reads a (3, 2, 2) input flat */
+    {LINEAR, 3, 11, 1, 1, 6, 0, 0, 0, 0, 1, 1}, /* bias=off */
+    {LINEAR, 3, 800, 1, 1, 128, 0, 0, 0, 0, 0, 0},
     /* softmax + cross-entropy (c = classes) */
-    {LOSS, 1, 10, 1, 1, 0, 0, 0, 0, 0, 1},
-    {LOSS, 7, 10, 1, 1, 0, 0, 0, 0, 0, 1},
-    {LOSS, 4, 37, 1, 1, 0, 0, 0, 0, 0, 1},
+    {LOSS, 1, 10, 1, 1, 0, 0, 0, 0, 0, 1, 0},
+    {LOSS, 7, 10, 1, 1, 0, 0, 0, 0, 0, 1, 0},
+    {LOSS, 4, 37, 1, 1, 0, 0, 0, 0, 0, 1, 0},
 };
 
 static void line_for(const layer_case *t, char *out, size_t cap) {
+    const char *bias = t->no_bias ? " bias=off" : "";
     switch (t->k) {
     case CONV:
-        snprintf(out, cap, "conv2d filters=%d size=%dx%d stride=%d pad=%d", t->f, t->kh, t->kw,
-                 t->s, t->p);
+        snprintf(out, cap, "conv2d filters=%d size=%dx%d stride=%d pad=%d%s", t->f, t->kh, t->kw,
+                 t->s, t->p, bias);
         break;
     case MAXPOOL:
     case AVGPOOL:
@@ -80,7 +86,7 @@ static void line_for(const layer_case *t, char *out, size_t cap) {
         snprintf(out, cap, "tanh");
         break;
     case LINEAR:
-        snprintf(out, cap, "linear units=%d", t->f);
+        snprintf(out, cap, "linear units=%d%s", t->f, bias);
         break;
     case LOSS:
         snprintf(out, cap, "softmax_cross_entropy");
@@ -88,10 +94,11 @@ static void line_for(const layer_case *t, char *out, size_t cap) {
     }
 }
 
-/* The reference forward for the case. */
+/* The reference forward for the case (without a bias, b is ignored). */
 static void ref_forward(const layer_case *t, float *y, const float *x, const float *w,
                         const float *b, const int32_t *labels, double *loss) {
     size_t count = (size_t)t->n * t->c * t->h * t->w;
+    if (t->no_bias) b = NULL;
     switch (t->k) {
     case CONV:
         ref_conv2d_forward(y, x, w, b, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw, t->s, t->s, t->p,
@@ -127,6 +134,7 @@ static void ref_forward(const layer_case *t, float *y, const float *x, const flo
 static void ref_backward(const layer_case *t, float *dx, float *dw, float *db, const float *dy,
                          const float *x, const float *y, const float *w, const int32_t *labels) {
     size_t count = (size_t)t->n * t->c * t->h * t->w;
+    if (t->no_bias) db = NULL;
     switch (t->k) {
     case CONV:
         ref_conv2d_backward(dx, dw, db, dy, x, w, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw, t->s,
@@ -241,6 +249,7 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
             layer_rig r;
             rig_create(&r, d, (rig_shape){t->c, t->h, t->w}, line, t->n);
             size_t nx = r.in_count, ny = r.out_count, nw = r.nw, nb = r.nb;
+            ck_assert_msg(!t->no_bias || nb == 0, "%s: a bias of %zu", line, nb);
             float *x = malloc(nx * 4), *y = malloc(ny * 4), *yr = malloc(ny * 4);
             float *dy = malloc(ny * 4), *dx = malloc(nx * 4), *dxr = malloc(nx * 4);
             float *w = malloc((nw + 1) * 4), *b = malloc((nb + 1) * 4);
@@ -337,6 +346,8 @@ START_TEST(layer_shapes_are_checked) {
         {"maxpool size=2 pad=2", "smaller than the kernel"},
         {"avgpool size=9", "does not fit"},
         {"linear", "needs units"},
+        {"conv2d filters=2 size=3 bias=no", "bias=no: expected on or off"},
+        {"linear units=3 bias=off bias_init=zeros", "bias=off has no bias"},
         {"global_avgpool size=2", "unknown option 'size'"},
         {"conv2d filters=2 size=0", "expected"},
         {"conv2d filters=2 size=3 stride=0", "expected"},
@@ -352,6 +363,39 @@ START_TEST(layer_shapes_are_checked) {
         ck_assert_msg(strstr(clnet_last_error(), bad[i][1]), "'%s': %s", bad[i][0],
                       clnet_last_error());
         clnet_net_free(net);
+    }
+}
+END_TEST
+
+/* bias=off (PyTorch's bias=False) declares no bias tensor: the parameter count
+ * drops by the filters (units), and no "<name>.bias" is saved; bias=on is the
+ * default. */
+START_TEST(bias_off_drops_the_bias_parameter) {
+    const struct {
+        const char *on, *off;
+        size_t bias;
+    } cases[] = {
+        {"conv2d name=c filters=16 size=3", "conv2d name=c filters=16 size=3 bias=off", 16},
+        {"conv2d name=c filters=16 size=3 bias=on", "conv2d name=c filters=16 size=3 bias=off", 16},
+        {"linear name=c units=10", "linear name=c units=10 bias=off", 10},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t count[2];
+        for (int off = 0; off < 2; off++) {
+            clnet_net *net = NULL;
+            ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+            ck_assert_int_eq(clnet_net_add(net, "input channels=3 height=8 width=8"), CLNET_OK);
+            const char *line = off ? cases[i].off : cases[i].on;
+            ck_assert_msg(clnet_net_add(net, line) == CLNET_OK, "%s", clnet_last_error());
+            count[off] = clnet_net_param_count(net);
+            const clnet_node *node = &net->model.nodes[0];
+            ck_assert_int_eq(node->nparams, off ? 1 : 2);
+            ck_assert_str_eq(node->params[0].suffix, "weight");
+            if (!off) ck_assert_str_eq(node->params[1].suffix, "bias");
+            clnet_net_free(net);
+        }
+        ck_assert_msg(count[0] - count[1] == cases[i].bias, "%s: %zu parameters, bias=off %zu",
+                      cases[i].on, count[0], count[1]);
     }
 }
 END_TEST
@@ -399,6 +443,7 @@ int main(void) {
     tcase_add_test(t, softmax_xent_is_stable_for_huge_logits);
     tcase_add_test(t, layer_shapes_are_checked);
     tcase_add_test(t, global_avgpool_keeps_the_spatial_rank);
+    tcase_add_test(t, bias_off_drops_the_bias_parameter);
     suite_add_tcase(s, t);
     return test_run_suite(s);
 }
