@@ -36,6 +36,9 @@ typedef enum {
     CLNET_INIT_KAIMING,     /* N(0, 2 / fan_in) */
     CLNET_INIT_ZEROS,
     CLNET_INIT_CONSTANT, /* every element = value (buffers) */
+    /* U(-a, a), a = 1 / sqrt(fan_in): PyTorch's default for conv and linear
+     * biases, and for their weights (kaiming_uniform_ with a = sqrt(5)) */
+    CLNET_INIT_UNIFORM_FAN_IN,
 } clnet_init_kind;
 
 typedef struct {

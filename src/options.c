@@ -68,10 +68,12 @@ static clnet_status init_kind(const char *key, const char *value, clnet_init_kin
     } names[] = {{"normal", CLNET_INIT_NORMAL},
                  {"xavier", CLNET_INIT_XAVIER},
                  {"kaiming", CLNET_INIT_KAIMING},
-                 {"zeros", CLNET_INIT_ZEROS}};
+                 {"zeros", CLNET_INIT_ZEROS},
+                 {"uniform_fan_in", CLNET_INIT_UNIFORM_FAN_IN}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(value, names[i].name) == 0) return *out = names[i].kind, CLNET_OK;
-    return clnet_fail(CLNET_ERR_FORMAT, "%s=%s: expected normal, xavier, kaiming or zeros", key,
+    return clnet_fail(CLNET_ERR_FORMAT,
+                      "%s=%s: expected normal, xavier, kaiming, zeros or uniform_fan_in", key,
                       value);
 }
 

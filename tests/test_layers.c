@@ -347,6 +347,7 @@ START_TEST(layer_shapes_are_checked) {
         {"avgpool size=9", "does not fit"},
         {"linear", "needs units"},
         {"conv2d filters=2 size=3 bias=no", "bias=no: expected on or off"},
+        {"linear units=3 bias_init=uniform", "expected normal, xavier, kaiming, zeros or"},
         {"linear units=3 bias=off bias_init=zeros", "bias=off has no bias"},
         {"global_avgpool size=2", "unknown option 'size'"},
         {"conv2d filters=2 size=0", "expected"},
@@ -400,6 +401,53 @@ START_TEST(bias_off_drops_the_bias_parameter) {
 }
 END_TEST
 
+/* init=uniform_fan_in and bias_init=uniform_fan_in, PyTorch's defaults for
+ * conv and linear: U(-a, a) with a = 1/sqrt(fan_in), fan_in = C*KH*KW for a
+ * convolution and I for a linear layer. Every value lies within the bound,
+ * and the spread is a uniform's: the sample standard deviation within 20% of
+ * a/sqrt(3) (several standard errors for 128 values or more). */
+START_TEST(uniform_fan_in_init_follows_pytorch) {
+    static const char *const lines[] = {
+        "input channels=3 height=8 width=8",
+        "conv2d name=conv filters=128 size=3 init=uniform_fan_in bias_init=uniform_fan_in",
+        "linear name=fc units=200 init=uniform_fan_in bias_init=uniform_fan_in",
+        "softmax_cross_entropy",
+    };
+    clnet_net *net = NULL;
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        ck_assert_msg(clnet_net_add(net, lines[i]) == CLNET_OK, "'%s': %s", lines[i],
+                      clnet_last_error());
+    ck_assert_msg(clnet_net_init(net, 7) == CLNET_OK, "%s", clnet_last_error());
+    const float *params = clnet_net_params(net);
+    const double fan_in[2] = {3 * 3 * 3, 128 * 6 * 6};
+    for (int l = 0; l < 2; l++) {
+        const clnet_node *node = &net->model.nodes[l];
+        ck_assert_int_eq(node->nparams, 2);
+        double a = 1.0 / sqrt(fan_in[l]);
+        for (int k = 0; k < 2; k++) {
+            const clnet_tensor *t = &node->params[k];
+            const float *v = params + t->offset;
+            double sum = 0, sq = 0, largest = 0;
+            for (size_t i = 0; i < t->count; i++) {
+                sum += v[i];
+                largest = fmax(largest, fabs((double)v[i]));
+            }
+            double mean = sum / (double)t->count;
+            for (size_t i = 0; i < t->count; i++) sq += (v[i] - mean) * (v[i] - mean);
+            double sd = sqrt(sq / (double)(t->count - 1)), want = a / sqrt(3.0);
+            printf("%s.%s: %zu values, bound %.4g, largest %.4g, sd %.4g (uniform: %.4g)\n",
+                   node->name, t->suffix, t->count, a, largest, sd, want);
+            ck_assert_msg(largest <= a, "%s.%s: %g outside +-%g", node->name, t->suffix, largest,
+                          a);
+            ck_assert_msg(fabs(sd - want) <= 0.2 * want, "%s.%s: sd %g, want %g", node->name,
+                          t->suffix, sd, want);
+        }
+    }
+    clnet_net_free(net);
+}
+END_TEST
+
 /* Global average pooling keeps the input's spatial rank, every size 1 (PyTorch's
  * AdaptiveAvgPool1d/2d/3d(1)), and refuses a vector, which has no plane. */
 START_TEST(global_avgpool_keeps_the_spatial_rank) {
@@ -444,6 +492,7 @@ int main(void) {
     tcase_add_test(t, layer_shapes_are_checked);
     tcase_add_test(t, global_avgpool_keeps_the_spatial_rank);
     tcase_add_test(t, bias_off_drops_the_bias_parameter);
+    tcase_add_test(t, uniform_fan_in_init_follows_pytorch);
     suite_add_tcase(s, t);
     return test_run_suite(s);
 }
