@@ -56,11 +56,20 @@ __kernel void col2im(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, 
 }
 
 // y[b, f, p] = Yp[f, b*P + p] + bias[f]: from the GEMM's layout to NCHW.
+// A convolution without a bias (bias=off) builds this with -DCONV_BIAS=0 and
+// never reads `bias`.
+#ifndef CONV_BIAS
+#define CONV_BIAS 1
+#endif
 __kernel void conv_output(uint n, uint F, uint P, __global const float *Yp, uint ypoff,
                           __global const float *bias, uint boff, __global float *y, uint yoff) {
     const uint p = get_global_id(0), f = get_global_id(1), b = get_global_id(2);
     if (p >= P || f >= F || b >= n) return;
+#if CONV_BIAS
     y[yoff + (b * F + f) * P + p] = Yp[ypoff + f * (n * P) + b * P + p] + bias[boff + f];
+#else
+    y[yoff + (b * F + f) * P + p] = Yp[ypoff + f * (n * P) + b * P + p];
+#endif
 }
 
 // dYp[f, b*P + p] = dy[b, f, p]: the output gradient in the GEMM's layout.

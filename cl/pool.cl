@@ -86,3 +86,26 @@ __kernel void avgpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW,
             s += dy[dyoff + (bc * OH + (uint)oy) * OW + (uint)ox];
     clnet_store_dx(dx + dxoff + (bc * H + iy) * W + ix, s / (float)(KH * KW));
 }
+
+// Global average pooling (PyTorch's AdaptiveAvgPool2d(1)): x (n, C, S) ->
+// y (n, C), S the spatial positions of one plane (H*W for an image, any number
+// of spatial dimensions). One work-item per plane: the planes it meets are
+// small (7x7 at the end of ResNet-18) and many (n*C).
+__kernel void global_avgpool_forward(uint planes, uint S, __global const float *x, uint xoff,
+                                     __global float *y, uint yoff) {
+    const uint bc = get_global_id(0);
+    if (bc >= planes) return;
+    __global const float *plane = x + xoff + bc * S;
+    float s = 0.0f;
+    for (uint i = 0; i < S; i++) s += plane[i];
+    y[yoff + bc] = s / (float)S;
+}
+
+// Forward was y = sum(plane) / S, so backward is dx = dy / S at every position
+// of the plane. Work-items run over (position, b*C + c).
+__kernel void global_avgpool_backward(uint planes, uint S, __global const float *dy, uint dyoff,
+                                      __global float *dx, uint dxoff) {
+    const uint i = get_global_id(0), bc = get_global_id(1);
+    if (i >= S || bc >= planes) return;
+    clnet_store_dx(dx + dxoff + bc * S + i, dy[dyoff + bc] / (float)S);
+}

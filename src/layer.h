@@ -36,6 +36,9 @@ typedef enum {
     CLNET_INIT_KAIMING,     /* N(0, 2 / fan_in) */
     CLNET_INIT_ZEROS,
     CLNET_INIT_CONSTANT, /* every element = value (buffers) */
+    /* U(-a, a), a = 1 / sqrt(fan_in): PyTorch's default for conv and linear
+     * biases, and for their weights (kaiming_uniform_ with a = sqrt(5)) */
+    CLNET_INIT_UNIFORM_FAN_IN,
 } clnet_init_kind;
 
 typedef struct {
@@ -160,9 +163,10 @@ void clnet_kind_list(char *out, size_t cap);
 clnet_status clnet_kind_register(const clnet_kind *kind);
 
 /* Layer kinds, one per file in src/layers/. */
-extern const clnet_kind clnet_conv2d_kind, clnet_maxpool_kind, clnet_avgpool_kind, clnet_relu_kind,
-    clnet_sigmoid_kind, clnet_tanh_kind, clnet_linear_kind, clnet_flatten_kind, clnet_add_kind,
-    clnet_concat_kind, clnet_softmax_xent_kind;
+extern const clnet_kind clnet_conv2d_kind, clnet_maxpool_kind, clnet_avgpool_kind,
+    clnet_global_avgpool_kind, clnet_relu_kind, clnet_sigmoid_kind, clnet_tanh_kind,
+    clnet_linear_kind, clnet_flatten_kind, clnet_add_kind, clnet_concat_kind,
+    clnet_softmax_xent_kind;
 
 /* ---- helpers for layer files (layers.c, options.c) ---- */
 
@@ -186,16 +190,18 @@ clnet_status clnet_option_float(const char *key, const char *value, float min, f
 /* "3" (every axis) or "3x5" (one value per axis, at most `axes`); each >= min. */
 clnet_status clnet_option_dims(const char *key, const char *value, int axes, int min, int *out);
 
-/* The init= std= bias_init= bias_std= options of layers with a weight and a
- * bias. */
+/* The init= std= bias_init= bias_std= bias= options of layers with a weight
+ * and a bias. */
 typedef struct {
     clnet_init weight, bias;
-    int std_given, bias_std_given;
+    int std_given, bias_std_given, bias_init_given;
+    int no_bias; /* bias=off: no bias tensor at all (PyTorch's bias=False) */
 } clnet_param_init;
-/* Takes the four keys above (sets *known to 0 for any other key). */
+/* Takes the five keys above (sets *known to 0 for any other key). */
 clnet_status clnet_param_init_option(clnet_param_init *p, const char *key, const char *value,
                                      int *known);
-/* init=normal needs std=, bias_init=normal needs bias_std=. */
+/* init=normal needs std=, bias_init=normal needs bias_std=; bias=off takes
+ * neither bias_init= nor bias_std=. */
 clnet_status clnet_param_init_check(const clnet_param_init *p);
 
 #endif

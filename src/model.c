@@ -473,6 +473,11 @@ static void fill(float *w, const clnet_tensor *t, uint64_t *rng) {
             w[i] = (float)(a * (2.0 * uniform01(rng) - 1.0));
             break;
         }
+        case CLNET_INIT_UNIFORM_FAN_IN: {
+            double a = 1.0 / sqrt((double)t->fan_in);
+            w[i] = (float)(a * (2.0 * uniform01(rng) - 1.0));
+            break;
+        }
         case CLNET_INIT_CONSTANT:
             w[i] = t->init.value;
             break;

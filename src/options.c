@@ -68,10 +68,12 @@ static clnet_status init_kind(const char *key, const char *value, clnet_init_kin
     } names[] = {{"normal", CLNET_INIT_NORMAL},
                  {"xavier", CLNET_INIT_XAVIER},
                  {"kaiming", CLNET_INIT_KAIMING},
-                 {"zeros", CLNET_INIT_ZEROS}};
+                 {"zeros", CLNET_INIT_ZEROS},
+                 {"uniform_fan_in", CLNET_INIT_UNIFORM_FAN_IN}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(value, names[i].name) == 0) return *out = names[i].kind, CLNET_OK;
-    return clnet_fail(CLNET_ERR_FORMAT, "%s=%s: expected normal, xavier, kaiming or zeros", key,
+    return clnet_fail(CLNET_ERR_FORMAT,
+                      "%s=%s: expected normal, xavier, kaiming, zeros or uniform_fan_in", key,
                       value);
 }
 
@@ -79,7 +81,16 @@ clnet_status clnet_param_init_option(clnet_param_init *p, const char *key, const
                                      int *known) {
     *known = 1;
     if (strcmp(key, "init") == 0) return init_kind(key, value, &p->weight.kind);
-    if (strcmp(key, "bias_init") == 0) return init_kind(key, value, &p->bias.kind);
+    if (strcmp(key, "bias_init") == 0) {
+        p->bias_init_given = 1;
+        return init_kind(key, value, &p->bias.kind);
+    }
+    if (strcmp(key, "bias") == 0) {
+        if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
+            return clnet_fail(CLNET_ERR_FORMAT, "%s=%s: expected on or off", key, value);
+        p->no_bias = strcmp(value, "off") == 0;
+        return CLNET_OK;
+    }
     if (strcmp(key, "std") == 0) {
         p->std_given = 1;
         return clnet_option_float(key, value, 0, &p->weight.std);
@@ -101,6 +112,8 @@ clnet_status clnet_param_init_check(const clnet_param_init *p) {
             "bias_init=normal needs bias_std=, e.g. 'bias_init=normal bias_std=0.01'");
     if (p->std_given && p->weight.kind != CLNET_INIT_NORMAL)
         return clnet_fail(CLNET_ERR_FORMAT, "std= applies to init=normal only");
+    if (p->no_bias && (p->bias_init_given || p->bias_std_given))
+        return clnet_fail(CLNET_ERR_FORMAT, "bias=off has no bias to initialise: drop bias_init=");
     if (p->bias_std_given && p->bias.kind != CLNET_INIT_NORMAL)
         return clnet_fail(CLNET_ERR_FORMAT, "bias_std= applies to bias_init=normal only");
     return CLNET_OK;

@@ -302,6 +302,25 @@ START_TEST(concat_of_three_inputs_matches_finite_differences) {
 }
 END_TEST
 
+START_TEST(resnet_tail_matches_finite_differences) {
+    // ResNet-18's pattern in small: a basic block of two convolutions without
+    // bias around a skip, a strided projection, then global average pooling
+    // feeding the classifier directly (its (C,1,1) output read flat).
+    const ref_node nodes[] = {
+        conv(REF_INPUT, 3, 3, 1, 1, 0),       // 0: (3,7,9), no bias
+        unary(REF_RELU, 0),                   // 1
+        conv(1, 2, 3, 1, 1, 0),               // 2: (2,7,9)
+        join(REF_ADD, 2, REF_INPUT, 2, 0, 0), // 3: x + block(x)
+        unary(REF_RELU, 3),                   // 4
+        conv(4, 4, 1, 2, 0, 0),               // 5: a 1x1 stride-2 projection, (4,4,5)
+        unary(REF_GLOBAL_AVGPOOL, 5),         // 6: (4,1,1)
+        linear(6, 3, 1),                      // 7
+        unary(REF_SOFTMAX_XENT, 7),           // 8
+    };
+    graph_fd("resnet", nodes, 9, (ref_shape){2, 7, 9}, 2, 5000);
+}
+END_TEST
+
 START_TEST(every_op_in_one_graph_matches_finite_differences) {
     // An add of four inputs that names one tensor twice, and a concat of four
     // that names another twice: both get their gradient twice.
@@ -332,6 +351,7 @@ static const char *const op_names[OPS] = {[REF_CONV2D] = "conv2d",
                                           [REF_TANH] = "tanh",
                                           [REF_MAXPOOL] = "maxpool",
                                           [REF_AVGPOOL] = "avgpool",
+                                          [REF_GLOBAL_AVGPOOL] = "global_avgpool",
                                           [REF_LINEAR] = "linear",
                                           [REF_FLATTEN] = "flatten",
                                           [REF_ADD] = "add",
@@ -415,6 +435,9 @@ static void single_op(ref_node node, ref_shape in, int N, int quantize, uint64_t
         ref_avgpool_forward(yf, xf, N, C, H, W, node.kh, node.kw, node.sh, node.sw, node.ph,
                             node.pw);
         break;
+    case REF_GLOBAL_AVGPOOL:
+        ref_global_avgpool_forward(yf, xf, N, C, H * W);
+        break;
     case REF_RELU:
         ref_relu_forward(yf, xf, nx);
         break;
@@ -450,6 +473,9 @@ static void single_op(ref_node node, ref_shape in, int N, int quantize, uint64_t
     case REF_AVGPOOL:
         ref_avgpool_backward(dxf, dyf, N, C, H, W, node.kh, node.kw, node.sh, node.sw, node.ph,
                              node.pw);
+        break;
+    case REF_GLOBAL_AVGPOOL:
+        ref_global_avgpool_backward(dxf, dyf, N, C, H * W);
         break;
     case REF_RELU:
         ref_relu_backward(dxf, dyf, yf, nx);
@@ -496,6 +522,9 @@ START_TEST(single_ops_agree_with_the_float_references) {
     single_op(pool(REF_MAXPOOL, 0, 2, 1, 0), (ref_shape){2, 5, 3}, 3, 0, 70);
     single_op(pool(REF_AVGPOOL, 0, 3, 2, 1), (ref_shape){3, 7, 9}, 2, 0, 80);
     single_op(pool_rect(REF_AVGPOOL, 0, 2, 3, 1, 2, 1, 1), (ref_shape){2, 5, 7}, 2, 0, 90);
+    single_op(unary(REF_GLOBAL_AVGPOOL, 0), (ref_shape){3, 7, 9}, 2, 0, 92);
+    single_op(unary(REF_GLOBAL_AVGPOOL, 0), (ref_shape){4, 1, 1}, 3, 0, 94); // the identity
+    single_op(unary(REF_GLOBAL_AVGPOOL, 0), (ref_shape){2, 13, 11}, 2, 0, 96);
     single_op(unary(REF_RELU, 0), (ref_shape){3, 5, 3}, 2, 1, 100); // exact zeros
     single_op(unary(REF_SIGMOID, 0), (ref_shape){3, 5, 3}, 2, 0, 110);
     single_op(unary(REF_TANH, 0), (ref_shape){3, 5, 3}, 2, 0, 120);
@@ -720,6 +749,7 @@ int main(void) {
     tcase_add_test(t, residual_blocks_match_finite_differences);
     tcase_add_test(t, concat_of_three_inputs_matches_finite_differences);
     tcase_add_test(t, every_op_in_one_graph_matches_finite_differences);
+    tcase_add_test(t, resnet_tail_matches_finite_differences);
     suite_add_tcase(s, t);
     int failed = test_run_suite(s);
     printf("largest relative finite-difference error per graph (tolerance %.0e):\n", FD_TOL);

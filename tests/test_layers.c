@@ -4,6 +4,7 @@
  * nothing, 1x1 kernels, stride larger than the kernel, padding larger than
  * half the kernel, overlapping windows. */
 #include "layer_rig.h"
+#include "net.h"
 #include "ref/layers_ref.h"
 
 #include <math.h>
@@ -11,57 +12,69 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { CONV, MAXPOOL, AVGPOOL, RELU, SIGMOID, TANH, LINEAR, LOSS } kind;
+typedef enum { CONV, MAXPOOL, AVGPOOL, GLOBAL_AVGPOOL, RELU, SIGMOID, TANH, LINEAR, LOSS } kind;
 
 typedef struct {
     kind k;
     int n, c, h, w;      /* input (n, c, h, w) */
     int f, kh, kw, s, p; /* conv filters / linear units, window, stride, pad */
     int slow_ok;         /* small enough for a simulator */
+    int no_bias;         /* conv2d and linear: bias=off */
 } layer_case;
 
 static const layer_case CASES[] = {
     /* conv2d */
-    {CONV, 1, 1, 5, 5, 2, 3, 3, 1, 1, 1},
-    {CONV, 2, 3, 7, 9, 4, 3, 2, 1, 0, 1},   /* non-square kernel, odd sizes */
-    {CONV, 1, 2, 13, 11, 3, 1, 1, 1, 0, 1}, /* 1x1 kernel */
-    {CONV, 2, 2, 9, 9, 3, 2, 2, 3, 0, 1},   /* stride larger than the kernel */
-    {CONV, 1, 2, 6, 7, 2, 3, 3, 1, 2, 1},   /* padding larger than half the kernel */
-    {CONV, 3, 5, 13, 11, 7, 5, 5, 2, 2, 0},
-    {CONV, 2, 1, 28, 28, 20, 3, 3, 1, 0, 0}, /* LeNet's first layer */
+    {CONV, 1, 1, 5, 5, 2, 3, 3, 1, 1, 1, 0},
+    {CONV, 2, 3, 7, 9, 4, 3, 2, 1, 0, 1, 0},   /* non-square kernel, odd sizes */
+    {CONV, 1, 2, 13, 11, 3, 1, 1, 1, 0, 1, 0}, /* 1x1 kernel */
+    {CONV, 2, 2, 9, 9, 3, 2, 2, 3, 0, 1, 0},   /* stride larger than the kernel */
+    {CONV, 1, 2, 6, 7, 2, 3, 3, 1, 2, 1, 0},   /* padding larger than half the kernel */
+    {CONV, 3, 5, 13, 11, 7, 5, 5, 2, 2, 0, 0},
+    {CONV, 2, 1, 28, 28, 20, 3, 3, 1, 0, 0, 0}, /* LeNet's first layer */
+    {CONV, 2, 3, 7, 9, 4, 3, 2, 1, 0, 1, 1},    /* bias=off */
+    {CONV, 1, 4, 13, 11, 8, 1, 1, 2, 0, 1, 1},  /* bias=off, ResNet's strided 1x1 projection */
     /* pools */
-    {MAXPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1},
-    {MAXPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1}, /* overlapping windows, padding */
-    {MAXPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1},   /* stride larger than the window */
-    {MAXPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1},   /* padding = window - 1 */
-    {AVGPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1},
-    {AVGPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1},
-    {AVGPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1},
-    {AVGPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1},
+    {MAXPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1, 0},
+    {MAXPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1, 0}, /* overlapping windows, padding */
+    {MAXPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1, 0},   /* stride larger than the window */
+    {MAXPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1, 0},   /* padding = window - 1 */
+    {AVGPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1, 0},
+    {AVGPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1, 0},
+    {AVGPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1, 0},
+    {AVGPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1, 0},
+    {GLOBAL_AVGPOOL, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1, 0},
+    {GLOBAL_AVGPOOL, 3, 4, 1, 1, 0, 0, 0, 0, 0, 1, 0}, /* a 1x1 plane: the identity */
+    {GLOBAL_AVGPOOL, 1, 2, 13, 11, 0, 0, 0, 0, 0, 1, 0},
+    {GLOBAL_AVGPOOL, 4, 64, 7, 7, 0, 0, 0, 0, 0, 0, 0}, /* ResNet-18's, in small batch */
     /* activations */
-    {RELU, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1},
-    {SIGMOID, 1, 1, 13, 11, 0, 0, 0, 0, 0, 1},
-    {TANH, 3, 2, 5, 7, 0, 0, 0, 0, 0, 1},
+    {RELU, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1, 0},
+    {SIGMOID, 1, 1, 13, 11, 0, 0, 0, 0, 0, 1, 0},
+    {TANH, 3, 2, 5, 7, 0, 0, 0, 0, 0, 1, 0},
     /* linear (f = units) */
-    {LINEAR, 1, 37, 1, 1, 10, 0, 0, 0, 0, 1},
-    {LINEAR, 5, 3, 2, 2, 7, 0, 0, 0, 0, 1}, /* reads a (3, 2, 2) input flat */
-    {LINEAR, 3, 800, 1, 1, 128, 0, 0, 0, 0, 0},
+    {LINEAR, 1, 37, 1, 1, 10, 0, 0, 0, 0, 1, 0},
+    {LINEAR, 5, 3, 2, 2, 7, 0, 0, 0, 0, 1, 0},  /* reads a (3, 2, 2) input flat */
+    {LINEAR, 3, 11, 1, 1, 6, 0, 0, 0, 0, 1, 1}, /* bias=off */
+    {LINEAR, 3, 800, 1, 1, 128, 0, 0, 0, 0, 0, 0},
     /* softmax + cross-entropy (c = classes) */
-    {LOSS, 1, 10, 1, 1, 0, 0, 0, 0, 0, 1},
-    {LOSS, 7, 10, 1, 1, 0, 0, 0, 0, 0, 1},
-    {LOSS, 4, 37, 1, 1, 0, 0, 0, 0, 0, 1},
+    {LOSS, 1, 10, 1, 1, 0, 0, 0, 0, 0, 1, 0},
+    {LOSS, 7, 10, 1, 1, 0, 0, 0, 0, 0, 1, 0},
+    {LOSS, 4, 37, 1, 1, 0, 0, 0, 0, 0, 1, 0},
 };
 
 static void line_for(const layer_case *t, char *out, size_t cap) {
+    const char *bias = t->no_bias ? " bias=off" : "";
     switch (t->k) {
     case CONV:
-        snprintf(out, cap, "conv2d filters=%d size=%dx%d stride=%d pad=%d", t->f, t->kh, t->kw,
-                 t->s, t->p);
+        snprintf(out, cap, "conv2d filters=%d size=%dx%d stride=%d pad=%d%s", t->f, t->kh, t->kw,
+                 t->s, t->p, bias);
         break;
     case MAXPOOL:
     case AVGPOOL:
         snprintf(out, cap, "%s size=%dx%d stride=%d pad=%d",
                  t->k == MAXPOOL ? "maxpool" : "avgpool", t->kh, t->kw, t->s, t->p);
+        break;
+    case GLOBAL_AVGPOOL:
+        snprintf(out, cap, "global_avgpool");
         break;
     case RELU:
         snprintf(out, cap, "relu");
@@ -73,7 +86,7 @@ static void line_for(const layer_case *t, char *out, size_t cap) {
         snprintf(out, cap, "tanh");
         break;
     case LINEAR:
-        snprintf(out, cap, "linear units=%d", t->f);
+        snprintf(out, cap, "linear units=%d%s", t->f, bias);
         break;
     case LOSS:
         snprintf(out, cap, "softmax_cross_entropy");
@@ -81,10 +94,11 @@ static void line_for(const layer_case *t, char *out, size_t cap) {
     }
 }
 
-/* The reference forward for the case. */
+/* The reference forward for the case (without a bias, b is ignored). */
 static void ref_forward(const layer_case *t, float *y, const float *x, const float *w,
                         const float *b, const int32_t *labels, double *loss) {
     size_t count = (size_t)t->n * t->c * t->h * t->w;
+    if (t->no_bias) b = NULL;
     switch (t->k) {
     case CONV:
         ref_conv2d_forward(y, x, w, b, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw, t->s, t->s, t->p,
@@ -95,6 +109,9 @@ static void ref_forward(const layer_case *t, float *y, const float *x, const flo
         break;
     case AVGPOOL:
         ref_avgpool_forward(y, x, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p, t->p);
+        break;
+    case GLOBAL_AVGPOOL:
+        ref_global_avgpool_forward(y, x, t->n, t->c, t->h * t->w);
         break;
     case RELU:
         ref_relu_forward(y, x, count);
@@ -117,6 +134,7 @@ static void ref_forward(const layer_case *t, float *y, const float *x, const flo
 static void ref_backward(const layer_case *t, float *dx, float *dw, float *db, const float *dy,
                          const float *x, const float *y, const float *w, const int32_t *labels) {
     size_t count = (size_t)t->n * t->c * t->h * t->w;
+    if (t->no_bias) db = NULL;
     switch (t->k) {
     case CONV:
         ref_conv2d_backward(dx, dw, db, dy, x, w, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw, t->s,
@@ -128,6 +146,9 @@ static void ref_backward(const layer_case *t, float *dx, float *dw, float *db, c
         break;
     case AVGPOOL:
         ref_avgpool_backward(dx, dy, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p, t->p);
+        break;
+    case GLOBAL_AVGPOOL:
+        ref_global_avgpool_backward(dx, dy, t->n, t->c, t->h * t->w);
         break;
     case RELU:
         ref_relu_backward(dx, dy, y, count);
@@ -192,7 +213,8 @@ static double finite_differences(layer_rig *r, const layer_case *t, float *x, co
                                  const int32_t *labels, float *y, float *v, size_t len,
                                  const float *grad, float *w, float *b, const char *what) {
     /* exactly linear in every entry: a large step is exact and beats rounding */
-    double eps = (t->k == CONV || t->k == LINEAR || t->k == AVGPOOL) ? 0.25 : 1e-2;
+    double eps =
+        (t->k == CONV || t->k == LINEAR || t->k == AVGPOOL || t->k == GLOBAL_AVGPOOL) ? 0.25 : 1e-2;
     double worst = 0;
     size_t samples = len < 12 ? len : 12;
     for (size_t s = 0; s < samples; s++) {
@@ -227,6 +249,7 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
             layer_rig r;
             rig_create(&r, d, (rig_shape){t->c, t->h, t->w}, line, t->n);
             size_t nx = r.in_count, ny = r.out_count, nw = r.nw, nb = r.nb;
+            ck_assert_msg(!t->no_bias || nb == 0, "%s: a bias of %zu", line, nb);
             float *x = malloc(nx * 4), *y = malloc(ny * 4), *yr = malloc(ny * 4);
             float *dy = malloc(ny * 4), *dx = malloc(nx * 4), *dxr = malloc(nx * 4);
             float *w = malloc((nw + 1) * 4), *b = malloc((nb + 1) * 4);
@@ -323,6 +346,10 @@ START_TEST(layer_shapes_are_checked) {
         {"maxpool size=2 pad=2", "smaller than the kernel"},
         {"avgpool size=9", "does not fit"},
         {"linear", "needs units"},
+        {"conv2d filters=2 size=3 bias=no", "bias=no: expected on or off"},
+        {"linear units=3 bias_init=uniform", "expected normal, xavier, kaiming, zeros or"},
+        {"linear units=3 bias=off bias_init=zeros", "bias=off has no bias"},
+        {"global_avgpool size=2", "unknown option 'size'"},
         {"conv2d filters=2 size=0", "expected"},
         {"conv2d filters=2 size=3 stride=0", "expected"},
         {"conv2d filters=2 size=3 color=red", "unknown option 'color'"},
@@ -341,6 +368,121 @@ START_TEST(layer_shapes_are_checked) {
 }
 END_TEST
 
+/* bias=off (PyTorch's bias=False) declares no bias tensor: the parameter count
+ * drops by the filters (units), and no "<name>.bias" is saved; bias=on is the
+ * default. */
+START_TEST(bias_off_drops_the_bias_parameter) {
+    const struct {
+        const char *on, *off;
+        size_t bias;
+    } cases[] = {
+        {"conv2d name=c filters=16 size=3", "conv2d name=c filters=16 size=3 bias=off", 16},
+        {"conv2d name=c filters=16 size=3 bias=on", "conv2d name=c filters=16 size=3 bias=off", 16},
+        {"linear name=c units=10", "linear name=c units=10 bias=off", 10},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t count[2];
+        for (int off = 0; off < 2; off++) {
+            clnet_net *net = NULL;
+            ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+            ck_assert_int_eq(clnet_net_add(net, "input channels=3 height=8 width=8"), CLNET_OK);
+            const char *line = off ? cases[i].off : cases[i].on;
+            ck_assert_msg(clnet_net_add(net, line) == CLNET_OK, "%s", clnet_last_error());
+            count[off] = clnet_net_param_count(net);
+            const clnet_node *node = &net->model.nodes[0];
+            ck_assert_int_eq(node->nparams, off ? 1 : 2);
+            ck_assert_str_eq(node->params[0].suffix, "weight");
+            if (!off) ck_assert_str_eq(node->params[1].suffix, "bias");
+            clnet_net_free(net);
+        }
+        ck_assert_msg(count[0] - count[1] == cases[i].bias, "%s: %zu parameters, bias=off %zu",
+                      cases[i].on, count[0], count[1]);
+    }
+}
+END_TEST
+
+/* init=uniform_fan_in and bias_init=uniform_fan_in, PyTorch's defaults for
+ * conv and linear: U(-a, a) with a = 1/sqrt(fan_in), fan_in = C*KH*KW for a
+ * convolution and I for a linear layer. Every value lies within the bound,
+ * and the spread is a uniform's: the sample standard deviation within 20% of
+ * a/sqrt(3) (several standard errors for 128 values or more). */
+START_TEST(uniform_fan_in_init_follows_pytorch) {
+    static const char *const lines[] = {
+        "input channels=3 height=8 width=8",
+        "conv2d name=conv filters=128 size=3 init=uniform_fan_in bias_init=uniform_fan_in",
+        "linear name=fc units=200 init=uniform_fan_in bias_init=uniform_fan_in",
+        "softmax_cross_entropy",
+    };
+    clnet_net *net = NULL;
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        ck_assert_msg(clnet_net_add(net, lines[i]) == CLNET_OK, "'%s': %s", lines[i],
+                      clnet_last_error());
+    ck_assert_msg(clnet_net_init(net, 7) == CLNET_OK, "%s", clnet_last_error());
+    const float *params = clnet_net_params(net);
+    const double fan_in[2] = {3 * 3 * 3, 128 * 6 * 6};
+    for (int l = 0; l < 2; l++) {
+        const clnet_node *node = &net->model.nodes[l];
+        ck_assert_int_eq(node->nparams, 2);
+        double a = 1.0 / sqrt(fan_in[l]);
+        for (int k = 0; k < 2; k++) {
+            const clnet_tensor *t = &node->params[k];
+            const float *v = params + t->offset;
+            double sum = 0, sq = 0, largest = 0;
+            for (size_t i = 0; i < t->count; i++) {
+                sum += v[i];
+                largest = fmax(largest, fabs((double)v[i]));
+            }
+            double mean = sum / (double)t->count;
+            for (size_t i = 0; i < t->count; i++) sq += (v[i] - mean) * (v[i] - mean);
+            double sd = sqrt(sq / (double)(t->count - 1)), want = a / sqrt(3.0);
+            printf("%s.%s: %zu values, bound %.4g, largest %.4g, sd %.4g (uniform: %.4g)\n",
+                   node->name, t->suffix, t->count, a, largest, sd, want);
+            ck_assert_msg(largest <= a, "%s.%s: %g outside +-%g", node->name, t->suffix, largest,
+                          a);
+            ck_assert_msg(fabs(sd - want) <= 0.2 * want, "%s.%s: sd %g, want %g", node->name,
+                          t->suffix, sd, want);
+        }
+    }
+    clnet_net_free(net);
+}
+END_TEST
+
+/* Global average pooling keeps the input's spatial rank, every size 1 (PyTorch's
+ * AdaptiveAvgPool1d/2d/3d(1)), and refuses a vector, which has no plane. */
+START_TEST(global_avgpool_keeps_the_spatial_rank) {
+    const struct {
+        const char *input;
+        int rank, c;
+    } cases[] = {
+        {"input channels=3 length=9", 2, 3},
+        {"input channels=2 height=7 width=9", 3, 2},
+        {"input channels=4 depth=3 height=5 width=2", 4, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        clnet_net *net = NULL;
+        ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+        ck_assert_int_eq(clnet_net_add(net, cases[i].input), CLNET_OK);
+        ck_assert_msg(clnet_net_add(net, "global_avgpool") == CLNET_OK, "%s", clnet_last_error());
+        clnet_layer_info info;
+        ck_assert_int_eq(clnet_net_layer_info(net, 0, &info), CLNET_OK);
+        ck_assert_str_eq(info.kind, "global_avgpool");
+        ck_assert_int_eq(info.out_rank, cases[i].rank);
+        ck_assert_int_eq(info.out_shape[0], cases[i].c);
+        for (int d = 1; d < info.out_rank; d++) ck_assert_int_eq(info.out_shape[d], 1);
+        ck_assert_int_eq((int)info.params, 0);
+        clnet_net_free(net);
+    }
+    clnet_net *net = NULL;
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "input channels=1 height=5 width=5"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(net, "linear units=4"), CLNET_OK);
+    ck_assert(clnet_net_add(net, "global_avgpool") != CLNET_OK);
+    ck_assert_msg(strstr(clnet_last_error(), "spatial dimensions"), "%s", clnet_last_error());
+    clnet_net_free(net);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("layers");
     TCase *t = tcase_create("layers");
@@ -348,6 +490,9 @@ int main(void) {
     tcase_add_test(t, layers_match_reference_and_finite_differences_on_every_device);
     tcase_add_test(t, softmax_xent_is_stable_for_huge_logits);
     tcase_add_test(t, layer_shapes_are_checked);
+    tcase_add_test(t, global_avgpool_keeps_the_spatial_rank);
+    tcase_add_test(t, bias_off_drops_the_bias_parameter);
+    tcase_add_test(t, uniform_fan_in_init_follows_pytorch);
     suite_add_tcase(s, t);
     return test_run_suite(s);
 }

@@ -66,15 +66,27 @@ static double rel_error(double analytic, double numeric) {
 }
 
 /* The largest relative error seen per layer, printed at the end. */
-enum { CONV, MAXPOOL, AVGPOOL, RELU, SIGMOID, TANH, LINEAR, SOFTMAX_XENT, LAYER_COUNT };
-static const char *const layer_names[LAYER_COUNT] = {
-    "conv2d", "maxpool", "avgpool", "relu", "sigmoid", "tanh", "linear", "softmax_xent"};
+enum {
+    CONV,
+    MAXPOOL,
+    AVGPOOL,
+    GLOBAL_AVGPOOL,
+    RELU,
+    SIGMOID,
+    TANH,
+    LINEAR,
+    SOFTMAX_XENT,
+    LAYER_COUNT
+};
+static const char *const layer_names[LAYER_COUNT] = {"conv2d",         "maxpool", "avgpool",
+                                                     "global_avgpool", "relu",    "sigmoid",
+                                                     "tanh",           "linear",  "softmax_xent"};
 static double worst[LAYER_COUNT];
 
 /* The finite-difference step per layer. The forward passes are float, so a
  * difference carries the rounding of the outputs it moves (about 1e-7 of |y|)
  * divided by the step: the step should be as large as the layer allows.
- *  - conv, avgpool and linear are affine in every single input and weight, so
+ *  - conv, the average pools and linear are affine in every single input and weight, so
  *    central differences are exact for any step: take a large one;
  *  - relu and maxpool are piecewise linear, exact as long as the step crosses
  *    no kink: the tests keep inputs 0.1 from relu's kink and max-pool inputs
@@ -82,8 +94,9 @@ static double worst[LAYER_COUNT];
  *  - sigmoid, tanh and softmax are smooth: the error of a central difference
  *    is ~step^2 times the third derivative, small at 1e-2. */
 static const float layer_eps[LAYER_COUNT] = {
-    [CONV] = 0.25f,    [AVGPOOL] = 0.25f, [LINEAR] = 0.25f, [RELU] = 1e-2f,
-    [MAXPOOL] = 1e-2f, [SIGMOID] = 1e-2f, [TANH] = 1e-2f,   [SOFTMAX_XENT] = 1e-2f};
+    [CONV] = 0.25f,    [AVGPOOL] = 0.25f, [GLOBAL_AVGPOOL] = 0.25f,
+    [LINEAR] = 0.25f,  [RELU] = 1e-2f,    [MAXPOOL] = 1e-2f,
+    [SIGMOID] = 1e-2f, [TANH] = 1e-2f,    [SOFTMAX_XENT] = 1e-2f};
 
 typedef double (*loss_fn)(void *ctx);
 
@@ -278,6 +291,43 @@ END_TEST
 START_TEST(avgpool_backward_matches_finite_differences) {
     for (size_t i = 0; i < sizeof pool_shapes / sizeof pool_shapes[0]; i++)
         pool_fd(pool_shapes[i], 0, 300 + 10 * i);
+}
+END_TEST
+
+/* ---- global average pooling: finite differences ---------------------------------- */
+
+typedef struct {
+    int N, C, S;
+    float *x, *y, *r; // (N,C,S) (N,C) (N,C)
+} global_avgpool_case;
+
+static double global_avgpool_loss(void *ctx) {
+    global_avgpool_case *c = ctx;
+    ref_global_avgpool_forward(c->y, c->x, c->N, c->C, c->S);
+    return dot(c->y, c->r, (size_t)c->N * c->C);
+}
+
+START_TEST(global_avgpool_backward_matches_finite_differences) {
+    // N C H W: odd sizes, a 1x1 plane (the identity), a plane of 143
+    const int shapes[][4] = {{2, 3, 7, 9}, {3, 2, 1, 1}, {1, 2, 13, 11}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int N = shapes[k][0], C = shapes[k][1], S = shapes[k][2] * shapes[k][3];
+        size_t nx = (size_t)N * C * S, ny = (size_t)N * C;
+        global_avgpool_case c = {.N = N,
+                                 .C = C,
+                                 .S = S,
+                                 .x = random_floats(nx, 350 + k, 1.0f),
+                                 .y = alloc_floats(ny),
+                                 .r = random_floats(ny, 360 + k, 1.0f)};
+        float *dx = alloc_floats(nx);
+        global_avgpool_loss(&c);
+        check_guard(c.y, ny, "global_avgpool y");
+        ref_global_avgpool_backward(dx, c.r, N, C, S);
+        check_guard(dx, nx, "global_avgpool dx");
+        double ex = fd_check(GLOBAL_AVGPOOL, "dx", global_avgpool_loss, &c, c.x, dx, nx);
+        printf("global_avgpool N%d C%d %2dx%-2d: dx %.1e\n", N, C, shapes[k][2], shapes[k][3], ex);
+        free(c.x), free(c.y), free(c.r), free(dx);
+    }
 }
 END_TEST
 
@@ -490,6 +540,25 @@ START_TEST(pools_forward_and_backward_by_hand) {
 }
 END_TEST
 
+START_TEST(global_avgpool_by_hand) {
+    // Two planes of 2x2, [1 2; 3 4] and [-1 5; 0 0]: means 2.5 and 1.
+    const float x[8] = {1, 2, 3, 4, -1, 5, 0, 0};
+    float y[2], dx[8];
+    ref_global_avgpool_forward(y, x, 1, 2, 4);
+    expect_floats(y, (const float[]){2.5f, 1}, 2, 0, "global_avgpool y");
+    // Each position gets a quarter of its plane's dy.
+    ref_global_avgpool_backward(dx, (const float[]){4, -8}, 1, 2, 4);
+    expect_floats(dx, (const float[]){1, 1, 1, 1, -2, -2, -2, -2}, 8, 0, "global_avgpool dx");
+    // A 1x1 plane: the identity both ways (batch 2, 3 channels).
+    const float v[6] = {0.5f, -1, 3, 7, -2, 0.25f};
+    float w[6];
+    ref_global_avgpool_forward(w, v, 2, 3, 1);
+    expect_floats(w, v, 6, 0, "1x1 global_avgpool y");
+    ref_global_avgpool_backward(w, v, 2, 3, 1);
+    expect_floats(w, v, 6, 0, "1x1 global_avgpool dx");
+}
+END_TEST
+
 START_TEST(maxpool_padding_never_wins) {
     // Negative pixels with zero padding around them: a padded zero would win
     // if it counted. One pixel, 2x2 kernel, pad 1 -> 2x2 outputs that all see
@@ -688,6 +757,10 @@ START_TEST(backward_passes_overwrite_their_outputs) {
     ref_avgpool_backward(b[0], dy, N, C, H, W, K, K, 2, 2, 0, 0);
     ref_avgpool_backward(b[0], dy, N, C, H, W, K, K, 2, 2, 0, 0);
     expect_floats(b[0], a[0], nx, 0, "avgpool dx called twice");
+    ref_global_avgpool_backward(a[0], dy, N, C, H * W);
+    ref_global_avgpool_backward(b[0], dy, N, C, H * W);
+    ref_global_avgpool_backward(b[0], dy, N, C, H * W);
+    expect_floats(b[0], a[0], nx, 0, "global_avgpool dx called twice");
     ref_linear_backward(a[0], a[1], a[2], dy, x, w, N, 9, F);
     ref_linear_backward(b[0], b[1], b[2], dy, x, w, N, 9, F);
     ref_linear_backward(b[0], b[1], b[2], dy, x, w, N, 9, F);
@@ -725,6 +798,7 @@ int main(void) {
     tcase_add_test(t, output_sizes_floor);
     tcase_add_test(t, conv2d_forward_and_backward_by_hand);
     tcase_add_test(t, pools_forward_and_backward_by_hand);
+    tcase_add_test(t, global_avgpool_by_hand);
     tcase_add_test(t, maxpool_padding_never_wins);
     tcase_add_test(t, maxpool_ties_go_to_the_first_maximum);
     tcase_add_test(t, activations_by_hand);
@@ -736,6 +810,7 @@ int main(void) {
     tcase_add_test(t, conv2d_backward_matches_finite_differences);
     tcase_add_test(t, maxpool_backward_matches_finite_differences);
     tcase_add_test(t, avgpool_backward_matches_finite_differences);
+    tcase_add_test(t, global_avgpool_backward_matches_finite_differences);
     tcase_add_test(t, activations_backward_match_finite_differences);
     tcase_add_test(t, linear_backward_matches_finite_differences);
     tcase_add_test(t, softmax_xent_backward_matches_finite_differences);

@@ -1,5 +1,6 @@
 /* 2-D convolution: im2col + GEMM (cl/conv.cl, cl/gemm.cl).
- * x (n, C, H, W), weight (F, C, KH, KW), bias (F), y (n, F, OH, OW). */
+ * x (n, C, H, W), weight (F, C, KH, KW), bias (F) unless bias=off,
+ * y (n, F, OH, OW). */
 #include "elementwise.h"
 #include "error.h"
 #include "gemm.h"
@@ -53,7 +54,8 @@ static clnet_status setup(clnet_node *node) {
     int fan_out = c->filters * c->k[0] * c->k[1];
     clnet_node_param(node, "weight", 4, (int64_t[]){c->filters, in.c, c->k[0], c->k[1]}, w, ckk,
                      fan_out);
-    clnet_node_param(node, "bias", 1, (int64_t[]){c->filters}, b, ckk, fan_out);
+    if (!c->init.no_bias)
+        clnet_node_param(node, "bias", 1, (int64_t[]){c->filters}, b, ckk, fan_out);
     return CLNET_OK;
 }
 
@@ -77,12 +79,18 @@ static size_t work_floats(const clnet_node *node, int n) {
         U32((c)->k[0]), U32((c)->k[1]), U32((c)->s[0]), U32((c)->s[1]), U32((c)->p[0]),            \
         U32((c)->p[1]), U32((node)->out.dim[0]), U32((node)->out.dim[1])
 
+/* Without a bias, conv_output is built with -DCONV_BIAS=0 and never reads
+ * one (a runtime flag would let the compiler load it anyway). */
+static int has_bias(const clnet_node *node) {
+    return node->nparams > 1;
+}
+
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     const conv_config *c = CLNET_CONFIG(node, conv_config);
     size_t F = (size_t)c->filters, P = clnet_shape_spatial(node->out), NP = (size_t)p->n * P;
     size_t CKK = (size_t)node->in[0].c * c->k[0] * c->k[1];
-    size_t wo = node->params[0].offset, bo = node->params[1].offset;
+    size_t wo = node->params[0].offset, bo = has_bias(node) ? node->params[1].offset : 0;
     /* col (CKK, n*P) = im2col(x) */
     size_t planes = (size_t)p->n * node->in[0].c;
     TRY(clnet_run(
@@ -93,7 +101,8 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     TRY(clnet_gemm(p->d, 0, 0, F, NP, CKK, 1.0f, p->params, wo, CKK, p->keep, p->keep_off, NP, 0.0f,
                    p->work, 0, NP));
     /* y (n, F, P) = Yp permuted + bias */
-    TRY(clnet_run(p->d, "conv", "", "conv_output", 3, (size_t[]){P, F, (size_t)p->n}, NULL,
+    TRY(clnet_run(p->d, "conv", has_bias(node) ? "" : "-DCONV_BIAS=0", "conv_output", 3,
+                  (size_t[]){P, F, (size_t)p->n}, NULL,
                   ARGS(U32(p->n), U32(F), U32(P), MEM(p->work), U32(0), MEM(p->params), U32(bo),
                        MEM(p->act), U32(p->y))));
 cleanup:
@@ -101,17 +110,18 @@ cleanup:
 }
 
 /* Forward was Yp = W . col (+ bias), col = im2col(x); so backward is
- * dW = dYp . col^T, dbias = row sums of dYp, dcol = W^T . dYp, dx = col2im(dcol). */
+ * dW = dYp . col^T, dbias = row sums of dYp (with a bias), dcol = W^T . dYp,
+ * dx = col2im(dcol). */
 static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     const conv_config *c = CLNET_CONFIG(node, conv_config);
     size_t F = (size_t)c->filters, P = clnet_shape_spatial(node->out), NP = (size_t)p->n * P;
     size_t CKK = (size_t)node->in[0].c * c->k[0] * c->k[1];
-    size_t wo = node->params[0].offset, bo = node->params[1].offset;
+    size_t wo = node->params[0].offset, bo = has_bias(node) ? node->params[1].offset : 0;
     size_t dcol = F * NP; /* offset of dcol in work, after dYp */
     TRY(clnet_run(p->d, "conv", "", "conv_grad_output", 3, (size_t[]){P, F, (size_t)p->n}, NULL,
                   ARGS(U32(p->n), U32(F), U32(P), MEM(p->dact), U32(p->dy), MEM(p->work), U32(0))));
-    TRY(clnet_row_sums(p->d, F, NP, p->work, 0, p->grads, bo, p->beta));
+    if (has_bias(node)) TRY(clnet_row_sums(p->d, F, NP, p->work, 0, p->grads, bo, p->beta));
     TRY(clnet_gemm(p->d, 0, 1, F, CKK, NP, 1.0f, p->work, 0, NP, p->keep, p->keep_off, NP, p->beta,
                    p->grads, wo, CKK));
     if (p->need_dx[0]) {
@@ -131,7 +141,7 @@ cleanup:
 const clnet_kind clnet_conv2d_kind = {
     .name = "conv2d",
     .stem = "conv",
-    .keys = "filters size stride pad init std bias_init bias_std",
+    .keys = "filters size stride pad bias init std bias_init bias_std",
     .min_inputs = 1,
     .max_inputs = 1,
     .config_size = sizeof(conv_config),

@@ -1,5 +1,6 @@
 /* Fully connected: x (n, I) -> y (n, O) = x W^T + b, with W (O, I) as PyTorch
- * lays it out. Any input shape is read as (n, I) in C, H, W order. */
+ * lays it out, and b (O) unless bias=off. Any input shape is read as (n, I) in
+ * C, H, W order. */
 #include "elementwise.h"
 #include "error.h"
 #include "gemm.h"
@@ -36,29 +37,33 @@ static clnet_status setup(clnet_node *node) {
     if (w.kind == CLNET_INIT_DEFAULT) w.kind = CLNET_INIT_KAIMING;
     if (b.kind == CLNET_INIT_DEFAULT) b.kind = CLNET_INIT_ZEROS;
     clnet_node_param(node, "weight", 2, (int64_t[]){c->units, (int64_t)in}, w, (int)in, c->units);
-    clnet_node_param(node, "bias", 1, (int64_t[]){c->units}, b, (int)in, c->units);
+    if (!c->init.no_bias)
+        clnet_node_param(node, "bias", 1, (int64_t[]){c->units}, b, (int)in, c->units);
     return CLNET_OK;
 }
 
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t I = clnet_shape_size(node->in[0]), O = (size_t)node->out.c, n = (size_t)p->n;
-    size_t wo = node->params[0].offset, bo = node->params[1].offset;
+    size_t wo = node->params[0].offset;
     TRY(clnet_gemm(p->d, 0, 1, n, O, I, 1.0f, p->act, p->x[0], I, p->params, wo, I, 0.0f, p->act,
                    p->y, O));
-    TRY(clnet_run(p->d, "elementwise", "", "add_bias_cols", 1, (size_t[]){n * O}, NULL,
-                  ARGS(U32(n), U32(O), MEM(p->act), U32(p->y), MEM(p->params), U32(bo))));
+    if (node->nparams > 1) /* the bias */
+        TRY(clnet_run(p->d, "elementwise", "", "add_bias_cols", 1, (size_t[]){n * O}, NULL,
+                      ARGS(U32(n), U32(O), MEM(p->act), U32(p->y), MEM(p->params),
+                           U32(node->params[1].offset))));
 cleanup:
     return status;
 }
 
 /* Forward was y = x W^T + b, so backward is
- * dW = dy^T x (O, I), db = column sums of dy, dx = dy W (n, I). */
+ * dW = dy^T x (O, I), db = column sums of dy (with a bias), dx = dy W (n, I). */
 static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t I = clnet_shape_size(node->in[0]), O = (size_t)node->out.c, n = (size_t)p->n;
-    size_t wo = node->params[0].offset, bo = node->params[1].offset;
-    TRY(clnet_col_sums(p->d, n, O, p->dact, p->dy, p->grads, bo, p->beta));
+    size_t wo = node->params[0].offset;
+    if (node->nparams > 1)
+        TRY(clnet_col_sums(p->d, n, O, p->dact, p->dy, p->grads, node->params[1].offset, p->beta));
     TRY(clnet_gemm(p->d, 1, 0, O, I, n, 1.0f, p->dact, p->dy, O, p->act, p->x[0], I, p->beta,
                    p->grads, wo, I));
     if (p->need_dx[0])
@@ -71,7 +76,7 @@ cleanup:
 const clnet_kind clnet_linear_kind = {
     .name = "linear",
     .stem = "fc",
-    .keys = "units init std bias_init bias_std",
+    .keys = "units bias init std bias_init bias_std",
     .min_inputs = 1,
     .max_inputs = 1,
     .backward_reads = CLNET_READS_X,

@@ -82,6 +82,9 @@ static int node_shape(const ref_graph *g, const ref_shape *shapes, int i, ref_sh
         *out = (ref_shape){in[0].c, out_size(in[0].h, nd->kh, nd->sh, nd->ph),
                            out_size(in[0].w, nd->kw, nd->sw, nd->pw)};
         return 1;
+    case REF_GLOBAL_AVGPOOL:
+        *out = (ref_shape){in[0].c, 1, 1};
+        return 1;
     case REF_RELU:
     case REF_SIGMOID:
     case REF_TANH:
@@ -322,6 +325,31 @@ static void avgpool_backward(double *dx, const double *dy, const ref_node *nd, i
                 }
 }
 
+static void global_avgpool_forward(double *y, const double *x, int N, ref_shape in) {
+    // y is (N,C,1,1), x is (N,C,H,W)
+    int C = in.c, H = in.h, W = in.w;
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) {
+            double sum = 0;
+            for (int h = 0; h < H; h++)
+                for (int w = 0; w < W; w++) sum += x[at(n, c, h, w, C, H, W)];
+            y[at(n, c, 0, 0, C, 1, 1)] = sum / (H * W);
+        }
+}
+
+static void global_avgpool_backward(double *dx, const double *dy, int N, ref_shape in) {
+    // dx is (N,C,H,W), added into; dy is (N,C,1,1)
+    // forward was y[n,c] = (sum of plane (n,c)) / (H*W), so backward is
+    // dx[n,c,h,w] += dy[n,c] / (H*W) for every pixel of the plane.
+    int C = in.c, H = in.h, W = in.w;
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) {
+            double d = dy[at(n, c, 0, 0, C, 1, 1)] / (H * W);
+            for (int h = 0; h < H; h++)
+                for (int w = 0; w < W; w++) dx[at(n, c, h, w, C, H, W)] += d;
+        }
+}
+
 /* ---- activations -------------------------------------------------------------------------- */
 
 static void activation_forward(ref_op op, double *y, const double *x, size_t n) {
@@ -506,6 +534,9 @@ ref_graph_pass *ref_graph_forward(const ref_graph *g, const double *params, cons
         case REF_AVGPOOL:
             avgpool_forward(y, x0, nd, N, in, out);
             break;
+        case REF_GLOBAL_AVGPOOL:
+            global_avgpool_forward(y, x0, N, in);
+            break;
         case REF_RELU:
         case REF_SIGMOID:
         case REF_TANH:
@@ -576,6 +607,9 @@ void ref_graph_backward(ref_graph_pass *p, const double *dout, double *dparams, 
             break;
         case REF_AVGPOOL:
             avgpool_backward(dxs[0], dy, nd, N, in, out);
+            break;
+        case REF_GLOBAL_AVGPOOL:
+            global_avgpool_backward(dxs[0], dy, N, in);
             break;
         case REF_RELU:
         case REF_SIGMOID:

@@ -37,18 +37,19 @@
 #include <stdint.h>
 
 typedef enum {
-    REF_CONV2D,       /* filters, kh kw, sh sw, ph pw (zero padding), bias */
-    REF_RELU,         /* y = max(x, 0) */
-    REF_SIGMOID,      /* y = 1 / (1 + e^-x) */
-    REF_TANH,         /* y = tanh(x) */
-    REF_MAXPOOL,      /* kh kw, sh sw, ph pw < kh kw: padding never wins; ties go to the first
-                         maximum in row-major window order */
-    REF_AVGPOOL,      /* kh kw, sh sw, ph pw: padded zeros counted, divisor kh*kw */
-    REF_LINEAR,       /* units, bias; reads its input flat in (C,H,W) order */
-    REF_FLATTEN,      /* (C,H,W) -> (C*H*W,1,1), the same numbers */
-    REF_ADD,          /* 2-4 inputs of one shape, summed element by element */
-    REF_CONCAT,       /* 2-4 inputs of one spatial size, joined along channels in order */
-    REF_SOFTMAX_XENT, /* the loss, last node only: input (K,1,1), softmax then cross-entropy */
+    REF_CONV2D,         /* filters, kh kw, sh sw, ph pw (zero padding), bias */
+    REF_RELU,           /* y = max(x, 0) */
+    REF_SIGMOID,        /* y = 1 / (1 + e^-x) */
+    REF_TANH,           /* y = tanh(x) */
+    REF_MAXPOOL,        /* kh kw, sh sw, ph pw < kh kw: padding never wins; ties go to the first
+                           maximum in row-major window order */
+    REF_AVGPOOL,        /* kh kw, sh sw, ph pw: padded zeros counted, divisor kh*kw */
+    REF_GLOBAL_AVGPOOL, /* (C,H,W) -> (C,1,1), the mean of each channel's plane */
+    REF_LINEAR,         /* units, bias; reads its input flat in (C,H,W) order */
+    REF_FLATTEN,        /* (C,H,W) -> (C*H*W,1,1), the same numbers */
+    REF_ADD,            /* 2-4 inputs of one shape, summed element by element */
+    REF_CONCAT,         /* 2-4 inputs of one spatial size, joined along channels in order */
+    REF_SOFTMAX_XENT,   /* the loss, last node only: input (K,1,1), softmax then cross-entropy */
 } ref_op;
 
 enum {

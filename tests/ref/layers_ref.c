@@ -192,6 +192,23 @@ void ref_avgpool_backward(float *dx, const float *dy, int N, int C, int H, int W
     store(dx, gx, nx);
 }
 
+void ref_global_avgpool_forward(float *y, const float *x, int N, int C, int S) {
+    // y is (N,C), x is (N,C,S)
+    for (size_t plane = 0; plane < (size_t)N * C; plane++) {
+        double acc = 0;
+        for (int i = 0; i < S; i++) acc += x[plane * S + i];
+        y[plane] = (float)(acc / S);
+    }
+}
+
+void ref_global_avgpool_backward(float *dx, const float *dy, int N, int C, int S) {
+    // dx is (N,C,S), dy is (N,C)
+    // forward was y[n,c] = sum_i x[n,c,i] / S, so backward is dx[n,c,i] = dy[n,c] / S
+    // at every position i of the plane.
+    for (size_t plane = 0; plane < (size_t)N * C; plane++)
+        for (int i = 0; i < S; i++) dx[plane * S + i] = (float)((double)dy[plane] / S);
+}
+
 /* ---- activations ---------------------------------------------------------------- */
 
 void ref_relu_forward(float *y, const float *x, size_t n) {

@@ -46,6 +46,13 @@ void ref_avgpool_forward(float *y, const float *x, int N, int C, int H, int W, i
 void ref_avgpool_backward(float *dx, const float *dy, int N, int C, int H, int W, int KH, int KW,
                           int sh, int sw, int ph, int pw);
 
+/* global average pooling (PyTorch's AdaptiveAvgPool2d(1)): the mean of each plane of S spatial
+ * positions (S = H*W for images, any number of spatial dimensions flattened) */
+/* x (N,C,S) -> y (N,C) */
+void ref_global_avgpool_forward(float *y, const float *x, int N, int C, int S);
+/* dy (N,C) -> dx (N,C,S) */
+void ref_global_avgpool_backward(float *dx, const float *dy, int N, int C, int S);
+
 /* activations over n elements; backward takes the forward OUTPUT y (relu: dx = dy where y > 0) */
 /* all arrays (n) */
 void ref_relu_forward(float *y, const float *x, size_t n);

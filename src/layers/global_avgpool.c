@@ -1,0 +1,41 @@
+/* Global average pooling, PyTorch's AdaptiveAvgPool2d(1) (cl/pool.cl):
+ * x (n, C, spatial...) -> y (n, C, 1, ...), the mean of each plane. The output
+ * keeps the input's spatial dimensions, each of size 1 (an image of 1x1), so
+ * that linear and flatten read it as PyTorch does. It takes no options. */
+#include "error.h"
+#include "layer.h"
+#include "program.h"
+
+static clnet_status setup(clnet_node *node) {
+    clnet_shape in = node->in[0];
+    if (in.ndim < 1) return clnet_node_fail(node, "takes inputs with spatial dimensions");
+    node->out = in;
+    for (int i = 0; i < in.ndim; i++) node->out.dim[i] = 1;
+    return CLNET_OK;
+}
+
+static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
+    size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
+    return clnet_run(p->d, "pool", "", "global_avgpool_forward", 1, (size_t[]){planes}, NULL,
+                     ARGS(U32(planes), U32(S), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
+}
+
+/* reads neither x nor y: dx = dy / S */
+static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
+    size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
+    if (!p->need_dx[0]) return CLNET_OK;
+    return clnet_run(
+        p->d, "pool", clnet_dx_options(p, 0), "global_avgpool_backward", 2, (size_t[]){S, planes},
+        NULL, ARGS(U32(planes), U32(S), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
+}
+
+const clnet_kind clnet_global_avgpool_kind = {
+    .name = "global_avgpool",
+    .stem = "pool",
+    .keys = "",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .setup = setup,
+    .forward = forward,
+    .backward = backward,
+};
