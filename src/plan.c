@@ -88,6 +88,7 @@ clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
 
 #define TENSOR(from) ((from) == CLNET_MODEL_INPUT ? N : (from))
     /* Which tensors need gradients: those with a parameter at or above them. */
+    root[N] = N; /* before the nodes: a view may read the model's input */
     for (int i = 0; i < N; i++) {
         const clnet_node *node = &m->nodes[i];
         root[i] = node->kind->is_view ? root[TENSOR(node->inputs[0])] : i;
@@ -100,7 +101,6 @@ clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
         grad[i] = any;
         p->backward[i] = any && node->kind->backward != NULL; /* not views, not the loss */
     }
-    root[N] = N;
 
     /* Lives. Activations: from the forward that writes them to the last
      * pass that reads them; the loss's output (the probabilities) to the end. */

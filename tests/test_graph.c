@@ -9,9 +9,11 @@
 #include "elementwise.h"
 #include "error.h"
 #include "harness.h"
+#include "layer_rig.h"
 #include "net.h"
 #include "program.h"
 #include "ref/graph_ref.h"
+#include "ref/layers_ref.h"
 #include "safetensors.h"
 
 #include <math.h>
@@ -193,14 +195,52 @@ START_TEST(dag_matches_the_reference_and_its_finite_differences_on_every_device)
 }
 END_TEST
 
+/* A view (flatten) of the model's input itself: it shares the input's memory. */
+START_TEST(a_view_of_the_model_input_shares_its_memory) {
+    const char *lines[] = {"input channels=3 height=4 width=4",
+                           "flatten",
+                           "linear units=16 init=xavier bias_init=normal bias_std=0.1",
+                           "tanh",
+                           "linear units=3 init=xavier",
+                           "softmax_cross_entropy"};
+    static const ref_node nodes[] = {
+        {.op = REF_FLATTEN, .in = {REF_INPUT}, .nin = 1},
+        {.op = REF_LINEAR, .in = {0}, .nin = 1, .units = 16, .bias = 1},
+        {.op = REF_TANH, .in = {1}, .nin = 1},
+        {.op = REF_LINEAR, .in = {2}, .nin = 1, .units = 3, .bias = 1},
+        {.op = REF_SOFTMAX_XENT, .in = {3}, .nin = 1},
+    };
+    const ref_graph g = {nodes, 5, {3, 4, 4}};
+    enum { N = 16, IN = 48, NP = 16 * IN + 16 + 3 * 16 + 3 };
+    clnet_net *net = make_net(lines, 6, 12);
+    size_t np = clnet_net_param_count(net);
+    float x[N * IN];
+    int32_t y[N];
+    batch_data(net, N, 5, x, y);
+    double xd[N * IN], p[NP], dp[NP];
+    ck_assert_uint_eq(np, NP);
+    for (int i = 0; i < N * IN; i++) xd[i] = x[i];
+    for (size_t i = 0; i < np; i++) p[i] = clnet_net_params(net)[i];
+    ref_graph_gradients(&g, p, xd, y, N, dp, NULL);
+    clnet_runtime *one = one_device(0);
+    ck_assert_int_eq(clnet_net_bind(net, one, N), CLNET_OK);
+    ck_assert_int_eq(clnet_net_train_step(net, x, y, N, NULL), CLNET_OK);
+    double d = rel_diff(net->trainer->grad_sum, dp, np);
+    ck_assert_msg(d < 1e-5, "gradients differ by %g", d);
+    clnet_net_free(net);
+    clnet_runtime_free(one);
+}
+END_TEST
+
 /* ---- several devices take the steps one device takes ---------------------------------- */
 
 #define BATCH 16
 #define STEPS 5
 
 /* STEPS steps of SGD with momentum on rt; returns the parameters' update. */
-static float *update_on(clnet_runtime *rt, const double *split) {
-    clnet_net *net = make_net(DAG, DAG_LINES, 8);
+static float *update_on(clnet_runtime *rt, const double *split, const char *const *lines,
+                        int count) {
+    clnet_net *net = make_net(lines, count, 8);
     clnet_sgd_config c;
     clnet_sgd_defaults(&c);
     c.lr = 0.05f;
@@ -223,8 +263,8 @@ static float *update_on(clnet_runtime *rt, const double *split) {
 }
 
 /* ||a - b|| / ||b|| over each parameter tensor; the largest. */
-static double worst_tensor(const float *a, const float *b) {
-    clnet_net *net = make_net(DAG, DAG_LINES, 8);
+static double worst_tensor(const float *a, const float *b, const char *const *lines, int count) {
+    clnet_net *net = make_net(lines, count, 8);
     double worst = 0;
     for (int i = 0; i < net->model.count; i++)
         for (int t = 0; t < net->model.nodes[i].nparams; t++) {
@@ -245,13 +285,87 @@ START_TEST(two_devices_take_the_steps_of_one) {
     clnet_runtime *all = test_runtime();
     ck_assert_int_eq(clnet_runtime_device_count(all), 2);
     clnet_runtime *one = one_device(0);
-    float *d1 = update_on(one, NULL);
+    float *d1 = update_on(one, NULL, DAG, DAG_LINES);
     const double unequal[2] = {3, 1};
-    float *balanced = update_on(all, NULL), *forced = update_on(all, unequal);
-    double a = worst_tensor(balanced, d1), b = worst_tensor(forced, d1);
+    float *balanced = update_on(all, NULL, DAG, DAG_LINES);
+    float *forced = update_on(all, unequal, DAG, DAG_LINES);
+    double a = worst_tensor(balanced, d1, DAG, DAG_LINES);
+    double b = worst_tensor(forced, d1, DAG, DAG_LINES);
     printf("DAG, %d steps on 2 devices vs 1: balanced %.1e, split 3:1 %.1e (largest relative "
            "update difference over tensors)\n",
            STEPS, a, b);
+    ck_assert_msg(a <= 1e-4 && b <= 1e-4, "updates differ: %g, %g", a, b);
+    free(d1), free(balanced), free(forced);
+    clnet_runtime_free(one);
+}
+END_TEST
+
+/* ---- dropout: the mask follows the sample, not the device ---------------------------------- */
+
+static const char *DROPOUT_NET[] = {"input channels=3 height=4 width=4",
+                                    "flatten",
+                                    "linear units=16",
+                                    "dropout name=drop p=0.5 seed=3", /* after a parameter */
+                                    "linear units=4",
+                                    "softmax_cross_entropy"};
+#define DROPOUT_LINES (int)(sizeof DROPOUT_NET / sizeof *DROPOUT_NET)
+
+START_TEST(dropout_matches_its_reference_and_is_the_identity_in_evaluation) {
+    clnet_runtime *rt = test_runtime();
+    enum { N = 3, C = 5, H = 7, W = 9, SIZE = C * H * W };
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        clnet_device *d = clnet_runtime_device(rt, dev);
+        layer_rig r;
+        rig_create(&r, d, (rig_shape){C, H, W}, "dropout p=0.3 seed=5", N);
+        float x[N * SIZE], y[N * SIZE], want[N * SIZE], dy[N * SIZE], dx[N * SIZE];
+        test_random_floats(x, N * SIZE, 61);
+        test_random_floats(dy, N * SIZE, 62);
+        rig_forward(&r, x, y, NULL, NULL, NULL); /* the rig trains at step 0, sample 0 */
+        uint32_t key = ref_dropout_key("dropout1", 5);
+        ref_dropout_forward(want, x, N, SIZE, 0.3f, key, 0, 0);
+        int zeros = 0;
+        for (int i = 0; i < N * SIZE; i++) {
+            ck_assert_msg(fabsf(y[i] - want[i]) <= 1e-6f * fabsf(want[i]), "y[%d] %g vs %g", i,
+                          y[i], want[i]);
+            zeros += y[i] == 0;
+        }
+        /* about 30% dropped: 945 draws, within 3 standard deviations (14) */
+        ck_assert_msg(abs(zeros - 284) < 42, "%d of %d dropped with p=0.3", zeros, N * SIZE);
+        rig_backward(&r, dy, dx, NULL, NULL);
+        ref_dropout_backward(want, dy, N, SIZE, 0.3f, key, 0, 0);
+        for (int i = 0; i < N * SIZE; i++)
+            ck_assert_msg(fabsf(dx[i] - want[i]) <= 1e-6f * fabsf(want[i]), "dx[%d]", i);
+        rig_free(&r);
+    }
+    /* in evaluation the layer is the identity: the net predicts as the net without it */
+    const char *without[] = {"input channels=3 height=4 width=4", "flatten", "linear units=16",
+                             "linear units=4", "softmax_cross_entropy"};
+    clnet_net *a = make_net(DROPOUT_NET, DROPOUT_LINES, 4), *b = make_net(without, 5, 4);
+    ck_assert_uint_eq(clnet_net_param_count(a), clnet_net_param_count(b));
+    ck_assert_mem_eq(clnet_net_params(a), clnet_net_params(b),
+                     clnet_net_param_count(a) * sizeof(float));
+    clnet_runtime *one = one_device(0);
+    ck_assert_int_eq(clnet_net_bind(a, one, 4), CLNET_OK);
+    ck_assert_int_eq(clnet_net_bind(b, one, 4), CLNET_OK);
+    float x[4 * 48], pa[16], pb[16];
+    test_random_floats(x, 4 * 48, 63);
+    ck_assert_int_eq(clnet_net_predict(a, x, 4, pa), CLNET_OK);
+    ck_assert_int_eq(clnet_net_predict(b, x, 4, pb), CLNET_OK);
+    ck_assert_mem_eq(pa, pb, sizeof pa);
+    clnet_net_free(a), clnet_net_free(b);
+    clnet_runtime_free(one);
+}
+END_TEST
+
+START_TEST(dropout_on_two_devices_takes_the_steps_of_one) {
+    clnet_runtime *one = one_device(0);
+    const double unequal[2] = {3, 1};
+    float *d1 = update_on(one, NULL, DROPOUT_NET, DROPOUT_LINES);
+    float *balanced = update_on(test_runtime(), NULL, DROPOUT_NET, DROPOUT_LINES);
+    float *forced = update_on(test_runtime(), unequal, DROPOUT_NET, DROPOUT_LINES);
+    double a = worst_tensor(balanced, d1, DROPOUT_NET, DROPOUT_LINES);
+    double b = worst_tensor(forced, d1, DROPOUT_NET, DROPOUT_LINES);
+    printf("dropout, %d steps on 2 devices vs 1: balanced %.1e, split 3:1 %.1e\n", STEPS, a, b);
     ck_assert_msg(a <= 1e-4 && b <= 1e-4, "updates differ: %g, %g", a, b);
     free(d1), free(balanced), free(forced);
     clnet_runtime_free(one);
@@ -622,8 +736,10 @@ int main(void) {
     tcase_set_timeout(any, 0);
     tcase_add_test(any, dag_matches_the_reference_and_its_finite_differences_on_every_device);
     tcase_add_test(any, graph_errors_name_the_file_and_line);
+    tcase_add_test(any, a_view_of_the_model_input_shares_its_memory);
     tcase_add_test(any, buffers_reach_the_devices_and_checkpoints);
     tcase_add_test(any, signals_and_volumes_train);
+    tcase_add_test(any, dropout_matches_its_reference_and_is_the_identity_in_evaluation);
     tcase_add_test(any, steady_steps_start_no_thread_and_allocate_nothing);
     suite_add_tcase(s, any);
     TCase *fast = tcase_create("fast"); /* a device fast enough for a LeNet */
@@ -633,6 +749,7 @@ int main(void) {
     TCase *multi = tcase_create("multi"); /* two devices */
     tcase_set_timeout(multi, 0);
     tcase_add_test(multi, two_devices_take_the_steps_of_one);
+    tcase_add_test(multi, dropout_on_two_devices_takes_the_steps_of_one);
     tcase_add_test(multi, steady_steps_on_two_devices_start_no_thread_and_allocate_nothing);
     suite_add_tcase(s, multi);
     return test_run_suite(s);

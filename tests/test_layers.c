@@ -353,7 +353,7 @@ START_TEST(layer_shapes_are_checked) {
         {"conv2d filters=2 size=0", "expected"},
         {"conv2d filters=2 size=3 stride=0", "expected"},
         {"conv2d filters=2 size=3 color=red", "unknown option 'color'"},
-        {"dropout", "unknown layer kind 'dropout'"},
+        {"lstm units=4", "unknown layer kind 'lstm'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         clnet_net *net = NULL;

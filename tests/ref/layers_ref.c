@@ -341,3 +341,41 @@ void ref_softmax_xent_backward(float *dlogits, const float *logits, const int32_
                 (float)(exp((double)row[k] - max - log_sum) - (k == labels[n] ? 1.0 : 0.0));
     }
 }
+
+/* ---- dropout ---------------------------------------------------------------------------- */
+
+static uint32_t mix32(uint32_t h) {
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+}
+
+uint32_t ref_dropout_key(const char *name, uint32_t seed) {
+    uint32_t h = 2166136261u;
+    for (; *name; name++) h = (h ^ (uint8_t)*name) * 16777619u;
+    return h ^ seed;
+}
+
+static int kept(uint32_t key, uint32_t step, uint32_t sample, uint32_t e, float p) {
+    uint32_t h = mix32(mix32(mix32(mix32(key ^ 0x9e3779b9u) ^ step) ^ sample) ^ e);
+    return (float)(h >> 8) * (1.0f / 16777216.0f) >= p;
+}
+
+void ref_dropout_forward(float *y, const float *x, int N, int size, float p, uint32_t key,
+                         uint32_t step, uint32_t first) {
+    float scale = p < 1 ? 1.0f / (1.0f - p) : 0.0f;
+    for (int b = 0; b < N; b++)
+        for (int e = 0; e < size; e++) {
+            size_t i = (size_t)b * size + e;
+            y[i] = kept(key, step, first + (uint32_t)b, (uint32_t)e, p) ? x[i] * scale : 0.0f;
+        }
+}
+
+/* forward was y = x * keep * scale, so dx = dy * keep * scale */
+void ref_dropout_backward(float *dx, const float *dy, int N, int size, float p, uint32_t key,
+                          uint32_t step, uint32_t first) {
+    ref_dropout_forward(dx, dy, N, size, p, key, step, first);
+}

@@ -79,4 +79,14 @@ double ref_softmax_xent_forward(float *probs, int *correct, const float *logits,
 void ref_softmax_xent_backward(float *dlogits, const float *logits, const int32_t *labels, int N,
                                int K);
 
+/* dropout in training, the mask a hash of (key, step, global sample first + b, element e):
+ * murmur3's 32-bit finaliser chained over seed ^ 0x9e3779b9, step, sample, element; the top
+ * 24 bits as u in [0, 1); kept when u >= p, then scaled by 1 / (1 - p). key is FNV-1a of the
+ * layer's name xor its seed= (ref_dropout_key). x, y, dy, dx (N, size) */
+uint32_t ref_dropout_key(const char *name, uint32_t seed);
+void ref_dropout_forward(float *y, const float *x, int N, int size, float p, uint32_t key,
+                         uint32_t step, uint32_t first);
+void ref_dropout_backward(float *dx, const float *dy, int N, int size, float p, uint32_t key,
+                          uint32_t step, uint32_t first);
+
 #endif

@@ -1,0 +1,84 @@
+/* Dropout (cl/dropout.cl): in training, each element is zeroed with
+ * probability p and the rest scaled by 1 / (1 - p); in evaluation it is the
+ * identity. The mask is a hash of (seed, step, the sample's index in the
+ * global batch, the element), so N devices draw exactly the mask one device
+ * draws, whatever the split, and nothing is stored for backward. */
+#include "elementwise.h"
+#include "error.h"
+#include "layer.h"
+#include "program.h"
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    float p;  /* 0.5 */
+    int seed; /* 0; mixed with the layer's name, so layers draw apart */
+    uint32_t key;
+} dropout_config;
+
+static void defaults(void *config) {
+    ((dropout_config *)config)->p = 0.5f;
+}
+
+static clnet_status option(void *config, const char *key, const char *value, int *known) {
+    dropout_config *c = config;
+    *known = 1;
+    if (strcmp(key, "p") == 0) {
+        clnet_status s = clnet_option_float(key, value, 0, &c->p);
+        if (s == CLNET_OK && c->p > 1)
+            return clnet_fail(CLNET_ERR_FORMAT, "p=%s: expected a probability, 0 to 1", value);
+        return s;
+    }
+    if (strcmp(key, "seed") == 0) return clnet_option_int(key, value, 0, &c->seed);
+    *known = 0;
+    return CLNET_OK;
+}
+
+static clnet_status setup(clnet_node *node) {
+    dropout_config *c = CLNET_CONFIG(node, dropout_config);
+    uint32_t h = 2166136261u; /* FNV-1a of the name, with the seed */
+    for (const char *s = node->name; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    c->key = h ^ (uint32_t)c->seed;
+    node->out = node->in[0];
+    return CLNET_OK;
+}
+
+/* The kernel's arguments after the tensors: p, scale, key, step, first sample. */
+#define MASK(c, p)                                                                                 \
+    F32((c)->p), F32((c)->p < 1 ? 1.0f / (1.0f - (c)->p) : 0.0f), U32((c)->key),                   \
+        U32((uint32_t)(p)->ctx->step), U32((uint32_t)(p)->ctx->first_sample)
+
+static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
+    const dropout_config *c = CLNET_CONFIG(node, dropout_config);
+    size_t size = clnet_shape_size(node->out);
+    if (!p->ctx->train) /* evaluation: the identity */
+        return clnet_copy_rows(p->d, 1, (size_t)p->n * size, p->act, p->x[0], 0, p->act, p->y, 0,
+                               0.0f);
+    return clnet_run(
+        p->d, "dropout", "", "dropout_forward", 2, (size_t[]){size, (size_t)p->n}, NULL,
+        ARGS(U32(p->n), U32(size), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y), MASK(c, p)));
+}
+
+static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
+    const dropout_config *c = CLNET_CONFIG(node, dropout_config);
+    size_t size = clnet_shape_size(node->out);
+    if (!p->need_dx[0]) return CLNET_OK;
+    return clnet_run(p->d, "dropout", clnet_dx_options(p, 0), "dropout_backward", 2,
+                     (size_t[]){size, (size_t)p->n}, NULL,
+                     ARGS(U32(p->n), U32(size), MEM(p->dact), U32(p->dy), MEM(p->dact),
+                          U32(p->dx[0]), MASK(c, p)));
+}
+
+const clnet_kind clnet_dropout_kind = {
+    .name = "dropout",
+    .keys = "p seed",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .config_size = sizeof(dropout_config),
+    .defaults = defaults,
+    .option = option,
+    .setup = setup,
+    .forward = forward,
+    .backward = backward,
+};
