@@ -15,11 +15,11 @@
  * take turns. */
 #include "async.h"
 #include "alloc.h"
+#include "clock.h"
 #include "error.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct {
     float *images, *params, *grads;
@@ -40,12 +40,6 @@ struct clnet_async {
     double loss;
     int correct, samples;
 };
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 void clnet_async_free(clnet_trainer *t) {
     struct clnet_async *a = t ? t->async : NULL;
@@ -157,16 +151,13 @@ static clnet_status device_loop(int i, void *arg) {
         pthread_mutex_unlock(&a->lock);
         if (status != CLNET_OK) break;
 
-        double t0 = now(), loss = 0;
+        double t0 = clnet_now(), loss = 0;
         int correct = 0;
         status = compute(t, i, batch.n, &loss, &correct);
-        double seconds = now() - t0;
-        if (status == CLNET_OK && t->balance.throttle[i] > 1) { /* CLNET_THROTTLE */
-            double extra = (t->balance.throttle[i] - 1) * seconds;
-            struct timespec ts = {(time_t)extra, (long)((extra - (double)(time_t)extra) * 1e9)};
-            while (nanosleep(&ts, &ts) != 0) {
-            }
-            seconds = now() - t0;
+        double seconds = clnet_now() - t0;
+        if (status == CLNET_OK) {
+            clnet_balance_throttle(&t->balance, i, seconds);
+            seconds = clnet_now() - t0;
         }
 
         pthread_mutex_lock(&a->lock);

@@ -1,6 +1,7 @@
 /* Throughput estimates and the proportional split. */
 #include "alloc.h"
 #include "balance.h"
+#include "clock.h"
 #include "error.h"
 
 #include <errno.h>
@@ -173,4 +174,8 @@ void clnet_balance_update(clnet_balance *b, const int *shares, const double *sec
         double r = shares[i] / seconds[i];
         b->rate[i] = b->rate[i] > 0 ? (1 - SMOOTHING) * b->rate[i] + SMOOTHING * r : r;
     }
+}
+
+void clnet_balance_throttle(const clnet_balance *b, int i, double seconds) {
+    clnet_sleep((b->throttle[i] - 1) * seconds);
 }

@@ -34,6 +34,10 @@ void clnet_balance_free(clnet_balance *b);
  * predicted to be at least 3% faster (noise is not worth chasing). */
 void clnet_balance_split(const clnet_balance *b, int total, int *shares);
 
+/* CLNET_THROTTLE: after replica i's work of `seconds`, waits FACTOR - 1
+ * times as long, so the device behaves FACTOR times slower. */
+void clnet_balance_throttle(const clnet_balance *b, int i, double seconds);
+
 /* Folds one step's timings into the smoothed rates. */
 void clnet_balance_update(clnet_balance *b, const int *shares, const double *seconds);
 

@@ -1,6 +1,7 @@
 /* Program building and the per-device program/kernel tables. */
 #include "alloc.h"
 #include "program.h"
+#include "clock.h"
 #include "error.h"
 #include "kcache.h"
 #include "sources.h"
@@ -8,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define STD_OPTION "-cl-std=CL1.2"
 
@@ -219,22 +219,16 @@ static int profiling(void) {
     return on;
 }
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 double clnet_profile_begin(clnet_device *d) {
     if (!profiling()) return 0;
     clFinish(d->queue);
-    return now();
+    return clnet_now();
 }
 
 void clnet_profile_end(clnet_device *d, const char *name, double began) {
     if (began == 0) return;
     clFinish(d->queue);
-    double t = now() - began;
+    double t = clnet_now() - began;
     pthread_mutex_lock(&profile_lock);
     int i = 0;
     while (i < profile_count && strcmp(profile[i].name, name) != 0) i++;

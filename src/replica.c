@@ -1,17 +1,11 @@
 /* Replica memory and the forward and backward passes. */
 #include "replica.h"
 #include "alloc.h"
+#include "clock.h"
 #include "error.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 void clnet_replica_free(clnet_replica *r) {
     if (!r) return;
@@ -161,10 +155,10 @@ static clnet_status timed(clnet_replica *r, int slot,
                           const clnet_node *node, const clnet_pass *p) {
     if (!r->profile) return fn(node, p);
     clFinish(r->d->queue);
-    double t0 = seconds();
+    double t0 = clnet_now();
     clnet_status s = fn(node, p);
     clFinish(r->d->queue);
-    r->profile[slot] += seconds() - t0;
+    r->profile[slot] += clnet_now() - t0;
     return s;
 }
 

@@ -21,25 +21,12 @@
  * through the collective in their execution context (collective.h). */
 #include "alloc.h"
 #include "step.h"
+#include "clock.h"
 #include "error.h"
 #include "hostmath.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void sleep_seconds(double s) {
-    if (s <= 0) return;
-    struct timespec t = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&t, &t) != 0) {
-    }
-}
 
 /* ---- the replicas' side (on their worker threads) --------------------------------- */
 
@@ -78,7 +65,7 @@ static clnet_status run_share(clnet_trainer *t, int i) {
     size_t in = clnet_shape_size(m->input);
     int classes = clnet_model_classes(m), share = t->step.shares[i], train = t->step.train;
     int buckets = train && !r->d->zero_copy;
-    double t0 = now();
+    double t0 = clnet_now();
     t->step.loss[i] = 0;
     t->step.correct[i] = 0;
     if (train && t->balance.fault_step[i] == ctx->step)
@@ -113,10 +100,9 @@ static clnet_status run_share(clnet_trainer *t, int i) {
             if (m->nodes[node].param_count)
                 post(t, i, node, NULL, (const float *)p + m->nodes[node].param_off);
     }
-    /* CLNET_THROTTLE: behave FACTOR times slower */
-    sleep_seconds((t->balance.throttle[i] - 1) * (now() - t0));
+    clnet_balance_throttle(&t->balance, i, clnet_now() - t0);
 cleanup:
-    t->step.seconds[i] = now() - t0;
+    t->step.seconds[i] = clnet_now() - t0;
     if (status != CLNET_OK) {
         clnet_error_context(status, "device %d (%s)", r->d->info.index, r->d->info.name);
         clnet_local_group_abort(t->group); /* the others must not wait for this one */
@@ -314,9 +300,9 @@ static clnet_status probe(int i, void *arg) {
     clnet_ctx ctx = {.train = 1, .d = r->d};
     double t1 = 0;
     for (int k = 0; k < 2; k++) { /* the first builds the kernels */
-        double t0 = now();
+        double t0 = clnet_now();
         TRY(probe_run(r, &ctx, p, 1));
-        t1 = now() - t0;
+        t1 = clnet_now() - t0;
     }
     int m = t1 > 0 ? (int)(PROBE_SECONDS / t1) : PROBE_MAX;
     if (m > PROBE_MAX) m = PROBE_MAX;
@@ -326,11 +312,11 @@ static clnet_status probe(int i, void *arg) {
     if (m > 1) { /* warm up this size, then time it until it has taken long enough */
         TRY(probe_run(r, &ctx, p, m));
         int runs = 0;
-        double t0 = now(), spent = 0;
+        double t0 = clnet_now(), spent = 0;
         do {
             TRY(probe_run(r, &ctx, p, m));
             runs++;
-            spent = now() - t0;
+            spent = clnet_now() - t0;
         } while (spent < PROBE_SECONDS && spent < CALIBRATION_SECONDS);
         rate = runs * m / spent;
     }
