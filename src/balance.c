@@ -97,6 +97,7 @@ static double predicted(const clnet_balance *b, const int *shares) {
 }
 
 static void proportional_split(const clnet_balance *b, int total, int *shares);
+static double weight_of(const clnet_balance *b, int i);
 
 void clnet_balance_split(const clnet_balance *b, int total, int *shares) {
     proportional_split(b, total, shares);
@@ -114,7 +115,7 @@ static void proportional_split(const clnet_balance *b, int total, int *shares) {
     double w[64];
     int active[64];
     for (int i = 0; i < n && i < 64; i++) {
-        w[i] = b->weight ? b->weight[i] : b->rate[i] > 0 ? b->rate[i] : 1.0;
+        w[i] = weight_of(b, i);
         active[i] = w[i] > 0;
         shares[i] = 0;
     }
@@ -162,6 +163,35 @@ static void proportional_split(const clnet_balance *b, int total, int *shares) {
                 for (int i = 0; i < n; i++)
                     if (active[i]) frac[i] = 0;
         }
+    }
+}
+
+/* The weight of replica i in a split. */
+static double weight_of(const clnet_balance *b, int i) {
+    return b->weight ? b->weight[i] : b->rate[i] > 0 ? b->rate[i] : 1.0;
+}
+
+void clnet_balance_cap(const clnet_balance *b, const int *cap, int *shares) {
+    int excess = 0;
+    for (int i = 0; i < b->n; i++)
+        if (shares[i] > cap[i]) {
+            excess += shares[i] - cap[i];
+            shares[i] = cap[i];
+        }
+    /* one sample at a time to the replica with room that is least loaded
+     * for its weight: the proportional split among those with room */
+    while (excess > 0) {
+        int best = -1;
+        double best_load = 0;
+        for (int i = 0; i < b->n; i++) {
+            double w = weight_of(b, i);
+            if (shares[i] >= cap[i] || w <= 0) continue;
+            double load = (shares[i] + 1) / w;
+            if (best < 0 || load < best_load) best = i, best_load = load;
+        }
+        if (best < 0) return; /* no room anywhere: the caller checked the total */
+        shares[best]++;
+        excess--;
     }
 }
 

@@ -34,6 +34,10 @@ void clnet_balance_free(clnet_balance *b);
  * predicted to be at least 3% faster (noise is not worth chasing). */
 void clnet_balance_split(const clnet_balance *b, int total, int *shares);
 
+/* Shares above cap[i] give their excess to the replicas with room, in
+ * proportion to the weights; the caps must add up to the total. */
+void clnet_balance_cap(const clnet_balance *b, const int *cap, int *shares);
+
 /* CLNET_THROTTLE: after replica i's work of `seconds`, waits FACTOR - 1
  * times as long, so the device behaves FACTOR times slower. */
 void clnet_balance_throttle(const clnet_balance *b, int i, double seconds);

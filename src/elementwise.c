@@ -56,6 +56,13 @@ cleanup:
     return status;
 }
 
+clnet_status clnet_reduction_local(clnet_device *d, const char *family, const char *options,
+                                   const char *name, size_t *out) {
+    cl_kernel k = NULL;
+    clnet_status s = clnet_kernel_get(d, family, options, name, &k);
+    return s == CLNET_OK ? reduction_local_size(d, k, out) : s;
+}
+
 /* One reduction pass: `groups` work-groups of `local` over x[xoff, xoff+n),
  * partial sums to scratch[outoff + group]. */
 static clnet_status sum_pass(clnet_device *d, cl_mem x, size_t xoff, size_t n, size_t outoff,

@@ -9,6 +9,10 @@ clnet_status clnet_scale(clnet_device *d, cl_mem x, size_t xoff, size_t n, float
 /* y += alpha * x */
 clnet_status clnet_axpy(clnet_device *d, size_t n, float alpha, cl_mem x, size_t xoff, cl_mem y,
                         size_t yoff);
+/* The local size for a reduction kernel of one work-group per row using
+ * clnet_group_sum (cl/common.cl): a power of two, at most 256. */
+clnet_status clnet_reduction_local(clnet_device *d, const char *family, const char *options,
+                                   const char *name, size_t *out);
 /* *out = sum of x[xoff .. xoff+n), added in a fixed order (blocking). */
 clnet_status clnet_sum(clnet_device *d, cl_mem x, size_t xoff, size_t n, float *out);
 

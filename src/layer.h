@@ -113,6 +113,7 @@ typedef struct {
     cl_mem keep; /* memory a node keeps from forward to backward */
     size_t keep_off;
     cl_mem work; /* scratch shared by all nodes */
+    void *host;  /* host scratch shared by all nodes (kind->host_bytes) */
     /* loss nodes only */
     cl_mem labels;  /* (n) int32 */
     cl_mem loss;    /* (n) float: per-sample loss */
@@ -131,6 +132,9 @@ struct clnet_kind {
     int is_loss;        /* the model's last node */
     int is_view;        /* the output is input 0 reshaped: same memory, no kernels */
     int backward_reads; /* CLNET_READS_X | CLNET_READS_Y */
+    /* Statistics over the batch (batch norm): a replica's share of a step
+     * must run in one pass, never as micro-batches. */
+    int batch_stats;
     size_t config_size; /* must fit CLNET_CONFIG_CAP */
     /* Fills the configuration's defaults (NULL: all zeros). */
     void (*defaults)(void *config);
@@ -144,6 +148,8 @@ struct clnet_kind {
     /* Floats kept from forward to backward, and scratch, for n samples (NULL: 0). */
     size_t (*keep_floats)(const clnet_node *node, int n);
     size_t (*work_floats)(const clnet_node *node, int n);
+    /* Host scratch for a pass on a step shared by up to `ranks` replicas (NULL: 0). */
+    size_t (*host_bytes)(const clnet_node *node, int ranks);
     clnet_status (*forward)(const clnet_node *node, const clnet_pass *p);
     clnet_status (*backward)(const clnet_node *node, const clnet_pass *p); /* NULL: none */
 };
@@ -164,9 +170,9 @@ clnet_status clnet_kind_register(const clnet_kind *kind);
 
 /* Layer kinds, one per file in src/layers/. */
 extern const clnet_kind clnet_conv2d_kind, clnet_maxpool_kind, clnet_avgpool_kind,
-    clnet_global_avgpool_kind, clnet_dropout_kind, clnet_relu_kind, clnet_sigmoid_kind,
-    clnet_tanh_kind, clnet_linear_kind, clnet_flatten_kind, clnet_add_kind, clnet_concat_kind,
-    clnet_softmax_xent_kind;
+    clnet_global_avgpool_kind, clnet_batchnorm_kind, clnet_dropout_kind, clnet_relu_kind,
+    clnet_sigmoid_kind, clnet_tanh_kind, clnet_linear_kind, clnet_flatten_kind, clnet_add_kind,
+    clnet_concat_kind, clnet_softmax_xent_kind;
 
 /* ---- helpers for layer files (layers.c, options.c) ---- */
 

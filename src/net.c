@@ -318,8 +318,10 @@ clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int upd
     int correct = 0, samples = 0;
     status = clnet_async_train(net->trainer, &net->model, &net->optim, loader, updates, staleness,
                                &loss, &correct, &samples);
-    /* the replicas hold old snapshots: give them the current parameters */
-    clnet_status s = clnet_step_broadcast(net->trainer, &net->model, 0);
+    /* the replicas hold old snapshots: give them the current parameters, and
+     * replica 0's buffers (each moved its running statistics alone) */
+    clnet_status s = clnet_step_gather_buffers(net->trainer, &net->model);
+    if (s == CLNET_OK) s = clnet_step_broadcast(net->trainer, &net->model, net->model.nbuffers > 0);
     if (status == CLNET_OK) status = s;
     if (status == CLNET_OK && out)
         *out = (clnet_step_result){

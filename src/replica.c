@@ -17,6 +17,7 @@ void clnet_replica_free(clnet_replica *r) {
     clnet_plan_release(&r->plan);
     free(r->loss_host);
     free(r->correct_host);
+    free(r->host);
     free(r);
 }
 
@@ -25,7 +26,7 @@ static double mib(size_t floats) {
 }
 
 clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, clnet_device *d,
-                                  int max_batch) {
+                                  int max_batch, int ranks) {
     clnet_status status = CLNET_OK;
     clnet_replica *r = clnet_calloc(1, sizeof *r);
     *out = NULL;
@@ -35,7 +36,15 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     r->max_batch = max_batch;
     r->loss_host = clnet_calloc((size_t)max_batch, sizeof *r->loss_host);
     r->correct_host = clnet_calloc((size_t)max_batch, sizeof *r->correct_host);
-    if (!r->loss_host || !r->correct_host) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    size_t host = 1;
+    for (int i = 0; i < m->count; i++) {
+        const clnet_node *node = &m->nodes[i];
+        size_t b = node->kind->host_bytes ? node->kind->host_bytes(node, ranks) : 0;
+        if (b > host) host = b;
+    }
+    r->host = clnet_malloc(host);
+    if (!r->loss_host || !r->correct_host || !r->host)
+        FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     TRY(clnet_plan_make(&r->plan, m, max_batch));
     const clnet_plan *p = &r->plan;
 
@@ -133,6 +142,7 @@ static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i,
         .keep = r->keep,
         .keep_off = p->keep[i],
         .work = r->work,
+        .host = r->host,
         .beta = accumulate ? 1.0f : 0.0f,
         .labels = r->labels,
         .loss = r->loss,

@@ -20,15 +20,17 @@ typedef struct {
     clnet_staging staging;         /* gradients read to the host (discrete devices) */
     float *loss_host;              /* (max_batch) */
     int32_t *correct_host;         /* (max_batch) */
+    void *host;                    /* the nodes' host scratch (kind->host_bytes) */
     /* When not NULL, passes wait for every node and add its seconds here:
      * [2i] forward and [2i+1] backward of node i (for benchmarks). */
     double *profile;
 } clnet_replica;
 
-/* Plans and allocates; fails with CLNET_ERR_DEVICE_MEMORY, saying how much is
- * needed and how much the device has, before allocating anything. */
+/* Plans and allocates, for steps shared by up to `ranks` replicas; fails
+ * with CLNET_ERR_DEVICE_MEMORY, saying how much is needed and how much the
+ * device has, before allocating anything. */
 clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, clnet_device *d,
-                                  int max_batch);
+                                  int max_batch, int ranks);
 void clnet_replica_free(clnet_replica *r);
 
 /* The model's parameters, and its float buffers when buffers is not NULL,

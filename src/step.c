@@ -25,6 +25,7 @@
 #include "error.h"
 #include "hostmath.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,6 +150,36 @@ static int reduce_bucket(clnet_trainer *t, int i, int node, int first, clnet_sta
     return 1;
 }
 
+/* With batch statistics a training share runs in one pass: caps the
+ * shares at what each replica holds, or refuses a batch that fits nowhere. */
+static clnet_status cap_shares(clnet_trainer *t, int n) {
+    int room = 0;
+    for (int i = 0; i < t->count; i++) room += t->caps[i];
+    if (room >= n) {
+        clnet_balance_cap(&t->balance, t->caps, t->step.shares);
+        return CLNET_OK;
+    }
+    char list[1024];
+    size_t used = 0;
+    double per_sample = 0;
+    for (int i = 0; i < t->count && used < sizeof list; i++) {
+        const clnet_replica *r = t->replicas[i];
+        const clnet_plan *p = &r->plan;
+        double mib = (double)(p->act + p->dact + p->keep_total + p->work) * 4 / 1048576.0;
+        if (mib / r->max_batch > per_sample) per_sample = mib / r->max_batch;
+        used += (size_t)snprintf(list + used, sizeof list - used, "%sdevice %d (%s, %.0f MiB): %d",
+                                 i ? ", " : "", r->d->info.index, r->d->info.name,
+                                 (double)r->d->info.global_mem_bytes / 1048576.0, t->caps[i]);
+    }
+    return clnet_fail(CLNET_ERR_DEVICE_MEMORY,
+                      "a training batch of %d samples does not fit: layer '%s' (%s) normalizes "
+                      "each device's share in one pass, never in micro-batches, and the devices "
+                      "hold at most %s samples (%d in all; about %.2f MiB of activations per "
+                      "sample): use a batch of at most %d",
+                      n, t->batch_stats->name, t->batch_stats->kind->name, list, room, per_sample,
+                      room);
+}
+
 /* Splits n samples, starts every replica with a share, and with train
  * reduces the gradients while they arrive; waits for all. */
 static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
@@ -162,6 +193,7 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     t->step.probs = probs;
     t->step.train = train;
     clnet_balance_split(&t->balance, n, t->step.shares);
+    if (train && t->batch_stats && (status = cap_shares(t, n)) != CLNET_OK) return status;
     for (int i = 0, off = 0; i < R; i++) {
         t->step.offsets[i] = off;
         off += t->step.shares[i];
@@ -215,9 +247,12 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     return CLNET_OK;
 }
 
+static clnet_status sync_idle_buffers(clnet_trainer *t, clnet_model *m);
+
 clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
                               const int32_t *labels, int n, double *loss, int *correct) {
     clnet_status s = run_all(t, o->step, images, labels, n, 1, NULL, loss, correct);
+    if (s == CLNET_OK) s = sync_idle_buffers(t, m);
     if (s != CLNET_OK) return s;
     clnet_optim_apply(o, m->params, t->grad_sum, m->nparams, n);
     for (int i = 0; i < m->count; i++) /* counters that count training steps */
@@ -254,6 +289,32 @@ clnet_status clnet_step_broadcast(clnet_trainer *t, const clnet_model *m, int bu
 static clnet_status read_buffers(int i, void *arg) {
     state_job *j = arg;
     return i ? CLNET_OK : clnet_replica_read_buffers(j->t->replicas[0], j->m->buffers);
+}
+
+/* Replicas without a share in the last step did not move their buffers
+ * (running statistics): they get those of the first replica that did. */
+typedef struct {
+    clnet_trainer *t;
+    const float *buffers;
+} idle_job;
+
+static clnet_status write_idle(int i, void *arg) {
+    idle_job *j = arg;
+    clnet_replica *r = j->t->replicas[i];
+    if (j->t->step.active[i]) return CLNET_OK;
+    return clnet_buffer_write(r->d, r->buffers, 0, r->model->nbuffers, j->buffers);
+}
+
+static clnet_status sync_idle_buffers(clnet_trainer *t, clnet_model *m) {
+    int source = -1, idle = 0;
+    for (int i = 0; i < t->count; i++) {
+        if (t->step.active[i] && source < 0) source = i;
+        idle += !t->step.active[i];
+    }
+    if (!m->nbuffers || !idle || source < 0) return CLNET_OK;
+    clnet_status s = clnet_replica_read_buffers(t->replicas[source], m->buffers);
+    idle_job j = {t, m->buffers};
+    return s == CLNET_OK ? clnet_workers_run(t->workers, write_idle, &j, NULL) : s;
 }
 
 clnet_status clnet_step_gather_buffers(clnet_trainer *t, clnet_model *m) {

@@ -26,6 +26,11 @@ typedef struct {
     clnet_local_group *group; /* collectives across the replicas of a step */
     clnet_collective *coll;   /* (count) each taking replica's view of the group */
     clnet_ctx *ctx;           /* (count) each replica's execution context */
+    /* The first node with batch statistics (batch norm), or NULL: then a
+     * training share runs in one pass, so shares are capped at caps[i], the
+     * most samples replica i holds. */
+    const clnet_node *batch_stats;
+    int *caps; /* (count) */
 
     /* A step in flight (step.c): shares, results, the bucket hand-over. */
     struct {

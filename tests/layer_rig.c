@@ -40,6 +40,8 @@ void rig_create(layer_rig *r, clnet_device *d, rig_shape in, const char *line, i
     r->dact = buffer(d, r->in_count + r->out_count);
     r->keep = buffer(d, l->kind->keep_floats ? l->kind->keep_floats(l, n) : 0);
     r->work = buffer(d, l->kind->work_floats ? l->kind->work_floats(l, n) : 0);
+    r->host = malloc(l->kind->host_bytes ? l->kind->host_bytes(l, 1) : 1);
+    ck_assert(r->host != NULL);
     r->labels = buffer(d, (size_t)n);
     r->loss = buffer(d, (size_t)n);
     r->correct = buffer(d, (size_t)n);
@@ -51,6 +53,7 @@ void rig_free(layer_rig *r) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]) clReleaseMemObject(all[i]);
     clnet_net_free(r->net);
+    free(r->host);
     memset(r, 0, sizeof *r);
 }
 
@@ -74,6 +77,7 @@ static clnet_pass pass(layer_rig *r, const clnet_ctx *ctx) {
                     .dy = out,
                     .keep = r->keep,
                     .work = r->work,
+                    .host = r->host,
                     .beta = 0.0f,
                     .labels = r->labels,
                     .loss = r->loss,

@@ -29,6 +29,7 @@ typedef struct {
      * caller's dx. */
     float dx_beta;
     cl_mem params, grads, buffers, act, dact, keep, work, labels, loss, correct;
+    void *host; /* the layer's host scratch */
 } layer_rig;
 
 /* Makes the layer from a model-file line on input (n, in); fails the test on error. */

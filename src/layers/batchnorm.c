@@ -1,0 +1,250 @@
+/* Batch normalization, PyTorch's BatchNorm1d/2d/3d (cl/batchnorm.cl):
+ * y = (x - mean) / sqrt(var + eps) * weight + bias per channel, over
+ * x (n, C, spatial...). In training, mean and the biased var are the
+ * batch's; the running mean and the running (unbiased) variance move by
+ * `momentum` towards the batch's once per step; num_batches_tracked counts
+ * the steps. In evaluation the running statistics normalize.
+ *
+ * Across devices (the collective in the pass's context): each replica
+ * computes per channel its count, mean and centred sum of squares M2 (two
+ * passes over its share), and the replicas' triples are merged on the host
+ * in double with Chan's formula, in rank order, so that every replica holds
+ * the same merged statistics. With sync=on (the default) they normalize:
+ * a step on N devices is a step on one device, whatever the split. With
+ * sync=off each replica normalizes with its own share's statistics; the
+ * running statistics still come from the merged ones. Backward sums dy and
+ * dy * xhat per channel across the replicas the same way (sync=on).
+ *
+ * Outside a step (calibration) there is no collective: a replica uses its
+ * own statistics. A step's share is never split into micro-batches
+ * (batch_stats), so each replica normalizes its whole share at once. */
+#include "elementwise.h"
+#include "error.h"
+#include "layer.h"
+#include "memory.h"
+#include "program.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+    float eps;      /* 1e-5 */
+    float momentum; /* 0.1 */
+    int sync;       /* 1: statistics over every device's share */
+} bn_config;
+
+static void defaults(void *config) {
+    bn_config *c = config;
+    c->eps = 1e-5f;
+    c->momentum = 0.1f;
+    c->sync = 1;
+}
+
+static clnet_status option(void *config, const char *key, const char *value, int *known) {
+    bn_config *c = config;
+    *known = 1;
+    if (strcmp(key, "eps") == 0) {
+        clnet_status s = clnet_option_float(key, value, 0, &c->eps);
+        if (s == CLNET_OK && !(c->eps > 0))
+            return clnet_fail(CLNET_ERR_FORMAT, "eps=%s: expected a number > 0", value);
+        return s;
+    }
+    if (strcmp(key, "momentum") == 0) {
+        clnet_status s = clnet_option_float(key, value, 0, &c->momentum);
+        if (s == CLNET_OK && c->momentum > 1)
+            return clnet_fail(CLNET_ERR_FORMAT, "momentum=%s: expected 0 to 1", value);
+        return s;
+    }
+    if (strcmp(key, "sync") == 0) {
+        if (strcmp(value, "on") == 0 || strcmp(value, "off") == 0) {
+            c->sync = strcmp(value, "on") == 0;
+            return CLNET_OK;
+        }
+        return clnet_fail(CLNET_ERR_FORMAT, "sync=%s: expected on or off", value);
+    }
+    *known = 0;
+    return CLNET_OK;
+}
+
+static clnet_status setup(clnet_node *node) {
+    clnet_shape in = node->in[0];
+    int64_t C = in.c;
+    node->out = in;
+    clnet_node_param(node, "weight", 1, &C, (clnet_init){.kind = CLNET_INIT_CONSTANT, .value = 1},
+                     (int)C, (int)C);
+    clnet_node_param(node, "bias", 1, &C, (clnet_init){.kind = CLNET_INIT_ZEROS}, (int)C, (int)C);
+    clnet_node_buffer(node, "running_mean", CLNET_DTYPE_F32, 1, &C,
+                      (clnet_init){.kind = CLNET_INIT_ZEROS});
+    clnet_node_buffer(node, "running_var", CLNET_DTYPE_F32, 1, &C,
+                      (clnet_init){.kind = CLNET_INIT_CONSTANT, .value = 1});
+    clnet_node_buffer(node, "num_batches_tracked", CLNET_DTYPE_I64, 0, NULL, (clnet_init){0});
+    return CLNET_OK;
+}
+
+/* keep: the mean and 1/std that normalized (backward reads them) */
+static size_t keep_floats(const clnet_node *node, int n) {
+    (void)n;
+    return 2 * (size_t)node->in[0].c;
+}
+
+/* work: [0, 2C) what the statistics kernels write, [2C, 4C) what the host sends back */
+static size_t work_floats(const clnet_node *node, int n) {
+    (void)n;
+    return 4 * (size_t)node->in[0].c;
+}
+
+/* floats (4C), this replica's doubles (1 + 2C), every replica's (ranks * (1 + 2C)) */
+static size_t host_bytes(const clnet_node *node, int ranks) {
+    size_t C = (size_t)node->in[0].c, triple = 1 + 2 * C;
+    return 4 * C * sizeof(float) + (1 + (size_t)ranks) * triple * sizeof(double);
+}
+
+typedef struct {
+    size_t C, S, n;
+    float *f;                 /* (4C) */
+    double *mine, *all;       /* (1 + 2C), (ranks * (1 + 2C)) */
+    size_t weight, mean, var; /* offsets: weight (bias after it), running statistics */
+} bn_view;
+
+static clnet_status view(const clnet_node *node, const clnet_pass *p, bn_view *v) {
+    v->C = (size_t)node->in[0].c;
+    v->S = clnet_shape_spatial(node->in[0]);
+    v->n = (size_t)p->n;
+    v->f = p->host;
+    v->mine = (double *)(void *)((char *)p->host + 4 * v->C * sizeof(float));
+    v->all = v->mine + 1 + 2 * v->C;
+    v->weight = node->params[0].offset;
+    v->mean = node->buffers[0].offset;
+    v->var = node->buffers[1].offset;
+    if (!p->host || node->params[1].offset != v->weight + v->C)
+        return clnet_fail(CLNET_ERR_INTERNAL,
+                          "layer '%s': no host scratch, or weight and bias apart", node->name);
+    return CLNET_OK;
+}
+
+/* Merges rank r's (count, mean[C], M2[C]) into acc, Chan's formula. */
+static void chan_merge(double *acc, const double *r, size_t C) {
+    double na = acc[0], nb = r[0], n = na + nb;
+    if (nb == 0) return;
+    for (size_t c = 0; c < C; c++) {
+        double delta = r[1 + c] - acc[1 + c];
+        acc[1 + c] += delta * nb / n;
+        acc[1 + C + c] += r[1 + C + c] + delta * delta * na * nb / n;
+    }
+    acc[0] = n;
+}
+
+/* A statistics kernel, one work-group per channel; its last argument is
+ * the work-group's __local scratch. */
+static clnet_status run_stats(const clnet_pass *p, const bn_view *v, const char *name,
+                              clnet_arg *args, int nargs) {
+    size_t local = 1;
+    clnet_status s = clnet_reduction_local(p->d, "batchnorm", "", name, &local);
+    if (s != CLNET_OK) return s;
+    args[nargs - 1] = LOCAL(local * sizeof(float));
+    return clnet_run(p->d, "batchnorm", "", name, 1, (size_t[]){v->C * local}, (size_t[]){local},
+                     args, nargs);
+}
+
+static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
+    clnet_status status = CLNET_OK;
+    const bn_config *cfg = CLNET_CONFIG(node, bn_config);
+    const clnet_ctx *ctx = p->ctx;
+    bn_view v;
+    TRY(view(node, p, &v));
+    size_t C = v.C, grid[2] = {v.S, v.n * C};
+    if (!ctx->train)
+        return clnet_run(p->d, "batchnorm", "", "bn_forward_eval", 2, grid, NULL,
+                         ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->act),
+                              U32(p->y), MEM(p->buffers), U32(v.mean), U32(v.var), MEM(p->params),
+                              U32(v.weight), F32(cfg->eps)));
+
+    /* this share's statistics, to the host */
+    clnet_arg args[] = {U32(v.n),     U32(C),       U32(v.S), MEM(p->act),
+                        U32(p->x[0]), MEM(p->work), U32(0),   LOCAL(0)};
+    TRY(run_stats(p, &v, "bn_stats", args, (int)(sizeof args / sizeof args[0])));
+    TRY(clnet_buffer_read(p->d, p->work, 0, 2 * C, v.f));
+    double *mine = v.mine, *merged = v.all;
+    mine[0] = (double)(v.n * v.S);
+    for (size_t i = 0; i < 2 * C; i++) mine[1 + i] = v.f[i];
+    /* every replica's, merged in rank order */
+    size_t triple = 1 + 2 * C;
+    if (ctx->coll) {
+        TRY(ctx->coll->gather(ctx->coll, mine, triple * sizeof(double), v.all));
+        for (int r = 1; r < ctx->coll->size; r++) chan_merge(merged, v.all + r * triple, C);
+    } else {
+        memcpy(merged, mine, triple * sizeof(double));
+    }
+    if (merged[0] < 2)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT,
+             "batch norm in training needs more than one value per channel (a batch of %.0f)",
+             merged[0]);
+
+    /* what normalizes (to keep), and the step's statistics (to work[2C]) */
+    const double *norm = cfg->sync ? merged : mine;
+    for (size_t c = 0; c < C; c++) {
+        v.f[c] = (float)norm[1 + c];
+        v.f[C + c] = (float)(1.0 / sqrt(norm[1 + C + c] / norm[0] + cfg->eps));
+        v.f[2 * C + c] = (float)merged[1 + c];
+        v.f[3 * C + c] = (float)(merged[1 + C + c] / (merged[0] - 1));
+    }
+    TRY(clnet_buffer_write(p->d, p->keep, p->keep_off, 2 * C, v.f));
+    TRY(clnet_buffer_write(p->d, p->work, 2 * C, 2 * C, v.f + 2 * C));
+    TRY(clnet_run(p->d, "batchnorm", "", "bn_forward", 2, grid, NULL,
+                  ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->act),
+                       U32(p->y), MEM(p->keep), U32(p->keep_off), MEM(p->params), U32(v.weight))));
+    TRY(clnet_run(p->d, "batchnorm", "", "bn_running", 1, (size_t[]){C}, NULL,
+                  ARGS(U32(C), MEM(p->buffers), U32(v.mean), U32(v.var), MEM(p->work), U32(2 * C),
+                       F32(cfg->momentum))));
+cleanup:
+    return status;
+}
+
+static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
+    clnet_status status = CLNET_OK;
+    const bn_config *cfg = CLNET_CONFIG(node, bn_config);
+    bn_view v;
+    TRY(view(node, p, &v));
+    size_t C = v.C;
+    /* this share's sums, which are also its weight and bias gradients */
+    clnet_arg args[] = {U32(v.n),     U32(C),        U32(v.S),      MEM(p->act),       U32(p->x[0]),
+                        MEM(p->dact), U32(p->dy),    MEM(p->keep),  U32(p->keep_off),  MEM(p->work),
+                        U32(0),       MEM(p->grads), U32(v.weight), U32(p->beta != 0), LOCAL(0)};
+    TRY(run_stats(p, &v, "bn_backward_sums", args, (int)(sizeof args / sizeof args[0])));
+    if (!p->need_dx[0]) return CLNET_OK;
+
+    /* the whole batch's means of dy and dy * xhat (sync=on), or this share's */
+    TRY(clnet_buffer_read(p->d, p->work, 0, 2 * C, v.f));
+    double *sums = v.mine;
+    sums[0] = (double)(v.n * v.S);
+    for (size_t i = 0; i < 2 * C; i++) sums[1 + i] = v.f[i];
+    if (cfg->sync && p->ctx->coll) TRY(p->ctx->coll->sum(p->ctx->coll, sums, 1 + 2 * C));
+    for (size_t i = 0; i < 2 * C; i++) v.f[2 * C + i] = (float)(sums[1 + i] / sums[0]);
+    TRY(clnet_buffer_write(p->d, p->work, 2 * C, 2 * C, v.f + 2 * C));
+    TRY(clnet_run(p->d, "batchnorm", clnet_dx_options(p, 0), "bn_backward_dx", 2,
+                  (size_t[]){v.S, v.n * C}, NULL,
+                  ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact),
+                       U32(p->dy), MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off),
+                       MEM(p->work), U32(2 * C), MEM(p->params), U32(v.weight))));
+cleanup:
+    return status;
+}
+
+const clnet_kind clnet_batchnorm_kind = {
+    .name = "batchnorm",
+    .stem = "bn",
+    .keys = "eps momentum sync",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .backward_reads = CLNET_READS_X,
+    .batch_stats = 1,
+    .config_size = sizeof(bn_config),
+    .defaults = defaults,
+    .option = option,
+    .setup = setup,
+    .keep_floats = keep_floats,
+    .work_floats = work_floats,
+    .host_bytes = host_bytes,
+    .forward = forward,
+    .backward = backward,
+};
