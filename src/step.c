@@ -167,15 +167,15 @@ static clnet_status cap_shares(clnet_trainer *t, int n) {
         const clnet_plan *p = &r->plan;
         double mib = (double)(p->act + p->dact + p->keep_total + p->work) * 4 / 1048576.0;
         if (mib / r->max_batch > per_sample) per_sample = mib / r->max_batch;
-        used += (size_t)snprintf(list + used, sizeof list - used, "%sdevice %d (%s, %.0f MiB): %d",
+        used += (size_t)snprintf(list + used, sizeof list - used, "%sdevice %d (%s, %.0f MiB) %d",
                                  i ? ", " : "", r->d->info.index, r->d->info.name,
                                  (double)r->d->info.global_mem_bytes / 1048576.0, t->caps[i]);
     }
     return clnet_fail(CLNET_ERR_DEVICE_MEMORY,
                       "a training batch of %d samples does not fit: layer '%s' (%s) normalizes "
                       "each device's share in one pass, never in micro-batches, and the devices "
-                      "hold at most %s samples (%d in all; about %.2f MiB of activations per "
-                      "sample): use a batch of at most %d",
+                      "hold %s: %d samples in all, about %.2f MiB of activations each; use a "
+                      "batch of at most %d, or devices with more memory",
                       n, t->batch_stats->name, t->batch_stats->kind->name, list, room, per_sample,
                       room);
 }
@@ -359,16 +359,18 @@ static clnet_status probe(int i, void *arg) {
     clnet_replica *r = t->replicas[i];
     /* each device alone: no collective (a layer that needs one has none to call) */
     clnet_ctx ctx = {.train = 1, .d = r->d};
+    /* batch statistics need two samples (one value per channel has no variance) */
+    int first = t->batch_stats && r->max_batch >= 2 ? 2 : 1;
     double t1 = 0;
     for (int k = 0; k < 2; k++) { /* the first builds the kernels */
         double t0 = clnet_now();
-        TRY(probe_run(r, &ctx, p, 1));
-        t1 = clnet_now() - t0;
+        TRY(probe_run(r, &ctx, p, first));
+        t1 = (clnet_now() - t0) / first;
     }
     int m = t1 > 0 ? (int)(PROBE_SECONDS / t1) : PROBE_MAX;
     if (m > PROBE_MAX) m = PROBE_MAX;
     if (m > r->max_batch) m = r->max_batch;
-    if (m < 1) m = 1;
+    if (m < first) m = first;
     double rate = 1.0 / (t1 > 0 ? t1 : 1e-9);
     if (m > 1) { /* warm up this size, then time it until it has taken long enough */
         TRY(probe_run(r, &ctx, p, m));
