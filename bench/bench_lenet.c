@@ -39,11 +39,40 @@ static int fail(const char *what) {
     return 1;
 }
 
+static double mib(size_t floats) {
+    return (double)floats * sizeof(float) / 1048576.0;
+}
+
+/* The replica's device memory, and what the planner saves: the activation
+ * and gradient arenas against one buffer per tensor. */
+static void print_memory(const clnet_net *net, const char *model, const clnet_device_info *info,
+                         int batch) {
+    const clnet_replica *r = net->trainer->replicas[0];
+    const clnet_model *m = &net->model;
+    size_t every = clnet_shape_size(m->input) * (size_t)batch, grads = 0;
+    for (int i = 0; i < m->count; i++) {
+        if (m->nodes[i].kind->is_view) continue;
+        size_t size = clnet_shape_size(m->nodes[i].out) * (size_t)batch;
+        every += size;
+        if (!m->nodes[i].kind->is_loss) grads += size;
+    }
+    printf("device %d (%s): %s at batch %d needs %.1f MiB of device memory: parameters, "
+           "gradients and buffers %.1f MiB; activations %.1f MiB and their gradients %.1f MiB "
+           "as planned, against %.1f MiB and %.1f MiB with a buffer per tensor (%.1fx less); "
+           "kept for backward %.1f MiB, scratch %.1f MiB\n",
+           info->index, info->name, model, batch, (double)r->bytes / 1048576.0,
+           mib(2 * m->nparams + m->nbuffers), mib(r->plan.act), mib(r->plan.dact), mib(every),
+           mib(grads), (double)(every + grads) / (double)(r->plan.act + r->plan.dact),
+           mib(r->plan.keep_total), mib(r->plan.work));
+}
+
 int main(int argc, char **argv) {
     const char *model = "examples/models/lenet.cfg";
-    int batch = 256, steps = 20;
+    int batch = 256, steps = 20, memory_only = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
+        if (strcmp(argv[i], "--memory") == 0)
+            memory_only = 1;
+        else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
             batch = atoi(argv[++i]);
         else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
             steps = atoi(argv[++i]);
@@ -63,6 +92,12 @@ int main(int argc, char **argv) {
         if (clnet_net_load(&net, model) != CLNET_OK) return fail(model);
         if (clnet_net_init(net, 1) != CLNET_OK || clnet_net_bind(net, one, batch) != CLNET_OK)
             return fail("bind");
+        print_memory(net, model, &info, batch);
+        if (memory_only) {
+            clnet_net_free(net);
+            clnet_runtime_free(one);
+            continue;
+        }
         size_t in = clnet_shape_size(net->model.input);
         float *x = malloc((size_t)batch * in * sizeof(float));
         int32_t *y = malloc((size_t)batch * sizeof(int32_t));

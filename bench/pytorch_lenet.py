@@ -97,6 +97,45 @@ def lenet():
     return net
 
 
+class Residual(nn.Module):
+    """d2l's residual block: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), the
+    shortcut a 1x1 convolution (no batch norm) where the shape changes."""
+
+    def __init__(self, cin, cout, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, padding=1, stride=stride)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.conv3 = nn.Conv2d(cin, cout, 1, stride=stride) if stride != 1 else None
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.bn2 = nn.BatchNorm2d(cout)
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + (self.conv3(x) if self.conv3 is not None else x))
+
+
+def resnet18(width=64, classes=10):
+    """d2l 13.6's resnet18(10, in_channels=1), stages of width, 2x, 4x, 8x channels (64 is
+    d2l's; examples/models/resnet18_w16.cfg is 16); weights N(0, 0.01), biases PyTorch's."""
+    w = [width, 2 * width, 4 * width, 8 * width]
+    net = nn.Sequential(nn.Conv2d(1, w[0], 3, padding=1), nn.BatchNorm2d(w[0]), nn.ReLU())
+    cin = w[0]
+    for i, cout in enumerate(w):
+        first = Residual(cin, cout) if i == 0 else Residual(cin, cout, stride=2)
+        net.add_module(f"resnet_block{i + 1}", nn.Sequential(first, Residual(cout, cout)))
+        cin = cout
+    net.add_module("global_avg_pool", nn.AdaptiveAvgPool2d((1, 1)))
+    net.add_module("fc", nn.Sequential(nn.Flatten(), nn.Linear(cin, classes)))
+    for m in net.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            nn.init.normal_(m.weight, std=0.01)
+    return net
+
+
+MODELS = {"lenet": lenet, "resnet18": resnet18, "resnet18_w16": lambda: resnet18(16)}
+
+
 def learning_rate(args, step, total_steps):
     """The rate for optimizer step `step` (0-based), as clnet_sgd_lr computes it."""
     if args.schedule == "cosine":
@@ -127,6 +166,7 @@ def main():
     p = argparse.ArgumentParser(
         description="PyTorch LeNet on Fashion-MNIST, the baseline for clnet train"
     )
+    p.add_argument("--model", choices=sorted(MODELS), default="lenet")
     p.add_argument("--epochs", type=positive_int, default=10)
     p.add_argument("--batch", type=positive_int, default=256)
     p.add_argument("--lr", type=float, default=0.1)
@@ -157,12 +197,12 @@ def main():
     total_steps = args.epochs * per_epoch
     max_steps = args.steps if args.steps >= 0 else math.inf
     print(
-        f"pytorch_lenet: torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"pytorch_lenet: {args.model}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
         f"{n} training and {test_x.shape[0]} test images, {per_epoch} steps per epoch",
         file=sys.stderr,
     )
 
-    net = lenet()
+    net = MODELS[args.model]()
     opt = torch.optim.SGD(
         net.parameters(),
         lr=args.lr,

@@ -103,6 +103,12 @@ static clnet_status compute(clnet_trainer *t, int i, int n, double *loss, int *c
     clnet_replica *r = t->replicas[i];
     size_t in = clnet_shape_size(t->model->input);
     clnet_ctx ctx = {.train = 1, .d = r->d, .step = d->pulled};
+    if (t->batch_stats && n > r->max_batch)
+        FAIL(CLNET_ERR_DEVICE_MEMORY,
+             "a batch of %d samples does not fit device %d (%s), which holds %d, and layer '%s' "
+             "(%s) normalizes a batch in one pass: use a batch of at most %d",
+             n, r->d->info.index, r->d->info.name, r->max_batch, t->batch_stats->name,
+             t->batch_stats->kind->name, r->max_batch);
     TRY(clnet_replica_write_state(r, d->params, NULL));
     *loss = 0;
     *correct = 0;
@@ -166,6 +172,7 @@ static clnet_status device_loop(int i, void *arg) {
             int64_t stale = a->optim->step - d->pulled;
             if (stale > t->worst_staleness) t->worst_staleness = stale;
             clnet_optim_apply(a->optim, a->model->params, d->grads, t->model->nparams, batch.n);
+            clnet_model_count_step(a->model);
             a->loss += loss;
             a->correct += correct;
             a->samples += batch.n;

@@ -488,6 +488,13 @@ static void fill(float *w, const clnet_tensor *t, uint64_t *rng) {
     }
 }
 
+void clnet_model_count_step(clnet_model *m) {
+    for (int i = 0; i < m->count; i++)
+        for (int b = 0; b < m->nodes[i].nbuffers; b++)
+            if (m->nodes[i].buffers[b].dtype == CLNET_DTYPE_I64)
+                m->counters[m->nodes[i].buffers[b].offset]++;
+}
+
 clnet_status clnet_model_alloc(clnet_model *m) {
     if (m->params) return CLNET_OK;
     m->params = clnet_calloc(m->nparams + 1, sizeof(float));

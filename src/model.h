@@ -52,6 +52,9 @@ clnet_shape clnet_model_source_shape(const clnet_model *m, int producer);
  * init rule with a seeded generator: the same seed gives the same values on
  * every machine. */
 clnet_status clnet_model_init(clnet_model *m, uint64_t seed);
+/* One training step taken: every int64 counter buffer (batch norm's
+ * num_batches_tracked) counts it. */
+void clnet_model_count_step(clnet_model *m);
 /* Allocates zeroed host arrays if there are none yet (before loading). */
 clnet_status clnet_model_alloc(clnet_model *m);
 

@@ -73,6 +73,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
         p->work > UINT32_MAX)
         FAIL(CLNET_ERR_DEVICE_MEMORY, "batch %d needs buffers beyond 2^32 floats", max_batch);
 
+    r->bytes = total * sizeof(float);
     TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->params));
     TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->grads));
     TRY(clnet_buffer_create(d, m->nbuffers * sizeof(float), &r->buffers));

@@ -12,6 +12,7 @@ typedef struct {
     clnet_device *d;
     const clnet_model *model;
     int max_batch;
+    size_t bytes; /* device memory the replica needs at max_batch */
     clnet_plan plan;
     cl_mem params, grads, buffers; /* (nparams), (nparams), (nbuffers) */
     cl_mem act, dact;              /* activation arenas */

@@ -255,10 +255,7 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
     if (s == CLNET_OK) s = sync_idle_buffers(t, m);
     if (s != CLNET_OK) return s;
     clnet_optim_apply(o, m->params, t->grad_sum, m->nparams, n);
-    for (int i = 0; i < m->count; i++) /* counters that count training steps */
-        for (int b = 0; b < m->nodes[i].nbuffers; b++)
-            if (m->nodes[i].buffers[b].dtype == CLNET_DTYPE_I64)
-                m->counters[m->nodes[i].buffers[b].offset]++;
+    clnet_model_count_step(m);
     return clnet_step_broadcast(t, m, 0);
 }
 
