@@ -35,7 +35,17 @@ void rig_create(layer_rig *r, clnet_device *d, rig_shape in, const char *line, i
     size_t np = l->param_count;
     r->params = buffer(d, np);
     r->grads = buffer(d, np);
-    r->buffers = buffer(d, r->net->model.nbuffers);
+    r->nbuffers = r->net->model.nbuffers;
+    r->buffers = buffer(d, r->nbuffers);
+    float *start = calloc(r->nbuffers + 1, sizeof(float));
+    ck_assert(start != NULL);
+    for (int t = 0; t < l->nbuffers; t++)
+        if (l->buffers[t].dtype == CLNET_DTYPE_F32 &&
+            l->buffers[t].init.kind == CLNET_INIT_CONSTANT)
+            for (size_t i = 0; i < l->buffers[t].count; i++)
+                start[l->buffers[t].offset + i] = l->buffers[t].init.value;
+    if (r->nbuffers) rig_set_buffers(r, start);
+    free(start);
     r->act = buffer(d, r->in_count + r->out_count);
     r->dact = buffer(d, r->in_count + r->out_count);
     r->keep = buffer(d, l->kind->keep_floats ? l->kind->keep_floats(l, n) : 0);
@@ -60,6 +70,14 @@ void rig_free(layer_rig *r) {
 void rig_set_params(layer_rig *r, const float *w, const float *b) {
     if (w) ck_assert_int_eq(clnet_buffer_write(r->d, r->params, 0, r->nw, w), CLNET_OK);
     if (b) ck_assert_int_eq(clnet_buffer_write(r->d, r->params, r->nw, r->nb, b), CLNET_OK);
+}
+
+void rig_set_buffers(layer_rig *r, const float *v) {
+    ck_assert_int_eq(clnet_buffer_write(r->d, r->buffers, 0, r->nbuffers, v), CLNET_OK);
+}
+
+void rig_get_buffers(layer_rig *r, float *v) {
+    ck_assert_int_eq(clnet_buffer_read(r->d, r->buffers, 0, r->nbuffers, v), CLNET_OK);
 }
 
 /* The input at 0 and the output after it (a view's output is its input). */
@@ -88,9 +106,19 @@ static clnet_pass pass(layer_rig *r, const clnet_ctx *ctx) {
     return p;
 }
 
+clnet_status rig_try_forward(layer_rig *r, const float *x, float *y) {
+    clnet_ctx ctx = {.train = !r->eval, .d = r->d};
+    ck_assert_int_eq(clnet_buffer_write(r->d, r->act, 0, r->in_count, x), CLNET_OK);
+    clnet_pass p = pass(r, &ctx);
+    clnet_status s = r->l->kind->forward(r->l, &p);
+    if (s == CLNET_OK && y)
+        ck_assert_int_eq(clnet_buffer_read(r->d, r->act, p.y, r->out_count, y), CLNET_OK);
+    return s;
+}
+
 void rig_forward(layer_rig *r, const float *x, float *y, const int32_t *labels, float *loss,
                  int *correct) {
-    clnet_ctx ctx = {.train = 1, .d = r->d};
+    clnet_ctx ctx = {.train = !r->eval, .d = r->d};
     ck_assert_int_eq(clnet_buffer_write(r->d, r->act, 0, r->in_count, x), CLNET_OK);
     if (labels)
         ck_assert_int_eq(clEnqueueWriteBuffer(r->d->queue, r->labels, CL_TRUE, 0,

@@ -28,6 +28,10 @@ typedef struct {
      * of the tensor wrote it first): rig_backward then starts from the
      * caller's dx. */
     float dx_beta;
+    /* 1: rig_forward runs an evaluation pass (batch norm normalizes with its
+     * running statistics); 0 (the default): a training pass. */
+    int eval;
+    size_t nbuffers; /* floats of the layer's buffers (running statistics) */
     cl_mem params, grads, buffers, act, dact, keep, work, labels, loss, correct;
     void *host; /* the layer's host scratch */
 } layer_rig;
@@ -36,9 +40,17 @@ typedef struct {
 void rig_create(layer_rig *r, clnet_device *d, rig_shape in, const char *line, int n);
 void rig_free(layer_rig *r);
 void rig_set_params(layer_rig *r, const float *w, const float *b); /* either may be NULL */
+/* The layer's float buffers (nbuffers floats, each tensor at its node->buffers[]
+ * offset); rig_create starts them as the layer's initialisation says (running_mean
+ * 0, running_var 1). */
+void rig_set_buffers(layer_rig *r, const float *v);
+void rig_get_buffers(layer_rig *r, float *v);
 /* y may be NULL; labels/loss/correct only for the loss layer. */
 void rig_forward(layer_rig *r, const float *x, float *y, const int32_t *labels, float *loss,
                  int *correct);
+/* A forward pass (not for the loss layer) that returns the layer's status
+ * instead of failing the test: for layers that must refuse an input. */
+clnet_status rig_try_forward(layer_rig *r, const float *x, float *y);
 /* dy is ignored by the loss layer, whose dx comes from its forward. With
  * dx_beta 1, dx holds on entry what the device's dx starts from. */
 void rig_backward(layer_rig *r, const float *dy, float *dx, float *dw, float *db);

@@ -16,8 +16,8 @@
 #error "CMake defines CLNET_FIXTURES_DIR, the folder holding the fixtures"
 #endif
 
-static const char *const LAYERS[] = {"conv2d",  "maxpool", "avgpool", "relu",
-                                     "sigmoid", "tanh",    "linear",  "softmax_xent"};
+static const char *const LAYERS[] = {"conv2d", "maxpool", "avgpool",      "relu",     "sigmoid",
+                                     "tanh",   "linear",  "softmax_xent", "batchnorm"};
 #define NLAYERS (int)(sizeof LAYERS / sizeof LAYERS[0])
 
 /* A positive integer from the metadata. */
@@ -138,7 +138,40 @@ static int check_fixture(const char *path, const char *file) {
         ck_assert_msg(correct[0] == (float)hits, "%s: correct is %g, argmax finds %d", file,
                       correct[0], hits);
         expected_tensors = 5; /* x, labels, loss, correct, dx */
-    } else {                  /* relu, sigmoid, tanh: y has x's shape, whatever it is */
+    } else if (!strcmp(layer, "batchnorm")) {
+        /* x (N, C, spatial...): y, dy, dx and y_eval have its shape; the parameters, their
+         * gradients and the running statistics before and after the step are (C) */
+        ck_assert_msg(ndim >= 2 && ndim <= 4, "%s: x must be (N, C) or (N, C, H, W)", file);
+        int64_t d[4] = {0, 0, 0, 0};
+        for (int i = 0; i < ndim; i++) d[i] = xs[i];
+        int64_t c = d[1], values = d[0];
+        for (int i = 2; i < ndim; i++) values *= d[i];
+        ck_assert_int_eq(meta_int(f, file, "channels"), c);
+        ck_assert_msg(values >= 2, "%s: %lld value(s) per channel cannot train", file,
+                      (long long)values);
+        const char *eps = clnet_st_meta_get(f, "eps"), *momentum = clnet_st_meta_get(f, "momentum");
+        ck_assert_msg(eps && strtod(eps, NULL) > 0, "%s: metadata eps", file);
+        ck_assert_msg(momentum && strtod(momentum, NULL) >= 0 && strtod(momentum, NULL) <= 1,
+                      "%s: metadata momentum", file);
+        const char *full[] = {"x", "y", "dy", "dx", "y_eval"};
+        for (int i = 0; i < 5; i++) expect(f, file, full[i], ndim, d[0], d[1], d[2], d[3]);
+        const char *per_channel[] = {"weight",
+                                     "bias",
+                                     "dweight",
+                                     "dbias",
+                                     "running_mean",
+                                     "running_var",
+                                     "running_mean_after",
+                                     "running_var_after"};
+        for (int i = 0; i < 8; i++) {
+            const float *v = expect(f, file, per_channel[i], 1, c, 0, 0, 0);
+            if (strncmp(per_channel[i], "running_var", 11) == 0) /* variances: positive */
+                for (int64_t j = 0; j < c; j++)
+                    ck_assert_msg(v[j] > 0, "%s: %s[%lld] is %g", file, per_channel[i],
+                                  (long long)j, v[j]);
+        }
+        expected_tensors = 13;
+    } else { /* relu, sigmoid, tanh: y has x's shape, whatever it is */
         ck_assert(ndim >= 1 && ndim <= 4);
         int64_t d[4] = {0, 0, 0, 0};
         for (int i = 0; i < ndim; i++) d[i] = xs[i];

@@ -2,10 +2,11 @@
  * itself, needing no OpenCL device:
  *  - its gradients against fourth-order central differences of its loss, for
  *    every parameter and every input element of branching graphs (one tensor
- *    feeding three nodes, residual blocks, concats of three and four inputs);
+ *    feeding three nodes, residual blocks, concats of three and four inputs,
+ *    batch norm in a residual block and on vectors);
  *  - single-op graphs against the float layer references of layers_ref.c, an
  *    independent implementation that must agree to float precision;
- *  - add and concat forward and backward worked out by hand;
+ *  - add, concat and batch norm forward and backward worked out by hand;
  *  - the shapes it accepts and the ones it reports impossible.
  * Prints the largest finite-difference error per graph and the largest
  * difference from layers_ref per op. */
@@ -342,6 +343,36 @@ START_TEST(every_op_in_one_graph_matches_finite_differences) {
 }
 END_TEST
 
+START_TEST(batchnorm_blocks_match_finite_differences) {
+    // ResNet's basic block with batch norm after each convolution (no conv bias), the
+    // skip joining after the second; every batch norm couples the samples of the batch.
+    const ref_node block[] = {
+        conv(REF_INPUT, 3, 3, 1, 1, 0),       // 0: (3,5,6)
+        unary(REF_BATCHNORM, 0),              // 1
+        unary(REF_RELU, 1),                   // 2
+        conv(2, 3, 3, 1, 1, 0),               // 3
+        unary(REF_BATCHNORM, 3),              // 4
+        join(REF_ADD, 2, REF_INPUT, 4, 0, 0), // 5: x + block(x)
+        unary(REF_RELU, 5),                   // 6
+        unary(REF_GLOBAL_AVGPOOL, 6),         // 7: (3,1,1)
+        linear(7, 4, 1),                      // 8
+        unary(REF_SOFTMAX_XENT, 8),           // 9
+    };
+    graph_fd("bn_block", block, 10, (ref_shape){3, 5, 6}, 3, 6001);
+    // Batch norm on the graph's own input, and on vectors (C,1,1) after a linear layer:
+    // one value per sample and channel, statistics over the batch alone.
+    const ref_node vectors[] = {
+        unary(REF_BATCHNORM, REF_INPUT), // 0: (2,3,2)
+        linear(0, 5, 0),                 // 1: (5,1,1)
+        unary(REF_BATCHNORM, 1),         // 2
+        unary(REF_SIGMOID, 2),           // 3
+        linear(3, 3, 1),                 // 4
+        unary(REF_SOFTMAX_XENT, 4),      // 5
+    };
+    graph_fd("bn_vector", vectors, 6, (ref_shape){2, 3, 2}, 4, 7000);
+}
+END_TEST
+
 /* ---- single ops against the float references -------------------------------------------- */
 
 enum { OPS = REF_SOFTMAX_XENT + 1 };
@@ -356,6 +387,7 @@ static const char *const op_names[OPS] = {[REF_CONV2D] = "conv2d",
                                           [REF_FLATTEN] = "flatten",
                                           [REF_ADD] = "add",
                                           [REF_CONCAT] = "concat",
+                                          [REF_BATCHNORM] = "batchnorm",
                                           [REF_SOFTMAX_XENT] = "softmax_xent"};
 static double float_worst[OPS]; // the largest difference per op, printed at the end
 static int float_checked[OPS];
@@ -450,6 +482,10 @@ static void single_op(ref_node node, ref_shape in, int N, int quantize, uint64_t
     case REF_LINEAR:
         ref_linear_forward(yf, xf, wf, b, N, (int)numel(in), F);
         break;
+    case REF_BATCHNORM:
+        ref_batchnorm_forward_train(yf, NULL, NULL, NULL, NULL, xf, wf, b, N, C, H * W, 1e-5f,
+                                    0.1f);
+        break;
     case REF_SOFTMAX_XENT:
         memcpy(yf, xf, nx * sizeof *xf);
         break; // the logits themselves
@@ -488,6 +524,9 @@ static void single_op(ref_node node, ref_shape in, int N, int quantize, uint64_t
         break;
     case REF_LINEAR:
         ref_linear_backward(dxf, dwf, db, dyf, xf, wf, N, (int)numel(in), F);
+        break;
+    case REF_BATCHNORM:
+        ref_batchnorm_backward(dxf, dwf, db, dyf, xf, wf, N, C, H * W, 1e-5f);
         break;
     default:
         memcpy(dxf, dyf, nx * sizeof *dyf);
@@ -530,6 +569,10 @@ START_TEST(single_ops_agree_with_the_float_references) {
     single_op(unary(REF_TANH, 0), (ref_shape){3, 5, 3}, 2, 0, 120);
     single_op(linear(0, 7, 1), (ref_shape){3, 5, 3}, 2, 0, 130); // reads (C,H,W) flat
     single_op(linear(0, 5, 0), (ref_shape){11, 1, 1}, 3, 0, 140);
+    single_op(unary(REF_BATCHNORM, 0), (ref_shape){3, 4, 5}, 2, 0, 170);
+    single_op(unary(REF_BATCHNORM, 0), (ref_shape){5, 1, 1}, 4, 0, 180); // a vector
+    single_op(unary(REF_BATCHNORM, 0), (ref_shape){2, 3, 3}, 1, 0, 190); // batch 1
+    single_op(unary(REF_BATCHNORM, 0), (ref_shape){4, 1, 1}, 2, 0, 200); // 2 values per channel
     single_op(unary(REF_SOFTMAX_XENT, 0), (ref_shape){7, 1, 1}, 3, 0, 150);
     single_op(unary(REF_SOFTMAX_XENT, 0), (ref_shape){4, 1, 1}, 5, 1, 160); // tied logits
 }
@@ -637,6 +680,40 @@ START_TEST(gradients_are_overwritten_and_backward_repeats) {
     ref_graph_pass_free(p);
     ref_graph_pass_free(NULL);
     free(params), free(x), free(dp1), free(dx1), free(dp2), free(dx2), free(labels);
+}
+END_TEST
+
+START_TEST(batchnorm_by_hand) {
+    // x (N=2, C=2, H=1, W=2): channel 0 holds 1, 3, 5, 7 (mean 4, variance 5), channel 1
+    // holds 2, 2, -2, -2 (mean 0, variance 4); weight (2, -1), bias (0.5, 1).
+    const ref_node nodes[] = {unary(REF_BATCHNORM, REF_INPUT)};
+    const ref_graph g = {nodes, 1, {2, 1, 2}};
+    size_t nw = 0, nb = 0;
+    ck_assert_uint_eq(ref_graph_param_offset(&g, 0, &nw, &nb), 0);
+    ck_assert_uint_eq(nw, 2);
+    ck_assert_uint_eq(nb, 2);
+    const double x[8] = {1, 3, 2, 2, 5, 7, -2, -2}, params[4] = {2, -1, 0.5, 1};
+    ref_graph_pass *p = ref_graph_forward(&g, params, x, NULL, 2);
+    double s0 = 1 / sqrt(5 + 1e-5), s1 = 1 / sqrt(4 + 1e-5);
+    double want[8];
+    for (int i = 0; i < 8; i++) {
+        int c = (i / 2) % 2;
+        want[i] = c == 0 ? (x[i] - 4) * s0 * 2 + 0.5 : x[i] * s1 * -1 + 1;
+    }
+    expect_doubles(p->y[0], want, 8, 1e-15, "batchnorm y");
+    // A dout constant over each channel: the loss is M * bias plus weight times sum xhat,
+    // which is 0 whatever x is, so dx = 0; dbias = sum dout, dweight = sum dout xhat = 0.
+    double dx[8], dparams[4];
+    ref_graph_backward(p, (const double[]){3, 3, -1, -1, 3, 3, -1, -1}, dparams, dx);
+    expect_doubles(dx, (const double[]){0, 0, 0, 0, 0, 0, 0, 0}, 8, 1e-14, "batchnorm dx");
+    expect_doubles(dparams, (const double[]){0, 0, 12, -4}, 4, 1e-14, "batchnorm dparams");
+    // dout = (1, 0, ...) at x = 1 only: dbias (1, 0), dweight (xhat = -3 s0, 0), and dx
+    // sums to zero over each channel.
+    ref_graph_backward(p, (const double[]){1, 0, 0, 0, 0, 0, 0, 0}, dparams, dx);
+    expect_doubles(dparams, (const double[]){-3 * s0, 0, 1, 0}, 4, 1e-15, "batchnorm dparams");
+    ck_assert(fabs(dx[0] + dx[1] + dx[4] + dx[5]) < 1e-15);
+    ck_assert(dx[2] == 0 && dx[3] == 0 && dx[6] == 0 && dx[7] == 0);
+    ref_graph_pass_free(p);
 }
 END_TEST
 
@@ -750,6 +827,8 @@ int main(void) {
     tcase_add_test(t, concat_of_three_inputs_matches_finite_differences);
     tcase_add_test(t, every_op_in_one_graph_matches_finite_differences);
     tcase_add_test(t, resnet_tail_matches_finite_differences);
+    tcase_add_test(t, batchnorm_by_hand);
+    tcase_add_test(t, batchnorm_blocks_match_finite_differences);
     suite_add_tcase(s, t);
     int failed = test_run_suite(s);
     printf("largest relative finite-difference error per graph (tolerance %.0e):\n", FD_TOL);

@@ -2,7 +2,9 @@
  * references in tests/ref/ and against finite differences of the device's own
  * forward pass, on awkward shapes: batch 1, sizes that are multiples of
  * nothing, 1x1 kernels, stride larger than the kernel, padding larger than
- * half the kernel, overlapping windows. */
+ * half the kernel, overlapping windows. Batch norm also: its running
+ * statistics after training passes, evaluation with them, and the refusal of
+ * a training batch with one value per channel. */
 #include "layer_rig.h"
 #include "net.h"
 #include "ref/layers_ref.h"
@@ -12,7 +14,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { CONV, MAXPOOL, AVGPOOL, GLOBAL_AVGPOOL, RELU, SIGMOID, TANH, LINEAR, LOSS } kind;
+typedef enum {
+    CONV,
+    MAXPOOL,
+    AVGPOOL,
+    GLOBAL_AVGPOOL,
+    RELU,
+    SIGMOID,
+    TANH,
+    LINEAR,
+    BATCHNORM,
+    LOSS
+} kind;
 
 typedef struct {
     kind k;
@@ -55,6 +68,13 @@ static const layer_case CASES[] = {
     {LINEAR, 5, 3, 2, 2, 7, 0, 0, 0, 0, 1, 0},  /* reads a (3, 2, 2) input flat */
     {LINEAR, 3, 11, 1, 1, 6, 0, 0, 0, 0, 1, 1}, /* bias=off */
     {LINEAR, 3, 800, 1, 1, 128, 0, 0, 0, 0, 0, 0},
+    /* batch norm in training, statistics of the rig's own batch (no collective) */
+    {BATCHNORM, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1, 0},    /* images, odd sizes */
+    {BATCHNORM, 4, 5, 1, 1, 0, 0, 0, 0, 0, 1, 0},    /* vectors (C,1,1), as after linear */
+    {BATCHNORM, 2, 4, 1, 1, 0, 0, 0, 0, 0, 1, 0},    /* two values per channel, the least */
+    {BATCHNORM, 1, 3, 6, 5, 0, 0, 0, 0, 0, 1, 0},    /* batch 1: statistics over the image */
+    {BATCHNORM, 3, 2, 13, 11, 0, 0, 0, 0, 0, 1, 0},  /* 429 values per channel */
+    {BATCHNORM, 8, 16, 14, 14, 0, 0, 0, 0, 0, 0, 0}, /* 1568: many per work-item */
     /* softmax + cross-entropy (c = classes) */
     {LOSS, 1, 10, 1, 1, 0, 0, 0, 0, 0, 1, 0},
     {LOSS, 7, 10, 1, 1, 0, 0, 0, 0, 0, 1, 0},
@@ -87,6 +107,9 @@ static void line_for(const layer_case *t, char *out, size_t cap) {
         break;
     case LINEAR:
         snprintf(out, cap, "linear units=%d%s", t->f, bias);
+        break;
+    case BATCHNORM:
+        snprintf(out, cap, "batchnorm");
         break;
     case LOSS:
         snprintf(out, cap, "softmax_cross_entropy");
@@ -125,6 +148,10 @@ static void ref_forward(const layer_case *t, float *y, const float *x, const flo
     case LINEAR:
         ref_linear_forward(y, x, w, b, t->n, t->c * t->h * t->w, t->f);
         break;
+    case BATCHNORM: /* the defaults, eps=1e-5 momentum=0.1 */
+        ref_batchnorm_forward_train(y, NULL, NULL, NULL, NULL, x, w, b, t->n, t->c, t->h * t->w,
+                                    1e-5f, 0.1f);
+        break;
     case LOSS:
         *loss = ref_softmax_xent_forward(y, NULL, x, labels, t->n, t->c);
         break;
@@ -162,6 +189,9 @@ static void ref_backward(const layer_case *t, float *dx, float *dw, float *db, c
     case LINEAR:
         ref_linear_backward(dx, dw, db, dy, x, w, t->n, t->c * t->h * t->w, t->f);
         break;
+    case BATCHNORM:
+        ref_batchnorm_backward(dx, dw, db, dy, x, w, t->n, t->c, t->h * t->w, 1e-5f);
+        break;
     case LOSS:
         ref_softmax_xent_backward(dx, x, labels, t->n, t->c);
         break;
@@ -178,6 +208,17 @@ static double rel_diff(const float *a, const float *b, size_t n) {
     return m / scale;
 }
 
+/* Channel c of a batch-norm input: a mean and a spread of its own, so that
+ * each channel's statistics differ (x = u * scale + shift, u in [-1, 1)). */
+static void channel_spread(float *x, int n, int c, int s) {
+    for (int b = 0; b < n; b++)
+        for (int ch = 0; ch < c; ch++)
+            for (int i = 0; i < s; i++) {
+                float *v = &x[((size_t)b * c + ch) * s + i];
+                *v = *v * (0.5f + 0.25f * (float)(ch % 4)) + 0.5f * (float)(ch % 5) - 1.0f;
+            }
+}
+
 /* Inputs that keep finite differences honest: max pooling gets distinct
  * values 0.05 apart (no ties, no winner changes), relu stays away from 0. */
 static void make_input(const layer_case *t, float *x, size_t count, uint64_t seed) {
@@ -188,6 +229,18 @@ static void make_input(const layer_case *t, float *x, size_t count, uint64_t see
         for (size_t i = 0; i < count; i++) x[i] += x[i] >= 0 ? 0.1f : -0.1f;
     } else if (t->k == LOSS) {
         for (size_t i = 0; i < count; i++) x[i] *= 3.0f;
+    } else if (t->k == BATCHNORM) {
+        channel_spread(x, t->n, t->c, t->h * t->w);
+        /* Two values a, b per channel have xhat = +-1 up to eps, and a gradient that
+         * grows as eps / |a - b|^3 where they meet: kept 0.5 apart, the finite
+         * difference's step of 1e-2 stays small beside their distance. */
+        int S = t->h * t->w;
+        if (t->n * S == 2)
+            for (int c = 0; c < t->c; c++) {
+                /* the channel's first and last value: (0, c, 0) and (n-1, c, S-1) */
+                float *a = &x[(size_t)c * S], *b = &x[((size_t)(t->n - 1) * t->c + c) * S + S - 1];
+                if (fabsf(*a - *b) < 0.5f) *b = *a + (*b >= *a ? 0.5f : -0.5f);
+            }
     }
 }
 
@@ -315,6 +368,145 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
 }
 END_TEST
 
+/* ---- batch norm: running statistics, evaluation, a batch too small ---------------- */
+
+/* Where the running statistics lie in the rig's buffers. */
+static void running_offsets(const layer_rig *r, size_t *mean, size_t *var) {
+    ck_assert_int_eq(r->l->nbuffers, 3);
+    ck_assert_str_eq(r->l->buffers[0].suffix, "running_mean");
+    ck_assert_str_eq(r->l->buffers[1].suffix, "running_var");
+    ck_assert_str_eq(r->l->buffers[2].suffix, "num_batches_tracked");
+    *mean = r->l->buffers[0].offset;
+    *var = r->l->buffers[1].offset;
+}
+
+/* A training forward moves the running mean and the running variance by momentum towards
+ * the batch's mean and UNBIASED variance, and a second one moves them again from there;
+ * an evaluation forward normalizes with them and leaves them alone. eps= and momentum=
+ * reach the kernels. Against the reference, on every device, with running statistics
+ * that start away from (0, 1). */
+START_TEST(batchnorm_running_statistics_and_evaluation_on_every_device) {
+    const struct {
+        int n, c, h, w;
+        const char *options;
+        float eps, momentum;
+    } cases[] = {
+        {2, 3, 7, 9, "", 1e-5f, 0.1f},
+        {4, 5, 1, 1, "", 1e-5f, 0.1f}, /* vectors */
+        {1, 3, 6, 5, " eps=1e-3 momentum=0.25", 1e-3f, 0.25f},
+        {2, 4, 1, 1, " momentum=1", 1e-5f, 1.0f},        /* running = the last batch's */
+        {3, 2, 5, 3, " momentum=0 eps=0.5", 0.5f, 0.0f}, /* running statistics stay */
+    };
+    clnet_runtime *rt = test_runtime();
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        clnet_device *d = clnet_runtime_device(rt, dev);
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            int N = cases[ci].n, C = cases[ci].c, S = cases[ci].h * cases[ci].w;
+            float eps = cases[ci].eps, momentum = cases[ci].momentum;
+            char line[96];
+            snprintf(line, sizeof line, "batchnorm%s", cases[ci].options);
+            layer_rig r;
+            rig_create(&r, d, (rig_shape){C, cases[ci].h, cases[ci].w}, line, N);
+            size_t nx = r.in_count, moff, voff;
+            running_offsets(&r, &moff, &voff);
+            float *x = malloc(nx * 4), *y = malloc(nx * 4), *yr = malloc(nx * 4);
+            float *buf = malloc((r.nbuffers + 1) * 4), *after = malloc((r.nbuffers + 1) * 4);
+            float w[16], b[16], rm[16], rv[16], mean[16], var[16];
+            ck_assert(x && y && yr && buf && after && C <= 16);
+            /* A fresh layer starts at running mean 0 and running variance 1. */
+            rig_get_buffers(&r, buf);
+            for (int c = 0; c < C; c++)
+                ck_assert_msg(buf[moff + c] == 0 && buf[voff + c] == 1, "%s: starts at %g, %g",
+                              line, buf[moff + c], buf[voff + c]);
+            test_random_floats(w, (size_t)C, 10 + ci);
+            test_random_floats(b, (size_t)C, 20 + ci);
+            test_random_floats(rm, (size_t)C, 30 + ci);
+            test_random_floats(rv, (size_t)C, 40 + ci);
+            for (int c = 0; c < C; c++) rv[c] = 1.0f + 0.5f * rv[c]; /* in [0.5, 1.5) */
+            for (int c = 0; c < C; c++) buf[moff + c] = rm[c], buf[voff + c] = rv[c];
+            rig_set_params(&r, w, b);
+            rig_set_buffers(&r, buf);
+
+            double worst = 0;
+            for (int step = 0; step < 2; step++) {
+                test_random_floats(x, nx, 50 + 10 * ci + (uint64_t)step);
+                channel_spread(x, N, C, S);
+                ref_batchnorm_forward_train(yr, mean, var, rm, rv, x, w, b, N, C, S, eps, momentum);
+                rig_forward(&r, x, y, NULL, NULL, NULL);
+                double fwd = rel_diff(y, yr, nx);
+                ck_assert_msg(fwd < 1e-5, "%s on %s, step %d: y differs by %g", line, d->info.name,
+                              step, fwd);
+                rig_get_buffers(&r, buf);
+                double run =
+                    fmax(rel_diff(buf + moff, rm, (size_t)C), rel_diff(buf + voff, rv, (size_t)C));
+                ck_assert_msg(run < 1e-6,
+                              "%s on %s, step %d: running statistics differ by %g (channel 0: "
+                              "mean %.8g want %.8g, var %.8g want %.8g; batch var %.8g)",
+                              line, d->info.name, step, run, buf[moff], rm[0], buf[voff], rv[0],
+                              var[0]);
+                worst = fmax(worst, fmax(fwd, run));
+            }
+
+            /* Evaluation: the running statistics normalize, and stay as they are. */
+            test_random_floats(x, nx, 90 + ci);
+            channel_spread(x, N, C, S);
+            ref_batchnorm_forward_eval(yr, x, w, b, buf + moff, buf + voff, N, C, S, eps);
+            r.eval = 1;
+            rig_forward(&r, x, y, NULL, NULL, NULL);
+            r.eval = 0;
+            double ev = rel_diff(y, yr, nx);
+            ck_assert_msg(ev < 1e-5, "%s on %s: evaluation differs by %g", line, d->info.name, ev);
+            rig_get_buffers(&r, after);
+            ck_assert_msg(memcmp(buf, after, r.nbuffers * 4) == 0,
+                          "%s on %s: evaluation moved the running statistics", line, d->info.name);
+            printf("%-40s n=%d in %dx%dx%d on %-24.24s training %.1e evaluation %.1e\n", line, N, C,
+                   cases[ci].h, cases[ci].w, d->info.name, worst, ev);
+            rig_free(&r);
+            free(x), free(y), free(yr), free(buf), free(after);
+        }
+    }
+}
+END_TEST
+
+/* One value per channel (batch 1 of vectors) has no variance to normalize by: a training
+ * pass refuses it with a message, leaving the running statistics as they were (no NaN
+ * moved into them), while evaluation of that sample works. */
+START_TEST(batchnorm_refuses_one_value_per_channel_in_training) {
+    clnet_runtime *rt = test_runtime();
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        clnet_device *d = clnet_runtime_device(rt, dev);
+        layer_rig r;
+        rig_create(&r, d, (rig_shape){3, 1, 1}, "batchnorm", 1);
+        size_t moff, voff;
+        running_offsets(&r, &moff, &voff);
+        const float x[3] = {0.5f, -2, 7}, w[3] = {1, 2, -1}, b[3] = {0, 0.5f, 1};
+        float buf[16], after[16], y[3] = {0, 0, 0}, yr[3];
+        ck_assert(r.nbuffers <= 16);
+        rig_get_buffers(&r, buf);
+        for (int c = 0; c < 3; c++) buf[moff + c] = 0.25f * (float)c, buf[voff + c] = 2.0f;
+        rig_set_buffers(&r, buf);
+        rig_set_params(&r, w, b);
+        clnet_status s = rig_try_forward(&r, x, y);
+        ck_assert_msg(s == CLNET_ERR_INVALID_ARGUMENT, "on %s: status %d (%s)", d->info.name, s,
+                      clnet_last_error());
+        char message[512];
+        snprintf(message, sizeof message, "%s", clnet_last_error());
+        ck_assert_msg(strstr(message, "more than one value per channel"), "%s", message);
+        rig_get_buffers(&r, after);
+        ck_assert_msg(memcmp(buf, after, r.nbuffers * 4) == 0,
+                      "on %s: the refused pass changed the running statistics", d->info.name);
+        r.eval = 1;
+        rig_forward(&r, x, y, NULL, NULL, NULL);
+        ref_batchnorm_forward_eval(yr, x, w, b, buf + moff, buf + voff, 1, 3, 1, 1e-5f);
+        for (int c = 0; c < 3; c++) ck_assert(isfinite(y[c]));
+        ck_assert_msg(rel_diff(y, yr, 3) < 1e-6, "on %s: evaluation of one sample differs",
+                      d->info.name);
+        printf("batchnorm n=1 in 3x1x1 on %-24.24s training refused: %s\n", d->info.name, message);
+        rig_free(&r);
+    }
+}
+END_TEST
+
 START_TEST(softmax_xent_is_stable_for_huge_logits) {
     clnet_runtime *rt = test_runtime();
     for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
@@ -354,6 +546,11 @@ START_TEST(layer_shapes_are_checked) {
         {"conv2d filters=2 size=3 stride=0", "expected"},
         {"conv2d filters=2 size=3 color=red", "unknown option 'color'"},
         {"lstm units=4", "unknown layer kind 'lstm'"},
+        {"batchnorm eps=0", "eps=0: expected a number > 0"},
+        {"batchnorm momentum=1.5", "momentum=1.5: expected 0 to 1"},
+        {"batchnorm momentum=-0.1", "expected"},
+        {"batchnorm sync=maybe", "sync=maybe: expected on or off"},
+        {"batchnorm size=3", "unknown option 'size'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         clnet_net *net = NULL;
@@ -488,6 +685,8 @@ int main(void) {
     TCase *t = tcase_create("layers");
     tcase_set_timeout(t, 0);
     tcase_add_test(t, layers_match_reference_and_finite_differences_on_every_device);
+    tcase_add_test(t, batchnorm_running_statistics_and_evaluation_on_every_device);
+    tcase_add_test(t, batchnorm_refuses_one_value_per_channel_in_training);
     tcase_add_test(t, softmax_xent_is_stable_for_huge_logits);
     tcase_add_test(t, layer_shapes_are_checked);
     tcase_add_test(t, global_avgpool_keeps_the_spatial_rank);

@@ -3,7 +3,9 @@
  * in its metadata which layer it holds and how it is configured; the test builds that
  * layer from a model-file line, uploads the fixture's parameters, runs forward and
  * backward with the fixture's x and dy, and compares y, dx, dweight and dbias (for the
- * loss: the summed loss, the count of correct samples and dx).
+ * loss: the summed loss, the count of correct samples and dx; for batch norm also the
+ * running statistics after the training pass, from the fixture's starting ones, and an
+ * evaluation pass with them).
  *
  * The fixtures were computed in float64 and rounded once, so the difference is the
  * device's own float32 rounding. On a slow simulator the large cases are skipped (and
@@ -30,9 +32,10 @@
 
 #define MAX_FIXTURES 256
 
-typedef enum { CONV, MAXPOOL, AVGPOOL, RELU, SIGMOID, TANH, LINEAR, LOSS, NKINDS } kind;
-static const char *const KIND_META[NKINDS] = {"conv2d",  "maxpool", "avgpool", "relu",
-                                              "sigmoid", "tanh",    "linear",  "softmax_xent"};
+typedef enum { CONV, MAXPOOL, AVGPOOL, RELU, SIGMOID, TANH, LINEAR, LOSS, BATCHNORM, NKINDS } kind;
+static const char *const KIND_META[NKINDS] = {"conv2d", "maxpool",      "avgpool",
+                                              "relu",   "sigmoid",      "tanh",
+                                              "linear", "softmax_xent", "batchnorm"};
 
 /* One fixture: its file, its layer as a model-file line, and its tensors. */
 typedef struct {
@@ -126,6 +129,14 @@ static void fixture_load(fixture *fx, const char *file) {
         ck_assert_int_eq(meta_int(fx, "classes"), (int)rig_shape_size(fx->in));
         snprintf(fx->line, sizeof fx->line, "softmax_cross_entropy");
         break;
+    case BATCHNORM: {
+        ck_assert_int_eq(meta_int(fx, "channels"), c);
+        const char *eps = clnet_st_meta_get(fx->st, "eps");
+        const char *momentum = clnet_st_meta_get(fx->st, "momentum");
+        ck_assert_msg(eps && momentum, "%s: no metadata eps or momentum", file);
+        snprintf(fx->line, sizeof fx->line, "batchnorm eps=%s momentum=%s", eps, momentum);
+        break;
+    }
     case NKINDS:
         break;
     }
@@ -229,6 +240,17 @@ static double run_fixture(const fixture *fx, clnet_device *d, const char **worst
         const float *dy = tensor(fx, "dy", fx->ndim, ys);
         float *y = malloc(fx->ny * sizeof(float));
         float *dw = malloc((nw + 1) * sizeof(float)), *db = malloc((nb + 1) * sizeof(float));
+        /* batch norm: the running statistics the step starts from */
+        float *buffers = malloc((r.nbuffers + 1) * sizeof(float));
+        size_t moff = 0, voff = 0;
+        const int64_t channels[1] = {fx->in.c};
+        if (fx->k == BATCHNORM) {
+            moff = r.l->buffers[0].offset, voff = r.l->buffers[1].offset;
+            rig_get_buffers(&r, buffers);
+            memcpy(buffers + moff, tensor(fx, "running_mean", 1, channels), nb * sizeof(float));
+            memcpy(buffers + voff, tensor(fx, "running_var", 1, channels), nb * sizeof(float));
+            rig_set_buffers(&r, buffers);
+        }
         rig_set_params(&r, w, b);
         rig_forward(&r, x, y, NULL, NULL, NULL);
         rig_backward(&r, dy, dx, nw ? dw : NULL, nb ? db : NULL);
@@ -238,7 +260,18 @@ static double run_fixture(const fixture *fx, clnet_device *d, const char **worst
             NOTE("dweight", compare(fx, d, "dweight", dw, dw_ref, nw));
             NOTE("dbias", compare(fx, d, "dbias", db, db_ref, nb));
         }
-        free(y), free(dw), free(db);
+        if (fx->k == BATCHNORM) {
+            /* the running statistics after the step, then evaluation with them */
+            rig_get_buffers(&r, buffers);
+            NOTE("running_mean_after", compare(fx, d, "running_mean_after", buffers + moff,
+                                               tensor(fx, "running_mean_after", 1, channels), nb));
+            NOTE("running_var_after", compare(fx, d, "running_var_after", buffers + voff,
+                                              tensor(fx, "running_var_after", 1, channels), nb));
+            r.eval = 1;
+            rig_forward(&r, x, y, NULL, NULL, NULL);
+            NOTE("y_eval", compare(fx, d, "y_eval", y, tensor(fx, "y_eval", fx->ndim, ys), fx->ny));
+        }
+        free(y), free(dw), free(db), free(buffers);
     }
 #undef NOTE
     if (best == 0) *worst = "all exact";

@@ -76,11 +76,12 @@ enum {
     TANH,
     LINEAR,
     SOFTMAX_XENT,
+    BATCHNORM,
     LAYER_COUNT
 };
-static const char *const layer_names[LAYER_COUNT] = {"conv2d",         "maxpool", "avgpool",
-                                                     "global_avgpool", "relu",    "sigmoid",
-                                                     "tanh",           "linear",  "softmax_xent"};
+static const char *const layer_names[LAYER_COUNT] = {
+    "conv2d",  "maxpool", "avgpool", "global_avgpool", "relu",
+    "sigmoid", "tanh",    "linear",  "softmax_xent",   "batchnorm"};
 static double worst[LAYER_COUNT];
 
 /* The finite-difference step per layer. The forward passes are float, so a
@@ -91,12 +92,13 @@ static double worst[LAYER_COUNT];
  *  - relu and maxpool are piecewise linear, exact as long as the step crosses
  *    no kink: the tests keep inputs 0.1 from relu's kink and max-pool inputs
  *    0.05 apart, so 1e-2 crosses none;
- *  - sigmoid, tanh and softmax are smooth: the error of a central difference
- *    is ~step^2 times the third derivative, small at 1e-2. */
+ *  - sigmoid, tanh, softmax and batch norm are smooth: the error of a central
+ *    difference is ~step^2 times the third derivative, small at 1e-2. Batch
+ *    norm is affine in its weight and bias, so those steps are exact. */
 static const float layer_eps[LAYER_COUNT] = {
-    [CONV] = 0.25f,    [AVGPOOL] = 0.25f, [GLOBAL_AVGPOOL] = 0.25f,
-    [LINEAR] = 0.25f,  [RELU] = 1e-2f,    [MAXPOOL] = 1e-2f,
-    [SIGMOID] = 1e-2f, [TANH] = 1e-2f,    [SOFTMAX_XENT] = 1e-2f};
+    [CONV] = 0.25f,         [AVGPOOL] = 0.25f,  [GLOBAL_AVGPOOL] = 0.25f, [LINEAR] = 0.25f,
+    [RELU] = 1e-2f,         [MAXPOOL] = 1e-2f,  [SIGMOID] = 1e-2f,        [TANH] = 1e-2f,
+    [SOFTMAX_XENT] = 1e-2f, [BATCHNORM] = 1e-2f};
 
 typedef double (*loss_fn)(void *ctx);
 
@@ -467,6 +469,53 @@ START_TEST(softmax_xent_backward_matches_finite_differences) {
 }
 END_TEST
 
+/* ---- batch normalization: finite differences ------------------------------------------ */
+
+typedef struct {
+    int N, C, S;
+    float eps;
+    float *x, *w, *b, *y, *r; // (N,C,S) (C) (C) (N,C,S) (N,C,S)
+} batchnorm_case;
+
+static double batchnorm_loss(void *ctx) {
+    batchnorm_case *c = ctx;
+    ref_batchnorm_forward_train(c->y, NULL, NULL, NULL, NULL, c->x, c->w, c->b, c->N, c->C, c->S,
+                                c->eps, 0.1f);
+    return dot(c->y, c->r, (size_t)c->N * c->C * c->S);
+}
+
+START_TEST(batchnorm_backward_matches_finite_differences) {
+    // N, C, S: a 7x5 image, a vector (S = 1), batch 1 with a 4x3 image, the least a
+    // channel can hold (two values, where xhat is +-1 and dx nearly 0), one channel of 13
+    const int shapes[][3] = {{2, 3, 35}, {4, 5, 1}, {1, 2, 12}, {2, 2, 1}, {3, 1, 13}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int N = shapes[k][0], C = shapes[k][1], S = shapes[k][2];
+        size_t nx = (size_t)N * C * S;
+        batchnorm_case c = {.N = N,
+                            .C = C,
+                            .S = S,
+                            .eps = k == 2 ? 1e-3f : 1e-5f,
+                            .x = random_floats(nx, 900 + 10 * k, 2.0f),
+                            .w = random_floats((size_t)C, 901 + 10 * k, 1.0f),
+                            .b = random_floats((size_t)C, 902 + 10 * k, 1.0f),
+                            .y = alloc_floats(nx),
+                            .r = random_floats(nx, 903 + 10 * k, 1.0f)};
+        float *dx = alloc_floats(nx), *dw = alloc_floats((size_t)C), *db = alloc_floats((size_t)C);
+        batchnorm_loss(&c);
+        ref_batchnorm_backward(dx, dw, db, c.r, c.x, c.w, N, C, S, c.eps);
+        check_guard(c.y, nx, "batchnorm y");
+        check_guard(dx, nx, "batchnorm dx");
+        check_guard(dw, (size_t)C, "batchnorm dweight");
+        check_guard(db, (size_t)C, "batchnorm dbias");
+        double ex = fd_check(BATCHNORM, "dx", batchnorm_loss, &c, c.x, dx, nx);
+        double ew = fd_check(BATCHNORM, "dweight", batchnorm_loss, &c, c.w, dw, (size_t)C);
+        double eb = fd_check(BATCHNORM, "dbias", batchnorm_loss, &c, c.b, db, (size_t)C);
+        printf("batchnorm N%d C%d S%d: dx %.1e dweight %.1e dbias %.1e\n", N, C, S, ex, ew, eb);
+        free(c.x), free(c.w), free(c.b), free(c.y), free(c.r), free(dx), free(dw), free(db);
+    }
+}
+END_TEST
+
 /* ---- forward passes worked out by hand ------------------------------------------------ */
 
 static const float one_to_nine[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}; // (1,1,3,3)
@@ -646,6 +695,54 @@ START_TEST(linear_by_hand) {
 }
 END_TEST
 
+START_TEST(batchnorm_by_hand) {
+    // x (N=2, C=2, S=2): channel 0 holds -1, 1, -1, 1 and channel 1 holds 11, 13, 13, 11,
+    // so both have variance 1; with eps = 3, invstd = 1/2 and xhat = +-1/2.
+    const float x[8] = {-1, 1, 11, 13, -1, 1, 13, 11};
+    const float w[2] = {2, -1}, b[2] = {1, 0.5f};
+    float y[8], mean[2], var[2];
+    float running_mean[2] = {2, 0}, running_var[2] = {3, 1};
+    ref_batchnorm_forward_train(y, mean, var, running_mean, running_var, x, w, b, 2, 2, 2, 3.0f,
+                                0.5f);
+    expect_floats(y, (const float[]){0, 2, 1, 0, 0, 2, 0, 1}, 8, 1e-7, "batchnorm y");
+    expect_floats(mean, (const float[]){0, 12}, 2, 0, "batchnorm mean");
+    expect_floats(var, (const float[]){1, 1}, 2, 0, "batchnorm biased var");
+    // Halfway to the batch's mean and UNBIASED variance 1 * 4/3.
+    expect_floats(running_mean, (const float[]){1, 6}, 2, 1e-7, "batchnorm running_mean");
+    expect_floats(running_var, (const float[]){1.5f + 2.0f / 3, 0.5f + 2.0f / 3}, 2, 1e-6,
+                  "batchnorm running_var");
+
+    // dbias = sum dy, dweight = sum dy * xhat; dx sums to zero over each channel
+    // (shifting a channel's x changes no y).
+    const float dy[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    float dx[8], dw[2], db[2];
+    ref_batchnorm_backward(dx, dw, db, dy, x, w, 2, 2, 2, 3.0f);
+    expect_floats(db, (const float[]){14, 22}, 2, 0, "batchnorm dbias");
+    // xhat: channel 0 -1/2, 1/2, -1/2, 1/2; channel 1 -1/2, 1/2, 1/2, -1/2
+    expect_floats(dw, (const float[]){1, 0}, 2, 1e-7, "batchnorm dweight");
+    for (int c = 0; c < 2; c++) {
+        double sum = 0;
+        for (int n = 0; n < 2; n++)
+            for (int s = 0; s < 2; s++) sum += dx[(n * 2 + c) * 2 + s];
+        ck_assert_msg(fabs(sum) < 1e-6, "channel %d: dx sums to %g", c, sum);
+    }
+    // dx = w invstd (dy - mean dy - xhat mean(dy xhat)): channel 0 has mean dy = 3.5 and
+    // mean(dy xhat) = 1/4, so dx = 2 * 1/2 * (1 - 3.5 + 1/8) = -2.375, ...; channel 1 has
+    // mean dy = 5.5 and mean(dy xhat) = 0, so dx = -1 * 1/2 * (dy - 5.5). (With eps = 3,
+    // sum xhat^2 = M var / (var + eps) = 1, not M: dx is not orthogonal to xhat, as it
+    // would be with eps = 0.)
+    expect_floats(dx,
+                  (const float[]){-2.375f, -1.625f, 1.25f, 0.75f, 1.625f, 2.375f, -0.75f, -1.25f},
+                  8, 1e-6, "batchnorm dx");
+
+    // Evaluation uses the running statistics: invstd 1/2 and 1/4 for variances 1 and 13.
+    ref_batchnorm_forward_eval(y, x, w, b, (const float[]){1, 12}, (const float[]){1, 13}, 2, 2, 2,
+                               3.0f);
+    expect_floats(y, (const float[]){-1, 1, 0.75f, 0.25f, -1, 1, 0.25f, 0.75f}, 8, 1e-7,
+                  "batchnorm eval y");
+}
+END_TEST
+
 START_TEST(softmax_xent_by_hand) {
     // logits [0, ln 2, ln 3]: softmax = [1, 2, 3] / 6.
     const float l[3] = {0, (float)log(2.0), (float)log(3.0)};
@@ -814,6 +911,8 @@ int main(void) {
     tcase_add_test(t, activations_backward_match_finite_differences);
     tcase_add_test(t, linear_backward_matches_finite_differences);
     tcase_add_test(t, softmax_xent_backward_matches_finite_differences);
+    tcase_add_test(t, batchnorm_by_hand);
+    tcase_add_test(t, batchnorm_backward_matches_finite_differences);
     suite_add_tcase(s, t);
     int status = test_run_suite(s);
     printf("largest relative finite-difference error per layer (tolerance %.0e):\n", FD_TOL);

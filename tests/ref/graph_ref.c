@@ -109,6 +109,9 @@ static int node_shape(const ref_graph *g, const ref_shape *shapes, int i, ref_sh
             out->c += in[j].c;
         }
         return 1;
+    case REF_BATCHNORM:
+        *out = in[0];
+        return 1;
     case REF_SOFTMAX_XENT:
         if (i != g->count - 1 || in[0].h != 1 || in[0].w != 1) return 0;
         *out = in[0];
@@ -152,6 +155,8 @@ static void param_sizes(const ref_node *nd, ref_shape in, size_t *weight, size_t
     } else if (nd->op == REF_LINEAR) {
         *weight = (size_t)nd->units * numel(in);  // (O,I)
         *bias = nd->bias ? (size_t)nd->units : 0; // (O)
+    } else if (nd->op == REF_BATCHNORM) {
+        *weight = *bias = (size_t)in.c; // (C), (C)
     }
 }
 
@@ -452,6 +457,84 @@ static void concat_backward(double *const *dxs, const double *dy, const ref_shap
     }
 }
 
+/* ---- batch normalization ------------------------------------------------------------------ */
+
+#define BATCHNORM_EPS 1e-5 /* PyTorch's default, and clnet's */
+
+/* Channel c's batch statistics over x (N,C,H,W): the mean and the biased
+ * variance, sum (x - mean)^2 / (N*H*W). */
+static void channel_stats(const double *x, int N, ref_shape in, int c, double *mean, double *var) {
+    double count = (double)N * in.h * in.w, sum = 0, squares = 0;
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < in.h; h++)
+            for (int w = 0; w < in.w; w++) sum += x[at(n, c, h, w, in.c, in.h, in.w)];
+    *mean = sum / count;
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < in.h; h++)
+            for (int w = 0; w < in.w; w++) {
+                double d = x[at(n, c, h, w, in.c, in.h, in.w)] - *mean;
+                squares += d * d;
+            }
+    *var = squares / count;
+}
+
+static void batchnorm_forward(double *y, const double *x, const double *gamma, const double *beta,
+                              int N, ref_shape in) {
+    // y, x are (N,C,H,W); gamma, beta are (C)
+    // y = (x - mean_c) / sqrt(var_c + eps) * gamma_c + beta_c, statistics of the batch
+    require((long)N * in.h * in.w >= 2, "batch norm over %d value(s) per channel", N * in.h * in.w);
+    for (int c = 0; c < in.c; c++) {
+        double mean, var;
+        channel_stats(x, N, in, c, &mean, &var);
+        double scale = gamma[c] / sqrt(var + BATCHNORM_EPS);
+        for (int n = 0; n < N; n++)
+            for (int h = 0; h < in.h; h++)
+                for (int w = 0; w < in.w; w++) {
+                    size_t i = at(n, c, h, w, in.c, in.h, in.w);
+                    y[i] = (x[i] - mean) * scale + beta[c];
+                }
+    }
+}
+
+static void batchnorm_backward(double *dx, double *dgamma, double *dbeta, const double *dy,
+                               const double *x, const double *gamma, int N, ref_shape in) {
+    // dx (N,C,H,W), dgamma, dbeta (C): all added into; dy, x are (N,C,H,W), gamma (C)
+    // forward was, per channel over its m = N*H*W values,
+    //   mean = sum x / m,  var = sum (x - mean)^2 / m,  s = (var + eps)^(-1/2),
+    //   xhat = (x - mean) s,  y = gamma xhat + beta,
+    // so backward goes through the chain one step at a time:
+    //   dxhat_i = dy_i gamma,
+    //   dvar    = sum_i dxhat_i (x_i - mean) * (-1/2) (var + eps)^(-3/2),
+    //   dmean   = -s sum_i dxhat_i + dvar * (-2/m) sum_i (x_i - mean),
+    //   dx_i   += dxhat_i s + dvar * 2 (x_i - mean) / m + dmean / m,
+    // and dgamma += sum_i dy_i xhat_i, dbeta += sum_i dy_i.
+    double m = (double)N * in.h * in.w;
+    for (int c = 0; c < in.c; c++) {
+        double mean, var;
+        channel_stats(x, N, in, c, &mean, &var);
+        double s = 1.0 / sqrt(var + BATCHNORM_EPS);
+        double dvar = 0, dmean = 0, centred = 0;
+        for (int n = 0; n < N; n++)
+            for (int h = 0; h < in.h; h++)
+                for (int w = 0; w < in.w; w++) {
+                    size_t i = at(n, c, h, w, in.c, in.h, in.w);
+                    double dxhat = dy[i] * gamma[c];
+                    dvar += dxhat * (x[i] - mean) * -0.5 * s * s * s;
+                    dmean -= dxhat * s;
+                    centred += x[i] - mean;
+                    dgamma[c] += dy[i] * (x[i] - mean) * s;
+                    dbeta[c] += dy[i];
+                }
+        dmean += dvar * -2.0 * centred / m;
+        for (int n = 0; n < N; n++)
+            for (int h = 0; h < in.h; h++)
+                for (int w = 0; w < in.w; w++) {
+                    size_t i = at(n, c, h, w, in.c, in.h, in.w);
+                    dx[i] += dy[i] * gamma[c] * s + dvar * 2.0 * (x[i] - mean) / m + dmean / m;
+                }
+    }
+}
+
 /* ---- softmax + cross-entropy ------------------------------------------------------------- */
 
 static double softmax_xent_forward(double *probs, int *correct, const double *logits,
@@ -554,6 +637,9 @@ ref_graph_pass *ref_graph_forward(const ref_graph *g, const double *params, cons
         case REF_CONCAT:
             concat_forward(y, xs, ins, nd->nin, N, out);
             break;
+        case REF_BATCHNORM:
+            batchnorm_forward(y, x0, w, b, N, in);
+            break;
         case REF_SOFTMAX_XENT:
             require(labels != NULL, "a loss without labels");
             p->loss = softmax_xent_forward(y, &p->correct, x0, labels, N, in.c);
@@ -629,6 +715,9 @@ void ref_graph_backward(ref_graph_pass *p, const double *dout, double *dparams, 
             break;
         case REF_CONCAT:
             concat_backward(dxs, dy, ins, nd->nin, N, out);
+            break;
+        case REF_BATCHNORM:
+            batchnorm_backward(dxs[0], dw, db, dy, x0, w, N, in);
             break;
         case REF_SOFTMAX_XENT:
             softmax_xent_backward(dxs[0], y, p->labels, N, in.c);

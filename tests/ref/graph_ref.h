@@ -25,6 +25,7 @@
  *  - the parameters of the whole graph lie in one array, node by node in node
  *    order, each node's weight then its bias, in PyTorch's layouts: conv2d
  *    weight (F,C,KH,KW) then bias (F); linear weight (O,I) then bias (O);
+ *    batchnorm weight (C) then bias (C), always both (its .bias is ignored);
  *  - losses, gradients and the correct count are SUMS over the batch (nothing
  *    is divided by N), and every gradient output is OVERWRITTEN;
  *  - conv and pools have OH = (H + 2*ph - KH) / sh + 1 (floored), likewise OW.
@@ -49,6 +50,8 @@ typedef enum {
     REF_FLATTEN,        /* (C,H,W) -> (C*H*W,1,1), the same numbers */
     REF_ADD,            /* 2-4 inputs of one shape, summed element by element */
     REF_CONCAT,         /* 2-4 inputs of one spatial size, joined along channels in order */
+    REF_BATCHNORM,      /* training mode: each channel normalized by its batch mean and biased
+                           variance over N*h*w (>= 2) values, eps 1e-5, then * weight + bias */
     REF_SOFTMAX_XENT,   /* the loss, last node only: input (K,1,1), softmax then cross-entropy */
 } ref_op;
 

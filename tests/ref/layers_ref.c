@@ -209,6 +209,95 @@ void ref_global_avgpool_backward(float *dx, const float *dy, int N, int C, int S
         for (int i = 0; i < S; i++) dx[plane * S + i] = (float)((double)dy[plane] / S);
 }
 
+/* ---- batch normalization ------------------------------------------------------------ */
+
+/* Channel c's batch mean and biased variance over x (N,C,S), in double, two passes. */
+static void batchnorm_stats(const float *x, int N, int C, int S, int c, double *mean, double *var) {
+    double M = (double)N * S, sum = 0, sq = 0;
+    for (int n = 0; n < N; n++)
+        for (int s = 0; s < S; s++) sum += x[((size_t)n * C + c) * S + s];
+    *mean = sum / M;
+    for (int n = 0; n < N; n++)
+        for (int s = 0; s < S; s++) {
+            double d = x[((size_t)n * C + c) * S + s] - *mean;
+            sq += d * d;
+        }
+    *var = sq / M;
+}
+
+void ref_batchnorm_forward_train(float *y, float *mean, float *var, float *running_mean,
+                                 float *running_var, const float *x, const float *weight,
+                                 const float *bias, int N, int C, int S, float eps,
+                                 float momentum) {
+    // y, x are (N,C,S); mean, var, running_mean, running_var, weight, bias are (C)
+    double M = (double)N * S;
+    assert(M >= 2 && "batch norm in training needs two values per channel");
+    for (int c = 0; c < C; c++) {
+        double mu, v;
+        batchnorm_stats(x, N, C, S, c, &mu, &v);
+        double invstd = 1.0 / sqrt(v + (double)eps);
+        for (int n = 0; n < N; n++)
+            for (int s = 0; s < S; s++) {
+                size_t i = ((size_t)n * C + c) * S + s;
+                y[i] = (float)((x[i] - mu) * invstd * weight[c] + bias[c]);
+            }
+        if (mean) mean[c] = (float)mu;
+        if (var) var[c] = (float)v;
+        if (running_mean)
+            running_mean[c] = (float)((1.0 - momentum) * running_mean[c] + (double)momentum * mu);
+        if (running_var)
+            running_var[c] =
+                (float)((1.0 - momentum) * running_var[c] + (double)momentum * v * M / (M - 1));
+    }
+}
+
+void ref_batchnorm_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                            const float *x, const float *weight, int N, int C, int S, float eps) {
+    // dx, dy, x are (N,C,S); dweight, dbias, weight are (C)
+    // forward was y = xhat * w + b with xhat = (x - mean) * invstd, where mean and
+    // invstd = 1/sqrt(var + eps) are functions of every x of the channel:
+    //   d mean / d x_j = 1/M,  d invstd / d x_j = -invstd^3 (x_j - mean) / M,
+    // so d xhat_i / d x_j = invstd (delta_ij - 1/M - xhat_i xhat_j / M), and backward is
+    //   dx_j = w invstd (dy_j - sum_i dy_i / M - xhat_j sum_i dy_i xhat_i / M),
+    //   dweight = sum_i dy_i xhat_i,  dbias = sum_i dy_i.
+    double M = (double)N * S;
+    assert(M >= 2 && "batch norm in training needs two values per channel");
+    for (int c = 0; c < C; c++) {
+        double mu, v, sum_dy = 0, sum_dy_xhat = 0;
+        batchnorm_stats(x, N, C, S, c, &mu, &v);
+        double invstd = 1.0 / sqrt(v + (double)eps);
+        for (int n = 0; n < N; n++)
+            for (int s = 0; s < S; s++) {
+                size_t i = ((size_t)n * C + c) * S + s;
+                sum_dy += dy[i];
+                sum_dy_xhat += dy[i] * (x[i] - mu) * invstd;
+            }
+        if (dweight) dweight[c] = (float)sum_dy_xhat;
+        if (dbias) dbias[c] = (float)sum_dy;
+        if (!dx) continue;
+        for (int n = 0; n < N; n++)
+            for (int s = 0; s < S; s++) {
+                size_t i = ((size_t)n * C + c) * S + s;
+                double xhat = (x[i] - mu) * invstd;
+                dx[i] = (float)(weight[c] * invstd * (dy[i] - sum_dy / M - xhat * sum_dy_xhat / M));
+            }
+    }
+}
+
+void ref_batchnorm_forward_eval(float *y, const float *x, const float *weight, const float *bias,
+                                const float *running_mean, const float *running_var, int N, int C,
+                                int S, float eps) {
+    // y, x are (N,C,S); weight, bias, running_mean, running_var are (C)
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) {
+            double invstd = 1.0 / sqrt((double)running_var[c] + eps);
+            for (int s = 0; s < S; s++) {
+                size_t i = ((size_t)n * C + c) * S + s;
+                y[i] = (float)((x[i] - (double)running_mean[c]) * invstd * weight[c] + bias[c]);
+            }
+        }
+}
+
 /* ---- activations ---------------------------------------------------------------- */
 
 void ref_relu_forward(float *y, const float *x, size_t n) {

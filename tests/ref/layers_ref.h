@@ -53,6 +53,28 @@ void ref_global_avgpool_forward(float *y, const float *x, int N, int C, int S);
 /* dy (N,C) -> dx (N,C,S) */
 void ref_global_avgpool_backward(float *dx, const float *dy, int N, int C, int S);
 
+/* batch normalization (PyTorch's BatchNorm1d/2d/3d) over x (N,C,S), S the spatial positions
+ * flattened (1 for a vector (N,C)): channel c's M = N*S values are x[(n*C + c)*S + s]. With
+ * xhat = (x - mean[c]) / sqrt(var[c] + eps), y = xhat * weight[c] + bias[c].
+ * Training: mean and the BIASED var (sum of squares / M) are the batch's; M must be >= 2. */
+/* x (N,C,S), weight (C), bias (C) -> y (N,C,S); mean, var (C) get the batch's statistics
+ * unless NULL; running_mean, running_var (C) are updated in place unless NULL, as
+ * running = (1 - momentum) * running + momentum * batch with the UNBIASED variance
+ * var * M / (M - 1) for running_var. */
+void ref_batchnorm_forward_train(float *y, float *mean, float *var, float *running_mean,
+                                 float *running_var, const float *x, const float *weight,
+                                 const float *bias, int N, int C, int S, float eps, float momentum);
+/* dy (N,C,S), x (N,C,S), weight (C) -> dx (N,C,S), dweight (C) = sum dy * xhat, dbias (C) =
+ * sum dy: the gradients of sum(y * dy) through the TRAINING forward, whose statistics depend
+ * on x (recomputed here from x). Any of dx, dweight, dbias may be NULL. */
+void ref_batchnorm_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                            const float *x, const float *weight, int N, int C, int S, float eps);
+/* Evaluation: x (N,C,S), weight, bias, running_mean, running_var (C) -> y (N,C,S), normalized
+ * with the running statistics (which are not changed). */
+void ref_batchnorm_forward_eval(float *y, const float *x, const float *weight, const float *bias,
+                                const float *running_mean, const float *running_var, int N, int C,
+                                int S, float eps);
+
 /* activations over n elements; backward takes the forward OUTPUT y (relu: dx = dy where y > 0) */
 /* all arrays (n) */
 void ref_relu_forward(float *y, const float *x, size_t n);
