@@ -16,8 +16,9 @@
 #error "CMake defines CLNET_FIXTURES_DIR, the folder holding the fixtures"
 #endif
 
-static const char *const LAYERS[] = {"conv2d", "maxpool", "avgpool",      "relu",     "sigmoid",
-                                     "tanh",   "linear",  "softmax_xent", "batchnorm"};
+static const char *const LAYERS[] = {"conv2d",    "maxpool", "avgpool",       "relu",
+                                     "sigmoid",   "tanh",    "linear",        "softmax_xent",
+                                     "batchnorm", "dropout", "global_avgpool"};
 #define NLAYERS (int)(sizeof LAYERS / sizeof LAYERS[0])
 
 /* A positive integer from the metadata. */
@@ -49,6 +50,13 @@ static const float *expect(const clnet_st_file *f, const char *file, const char 
 
 static int64_t pooled(int64_t size, int64_t kernel, int64_t stride, int64_t pad) {
     return (size + 2 * pad - kernel) / stride + 1;
+}
+
+/* 1 unless the metadata says bias=False (PyTorch's Conv2d or Linear without a bias). */
+static int has_bias(const clnet_st_file *f, const char *file) {
+    const char *v = clnet_st_meta_get(f, "bias");
+    ck_assert_msg(v == NULL || strcmp(v, "False") == 0, "%s: metadata bias='%s'", file, v);
+    return v == NULL;
 }
 
 /* Checks one fixture; returns the index of its layer in LAYERS. */
@@ -85,9 +93,12 @@ static int check_fixture(const char *path, const char *file) {
             co = meta_int(f, file, "out_channels");
             expect(f, file, "weight", 4, co, c, kh, kw);
             expect(f, file, "dweight", 4, co, c, kh, kw);
-            expect(f, file, "bias", 1, co, 0, 0, 0);
-            expect(f, file, "dbias", 1, co, 0, 0, 0);
-            expected_tensors += 4;
+            expected_tensors += 2;
+            if (has_bias(f, file)) {
+                expect(f, file, "bias", 1, co, 0, 0, 0);
+                expect(f, file, "dbias", 1, co, 0, 0, 0);
+                expected_tensors += 2;
+            }
         } else {
             /* PyTorch's pools allow pad <= kernel / 2 only. */
             ck_assert(2 * ph <= kh && 2 * pw <= kw);
@@ -106,9 +117,41 @@ static int check_fixture(const char *path, const char *file) {
         expect(f, file, "dy", 2, n, out, 0, 0);
         expect(f, file, "weight", 2, out, in, 0, 0);
         expect(f, file, "dweight", 2, out, in, 0, 0);
-        expect(f, file, "bias", 1, out, 0, 0, 0);
-        expect(f, file, "dbias", 1, out, 0, 0, 0);
-        expected_tensors += 4;
+        expected_tensors += 2;
+        if (has_bias(f, file)) {
+            expect(f, file, "bias", 1, out, 0, 0, 0);
+            expect(f, file, "dbias", 1, out, 0, 0, 0);
+            expected_tensors += 2;
+        }
+    } else if (!strcmp(layer, "global_avgpool")) {
+        /* AdaptiveAvgPool2d(1): (N, C, H, W) -> (N, C, 1, 1) */
+        ck_assert_msg(ndim == 4, "%s: x must be (N, C, H, W)", file);
+        int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3];
+        ck_assert_int_eq(meta_int(f, file, "in_channels"), c);
+        expect(f, file, "x", 4, n, c, h, w);
+        expect(f, file, "dx", 4, n, c, h, w);
+        expect(f, file, "y", 4, n, c, 1, 1);
+        expect(f, file, "dy", 4, n, c, 1, 1);
+    } else if (!strcmp(layer, "dropout")) {
+        /* x, dy and what survivors become, y_kept = x / (1 - p) and dx_kept = dy / (1 - p),
+         * all of x's shape; x holds no 0, which would hide whether it was dropped */
+        ck_assert(ndim >= 1 && ndim <= 4);
+        int64_t d[4] = {0, 0, 0, 0}, count = 1;
+        for (int i = 0; i < ndim; i++) d[i] = xs[i], count *= xs[i];
+        const char *pv = clnet_st_meta_get(f, "p");
+        char *end = NULL;
+        double p = pv ? strtod(pv, &end) : -1;
+        ck_assert_msg(pv && *end == '\0' && p >= 0 && p < 1, "%s: metadata p", file);
+        const float *x = expect(f, file, "x", ndim, d[0], d[1], d[2], d[3]);
+        const float *dy = expect(f, file, "dy", ndim, d[0], d[1], d[2], d[3]);
+        const float *y_kept = expect(f, file, "y_kept", ndim, d[0], d[1], d[2], d[3]);
+        const float *dx_kept = expect(f, file, "dx_kept", ndim, d[0], d[1], d[2], d[3]);
+        for (int64_t i = 0; i < count; i++) {
+            if (x[i] == 0 || !(fabs(y_kept[i] - x[i] / (1 - p)) <= 1e-6 * fabs(y_kept[i]) &&
+                               fabs(dx_kept[i] - dy[i] / (1 - p)) <= 1e-6 * fabs(dx_kept[i])))
+                ck_abort_msg("%s: element %lld: x %g, dy %g, y_kept %g, dx_kept %g", file,
+                             (long long)i, x[i], dy[i], y_kept[i], dx_kept[i]);
+        }
     } else if (!strcmp(layer, "softmax_xent")) {
         ck_assert_msg(ndim == 2, "%s: x must be logits (N, K)", file);
         int64_t n = xs[0], k = xs[1];

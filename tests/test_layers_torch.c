@@ -5,13 +5,20 @@
  * backward with the fixture's x and dy, and compares y, dx, dweight and dbias (for the
  * loss: the summed loss, the count of correct samples and dx; for batch norm also the
  * running statistics after the training pass, from the fixture's starting ones, and an
- * evaluation pass with them).
+ * evaluation pass with them). Conv2d and linear fixtures made with bias=False run the
+ * layer with bias=off, which must have no bias tensor. Dropout's mask cannot be
+ * reproduced, so its fixtures are checked for what PyTorch's dropout does instead (see
+ * run_dropout).
  *
  * The fixtures were computed in float64 and rounded once, so the difference is the
  * device's own float32 rounding. On a slow simulator the large cases are skipped (and
  * said so); every fixture still runs on every other device, which the test asserts, so
- * it cannot pass by skipping. */
+ * it cannot pass by skipping.
+ *
+ * Case "init" (CTest torch_init, no device) checks init=uniform_fan_in and
+ * bias_init=uniform_fan_in against the bounds of PyTorch's default initialisation. */
 #include "layer_rig.h"
+#include "net.h"
 #include "safetensors.h"
 
 #include <dirent.h>
@@ -32,10 +39,23 @@
 
 #define MAX_FIXTURES 256
 
-typedef enum { CONV, MAXPOOL, AVGPOOL, RELU, SIGMOID, TANH, LINEAR, LOSS, BATCHNORM, NKINDS } kind;
-static const char *const KIND_META[NKINDS] = {"conv2d", "maxpool",      "avgpool",
-                                              "relu",   "sigmoid",      "tanh",
-                                              "linear", "softmax_xent", "batchnorm"};
+typedef enum {
+    CONV,
+    MAXPOOL,
+    AVGPOOL,
+    RELU,
+    SIGMOID,
+    TANH,
+    LINEAR,
+    LOSS,
+    BATCHNORM,
+    GLOBAL_AVGPOOL,
+    DROPOUT,
+    NKINDS
+} kind;
+static const char *const KIND_META[NKINDS] = {
+    "conv2d", "maxpool",      "avgpool",   "relu",           "sigmoid", "tanh",
+    "linear", "softmax_xent", "batchnorm", "global_avgpool", "dropout"};
 
 /* One fixture: its file, its layer as a model-file line, and its tensors. */
 typedef struct {
@@ -48,6 +68,7 @@ typedef struct {
     size_t nx, ny;     /* elements of x and y (y: 0 for the loss) */
     int64_t yshape[4]; /* y's expected shape, ndim as x's */
     int ndim;
+    int bias; /* conv2d, linear: 0 when PyTorch's layer had bias=False */
 } fixture;
 
 /* A non-negative integer from the metadata. */
@@ -96,6 +117,13 @@ static void fixture_load(fixture *fx, const char *file) {
 
     int c = fx->in.c, h = fx->in.h, w = fx->in.w;
     rig_shape out = fx->in;
+    /* bias=False in PyTorch is bias=off in clnet: the layer has no bias tensor */
+    const char *bias = clnet_st_meta_get(fx->st, "bias");
+    ck_assert_msg(bias == NULL ||
+                      (strcmp(bias, "False") == 0 && (fx->k == CONV || fx->k == LINEAR)),
+                  "%s: metadata bias='%s'", file, bias);
+    fx->bias = bias == NULL;
+    const char *bias_off = fx->bias ? "" : " bias=off";
     switch (fx->k) {
     case CONV:
     case MAXPOOL:
@@ -109,8 +137,8 @@ static void fixture_load(fixture *fx, const char *file) {
             out.c = meta_int(fx, "out_channels");
             snprintf(conv, sizeof conv, " filters=%d", out.c);
         }
-        snprintf(fx->line, sizeof fx->line, "%s%s size=%dx%d stride=%dx%d pad=%dx%d",
-                 fx->k == CONV ? "conv2d" : layer, conv, kh, kw, sh, sw, ph, pw);
+        snprintf(fx->line, sizeof fx->line, "%s%s size=%dx%d stride=%dx%d pad=%dx%d%s",
+                 fx->k == CONV ? "conv2d" : layer, conv, kh, kw, sh, sw, ph, pw, bias_off);
         out.h = (h + 2 * ph - kh) / sh + 1;
         out.w = (w + 2 * pw - kw) / sw + 1;
         break;
@@ -123,8 +151,20 @@ static void fixture_load(fixture *fx, const char *file) {
     case LINEAR:
         ck_assert_int_eq(meta_int(fx, "in_features"), (int)rig_shape_size(fx->in));
         out = (rig_shape){meta_int(fx, "out_features"), 1, 1};
-        snprintf(fx->line, sizeof fx->line, "linear units=%d", out.c);
+        snprintf(fx->line, sizeof fx->line, "linear units=%d%s", out.c, bias_off);
         break;
+    case GLOBAL_AVGPOOL:
+        ck_assert_int_eq(fx->ndim, 4);
+        ck_assert_int_eq(meta_int(fx, "in_channels"), c);
+        out.h = out.w = 1;
+        snprintf(fx->line, sizeof fx->line, "global_avgpool");
+        break;
+    case DROPOUT: {
+        const char *p = clnet_st_meta_get(fx->st, "p");
+        ck_assert_msg(p != NULL, "%s: no metadata p", file);
+        snprintf(fx->line, sizeof fx->line, "dropout p=%s", p);
+        break;
+    }
     case LOSS:
         ck_assert_int_eq(meta_int(fx, "classes"), (int)rig_shape_size(fx->in));
         snprintf(fx->line, sizeof fx->line, "softmax_cross_entropy");
@@ -229,8 +269,14 @@ static double run_fixture(const fixture *fx, clnet_device *d, const char **worst
             /* the layer's weight shape is PyTorch's layout: the fixture must match it */
             w = tensor(fx, "weight", r.weight_ndim, r.weight_shape);
             dw_ref = tensor(fx, "dweight", r.weight_ndim, r.weight_shape);
-            b = tensor(fx, "bias", 1, (const int64_t[]){(int64_t)nb});
-            db_ref = tensor(fx, "dbias", 1, (const int64_t[]){(int64_t)nb});
+            /* bias=off: no bias tensor at all, so nothing to upload or compare */
+            ck_assert_msg(fx->bias ? r.l->nparams == 2 && nb > 0 : r.l->nparams == 1 && nb == 0,
+                          "%s (%s): %d parameter tensors, bias of %zu", fx->file, fx->line,
+                          r.l->nparams, nb);
+            if (nb) {
+                b = tensor(fx, "bias", 1, (const int64_t[]){(int64_t)nb});
+                db_ref = tensor(fx, "dbias", 1, (const int64_t[]){(int64_t)nb});
+            }
         }
         ck_assert_msg(r.out_count == fx->ny, "%s: the layer gives %zu outputs, expected %zu",
                       fx->file, r.out_count, fx->ny);
@@ -256,10 +302,8 @@ static double run_fixture(const fixture *fx, clnet_device *d, const char **worst
         rig_backward(&r, dy, dx, nw ? dw : NULL, nb ? db : NULL);
         NOTE("y", compare(fx, d, "y", y, y_ref, fx->ny));
         NOTE("dx", compare(fx, d, "dx", dx, dx_ref, fx->nx));
-        if (nw) {
-            NOTE("dweight", compare(fx, d, "dweight", dw, dw_ref, nw));
-            NOTE("dbias", compare(fx, d, "dbias", db, db_ref, nb));
-        }
+        if (nw) NOTE("dweight", compare(fx, d, "dweight", dw, dw_ref, nw));
+        if (nb) NOTE("dbias", compare(fx, d, "dbias", db, db_ref, nb));
         if (fx->k == BATCHNORM) {
             /* the running statistics after the step, then evaluation with them */
             rig_get_buffers(&r, buffers);
@@ -276,6 +320,86 @@ static double run_fixture(const fixture *fx, clnet_device *d, const char **worst
 #undef NOTE
     if (best == 0) *worst = "all exact";
     free(dx);
+    rig_free(&r);
+    return best;
+}
+
+/* Relative difference allowed between a dropout survivor and PyTorch's x / (1 - p). */
+#define DROPOUT_TOLERANCE 1e-6
+
+/* Dropout: PyTorch's mask cannot be reproduced, but what it does can. In a training pass
+ * every element of y is exactly 0 or PyTorch's survivor value x / (1 - p) (y_kept), and dx
+ * is exactly 0 where y was dropped and dy / (1 - p) (dx_kept) where it was kept, so
+ * backward draws the forward's mask again. The dropped fraction is p within 4 standard
+ * deviations, samples draw masks of their own, and an evaluation pass returns x bit for
+ * bit. Returns the largest relative
+ * difference of a survivor. */
+static double run_dropout(const fixture *fx, clnet_device *d, const char **worst) {
+    layer_rig r;
+    rig_create(&r, d, fx->in, fx->line, fx->n);
+    ck_assert_msg(r.in_count == fx->nx && r.out_count == fx->nx, "%s: %zu inputs, %zu outputs",
+                  fx->file, r.in_count, r.out_count);
+    const float *x = tensor(fx, "x", -1, NULL), *dy = tensor(fx, "dy", -1, NULL);
+    const float *y_kept = tensor(fx, "y_kept", -1, NULL);
+    const float *dx_kept = tensor(fx, "dx_kept", -1, NULL);
+    double p = strtod(clnet_st_meta_get(fx->st, "p"), NULL);
+    float *y = malloc(fx->nx * sizeof(float)), *dx = malloc(fx->nx * sizeof(float));
+    ck_assert(y && dx);
+    rig_forward(&r, x, y, NULL, NULL, NULL);
+    rig_backward(&r, dy, dx, NULL, NULL);
+    size_t dropped = 0;
+    double best = 0;
+    *worst = "all exact";
+    for (size_t i = 0; i < fx->nx; i++) {
+        /* ck_abort_msg: a passing ck_assert costs a write, too many per element */
+        if (x[i] == 0) ck_abort_msg("%s: x[%zu] is 0", fx->file, i);
+        if (y[i] == 0) { /* dropped: no gradient either */
+            dropped++;
+            if (dx[i] != 0)
+                ck_abort_msg("%s (%s) on %s: element %zu dropped (y = 0, x = %.9g) but dx = %.9g",
+                             fx->file, fx->line, d->info.name, i, x[i], dx[i]);
+            continue;
+        }
+        double ey = fabs((double)y[i] - y_kept[i]) / fabs((double)y_kept[i]);
+        double edx = fabs((double)dx[i] - dx_kept[i]) / fmax(fabs((double)dx_kept[i]), 1e-30);
+        if (!(ey <= DROPOUT_TOLERANCE))
+            ck_abort_msg("%s (%s) on %s: element %zu is neither 0 nor PyTorch's survivor: y = "
+                         "%.9g, x / (1 - p) = %.9g",
+                         fx->file, fx->line, d->info.name, i, y[i], y_kept[i]);
+        if (!(edx <= DROPOUT_TOLERANCE))
+            ck_abort_msg("%s (%s) on %s: element %zu kept (y = %.9g) but dx = %.9g, PyTorch's dy "
+                         "/ (1 - p) = %.9g",
+                         fx->file, fx->line, d->info.name, i, y[i], dx[i], dx_kept[i]);
+        if (ey > best) best = ey, *worst = "y";
+        if (edx > best) best = edx, *worst = "dx";
+    }
+    double fraction = (double)dropped / (double)fx->nx;
+    double sd = sqrt(p * (1 - p) / (double)fx->nx);
+    printf("%-38s on %-24.24s dropped %zu of %zu (%.4f; p %g, 4 sd %.4f)\n", fx->file, d->info.name,
+           dropped, fx->nx, fraction, p, 4 * sd);
+    ck_assert_msg(fabs(fraction - p) <= 4 * sd, "%s on %s: dropped %.4f of the elements, p = %g",
+                  fx->file, d->info.name, fraction, p);
+    /* Samples draw apart: the masks of samples 2k and 2k + 1 disagree on an element with
+     * probability 2p(1 - p), as PyTorch's independent draws do (pairs apart, so
+     * independent; a mask shared by the batch would never disagree). */
+    size_t size = fx->nx / (size_t)fx->n, pairs = 0, differ = 0;
+    for (int b = 0; b + 1 < fx->n; b += 2)
+        for (size_t e = 0; e < size; e++, pairs++)
+            differ += (y[b * size + e] == 0) != (y[(b + 1) * size + e] == 0);
+    if (pairs) {
+        double q = 2 * p * (1 - p), seen = (double)differ / (double)pairs;
+        ck_assert_msg(fabs(seen - q) <= 4 * sqrt(q * (1 - q) / (double)pairs),
+                      "%s on %s: paired samples' masks differ on %.4f of the elements, not %.4f",
+                      fx->file, d->info.name, seen, q);
+    }
+    /* evaluation: the identity, bit for bit */
+    r.eval = 1;
+    rig_forward(&r, x, y, NULL, NULL, NULL);
+    for (size_t i = 0; i < fx->nx; i++)
+        if (memcmp(&y[i], &x[i], sizeof(float)) != 0)
+            ck_abort_msg("%s on %s: evaluation changed element %zu: %.9g -> %.9g", fx->file,
+                         d->info.name, i, x[i], y[i]);
+    free(y), free(dx);
     rig_free(&r);
     return best;
 }
@@ -317,7 +441,8 @@ START_TEST(every_layer_matches_pytorch_on_every_device) {
                 continue;
             }
             const char *worst = "";
-            double diff = run_fixture(&fx[i], d, &worst);
+            double diff = fx[i].k == DROPOUT ? run_dropout(&fx[i], d, &worst)
+                                             : run_fixture(&fx[i], d, &worst);
             worst_kind[fx[i].k] = fmax(worst_kind[fx[i].k], diff);
             printf("%-38s on %-24.24s largest relative difference %.1e (%s)\n", fx[i].file,
                    d->info.name, diff, worst);
@@ -339,11 +464,150 @@ START_TEST(every_layer_matches_pytorch_on_every_device) {
 }
 END_TEST
 
+/* ---- init=uniform_fan_in and bias_init=uniform_fan_in against PyTorch's defaults ---- */
+
+/* What the values of one tensor came to, each divided by its bound. */
+typedef struct {
+    double largest, sum, sum_sq;
+    size_t count;
+} init_stats;
+
+static void init_stats_add(init_stats *st, const float *v, size_t n, double bound,
+                           const char *what) {
+    for (size_t i = 0; i < n; i++) {
+        /* the bound is PyTorch's, rounded to float32: allow that rounding */
+        if (!(fabs(v[i]) <= bound * (1 + 1e-6))) /* ck_assert per value would cost a write */
+            ck_abort_msg("%s: value %zu is %.9g, bound %.9g", what, i, v[i], bound);
+        double u = v[i] / bound;
+        st->largest = fmax(st->largest, fabs(u));
+        st->sum += u, st->sum_sq += u * u;
+    }
+    st->count += n;
+}
+
+/* U(-bound, bound) seen through `count` draws: the largest |value| within 1% of the bound
+ * (a uniform draw falls short of it with probability 0.99^count, below 1e-17 for the 4000
+ * or more every tensor gets), and the mean and the mean square of value / bound within 5
+ * standard deviations of a uniform's 0 and 1/3. */
+static void init_stats_check(const init_stats *st, const char *what) {
+    double n = (double)st->count, mean = st->sum / n, mean_sq = st->sum_sq / n;
+    double sd_mean = sqrt(1.0 / 3.0 / n), sd_sq = sqrt(4.0 / 45.0 / n);
+    printf("%-30s %8zu values: largest |value| / bound %.5f, mean %+.4f, mean square %.4f\n", what,
+           st->count, st->largest, mean, mean_sq);
+    ck_assert_msg(st->count >= 4000, "%s: only %zu values", what, st->count);
+    ck_assert_msg(st->largest >= 0.99, "%s: the largest |value| is %.4f of the bound", what,
+                  st->largest);
+    ck_assert_msg(fabs(mean) <= 5 * sd_mean, "%s: mean %.4f of the bound", what, mean);
+    ck_assert_msg(fabs(mean_sq - 1.0 / 3.0) <= 5 * sd_sq,
+                  "%s: mean square %.4f of the bound squared, a uniform's is 1/3", what, mean_sq);
+}
+
+/* tests/fixtures/init/uniform_fan_in.safetensors holds, for Conv2d and Linear modules,
+ * PyTorch's weight shape and the bounds of its default initialisation (reset_parameters:
+ * the weight and the bias uniform in +-1/sqrt(fan_in)). The same layers in clnet with
+ * init=uniform_fan_in bias_init=uniform_fan_in, initialised with enough seeds that every
+ * tensor gets 4000 values or more, must draw uniformly up to exactly those bounds. */
+START_TEST(uniform_fan_in_draws_within_pytorchs_bounds) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/init/uniform_fan_in.safetensors", CLNET_FIXTURES_DIR);
+    clnet_st_file *st = NULL;
+    ck_assert_msg(clnet_st_load(path, &st) == CLNET_OK, "%s", clnet_last_error());
+    const char *list = clnet_st_meta_get(st, "modules");
+    ck_assert_msg(list != NULL, "%s: no metadata 'modules'", path);
+    char modules[1024];
+    snprintf(modules, sizeof modules, "%s", list);
+    int checked = 0;
+    for (char *save = NULL, *m = strtok_r(modules, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+        char key[128];
+        const float *shape_f = NULL, *weight_bound = NULL, *bias_bound = NULL;
+        int ndim = 0;
+        const int64_t *dims = NULL;
+        snprintf(key, sizeof key, "%s.weight_shape", m);
+        ck_assert_msg(clnet_st_get(st, key, 0, NULL, &shape_f, &ndim, &dims) == CLNET_OK, "%s",
+                      clnet_last_error());
+        ck_assert_msg(ndim == 1 && (dims[0] == 4 || dims[0] == 2), "%s: %s", path, key);
+        snprintf(key, sizeof key, "%s.weight_bound", m);
+        ck_assert_int_eq(clnet_st_get(st, key, 0, NULL, &weight_bound, NULL, NULL), CLNET_OK);
+        snprintf(key, sizeof key, "%s.bias_bound", m);
+        ck_assert_int_eq(clnet_st_get(st, key, 0, NULL, &bias_bound, NULL, NULL), CLNET_OK);
+
+        /* conv (F, C, KH, KW) on a C x KH x KW input; linear (O, I) on I values */
+        int conv = dims[0] == 4;
+        int64_t shape[4] = {0};
+        int64_t fan_in = 1;
+        for (int i = 0; i < dims[0]; i++) {
+            shape[i] = (int64_t)shape_f[i];
+            if (i) fan_in *= shape[i];
+        }
+        snprintf(key, sizeof key, "%s.fan_in", m);
+        const char *fan_meta = clnet_st_meta_get(st, key);
+        ck_assert_msg(fan_meta && strtoll(fan_meta, NULL, 10) == fan_in, "%s: %s", path, key);
+        /* both bounds are 1 / sqrt(fan_in), which clnet's uniform_fan_in says it draws in */
+        double bound = 1 / sqrt((double)fan_in);
+        ck_assert_msg(fabs(*weight_bound - bound) <= 1e-6 * bound &&
+                          fabs(*bias_bound - bound) <= 1e-6 * bound,
+                      "%s: bounds %.9g and %.9g for fan_in %lld", m, *weight_bound, *bias_bound,
+                      (long long)fan_in);
+
+        char input[128], line[160];
+        const char *init = "init=uniform_fan_in bias_init=uniform_fan_in";
+        if (conv) {
+            snprintf(input, sizeof input, "input channels=%lld height=%lld width=%lld",
+                     (long long)shape[1], (long long)shape[2], (long long)shape[3]);
+            snprintf(line, sizeof line, "conv2d filters=%lld size=%lldx%lld %s",
+                     (long long)shape[0], (long long)shape[2], (long long)shape[3], init);
+        } else {
+            snprintf(input, sizeof input, "input channels=%lld height=1 width=1",
+                     (long long)shape[1]);
+            snprintf(line, sizeof line, "linear units=%lld %s", (long long)shape[0], init);
+        }
+        clnet_net *net = NULL;
+        ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+        ck_assert_int_eq(clnet_net_add(net, input), CLNET_OK);
+        ck_assert_msg(clnet_net_add(net, line) == CLNET_OK, "'%s': %s", line, clnet_last_error());
+        ck_assert_int_eq(clnet_net_add(net, "softmax_cross_entropy"), CLNET_OK);
+        ck_assert_msg(clnet_net_init(net, 1) == CLNET_OK, "%s", clnet_last_error());
+        const clnet_node *l = &net->model.nodes[0];
+        ck_assert_int_eq(l->nparams, 2);
+        ck_assert_int_eq(l->params[0].ndim, (int)dims[0]);
+        for (int i = 0; i < dims[0]; i++) ck_assert_int_eq(l->params[0].shape[i], shape[i]);
+        size_t nw = l->params[0].count, nb = l->params[1].count;
+        ck_assert_uint_eq(nb, (size_t)shape[0]);
+
+        init_stats ws = {0}, bs = {0};
+        char wname[160], bname[160];
+        snprintf(wname, sizeof wname, "%s.weight", m);
+        snprintf(bname, sizeof bname, "%s.bias", m);
+        float first = 0;
+        for (uint64_t seed = 1; bs.count < 4000; seed++) {
+            ck_assert_int_eq(clnet_net_init(net, seed), CLNET_OK);
+            const float *v = clnet_net_params(net);
+            /* every seed draws anew */
+            ck_assert_msg(seed == 1 || v[l->params[0].offset] != first, "%s: seed %llu", m,
+                          (unsigned long long)seed);
+            first = v[l->params[0].offset];
+            init_stats_add(&ws, v + l->params[0].offset, nw, *weight_bound, wname);
+            init_stats_add(&bs, v + l->params[1].offset, nb, *bias_bound, bname);
+        }
+        init_stats_check(&ws, wname);
+        init_stats_check(&bs, bname);
+        clnet_net_free(net);
+        checked++;
+    }
+    ck_assert_msg(checked >= 4, "%s: %d modules", path, checked);
+    clnet_st_free(st);
+}
+END_TEST
+
+/* Case "torch" needs the configuration's devices; case "init" runs on the host alone. */
 int main(void) {
     Suite *s = suite_create("torch");
     TCase *t = tcase_create("torch");
     tcase_set_timeout(t, 0);
     tcase_add_test(t, every_layer_matches_pytorch_on_every_device);
     suite_add_tcase(s, t);
+    TCase *init = tcase_create("init");
+    tcase_add_test(init, uniform_fan_in_draws_within_pytorchs_bounds);
+    suite_add_tcase(s, init);
     return test_run_suite(s);
 }
