@@ -183,7 +183,7 @@ clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path
              "clnet_dataset_load_idx: out, images_path and labels_path must not be NULL");
     ds = clnet_calloc(1, sizeof *ds);
     if (!ds) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a data set");
-    uint32_t image_dims[3], label_dims[1];
+    uint32_t image_dims[3] = {0}, label_dims[1] = {0};
     TRY(read_idx(images_path, IDX_IMAGES_MAGIC, 3, image_dims, &ds->images));
     TRY(read_idx(labels_path, IDX_LABELS_MAGIC, 1, label_dims, &ds->labels));
     if (image_dims[0] != label_dims[0])
