@@ -112,8 +112,8 @@ static uint32_t params_crc32(const clnet_net *net) {
 }
 
 /* The fixture's model, initialised as the fixture's was, bound to the
- * configuration's device for batches of n. */
-static clnet_net *make_net(const clnet_st_file *f, int n) {
+ * devices of rt for batches of n. */
+static clnet_net *make_net(const clnet_st_file *f, clnet_runtime *rt, int n) {
     const char *cfg = meta(f, "model"); /* examples/models/<file> */
     char path[512];
     snprintf(path, sizeof path, "%s/%s", CLNET_MODEL_DIR, strrchr(cfg, '/') + 1);
@@ -128,8 +128,7 @@ static clnet_net *make_net(const clnet_st_file *f, int n) {
                   "checksum %s, the fixture was made from %s: clnet's initialisation changed; "
                   "regenerate them with %s",
                   cfg, seed, crc, meta(f, "init_crc32"), REGENERATE);
-    ck_assert_msg(clnet_net_bind(net, test_runtime(), n) == CLNET_OK, "%s", clnet_last_error());
-    ck_assert_int_eq(clnet_net_device_count(net), 1);
+    ck_assert_msg(clnet_net_bind(net, rt, n) == CLNET_OK, "%s", clnet_last_error());
     return net;
 }
 
@@ -218,10 +217,23 @@ static double check_params(const clnet_st_file *f, clnet_net *net, const char *p
     return worst;
 }
 
-START_TEST(resnet18_w16_gradients_and_sgd_steps_match_pytorch) {
+/* What a run of the w16 fixture's steps left: every parameter's update and
+ * the float buffers. */
+typedef struct {
+    float *update, *buffers;
+    int64_t samples[2];
+} w16_run;
+
+/* The w16 fixture's steps on the devices of rt (with a fixed split when
+ * split is not NULL), checked against PyTorch: the loss and the gradients
+ * of the first step, the updates and the buffers after the last, and on one
+ * device the logits before and after. */
+static w16_run run_w16(clnet_runtime *rt, const double *split, const char *what) {
     clnet_st_file *f = open_fixture("resnet18_w16");
     const int n = atoi(meta(f, "batch")), steps = atoi(meta(f, "steps"));
-    clnet_net *net = make_net(f, n);
+    clnet_net *net = make_net(f, rt, n);
+    const int one = clnet_net_device_count(net) == 1; /* the logits lie on one device */
+    if (split) ck_assert_int_eq(clnet_net_set_split(net, split, 2), CLNET_OK);
     const clnet_model *m = &net->model;
     size_t sample = 28 * 28, np = m->nparams;
     const float *x = get(f, "x", (size_t)steps * n * sample);
@@ -239,7 +251,7 @@ START_TEST(resnet18_w16_gradients_and_sgd_steps_match_pytorch) {
     float *theta0 = malloc(np * sizeof *theta0);
     memcpy(theta0, clnet_net_params(net), np * sizeof *theta0);
 
-    printf("resnet18_w16 against PyTorch (%s), batch %d:\n", meta(f, "torch"), n);
+    printf("resnet18_w16 against PyTorch (%s), batch %d, %s:\n", meta(f, "torch"), n, what);
     for (int s = 0; s < steps; s++) {
         /* the same optimizer with this step's learning rate: the velocity stays */
         char *end = NULL;
@@ -254,24 +266,26 @@ START_TEST(resnet18_w16_gradients_and_sgd_steps_match_pytorch) {
                       "%s", clnet_last_error());
         if (s > 0) continue;
         /* the first step's forward and backward pass, before the update */
-        double dlogits = check_logits(f, net, n, "logits");
         const float *loss = get(f, "loss", 1);
         double dloss = fabs(r.loss - *loss) / fabs(*loss);
-        printf("  logits   largest difference %.1e of the largest logit; loss %.6f, PyTorch "
-               "%.6f (%.1e)\n",
-               dlogits, r.loss, *loss, dloss);
+        printf("  loss %.6f, PyTorch %.6f (%.1e)\n", r.loss, *loss, dloss);
+        if (one)
+            printf("  logits   largest difference %.1e of the largest logit\n",
+                   check_logits(f, net, n, "logits"));
         ck_assert_msg(dloss <= TOLERANCE, "the loss %g differs from PyTorch's %g", r.loss, *loss);
         /* grad_sum is the sum over the batch; PyTorch's the gradient of the mean loss */
         check_params(f, net, "grad.", net->trainer->grad_sum, 1.0f / (float)n);
     }
 
     /* the steps' updates */
-    float *update = malloc(np * sizeof *update);
-    for (size_t i = 0; i < np; i++) update[i] = clnet_net_params(net)[i] - theta0[i];
-    check_params(f, net, "update.", update, 1.0f);
+    w16_run out = {malloc(np * sizeof(float)), malloc(m->nbuffers * sizeof(float)), {0, 0}};
+    for (size_t i = 0; i < np; i++) out.update[i] = clnet_net_params(net)[i] - theta0[i];
+    check_params(f, net, "update.", out.update, 1.0f);
 
     /* every buffer: running statistics (float) and num_batches_tracked (int64) */
     const float *buffers = clnet_net_buffers(net);
+    ck_assert_ptr_nonnull(buffers);
+    memcpy(out.buffers, buffers, m->nbuffers * sizeof(float));
     double worst = 0;
     for (int i = 0; i < m->count; i++)
         for (int b = 0; b < m->nodes[i].nbuffers; b++) {
@@ -296,24 +310,90 @@ START_TEST(resnet18_w16_gradients_and_sgd_steps_match_pytorch) {
         }
     printf("  buffers  largest difference %.1e of the tensor's largest value after %d steps\n",
            worst, steps);
+    for (int i = 0; i < net->trainer->count && i < 2; i++)
+        out.samples[i] = net->trainer->balance.samples[i];
 
-    /* the updated parameters on the device: a training-mode pass on the first batch */
-    clnet_replica *rep = net->trainer->replicas[0];
-    clnet_ctx ctx = {.train = 1, .d = rep->d};
-    ck_assert_int_eq(clnet_replica_load(rep, x, NULL, n), CLNET_OK);
-    ck_assert_msg(clnet_replica_forward(rep, &ctx, n) == CLNET_OK, "%s", clnet_last_error());
-    printf("  logits after the steps: largest difference %.1e of the largest logit\n",
-           check_logits(f, net, n, "logits_after"));
-    free(update), free(theta0), free(labels);
+    if (one) { /* the updated parameters on the device: a training-mode pass on the first batch */
+        clnet_replica *rep = net->trainer->replicas[0];
+        clnet_ctx ctx = {.train = 1, .d = rep->d};
+        ck_assert_int_eq(clnet_replica_load(rep, x, NULL, n), CLNET_OK);
+        ck_assert_msg(clnet_replica_forward(rep, &ctx, n) == CLNET_OK, "%s", clnet_last_error());
+        printf("  logits after the steps: largest difference %.1e of the largest logit\n",
+               check_logits(f, net, n, "logits_after"));
+    }
+    free(theta0), free(labels);
     clnet_net_free(net);
     clnet_st_free(f);
+    return out;
+}
+
+START_TEST(resnet18_w16_gradients_and_sgd_steps_match_pytorch) {
+    w16_run r = run_w16(test_runtime(), NULL, "1 device");
+    free(r.update), free(r.buffers);
+}
+END_TEST
+
+/* Batch norm synchronized across devices: the steps on two devices, for
+ * any split, match PyTorch as one device does, and match one device. */
+START_TEST(resnet18_w16_on_two_devices_takes_the_steps_of_one) {
+    clnet_runtime *all = test_runtime(), *one = NULL;
+    ck_assert_int_eq(clnet_runtime_device_count(all), 2);
+    clnet_device_info info;
+    ck_assert_int_eq(clnet_runtime_device_info(all, 0, &info), CLNET_OK);
+    char spec[16];
+    snprintf(spec, sizeof spec, "%d", info.index);
+    ck_assert_int_eq(clnet_runtime_create(&one, spec), CLNET_OK);
+    w16_run ref = run_w16(one, NULL, "device 0 alone");
+    const double unequal[2] = {3, 1}, equal[2] = {1, 1};
+    const double *splits[] = {equal, unequal, NULL};
+    const char *names[] = {"2 devices, split 1:1", "2 devices, split 3:1", "2 devices, balanced"};
+    clnet_st_file *f = open_fixture("resnet18_w16");
+    clnet_net *shape = make_net(f, one, 1); /* for the tensor layout */
+    const clnet_model *m = &shape->model;
+    for (int k = 0; k < 3; k++) {
+        w16_run r = run_w16(all, splits[k], names[k]);
+        if (splits[k])
+            ck_assert_msg(r.samples[0] > 0 && r.samples[1] > 0, "%s: %lld + %lld samples", names[k],
+                          (long long)r.samples[0], (long long)r.samples[1]);
+        /* against the one device: updates (biases before batch norm: against their
+         * weight's scale, as check_params says why) and running statistics */
+        double worst = 0;
+        for (int i = 0; i < m->count; i++) {
+            const clnet_node *node = &m->nodes[i];
+            double weight_scale = 0;
+            for (int t = 0; t < node->nparams; t++) {
+                const clnet_tensor *ten = &node->params[t];
+                double d, scale;
+                diff(r.update + ten->offset, ref.update + ten->offset, ten->count, &d, &scale);
+                if (t == 0) weight_scale = scale;
+                if (t == 1 && feeds_batchnorm(m, i)) scale = weight_scale;
+                worst = fmax(worst, d / scale);
+            }
+            for (int t = 0; t < node->nbuffers; t++) {
+                const clnet_tensor *ten = &node->buffers[t];
+                if (ten->dtype != CLNET_DTYPE_F32) continue;
+                double d, scale;
+                diff(r.buffers + ten->offset, ref.buffers + ten->offset, ten->count, &d, &scale);
+                worst = fmax(worst, d / scale);
+            }
+        }
+        printf("  %s (%lld + %lld samples) against device 0 alone: largest difference %.1e\n",
+               names[k], (long long)r.samples[0], (long long)r.samples[1], worst);
+        ck_assert_msg(worst <= TOLERANCE, "%s: %g from one device", names[k], worst);
+        free(r.update), free(r.buffers);
+    }
+    clnet_net_free(shape);
+    clnet_st_free(f);
+    free(ref.update), free(ref.buffers);
+    clnet_runtime_free(one);
 }
 END_TEST
 
 START_TEST(resnet18_logits_match_pytorch_in_training_and_evaluation) {
     clnet_st_file *f = open_fixture("resnet18");
     const int n = atoi(meta(f, "batch"));
-    clnet_net *net = make_net(f, n);
+    clnet_net *net = make_net(f, test_runtime(), n);
+    ck_assert_int_eq(clnet_net_device_count(net), 1);
     clnet_model *m = &net->model;
     const float *x = get(f, "x", (size_t)2 * n * 28 * 28);
     printf("resnet18 against PyTorch (%s), %d images:\n", meta(f, "torch"), n);
@@ -351,6 +431,10 @@ int main(void) {
     tcase_set_timeout(w16, 0);
     tcase_add_test(w16, resnet18_w16_gradients_and_sgd_steps_match_pytorch);
     suite_add_tcase(s, w16);
+    TCase *multi = tcase_create("multi"); /* two devices */
+    tcase_set_timeout(multi, 0);
+    tcase_add_test(multi, resnet18_w16_on_two_devices_takes_the_steps_of_one);
+    suite_add_tcase(s, multi);
     TCase *full = tcase_create("resnet18");
     tcase_set_timeout(full, 0);
     tcase_add_test(full, resnet18_logits_match_pytorch_in_training_and_evaluation);

@@ -4,8 +4,9 @@
  * With sync=off each device normalizes its own share: the result depends
  * on the split, and the net still learns. A share never runs as
  * micro-batches: shares are capped at what a device holds, and a batch that
- * fits nowhere is refused. The case "multi" runs on the two-device
- * configurations (PoCL twice, PoCL + Oclgrind), "any" on every one. */
+ * fits nowhere is refused. The case "two" runs on the two-device
+ * configurations (PoCL twice, PoCL + Oclgrind), "multi" on two PoCL
+ * devices, "any" on one. ResNet-18 on two devices: tests/test_resnet.c. */
 #include "error.h"
 #include "harness.h"
 #include "net.h"
@@ -205,16 +206,6 @@ START_TEST(synchronized_batch_norm_on_two_devices_takes_the_steps_of_one) {
 }
 END_TEST
 
-START_TEST(resnet18_w16_on_two_devices_takes_the_steps_of_one) {
-    for (int i = 0; i < clnet_runtime_device_count(test_runtime()); i++)
-        if (test_device_is_slow(clnet_runtime_device(test_runtime(), i))) {
-            test_skip("ResNet-18 is too big for a simulator (the small net runs there)");
-            return;
-        }
-    expect_one_device("resnet18_w16", NULL, 0, CLNET_MODEL_DIR "/resnet18_w16.cfg", 8, 3);
-}
-END_TEST
-
 START_TEST(unsynchronized_batch_norm_depends_on_the_split_and_learns) {
     const char *lines[SMALL_LINES];
     char edited[3][128];
@@ -321,7 +312,6 @@ int main(void) {
     suite_add_tcase(s, both);
     TCase *multi = tcase_create("multi"); /* two real devices */
     tcase_set_timeout(multi, 0);
-    tcase_add_test(multi, resnet18_w16_on_two_devices_takes_the_steps_of_one);
     tcase_add_test(multi, unsynchronized_batch_norm_depends_on_the_split_and_learns);
     tcase_add_test(multi, shares_are_capped_at_what_each_device_holds);
     suite_add_tcase(s, multi);
