@@ -655,9 +655,10 @@ int cmd_train(int argc, char **argv) {
         else if ((rc = evaluate(&o, &s, &test_acc, NULL)) != 0)
             goto done;
     }
-    char test_text[32];
-    printf("final: test_accuracy=%s train_loss=%.4f images_per_s=%.0f\n",
-           accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), last_loss,
+    char test_text[32], loss_text[32]; /* no step taken (--steps 0): no loss */
+    printf("final: test_accuracy=%s train_loss=%s images_per_s=%.0f\n",
+           accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"),
+           accuracy_text(loss_text, sizeof loss_text, last_loss, 4, "-"),
            train_seconds > 0 ? run_samples / train_seconds : 0.0);
     fflush(stdout);
 done:
