@@ -1,11 +1,16 @@
 // Batch normalization over x (n, C, S): channel c's n*S values are
 // x[(b*C + c)*S + s]. The statistics kernels run one work-group per channel
-// (local size a power of two) and add in a fixed tree order, so the results
-// are the same on every run. The host merges what the devices computed
+// (local size a power of two). The host merges what the devices computed
 // (src/layers/batchnorm.c) and sends back what the other kernels read.
+//
+// The statistics are sums carried as unevaluated pairs hi + lo of floats
+// (compensated: each addition's rounding error is kept in lo), so they are
+// nearly exact whatever the order of the additions, and so whatever the
+// split of a batch across devices: N devices then normalize with the same
+// floats as one device, and no activation moves by a rounding.
 
-// The running statistics update must give the same floats on every device,
-// whatever its compiler would contract into fused multiply-adds.
+// The compensation below must not be undone by fused multiply-adds; the
+// running statistics must give the same floats on every device.
 #pragma OPENCL FP_CONTRACT OFF
 
 // Channel c's value i of n*S.
@@ -14,24 +19,64 @@ inline uint bn_index(uint i, uint c, uint C, uint S) {
     return (b * C + c) * S + (i - b * S);
 }
 
-// Per channel, in two passes over the share: the mean, then the centred sum
-// of squares M2 = sum (x - mean)^2. stats[c] = mean, stats[C + c] = M2.
-__kernel void bn_stats(uint n, uint C, uint S, __global const float *x, uint xoff,
-                       __global float *stats, uint soff, __local float *tmp) {
-    const uint c = get_group_id(0), count = n * S;
-    float acc = 0.0f;
-    for (uint i = get_local_id(0); i < count; i += get_local_size(0))
-        acc += x[xoff + bn_index(i, c, C, S)];
-    const float mean = clnet_group_sum(tmp, acc) / (float)count;
-    acc = 0.0f;
-    for (uint i = get_local_id(0); i < count; i += get_local_size(0)) {
-        const float d = x[xoff + bn_index(i, c, C, S)] - mean;
-        acc += d * d;
+// a + b = s + e exactly (Knuth's two-sum), as (s, e).
+inline float2 bn_two_sum(float a, float b) {
+    const float s = a + b, bb = s - a;
+    return (float2)(s, (a - (s - bb)) + (b - bb));
+}
+
+// The pair acc plus v; the pairs a plus b.
+inline float2 bn_add(float2 acc, float v) {
+    const float2 t = bn_two_sum(acc.x, v);
+    return (float2)(t.x, acc.y + t.y);
+}
+inline float2 bn_add2(float2 a, float2 b) {
+    const float2 t = bn_two_sum(a.x, b.x);
+    return (float2)(t.x, (a.y + b.y) + t.y);
+}
+
+// The pair sum over the work-group, in a fixed tree order; every work-item
+// gets it. tmp holds one pair per work-item.
+inline float2 bn_group_sum(__local float2 *tmp, float2 v) {
+    const uint lid = get_local_id(0), size = get_local_size(0);
+    tmp[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint stride = size / 2; stride > 0; stride /= 2) {
+        if (lid < stride) tmp[lid] = bn_add2(tmp[lid], tmp[lid + stride]);
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
-    const float m2 = clnet_group_sum(tmp, acc);
+    const float2 total = tmp[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return total;
+}
+
+// Per channel, in two passes over the share: the sum S1 = sum x, then, about
+// the shift m = S1 / count rounded to a float, Q = sum (x - m)^2 with every
+// subtraction and square exact (two-sum and fma). The host takes the mean
+// S1 / count and the centred sum of squares M2 = Q - (S1 - count m)^2 / count
+// in double. stats: S1 hi, S1 lo, Q hi, Q lo, m, each (C).
+__kernel void bn_stats(uint n, uint C, uint S, __global const float *x, uint xoff,
+                       __global float *stats, uint soff, __local float2 *tmp) {
+    const uint c = get_group_id(0), count = n * S;
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (uint i = get_local_id(0); i < count; i += get_local_size(0))
+        acc = bn_add(acc, x[xoff + bn_index(i, c, C, S)]);
+    const float2 s1 = bn_group_sum(tmp, acc);
+    const float m = (s1.x + s1.y) / (float)count;
+    acc = (float2)(0.0f, 0.0f);
+    for (uint i = get_local_id(0); i < count; i += get_local_size(0)) {
+        const float2 d = bn_two_sum(x[xoff + bn_index(i, c, C, S)], -m); /* x - m exactly */
+        const float p = d.x * d.x, p_err = fma(d.x, d.x, -p);     /* d.x^2 = p + p_err */
+        acc = bn_add(acc, p);
+        acc.y += p_err + 2.0f * d.x * d.y; /* (d.x + d.y)^2 to first order in d.y */
+    }
+    const float2 q = bn_group_sum(tmp, acc);
     if (get_local_id(0) == 0) {
-        stats[soff + c] = mean;
-        stats[soff + C + c] = m2;
+        stats[soff + c] = s1.x;
+        stats[soff + C + c] = s1.y;
+        stats[soff + 2 * C + c] = q.x;
+        stats[soff + 3 * C + c] = q.y;
+        stats[soff + 4 * C + c] = m;
     }
 }
 
@@ -72,29 +117,35 @@ __kernel void bn_running(uint C, __global float *buffers, uint moff, uint voff,
     buffers[voff + c] = keep * buffers[voff + c] + momentum * batch[boff + C + c];
 }
 
-// Per channel over the share: sums[c] = sum dy, sums[C + c] = sum dy * xhat.
-// They are also this share's gradients of beta and gamma (added to what the
-// gradient buffer holds when accumulate is set).
+// Per channel over the share, as pairs: sum dy (sums: hi at c, lo at C + c)
+// and sum dy * xhat (hi at 2C + c, lo at 3C + c). They are also this share's
+// gradients of beta and gamma (added to what the gradient buffer holds when
+// accumulate is set).
 __kernel void bn_backward_sums(uint n, uint C, uint S, __global const float *x, uint xoff,
                                __global const float *dy, uint dyoff, __global const float *norm,
                                uint noff, __global float *sums, uint soff, __global float *grads,
-                               uint goff, uint accumulate, __local float *tmp) {
+                               uint goff, uint accumulate, __local float2 *tmp) {
     const uint c = get_group_id(0), count = n * S;
     const float mean = norm[noff + c], invstd = norm[noff + C + c];
-    float a = 0.0f, b = 0.0f;
+    float2 a = (float2)(0.0f, 0.0f), b = (float2)(0.0f, 0.0f);
     for (uint i = get_local_id(0); i < count; i += get_local_size(0)) {
         const uint k = bn_index(i, c, C, S);
-        const float g = dy[dyoff + k];
-        a += g;
-        b += g * ((x[xoff + k] - mean) * invstd);
+        const float g = dy[dyoff + k], xhat = (x[xoff + k] - mean) * invstd;
+        const float p = g * xhat;
+        a = bn_add(a, g);
+        b = bn_add(b, p);
+        b.y += fma(g, xhat, -p); /* the product's rounding error */
     }
-    const float sum_dy = clnet_group_sum(tmp, a);
-    const float sum_dy_xhat = clnet_group_sum(tmp, b);
+    const float2 sum_dy = bn_group_sum(tmp, a);
+    const float2 sum_dy_xhat = bn_group_sum(tmp, b);
     if (get_local_id(0) == 0) {
-        sums[soff + c] = sum_dy;
-        sums[soff + C + c] = sum_dy_xhat;
-        grads[goff + c] = accumulate ? grads[goff + c] + sum_dy_xhat : sum_dy_xhat;
-        grads[goff + C + c] = accumulate ? grads[goff + C + c] + sum_dy : sum_dy;
+        sums[soff + c] = sum_dy.x;
+        sums[soff + C + c] = sum_dy.y;
+        sums[soff + 2 * C + c] = sum_dy_xhat.x;
+        sums[soff + 3 * C + c] = sum_dy_xhat.y;
+        const float gg = sum_dy_xhat.x + sum_dy_xhat.y, gb = sum_dy.x + sum_dy.y;
+        grads[goff + c] = accumulate ? grads[goff + c] + gg : gg;
+        grads[goff + C + c] = accumulate ? grads[goff + C + c] + gb : gb;
     }
 }
 

@@ -17,8 +17,9 @@
  *
  * A gradient of this network is reproducible to 1e-4 only where no ReLU input
  * lies within rounding of 0 (one that changes sides moves a deep gradient by
- * up to 5%). The fixture's batches were chosen where PyTorch's gradient
- * survives such perturbations, and its first two steps take lr 1e-12 so that
+ * up to 5%). The fixture's batches were chosen where the ReLU inputs lie
+ * farthest from 0 and PyTorch's gradient survives perturbations of the
+ * parameters, and its first two steps take lr 1e-12 so that
  * every gradient is taken at the initial parameters (make_resnet_fixtures.py
  * says why and what it measured). A gradient that misses by percents in one
  * tensor and everything upstream of it may still be that: compare with
@@ -344,13 +345,14 @@ START_TEST(resnet18_w16_on_two_devices_takes_the_steps_of_one) {
     snprintf(spec, sizeof spec, "%d", info.index);
     ck_assert_int_eq(clnet_runtime_create(&one, spec), CLNET_OK);
     w16_run ref = run_w16(one, NULL, "device 0 alone");
-    const double unequal[2] = {3, 1}, equal[2] = {1, 1};
-    const double *splits[] = {equal, unequal, NULL};
-    const char *names[] = {"2 devices, split 1:1", "2 devices, split 3:1", "2 devices, balanced"};
+    const double equal[2] = {1, 1}, unequal[2] = {3, 1}, lone[2] = {7, 1};
+    const double *splits[] = {equal, unequal, lone, NULL};
+    const char *names[] = {"2 devices, split 1:1", "2 devices, split 3:1",
+                           "2 devices, split 7:1 (one sample on device 1)", "2 devices, balanced"};
     clnet_st_file *f = open_fixture("resnet18_w16");
     clnet_net *shape = make_net(f, one, 1); /* for the tensor layout */
     const clnet_model *m = &shape->model;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         w16_run r = run_w16(all, splits[k], names[k]);
         if (splits[k])
             ck_assert_msg(r.samples[0] > 0 && r.samples[1] > 0, "%s: %lld + %lld samples", names[k],

@@ -7,9 +7,10 @@
  *
  * Across devices (the collective in the pass's context): each replica
  * computes per channel its count, mean and centred sum of squares M2 (two
- * passes over its share), and the replicas' triples are merged on the host
- * in double with Chan's formula, in rank order, so that every replica holds
- * the same merged statistics. With sync=on (the default) they normalize:
+ * passes over its share, with compensated sums: cl/batchnorm.cl), and the
+ * replicas' triples are merged on the host in double with Chan's formula,
+ * in rank order, so that every replica holds the same merged statistics,
+ * and the floats that normalize are those of one device. With sync=on (the default) they normalize:
  * a step on N devices is a step on one device, whatever the split. With
  * sync=off each replica normalizes with its own share's statistics; the
  * running statistics still come from the merged ones. Backward sums dy and
@@ -87,21 +88,22 @@ static size_t keep_floats(const clnet_node *node, int n) {
     return 2 * (size_t)node->in[0].c;
 }
 
-/* work: [0, 2C) what the statistics kernels write, [2C, 4C) what the host sends back */
+/* work: [0, 5C) what the statistics kernels write, [5C, 7C) what the host sends back */
+#define SENT(C) (5 * (C))
 static size_t work_floats(const clnet_node *node, int n) {
     (void)n;
-    return 4 * (size_t)node->in[0].c;
+    return 7 * (size_t)node->in[0].c;
 }
 
-/* floats (4C), this replica's doubles (1 + 2C), every replica's (ranks * (1 + 2C)) */
+/* floats (5C), this replica's doubles (1 + 2C), every replica's (ranks * (1 + 2C)) */
 static size_t host_bytes(const clnet_node *node, int ranks) {
     size_t C = (size_t)node->in[0].c, triple = 1 + 2 * C;
-    return 4 * C * sizeof(float) + (1 + (size_t)ranks) * triple * sizeof(double);
+    return 5 * C * sizeof(float) + (1 + (size_t)ranks) * triple * sizeof(double);
 }
 
 typedef struct {
     size_t C, S, n;
-    float *f;                 /* (4C) */
+    float *f;                 /* (5C) */
     double *mine, *all;       /* (1 + 2C), (ranks * (1 + 2C)) */
     size_t weight, mean, var; /* offsets: weight (bias after it), running statistics */
 } bn_view;
@@ -111,7 +113,7 @@ static clnet_status view(const clnet_node *node, const clnet_pass *p, bn_view *v
     v->S = clnet_shape_spatial(node->in[0]);
     v->n = (size_t)p->n;
     v->f = p->host;
-    v->mine = (double *)(void *)((char *)p->host + 4 * v->C * sizeof(float));
+    v->mine = (double *)(void *)((char *)p->host + 5 * v->C * sizeof(float));
     v->all = v->mine + 1 + 2 * v->C;
     v->weight = node->params[0].offset;
     v->mean = node->buffers[0].offset;
@@ -135,13 +137,13 @@ static void chan_merge(double *acc, const double *r, size_t C) {
 }
 
 /* A statistics kernel, one work-group per channel; its last argument is
- * the work-group's __local scratch. */
+ * the work-group's __local scratch (a pair of floats per work-item). */
 static clnet_status run_stats(const clnet_pass *p, const bn_view *v, const char *name,
                               clnet_arg *args, int nargs) {
     size_t local = 1;
     clnet_status s = clnet_reduction_local(p->d, "batchnorm", "", name, &local);
     if (s != CLNET_OK) return s;
-    args[nargs - 1] = LOCAL(local * sizeof(float));
+    args[nargs - 1] = LOCAL(local * 2 * sizeof(float));
     return clnet_run(p->d, "batchnorm", "", name, 1, (size_t[]){v->C * local}, (size_t[]){local},
                      args, nargs);
 }
@@ -163,10 +165,15 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     clnet_arg args[] = {U32(v.n),     U32(C),       U32(v.S), MEM(p->act),
                         U32(p->x[0]), MEM(p->work), U32(0),   LOCAL(0)};
     TRY(run_stats(p, &v, "bn_stats", args, (int)(sizeof args / sizeof args[0])));
-    TRY(clnet_buffer_read(p->d, p->work, 0, 2 * C, v.f));
-    double *mine = v.mine, *merged = v.all;
-    mine[0] = (double)(v.n * v.S);
-    for (size_t i = 0; i < 2 * C; i++) mine[1 + i] = v.f[i];
+    TRY(clnet_buffer_read(p->d, p->work, 0, 5 * C, v.f));
+    double *mine = v.mine, *merged = v.all, count = (double)(v.n * v.S);
+    mine[0] = count;
+    for (size_t c = 0; c < C; c++) { /* mean S1 / count, M2 = Q - (S1 - count m)^2 / count */
+        double s1 = (double)v.f[c] + v.f[C + c], q = (double)v.f[2 * C + c] + v.f[3 * C + c];
+        double shift = s1 - count * v.f[4 * C + c], m2 = q - shift * shift / count;
+        mine[1 + c] = s1 / count;
+        mine[1 + C + c] = m2 > 0 ? m2 : 0;
+    }
     /* every replica's, merged in rank order */
     size_t triple = 1 + 2 * C;
     if (ctx->coll) {
@@ -189,12 +196,12 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
         v.f[3 * C + c] = (float)(merged[1 + C + c] / (merged[0] - 1));
     }
     TRY(clnet_buffer_write(p->d, p->keep, p->keep_off, 2 * C, v.f));
-    TRY(clnet_buffer_write(p->d, p->work, 2 * C, 2 * C, v.f + 2 * C));
+    TRY(clnet_buffer_write(p->d, p->work, SENT(C), 2 * C, v.f + 2 * C));
     TRY(clnet_run(p->d, "batchnorm", "", "bn_forward", 2, grid, NULL,
                   ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->act),
                        U32(p->y), MEM(p->keep), U32(p->keep_off), MEM(p->params), U32(v.weight))));
     TRY(clnet_run(p->d, "batchnorm", "", "bn_running", 1, (size_t[]){C}, NULL,
-                  ARGS(U32(C), MEM(p->buffers), U32(v.mean), U32(v.var), MEM(p->work), U32(2 * C),
+                  ARGS(U32(C), MEM(p->buffers), U32(v.mean), U32(v.var), MEM(p->work), U32(SENT(C)),
                        F32(cfg->momentum))));
 cleanup:
     return status;
@@ -214,18 +221,19 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     if (!p->need_dx[0]) return CLNET_OK;
 
     /* the whole batch's means of dy and dy * xhat (sync=on), or this share's */
-    TRY(clnet_buffer_read(p->d, p->work, 0, 2 * C, v.f));
+    TRY(clnet_buffer_read(p->d, p->work, 0, 4 * C, v.f));
     double *sums = v.mine;
     sums[0] = (double)(v.n * v.S);
-    for (size_t i = 0; i < 2 * C; i++) sums[1 + i] = v.f[i];
+    for (size_t i = 0; i < 2 * C; i++) /* pairs: sum dy, then sum dy * xhat */
+        sums[1 + i] = (double)v.f[(i / C) * 2 * C + i % C] + v.f[(i / C) * 2 * C + C + i % C];
     if (cfg->sync && p->ctx->coll) TRY(p->ctx->coll->sum(p->ctx->coll, sums, 1 + 2 * C));
-    for (size_t i = 0; i < 2 * C; i++) v.f[2 * C + i] = (float)(sums[1 + i] / sums[0]);
-    TRY(clnet_buffer_write(p->d, p->work, 2 * C, 2 * C, v.f + 2 * C));
+    for (size_t i = 0; i < 2 * C; i++) v.f[i] = (float)(sums[1 + i] / sums[0]);
+    TRY(clnet_buffer_write(p->d, p->work, SENT(C), 2 * C, v.f));
     TRY(clnet_run(p->d, "batchnorm", clnet_dx_options(p, 0), "bn_backward_dx", 2,
                   (size_t[]){v.S, v.n * C}, NULL,
                   ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact),
                        U32(p->dy), MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off),
-                       MEM(p->work), U32(2 * C), MEM(p->params), U32(v.weight))));
+                       MEM(p->work), U32(SENT(C)), MEM(p->params), U32(v.weight))));
 cleanup:
     return status;
 }
