@@ -10,7 +10,7 @@
 #define ALIGN 16
 
 void clnet_plan_release(clnet_plan *p) {
-    free(p->y), free(p->dy), free(p->keep), free(p->backward);
+    free(p->y), free(p->dy), free(p->backward);
     free(p->need_dx), free(p->dx_beta);
     memset(p, 0, sizeof *p);
 }
@@ -74,7 +74,6 @@ clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
     p->nodes = N;
     p->y = clnet_calloc((size_t)N + 1, sizeof *p->y);
     p->dy = clnet_calloc((size_t)N + 1, sizeof *p->dy);
-    p->keep = clnet_calloc((size_t)N + 1, sizeof *p->keep);
     p->backward = clnet_calloc((size_t)N + 1, sizeof *p->backward);
     p->need_dx = clnet_calloc((size_t)N * CLNET_MAX_INPUTS + 1, sizeof *p->need_dx);
     p->dx_beta = clnet_calloc((size_t)N * CLNET_MAX_INPUTS + 1, sizeof *p->dx_beta);
@@ -82,7 +81,7 @@ clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
     int *grad = clnet_calloc((size_t)T, sizeof *grad); /* tensor needs a gradient */
     int *written = clnet_calloc((size_t)T, sizeof *written); /* its gradient has a writer so far */
     span *act = clnet_calloc((size_t)T, sizeof *act), *dact = clnet_calloc((size_t)T, sizeof *dact);
-    if (!p->y || !p->dy || !p->keep || !p->backward || !p->need_dx || !p->dx_beta || !root ||
+    if (!p->y || !p->dy || !p->backward || !p->need_dx || !p->dx_beta || !root ||
         !grad || !written || !act || !dact)
         FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory planning the model");
 
@@ -154,7 +153,6 @@ clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
         const clnet_node *node = &m->nodes[i];
         p->y[i] = act[root[i]].offset * B;
         p->dy[i] = dact[root[i]].offset * B;
-        p->keep[i] = p->keep_total;
         if (node->kind->keep_floats) p->keep_total += aligned(node->kind->keep_floats(node, batch));
         size_t w = node->kind->work_floats ? node->kind->work_floats(node, batch) : 0;
         if (w > p->work) p->work = w;

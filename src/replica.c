@@ -9,8 +9,11 @@
 
 void clnet_replica_free(clnet_replica *r) {
     if (!r) return;
-    cl_mem *mems[] = {&r->params, &r->grads, &r->buffers, &r->act,  &r->dact,
-                      &r->keep,   &r->work,  &r->labels,  &r->loss, &r->correct};
+    cl_mem *mems[] = {&r->params, &r->grads, &r->buffers, &r->act,
+                      &r->dact,   &r->work,  &r->labels,  &r->loss, &r->correct};
+    for (int i = 0; r->keeps && i < r->model->count; i++)
+        if (r->keeps[i]) clReleaseMemObject(r->keeps[i]);
+    free(r->keeps);
     if (r->staging.mem) clnet_staging_free(r->d, &r->staging);
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (*mems[i]) clReleaseMemObject(*mems[i]);
@@ -50,16 +53,19 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
 
     /* the GEMM's own scratch: a transposed operand, at most a node's kept
      * memory plus its weights (counted, allocated by the GEMM on first use) */
-    size_t gemm_scratch = 0;
+    size_t gemm_scratch = 0, largest_keep = 0;
     for (int i = 0; i < m->count; i++) {
         const clnet_node *node = &m->nodes[i];
         size_t keep = node->kind->keep_floats ? node->kind->keep_floats(node, max_batch) : 0;
         if (keep + node->param_count > gemm_scratch) gemm_scratch = keep + node->param_count;
+        if (keep > largest_keep) largest_keep = keep;
     }
     size_t B = (size_t)max_batch;
     size_t total = 2 * m->nparams + m->nbuffers + p->act + p->dact + p->keep_total + p->work +
                    gemm_scratch + 3 * B;
-    size_t largest = p->act > p->keep_total ? p->act : p->keep_total;
+    /* each node's kept memory is a buffer of its own: together they may
+     * exceed the largest buffer a device allows */
+    size_t largest = p->act > largest_keep ? p->act : largest_keep;
     if (p->dact > largest) largest = p->dact;
     if (p->work > largest) largest = p->work;
     uint64_t have = d->info.global_mem_bytes, max_buf = d->info.max_alloc_bytes;
@@ -69,7 +75,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
              "which has %.1f MiB (largest buffer %.1f MiB): use a smaller batch",
              mib(total), mib(largest), max_batch, d->info.index, d->info.name,
              (double)have / 1048576.0, (double)max_buf / 1048576.0);
-    if (p->act > UINT32_MAX || p->dact > UINT32_MAX || p->keep_total > UINT32_MAX ||
+    if (p->act > UINT32_MAX || p->dact > UINT32_MAX || largest_keep > UINT32_MAX ||
         p->work > UINT32_MAX)
         FAIL(CLNET_ERR_DEVICE_MEMORY, "batch %d needs buffers beyond 2^32 floats", max_batch);
 
@@ -79,7 +85,13 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(clnet_buffer_create(d, m->nbuffers * sizeof(float), &r->buffers));
     TRY(clnet_buffer_create(d, p->act * sizeof(float), &r->act));
     TRY(clnet_buffer_create(d, p->dact * sizeof(float), &r->dact));
-    TRY(clnet_buffer_create(d, p->keep_total * sizeof(float), &r->keep));
+    r->keeps = clnet_calloc((size_t)m->count + 1, sizeof *r->keeps);
+    if (!r->keeps) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < m->count; i++) {
+        const clnet_node *node = &m->nodes[i];
+        size_t keep = node->kind->keep_floats ? node->kind->keep_floats(node, max_batch) : 0;
+        if (keep) TRY(clnet_buffer_create(d, keep * sizeof(float), &r->keeps[i]));
+    }
     TRY(clnet_buffer_create(d, p->work * sizeof(float), &r->work));
     TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->labels));
     TRY(clnet_buffer_create(d, B * sizeof(float), &r->loss));
@@ -140,8 +152,8 @@ static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i,
         .y = p->y[i],
         .dact = r->dact,
         .dy = p->dy[i],
-        .keep = r->keep,
-        .keep_off = p->keep[i],
+        .keep = r->keeps[i],
+        .keep_off = 0,
         .work = r->work,
         .host = r->host,
         .beta = accumulate ? 1.0f : 0.0f,

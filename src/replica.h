@@ -16,7 +16,8 @@ typedef struct {
     clnet_plan plan;
     cl_mem params, grads, buffers; /* (nparams), (nparams), (nbuffers) */
     cl_mem act, dact;              /* activation arenas */
-    cl_mem keep, work;             /* per-node kept memory; shared scratch */
+    cl_mem *keeps;                 /* (model count) each node's kept memory, or NULL */
+    cl_mem work;                   /* scratch shared by all nodes */
     cl_mem labels, loss, correct;  /* (max_batch) each */
     clnet_staging staging;         /* gradients read to the host (discrete devices) */
     float *loss_host;              /* (max_batch) */
