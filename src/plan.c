@@ -81,8 +81,8 @@ clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
     int *grad = clnet_calloc((size_t)T, sizeof *grad); /* tensor needs a gradient */
     int *written = clnet_calloc((size_t)T, sizeof *written); /* its gradient has a writer so far */
     span *act = clnet_calloc((size_t)T, sizeof *act), *dact = clnet_calloc((size_t)T, sizeof *dact);
-    if (!p->y || !p->dy || !p->backward || !p->need_dx || !p->dx_beta || !root ||
-        !grad || !written || !act || !dact)
+    if (!p->y || !p->dy || !p->backward || !p->need_dx || !p->dx_beta || !root || !grad ||
+        !written || !act || !dact)
         FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory planning the model");
 
 #define TENSOR(from) ((from) == CLNET_MODEL_INPUT ? N : (from))

@@ -15,13 +15,13 @@
 typedef struct {
     int nodes;
     /* per node, in floats for `batch` samples */
-    size_t *y;        /* its output in the activation arena */
-    size_t *dy;       /* its output's gradient in the gradient arena */
-    int *backward;    /* 1: its backward pass runs (parameters, or inputs that need a gradient) */
-    size_t input;     /* the model's input in the activation arena */
-    int *need_dx;     /* [node * CLNET_MAX_INPUTS + k]: input k's gradient is wanted */
-    float *dx_beta;   /* [node * CLNET_MAX_INPUTS + k]: 0 overwrite, 1 add */
-    size_t act, dact; /* arena sizes, floats */
+    size_t *y;         /* its output in the activation arena */
+    size_t *dy;        /* its output's gradient in the gradient arena */
+    int *backward;     /* 1: its backward pass runs (parameters, or inputs that need a gradient) */
+    size_t input;      /* the model's input in the activation arena */
+    int *need_dx;      /* [node * CLNET_MAX_INPUTS + k]: input k's gradient is wanted */
+    float *dx_beta;    /* [node * CLNET_MAX_INPUTS + k]: 0 overwrite, 1 add */
+    size_t act, dact;  /* arena sizes, floats */
     size_t keep_total; /* floats all nodes keep from forward to backward (each its own buffer) */
     size_t work;       /* the largest scratch of a node */
 } clnet_plan;

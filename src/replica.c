@@ -9,8 +9,8 @@
 
 void clnet_replica_free(clnet_replica *r) {
     if (!r) return;
-    cl_mem *mems[] = {&r->params, &r->grads, &r->buffers, &r->act,
-                      &r->dact,   &r->work,  &r->labels,  &r->loss, &r->correct};
+    cl_mem *mems[] = {&r->params, &r->grads,  &r->buffers, &r->act,    &r->dact,
+                      &r->work,   &r->labels, &r->loss,    &r->correct};
     for (int i = 0; r->keeps && i < r->model->count; i++)
         if (r->keeps[i]) clReleaseMemObject(r->keeps[i]);
     free(r->keeps);

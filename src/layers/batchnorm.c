@@ -95,10 +95,13 @@ static size_t work_floats(const clnet_node *node, int n) {
     return 7 * (size_t)node->in[0].c;
 }
 
-/* floats (5C), this replica's doubles (1 + 2C), every replica's (ranks * (1 + 2C)) */
+/* floats (5C, rounded up to an even count so that the doubles after them
+ * are aligned), this replica's doubles (1 + 2C), every replica's
+ * (ranks * (1 + 2C)) */
+#define HOST_FLOATS(C) ((5 * (C) + 1) / 2 * 2)
 static size_t host_bytes(const clnet_node *node, int ranks) {
     size_t C = (size_t)node->in[0].c, triple = 1 + 2 * C;
-    return 5 * C * sizeof(float) + (1 + (size_t)ranks) * triple * sizeof(double);
+    return HOST_FLOATS(C) * sizeof(float) + (1 + (size_t)ranks) * triple * sizeof(double);
 }
 
 typedef struct {
@@ -113,7 +116,7 @@ static clnet_status view(const clnet_node *node, const clnet_pass *p, bn_view *v
     v->S = clnet_shape_spatial(node->in[0]);
     v->n = (size_t)p->n;
     v->f = p->host;
-    v->mine = (double *)(void *)((char *)p->host + 5 * v->C * sizeof(float));
+    v->mine = (double *)(void *)((char *)p->host + HOST_FLOATS(v->C) * sizeof(float));
     v->all = v->mine + 1 + 2 * v->C;
     v->weight = node->params[0].offset;
     v->mean = node->buffers[0].offset;
