@@ -106,12 +106,15 @@ static size_t host_bytes(const clnet_node *node, int ranks) {
 
 typedef struct {
     size_t C, S, n;
-    float *f;                 /* (5C) */
+    float *f;                 /* (5C): what the kernels wrote, what goes back */
     double *mine, *all;       /* (1 + 2C), (ranks * (1 + 2C)) */
     size_t weight, mean, var; /* offsets: weight (bias after it), running statistics */
 } bn_view;
 
 static clnet_status view(const clnet_node *node, const clnet_pass *p, bn_view *v) {
+    if (!p->host || node->params[1].offset != node->params[0].offset + (size_t)node->in[0].c)
+        return clnet_fail(CLNET_ERR_INTERNAL,
+                          "layer '%s': no host scratch, or weight and bias apart", node->name);
     v->C = (size_t)node->in[0].c;
     v->S = clnet_shape_spatial(node->in[0]);
     v->n = (size_t)p->n;
@@ -121,9 +124,6 @@ static clnet_status view(const clnet_node *node, const clnet_pass *p, bn_view *v
     v->weight = node->params[0].offset;
     v->mean = node->buffers[0].offset;
     v->var = node->buffers[1].offset;
-    if (!p->host || node->params[1].offset != v->weight + v->C)
-        return clnet_fail(CLNET_ERR_INTERNAL,
-                          "layer '%s': no host scratch, or weight and bias apart", node->name);
     return CLNET_OK;
 }
 
