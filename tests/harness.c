@@ -25,6 +25,16 @@ clnet_runtime *test_runtime(void) {
     return runtime;
 }
 
+clnet_runtime *test_one_device(int which) {
+    clnet_device_info info;
+    clnet_runtime *one = NULL;
+    ck_assert_int_eq(clnet_runtime_device_info(test_runtime(), which, &info), CLNET_OK);
+    char spec[16];
+    snprintf(spec, sizeof spec, "%d", info.index);
+    ck_assert_int_eq(clnet_runtime_create(&one, spec), CLNET_OK);
+    return one;
+}
+
 void test_runtime_release(void) {
     clnet_runtime_free(runtime);
     runtime = NULL;

@@ -93,16 +93,6 @@ static clnet_net *make_net(const char *const *lines, int count, uint64_t seed) {
     return net;
 }
 
-static clnet_runtime *one_device(int which) {
-    clnet_device_info info;
-    clnet_runtime *one = NULL;
-    ck_assert_int_eq(clnet_runtime_device_info(test_runtime(), which, &info), CLNET_OK);
-    char spec[16];
-    snprintf(spec, sizeof spec, "%d", info.index);
-    ck_assert_int_eq(clnet_runtime_create(&one, spec), CLNET_OK);
-    return one;
-}
-
 /* Images in [-1, 1) and labels for a batch of n. */
 static void batch_data(const clnet_net *net, int n, uint64_t seed, float *x, int32_t *y) {
     int shape[4], rank = clnet_net_input_rank(net, shape);
@@ -146,7 +136,7 @@ START_TEST(dag_matches_the_reference_and_its_finite_differences_on_every_device)
         ref_graph_gradients(&DAG_GRAPH, p, xd, y, N_DAG, dp, NULL);
 
         /* the engine on this device alone */
-        clnet_runtime *one = one_device(dev);
+        clnet_runtime *one = test_one_device(dev);
         clnet_device_info info;
         clnet_runtime_device_info(rt, dev, &info);
         ck_assert_msg(clnet_net_bind(net, one, N_DAG) == CLNET_OK, "%s", clnet_last_error());
@@ -222,7 +212,7 @@ START_TEST(a_view_of_the_model_input_shares_its_memory) {
     for (int i = 0; i < N * IN; i++) xd[i] = x[i];
     for (size_t i = 0; i < np; i++) p[i] = clnet_net_params(net)[i];
     ref_graph_gradients(&g, p, xd, y, N, dp, NULL);
-    clnet_runtime *one = one_device(0);
+    clnet_runtime *one = test_one_device(0);
     ck_assert_int_eq(clnet_net_bind(net, one, N), CLNET_OK);
     ck_assert_int_eq(clnet_net_train_step(net, x, y, N, NULL), CLNET_OK);
     double d = rel_diff(net->trainer->grad_sum, dp, np);
@@ -284,7 +274,7 @@ static double worst_tensor(const float *a, const float *b, const char *const *li
 START_TEST(two_devices_take_the_steps_of_one) {
     clnet_runtime *all = test_runtime();
     ck_assert_int_eq(clnet_runtime_device_count(all), 2);
-    clnet_runtime *one = one_device(0);
+    clnet_runtime *one = test_one_device(0);
     float *d1 = update_on(one, NULL, DAG, DAG_LINES);
     const double unequal[2] = {3, 1};
     float *balanced = update_on(all, NULL, DAG, DAG_LINES);
@@ -344,7 +334,7 @@ START_TEST(dropout_matches_its_reference_and_is_the_identity_in_evaluation) {
     ck_assert_uint_eq(clnet_net_param_count(a), clnet_net_param_count(b));
     ck_assert_mem_eq(clnet_net_params(a), clnet_net_params(b),
                      clnet_net_param_count(a) * sizeof(float));
-    clnet_runtime *one = one_device(0);
+    clnet_runtime *one = test_one_device(0);
     ck_assert_int_eq(clnet_net_bind(a, one, 4), CLNET_OK);
     ck_assert_int_eq(clnet_net_bind(b, one, 4), CLNET_OK);
     float x[4 * 48], pa[16], pb[16];
@@ -358,7 +348,7 @@ START_TEST(dropout_matches_its_reference_and_is_the_identity_in_evaluation) {
 END_TEST
 
 START_TEST(dropout_on_two_devices_takes_the_steps_of_one) {
-    clnet_runtime *one = one_device(0);
+    clnet_runtime *one = test_one_device(0);
     const double unequal[2] = {3, 1};
     float *d1 = update_on(one, NULL, DROPOUT_NET, DROPOUT_LINES);
     float *balanced = update_on(test_runtime(), NULL, DROPOUT_NET, DROPOUT_LINES);
@@ -404,7 +394,7 @@ static void expect_steady(clnet_runtime *rt, const double *split, const char *wh
 }
 
 START_TEST(steady_steps_start_no_thread_and_allocate_nothing) {
-    clnet_runtime *one = one_device(0);
+    clnet_runtime *one = test_one_device(0);
     expect_steady(one, NULL, "1 device");
     clnet_runtime_free(one);
 }
@@ -442,7 +432,7 @@ START_TEST(a_residual_lenet_learns) {
     c.lr = 0.02f;
     c.momentum = 0.9f;
     ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
-    clnet_runtime *one = one_device(0);
+    clnet_runtime *one = test_one_device(0);
     enum { N = 32 };
     float *x = malloc((size_t)N * 784 * sizeof(float));
     int32_t y[N];
@@ -578,7 +568,7 @@ START_TEST(signals_and_volumes_train) {
         ck_assert_int_eq(clnet_net_layer_info(net, 1, &info), CLNET_OK);
         if (m == 0)
             ck_assert(info.out_rank == 2 && info.out_shape[0] == 6 && info.out_shape[1] == 7);
-        clnet_runtime *one = one_device(0);
+        clnet_runtime *one = test_one_device(0);
         ck_assert_msg(clnet_net_bind(net, one, 4) == CLNET_OK, "%s", clnet_last_error());
         float x[4 * 120];
         int32_t y[4];

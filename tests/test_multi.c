@@ -134,16 +134,6 @@ static double worst_tensor_difference(const float *a, const float *b) {
     return worst;
 }
 
-static clnet_runtime *one_device(int which) {
-    clnet_runtime *all = test_runtime(), *one = NULL;
-    clnet_device_info info;
-    clnet_runtime_device_info(all, which, &info);
-    char spec[16];
-    snprintf(spec, sizeof spec, "%d", info.index);
-    ck_assert_int_eq(clnet_runtime_create(&one, spec), CLNET_OK);
-    return one;
-}
-
 /* The fast device (not the simulator) for the one-device reference. */
 static int fast_device(void) {
     clnet_runtime *rt = test_runtime();
@@ -158,7 +148,7 @@ static int fast_device(void) {
 static void expect_same_updates(const double *split, const char *what) {
     clnet_runtime *all = test_runtime();
     ck_assert_int_eq(clnet_runtime_device_count(all), 2);
-    clnet_runtime *one = one_device(fast_device());
+    clnet_runtime *one = test_one_device(fast_device());
     int64_t samples[2] = {0, 0};
     printf("%s:\n", what);
     float *d1 = update_on(one, NULL, NULL);
@@ -209,7 +199,7 @@ START_TEST(a_throttled_device_gets_a_smaller_share) {
     snprintf(throttle, sizeof throttle, "%d:3", info.index);
     setenv("CLNET_THROTTLE", throttle, 1);
     int64_t samples[2];
-    clnet_runtime *one = one_device(0);
+    clnet_runtime *one = test_one_device(0);
     float *d1 = update_on(one, NULL, NULL);
     float *d2 = update_on(rt, NULL, samples);
     unsetenv("CLNET_THROTTLE");
@@ -226,7 +216,7 @@ START_TEST(a_throttled_device_gets_a_smaller_share) {
 END_TEST
 
 START_TEST(prediction_split_across_devices_equals_one_device) {
-    clnet_runtime *all = test_runtime(), *one = one_device(fast_device());
+    clnet_runtime *all = test_runtime(), *one = test_one_device(fast_device());
     clnet_net *a = make_net(), *b = make_net();
     ck_assert_int_eq(clnet_net_bind(a, one, BATCH), CLNET_OK);
     ck_assert_int_eq(clnet_net_bind(b, all, BATCH), CLNET_OK);
@@ -247,7 +237,7 @@ START_TEST(prediction_split_across_devices_equals_one_device) {
 END_TEST
 
 START_TEST(micro_batches_give_the_same_step) {
-    clnet_runtime *one = one_device(fast_device());
+    clnet_runtime *one = test_one_device(fast_device());
     float *whole = update_on(one, NULL, NULL);
     setenv("CLNET_MICRO_BATCH", "5", 1);
     int64_t samples[1];

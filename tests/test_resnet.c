@@ -337,13 +337,8 @@ END_TEST
 /* Batch norm synchronized across devices: the steps on two devices, for
  * any split, match PyTorch as one device does, and match one device. */
 START_TEST(resnet18_w16_on_two_devices_takes_the_steps_of_one) {
-    clnet_runtime *all = test_runtime(), *one = NULL;
+    clnet_runtime *all = test_runtime(), *one = test_one_device(0);
     ck_assert_int_eq(clnet_runtime_device_count(all), 2);
-    clnet_device_info info;
-    ck_assert_int_eq(clnet_runtime_device_info(all, 0, &info), CLNET_OK);
-    char spec[16];
-    snprintf(spec, sizeof spec, "%d", info.index);
-    ck_assert_int_eq(clnet_runtime_create(&one, spec), CLNET_OK);
     w16_run ref = run_w16(one, NULL, "device 0 alone");
     const double equal[2] = {1, 1}, unequal[2] = {3, 1}, lone[2] = {7, 1};
     const double *splits[] = {equal, unequal, lone, NULL};

@@ -57,16 +57,6 @@ static clnet_net *make_net(const char *const *lines, int count, const char *path
     return net;
 }
 
-static clnet_runtime *one_device(int which) {
-    clnet_device_info info;
-    clnet_runtime *one = NULL;
-    ck_assert_int_eq(clnet_runtime_device_info(test_runtime(), which, &info), CLNET_OK);
-    char spec[16];
-    snprintf(spec, sizeof spec, "%d", info.index);
-    ck_assert_int_eq(clnet_runtime_create(&one, spec), CLNET_OK);
-    return one;
-}
-
 static size_t sample_size(const clnet_net *net) {
     int shape[4], rank = clnet_net_input_rank(net, shape);
     size_t size = 1;
@@ -173,9 +163,9 @@ static double worst_diff(const run_result *a, const run_result *b, const char *c
 
 /* Two devices against one: balanced, forced 3:1 and 1:1; with a simulator
  * (Oclgrind, slow) only 1:1, on the smallest batch. */
-static void expect_one_device(const char *what, const char *const *lines, int count,
-                              const char *path, int batch, int steps) {
-    clnet_runtime *all = test_runtime(), *one = one_device(0);
+static void expect_test_one_device(const char *what, const char *const *lines, int count,
+                                   const char *path, int batch, int steps) {
+    clnet_runtime *all = test_runtime(), *one = test_one_device(0);
     ck_assert_int_eq(clnet_runtime_device_count(all), 2);
     int slow = 0;
     for (int i = 0; i < 2; i++) slow |= test_device_is_slow(clnet_runtime_device(all, i));
@@ -202,7 +192,7 @@ static void expect_one_device(const char *what, const char *const *lines, int co
 }
 
 START_TEST(synchronized_batch_norm_on_two_devices_takes_the_steps_of_one) {
-    expect_one_device("small net with batch norm", SMALL, SMALL_LINES, NULL, 6, 3);
+    expect_test_one_device("small net with batch norm", SMALL, SMALL_LINES, NULL, 6, 3);
 }
 END_TEST
 
@@ -216,7 +206,7 @@ START_TEST(unsynchronized_batch_norm_depends_on_the_split_and_learns) {
             lines[i] = edited[k++];
         }
     }
-    clnet_runtime *all = test_runtime(), *one = one_device(0);
+    clnet_runtime *all = test_runtime(), *one = test_one_device(0);
     const double unequal[2] = {3, 1};
     run_result a = run(one, NULL, lines, SMALL_LINES, NULL, 12, 3);
     run_result b = run(all, unequal, lines, SMALL_LINES, NULL, 12, 3);
@@ -248,7 +238,7 @@ END_TEST
 
 /* CLNET_MICRO_BATCH=4 makes each device hold at most 4 samples. */
 START_TEST(a_batch_norm_share_is_never_split_into_micro_batches) {
-    clnet_runtime *one = one_device(0);
+    clnet_runtime *one = test_one_device(0);
     setenv("CLNET_MICRO_BATCH", "4", 1);
     clnet_net *net = make_net(SMALL, SMALL_LINES, NULL);
     float x[8 * 72];
@@ -282,7 +272,7 @@ END_TEST
 /* Two devices holding 4 each take a batch of 8 as 4 + 4, whatever the
  * split asks, and still equal one device that holds all 8. */
 START_TEST(shares_are_capped_at_what_each_device_holds) {
-    clnet_runtime *one = one_device(0);
+    clnet_runtime *one = test_one_device(0);
     run_result ref = run(one, NULL, SMALL, SMALL_LINES, NULL, 8, 2);
     setenv("CLNET_MICRO_BATCH", "4", 1);
     const double unequal[2] = {3, 1};

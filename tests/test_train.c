@@ -29,21 +29,10 @@ static clnet_net *tiny_net(void) {
     return net;
 }
 
-/* The first device of the configuration, alone. */
-static clnet_runtime *first_device(void) {
-    clnet_runtime *all = test_runtime(), *one = NULL;
-    clnet_device_info info;
-    clnet_runtime_device_info(all, 0, &info);
-    char spec[16];
-    snprintf(spec, sizeof spec, "%d", info.index);
-    ck_assert_int_eq(clnet_runtime_create(&one, spec), CLNET_OK);
-    return one;
-}
-
 /* One step of the tiny net computed with tests/ref, then SGD by hand. */
 START_TEST(one_step_matches_the_reference_composition) {
     enum { N = 5, C = 2, H = 7, W = 6, F = 3, PH = 3, PW = 3, I = F * PH * PW, O = 4 };
-    clnet_runtime *rt = first_device();
+    clnet_runtime *rt = test_one_device(0);
     clnet_net *net = tiny_net();
     ck_assert_int_eq(clnet_net_init(net, 42), CLNET_OK);
     clnet_sgd_config sgd;
@@ -109,7 +98,7 @@ END_TEST
  * (chunks of the bound batch). */
 START_TEST(predict_gives_probabilities_that_agree_with_evaluation) {
     enum { N = 37 }; /* more than the bound batch of 16: three chunks */
-    clnet_runtime *rt = first_device();
+    clnet_runtime *rt = test_one_device(0);
     clnet_net *net = tiny_net();
     ck_assert_int_eq(clnet_net_init(net, 5), CLNET_OK);
     ck_assert_int_eq(clnet_net_bind(net, rt, 16), CLNET_OK);
@@ -200,7 +189,7 @@ static clnet_net *bound_tiny(int init) {
 }
 
 START_TEST(same_seed_gives_the_same_run) {
-    clnet_runtime *rt = first_device();
+    clnet_runtime *rt = test_one_device(0);
     double a[10], b[10];
     clnet_net *n1 = bound_tiny(1), *n2 = bound_tiny(1);
     ck_assert_int_eq(clnet_net_bind(n1, rt, 16), CLNET_OK);
@@ -229,7 +218,7 @@ static char *temp_path(const char *name) {
 }
 
 START_TEST(resume_from_a_checkpoint_is_bitwise_identical) {
-    clnet_runtime *rt = first_device();
+    clnet_runtime *rt = test_one_device(0);
     char *path = temp_path("half.safetensors");
     clnet_net *straight = bound_tiny(1);
     ck_assert_int_eq(clnet_net_bind(straight, rt, 16), CLNET_OK);
@@ -337,7 +326,7 @@ START_TEST(bad_checkpoints_are_refused_and_change_nothing) {
 END_TEST
 
 START_TEST(memory_limits_give_micro_batches_or_a_clear_error) {
-    clnet_runtime *rt = first_device();
+    clnet_runtime *rt = test_one_device(0);
     clnet_net *net = NULL;
     /* a batch too big for the device runs in micro-batches that fit */
     ck_assert_int_eq(clnet_net_load(&net, CLNET_MODEL_DIR "/lenet.cfg"), CLNET_OK);
@@ -431,7 +420,7 @@ START_TEST(lenet_learns_fashion_mnist) {
     ck_assert_int_eq(clnet_dataset_load(&test, NULL, "test"), CLNET_OK);
     ck_assert_int_eq(clnet_dataset_truncate(train, 12800), CLNET_OK);
     ck_assert_int_eq(clnet_dataset_truncate(test, 2000), CLNET_OK);
-    clnet_runtime *rt = first_device();
+    clnet_runtime *rt = test_one_device(0);
     clnet_net *net = NULL;
     ck_assert_int_eq(clnet_net_load(&net, CLNET_MODEL_DIR "/lenet.cfg"), CLNET_OK);
     ck_assert_int_eq(clnet_net_init(net, 1), CLNET_OK);

@@ -227,8 +227,10 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     TRY(clnet_buffer_read(p->d, p->work, 0, 4 * C, v.f));
     double *sums = v.mine;
     sums[0] = (double)(v.n * v.S);
-    for (size_t i = 0; i < 2 * C; i++) /* pairs: sum dy, then sum dy * xhat */
-        sums[1 + i] = (double)v.f[(i / C) * 2 * C + i % C] + v.f[(i / C) * 2 * C + C + i % C];
+    for (size_t c = 0; c < C; c++) { /* the pairs (hi, lo) of sum dy and of sum dy * xhat */
+        sums[1 + c] = (double)v.f[c] + v.f[C + c];
+        sums[1 + C + c] = (double)v.f[2 * C + c] + v.f[3 * C + c];
+    }
     if (cfg->sync && p->ctx->coll) TRY(p->ctx->coll->sum(p->ctx->coll, sums, 1 + 2 * C));
     for (size_t i = 0; i < 2 * C; i++) v.f[i] = (float)(sums[1 + i] / sums[0]);
     TRY(clnet_buffer_write(p->d, p->work, SENT(C), 2 * C, v.f));
