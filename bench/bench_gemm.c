@@ -1,10 +1,12 @@
-/* GEMM throughput on the shapes LeNet training uses (batch 256), for clnet's
- * own kernel and for CLBlast, on every selected device:
+/* GEMM throughput of every candidate (gemm.h) on the shapes LeNet and
+ * ResNet-18 training use, and 1024^3, on every selected device:
  *
- *   build/bench/bench_gemm [reps]
+ *   build/bench/bench_gemm [reps] [SHAPE-FILTER]
  *
- * Prints GFLOP/s per shape and backend, side by side. The first call of each
- * shape (kernel build, CLBlast's own compilation) is not timed. */
+ * Prints GFLOP/s per shape and candidate, then the best candidate per shape
+ * as "best: <shape> <id> <GFLOP/s>". The first call of each (kernel build,
+ * CLBlast's own compilation) is not timed. BENCH_SKIP_CLBLAST=1 leaves
+ * CLBlast out (it takes minutes to compile on PoCL). */
 #include "device.h"
 #include "gemm.h"
 #include "memory.h"
@@ -27,6 +29,7 @@ typedef struct {
 } shape;
 
 static const shape SHAPES[] = {
+    {"square 1024", 0, 0, 1024, 1024, 1024},
     {"conv1 forward  W.col", 0, 0, 20, 173056, 9},
     {"conv2 forward  W.col", 0, 0, 50, 20736, 500},
     {"conv2 dcol     Wt.dY", 1, 0, 500, 20736, 50},
@@ -34,9 +37,13 @@ static const shape SHAPES[] = {
     {"fc1 forward    X.Wt", 0, 1, 256, 128, 800},
     {"fc1 dX         dY.W", 0, 0, 256, 800, 128},
     {"fc1 dW         dYt.X", 1, 0, 128, 800, 256},
+    {"resnet conv3x3 128", 0, 0, 128, 25088, 1152},
+    {"resnet dcol 128", 1, 0, 1152, 25088, 128},
+    {"resnet dW 128", 0, 1, 128, 1152, 25088},
+    {"resnet conv3x3 512", 0, 0, 512, 1568, 4608},
 };
 
-static int run(clnet_device *d, const shape *s, int reps, double *gflops) {
+static int run(clnet_device *d, const char *id, const shape *s, int reps, double *gflops) {
     size_t asz = s->M * s->K, bsz = s->K * s->N, csz = s->M * s->N;
     cl_mem a = NULL, b = NULL, c = NULL;
     float *host = calloc(asz > bsz ? asz : bsz, sizeof(float));
@@ -52,8 +59,8 @@ static int run(clnet_device *d, const shape *s, int reps, double *gflops) {
             clFinish(d->queue);
             *gflops = now();
         }
-        ok = clnet_gemm(d, s->ta, s->tb, s->M, s->N, s->K, 1.0f, a, 0, lda, b, 0, ldb, 0.0f, c, 0,
-                        s->N) == CLNET_OK;
+        ok = clnet_gemm_with(d, id, &(clnet_gemm_shape){s->ta, s->tb, s->M, s->N, s->K, 0, 0}, 1.0f,
+                             a, 0, lda, b, 0, ldb, 0.0f, c, 0, s->N) == CLNET_OK;
     }
     if (ok) {
         clFinish(d->queue);
@@ -69,7 +76,9 @@ static int run(clnet_device *d, const shape *s, int reps, double *gflops) {
 
 int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 5;
+    const char *filter = argc > 2 ? argv[2] : NULL;
     clnet_runtime *rt = NULL;
+    if (reps < 1) reps = 1;
     if (clnet_runtime_create(&rt, NULL) != CLNET_OK) {
         fprintf(stderr, "bench_gemm: %s\n", clnet_last_error());
         return 1;
@@ -77,25 +86,29 @@ int main(int argc, char **argv) {
     int skip_clblast = getenv("BENCH_SKIP_CLBLAST") != NULL;
     for (int i = 0; i < clnet_runtime_device_count(rt); i++) {
         clnet_device *d = clnet_runtime_device(rt, i);
-        printf("device %d (%s), GFLOP/s:\n  %-24s %10s %10s\n", d->info.index, d->info.name,
-               "shape (M x N x K)", "clnet", "CLBlast");
+        char ids[32][CLNET_GEMM_ID_CAP];
+        int n = clnet_gemm_candidates(d, ids, 32);
+        printf("device %d (%s), GFLOP/s:\n", d->info.index, d->info.name);
         for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
-            double own = 0, blast = 0;
-            d->gemm = CLNET_GEMM_OWN;
-            if (!run(d, &SHAPES[s], reps, &own)) {
-                fprintf(stderr, "bench_gemm: %s\n", clnet_last_error());
-                return 1;
+            const shape *sh = &SHAPES[s];
+            if (filter && !strstr(sh->what, filter)) continue;
+            printf("  %s (%zu x %zu x %zu, %c%c)\n", sh->what, sh->M, sh->N, sh->K,
+                   sh->ta ? 'T' : 'N', sh->tb ? 'T' : 'N');
+            double best = 0;
+            int best_c = -1;
+            for (int c = 0; c < n; c++) {
+                double g = 0;
+                if (skip_clblast && strcmp(ids[c], "clblast") == 0) continue;
+                if (!run(d, ids[c], sh, reps, &g)) {
+                    printf("    %-24s failed: %s\n", ids[c], clnet_last_error());
+                    continue;
+                }
+                printf("    %-24s %8.1f\n", ids[c], g);
+                fflush(stdout);
+                if (g > best) best = g, best_c = c;
             }
-            d->gemm = CLNET_GEMM_CLBLAST;
-            if (!skip_clblast && !run(d, &SHAPES[s], reps, &blast)) {
-                fprintf(stderr, "bench_gemm (CLBlast): %s\n", clnet_last_error());
-                blast = 0;
-            }
-            printf("  %-24s %10.1f %10.1f   (%zu x %zu x %zu)\n", SHAPES[s].what, own, blast,
-                   SHAPES[s].M, SHAPES[s].N, SHAPES[s].K);
-            fflush(stdout);
+            if (best_c >= 0) printf("best: %s | %s %.1f\n", sh->what, ids[best_c], best);
         }
-        clnet_gemm_choose(d);
     }
     clnet_runtime_free(rt);
     return 0;

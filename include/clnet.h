@@ -336,6 +336,41 @@ clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float
 clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const int32_t *labels,
                                       int n, clnet_step_result *out);
 
+/* ---- Tuning ------------------------------------------------------------------
+ *
+ * Operations with several implementations (today GEMM: clnet's own kernel
+ * over a search space of tile sizes and work-group layouts, and CLBlast) run
+ * the candidate the tuning database names for the device, driver, operation,
+ * per-sample shape and batch bucket (power of two), or a fixed rule when it
+ * names none. The database is tune.db in the kernel cache's folder
+ * ($CLNET_CACHE_DIR; see clnet_runtime_create); deleting it is safe.
+ * Training never times anything itself: the choices of a run come from the
+ * database or the rules, and a checkpoint records them ("gemm_choices" in
+ * its metadata) for a resume to use again. */
+
+/* One candidate measured on one shape, as clnet_net_tune reports it. */
+typedef struct {
+    int device;          /* the device's number (`clnet devices`) */
+    const char *layer;   /* the first layer that runs it: "conv2 backward" */
+    const char *key;     /* the operation and per-sample shape: "gemm NT M=50 N=500 K=676n" */
+    int bucket;          /* the samples, rounded up to a power of two (0: none) */
+    const char *id;      /* the candidate */
+    double us;           /* its time, microseconds (< 0: it failed or computed wrongly) */
+    const char *verdict; /* "chosen", "", "wrong result (...)", "failed: ..." */
+} clnet_tune_report;
+
+typedef void (*clnet_tune_fn)(const clnet_tune_report *r, void *user);
+
+/* Measures every candidate of every tunable operation the bound net runs,
+ * at a step of `batch` samples split over its devices as training splits it:
+ * trains one step on random data first (the parameters change: tune a net
+ * made for it), then times each candidate on each shape, checks the
+ * candidates' results against each other, stores each shape's fastest
+ * correct candidate in the database and uses it from then on. `report`
+ * (may be NULL) hears of every measurement. With CLNET_TUNE=off in the
+ * environment it refuses (CLNET_ERR_INVALID_ARGUMENT) and times nothing. */
+clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, void *user);
+
 /* ---- Checkpoints -----------------------------------------------------------
  *
  * Checkpoints are safetensors files (little endian), so Python reads them.

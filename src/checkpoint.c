@@ -66,7 +66,7 @@ static int saved_slots(const clnet_optim *o) {
 }
 
 clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, const char *path,
-                                   const clnet_progress *progress) {
+                                   const clnet_progress *progress, const char *gemm_choices) {
     clnet_status status = CLNET_OK;
     int slots = saved_slots(o);
     entry *e = clnet_calloc((size_t)max_entries(m), sizeof *e);
@@ -115,8 +115,10 @@ clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, c
         {"position", position},
         {"data_seed", data_seed},
         {"init_seed", init_seed},
+        {"gemm_choices", gemm_choices},
     };
-    TRY(clnet_st_save(path, tensors, count, meta, (int)(sizeof meta / sizeof meta[0])));
+    int nmeta = (int)(sizeof meta / sizeof meta[0]) - (gemm_choices && *gemm_choices ? 0 : 1);
+    TRY(clnet_st_save(path, tensors, count, meta, nmeta));
 cleanup:
     free(e);
     free(tensors);
@@ -196,7 +198,7 @@ static clnet_status progress_from(const clnet_st_file *f, const char *path, clne
 }
 
 clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *path,
-                                   clnet_progress *progress) {
+                                   clnet_progress *progress, char **gemm_choices) {
     clnet_status status = CLNET_OK;
     clnet_st_file *f = NULL;
     entry *e = NULL;
@@ -253,6 +255,13 @@ clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *p
     }
     clnet_progress p;
     TRY(progress_from(f, path, &p));
+    char *choices = NULL;
+    const char *recorded = clnet_st_meta_get(f, "gemm_choices");
+    if (gemm_choices && recorded) {
+        choices = clnet_malloc(strlen(recorded) + 1);
+        if (!choices) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory loading %s", path);
+        strcpy(choices, recorded);
+    }
 
     /* Everything checked: now change the model and the optimizer. */
     free(m->params), free(m->buffers), free(m->counters);
@@ -268,6 +277,7 @@ clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *p
     o->ready = slots > 0;
     o->step = p.step;
     if (progress) *progress = p;
+    if (gemm_choices) *gemm_choices = choices;
 cleanup:
     clnet_st_free(f);
     free(e), free(params), free(buffers), free(counters), free(slot[0]), free(slot[1]);

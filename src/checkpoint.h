@@ -6,11 +6,13 @@
 #include "model.h"
 #include "optim.h"
 
+/* gemm_choices (may be NULL): the metadata "gemm_choices" (net.c). */
 clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, const char *path,
-                                   const clnet_progress *progress);
+                                   const clnet_progress *progress, const char *gemm_choices);
 /* Reads everything and checks it against the model before changing m and o;
- * on failure both are left as they were. */
+ * on failure both are left as they were. *gemm_choices (when not NULL) gets
+ * a malloc'd copy of the metadata "gemm_choices", or NULL. */
 clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *path,
-                                   clnet_progress *progress);
+                                   clnet_progress *progress, char **gemm_choices);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include "clnet.h"
 #include "cl.h"
+#include "tune.h"
 
 #include <pthread.h>
 
@@ -13,10 +14,24 @@ typedef struct {
     char dir[4096];
 } clnet_cache_config;
 
-typedef enum {
-    CLNET_GEMM_OWN = 0, /* cl/gemm.cl */
-    CLNET_GEMM_CLBLAST = 1,
-} clnet_gemm_backend;
+/* A GEMM's shape (see gemm.h). */
+typedef struct {
+    int ta, tb; /* 1: op(A) = A^T, op(B) = B^T */
+    size_t M, N, K;
+    char batch; /* 'M', 'N' or 'K': that dimension is n times a per-sample size; 0: none */
+    int n;      /* the samples, when batch is set */
+} clnet_gemm_shape;
+
+#define CLNET_GEMM_ID_CAP CLNET_TUNE_CHOICE_CAP
+
+/* The candidate a shape runs with, chosen on its first call. */
+typedef struct {
+    clnet_gemm_shape shape;
+    char id[CLNET_GEMM_ID_CAP];
+    char source;   /* 'e' $CLNET_GEMM, 'p' pinned, 'd' database, 'f' fixed rule */
+    char site[80]; /* the first layer that ran it: "conv2 backward" */
+    int train;     /* 1: first run by a training pass */
+} clnet_gemm_pick;
 
 typedef struct clnet_kernel_entry {
     struct clnet_kernel_entry *next;
@@ -45,9 +60,18 @@ typedef struct clnet_device {
     const clnet_cache_config *cache;
     pthread_mutex_t lock; /* guards programs */
     clnet_program *programs;
-    cl_mem scratch;          /* small buffer for reductions, made on first use */
-    clnet_gemm_backend gemm; /* which GEMM this device uses */
-    cl_mem work[2];          /* GEMM scratch (transposed B, split-K partials) */
+    cl_mem scratch; /* small buffer for reductions, made on first use */
+    /* GEMM (gemm.c): which candidate runs each shape */
+    char gemm_force[16];     /* $CLNET_GEMM ("own", "clblast") or "" */
+    char tune_device[400];   /* this device in the tuning database */
+    char tune_space[20];     /* the fingerprint of its GEMM candidates */
+    clnet_tune_table tuned;  /* the database's entries for this device */
+    clnet_tune_table pinned; /* a resumed checkpoint's choices */
+    clnet_gemm_pick *gemm_picks;
+    int gemm_npicks, gemm_cap;
+    const char *site_node; /* the layer running now (replica.c), or NULL */
+    int site_backward, site_train;
+    cl_mem work[2]; /* GEMM scratch (transposed B, split-K partials) */
     size_t work_bytes[2];
     unsigned cache_hits;   /* programs loaded from the binary cache */
     unsigned cache_stores; /* programs built from source and stored */

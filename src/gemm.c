@@ -1,8 +1,10 @@
-/* GEMM: clnet's own kernel (cl/gemm.cl) or CLBlast. */
+/* GEMM: the candidates (clnet's own kernel with its parameters, CLBlast)
+ * and the choice between them (see gemm.h). */
 #include "gemm.h"
 #include "error.h"
 #include "memory.h"
 #include "program.h"
+#include "sources.h"
 
 #include <clblast_c.h>
 #include <limits.h>
@@ -12,7 +14,6 @@
 #include <strings.h>
 
 #define FAMILY "gemm"
-#define TM     8 /* rows per work-item: GEMM_TM in cl/gemm.cl */
 #define NT_M   2 /* gemm_nt tile: NT_M x NT_N, as in cl/gemm.cl */
 #define NT_N   4
 /* Split-K: a product this long and this narrow is cut into chunks of k,
@@ -21,23 +22,6 @@
 #define SPLIT_K_CHUNK       2048
 #define SPLIT_K_MAX_CHUNKS  16
 #define SPLIT_K_MAX_OUTPUTS 65536
-
-#define OPTIONS "-DGEMM_TM=8"
-
-clnet_status clnet_gemm_choose(clnet_device *d) {
-    const char *env = getenv("CLNET_GEMM");
-    d->gemm = d->info.type == CLNET_DEVICE_GPU ? CLNET_GEMM_CLBLAST : CLNET_GEMM_OWN;
-    if (!env || !*env || strcasecmp(env, "auto") == 0) return CLNET_OK;
-    if (strcasecmp(env, "own") == 0) {
-        d->gemm = CLNET_GEMM_OWN;
-    } else if (strcasecmp(env, "clblast") == 0) {
-        d->gemm = CLNET_GEMM_CLBLAST;
-    } else {
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "CLNET_GEMM='%s': expected auto, own or clblast", env);
-    }
-    return CLNET_OK;
-}
 
 clnet_status clnet_device_work(clnet_device *d, int slot, size_t bytes, cl_mem *out) {
     clnet_status status = CLNET_OK;
@@ -79,10 +63,10 @@ static clnet_status gemm_clblast(clnet_device *d, int ta, int tb, size_t M, size
     return CLNET_OK;
 }
 
-/* The work-group shape: on CPUs one work-group covers every row block of a
- * column block, so the B strip it reads stays in cache; GPUs choose. */
-static void local_size(clnet_device *d, cl_kernel k, size_t mblocks, size_t local[3],
-                       int *use_local) {
+/* The work-group shape with wg=1: one work-group covers every row block of a
+ * column block, so the B strip it reads stays in cache (good on CPUs); with
+ * wg=0 the driver chooses. */
+static void local_size(clnet_device *d, cl_kernel k, size_t mblocks, size_t local[3]) {
     size_t limit = d->info.max_work_group_size;
     size_t kernel_limit = 0;
     if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kernel_limit,
@@ -96,12 +80,45 @@ static void local_size(clnet_device *d, cl_kernel k, size_t mblocks, size_t loca
     local[0] = 1;
     local[1] = rows;
     local[2] = 1;
-    *use_local = d->info.type == CLNET_DEVICE_CPU;
 }
 
-static clnet_status gemm_own(clnet_device *d, int ta, int tb, size_t M, size_t N, size_t K,
-                             float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B, size_t boff,
-                             size_t ldb, float beta, cl_mem C, size_t coff, size_t ldc) {
+/* Candidate ids: "clblast", or "own-tm<T>-wg<0|1>" for cl/gemm.cl with
+ * GEMM_TM = T rows per work-item and the work-group layout above. */
+typedef struct {
+    int clblast;
+    int tm, wg;
+} choice;
+
+static const int TM_SPACE[] = {4, 8, 16};
+
+static int parse_id(const char *id, choice *c) {
+    memset(c, 0, sizeof *c);
+    if (strcmp(id, "clblast") == 0) {
+        c->clblast = 1;
+        return 1;
+    }
+    char tail = 0;
+    if (sscanf(id, "own-tm%d-wg%d%c", &c->tm, &c->wg, &tail) != 2 || (c->wg != 0 && c->wg != 1))
+        return 0;
+    for (size_t i = 0; i < sizeof TM_SPACE / sizeof TM_SPACE[0]; i++)
+        if (TM_SPACE[i] == c->tm) return 1;
+    return 0;
+}
+
+int clnet_gemm_candidates(const clnet_device *d, char ids[][CLNET_GEMM_ID_CAP], int cap) {
+    (void)d; /* every device has the same space today */
+    int n = 0;
+    for (size_t i = 0; i < sizeof TM_SPACE / sizeof TM_SPACE[0]; i++)
+        for (int wg = 1; wg >= 0; wg--)
+            if (n < cap) snprintf(ids[n++], CLNET_GEMM_ID_CAP, "own-tm%d-wg%d", TM_SPACE[i], wg);
+    if (n < cap) snprintf(ids[n++], CLNET_GEMM_ID_CAP, "clblast");
+    return n;
+}
+
+static clnet_status gemm_own(clnet_device *d, const choice *ch, int ta, int tb, size_t M, size_t N,
+                             size_t K, float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
+                             size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
+                             size_t ldc) {
     clnet_status status = CLNET_OK;
     cl_kernel k = NULL;
     /* A B^T with a long k (a convolution's weight gradient): dot products
@@ -136,54 +153,231 @@ static clnet_status gemm_own(clnet_device *d, int ta, int tb, size_t M, size_t N
     /* gemm_nt: NT_M x NT_N tiles; gemm_nn: TM x 8. Work-items run over
      * (column blocks, row blocks, chunks of k). */
     const char *name = nt ? "gemm_nt" : "gemm_nn";
-    size_t rows = nt ? (M + NT_M - 1) / NT_M : (M + TM - 1) / TM;
+    size_t tm = (size_t)ch->tm;
+    size_t rows = nt ? (M + NT_M - 1) / NT_M : (M + tm - 1) / tm;
     size_t cols = nt ? (N + NT_N - 1) / NT_N : (N + 7) / 8;
     size_t local[3], global[3] = {cols, rows, chunks};
-    int use_local = 0;
-    TRY(clnet_kernel_get(d, FAMILY, OPTIONS, name, &k));
-    local_size(d, k, rows, local, &use_local);
+    int use_local = ch->wg;
+    char options[32];
+    snprintf(options, sizeof options, "-DGEMM_TM=%d", ch->tm);
+    TRY(clnet_kernel_get(d, FAMILY, options, name, &k));
+    local_size(d, k, rows, local);
     if (nt)
-        TRY(clnet_run(d, FAMILY, OPTIONS, name, 3, global, use_local ? local : NULL,
+        TRY(clnet_run(d, FAMILY, options, name, 3, global, use_local ? local : NULL,
                       ARGS(U32(M), U32(N), U32(K), U32(kchunk), F32(alpha), MEM(A), U32(aoff),
                            U32(lda), MEM(B), U32(boff), U32(ldb), F32(out_beta), MEM(out),
                            U32(out_off), U32(out_ld), U32(out_stride))));
     else
-        TRY(clnet_run(d, FAMILY, OPTIONS, name, 3, global, use_local ? local : NULL,
+        TRY(clnet_run(d, FAMILY, options, name, 3, global, use_local ? local : NULL,
                       ARGS(U32(M), U32(N), U32(K), U32(kchunk), F32(alpha), MEM(A), U32(aoff),
                            U32(ta ? 1 : lda), U32(ta ? lda : 1), MEM(B), U32(boff), U32(ldb),
                            F32(out_beta), MEM(out), U32(out_off), U32(out_ld), U32(out_stride))));
     if (chunks > 1) /* add the chunks' partial products into C, in order */
-        TRY(clnet_run(d, FAMILY, OPTIONS, "gemm_reduce", 2, (size_t[]){N, M}, NULL,
+        TRY(clnet_run(d, FAMILY, options, "gemm_reduce", 2, (size_t[]){N, M}, NULL,
                       ARGS(U32(M), U32(N), U32(chunks), MEM(out), U32(M * N), F32(beta), MEM(C),
                            U32(coff), U32(ldc))));
 cleanup:
     return status;
 }
 
-clnet_status clnet_gemm(clnet_device *d, int trans_a, int trans_b, size_t M, size_t N, size_t K,
-                        float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B, size_t boff,
-                        size_t ldb, float beta, cl_mem C, size_t coff, size_t ldc) {
-    if (M == 0 || N == 0) return CLNET_OK;
+/* ---- choosing ---- */
+
+/* FNV-1a, for the candidates' fingerprint. */
+static uint64_t fnv(const void *data, size_t n, uint64_t h) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+clnet_status clnet_gemm_open(clnet_device *d) {
+    clnet_status status = CLNET_OK;
+    char *source = NULL;
+    const char *env = getenv("CLNET_GEMM");
+    d->gemm_force[0] = '\0';
+    if (env && *env && strcasecmp(env, "auto") != 0) {
+        if (strcasecmp(env, "own") != 0 && strcasecmp(env, "clblast") != 0)
+            FAIL(CLNET_ERR_INVALID_ARGUMENT, "CLNET_GEMM='%s': expected auto, own or clblast", env);
+        snprintf(d->gemm_force, sizeof d->gemm_force, "%s", env);
+        for (char *c = d->gemm_force; *c; c++) *c = (char)(*c | 0x20);
+    }
+    /* The fingerprint: the kernels' source, the candidates, the CLBlast
+     * version: an entry measured over anything else is stale. */
+    uint64_t h = 14695981039346656037ull;
+    if (clnet_kernel_source(FAMILY, &source) == CLNET_OK) {
+        h = fnv(source, strlen(source), h);
+    } else { /* $CLNET_KERNEL_DIR lacks it: building will say so; fingerprint ours */
+        for (const clnet_embedded_source *e = clnet_embedded_sources; e->family; e++)
+            if (strcmp(e->family, FAMILY) == 0) h = fnv(e->text, e->length, h);
+    }
+    char ids[64][CLNET_GEMM_ID_CAP];
+    int n = clnet_gemm_candidates(d, ids, 64);
+    for (int i = 0; i < n; i++) h = fnv(ids[i], strlen(ids[i]) + 1, h);
+    char clblast[32];
+    snprintf(clblast, sizeof clblast, "clblast %d.%d", CLBLAST_VERSION_MAJOR,
+             CLBLAST_VERSION_MINOR);
+    h = fnv(clblast, strlen(clblast), h);
+    snprintf(d->tune_space, sizeof d->tune_space, "%016llx", (unsigned long long)h);
+    snprintf(d->tune_device, sizeof d->tune_device, "%s | %s | %s", d->info.name,
+             d->info.driver_version, d->info.platform_name);
+    if (d->cache && d->cache->enabled) {
+        char path[4200];
+        clnet_tune_db_path(d->cache->dir, path, sizeof path);
+        TRY(clnet_tune_db_read(path, d->tune_device, d->tune_space, &d->tuned, NULL));
+    }
+cleanup:
+    free(source);
+    return status;
+}
+
+void clnet_gemm_close(clnet_device *d) {
+    clnet_tune_table_free(&d->tuned);
+    clnet_tune_table_free(&d->pinned);
+    free(d->gemm_picks);
+    d->gemm_picks = NULL;
+    d->gemm_npicks = d->gemm_cap = 0;
+}
+
+void clnet_gemm_key(const clnet_gemm_shape *s, char *key, size_t cap, int *bucket) {
+    size_t dims[3] = {s->M, s->N, s->K};
+    const char *names = "MNK";
+    char text[3][32];
+    for (int i = 0; i < 3; i++) {
+        if (s->batch == names[i] && s->n > 0)
+            snprintf(text[i], sizeof text[i], "%zun", dims[i] / (size_t)s->n);
+        else
+            snprintf(text[i], sizeof text[i], "%zu", dims[i]);
+    }
+    snprintf(key, cap, "gemm %c%c M=%s N=%s K=%s", s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', text[0],
+             text[1], text[2]);
+    *bucket = s->batch ? clnet_tune_bucket(s->n) : 0;
+}
+
+/* The fixed rule (no database entry): CLBlast on GPUs; our kernel with the
+ * CPU work-group layout on CPUs, and with the driver's layout elsewhere. */
+static const char *fixed_rule(const clnet_device *d) {
+    if (d->info.type == CLNET_DEVICE_GPU) return "clblast";
+    return d->info.type == CLNET_DEVICE_CPU ? "own-tm8-wg1" : "own-tm8-wg0";
+}
+
+static int same_shape(const clnet_gemm_shape *a, const clnet_gemm_shape *b) {
+    return a->ta == b->ta && a->tb == b->tb && a->M == b->M && a->N == b->N && a->K == b->K &&
+           a->batch == b->batch && a->n == b->n;
+}
+
+/* The candidate for a shape: decided on the shape's first call, then kept. */
+static clnet_status pick(clnet_device *d, const clnet_gemm_shape *s, const char **id) {
+    for (int i = 0; i < d->gemm_npicks; i++)
+        if (same_shape(&d->gemm_picks[i].shape, s)) {
+            *id = d->gemm_picks[i].id;
+            return CLNET_OK;
+        }
+    clnet_gemm_pick p = {.shape = *s, .source = 'f'};
+    p.train = d->site_train;
+    if (d->site_node)
+        snprintf(p.site, sizeof p.site, "%s %s", d->site_node,
+                 d->site_backward ? "backward" : "forward");
+    char key[CLNET_TUNE_KEY_CAP];
+    int bucket = 0;
+    clnet_gemm_key(s, key, sizeof key, &bucket);
+    const clnet_tune_entry *e = NULL;
+    if (d->gemm_force[0]) {
+        snprintf(p.id, sizeof p.id, "%s",
+                 strcmp(d->gemm_force, "clblast") == 0
+                     ? "clblast"
+                     : (d->info.type == CLNET_DEVICE_CPU ? "own-tm8-wg1" : "own-tm8-wg0"));
+        p.source = 'e';
+    } else if ((e = clnet_tune_table_find(&d->pinned, key, bucket)) != NULL) {
+        snprintf(p.id, sizeof p.id, "%s", e->choice);
+        p.source = 'p';
+    } else if ((e = clnet_tune_table_find(&d->tuned, key, bucket)) != NULL) {
+        snprintf(p.id, sizeof p.id, "%s", e->choice);
+        p.source = 'd';
+    } else {
+        snprintf(p.id, sizeof p.id, "%s", fixed_rule(d));
+    }
+    choice c;
+    if (!parse_id(p.id, &c)) { /* a database entry of an older space slipped through */
+        clnet_warn("device %d (%s): GEMM candidate '%s' for '%s' is unknown; using the fixed rule",
+                   d->info.index, d->info.name, p.id, key);
+        snprintf(p.id, sizeof p.id, "%s", fixed_rule(d));
+        p.source = 'f';
+    }
+    if (d->gemm_npicks == d->gemm_cap) {
+        int cap = d->gemm_cap ? d->gemm_cap * 2 : 16;
+        clnet_gemm_pick *n = realloc(d->gemm_picks, (size_t)cap * sizeof *n);
+        if (!n) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for GEMM choices");
+        d->gemm_picks = n;
+        d->gemm_cap = cap;
+    }
+    d->gemm_picks[d->gemm_npicks] = p;
+    *id = d->gemm_picks[d->gemm_npicks++].id;
+    return CLNET_OK;
+}
+
+void clnet_gemm_forget(clnet_device *d) {
+    d->gemm_npicks = 0;
+}
+
+clnet_status clnet_gemm_pin(clnet_device *d, const char *key, int bucket, const char *id) {
+    choice c;
+    if (!parse_id(id, &c))
+        return clnet_fail(CLNET_ERR_FORMAT,
+                          "GEMM candidate '%s' (for '%s') is not one of device "
+                          "%d (%s)",
+                          id, key, d->info.index, d->info.name);
+    clnet_tune_entry e = {.bucket = bucket};
+    if (strlen(key) >= sizeof e.key)
+        return clnet_fail(CLNET_ERR_FORMAT, "GEMM key '%s' is too long", key);
+    strcpy(e.key, key);
+    strcpy(e.choice, id);
+    clnet_gemm_forget(d);
+    return clnet_tune_table_set(&d->pinned, &e);
+}
+
+static clnet_status check_shape(const clnet_gemm_shape *s, size_t aoff, size_t lda, size_t boff,
+                                size_t ldb, size_t coff, size_t ldc) {
+    size_t M = s->M, N = s->N, K = s->K;
     /* Every index the kernels compute must fit in 32 bits. */
-    size_t a_end = aoff + (trans_a ? K * lda : M * lda),
-           b_end = boff + (trans_b ? N * ldb : K * ldb), c_end = coff + M * ldc;
+    size_t a_end = aoff + (s->ta ? K * lda : M * lda), b_end = boff + (s->tb ? N * ldb : K * ldb),
+           c_end = coff + M * ldc;
     if (!fits_u32(a_end) || !fits_u32(b_end) || !fits_u32(c_end) || !fits_u32(K * N) ||
         !fits_u32(16 * M * N))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                           "gemm %zu x %zu x %zu: matrices beyond 2^32 elements", M, N, K);
-    if (K == 0) { /* C = beta C */
-        /* Rare (empty inner dimension); not worth a kernel of its own. */
+    if (K == 0) /* C = beta C: rare (an empty inner dimension), not worth a kernel */
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm with K = 0");
-    }
+    return CLNET_OK;
+}
+
+clnet_status clnet_gemm_with(clnet_device *d, const char *id, const clnet_gemm_shape *s,
+                             float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B, size_t boff,
+                             size_t ldb, float beta, cl_mem C, size_t coff, size_t ldc) {
+    choice c;
+    if (s->M == 0 || s->N == 0) return CLNET_OK;
+    if (!parse_id(id, &c))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "'%s' is not a GEMM candidate", id);
+    clnet_status status = check_shape(s, aoff, lda, boff, ldb, coff, ldc);
+    if (status != CLNET_OK) return status;
     double began = clnet_profile_begin(d);
-    clnet_status s = d->gemm == CLNET_GEMM_CLBLAST
-                         ? gemm_clblast(d, trans_a, trans_b, M, N, K, alpha, A, aoff, lda, B, boff,
-                                        ldb, beta, C, coff, ldc)
-                         : gemm_own(d, trans_a, trans_b, M, N, K, alpha, A, aoff, lda, B, boff, ldb,
-                                    beta, C, coff, ldc);
-    char name[96];
-    snprintf(name, sizeof name, "gemm %c%c %zux%zux%zu", trans_a ? 'T' : 'N', trans_b ? 'T' : 'N',
-             M, N, K);
-    clnet_profile_end(d, name, began);
-    return s;
+    status = c.clblast ? gemm_clblast(d, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff, lda, B,
+                                      boff, ldb, beta, C, coff, ldc)
+                       : gemm_own(d, &c, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff, lda, B,
+                                  boff, ldb, beta, C, coff, ldc);
+    if (began != 0) {
+        char name[96];
+        snprintf(name, sizeof name, "gemm %c%c %zux%zux%zu", s->ta ? 'T' : 'N', s->tb ? 'T' : 'N',
+                 s->M, s->N, s->K);
+        clnet_profile_end(d, name, began);
+    }
+    return status;
+}
+
+clnet_status clnet_gemm(clnet_device *d, const clnet_gemm_shape *s, float alpha, cl_mem A,
+                        size_t aoff, size_t lda, cl_mem B, size_t boff, size_t ldb, float beta,
+                        cl_mem C, size_t coff, size_t ldc) {
+    const char *id = NULL;
+    if (s->M == 0 || s->N == 0) return CLNET_OK;
+    clnet_status status = pick(d, s, &id);
+    if (status != CLNET_OK) return status;
+    return clnet_gemm_with(d, id, s, alpha, A, aoff, lda, B, boff, ldb, beta, C, coff, ldc);
 }

@@ -3,6 +3,7 @@
  * calls down into the model, the optimizer, the checkpoint code and the
  * step driver; none of those calls back here. */
 #include "net.h"
+#include "gemm.h"
 #include "alloc.h"
 #include "async.h"
 #include "checkpoint.h"
@@ -35,6 +36,7 @@ void clnet_net_free(clnet_net *net) {
     unbind(net);
     clnet_model_release(&net->model);
     clnet_optim_release(&net->optim);
+    free(net->gemm_choices);
     free(net);
 }
 
@@ -195,6 +197,74 @@ clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg) {
 
 /* ---- devices ------------------------------------------------------------------------ */
 
+/* The GEMM choices training passes made on the bound devices, for a
+ * checkpoint (NULL when unbound): for each device a line "@<device>" (its
+ * name, driver and platform), then a line "<key>\t<bucket>\t<candidate>"
+ * per shape. Evaluation's shapes are left out, so that the record depends
+ * only on the training done. */
+static clnet_status record_choices(const clnet_net *net, char **out) {
+    *out = NULL;
+    if (!net->trainer) return CLNET_OK;
+    size_t cap = 1, used = 0;
+    for (int i = 0; i < net->trainer->count; i++)
+        cap += 500 + (size_t)net->trainer->replicas[i]->d->gemm_npicks * 200;
+    char *text = clnet_malloc(cap);
+    if (!text) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
+    text[0] = '\0';
+    for (int i = 0; i < net->trainer->count; i++) {
+        const clnet_device *d = net->trainer->replicas[i]->d;
+        int equal_before = 0; /* an equal device listed already */
+        for (int j = 0; j < i; j++)
+            equal_before |= strcmp(net->trainer->replicas[j]->d->tune_device, d->tune_device) == 0;
+        if (equal_before) continue;
+        used += (size_t)snprintf(text + used, cap - used, "@%s\n", d->tune_device);
+        for (int k = 0; k < d->gemm_npicks && used < cap; k++) {
+            if (!d->gemm_picks[k].train) continue;
+            char key[CLNET_TUNE_KEY_CAP];
+            int bucket = 0;
+            clnet_gemm_key(&d->gemm_picks[k].shape, key, sizeof key, &bucket);
+            used += (size_t)snprintf(text + used, cap - used, "%s\t%d\t%s\n", key, bucket,
+                                     d->gemm_picks[k].id);
+        }
+    }
+    *out = text;
+    return CLNET_OK;
+}
+
+/* Pins a loaded checkpoint's GEMM choices on the bound devices they were
+ * made on (the same name, driver and platform); others choose afresh. */
+static clnet_status pin_choices(clnet_net *net) { /* only warns */
+    if (!net->trainer || !net->gemm_choices) return CLNET_OK;
+    char device[512] = "";
+    for (const char *p = net->gemm_choices; *p;) {
+        const char *end = strchr(p, '\n');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        char line[512], *field[3];
+        int k = 0;
+        if (n < sizeof line) {
+            memcpy(line, p, n);
+            line[n] = '\0';
+            for (char *f = line; k < 3 && f; k++) {
+                field[k] = f;
+                f = strchr(f, '\t');
+                if (f) *f++ = '\0';
+            }
+        }
+        p += n + (end ? 1 : 0);
+        if (line[0] == '@' && n < sizeof line) {
+            snprintf(device, sizeof device, "%s", line + 1);
+            continue;
+        }
+        for (int i = 0; k == 3 && i < net->trainer->count; i++) {
+            clnet_device *d = net->trainer->replicas[i]->d;
+            if (strcmp(d->tune_device, device) != 0) continue;
+            if (clnet_gemm_pin(d, field[0], atoi(field[1]), field[2]) != CLNET_OK)
+                clnet_warn("the checkpoint's GEMM choice is not used: %s", clnet_last_error());
+        }
+    }
+    return CLNET_OK;
+}
+
 clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch) {
     clnet_status status = CLNET_OK;
     if (!net || !rt) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_bind: NULL argument");
@@ -207,6 +277,7 @@ clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch) {
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%d devices: clnet trains on 1 to 64", n);
     unbind(net);
     TRY(clnet_trainer_create(&net->trainer, &net->model, rt, max_batch));
+    TRY(pin_choices(net));
     TRY(clnet_step_broadcast(net->trainer, &net->model, 1));
     TRY(clnet_step_calibrate(net->trainer));
     /* calibration trains on probes: undo what they did to the buffers */
@@ -417,14 +488,27 @@ clnet_status clnet_net_save(const clnet_net *cnet, const char *path,
         clnet_status s = clnet_step_gather_buffers(net->trainer, &net->model);
         if (s != CLNET_OK) return s;
     }
-    return clnet_checkpoint_save(&net->model, &net->optim, path, progress);
+    char *choices = NULL;
+    clnet_status s = record_choices(net, &choices);
+    if (s == CLNET_OK)
+        s = clnet_checkpoint_save(&net->model, &net->optim, path, progress,
+                                  choices ? choices : net->gemm_choices);
+    free(choices);
+    return s;
 }
 
 clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_progress *progress) {
     if (!net || !path)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_load_weights: NULL argument");
     clnet_status s = finish(net);
-    if (s == CLNET_OK) s = clnet_checkpoint_load(&net->model, &net->optim, path, progress);
+    char *choices = NULL;
+    if (s == CLNET_OK)
+        s = clnet_checkpoint_load(&net->model, &net->optim, path, progress, &choices);
+    if (s == CLNET_OK) {
+        free(net->gemm_choices);
+        net->gemm_choices = choices;
+        s = pin_choices(net);
+    }
     if (s == CLNET_OK && net->trainer) s = clnet_step_broadcast(net->trainer, &net->model, 1);
     return s;
 }

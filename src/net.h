@@ -10,6 +10,9 @@ struct clnet_net {
     clnet_model model;
     clnet_optim optim;
     clnet_trainer *trainer; /* NULL when not bound */
+    /* The GEMM choices a loaded checkpoint recorded ("gemm_choices"), pinned
+     * on the devices while bound; NULL when none. */
+    char *gemm_choices;
 };
 
 #endif

@@ -176,6 +176,9 @@ static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i,
 static clnet_status timed(clnet_replica *r, int slot,
                           clnet_status (*fn)(const clnet_node *, const clnet_pass *),
                           const clnet_node *node, const clnet_pass *p) {
+    r->d->site_node = node->name; /* names the layer of the GEMMs it runs */
+    r->d->site_backward = slot & 1;
+    r->d->site_train = p->ctx->train;
     if (!r->profile) return fn(node, p);
     clFinish(r->d->queue);
     double t0 = clnet_now();

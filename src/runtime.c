@@ -298,7 +298,7 @@ static clnet_status open_device(clnet_device *d, const candidate *c, int index,
     d->id = c->id;
     d->zero_copy = d->info.host_unified_memory;
     d->cache = cache;
-    TRY(clnet_gemm_choose(d));
+    TRY(clnet_gemm_open(d));
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
     d->context = clCreateContext(props, 1, &c->id, NULL, NULL, &err);
     CL_CHECK(err, "clCreateContext");
@@ -327,6 +327,7 @@ static void close_device(clnet_device *d) {
         free(p);
         p = next;
     }
+    clnet_gemm_close(d);
     if (d->scratch) clReleaseMemObject(d->scratch);
     for (int w = 0; w < 2; w++)
         if (d->work[w]) clReleaseMemObject(d->work[w]);

@@ -19,6 +19,19 @@ run=(train "$models/lenet.cfg" --train-limit 640 --test-limit 128 --batch 64 --e
 if cmp -s "$work/a.safetensors" "$work/b.safetensors"; then ok "--deterministic twice gives identical checkpoints"
 else bad "--deterministic runs differ" "$(cat "$work/a.err")"; fi
 
+# with a tuning database of this test's own (clnet tune on both devices): --deterministic
+# twice is still identical, and the checkpoint records the choices it used
+export CLNET_CACHE_DIR="$work/cache"
+if "$clnet" tune "$models/lenet.cfg" --batch 64 >"$work/tune.out" 2>&1 && [ -s "$work/cache/tune.db" ] &&
+   grep -q 'chosen$' "$work/tune.out"; then ok "clnet tune measures and stores its choices"
+else bad "clnet tune" "$(cat "$work/tune.out")"; fi
+"$clnet" "${run[@]}" --deterministic --steps 8 --save "$work/c.safetensors" >/dev/null 2>"$work/c.err"
+"$clnet" "${run[@]}" --deterministic --steps 8 --save "$work/d.safetensors" >/dev/null 2>&1
+if cmp -s "$work/c.safetensors" "$work/d.safetensors" && grep -aq 'gemm_choices' "$work/c.safetensors"
+then ok "--deterministic twice with a tuning database gives identical checkpoints, choices recorded"
+else bad "--deterministic with a database" "$(cat "$work/c.err")"; fi
+unset CLNET_CACHE_DIR
+
 out=$("$clnet" "${run[@]}" --steps 12 2>&1)
 if [ "$(grep -cE '^  device [0-9]+ \(.*\): [0-9]+ samples, [0-9]+ images/s$' <<<"$out")" -ge 2 ]; then
   ok "each device's share and speed are reported"

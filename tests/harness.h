@@ -24,7 +24,8 @@ int test_device_is_slow(const clnet_device *d);
 /* Deterministic pseudo-random floats in [-1, 1). */
 void test_random_floats(float *x, size_t n, uint64_t seed);
 
-/* Warnings captured from the library while capture is on. */
+/* Warnings captured from the library while capture is on (turning it on
+ * clears them; turning it off keeps them to read). */
 void test_capture_warnings(int on);
 const char *test_warnings(void);
 

@@ -20,5 +20,6 @@ int cmd_devices(int argc, char **argv); /* clnet.c */
 int cmd_train(int argc, char **argv);   /* train.c */
 int cmd_eval(int argc, char **argv);    /* train.c */
 int cmd_bench(int argc, char **argv);   /* bench.c */
+int cmd_tune(int argc, char **argv);    /* tune.c */
 
 #endif

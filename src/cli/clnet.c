@@ -16,6 +16,8 @@ static void usage(FILE *out) {
             "  eval MODEL --weights FILE  test accuracy of a checkpoint (clnet eval --help)\n"
             "  bench MODEL [--devices SPEC] [--batch B] [--steps N]\n"
             "                             training speed of each device alone and together\n"
+            "  tune MODEL [--batch B] [--devices SPEC]\n"
+            "                             measure each kernel candidate, store the fastest\n"
             "  version                    print the version\n"
             "  help                       print this text\n"
             "\n"
@@ -89,6 +91,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "train") == 0) return cmd_train(argc - 2, argv + 2);
     if (strcmp(cmd, "eval") == 0) return cmd_eval(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
+    if (strcmp(cmd, "tune") == 0) return cmd_tune(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("clnet %s\n", clnet_version());
         return 0;

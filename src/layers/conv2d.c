@@ -98,8 +98,8 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
         (size_t[]){(size_t)node->out.dim[1], (size_t)node->out.dim[0], planes}, NULL,
         ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->keep), U32(p->keep_off))));
     /* Yp (F, n*P) = W (F, CKK) . col */
-    TRY(clnet_gemm(p->d, 0, 0, F, NP, CKK, 1.0f, p->params, wo, CKK, p->keep, p->keep_off, NP, 0.0f,
-                   p->work, 0, NP));
+    TRY(clnet_gemm(p->d, &(clnet_gemm_shape){0, 0, F, NP, CKK, 'N', p->n}, 1.0f, p->params, wo, CKK,
+                   p->keep, p->keep_off, NP, 0.0f, p->work, 0, NP));
     /* y (n, F, P) = Yp permuted + bias */
     TRY(clnet_run(p->d, "conv", has_bias(node) ? "" : "-DCONV_BIAS=0", "conv_output", 3,
                   (size_t[]){P, F, (size_t)p->n}, NULL,
@@ -122,11 +122,11 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     TRY(clnet_run(p->d, "conv", "", "conv_grad_output", 3, (size_t[]){P, F, (size_t)p->n}, NULL,
                   ARGS(U32(p->n), U32(F), U32(P), MEM(p->dact), U32(p->dy), MEM(p->work), U32(0))));
     if (has_bias(node)) TRY(clnet_row_sums(p->d, F, NP, p->work, 0, p->grads, bo, p->beta));
-    TRY(clnet_gemm(p->d, 0, 1, F, CKK, NP, 1.0f, p->work, 0, NP, p->keep, p->keep_off, NP, p->beta,
-                   p->grads, wo, CKK));
+    TRY(clnet_gemm(p->d, &(clnet_gemm_shape){0, 1, F, CKK, NP, 'K', p->n}, 1.0f, p->work, 0, NP,
+                   p->keep, p->keep_off, NP, p->beta, p->grads, wo, CKK));
     if (p->need_dx[0]) {
-        TRY(clnet_gemm(p->d, 1, 0, CKK, NP, F, 1.0f, p->params, wo, CKK, p->work, 0, NP, 0.0f,
-                       p->work, dcol, NP));
+        TRY(clnet_gemm(p->d, &(clnet_gemm_shape){1, 0, CKK, NP, F, 'N', p->n}, 1.0f, p->params, wo,
+                       CKK, p->work, 0, NP, 0.0f, p->work, dcol, NP));
         TRY(clnet_run(p->d, "conv", "", "col2im", 3,
                       (size_t[]){(size_t)node->in[0].dim[1], (size_t)node->in[0].dim[0],
                                  (size_t)p->n * node->in[0].c},

@@ -1,0 +1,267 @@
+/* clnet_net_tune: measuring every candidate of every tunable operation a
+ * net runs, and storing the winners in the tuning database (tune.h). */
+#include "alloc.h"
+#include "clock.h"
+#include "error.h"
+#include "gemm.h"
+#include "memory.h"
+#include "net.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_CANDIDATES 64
+#define TIME_TARGET    0.05 /* seconds of repeated calls per timing */
+#define TIMINGS        3    /* timings per candidate; the fastest counts */
+
+int clnet_tune_enabled(void) {
+    const char *env = getenv("CLNET_TUNE");
+    return !(env && (strcasecmp(env, "off") == 0 || strcmp(env, "0") == 0));
+}
+
+static uint64_t next_random(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+static float *random_floats(size_t n, uint64_t seed) {
+    float *v = clnet_malloc((n ? n : 1) * sizeof *v);
+    for (size_t i = 0; v && i < n; i++) v[i] = (float)next_random(&seed) / 2147483648.0f * 2 - 1;
+    return v;
+}
+
+/* The operands of one shape on one device, with random contents. */
+typedef struct {
+    cl_mem a, b, c;
+    size_t lda, ldb, ldc, csize;
+    float *ref, *got;
+} operands;
+
+static void operands_free(operands *o) {
+    if (o->a) clReleaseMemObject(o->a);
+    if (o->b) clReleaseMemObject(o->b);
+    if (o->c) clReleaseMemObject(o->c);
+    free(o->ref);
+    free(o->got);
+    memset(o, 0, sizeof *o);
+}
+
+static clnet_status operands_make(clnet_device *d, const clnet_gemm_shape *s, operands *o) {
+    clnet_status status = CLNET_OK;
+    size_t asize = s->M * s->K, bsize = s->K * s->N;
+    float *ha = random_floats(asize, 1), *hb = random_floats(bsize, 2);
+    memset(o, 0, sizeof *o);
+    o->lda = s->ta ? s->M : s->K;
+    o->ldb = s->tb ? s->K : s->N;
+    o->ldc = s->N;
+    o->csize = s->M * s->N;
+    o->ref = clnet_malloc(o->csize * sizeof(float));
+    o->got = clnet_malloc(o->csize * sizeof(float));
+    if (!ha || !hb || !o->ref || !o->got)
+        FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a %zu x %zu x %zu product", s->M, s->N,
+             s->K);
+    TRY(clnet_buffer_create(d, asize * sizeof(float), &o->a));
+    TRY(clnet_buffer_create(d, bsize * sizeof(float), &o->b));
+    TRY(clnet_buffer_create(d, o->csize * sizeof(float), &o->c));
+    TRY(clnet_buffer_write(d, o->a, 0, asize, ha));
+    TRY(clnet_buffer_write(d, o->b, 0, bsize, hb));
+cleanup:
+    free(ha);
+    free(hb);
+    return status;
+}
+
+static clnet_status run_once(clnet_device *d, const char *id, const clnet_gemm_shape *s,
+                             operands *o) {
+    return clnet_gemm_with(d, id, s, 1.0f, o->a, 0, o->lda, o->b, 0, o->ldb, 0.0f, o->c, 0, o->ldc);
+}
+
+/* The fastest of TIMINGS timings of repeated calls, in microseconds per call. */
+static clnet_status time_candidate(clnet_device *d, const char *id, const clnet_gemm_shape *s,
+                                   operands *o, double *us) {
+    clnet_status status = CLNET_OK;
+    double t0 = clnet_now();
+    TRY(run_once(d, id, s, o));
+    CL_CHECK(clFinish(d->queue), "clFinish");
+    double one = clnet_now() - t0;
+    int reps = one > 0 ? (int)(TIME_TARGET / one) : 100;
+    if (reps < 1) reps = 1;
+    if (reps > 100) reps = 100;
+    *us = -1;
+    for (int t = 0; t < TIMINGS; t++) {
+        double began = clnet_now();
+        for (int r = 0; r < reps; r++) TRY(run_once(d, id, s, o));
+        CL_CHECK(clFinish(d->queue), "clFinish");
+        double per = (clnet_now() - began) / reps * 1e6;
+        if (*us < 0 || per < *us) *us = per;
+    }
+cleanup:
+    return status;
+}
+
+/* The largest difference from the reference, relative to the reference's
+ * largest magnitude. */
+static double difference(const float *ref, const float *got, size_t n) {
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        double r = fabs((double)ref[i]), e = fabs((double)got[i] - (double)ref[i]);
+        if (r > scale) scale = r;
+        if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+    }
+    return scale > 0 ? worst / scale : worst;
+}
+
+typedef struct {
+    clnet_tune_fn report;
+    void *user;
+} reporter;
+
+static void say(const reporter *rep, const clnet_device *d, const char *site, const char *key,
+                int bucket, const char *id, double us, const char *verdict) {
+    if (!rep->report) return;
+    clnet_tune_report r = {d->info.index, site, key, bucket, id, us, verdict};
+    rep->report(&r, rep->user);
+}
+
+/* Measures every candidate on one shape; *winner gets the fastest correct
+ * one (its id empty when none ran). */
+static clnet_status tune_shape(clnet_device *d, const clnet_gemm_pick *pick, const reporter *rep,
+                               clnet_tune_entry *winner) {
+    const clnet_gemm_shape *s = &pick->shape;
+    clnet_status status = CLNET_OK;
+    operands o;
+    char ids[MAX_CANDIDATES][CLNET_GEMM_ID_CAP];
+    double us[MAX_CANDIDATES];
+    char verdict[MAX_CANDIDATES][160];
+    int n = clnet_gemm_candidates(d, ids, MAX_CANDIDATES), have_ref = 0, best = -1;
+    memset(winner, 0, sizeof *winner);
+    clnet_gemm_key(s, winner->key, sizeof winner->key, &winner->bucket);
+    TRY(operands_make(d, s, &o));
+    /* K terms of size ~1 each: rounding differs by about sqrt(K) ulps */
+    double tolerance = 1e-5 * sqrt((double)s->K) + 1e-6;
+    for (int c = 0; c < n; c++) {
+        verdict[c][0] = '\0';
+        us[c] = -1;
+        if (run_once(d, ids[c], s, &o) != CLNET_OK ||
+            clnet_buffer_read(d, o.c, 0, o.csize, have_ref ? o.got : o.ref) != CLNET_OK) {
+            snprintf(verdict[c], sizeof verdict[c], "failed: %.140s", clnet_last_error());
+            continue;
+        }
+        if (have_ref) {
+            double diff = difference(o.ref, o.got, o.csize);
+            if (!(diff <= tolerance)) {
+                snprintf(verdict[c], sizeof verdict[c],
+                         "wrong result (differs from %s by %.2g of the largest value)", ids[0],
+                         diff);
+                continue;
+            }
+        }
+        have_ref = 1;
+        if (time_candidate(d, ids[c], s, &o, &us[c]) != CLNET_OK) {
+            snprintf(verdict[c], sizeof verdict[c], "failed: %.140s", clnet_last_error());
+            us[c] = -1;
+            continue;
+        }
+        if (best < 0 || us[c] < us[best]) best = c;
+    }
+    for (int c = 0; c < n; c++)
+        say(rep, d, pick->site, winner->key, winner->bucket, ids[c], us[c],
+            c == best ? "chosen" : verdict[c]);
+    if (best >= 0) {
+        snprintf(winner->choice, sizeof winner->choice, "%s", ids[best]);
+        winner->us = us[best];
+    }
+cleanup:
+    operands_free(&o);
+    return status;
+}
+
+/* Random images and labels for the step that shows which shapes run. */
+static clnet_status random_batch(const clnet_net *net, int batch, float **x, int32_t **y) {
+    size_t per = clnet_shape_size(net->model.input);
+    int classes = clnet_model_classes(&net->model);
+    uint64_t seed = 7;
+    *x = random_floats(per * (size_t)batch, 3);
+    *y = clnet_malloc((size_t)batch * sizeof **y);
+    if (!*x || !*y) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a batch");
+    for (int i = 0; i < batch; i++) (*y)[i] = (int32_t)(next_random(&seed) % (uint64_t)classes);
+    return CLNET_OK;
+}
+
+clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, void *user) {
+    clnet_status status = CLNET_OK;
+    float *x = NULL;
+    int32_t *y = NULL;
+    clnet_gemm_pick *shapes = NULL;
+    clnet_tune_entry *found = NULL; /* measured in this run */
+    int *owner = NULL, nfound = 0;  /* the replica each was measured on */
+    reporter rep = {report, user};
+    if (!net || !net->trainer)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_tune: the net is not bound");
+    if (!clnet_tune_enabled())
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_net_tune: CLNET_TUNE=off in the environment: nothing is timed");
+    if (batch < 1 || batch > net->trainer->max_batch)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_net_tune: batch of %d samples: the net is bound for 1..%d", batch,
+                          net->trainer->max_batch);
+    clnet_trainer *t = net->trainer;
+    TRY(random_batch(net, batch, &x, &y));
+    /* The first step settles the split (calibration runs probes of its own);
+     * the second shows the shapes of a steady step. */
+    TRY(clnet_net_train_step(net, x, y, batch, NULL));
+    for (int i = 0; i < t->count; i++) clnet_gemm_forget(t->replicas[i]->d);
+    TRY(clnet_net_train_step(net, x, y, batch, NULL));
+
+    for (int i = 0; i < t->count; i++) {
+        clnet_device *d = t->replicas[i]->d;
+        int count = d->gemm_npicks, start = nfound;
+        free(shapes);
+        shapes = clnet_malloc(((size_t)count + 1) * sizeof *shapes);
+        clnet_tune_entry *more = realloc(found, ((size_t)(nfound + count) + 1) * sizeof *found);
+        int *more_owner = realloc(owner, ((size_t)(nfound + count) + 1) * sizeof *owner);
+        if (more) found = more;
+        if (more_owner) owner = more_owner;
+        if (!shapes || !more || !more_owner) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory tuning");
+        memcpy(shapes, d->gemm_picks, (size_t)count * sizeof *shapes);
+        for (int k = 0; k < count; k++) {
+            char key[CLNET_TUNE_KEY_CAP];
+            int bucket = 0, seen = 0;
+            clnet_gemm_key(&shapes[k].shape, key, sizeof key, &bucket);
+            /* measured already, on this device or an equal one before it */
+            for (int j = 0; j < nfound && !seen; j++)
+                seen = found[j].bucket == bucket && strcmp(found[j].key, key) == 0 &&
+                       strcmp(t->replicas[owner[j]]->d->tune_device, d->tune_device) == 0;
+            if (seen) continue;
+            TRY(tune_shape(d, &shapes[k], &rep, &found[nfound]));
+            if (found[nfound].choice[0]) owner[nfound++] = i;
+        }
+        if (nfound > start && d->cache && d->cache->enabled) {
+            char path[4200];
+            clnet_tune_db_path(d->cache->dir, path, sizeof path);
+            TRY(clnet_tune_db_write(path, d->tune_device, d->tune_space, found + start,
+                                    nfound - start));
+        } else if (nfound > start) {
+            clnet_warn("the kernel cache is off (CLNET_CACHE=off): tuned choices serve this "
+                       "process only");
+        }
+    }
+    /* every device uses what was measured on it or on a device equal to it */
+    for (int i = 0; i < t->count; i++) {
+        clnet_device *d = t->replicas[i]->d;
+        for (int j = 0; j < nfound; j++)
+            if (strcmp(t->replicas[owner[j]]->d->tune_device, d->tune_device) == 0)
+                TRY(clnet_tune_table_set(&d->tuned, &found[j]));
+    }
+    for (int i = 0; i < t->count; i++) clnet_gemm_forget(t->replicas[i]->d);
+cleanup:
+    free(x);
+    free(y);
+    free(shapes);
+    free(found);
+    free(owner);
+    return status;
+}
