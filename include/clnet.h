@@ -413,11 +413,15 @@ const float *clnet_net_params(const clnet_net *net);
 const float *clnet_net_buffers(clnet_net *net);
 
 /* Debug counters over the whole process, for tests: a steady-state
- * training step starts no thread and allocates no host or device memory. */
+ * training step starts no thread, allocates no host or device memory and
+ * builds no program. It still looks kernels up by name (counted, not yet
+ * zero: kernels prepared at bind time are the next step). */
 typedef struct {
     uint64_t threads;       /* threads started */
     uint64_t host_allocs;   /* host allocations (malloc, calloc, realloc) by clnet */
     uint64_t device_allocs; /* device buffers created */
+    uint64_t builds;        /* kernel programs built (from source or a cached binary) */
+    uint64_t lookups;       /* kernels looked up by name in a device's tables */
 } clnet_counters;
 void clnet_debug_counters(clnet_counters *out);
 /* ---- Data sets ---------------------------------------------------------- */

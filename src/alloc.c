@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-static atomic_ullong host_allocs, device_allocs, threads;
+static atomic_ullong host_allocs, device_allocs, threads, builds, lookups;
 
 void *clnet_malloc(size_t bytes) {
     atomic_fetch_add_explicit(&host_allocs, 1, memory_order_relaxed);
@@ -30,9 +30,19 @@ void clnet_count_device_alloc(void) {
     atomic_fetch_add_explicit(&device_allocs, 1, memory_order_relaxed);
 }
 
+void clnet_count_build(void) {
+    atomic_fetch_add_explicit(&builds, 1, memory_order_relaxed);
+}
+
+void clnet_count_lookup(void) {
+    atomic_fetch_add_explicit(&lookups, 1, memory_order_relaxed);
+}
+
 void clnet_debug_counters(clnet_counters *out) {
     if (!out) return;
     out->host_allocs = atomic_load(&host_allocs);
     out->device_allocs = atomic_load(&device_allocs);
     out->threads = atomic_load(&threads);
+    out->builds = atomic_load(&builds);
+    out->lookups = atomic_load(&lookups);
 }

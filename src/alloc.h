@@ -14,5 +14,8 @@ void *clnet_realloc(void *p, size_t bytes);
 /* Counts one thread start or one device buffer (memory.c, worker.c, data.c). */
 void clnet_count_thread(void);
 void clnet_count_device_alloc(void);
+/* Counts one program build and one kernel look-up by name (program.c). */
+void clnet_count_build(void);
+void clnet_count_lookup(void);
 
 #endif

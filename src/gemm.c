@@ -1,6 +1,7 @@
 /* GEMM: the candidates (clnet's own kernel with its parameters, CLBlast)
  * and the choice between them (see gemm.h). */
 #include "gemm.h"
+#include "alloc.h"
 #include "error.h"
 #include "memory.h"
 #include "program.h"
@@ -304,7 +305,7 @@ static clnet_status pick(clnet_device *d, const clnet_gemm_shape *s, const char 
     }
     if (d->gemm_npicks == d->gemm_cap) {
         int cap = d->gemm_cap ? d->gemm_cap * 2 : 16;
-        clnet_gemm_pick *n = realloc(d->gemm_picks, (size_t)cap * sizeof *n);
+        clnet_gemm_pick *n = clnet_realloc(d->gemm_picks, (size_t)cap * sizeof *n);
         if (!n) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for GEMM choices");
         d->gemm_picks = n;
         d->gemm_cap = cap;

@@ -126,6 +126,7 @@ static clnet_status add_program(clnet_device *d, const char *family, const char 
     entry->options = strdup(options);
     if (!entry->family || !entry->options) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     TRY(clnet_kernel_source(family, &source));
+    clnet_count_build();
     TRY(clnet_program_build(d, family, source, options, &entry->program));
     entry->next = d->programs;
     d->programs = entry;
@@ -147,6 +148,7 @@ clnet_status clnet_kernel_get(clnet_device *d, const char *family, const char *o
     cl_int err = CL_SUCCESS;
     clnet_kernel_entry *k = NULL;
     if (!options) options = "";
+    clnet_count_lookup();
     pthread_mutex_lock(&d->lock);
     clnet_program *p = find_program(d, family, options);
     if (!p) TRY(add_program(d, family, options, &p));

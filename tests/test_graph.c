@@ -383,11 +383,14 @@ static void expect_steady(clnet_runtime *rt, const double *split, const char *wh
         ck_assert_int_eq(clnet_net_train_step(net, x, y, BATCH, NULL), CLNET_OK);
     clnet_debug_counters(&after);
     printf("%s: 4 steady steps started %llu threads, made %llu host and %llu device "
-           "allocations\n",
+           "allocations, built %llu programs, looked %llu kernels up by name\n",
            what, (unsigned long long)(after.threads - before.threads),
            (unsigned long long)(after.host_allocs - before.host_allocs),
-           (unsigned long long)(after.device_allocs - before.device_allocs));
+           (unsigned long long)(after.device_allocs - before.device_allocs),
+           (unsigned long long)(after.builds - before.builds),
+           (unsigned long long)(after.lookups - before.lookups));
     ck_assert_uint_eq(after.threads, before.threads);
+    ck_assert_uint_eq(after.builds, before.builds);
     ck_assert_uint_eq(after.host_allocs, before.host_allocs);
     ck_assert_uint_eq(after.device_allocs, before.device_allocs);
     clnet_net_free(net);
