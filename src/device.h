@@ -47,8 +47,9 @@ typedef struct clnet_device {
     clnet_program *programs;
     cl_mem scratch;          /* small buffer for reductions, made on first use */
     clnet_gemm_backend gemm; /* which GEMM this device uses */
-    cl_mem work[2];          /* GEMM scratch (transposed B, split-K partials) */
-    size_t work_bytes[2];
+    cl_mem work[4];          /* GEMM scratch: 0, 1 gemm.c (transposed B, split-K partials); 2, 3
+                                gemm_tiled.c (packed A, packed B) */
+    size_t work_bytes[4];
     unsigned cache_hits;   /* programs loaded from the binary cache */
     unsigned cache_stores; /* programs built from source and stored */
 } clnet_device;
