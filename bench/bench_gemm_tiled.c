@@ -171,10 +171,11 @@ static int check_case(clnet_device *d, const clnet_gemm_tiled_params *p, int ta,
     return ok;
 }
 
+/* The last case spans several k blocks (KC 256) and row groups (mc 64, 96). */
 static int check_point(clnet_device *d, const clnet_gemm_tiled_params *p) {
-    static const size_t CASES[][3] = {{1, 1, 1},    {7, 13, 5},    {17, 31, 129}, {33, 65, 257},
-                                      {2, 300, 3},  {61, 1, 17},   {1, 97, 64},   {40, 48, 300},
-                                      {131, 7, 11}, {19, 67, 1000}};
+    static const size_t CASES[][3] = {{1, 1, 1},    {7, 13, 5},     {17, 31, 129},  {33, 65, 257},
+                                      {2, 300, 3},  {61, 1, 17},    {1, 97, 64},    {40, 48, 300},
+                                      {131, 7, 11}, {19, 67, 1000}, {200, 150, 700}};
     int ok = 1;
     unsigned seed = 1;
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)

@@ -1,7 +1,8 @@
 // Register-tiled matrix multiply with a declared search space (src/gemm_tiled.c):
 // C = alpha * A B + beta * C, float32, for any M, N, K >= 1.
 //
-// Each work-item computes tiles of MR rows x NR = NV * VW columns of C,
+// Each work-item computes tiles of MR rows x NR = NV * VW columns of C
+// (LOCAL == 0: a column panel of NR, and mb row blocks of MR down it),
 // holding MR x NV accumulators of type floatVW in registers: per step of k it
 // loads NV vectors of B's row k and broadcasts MR scalars of A's column k
 // (an outer product). The vector runs along C's rows, so B must be
@@ -36,7 +37,9 @@
 //           block count must then be 1.
 //   WGM,WGN the work-group shape for LOCAL == 1: 1..32 each, WGM*WGN <= 1024.
 //   KL      k step of the local tiles (LOCAL == 1): 1..64.
-//   KU      unroll factor of the k loop: 1..8.
+//   KU      unroll factor of the k loop: 1..8 (copies made by the preprocessor
+//           when LOCAL == 0, a pragma when LOCAL == 1).
+//   FMA     1 (default): fma(), fused where the hardware has it; 0: mad().
 //
 // Runtime arguments: work-item (x, y) computes column panel x (columns
 // x*NR ..) and row blocks y*mb .. y*mb + mb - 1 (rows of MR), mb >= 1.

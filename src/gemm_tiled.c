@@ -89,7 +89,9 @@ static clnet_status pack(clnet_device *d, const char *opts, size_t X, size_t K, 
     if (!fits_u32(blocks * P * K))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm_tiled: packed operand beyond 2^32");
     TRY(clnet_device_work(d, slot, blocks * P * K * sizeof(float), out));
-    TRY(clnet_run(d, FAMILY, opts, "pack", 2, (size_t[]){blocks, K}, NULL,
+    /* a fixed work-group shape: PoCL compiles a kernel again for every new
+     * local size, and one chosen by the driver would follow the shape */
+    TRY(clnet_run(d, FAMILY, opts, "pack", 2, (size_t[]){blocks, K}, (size_t[]){1, 32},
                   ARGS(U32(X), U32(K), U32(P), MEM(src), U32(off), U32(sx), U32(sk), MEM(*out))));
 cleanup:
     return status;
@@ -163,20 +165,24 @@ cleanup:
 /* The declared spaces, as ids (one line each, easy to read and extend).
  *
  * CPUs (PoCL): one work-item per work-group; register tiles of float16s
- * sized for AVX-512's 32 zmm registers (MR x NV accumulators + NV B vectors
- * <= 31), with and without k-blocking (a 256 x NR slice of B is 32-48 KiB,
- * about L1), packing of A (cheap: A is the small operand of the convolution
- * shapes), packing of both (worth it when both are reused: square shapes),
- * all rows or 64 rows per work-item (more work-items, C written in bands),
- * and MR 5 and 10 for the batch and channel counts of 20 and 50. */
+ * sized for AVX-512's 32 zmm registers (MR x NV accumulators + NV vectors of
+ * B <= 31): 6 x 4, 5 x 4, 7 x 4, 8 x 3, 8 x 2, 10 x 2, 12 x 2. Mostly
+ * k-blocked by 256 (a 256 x NR slice of B is 32-64 KiB, about L1; 128 for
+ * short products), A packed or read in place (packing is cheap: A is the
+ * small operand of the convolution shapes), both packed once (worth it when
+ * both are reused), all rows or 64-96 rows per work-item (more work-items,
+ * C written in bands), the k loop unrolled by 2 once. On a 2-core AVX-512
+ * VM, 6 x 4 k256 led the large shapes, 8 x 2 the linear layers, 10 x 2 the
+ * convolution's weight gradient (a 50-column C^T). */
 static const char *const SPACE_CPU[] = {
-    "tiled m8n32v16k0c0a0b0l0w1x1u1",    "tiled m8n32v16k256c0a0b0l0w1x1u1",
-    "tiled m8n32v16k256c0a1b0l0w1x1u1",  "tiled m8n32v16k256c64a0b0l0w1x1u1",
-    "tiled m8n32v16k256c0a1b1l0w1x1u1",  "tiled m12n32v16k256c0a1b1l0w1x1u2",
-    "tiled m14n32v16k256c0a1b1l0w1x1u1", "tiled m8n48v16k256c0a0b0l0w1x1u1",
-    "tiled m8n48v16k256c0a1b0l0w1x1u1",  "tiled m6n48v16k256c0a0b0l0w1x1u1",
-    "tiled m4n64v16k0c0a0b0l0w1x1u1",    "tiled m6n64v16k256c0a0b0l0w1x1u1",
-    "tiled m5n32v16k0c0a0b0l0w1x1u1",    "tiled m10n32v16k0c0a0b0l0w1x1u1",
+    "tiled m6n64v16k256c0a0b0l0w1x1u1",  "tiled m6n64v16k256c0a0b0l0w1x1u2",
+    "tiled m6n64v16k256c0a1b0l0w1x1u1",  "tiled m6n64v16k256c96a0b0l0w1x1u1",
+    "tiled m6n64v16k128c0a0b0l0w1x1u1",  "tiled m5n64v16k256c0a0b0l0w1x1u1",
+    "tiled m7n64v16k256c0a0b0l0w1x1u1",  "tiled m8n48v16k256c0a0b0l0w1x1u1",
+    "tiled m8n48v16k256c0a1b0l0w1x1u1",  "tiled m8n32v16k0c0a0b0l0w1x1u1",
+    "tiled m8n32v16k256c0a0b0l0w1x1u1",  "tiled m8n32v16k256c64a0b0l0w1x1u1",
+    "tiled m10n32v16k0c0a0b0l0w1x1u1",   "tiled m10n32v16k256c0a0b0l0w1x1u1",
+    "tiled m12n32v16k256c0a1b1l0w1x1u2",
 };
 
 /* GPUs: work-groups of 64-256 work-items, tiles of A and B staged in local
