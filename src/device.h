@@ -71,8 +71,9 @@ typedef struct clnet_device {
     int gemm_npicks, gemm_cap;
     const char *site_node; /* the layer running now (replica.c), or NULL */
     int site_backward, site_train;
-    cl_mem work[2]; /* GEMM scratch (transposed B, split-K partials) */
-    size_t work_bytes[2];
+    cl_mem work[4]; /* GEMM scratch: 0, 1 gemm.c (transposed B, split-K partials);
+                       2, 3 gemm_tiled.c (packed A, packed B) */
+    size_t work_bytes[4];
     unsigned cache_hits;   /* programs loaded from the binary cache */
     unsigned cache_stores; /* programs built from source and stored */
 } clnet_device;

@@ -50,8 +50,4 @@ void clnet_gemm_forget(clnet_device *d);
 clnet_status clnet_transpose(clnet_device *d, size_t rows, size_t cols, cl_mem A, size_t aoff,
                              size_t lda, cl_mem B, size_t boff, size_t ldb);
 
-/* A device scratch buffer of at least `bytes` (slot 0 or 1), grown on demand
- * and kept: after the first training step no more allocation happens. */
-clnet_status clnet_device_work(clnet_device *d, int slot, size_t bytes, cl_mem *out);
-
 #endif

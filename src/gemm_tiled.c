@@ -1,0 +1,217 @@
+/* The register-tiled GEMM's launcher and search space (cl/gemm_tiled.cl). */
+#include "gemm_tiled.h"
+#include "error.h"
+#include "memory.h"
+#include "program.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FAMILY      "gemm_tiled"
+#define SLOT_PACK_A 2
+#define SLOT_PACK_B 3
+
+static int fits_u32(size_t v) {
+    return v <= UINT_MAX;
+}
+
+static int is_pow2_upto(int v, int max) {
+    return v >= 1 && v <= max && (v & (v - 1)) == 0;
+}
+
+clnet_status clnet_gemm_tiled_check(const clnet_device *d, const clnet_gemm_tiled_params *p) {
+    char id[96];
+    clnet_gemm_tiled_name(p, id, sizeof id);
+    int nv = p->vw > 0 ? p->nr / p->vw : 0;
+    int ok = p->mr >= 1 && p->mr <= 16 && is_pow2_upto(p->vw, 16) && nv >= 1 && nv <= 4 &&
+             nv * p->vw == p->nr && p->kc >= 0 && p->kc <= 65536 && p->mc >= 0 &&
+             p->mc % p->mr == 0 && (p->pack_a & ~1) == 0 && (p->pack_b & ~1) == 0 && p->kl >= 0 &&
+             p->kl <= 64 && p->wgm >= 1 && p->wgm <= 32 && p->wgn >= 1 && p->wgn <= 32 &&
+             p->wgm * p->wgn <= 1024 && p->ku >= 1 && p->ku <= 8 &&
+             (p->kl == 0 || (p->kc == 0 && p->mc == 0));
+    if (!ok) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm_tiled: %s is out of range", id);
+    if (d) {
+        size_t local_bytes = (size_t)p->kl * ((size_t)p->wgm * p->mr + (size_t)p->wgn * p->nr) * 4;
+        if ((size_t)(p->wgm * p->wgn) > d->info.max_work_group_size ||
+            local_bytes > d->info.local_mem_bytes)
+            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                              "gemm_tiled: %s needs a work-group of %d or %zu bytes of local "
+                              "memory; device %d allows %zu and %llu",
+                              id, p->wgm * p->wgn, local_bytes, d->info.index,
+                              d->info.max_work_group_size,
+                              (unsigned long long)d->info.local_mem_bytes);
+    }
+    return CLNET_OK;
+}
+
+void clnet_gemm_tiled_name(const clnet_gemm_tiled_params *p, char *out, size_t cap) {
+    snprintf(out, cap, "tiled-m%dn%dv%dk%dc%da%db%dl%dw%dx%du%d", p->mr, p->nr, p->vw, p->kc, p->mc,
+             p->pack_a, p->pack_b, p->kl, p->wgm, p->wgn, p->ku);
+}
+
+clnet_status clnet_gemm_tiled_parse(const char *id, clnet_gemm_tiled_params *out) {
+    clnet_gemm_tiled_params p;
+    int end = 0;
+    if (sscanf(id, "tiled-m%dn%dv%dk%dc%da%db%dl%dw%dx%du%d%n", &p.mr, &p.nr, &p.vw, &p.kc, &p.mc,
+               &p.pack_a, &p.pack_b, &p.kl, &p.wgm, &p.wgn, &p.ku, &end) != 11 ||
+        id[end] != '\0')
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "gemm_tiled: '%s' is not an id like tiled m8n32v16k0c0a0b0l0w1x1u1", id);
+    char back[96];
+    clnet_gemm_tiled_name(&p, back, sizeof back);
+    if (strcmp(back, id) != 0) /* leading zeros, signs: not what name writes */
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm_tiled: '%s' is not canonical", id);
+    clnet_status s = clnet_gemm_tiled_check(NULL, &p);
+    if (s == CLNET_OK) *out = p;
+    return s;
+}
+
+/* The -D options of p's program; pack_b is the one actually used (a B that is
+ * not contiguous along n forces it). Macros a variant does not read are left
+ * out, so equal programs share one cache entry. */
+static void options(const clnet_gemm_tiled_params *p, int pack_b, char *out, size_t cap) {
+    int n = snprintf(out, cap, "-DMR=%d -DNV=%d -DVW=%d -DPACK_A=%d -DPACK_B=%d -DKU=%d", p->mr,
+                     p->nr / p->vw, p->vw, p->pack_a, pack_b, p->ku);
+    if (p->kl)
+        snprintf(out + n, cap - (size_t)n, " -DLOCAL=1 -DKL=%d -DWGM=%d -DWGN=%d", p->kl, p->wgm,
+                 p->wgn);
+    else
+        snprintf(out + n, cap - (size_t)n, " -DKC=%d", p->kc);
+}
+
+/* Packs X(x, k) = src[off + x * sx + k * sk], x < X, into blocks of P along x
+ * (zero-padded): the layout PACK_A / PACK_B read. */
+static clnet_status pack(clnet_device *d, const char *opts, size_t X, size_t K, size_t P,
+                         cl_mem src, size_t off, size_t sx, size_t sk, int slot, cl_mem *out) {
+    clnet_status status = CLNET_OK;
+    size_t blocks = (X + P - 1) / P;
+    if (!fits_u32(blocks * P * K))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm_tiled: packed operand beyond 2^32");
+    TRY(clnet_device_work(d, slot, blocks * P * K * sizeof(float), out));
+    /* a fixed work-group shape: PoCL compiles a kernel again for every new
+     * local size, and one chosen by the driver would follow the shape */
+    TRY(clnet_run(d, FAMILY, opts, "pack", 2, (size_t[]){blocks, K}, (size_t[]){1, 32},
+                  ARGS(U32(X), U32(K), U32(P), MEM(src), U32(off), U32(sx), U32(sk), MEM(*out))));
+cleanup:
+    return status;
+}
+
+clnet_status clnet_gemm_tiled(clnet_device *d, const clnet_gemm_tiled_params *p, int ta, int tb,
+                              size_t M, size_t N, size_t K, float alpha, cl_mem A, size_t aoff,
+                              size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
+                              size_t coff, size_t ldc) {
+    clnet_status status = CLNET_OK;
+    TRY(clnet_gemm_tiled_check(d, p));
+    if (M == 0 || N == 0) return CLNET_OK;
+    if (K == 0) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm_tiled with K = 0");
+    size_t a_end = aoff + (ta ? K * lda : M * lda), b_end = boff + (tb ? N * ldb : K * ldb),
+           c_end = coff + M * ldc;
+    if (!fits_u32(a_end) || !fits_u32(b_end) || !fits_u32(c_end))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "gemm_tiled %zu x %zu x %zu: matrices beyond 2^32 elements", M, N, K);
+
+    /* Strides of op(A)(m, k), op(B)(k, n), C(m, n). */
+    size_t sam = ta ? 1 : lda, sak = ta ? lda : 1;
+    size_t sbk = tb ? 1 : ldb, sbn = tb ? ldb : 1;
+    size_t csm = ldc, csn = 1;
+    /* The kernel wants B contiguous along n. When it is not, C^T = op(B)^T
+     * op(A)^T may be: with op(A) = A^T it is free (B's new role is A, read
+     * through strides, and A's rows are contiguous), otherwise packing the
+     * smaller of the two costs least. C^T is then stored with strides. */
+    if (tb && (ta || M < N)) {
+        size_t t;
+        t = M, M = N, N = t;
+        cl_mem tm = A;
+        A = B, B = tm;
+        t = aoff, aoff = boff, boff = t;
+        size_t nsam = sbn, nsak = sbk;
+        sbk = sak, sbn = sam;
+        sam = nsam, sak = nsak;
+        csm = 1, csn = ldc;
+    }
+    int pack_b = p->pack_b || sbn != 1;
+    char opts[160];
+    options(p, pack_b, opts, sizeof opts);
+    size_t mr = (size_t)p->mr, nr = (size_t)p->nr;
+    if (p->pack_a) {
+        TRY(pack(d, opts, M, K, mr, A, aoff, sam, sak, SLOT_PACK_A, &A));
+        aoff = 0, sam = 0, sak = 0;
+    }
+    if (pack_b) {
+        TRY(pack(d, opts, N, K, nr, B, boff, sbn, sbk, SLOT_PACK_B, &B));
+        boff = 0, sbk = 0;
+    }
+
+    size_t mblocks = (M + mr - 1) / mr, panels = (N + nr - 1) / nr;
+    size_t mb = 1, global[2], local[2] = {(size_t)p->wgn, (size_t)p->wgm};
+    if (p->kl) {
+        global[0] = (panels + local[0] - 1) / local[0] * local[0];
+        global[1] = (mblocks + local[1] - 1) / local[1] * local[1];
+    } else {
+        mb = p->mc ? (size_t)p->mc / mr : mblocks;
+        if (mb > mblocks) mb = mblocks;
+        global[0] = panels;
+        global[1] = (mblocks + mb - 1) / mb;
+    }
+    TRY(clnet_run(d, FAMILY, opts, "gemm_tiled", 2, global, local,
+                  ARGS(U32(M), U32(N), U32(K), U32(mb), F32(alpha), MEM(A), U32(aoff), U32(sam),
+                       U32(sak), MEM(B), U32(boff), U32(sbk), F32(beta), MEM(C), U32(coff),
+                       U32(csm), U32(csn))));
+cleanup:
+    return status;
+}
+
+/* The declared spaces, as ids (one line each, easy to read and extend).
+ *
+ * CPUs (PoCL): one work-item per work-group; register tiles of float16s
+ * sized for AVX-512's 32 zmm registers (MR x NV accumulators + NV vectors of
+ * B <= 31): 6 x 4, 5 x 4, 7 x 4, 8 x 3, 8 x 2, 10 x 2, 12 x 2. Mostly
+ * k-blocked by 256 (a 256 x NR slice of B is 32-64 KiB, about L1; 128 for
+ * short products), A packed or read in place (packing is cheap: A is the
+ * small operand of the convolution shapes), both packed once (worth it when
+ * both are reused), all rows or 64-96 rows per work-item (more work-items,
+ * C written in bands), the k loop unrolled by 2 once. On a 2-core AVX-512
+ * VM, 6 x 4 k256 led the large shapes, 8 x 2 the linear layers, 10 x 2 the
+ * convolution's weight gradient (a 50-column C^T). */
+static const char *const SPACE_CPU[] = {
+    "tiled-m6n64v16k256c0a0b0l0w1x1u1",  "tiled-m6n64v16k256c0a0b0l0w1x1u2",
+    "tiled-m6n64v16k256c0a1b0l0w1x1u1",  "tiled-m6n64v16k256c96a0b0l0w1x1u1",
+    "tiled-m6n64v16k128c0a0b0l0w1x1u1",  "tiled-m5n64v16k256c0a0b0l0w1x1u1",
+    "tiled-m7n64v16k256c0a0b0l0w1x1u1",  "tiled-m8n48v16k256c0a0b0l0w1x1u1",
+    "tiled-m8n48v16k256c0a1b0l0w1x1u1",  "tiled-m8n32v16k0c0a0b0l0w1x1u1",
+    "tiled-m8n32v16k256c0a0b0l0w1x1u1",  "tiled-m8n32v16k256c64a0b0l0w1x1u1",
+    "tiled-m10n32v16k0c0a0b0l0w1x1u1",   "tiled-m10n32v16k256c0a0b0l0w1x1u1",
+    "tiled-m12n32v16k256c0a1b1l0w1x1u2",
+};
+
+/* GPUs: work-groups of 64-256 work-items, tiles of A and B staged in local
+ * memory (KL = 8 or 16 steps of k), register tiles of 2-8 rows x 4-8
+ * columns as float4s or scalars, A packed or read in place; and two points
+ * without local memory (each work-item reads global memory through the
+ * caches), for drivers where local memory does not pay. */
+static const char *const SPACE_GPU[] = {
+    "tiled-m4n4v4k0c0a0b0l16w16x16u1", "tiled-m4n4v4k0c0a1b0l16w16x16u1",
+    "tiled-m8n4v4k0c0a1b0l16w16x16u1", "tiled-m4n8v4k0c0a1b0l16w16x16u1",
+    "tiled-m8n8v4k0c0a1b0l8w16x16u1",  "tiled-m8n8v4k0c0a1b0l16w16x16u1",
+    "tiled-m8n8v4k0c0a1b1l16w16x16u1", "tiled-m8n8v4k0c0a1b0l16w8x16u1",
+    "tiled-m4n4v1k0c0a1b0l16w16x16u1", "tiled-m8n8v2k0c0a1b0l16w16x16u1",
+    "tiled-m2n4v4k0c0a1b0l16w16x16u1", "tiled-m4n8v4k0c0a1b0l8w8x8u1",
+    "tiled-m4n4v4k0c0a0b0l0w16x16u1",  "tiled-m8n8v4k0c0a1b1l0w16x16u1",
+};
+
+int clnet_gemm_tiled_space(const clnet_device *d, clnet_gemm_tiled_params *out, int cap) {
+    int cpu = d->info.type == CLNET_DEVICE_CPU;
+    const char *const *ids = cpu ? SPACE_CPU : SPACE_GPU;
+    int n = cpu ? (int)(sizeof SPACE_CPU / sizeof *SPACE_CPU)
+                : (int)(sizeof SPACE_GPU / sizeof *SPACE_GPU);
+    int count = 0;
+    for (int i = 0; i < n; i++) {
+        clnet_gemm_tiled_params p;
+        if (clnet_gemm_tiled_parse(ids[i], &p) != CLNET_OK) continue; /* a typo above */
+        if (clnet_gemm_tiled_check(d, &p) != CLNET_OK) continue;      /* too big here */
+        if (count < cap) out[count] = p;
+        count++;
+    }
+    return count;
+}
