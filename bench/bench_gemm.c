@@ -31,6 +31,7 @@ typedef struct {
 static const shape SHAPES[] = {
     {"square 1024", 0, 0, 1024, 1024, 1024},
     {"conv1 forward  W.col", 0, 0, 20, 173056, 9},
+    {"conv1 dW       dY.colt", 0, 1, 20, 9, 173056},
     {"conv2 forward  W.col", 0, 0, 50, 20736, 500},
     {"conv2 dcol     Wt.dY", 1, 0, 500, 20736, 50},
     {"conv2 dW       dY.colt", 0, 1, 50, 500, 20736},

@@ -97,6 +97,29 @@ def lenet():
     return net
 
 
+def lenet5():
+    """examples/models/lenet5.cfg, d2l's LeNet (13.5): 1x28x28 -> 6x28x28 (pad 2) -> 6x14x14
+    -> 16x10x10 -> 16x5x5 -> 400 -> 120 -> 84 -> 10, sigmoids, Xavier-uniform weights."""
+    net = nn.Sequential(
+        nn.Conv2d(1, 6, kernel_size=5, padding=2),
+        nn.Sigmoid(),
+        nn.AvgPool2d(kernel_size=2, stride=2),
+        nn.Conv2d(6, 16, kernel_size=5),
+        nn.Sigmoid(),
+        nn.AvgPool2d(kernel_size=2, stride=2),
+        nn.Flatten(),
+        nn.Linear(400, 120),
+        nn.Sigmoid(),
+        nn.Linear(120, 84),
+        nn.Sigmoid(),
+        nn.Linear(84, 10),
+    )
+    for m in net.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            nn.init.xavier_uniform_(m.weight)
+    return net
+
+
 class Residual(nn.Module):
     """d2l's residual block: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), the
     shortcut a 1x1 convolution (no batch norm) where the shape changes."""
@@ -133,7 +156,7 @@ def resnet18(width=64, classes=10):
     return net
 
 
-MODELS = {"lenet": lenet, "resnet18": resnet18, "resnet18_w16": lambda: resnet18(16)}
+MODELS = {"lenet": lenet, "lenet5": lenet5, "resnet18": resnet18, "resnet18_w16": lambda: resnet18(16)}
 
 
 def learning_rate(args, step, total_steps):

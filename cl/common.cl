@@ -18,6 +18,19 @@ inline float clnet_group_sum(__local float *tmp, float v) {
     return total;
 }
 
+// Window geometry. Convolution and pooling kernels take C, H, W, KH, KW, sh,
+// sw, ph, pw, OH, OW as arguments and read them through WIN(): a program
+// built with -DCLNET_WINDOW=1 and -DWIN_<name>=<value> for each of them uses
+// those compile-time constants instead (the arguments are still passed, and
+// equal), so that divisions by strides and sizes become multiplications and
+// loops over a window have known trip counts. The host builds one program
+// per layer geometry (clnet_window_options).
+#ifdef CLNET_WINDOW
+#define WIN(name) (WIN_##name)
+#else
+#define WIN(name) (name)
+#endif
+
 // Window ops (convolution, pooling) with kernel k, stride s, padding p: the
 // outputs o whose window (o*s - p .. o*s - p + k - 1) holds input index i, as
 // the range [*lo, *hi] (empty when lo > hi). Backward passes gather over it

@@ -14,17 +14,17 @@ __kernel void im2col(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, 
                      uint pw, uint OH, uint OW, __global const float *x, uint xoff,
                      __global float *col, uint coloff) {
     const uint ox = get_global_id(0), oy = get_global_id(1), bc = get_global_id(2);
-    if (ox >= OW || oy >= OH || bc >= n * C) return;
-    const uint b = bc / C, c = bc % C, P = OH * OW, NP = n * P;
-    __global const float *plane = x + xoff + bc * H * W;
-    __global float *out = col + coloff + c * KH * KW * NP + b * P + oy * OW + ox;
-    const int y0 = (int)(oy * sh) - (int)ph, x0 = (int)(ox * sw) - (int)pw;
-    for (uint ky = 0; ky < KH; ky++) {
+    if (ox >= WIN(OW) || oy >= WIN(OH) || bc >= n * WIN(C)) return;
+    const uint b = bc / WIN(C), c = bc % WIN(C), P = WIN(OH) * WIN(OW), NP = n * P;
+    __global const float *plane = x + xoff + bc * WIN(H) * WIN(W);
+    __global float *out = col + coloff + c * WIN(KH) * WIN(KW) * NP + b * P + oy * WIN(OW) + ox;
+    const int y0 = (int)(oy * WIN(sh)) - (int)WIN(ph), x0 = (int)(ox * WIN(sw)) - (int)WIN(pw);
+    for (uint ky = 0; ky < WIN(KH); ky++) {
         const int iy = y0 + (int)ky;
-        const bool row_in = iy >= 0 && iy < (int)H;
-        for (uint kx = 0; kx < KW; kx++) {
+        const bool row_in = iy >= 0 && iy < (int)WIN(H);
+        for (uint kx = 0; kx < WIN(KW); kx++) {
             const int ix = x0 + (int)kx;
-            out[(ky * KW + kx) * NP] = row_in && ix >= 0 && ix < (int)W ? plane[iy * (int)W + ix] : 0.0f;
+            out[(ky * WIN(KW) + kx) * NP] = row_in && ix >= 0 && ix < (int)WIN(W) ? plane[iy * (int)WIN(W) + ix] : 0.0f;
         }
     }
 }
@@ -37,21 +37,21 @@ __kernel void col2im(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, 
                      uint pw, uint OH, uint OW, __global const float *dcol, uint dcoloff,
                      __global float *dx, uint dxoff, float beta) {
     const uint ix = get_global_id(0), iy = get_global_id(1), bc = get_global_id(2);
-    if (ix >= W || iy >= H || bc >= n * C) return;
-    const uint b = bc / C, c = bc % C, P = OH * OW, NP = n * P;
+    if (ix >= WIN(W) || iy >= WIN(H) || bc >= n * WIN(C)) return;
+    const uint b = bc / WIN(C), c = bc % WIN(C), P = WIN(OH) * WIN(OW), NP = n * P;
     int oy_lo, oy_hi, ox_lo, ox_hi;
-    clnet_windows_holding((int)iy, (int)KH, (int)sh, (int)ph, (int)OH, &oy_lo, &oy_hi);
-    clnet_windows_holding((int)ix, (int)KW, (int)sw, (int)pw, (int)OW, &ox_lo, &ox_hi);
-    __global const float *base = dcol + dcoloff + c * KH * KW * NP + b * P;
+    clnet_windows_holding((int)iy, (int)WIN(KH), (int)WIN(sh), (int)WIN(ph), (int)WIN(OH), &oy_lo, &oy_hi);
+    clnet_windows_holding((int)ix, (int)WIN(KW), (int)WIN(sw), (int)WIN(pw), (int)WIN(OW), &ox_lo, &ox_hi);
+    __global const float *base = dcol + dcoloff + c * WIN(KH) * WIN(KW) * NP + b * P;
     float s = 0.0f;
     for (int oy = oy_lo; oy <= oy_hi; oy++) {
-        const uint ky = iy + ph - (uint)oy * sh;
+        const uint ky = iy + WIN(ph) - (uint)oy * WIN(sh);
         for (int ox = ox_lo; ox <= ox_hi; ox++) {
-            const uint kx = ix + pw - (uint)ox * sw;
-            s += base[(ky * KW + kx) * NP + (uint)oy * OW + (uint)ox];
+            const uint kx = ix + WIN(pw) - (uint)ox * WIN(sw);
+            s += base[(ky * WIN(KW) + kx) * NP + (uint)oy * WIN(OW) + (uint)ox];
         }
     }
-    __global float *d = dx + dxoff + (bc * H + iy) * W + ix;
+    __global float *d = dx + dxoff + (bc * WIN(H) + iy) * WIN(W) + ix;
     *d = beta != 0.0f ? mad(beta, *d, s) : s;
 }
 

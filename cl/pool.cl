@@ -14,22 +14,22 @@ __kernel void maxpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, 
                               uint xoff, __global float *y, uint yoff, __global int *arg,
                               uint argoff) {
     const uint ox = get_global_id(0), oy = get_global_id(1), bc = get_global_id(2);
-    if (ox >= OW || oy >= OH || bc >= n * C) return;
-    __global const float *plane = x + xoff + bc * H * W;
+    if (ox >= WIN(OW) || oy >= WIN(OH) || bc >= n * WIN(C)) return;
+    __global const float *plane = x + xoff + bc * WIN(H) * WIN(W);
     int ylo, yhi, xlo, xhi;
-    clnet_window_span(oy, sh, ph, KH, H, &ylo, &yhi);
-    clnet_window_span(ox, sw, pw, KW, W, &xlo, &xhi);
-    float best = plane[ylo * (int)W + xlo];
-    int where = ylo * (int)W + xlo;
+    clnet_window_span(oy, WIN(sh), WIN(ph), WIN(KH), WIN(H), &ylo, &yhi);
+    clnet_window_span(ox, WIN(sw), WIN(pw), WIN(KW), WIN(W), &xlo, &xhi);
+    float best = plane[ylo * (int)WIN(W) + xlo];
+    int where = ylo * (int)WIN(W) + xlo;
     for (int iy = ylo; iy < yhi; iy++)
         for (int ix = xlo; ix < xhi; ix++) {
-            const float v = plane[iy * (int)W + ix];
+            const float v = plane[iy * (int)WIN(W) + ix];
             if (v > best) {
                 best = v;
-                where = iy * (int)W + ix;
+                where = iy * (int)WIN(W) + ix;
             }
         }
-    const uint o = (bc * OH + oy) * OW + ox;
+    const uint o = (bc * WIN(OH) + oy) * WIN(OW) + ox;
     y[yoff + o] = best;
     arg[argoff + o] = where;
 }
@@ -41,33 +41,33 @@ __kernel void maxpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW,
                                uint dyoff, __global const int *arg, uint argoff, __global float *dx,
                                uint dxoff) {
     const uint ix = get_global_id(0), iy = get_global_id(1), bc = get_global_id(2);
-    if (ix >= W || iy >= H || bc >= n * C) return;
+    if (ix >= WIN(W) || iy >= WIN(H) || bc >= n * WIN(C)) return;
     int oy_lo, oy_hi, ox_lo, ox_hi;
-    clnet_windows_holding((int)iy, (int)KH, (int)sh, (int)ph, (int)OH, &oy_lo, &oy_hi);
-    clnet_windows_holding((int)ix, (int)KW, (int)sw, (int)pw, (int)OW, &ox_lo, &ox_hi);
-    const int me = (int)(iy * W + ix);
+    clnet_windows_holding((int)iy, (int)WIN(KH), (int)WIN(sh), (int)WIN(ph), (int)WIN(OH), &oy_lo, &oy_hi);
+    clnet_windows_holding((int)ix, (int)WIN(KW), (int)WIN(sw), (int)WIN(pw), (int)WIN(OW), &ox_lo, &ox_hi);
+    const int me = (int)(iy * WIN(W) + ix);
     float s = 0.0f;
     for (int oy = oy_lo; oy <= oy_hi; oy++)
         for (int ox = ox_lo; ox <= ox_hi; ox++) {
-            const uint o = (bc * OH + (uint)oy) * OW + (uint)ox;
+            const uint o = (bc * WIN(OH) + (uint)oy) * WIN(OW) + (uint)ox;
             if (arg[argoff + o] == me) s += dy[dyoff + o];
         }
-    clnet_store_dx(dx + dxoff + (bc * H + iy) * W + ix, s);
+    clnet_store_dx(dx + dxoff + (bc * WIN(H) + iy) * WIN(W) + ix, s);
 }
 
 __kernel void avgpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw,
                               uint ph, uint pw, uint OH, uint OW, __global const float *x,
                               uint xoff, __global float *y, uint yoff) {
     const uint ox = get_global_id(0), oy = get_global_id(1), bc = get_global_id(2);
-    if (ox >= OW || oy >= OH || bc >= n * C) return;
-    __global const float *plane = x + xoff + bc * H * W;
+    if (ox >= WIN(OW) || oy >= WIN(OH) || bc >= n * WIN(C)) return;
+    __global const float *plane = x + xoff + bc * WIN(H) * WIN(W);
     int ylo, yhi, xlo, xhi;
-    clnet_window_span(oy, sh, ph, KH, H, &ylo, &yhi);
-    clnet_window_span(ox, sw, pw, KW, W, &xlo, &xhi);
+    clnet_window_span(oy, WIN(sh), WIN(ph), WIN(KH), WIN(H), &ylo, &yhi);
+    clnet_window_span(ox, WIN(sw), WIN(pw), WIN(KW), WIN(W), &xlo, &xhi);
     float s = 0.0f;
     for (int iy = ylo; iy < yhi; iy++)
-        for (int ix = xlo; ix < xhi; ix++) s += plane[iy * (int)W + ix];
-    y[yoff + (bc * OH + oy) * OW + ox] = s / (float)(KH * KW);
+        for (int ix = xlo; ix < xhi; ix++) s += plane[iy * (int)WIN(W) + ix];
+    y[yoff + (bc * WIN(OH) + oy) * WIN(OW) + ox] = s / (float)(WIN(KH) * WIN(KW));
 }
 
 // Forward was y = sum(window) / (KH*KW), so each input gets dy / (KH*KW) from
@@ -76,15 +76,15 @@ __kernel void avgpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW,
                                uint ph, uint pw, uint OH, uint OW, __global const float *dy,
                                uint dyoff, __global float *dx, uint dxoff) {
     const uint ix = get_global_id(0), iy = get_global_id(1), bc = get_global_id(2);
-    if (ix >= W || iy >= H || bc >= n * C) return;
+    if (ix >= WIN(W) || iy >= WIN(H) || bc >= n * WIN(C)) return;
     int oy_lo, oy_hi, ox_lo, ox_hi;
-    clnet_windows_holding((int)iy, (int)KH, (int)sh, (int)ph, (int)OH, &oy_lo, &oy_hi);
-    clnet_windows_holding((int)ix, (int)KW, (int)sw, (int)pw, (int)OW, &ox_lo, &ox_hi);
+    clnet_windows_holding((int)iy, (int)WIN(KH), (int)WIN(sh), (int)WIN(ph), (int)WIN(OH), &oy_lo, &oy_hi);
+    clnet_windows_holding((int)ix, (int)WIN(KW), (int)WIN(sw), (int)WIN(pw), (int)WIN(OW), &ox_lo, &ox_hi);
     float s = 0.0f;
     for (int oy = oy_lo; oy <= oy_hi; oy++)
         for (int ox = ox_lo; ox <= ox_hi; ox++)
-            s += dy[dyoff + (bc * OH + (uint)oy) * OW + (uint)ox];
-    clnet_store_dx(dx + dxoff + (bc * H + iy) * W + ix, s / (float)(KH * KW));
+            s += dy[dyoff + (bc * WIN(OH) + (uint)oy) * WIN(OW) + (uint)ox];
+    clnet_store_dx(dx + dxoff + (bc * WIN(H) + iy) * WIN(W) + ix, s / (float)(WIN(KH) * WIN(KW)));
 }
 
 // Global average pooling (PyTorch's AdaptiveAvgPool2d(1)): x (n, C, S) ->

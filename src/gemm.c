@@ -24,6 +24,7 @@
 #define SPLIT_K_CHUNK       2048
 #define SPLIT_K_MAX_CHUNKS  16
 #define SPLIT_K_MAX_OUTPUTS 65536
+#define SPLIT_K_SMALL_C     4096 /* the CPU rule's "small C" (fixed_rule) */
 
 static int fits_u32(size_t v) {
     return v <= UINT_MAX;
@@ -265,9 +266,14 @@ void clnet_gemm_key(const clnet_gemm_shape *s, char *key, size_t cap, int *bucke
  * 6 x 64 register tile, k blocked by 256, unrolled twice); the simple kernel
  * with the driver's layout elsewhere (simulators). */
 #define CPU_RULE "tiled-m6n64v16k256c0a0b0l0w1x1u2"
-static const char *fixed_rule(const clnet_device *d) {
+static const char *fixed_rule(const clnet_device *d, const clnet_gemm_shape *s) {
     if (d->info.type == CLNET_DEVICE_GPU) return "clblast";
-    return d->info.type == CLNET_DEVICE_CPU ? CPU_RULE : "own-tm8-wg0";
+    if (d->info.type != CLNET_DEVICE_CPU) return "own-tm8-wg0";
+    /* a long k into a small C (a first convolution's weight gradient, 20 x 9
+     * from k = 173,056): the tiled kernel has one work-item per tile of C,
+     * so next to nothing runs in parallel; the simple kernel splits k */
+    if (s->K >= SPLIT_K_MIN && s->M * s->N <= SPLIT_K_SMALL_C) return "own-tm16-wg0";
+    return CPU_RULE;
 }
 
 static int same_shape(const clnet_gemm_shape *a, const clnet_gemm_shape *b) {
@@ -304,13 +310,13 @@ static clnet_status pick(clnet_device *d, const clnet_gemm_shape *s, const char 
         snprintf(p.id, sizeof p.id, "%s", e->choice);
         p.source = 'd';
     } else {
-        snprintf(p.id, sizeof p.id, "%s", fixed_rule(d));
+        snprintf(p.id, sizeof p.id, "%s", fixed_rule(d, s));
     }
     choice c;
     if (!parse_id(d, p.id, &c)) { /* a database entry of an older space slipped through */
         clnet_warn("device %d (%s): GEMM candidate '%s' for '%s' is unknown; using the fixed rule",
                    d->info.index, d->info.name, p.id, key);
-        snprintf(p.id, sizeof p.id, "%s", fixed_rule(d));
+        snprintf(p.id, sizeof p.id, "%s", fixed_rule(d, s));
         p.source = 'f';
     }
     if (d->gemm_npicks == d->gemm_cap) {

@@ -180,6 +180,11 @@ extern const clnet_kind clnet_conv2d_kind, clnet_maxpool_kind, clnet_avgpool_kin
  * input 1x28x28): ..."). */
 clnet_status clnet_node_fail(const clnet_node *node, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The build options that fix a 2-D window op's geometry at compile time
+ * (CLNET_WINDOW in cl/common.cl): input 0's channels and size, kernel k,
+ * stride s, padding p, the output's size; then `extra` (may be NULL). */
+void clnet_window_options(const clnet_node *node, const int *k, const int *s, const int *p,
+                          const char *extra, char *out, size_t cap);
 /* Output size of a window op along one axis; <= 0 when the window never fits. */
 int clnet_window_out(int in, int kernel, int stride, int pad);
 /* Declares parameter tensor `suffix` of node (count from the shape). */

@@ -65,6 +65,16 @@ int clnet_window_out(int in, int kernel, int stride, int pad) {
     return span < 0 ? 0 : span / stride + 1;
 }
 
+void clnet_window_options(const clnet_node *node, const int *k, const int *s, const int *p,
+                          const char *extra, char *out, size_t cap) {
+    snprintf(out, cap,
+             "-DCLNET_WINDOW=1 -DWIN_C=%du -DWIN_H=%du -DWIN_W=%du -DWIN_KH=%du -DWIN_KW=%du "
+             "-DWIN_sh=%du -DWIN_sw=%du -DWIN_ph=%du -DWIN_pw=%du -DWIN_OH=%du -DWIN_OW=%du%s%s",
+             node->in[0].c, node->in[0].dim[0], node->in[0].dim[1], k[0], k[1], s[0], s[1], p[0],
+             p[1], node->out.dim[0], node->out.dim[1], extra && *extra ? " " : "",
+             extra ? extra : "");
+}
+
 clnet_status clnet_node_fail(const clnet_node *node, const char *fmt, ...) {
     char text[512], shape[64];
     va_list ap;

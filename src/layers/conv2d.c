@@ -93,8 +93,10 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     size_t wo = node->params[0].offset, bo = has_bias(node) ? node->params[1].offset : 0;
     /* col (CKK, n*P) = im2col(x) */
     size_t planes = (size_t)p->n * node->in[0].c;
+    char opt[320];
+    clnet_window_options(node, c->k, c->s, c->p, NULL, opt, sizeof opt);
     TRY(clnet_run(
-        p->d, "conv", "", "im2col", 3,
+        p->d, "conv", opt, "im2col", 3,
         (size_t[]){(size_t)node->out.dim[1], (size_t)node->out.dim[0], planes}, NULL,
         ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->keep), U32(p->keep_off))));
     /* Yp (F, n*P) = W (F, CKK) . col */
@@ -127,7 +129,9 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     if (p->need_dx[0]) {
         TRY(clnet_gemm(p->d, &(clnet_gemm_shape){1, 0, CKK, NP, F, 'N', p->n}, 1.0f, p->params, wo,
                        CKK, p->work, 0, NP, 0.0f, p->work, dcol, NP));
-        TRY(clnet_run(p->d, "conv", "", "col2im", 3,
+        char opt[320];
+        clnet_window_options(node, c->k, c->s, c->p, NULL, opt, sizeof opt);
+        TRY(clnet_run(p->d, "conv", opt, "col2im", 3,
                       (size_t[]){(size_t)node->in[0].dim[1], (size_t)node->in[0].dim[0],
                                  (size_t)p->n * node->in[0].c},
                       NULL,

@@ -47,6 +47,11 @@ static clnet_status setup(clnet_node *node) {
         U32((c)->k[0]), U32((c)->k[1]), U32((c)->s[0]), U32((c)->s[1]), U32((c)->p[0]),            \
         U32((c)->p[1]), U32((node)->out.dim[0]), U32((node)->out.dim[1])
 
+/* The program's options: the window fixed at compile time, and `extra`. */
+#define OPTIONS(opt, node, c, extra)                                                               \
+    char opt[320];                                                                                 \
+    clnet_window_options(node, (c)->k, (c)->s, (c)->p, extra, opt, sizeof opt)
+
 /* kernels run over (x, y, plane) of the output (forward) or input (backward) */
 static const size_t *range(clnet_shape s, int n, size_t out[3]) {
     out[0] = (size_t)s.dim[1];
@@ -63,7 +68,8 @@ static size_t max_keep(const clnet_node *node, int n) {
 static clnet_status max_forward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
-    return clnet_run(p->d, "pool", "", "maxpool_forward", 3, range(node->out, p->n, r), NULL,
+    OPTIONS(opt, node, c, NULL);
+    return clnet_run(p->d, "pool", opt, "maxpool_forward", 3, range(node->out, p->n, r), NULL,
                      ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y),
                           MEM(p->keep), U32(p->keep_off)));
 }
@@ -72,8 +78,8 @@ static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
-    return clnet_run(p->d, "pool", clnet_dx_options(p, 0), "maxpool_backward", 3,
-                     range(node->in[0], p->n, r), NULL,
+    OPTIONS(opt, node, c, clnet_dx_options(p, 0));
+    return clnet_run(p->d, "pool", opt, "maxpool_backward", 3, range(node->in[0], p->n, r), NULL,
                      ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->keep),
                           U32(p->keep_off), MEM(p->dact), U32(p->dx[0])));
 }
@@ -81,8 +87,9 @@ static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
 static clnet_status avg_forward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
+    OPTIONS(opt, node, c, NULL);
     return clnet_run(
-        p->d, "pool", "", "avgpool_forward", 3, range(node->out, p->n, r), NULL,
+        p->d, "pool", opt, "avgpool_forward", 3, range(node->out, p->n, r), NULL,
         ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
 }
 
@@ -90,9 +97,10 @@ static clnet_status avg_backward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
+    OPTIONS(opt, node, c, clnet_dx_options(p, 0));
     return clnet_run(
-        p->d, "pool", clnet_dx_options(p, 0), "avgpool_backward", 3, range(node->in[0], p->n, r),
-        NULL, ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
+        p->d, "pool", opt, "avgpool_backward", 3, range(node->in[0], p->n, r), NULL,
+        ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
 }
 
 #define POOL_KIND(kind_name, keep, fwd, bwd)                                                       \
