@@ -413,9 +413,9 @@ const float *clnet_net_params(const clnet_net *net);
 const float *clnet_net_buffers(clnet_net *net);
 
 /* Debug counters over the whole process, for tests: a steady-state
- * training step starts no thread, allocates no host or device memory and
- * builds no program. It still looks kernels up by name (counted, not yet
- * zero: kernels prepared at bind time are the next step). */
+ * training step starts no thread, allocates no host or device memory,
+ * builds no program and looks no kernel up by name (each node keeps the
+ * kernels its first pass found, each GEMM shape those of its candidate). */
 typedef struct {
     uint64_t threads;       /* threads started */
     uint64_t host_allocs;   /* host allocations (malloc, calloc, realloc) by clnet */

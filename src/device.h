@@ -23,6 +23,7 @@ typedef struct {
 } clnet_gemm_shape;
 
 #define CLNET_GEMM_ID_CAP CLNET_TUNE_CHOICE_CAP
+#define CLNET_GEMM_KEPT   4 /* kernels one GEMM candidate runs */
 
 /* The candidate a shape runs with, chosen on its first call. */
 typedef struct {
@@ -30,7 +31,10 @@ typedef struct {
     char id[CLNET_GEMM_ID_CAP];
     char source;   /* 'e' $CLNET_GEMM, 'p' pinned, 'd' database, 'f' fixed rule */
     char site[80]; /* the first layer that ran it: "conv2 backward" */
-    int train;     /* 1: first run by a training pass */
+    /* gemm.c's own: the candidate, parsed, and its kernels once looked up */
+    _Alignas(8) unsigned char choice[96];
+    cl_kernel kept[CLNET_GEMM_KEPT];
+    int train; /* 1: run by a training pass (not only by probes or evaluation) */
 } clnet_gemm_pick;
 
 typedef struct clnet_kernel_entry {

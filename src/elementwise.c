@@ -56,11 +56,12 @@ cleanup:
     return status;
 }
 
-clnet_status clnet_reduction_local(clnet_device *d, const char *family, const char *options,
-                                   const char *name, size_t *out) {
+clnet_status clnet_reduction_local(clnet_device *d, cl_kernel *kept, const char *family,
+                                   const char *options, const char *name, size_t *out) {
     cl_kernel k = NULL;
-    clnet_status s = clnet_kernel_get(d, family, options, name, &k);
-    return s == CLNET_OK ? reduction_local_size(d, k, out) : s;
+    if (!kept) kept = &k;
+    clnet_status s = *kept ? CLNET_OK : clnet_kernel_get(d, family, options, name, kept);
+    return s == CLNET_OK ? reduction_local_size(d, *kept, out) : s;
 }
 
 /* One reduction pass: `groups` work-groups of `local` over x[xoff, xoff+n),
@@ -90,33 +91,37 @@ cleanup:
     return status;
 }
 
-clnet_status clnet_row_sums(clnet_device *d, size_t M, size_t N, cl_mem X, size_t xoff, cl_mem out,
-                            size_t ooff, float beta) {
+clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
+                            size_t xoff, cl_mem out, size_t ooff, float beta) {
     clnet_status status = CLNET_OK;
     cl_kernel k = NULL;
     size_t local = 1;
-    TRY(clnet_kernel_get(d, FAMILY, "", "row_sums", &k));
-    TRY(reduction_local_size(d, k, &local));
-    TRY(clnet_run(d, FAMILY, "", "row_sums", 1, (size_t[]){M * local}, (size_t[]){local},
-                  ARGS(U32(M), U32(N), MEM(X), U32(xoff), MEM(out), U32(ooff), F32(beta),
-                       LOCAL(local * sizeof(float)))));
+    if (!kept) kept = &k;
+    if (!*kept) TRY(clnet_kernel_get(d, FAMILY, "", "row_sums", kept));
+    TRY(reduction_local_size(d, *kept, &local));
+    TRY(clnet_run_kept(d, kept, FAMILY, "", "row_sums", 1, (size_t[]){M * local}, (size_t[]){local},
+                       ARGS(U32(M), U32(N), MEM(X), U32(xoff), MEM(out), U32(ooff), F32(beta),
+                            LOCAL(local * sizeof(float)))));
 cleanup:
     return status;
 }
 
-clnet_status clnet_col_sums(clnet_device *d, size_t M, size_t N, cl_mem X, size_t xoff, cl_mem out,
-                            size_t ooff, float beta) {
-    return clnet_run(d, FAMILY, "", "col_sums", 1, (size_t[]){N}, NULL,
-                     ARGS(U32(M), U32(N), MEM(X), U32(xoff), MEM(out), U32(ooff), F32(beta)));
+clnet_status clnet_col_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
+                            size_t xoff, cl_mem out, size_t ooff, float beta) {
+    cl_kernel k = NULL;
+    return clnet_run_kept(d, kept ? kept : &k, FAMILY, "", "col_sums", 1, (size_t[]){N}, NULL,
+                          ARGS(U32(M), U32(N), MEM(X), U32(xoff), MEM(out), U32(ooff), F32(beta)));
 }
 
-clnet_status clnet_copy_rows(clnet_device *d, size_t n, size_t len, cl_mem src, size_t soff,
-                             size_t sstride, cl_mem dst, size_t doff, size_t dstride, float beta) {
+clnet_status clnet_copy_rows(clnet_device *d, cl_kernel *kept, size_t n, size_t len, cl_mem src,
+                             size_t soff, size_t sstride, cl_mem dst, size_t doff, size_t dstride,
+                             float beta) {
+    cl_kernel k = NULL;
     if (n == 0 || len == 0) return CLNET_OK;
     clnet_status s = check_range("copy_rows", soff, (n - 1) * sstride + len);
     if (s == CLNET_OK) s = check_range("copy_rows", doff, (n - 1) * dstride + len);
     if (s != CLNET_OK) return s;
-    return clnet_run(d, FAMILY, "", "copy_rows", 2, (size_t[]){len, n}, NULL,
-                     ARGS(U32(n), U32(len), MEM(src), U32(soff), U32(sstride), MEM(dst), U32(doff),
-                          U32(dstride), F32(beta)));
+    return clnet_run_kept(d, kept ? kept : &k, FAMILY, "", "copy_rows", 2, (size_t[]){len, n}, NULL,
+                          ARGS(U32(n), U32(len), MEM(src), U32(soff), U32(sstride), MEM(dst),
+                               U32(doff), U32(dstride), F32(beta)));
 }

@@ -9,23 +9,26 @@ clnet_status clnet_scale(clnet_device *d, cl_mem x, size_t xoff, size_t n, float
 /* y += alpha * x */
 clnet_status clnet_axpy(clnet_device *d, size_t n, float alpha, cl_mem x, size_t xoff, cl_mem y,
                         size_t yoff);
+/* kept (may be NULL) below: the caller's handle of the kernel (see
+ * clnet_run_kept in program.h). */
 /* The local size for a reduction kernel of one work-group per row using
  * clnet_group_sum (cl/common.cl): a power of two, at most 256. */
-clnet_status clnet_reduction_local(clnet_device *d, const char *family, const char *options,
-                                   const char *name, size_t *out);
+clnet_status clnet_reduction_local(clnet_device *d, cl_kernel *kept, const char *family,
+                                   const char *options, const char *name, size_t *out);
 /* *out = sum of x[xoff .. xoff+n), added in a fixed order (blocking). */
 clnet_status clnet_sum(clnet_device *d, cl_mem x, size_t xoff, size_t n, float *out);
 
 /* out[ooff + m] = sum over n of X (M, N)[m, n] (+ beta * out): fixed order. */
-clnet_status clnet_row_sums(clnet_device *d, size_t M, size_t N, cl_mem X, size_t xoff, cl_mem out,
-                            size_t ooff, float beta);
+clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
+                            size_t xoff, cl_mem out, size_t ooff, float beta);
 /* out[ooff + j] = sum over m of X (M, N)[m, j] (+ beta * out). */
-clnet_status clnet_col_sums(clnet_device *d, size_t M, size_t N, cl_mem X, size_t xoff, cl_mem out,
-                            size_t ooff, float beta);
+clnet_status clnet_col_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
+                            size_t xoff, cl_mem out, size_t ooff, float beta);
 
 /* Row b < n of src (len floats at soff + b * sstride) to dst at
  * doff + b * dstride, overwriting (beta 0) or added with dst scaled by beta. */
-clnet_status clnet_copy_rows(clnet_device *d, size_t n, size_t len, cl_mem src, size_t soff,
-                             size_t sstride, cl_mem dst, size_t doff, size_t dstride, float beta);
+clnet_status clnet_copy_rows(clnet_device *d, cl_kernel *kept, size_t n, size_t len, cl_mem src,
+                             size_t soff, size_t sstride, cl_mem dst, size_t doff, size_t dstride,
+                             float beta);
 
 #endif

@@ -30,12 +30,19 @@ static int fits_u32(size_t v) {
     return v <= UINT_MAX;
 }
 
+static clnet_status transpose_kept(clnet_device *d, cl_kernel *kept, size_t rows, size_t cols,
+                                   cl_mem A, size_t aoff, size_t lda, cl_mem B, size_t boff,
+                                   size_t ldb) {
+    if (rows == 0 || cols == 0) return CLNET_OK;
+    return clnet_run_kept(
+        d, kept, FAMILY, "", "transpose", 2, (size_t[]){cols, rows}, (size_t[]){16, 16},
+        ARGS(U32(rows), U32(cols), MEM(A), U32(aoff), U32(lda), MEM(B), U32(boff), U32(ldb)));
+}
+
 clnet_status clnet_transpose(clnet_device *d, size_t rows, size_t cols, cl_mem A, size_t aoff,
                              size_t lda, cl_mem B, size_t boff, size_t ldb) {
-    if (rows == 0 || cols == 0) return CLNET_OK;
-    return clnet_run(
-        d, FAMILY, "", "transpose", 2, (size_t[]){cols, rows}, (size_t[]){16, 16},
-        ARGS(U32(rows), U32(cols), MEM(A), U32(aoff), U32(lda), MEM(B), U32(boff), U32(ldb)));
+    cl_kernel k = NULL;
+    return transpose_kept(d, &k, rows, cols, A, aoff, lda, B, boff, ldb);
 }
 
 static clnet_status gemm_clblast(clnet_device *d, int ta, int tb, size_t M, size_t N, size_t K,
@@ -119,10 +126,11 @@ int clnet_gemm_candidates(const clnet_device *d, char ids[][CLNET_GEMM_ID_CAP], 
     return n;
 }
 
-static clnet_status gemm_own(clnet_device *d, const choice *ch, int ta, int tb, size_t M, size_t N,
-                             size_t K, float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
-                             size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
-                             size_t ldc) {
+/* kept: [0] the product's kernel, [1] gemm_reduce, [2] transpose. */
+static clnet_status gemm_own(clnet_device *d, const choice *ch, cl_kernel *kept, int ta, int tb,
+                             size_t M, size_t N, size_t K, float alpha, cl_mem A, size_t aoff,
+                             size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
+                             size_t coff, size_t ldc) {
     clnet_status status = CLNET_OK;
     cl_kernel k = NULL;
     /* A B^T with a long k (a convolution's weight gradient): dot products
@@ -132,7 +140,7 @@ static clnet_status gemm_own(clnet_device *d, const choice *ch, int ta, int tb, 
     if (tb && !nt) { /* A^T B^T: make B^T into scratch and use gemm_nn */
         cl_mem bt = NULL;
         TRY(clnet_device_work(d, 0, K * N * sizeof(float), &bt));
-        TRY(clnet_transpose(d, N, K, B, boff, ldb, bt, 0, N));
+        TRY(transpose_kept(d, &kept[2], N, K, B, boff, ldb, bt, 0, N));
         B = bt;
         boff = 0;
         ldb = N;
@@ -164,22 +172,24 @@ static clnet_status gemm_own(clnet_device *d, const choice *ch, int ta, int tb, 
     int use_local = ch->wg;
     char options[32];
     snprintf(options, sizeof options, "-DGEMM_TM=%d", ch->tm);
-    TRY(clnet_kernel_get(d, FAMILY, options, name, &k));
+    if (!kept[0]) TRY(clnet_kernel_get(d, FAMILY, options, name, &kept[0]));
+    k = kept[0];
     local_size(d, k, rows, local);
     if (nt)
-        TRY(clnet_run(d, FAMILY, options, name, 3, global, use_local ? local : NULL,
-                      ARGS(U32(M), U32(N), U32(K), U32(kchunk), F32(alpha), MEM(A), U32(aoff),
-                           U32(lda), MEM(B), U32(boff), U32(ldb), F32(out_beta), MEM(out),
-                           U32(out_off), U32(out_ld), U32(out_stride))));
+        TRY(clnet_run_kept(d, &kept[0], FAMILY, options, name, 3, global, use_local ? local : NULL,
+                           ARGS(U32(M), U32(N), U32(K), U32(kchunk), F32(alpha), MEM(A), U32(aoff),
+                                U32(lda), MEM(B), U32(boff), U32(ldb), F32(out_beta), MEM(out),
+                                U32(out_off), U32(out_ld), U32(out_stride))));
     else
-        TRY(clnet_run(d, FAMILY, options, name, 3, global, use_local ? local : NULL,
-                      ARGS(U32(M), U32(N), U32(K), U32(kchunk), F32(alpha), MEM(A), U32(aoff),
-                           U32(ta ? 1 : lda), U32(ta ? lda : 1), MEM(B), U32(boff), U32(ldb),
-                           F32(out_beta), MEM(out), U32(out_off), U32(out_ld), U32(out_stride))));
+        TRY(clnet_run_kept(d, &kept[0], FAMILY, options, name, 3, global, use_local ? local : NULL,
+                           ARGS(U32(M), U32(N), U32(K), U32(kchunk), F32(alpha), MEM(A), U32(aoff),
+                                U32(ta ? 1 : lda), U32(ta ? lda : 1), MEM(B), U32(boff), U32(ldb),
+                                F32(out_beta), MEM(out), U32(out_off), U32(out_ld),
+                                U32(out_stride))));
     if (chunks > 1) /* add the chunks' partial products into C, in order */
-        TRY(clnet_run(d, FAMILY, options, "gemm_reduce", 2, (size_t[]){N, M}, NULL,
-                      ARGS(U32(M), U32(N), U32(chunks), MEM(out), U32(M * N), F32(beta), MEM(C),
-                           U32(coff), U32(ldc))));
+        TRY(clnet_run_kept(d, &kept[1], FAMILY, options, "gemm_reduce", 2, (size_t[]){N, M}, NULL,
+                           ARGS(U32(M), U32(N), U32(chunks), MEM(out), U32(M * N), F32(beta),
+                                MEM(C), U32(coff), U32(ldc))));
 cleanup:
     return status;
 }
@@ -282,10 +292,11 @@ static int same_shape(const clnet_gemm_shape *a, const clnet_gemm_shape *b) {
 }
 
 /* The candidate for a shape: decided on the shape's first call, then kept. */
-static clnet_status pick(clnet_device *d, const clnet_gemm_shape *s, const char **id) {
+static clnet_status pick(clnet_device *d, const clnet_gemm_shape *s, clnet_gemm_pick **out) {
     for (int i = 0; i < d->gemm_npicks; i++)
         if (same_shape(&d->gemm_picks[i].shape, s)) {
-            *id = d->gemm_picks[i].id;
+            d->gemm_picks[i].train |= d->site_train;
+            *out = &d->gemm_picks[i];
             return CLNET_OK;
         }
     clnet_gemm_pick p = {.shape = *s, .source = 'f'};
@@ -318,7 +329,10 @@ static clnet_status pick(clnet_device *d, const clnet_gemm_shape *s, const char 
                    d->info.index, d->info.name, p.id, key);
         snprintf(p.id, sizeof p.id, "%s", fixed_rule(d, s));
         p.source = 'f';
+        parse_id(d, p.id, &c);
     }
+    _Static_assert(sizeof c <= sizeof p.choice, "clnet_gemm_pick.choice holds a choice");
+    memcpy(p.choice, &c, sizeof c);
     if (d->gemm_npicks == d->gemm_cap) {
         int cap = d->gemm_cap ? d->gemm_cap * 2 : 16;
         clnet_gemm_pick *n = clnet_realloc(d->gemm_picks, (size_t)cap * sizeof *n);
@@ -327,7 +341,7 @@ static clnet_status pick(clnet_device *d, const clnet_gemm_shape *s, const char 
         d->gemm_cap = cap;
     }
     d->gemm_picks[d->gemm_npicks] = p;
-    *id = d->gemm_picks[d->gemm_npicks++].id;
+    *out = &d->gemm_picks[d->gemm_npicks++];
     return CLNET_OK;
 }
 
@@ -366,26 +380,23 @@ static clnet_status check_shape(const clnet_gemm_shape *s, size_t aoff, size_t l
     return CLNET_OK;
 }
 
-clnet_status clnet_gemm_with(clnet_device *d, const char *id, const clnet_gemm_shape *s,
-                             float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B, size_t boff,
-                             size_t ldb, float beta, cl_mem C, size_t coff, size_t ldc) {
-    choice c;
-    if (s->M == 0 || s->N == 0) return CLNET_OK;
-    if (!parse_id(d, id, &c))
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "'%s' is not a GEMM candidate of device %d (%s)", id, d->info.index,
-                          d->info.name);
+/* One candidate, with its kernels kept in kept[0..GEMM_KEPT). */
+static clnet_status run_choice(clnet_device *d, const choice *ch, cl_kernel *kept,
+                               const clnet_gemm_shape *s, float alpha, cl_mem A, size_t aoff,
+                               size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
+                               size_t coff, size_t ldc) {
+    const choice c = *ch;
     clnet_status status = check_shape(s, aoff, lda, boff, ldb, coff, ldc);
     if (status != CLNET_OK) return status;
     double began = clnet_profile_begin(d);
     if (c.tiled)
-        status = clnet_gemm_tiled(d, &c.tp, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff, lda, B,
-                                  boff, ldb, beta, C, coff, ldc);
+        status = clnet_gemm_tiled(d, kept, &c.tp, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff,
+                                  lda, B, boff, ldb, beta, C, coff, ldc);
     else
         status = c.clblast ? gemm_clblast(d, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff, lda, B,
                                           boff, ldb, beta, C, coff, ldc)
-                           : gemm_own(d, &c, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff, lda, B,
-                                      boff, ldb, beta, C, coff, ldc);
+                           : gemm_own(d, &c, kept, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff,
+                                      lda, B, boff, ldb, beta, C, coff, ldc);
     if (began != 0) {
         char name[96];
         snprintf(name, sizeof name, "gemm %c%c %zux%zux%zu", s->ta ? 'T' : 'N', s->tb ? 'T' : 'N',
@@ -395,12 +406,29 @@ clnet_status clnet_gemm_with(clnet_device *d, const char *id, const clnet_gemm_s
     return status;
 }
 
+clnet_status clnet_gemm_with(clnet_device *d, const char *id, const clnet_gemm_shape *s,
+                             float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B, size_t boff,
+                             size_t ldb, float beta, cl_mem C, size_t coff, size_t ldc) {
+    choice c;
+    cl_kernel kept[CLNET_GEMM_KEPT] = {NULL};
+    if (s->M == 0 || s->N == 0) return CLNET_OK;
+    if (!parse_id(d, id, &c))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "'%s' is not a GEMM candidate of device %d (%s)", id, d->info.index,
+                          d->info.name);
+    return run_choice(d, &c, kept, s, alpha, A, aoff, lda, B, boff, ldb, beta, C, coff, ldc);
+}
+
+/* The shape's pick keeps the candidate, parsed, and its kernels: after the
+ * first call nothing is parsed or looked up by name. */
 clnet_status clnet_gemm(clnet_device *d, const clnet_gemm_shape *s, float alpha, cl_mem A,
                         size_t aoff, size_t lda, cl_mem B, size_t boff, size_t ldb, float beta,
                         cl_mem C, size_t coff, size_t ldc) {
-    const char *id = NULL;
+    clnet_gemm_pick *p = NULL;
     if (s->M == 0 || s->N == 0) return CLNET_OK;
-    clnet_status status = pick(d, s, &id);
+    clnet_status status = pick(d, s, &p);
     if (status != CLNET_OK) return status;
-    return clnet_gemm_with(d, id, s, alpha, A, aoff, lda, B, boff, ldb, beta, C, coff, ldc);
+    choice c;
+    memcpy(&c, p->choice, sizeof c);
+    return run_choice(d, &c, p->kept, s, alpha, A, aoff, lda, B, boff, ldb, beta, C, coff, ldc);
 }

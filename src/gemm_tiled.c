@@ -82,8 +82,9 @@ static void options(const clnet_gemm_tiled_params *p, int pack_b, char *out, siz
 
 /* Packs X(x, k) = src[off + x * sx + k * sk], x < X, into blocks of P along x
  * (zero-padded): the layout PACK_A / PACK_B read. */
-static clnet_status pack(clnet_device *d, const char *opts, size_t X, size_t K, size_t P,
-                         cl_mem src, size_t off, size_t sx, size_t sk, int slot, cl_mem *out) {
+static clnet_status pack(clnet_device *d, cl_kernel *kept, const char *opts, size_t X, size_t K,
+                         size_t P, cl_mem src, size_t off, size_t sx, size_t sk, int slot,
+                         cl_mem *out) {
     clnet_status status = CLNET_OK;
     size_t blocks = (X + P - 1) / P;
     if (!fits_u32(blocks * P * K))
@@ -91,16 +92,17 @@ static clnet_status pack(clnet_device *d, const char *opts, size_t X, size_t K, 
     TRY(clnet_device_work(d, slot, blocks * P * K * sizeof(float), out));
     /* a fixed work-group shape: PoCL compiles a kernel again for every new
      * local size, and one chosen by the driver would follow the shape */
-    TRY(clnet_run(d, FAMILY, opts, "pack", 2, (size_t[]){blocks, K}, (size_t[]){1, 32},
-                  ARGS(U32(X), U32(K), U32(P), MEM(src), U32(off), U32(sx), U32(sk), MEM(*out))));
+    TRY(clnet_run_kept(
+        d, kept, FAMILY, opts, "pack", 2, (size_t[]){blocks, K}, (size_t[]){1, 32},
+        ARGS(U32(X), U32(K), U32(P), MEM(src), U32(off), U32(sx), U32(sk), MEM(*out))));
 cleanup:
     return status;
 }
 
-clnet_status clnet_gemm_tiled(clnet_device *d, const clnet_gemm_tiled_params *p, int ta, int tb,
-                              size_t M, size_t N, size_t K, float alpha, cl_mem A, size_t aoff,
-                              size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
-                              size_t coff, size_t ldc) {
+clnet_status clnet_gemm_tiled(clnet_device *d, cl_kernel kept[3], const clnet_gemm_tiled_params *p,
+                              int ta, int tb, size_t M, size_t N, size_t K, float alpha, cl_mem A,
+                              size_t aoff, size_t lda, cl_mem B, size_t boff, size_t ldb,
+                              float beta, cl_mem C, size_t coff, size_t ldc) {
     clnet_status status = CLNET_OK;
     TRY(clnet_gemm_tiled_check(d, p));
     if (M == 0 || N == 0) return CLNET_OK;
@@ -135,11 +137,11 @@ clnet_status clnet_gemm_tiled(clnet_device *d, const clnet_gemm_tiled_params *p,
     options(p, pack_b, opts, sizeof opts);
     size_t mr = (size_t)p->mr, nr = (size_t)p->nr;
     if (p->pack_a) {
-        TRY(pack(d, opts, M, K, mr, A, aoff, sam, sak, SLOT_PACK_A, &A));
+        TRY(pack(d, &kept[0], opts, M, K, mr, A, aoff, sam, sak, SLOT_PACK_A, &A));
         aoff = 0, sam = 0, sak = 0;
     }
     if (pack_b) {
-        TRY(pack(d, opts, N, K, nr, B, boff, sbn, sbk, SLOT_PACK_B, &B));
+        TRY(pack(d, &kept[1], opts, N, K, nr, B, boff, sbn, sbk, SLOT_PACK_B, &B));
         boff = 0, sbk = 0;
     }
 
@@ -154,10 +156,10 @@ clnet_status clnet_gemm_tiled(clnet_device *d, const clnet_gemm_tiled_params *p,
         global[0] = panels;
         global[1] = (mblocks + mb - 1) / mb;
     }
-    TRY(clnet_run(d, FAMILY, opts, "gemm_tiled", 2, global, local,
-                  ARGS(U32(M), U32(N), U32(K), U32(mb), F32(alpha), MEM(A), U32(aoff), U32(sam),
-                       U32(sak), MEM(B), U32(boff), U32(sbk), F32(beta), MEM(C), U32(coff),
-                       U32(csm), U32(csn))));
+    TRY(clnet_run_kept(d, &kept[2], FAMILY, opts, "gemm_tiled", 2, global, local,
+                       ARGS(U32(M), U32(N), U32(K), U32(mb), F32(alpha), MEM(A), U32(aoff),
+                            U32(sam), U32(sak), MEM(B), U32(boff), U32(sbk), F32(beta), MEM(C),
+                            U32(coff), U32(csm), U32(csn))));
 cleanup:
     return status;
 }

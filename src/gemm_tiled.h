@@ -34,11 +34,13 @@ typedef struct {
 } clnet_gemm_tiled_params;
 
 /* C = alpha * op(A) op(B) + beta * C with the kernel built from p (cached per
- * option string). Uses device scratch slots 2 (packed A) and 3 (packed B). */
-clnet_status clnet_gemm_tiled(clnet_device *d, const clnet_gemm_tiled_params *p, int ta, int tb,
-                              size_t M, size_t N, size_t K, float alpha, cl_mem A, size_t aoff,
-                              size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
-                              size_t coff, size_t ldc);
+ * option string). Uses device scratch slots 2 (packed A) and 3 (packed B).
+ * kept: the caller's handles of the kernels it runs (see clnet_run_kept):
+ * NULLs at first, the same array for the same p and transposes after. */
+clnet_status clnet_gemm_tiled(clnet_device *d, cl_kernel kept[3], const clnet_gemm_tiled_params *p,
+                              int ta, int tb, size_t M, size_t N, size_t K, float alpha, cl_mem A,
+                              size_t aoff, size_t lda, cl_mem B, size_t boff, size_t ldb,
+                              float beta, cl_mem C, size_t coff, size_t ldc);
 
 /* The declared search space for device d: writes up to cap points to out and
  * returns how many there are (call with cap 0 to count). CPUs get few points

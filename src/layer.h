@@ -16,18 +16,20 @@
 
 #include "collective.h"
 #include "device.h"
+#include "program.h"
 #include "shape.h"
 
 #include <stdalign.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define CLNET_MAX_INPUTS  8  /* inputs of one node (add, concat) */
-#define CLNET_MAX_TENSORS 4  /* parameter or buffer tensors of one node */
-#define CLNET_MAX_DIMS    5  /* of a parameter tensor (conv3d weight) */
-#define CLNET_NAME_CAP    64 /* node names, with the terminating NUL */
-#define CLNET_CONFIG_CAP  256
-#define CLNET_MODEL_INPUT (-1) /* a node input that is the model's input */
+#define CLNET_MAX_INPUTS   8  /* inputs of one node (add, concat) */
+#define CLNET_MAX_TENSORS  4  /* parameter or buffer tensors of one node */
+#define CLNET_MAX_DIMS     5  /* of a parameter tensor (conv3d weight) */
+#define CLNET_NAME_CAP     64 /* node names, with the terminating NUL */
+#define CLNET_CONFIG_CAP   256
+#define CLNET_MODEL_INPUT  (-1) /* a node input that is the model's input */
+#define CLNET_NODE_KERNELS 16   /* kernels one node runs, forward and backward */
 
 typedef enum {
     CLNET_INIT_DEFAULT = 0, /* the kind's own default */
@@ -92,6 +94,7 @@ typedef struct {
     clnet_collective *coll; /* across the replicas of this step; NULL outside one */
     int64_t step;           /* the optimizer step this pass belongs to */
     int64_t first_sample;   /* global index (in the step's batch) of sample 0 here */
+    int probe;              /* 1: a calibration probe (timed, so its sizes vary from run to run) */
 } clnet_ctx;
 
 /* What one pass of one node over n samples works on. Offsets are in floats. */
@@ -113,7 +116,10 @@ typedef struct {
     cl_mem keep; /* memory a node keeps from forward to backward */
     size_t keep_off;
     cl_mem work; /* scratch shared by all nodes */
-    void *host;  /* host scratch shared by all nodes (kind->host_bytes) */
+    /* The node's kept kernels, CLNET_NODE_KERNELS slots (NULL until first
+     * used; the pointer may be NULL: then kernels are looked up each time). */
+    cl_kernel *kernels;
+    void *host; /* host scratch shared by all nodes (kind->host_bytes) */
     /* loss nodes only */
     cl_mem labels;  /* (n) int32 */
     cl_mem loss;    /* (n) float: per-sample loss */
@@ -160,6 +166,16 @@ struct clnet_kind {
 static inline const char *clnet_dx_options(const clnet_pass *p, int k) {
     return p->dx_beta[k] != 0.0f ? "-DCLNET_ADD_DX=1" : "";
 }
+
+/* A kernel of this pass's node, kept in slot `slot` of the node's kernels
+ * (each call site of a layer file uses its own slot number, the same for
+ * every pass): looked up on the first pass, used directly afterwards, so
+ * steady-state steps look nothing up (clnet_run_kept). */
+clnet_status clnet_pass_run(const clnet_pass *p, int slot, const char *family, const char *options,
+                            const char *name, int dims, const size_t *global, const size_t *local,
+                            const clnet_arg *args, int nargs);
+/* The slot's handle for helpers that take one (NULL without kept kernels). */
+cl_kernel *clnet_pass_kept(const clnet_pass *p, int slot);
 
 /* The registry (layers.c). */
 const clnet_kind *clnet_kind_find(const char *name);

@@ -65,6 +65,18 @@ int clnet_window_out(int in, int kernel, int stride, int pad) {
     return span < 0 ? 0 : span / stride + 1;
 }
 
+cl_kernel *clnet_pass_kept(const clnet_pass *p, int slot) {
+    return p->kernels && slot >= 0 && slot < CLNET_NODE_KERNELS ? &p->kernels[slot] : NULL;
+}
+
+clnet_status clnet_pass_run(const clnet_pass *p, int slot, const char *family, const char *options,
+                            const char *name, int dims, const size_t *global, const size_t *local,
+                            const clnet_arg *args, int nargs) {
+    cl_kernel k = NULL, *kept = clnet_pass_kept(p, slot);
+    return clnet_run_kept(p->d, kept ? kept : &k, family, options, name, dims, global, local, args,
+                          nargs);
+}
+
 void clnet_window_options(const clnet_node *node, const int *k, const int *s, const int *p,
                           const char *extra, char *out, size_t cap) {
     snprintf(out, cap,

@@ -197,11 +197,42 @@ clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg) {
 
 /* ---- devices ------------------------------------------------------------------------ */
 
+static int compare_lines(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts `count` newline-ended lines in place (a few dozen: GEMM shapes). */
+static void sort_lines(char *text, int count) {
+    if (count < 2) return;
+    size_t n = strlen(text);
+    char *copy = clnet_malloc(n + 1);
+    char **line = clnet_malloc((size_t)count * sizeof *line);
+    if (copy && line) {
+        memcpy(copy, text, n + 1);
+        char *p = copy;
+        for (int i = 0; i < count; i++) {
+            line[i] = p;
+            p = strchr(p, '\n');
+            *p++ = '\0';
+        }
+        qsort(line, (size_t)count, sizeof *line, compare_lines);
+        for (int i = 0; i < count; i++) {
+            size_t len = strlen(line[i]);
+            memcpy(text, line[i], len);
+            text[len] = '\n';
+            text += len + 1;
+        }
+    }
+    free(copy);
+    free(line);
+}
+
 /* The GEMM choices training passes made on the bound devices, for a
  * checkpoint (NULL when unbound): for each device a line "@<device>" (its
  * name, driver and platform), then a line "<key>\t<bucket>\t<candidate>"
- * per shape. Evaluation's shapes are left out, so that the record depends
- * only on the training done. */
+ * per shape. Evaluation's shapes and calibration probes' (whose sizes
+ * follow timings) are left out, so that the record depends only on the
+ * training done. */
 static clnet_status record_choices(const clnet_net *net, char **out) {
     *out = NULL;
     if (!net->trainer) return CLNET_OK;
@@ -218,6 +249,10 @@ static clnet_status record_choices(const clnet_net *net, char **out) {
             equal_before |= strcmp(net->trainer->replicas[j]->d->tune_device, d->tune_device) == 0;
         if (equal_before) continue;
         used += (size_t)snprintf(text + used, cap - used, "@%s\n", d->tune_device);
+        /* sorted: the order shapes were first met in follows the timings of
+         * calibration */
+        size_t first = used;
+        int lines = 0;
         for (int k = 0; k < d->gemm_npicks && used < cap; k++) {
             if (!d->gemm_picks[k].train) continue;
             char key[CLNET_TUNE_KEY_CAP];
@@ -225,7 +260,9 @@ static clnet_status record_choices(const clnet_net *net, char **out) {
             clnet_gemm_key(&d->gemm_picks[k].shape, key, sizeof key, &bucket);
             used += (size_t)snprintf(text + used, cap - used, "%s\t%d\t%s\n", key, bucket,
                                      d->gemm_picks[k].id);
+            lines++;
         }
+        sort_lines(text + first, lines);
     }
     *out = text;
     return CLNET_OK;

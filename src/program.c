@@ -246,6 +246,13 @@ void clnet_profile_end(clnet_device *d, const char *name, double began) {
 clnet_status clnet_run(clnet_device *d, const char *family, const char *options, const char *name,
                        int dims, const size_t *global, const size_t *local, const clnet_arg *args,
                        int nargs) {
+    cl_kernel k = NULL;
+    return clnet_run_kept(d, &k, family, options, name, dims, global, local, args, nargs);
+}
+
+clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family,
+                            const char *options, const char *name, int dims, const size_t *global,
+                            const size_t *local, const clnet_arg *args, int nargs) {
     clnet_status status = CLNET_OK;
     cl_kernel k = NULL;
     size_t rounded[3] = {1, 1, 1}, shape[3] = {1, 1, 1};
@@ -269,7 +276,8 @@ clnet_status clnet_run(clnet_device *d, const char *family, const char *options,
         if (global[i] == 0) return CLNET_OK; /* nothing to do */
         rounded[i] = local ? (global[i] + local[i] - 1) / local[i] * local[i] : global[i];
     }
-    TRY(clnet_kernel_get(d, family, options, name, &k));
+    if (!*kept) TRY(clnet_kernel_get(d, family, options, name, kept));
+    k = *kept;
     for (int i = 0; i < nargs; i++) {
         cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
         if (err != CL_SUCCESS) {

@@ -45,6 +45,17 @@ clnet_status clnet_run(clnet_device *d, const char *family, const char *options,
                        int dims, const size_t *global, const size_t *local, const clnet_arg *args,
                        int nargs);
 
+/* clnet_run with the kernel kept by the caller: when *kept is NULL the
+ * kernel is looked up (built on first use) and stored there; afterwards
+ * *kept is used as it is, with no look-up by name. A kept kernel belongs to
+ * the device (never release it), and to one family, options and name: the
+ * caller keeps one handle per kernel it runs (clnet_pass.kernels for
+ * layers), and one thread at a time uses it. Steady-state steps run every
+ * kernel this way. */
+clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family,
+                            const char *options, const char *name, int dims, const size_t *global,
+                            const size_t *local, const clnet_arg *args, int nargs);
+
 /* With CLNET_PROFILE=1 in the environment, kernels are timed one by one
  * (waiting for each) and a table goes to stderr at exit. begin returns 0
  * when profiling is off; end then does nothing. */

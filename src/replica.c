@@ -14,6 +14,7 @@ void clnet_replica_free(clnet_replica *r) {
     for (int i = 0; r->keeps && i < r->model->count; i++)
         if (r->keeps[i]) clReleaseMemObject(r->keeps[i]);
     free(r->keeps);
+    free(r->kernels); /* the handles belong to the device */
     if (r->staging.mem) clnet_staging_free(r->d, &r->staging);
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (*mems[i]) clReleaseMemObject(*mems[i]);
@@ -86,7 +87,8 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(clnet_buffer_create(d, p->act * sizeof(float), &r->act));
     TRY(clnet_buffer_create(d, p->dact * sizeof(float), &r->dact));
     r->keeps = clnet_calloc((size_t)m->count + 1, sizeof *r->keeps);
-    if (!r->keeps) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    r->kernels = clnet_calloc((size_t)m->count * CLNET_NODE_KERNELS + 1, sizeof *r->kernels);
+    if (!r->keeps || !r->kernels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < m->count; i++) {
         const clnet_node *node = &m->nodes[i];
         size_t keep = node->kind->keep_floats ? node->kind->keep_floats(node, max_batch) : 0;
@@ -155,6 +157,7 @@ static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i,
         .keep = r->keeps[i],
         .keep_off = 0,
         .work = r->work,
+        .kernels = r->kernels + (size_t)i * CLNET_NODE_KERNELS,
         .host = r->host,
         .beta = accumulate ? 1.0f : 0.0f,
         .labels = r->labels,
@@ -178,7 +181,7 @@ static clnet_status timed(clnet_replica *r, int slot,
                           const clnet_node *node, const clnet_pass *p) {
     r->d->site_node = node->name; /* names the layer of the GEMMs it runs */
     r->d->site_backward = slot & 1;
-    r->d->site_train = p->ctx->train;
+    r->d->site_train = p->ctx->train && !p->ctx->probe; /* what checkpoints record */
     if (!r->profile) return fn(node, p);
     clFinish(r->d->queue);
     double t0 = clnet_now();

@@ -17,6 +17,7 @@ typedef struct {
     cl_mem params, grads, buffers; /* (nparams), (nparams), (nbuffers) */
     cl_mem act, dact;              /* activation arenas */
     cl_mem *keeps;                 /* (model count) each node's kept memory, or NULL */
+    cl_kernel *kernels;            /* (model count x CLNET_NODE_KERNELS) kept kernels */
     cl_mem work;                   /* scratch shared by all nodes */
     cl_mem labels, loss, correct;  /* (max_batch) each */
     clnet_staging staging;         /* gradients read to the host (discrete devices) */

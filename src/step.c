@@ -355,7 +355,7 @@ static clnet_status probe(int i, void *arg) {
     clnet_trainer *t = p->t;
     clnet_replica *r = t->replicas[i];
     /* each device alone: no collective (a layer that needs one has none to call) */
-    clnet_ctx ctx = {.train = 1, .d = r->d};
+    clnet_ctx ctx = {.train = 1, .d = r->d, .probe = 1};
     /* batch statistics need two samples (one value per channel has no variance) */
     int first = t->batch_stats && r->max_batch >= 2 ? 2 : 1;
     double t1 = 0;

@@ -22,7 +22,8 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t len = (size_t)p->n * clnet_shape_size(node->out);
     for (int k = 0; k < node->ninputs; k++)
-        TRY(clnet_copy_rows(p->d, 1, len, p->act, p->x[k], 0, p->act, p->y, 0, k ? 1.0f : 0.0f));
+        TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), 1, len, p->act, p->x[k], 0, p->act, p->y,
+                            0, k ? 1.0f : 0.0f));
 cleanup:
     return status;
 }
@@ -33,8 +34,8 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     size_t len = (size_t)p->n * clnet_shape_size(node->out);
     for (int k = 0; k < node->ninputs; k++)
         if (p->need_dx[k])
-            TRY(clnet_copy_rows(p->d, 1, len, p->dact, p->dy, 0, p->dact, p->dx[k], 0,
-                                p->dx_beta[k]));
+            TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 1), 1, len, p->dact, p->dy, 0, p->dact,
+                                p->dx[k], 0, p->dx_beta[k]));
 cleanup:
     return status;
 }

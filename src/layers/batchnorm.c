@@ -141,14 +141,15 @@ static void chan_merge(double *acc, const double *r, size_t C) {
 
 /* A statistics kernel, one work-group per channel; its last argument is
  * the work-group's __local scratch (a pair of floats per work-item). */
-static clnet_status run_stats(const clnet_pass *p, const bn_view *v, const char *name,
+static clnet_status run_stats(const clnet_pass *p, int slot, const bn_view *v, const char *name,
                               clnet_arg *args, int nargs) {
     size_t local = 1;
-    clnet_status s = clnet_reduction_local(p->d, "batchnorm", "", name, &local);
+    clnet_status s =
+        clnet_reduction_local(p->d, clnet_pass_kept(p, slot), "batchnorm", "", name, &local);
     if (s != CLNET_OK) return s;
     args[nargs - 1] = LOCAL(local * 2 * sizeof(float));
-    return clnet_run(p->d, "batchnorm", "", name, 1, (size_t[]){v->C * local}, (size_t[]){local},
-                     args, nargs);
+    return clnet_pass_run(p, slot, "batchnorm", "", name, 1, (size_t[]){v->C * local},
+                          (size_t[]){local}, args, nargs);
 }
 
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
@@ -159,15 +160,15 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     TRY(view(node, p, &v));
     size_t C = v.C, grid[2] = {v.S, v.n * C};
     if (!ctx->train)
-        return clnet_run(p->d, "batchnorm", "", "bn_forward_eval", 2, grid, NULL,
-                         ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->act),
-                              U32(p->y), MEM(p->buffers), U32(v.mean), U32(v.var), MEM(p->params),
-                              U32(v.weight), F32(cfg->eps)));
+        return clnet_pass_run(p, 1, "batchnorm", "", "bn_forward_eval", 2, grid, NULL,
+                              ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]),
+                                   MEM(p->act), U32(p->y), MEM(p->buffers), U32(v.mean), U32(v.var),
+                                   MEM(p->params), U32(v.weight), F32(cfg->eps)));
 
     /* this share's statistics, to the host */
     clnet_arg args[] = {U32(v.n),     U32(C),       U32(v.S), MEM(p->act),
                         U32(p->x[0]), MEM(p->work), U32(0),   LOCAL(0)};
-    TRY(run_stats(p, &v, "bn_stats", args, (int)(sizeof args / sizeof args[0])));
+    TRY(run_stats(p, 10, &v, "bn_stats", args, (int)(sizeof args / sizeof args[0])));
     TRY(clnet_buffer_read(p->d, p->work, 0, 5 * C, v.f));
     double *mine = v.mine, *merged = v.all, count = (double)(v.n * v.S);
     mine[0] = count;
@@ -200,12 +201,13 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     }
     TRY(clnet_buffer_write(p->d, p->keep, p->keep_off, 2 * C, v.f));
     TRY(clnet_buffer_write(p->d, p->work, SENT(C), 2 * C, v.f + 2 * C));
-    TRY(clnet_run(p->d, "batchnorm", "", "bn_forward", 2, grid, NULL,
-                  ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->act),
-                       U32(p->y), MEM(p->keep), U32(p->keep_off), MEM(p->params), U32(v.weight))));
-    TRY(clnet_run(p->d, "batchnorm", "", "bn_running", 1, (size_t[]){C}, NULL,
-                  ARGS(U32(C), MEM(p->buffers), U32(v.mean), U32(v.var), MEM(p->work), U32(SENT(C)),
-                       F32(cfg->momentum))));
+    TRY(clnet_pass_run(p, 2, "batchnorm", "", "bn_forward", 2, grid, NULL,
+                       ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->act),
+                            U32(p->y), MEM(p->keep), U32(p->keep_off), MEM(p->params),
+                            U32(v.weight))));
+    TRY(clnet_pass_run(p, 3, "batchnorm", "", "bn_running", 1, (size_t[]){C}, NULL,
+                       ARGS(U32(C), MEM(p->buffers), U32(v.mean), U32(v.var), MEM(p->work),
+                            U32(SENT(C)), F32(cfg->momentum))));
 cleanup:
     return status;
 }
@@ -220,7 +222,7 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_arg args[] = {U32(v.n),     U32(C),        U32(v.S),      MEM(p->act),       U32(p->x[0]),
                         MEM(p->dact), U32(p->dy),    MEM(p->keep),  U32(p->keep_off),  MEM(p->work),
                         U32(0),       MEM(p->grads), U32(v.weight), U32(p->beta != 0), LOCAL(0)};
-    TRY(run_stats(p, &v, "bn_backward_sums", args, (int)(sizeof args / sizeof args[0])));
+    TRY(run_stats(p, 11, &v, "bn_backward_sums", args, (int)(sizeof args / sizeof args[0])));
     if (!p->need_dx[0]) return CLNET_OK;
 
     /* the whole batch's means of dy and dy * xhat (sync=on), or this share's */
@@ -234,11 +236,11 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     if (cfg->sync && p->ctx->coll) TRY(p->ctx->coll->sum(p->ctx->coll, sums, 1 + 2 * C));
     for (size_t i = 0; i < 2 * C; i++) v.f[i] = (float)(sums[1 + i] / sums[0]);
     TRY(clnet_buffer_write(p->d, p->work, SENT(C), 2 * C, v.f));
-    TRY(clnet_run(p->d, "batchnorm", clnet_dx_options(p, 0), "bn_backward_dx", 2,
-                  (size_t[]){v.S, v.n * C}, NULL,
-                  ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact),
-                       U32(p->dy), MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off),
-                       MEM(p->work), U32(SENT(C)), MEM(p->params), U32(v.weight))));
+    TRY(clnet_pass_run(p, 4, "batchnorm", clnet_dx_options(p, 0), "bn_backward_dx", 2,
+                       (size_t[]){v.S, v.n * C}, NULL,
+                       ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact),
+                            U32(p->dy), MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off),
+                            MEM(p->work), U32(SENT(C)), MEM(p->params), U32(v.weight))));
 cleanup:
     return status;
 }

@@ -95,18 +95,18 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     size_t planes = (size_t)p->n * node->in[0].c;
     char opt[320];
     clnet_window_options(node, c->k, c->s, c->p, NULL, opt, sizeof opt);
-    TRY(clnet_run(
-        p->d, "conv", opt, "im2col", 3,
+    TRY(clnet_pass_run(
+        p, 0, "conv", opt, "im2col", 3,
         (size_t[]){(size_t)node->out.dim[1], (size_t)node->out.dim[0], planes}, NULL,
         ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->keep), U32(p->keep_off))));
     /* Yp (F, n*P) = W (F, CKK) . col */
     TRY(clnet_gemm(p->d, &(clnet_gemm_shape){0, 0, F, NP, CKK, 'N', p->n}, 1.0f, p->params, wo, CKK,
                    p->keep, p->keep_off, NP, 0.0f, p->work, 0, NP));
     /* y (n, F, P) = Yp permuted + bias */
-    TRY(clnet_run(p->d, "conv", has_bias(node) ? "" : "-DCONV_BIAS=0", "conv_output", 3,
-                  (size_t[]){P, F, (size_t)p->n}, NULL,
-                  ARGS(U32(p->n), U32(F), U32(P), MEM(p->work), U32(0), MEM(p->params), U32(bo),
-                       MEM(p->act), U32(p->y))));
+    TRY(clnet_pass_run(p, 1, "conv", has_bias(node) ? "" : "-DCONV_BIAS=0", "conv_output", 3,
+                       (size_t[]){P, F, (size_t)p->n}, NULL,
+                       ARGS(U32(p->n), U32(F), U32(P), MEM(p->work), U32(0), MEM(p->params),
+                            U32(bo), MEM(p->act), U32(p->y))));
 cleanup:
     return status;
 }
@@ -121,9 +121,11 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     size_t CKK = (size_t)node->in[0].c * c->k[0] * c->k[1];
     size_t wo = node->params[0].offset, bo = has_bias(node) ? node->params[1].offset : 0;
     size_t dcol = F * NP; /* offset of dcol in work, after dYp */
-    TRY(clnet_run(p->d, "conv", "", "conv_grad_output", 3, (size_t[]){P, F, (size_t)p->n}, NULL,
-                  ARGS(U32(p->n), U32(F), U32(P), MEM(p->dact), U32(p->dy), MEM(p->work), U32(0))));
-    if (has_bias(node)) TRY(clnet_row_sums(p->d, F, NP, p->work, 0, p->grads, bo, p->beta));
+    TRY(clnet_pass_run(
+        p, 2, "conv", "", "conv_grad_output", 3, (size_t[]){P, F, (size_t)p->n}, NULL,
+        ARGS(U32(p->n), U32(F), U32(P), MEM(p->dact), U32(p->dy), MEM(p->work), U32(0))));
+    if (has_bias(node))
+        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4), F, NP, p->work, 0, p->grads, bo, p->beta));
     TRY(clnet_gemm(p->d, &(clnet_gemm_shape){0, 1, F, CKK, NP, 'K', p->n}, 1.0f, p->work, 0, NP,
                    p->keep, p->keep_off, NP, p->beta, p->grads, wo, CKK));
     if (p->need_dx[0]) {
@@ -131,12 +133,12 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
                        CKK, p->work, 0, NP, 0.0f, p->work, dcol, NP));
         char opt[320];
         clnet_window_options(node, c->k, c->s, c->p, NULL, opt, sizeof opt);
-        TRY(clnet_run(p->d, "conv", opt, "col2im", 3,
-                      (size_t[]){(size_t)node->in[0].dim[1], (size_t)node->in[0].dim[0],
-                                 (size_t)p->n * node->in[0].c},
-                      NULL,
-                      ARGS(WINDOW(node, c, p->n), MEM(p->work), U32(dcol), MEM(p->dact),
-                           U32(p->dx[0]), F32(p->dx_beta[0]))));
+        TRY(clnet_pass_run(p, 3, "conv", opt, "col2im", 3,
+                           (size_t[]){(size_t)node->in[0].dim[1], (size_t)node->in[0].dim[0],
+                                      (size_t)p->n * node->in[0].c},
+                           NULL,
+                           ARGS(WINDOW(node, c, p->n), MEM(p->work), U32(dcol), MEM(p->dact),
+                                U32(p->dx[0]), F32(p->dx_beta[0]))));
     }
 cleanup:
     return status;

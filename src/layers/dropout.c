@@ -53,10 +53,10 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     const dropout_config *c = CLNET_CONFIG(node, dropout_config);
     size_t size = clnet_shape_size(node->out);
     if (!p->ctx->train) /* evaluation: the identity */
-        return clnet_copy_rows(p->d, 1, (size_t)p->n * size, p->act, p->x[0], 0, p->act, p->y, 0,
-                               0.0f);
-    return clnet_run(
-        p->d, "dropout", "", "dropout_forward", 2, (size_t[]){size, (size_t)p->n}, NULL,
+        return clnet_copy_rows(p->d, clnet_pass_kept(p, 2), 1, (size_t)p->n * size, p->act, p->x[0],
+                               0, p->act, p->y, 0, 0.0f);
+    return clnet_pass_run(
+        p, 0, "dropout", "", "dropout_forward", 2, (size_t[]){size, (size_t)p->n}, NULL,
         ARGS(U32(p->n), U32(size), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y), MASK(c, p)));
 }
 
@@ -64,10 +64,10 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     const dropout_config *c = CLNET_CONFIG(node, dropout_config);
     size_t size = clnet_shape_size(node->out);
     if (!p->need_dx[0]) return CLNET_OK;
-    return clnet_run(p->d, "dropout", clnet_dx_options(p, 0), "dropout_backward", 2,
-                     (size_t[]){size, (size_t)p->n}, NULL,
-                     ARGS(U32(p->n), U32(size), MEM(p->dact), U32(p->dy), MEM(p->dact),
-                          U32(p->dx[0]), MASK(c, p)));
+    return clnet_pass_run(p, 1, "dropout", clnet_dx_options(p, 0), "dropout_backward", 2,
+                          (size_t[]){size, (size_t)p->n}, NULL,
+                          ARGS(U32(p->n), U32(size), MEM(p->dact), U32(p->dy), MEM(p->dact),
+                               U32(p->dx[0]), MASK(c, p)));
 }
 
 const clnet_kind clnet_dropout_kind = {

@@ -16,16 +16,17 @@ static clnet_status setup(clnet_node *node) {
 
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
-    return clnet_run(p->d, "pool", "", "global_avgpool_forward", 1, (size_t[]){planes}, NULL,
-                     ARGS(U32(planes), U32(S), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
+    return clnet_pass_run(
+        p, 0, "pool", "", "global_avgpool_forward", 1, (size_t[]){planes}, NULL,
+        ARGS(U32(planes), U32(S), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
 }
 
 /* reads neither x nor y: dx = dy / S */
 static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
     if (!p->need_dx[0]) return CLNET_OK;
-    return clnet_run(
-        p->d, "pool", clnet_dx_options(p, 0), "global_avgpool_backward", 2, (size_t[]){S, planes},
+    return clnet_pass_run(
+        p, 1, "pool", clnet_dx_options(p, 0), "global_avgpool_backward", 2, (size_t[]){S, planes},
         NULL, ARGS(U32(planes), U32(S), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
 }
 

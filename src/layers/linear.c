@@ -49,9 +49,9 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     TRY(clnet_gemm(p->d, &(clnet_gemm_shape){0, 1, n, O, I, 'M', p->n}, 1.0f, p->act, p->x[0], I,
                    p->params, wo, I, 0.0f, p->act, p->y, O));
     if (node->nparams > 1) /* the bias */
-        TRY(clnet_run(p->d, "elementwise", "", "add_bias_cols", 1, (size_t[]){n * O}, NULL,
-                      ARGS(U32(n), U32(O), MEM(p->act), U32(p->y), MEM(p->params),
-                           U32(node->params[1].offset))));
+        TRY(clnet_pass_run(p, 0, "elementwise", "", "add_bias_cols", 1, (size_t[]){n * O}, NULL,
+                           ARGS(U32(n), U32(O), MEM(p->act), U32(p->y), MEM(p->params),
+                                U32(node->params[1].offset))));
 cleanup:
     return status;
 }
@@ -63,7 +63,8 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     size_t I = clnet_shape_size(node->in[0]), O = (size_t)node->out.c, n = (size_t)p->n;
     size_t wo = node->params[0].offset;
     if (node->nparams > 1)
-        TRY(clnet_col_sums(p->d, n, O, p->dact, p->dy, p->grads, node->params[1].offset, p->beta));
+        TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 1), n, O, p->dact, p->dy, p->grads,
+                           node->params[1].offset, p->beta));
     TRY(clnet_gemm(p->d, &(clnet_gemm_shape){1, 0, O, I, n, 'K', p->n}, 1.0f, p->dact, p->dy, O,
                    p->act, p->x[0], I, p->beta, p->grads, wo, I));
     if (p->need_dx[0])

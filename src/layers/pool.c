@@ -69,9 +69,9 @@ static clnet_status max_forward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
     OPTIONS(opt, node, c, NULL);
-    return clnet_run(p->d, "pool", opt, "maxpool_forward", 3, range(node->out, p->n, r), NULL,
-                     ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y),
-                          MEM(p->keep), U32(p->keep_off)));
+    return clnet_pass_run(p, 0, "pool", opt, "maxpool_forward", 3, range(node->out, p->n, r), NULL,
+                          ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->act),
+                               U32(p->y), MEM(p->keep), U32(p->keep_off)));
 }
 
 static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
@@ -79,17 +79,18 @@ static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
     size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
     OPTIONS(opt, node, c, clnet_dx_options(p, 0));
-    return clnet_run(p->d, "pool", opt, "maxpool_backward", 3, range(node->in[0], p->n, r), NULL,
-                     ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->keep),
-                          U32(p->keep_off), MEM(p->dact), U32(p->dx[0])));
+    return clnet_pass_run(p, 1, "pool", opt, "maxpool_backward", 3, range(node->in[0], p->n, r),
+                          NULL,
+                          ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->keep),
+                               U32(p->keep_off), MEM(p->dact), U32(p->dx[0])));
 }
 
 static clnet_status avg_forward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
     OPTIONS(opt, node, c, NULL);
-    return clnet_run(
-        p->d, "pool", opt, "avgpool_forward", 3, range(node->out, p->n, r), NULL,
+    return clnet_pass_run(
+        p, 2, "pool", opt, "avgpool_forward", 3, range(node->out, p->n, r), NULL,
         ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
 }
 
@@ -98,8 +99,8 @@ static clnet_status avg_backward(const clnet_node *node, const clnet_pass *p) {
     size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
     OPTIONS(opt, node, c, clnet_dx_options(p, 0));
-    return clnet_run(
-        p->d, "pool", opt, "avgpool_backward", 3, range(node->in[0], p->n, r), NULL,
+    return clnet_pass_run(
+        p, 3, "pool", opt, "avgpool_backward", 3, range(node->in[0], p->n, r), NULL,
         ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
 }
 

@@ -20,10 +20,10 @@ static clnet_status setup(clnet_node *node) {
 
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     size_t K = clnet_shape_size(node->in[0]);
-    return clnet_run(p->d, "loss", "", "softmax_xent", 1, (size_t[]){(size_t)p->n}, NULL,
-                     ARGS(U32(p->n), U32(K), MEM(p->act), U32(p->x[0]), MEM(p->labels),
-                          MEM(p->loss), MEM(p->correct), MEM(p->act), U32(p->y), MEM(p->dact),
-                          U32(p->dx[0]), U32(p->want_grad)));
+    return clnet_pass_run(p, 0, "loss", "", "softmax_xent", 1, (size_t[]){(size_t)p->n}, NULL,
+                          ARGS(U32(p->n), U32(K), MEM(p->act), U32(p->x[0]), MEM(p->labels),
+                               MEM(p->loss), MEM(p->correct), MEM(p->act), U32(p->y), MEM(p->dact),
+                               U32(p->dx[0]), U32(p->want_grad)));
 }
 
 const clnet_kind clnet_softmax_xent_kind = {
