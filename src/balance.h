@@ -27,11 +27,12 @@ clnet_status clnet_balance_init(clnet_balance *b, const int *device_index, int n
 void clnet_balance_free(clnet_balance *b);
 
 /* Splits `total` samples: by the fixed weights when set, else by measured
- * rates (equal until measured). A replica whose exact share would be under
- * one sample gets none: it would only make the others wait. The shares add
- * up to total and depend only on the weights (no timing) when they are set.
- * A measured split keeps the last step's shares unless the new ones are
- * predicted to be at least 3% faster (noise is not worth chasing). */
+ * rates (equal until measured), in multiples of 16 samples when every
+ * device's share has that many (see SHARE_QUANTUM in balance.c). A replica whose exact share would
+ * be under one sample gets none: it would only make the others wait. The shares add up to total and
+ * depend only on the weights (no timing) when they are set. A measured split keeps the last step's
+ * shares unless the new ones are predicted to be at least 3% faster (noise is not worth chasing).
+ */
 void clnet_balance_split(const clnet_balance *b, int total, int *shares);
 
 /* Shares above cap[i] give their excess to the replicas with room, in

@@ -389,10 +389,18 @@ START_TEST(the_split_follows_weights_and_drops_devices_too_slow_to_help) {
     memcpy(b.share, last, sizeof last);
     clnet_balance_split(&b, 100, s);
     ck_assert(s[0] == 50 && s[1] == 50 && s[2] == 0);
-    b.rate[1] = 500; /* now a real difference: re-split */
+    b.rate[1] = 500; /* now a real difference: re-split, in quanta of 16 samples */
     clnet_balance_split(&b, 100, s);
-    ck_assert_int_eq(s[0], 67);
-    ck_assert_int_eq(s[1], 33);
+    ck_assert_int_eq(s[0], 68); /* 4 quanta and the 4 left over: the first done takes them */
+    ck_assert_int_eq(s[1], 32);
+    /* equal devices measured a few percent apart still get equal shares */
+    memset(b.share, 0, sizeof last);
+    b.rate[0] = 1000, b.rate[1] = 960;
+    clnet_balance_split(&b, 256, s);
+    ck_assert(s[0] == 128 && s[1] == 128 && s[2] == 0);
+    b.rate[0] = 1000, b.rate[1] = 1040;
+    clnet_balance_split(&b, 250, s); /* 15 quanta: 8 to the faster; 10 left to the other */
+    ck_assert(s[0] == 122 && s[1] == 128 && s[2] == 0);
     clnet_balance_free(&b);
     setenv("CLNET_THROTTLE", "1:3,2:x", 1);
     ck_assert_int_eq(clnet_balance_init(&b, idx, 3), CLNET_ERR_INVALID_ARGUMENT);
