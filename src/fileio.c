@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 clnet_status clnet_atomic_open(clnet_atomic_file *f, const char *path) {
@@ -87,4 +88,17 @@ void clnet_atomic_abort(clnet_atomic_file *f) {
     if (f->tmp) unlink(f->tmp);
     free(f->tmp);
     f->tmp = NULL;
+}
+
+int clnet_make_dirs(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+    return 0;
 }

@@ -23,4 +23,7 @@ clnet_status clnet_atomic_commit(clnet_atomic_file *f);
  * after commit, and on a file never opened (all zeros). */
 void clnet_atomic_abort(clnet_atomic_file *f);
 
+/* mkdir -p: 0 when the folder exists afterwards, -1 (errno set) when not. */
+int clnet_make_dirs(const char *dir);
+
 #endif

@@ -175,24 +175,11 @@ int clnet_kcache_load(const clnet_cache_config *cfg, const char *key, unsigned c
     return 1;
 }
 
-static int make_dirs(const char *dir) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
-    return 0;
-}
-
 int clnet_kcache_store(const clnet_cache_config *cfg, const char *key, const unsigned char *bin,
                        size_t len) {
     if (!cfg->enabled) return 0;
     char path[4200];
-    if (make_dirs(cfg->dir) != 0) {
+    if (clnet_make_dirs(cfg->dir) != 0) {
         clnet_warn("cannot create kernel cache folder %s: %s", cfg->dir, strerror(errno));
         return 0;
     }

@@ -216,6 +216,13 @@ clnet_status clnet_tune_db_write(const char *path, const char *device, const cha
     char *text = NULL, lock_path[4200];
     clnet_atomic_file f = {0};
     snprintf(lock_path, sizeof lock_path, "%s.lock", path);
+    char folder[4200];
+    snprintf(folder, sizeof folder, "%s", path);
+    char *slash = strrchr(folder, '/');
+    if (slash && slash != folder) {
+        *slash = '\0';
+        clnet_make_dirs(folder); /* a fresh cache folder: open says what failed */
+    }
     int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (lock < 0)
         FAIL(CLNET_ERR_IO, "tuning database: cannot open %s: %s", lock_path, strerror(errno));
