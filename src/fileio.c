@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 clnet_status clnet_atomic_open(clnet_atomic_file *f, const char *path) {
     static atomic_uint serial;
@@ -101,4 +102,26 @@ int clnet_make_dirs(const char *dir) {
     }
     if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
     return 0;
+}
+
+uint64_t clnet_fnv1a(const void *data, size_t n, uint64_t h) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+uint32_t clnet_crc32(const void *data, size_t n) {
+    uLong c = crc32(0L, Z_NULL, 0);
+    const unsigned char *p = data;
+    /* zlib takes uInt lengths: feed it in pieces. */
+    while (n > 0) {
+        uInt piece = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        c = crc32(c, p, piece);
+        p += piece;
+        n -= piece;
+    }
+    return (uint32_t)c;
 }

@@ -9,6 +9,7 @@
 #include "clnet.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     const char *path;
@@ -22,6 +23,12 @@ clnet_status clnet_atomic_commit(clnet_atomic_file *f);
 /* Closes and removes the temporary file if it is still there; harmless
  * after commit, and on a file never opened (all zeros). */
 void clnet_atomic_abort(clnet_atomic_file *f);
+
+/* Checksums of file contents and keys: FNV-1a (64-bit; start from
+ * CLNET_FNV_BASIS, or chain a previous result) and zlib's CRC-32. */
+#define CLNET_FNV_BASIS 14695981039346656037ull
+uint64_t clnet_fnv1a(const void *data, size_t n, uint64_t h);
+uint32_t clnet_crc32(const void *data, size_t n);
 
 /* mkdir -p: 0 when the folder exists afterwards, -1 (errno set) when not. */
 int clnet_make_dirs(const char *dir);

@@ -4,6 +4,7 @@
 #include "gemm_tiled.h"
 #include "alloc.h"
 #include "error.h"
+#include "fileio.h"
 #include "memory.h"
 #include "program.h"
 #include "sources.h"
@@ -132,7 +133,6 @@ static clnet_status gemm_own(clnet_device *d, const choice *ch, cl_kernel *kept,
                              size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
                              size_t coff, size_t ldc) {
     clnet_status status = CLNET_OK;
-    cl_kernel k = NULL;
     /* A B^T with a long k (a convolution's weight gradient): dot products
      * along both rows beat transposing the large B; for short k (a linear
      * layer's forward) transposing the small B and gemm_nn win. */
@@ -173,8 +173,7 @@ static clnet_status gemm_own(clnet_device *d, const choice *ch, cl_kernel *kept,
     char options[32];
     snprintf(options, sizeof options, "-DGEMM_TM=%d", ch->tm);
     if (!kept[0]) TRY(clnet_kernel_get(d, FAMILY, options, name, &kept[0]));
-    k = kept[0];
-    local_size(d, k, rows, local);
+    local_size(d, kept[0], rows, local);
     if (nt)
         TRY(clnet_run_kept(d, &kept[0], FAMILY, options, name, 3, global, use_local ? local : NULL,
                            ARGS(U32(M), U32(N), U32(K), U32(kchunk), F32(alpha), MEM(A), U32(aoff),
@@ -196,13 +195,6 @@ cleanup:
 
 /* ---- choosing ---- */
 
-/* FNV-1a, for the candidates' fingerprint. */
-static uint64_t fnv(const void *data, size_t n, uint64_t h) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
 clnet_status clnet_gemm_open(clnet_device *d) {
     clnet_status status = CLNET_OK;
     char *source = NULL;
@@ -216,25 +208,25 @@ clnet_status clnet_gemm_open(clnet_device *d) {
     }
     /* The fingerprint: the kernels' source, the candidates, the CLBlast
      * version: an entry measured over anything else is stale. */
-    uint64_t h = 14695981039346656037ull;
+    uint64_t h = CLNET_FNV_BASIS;
     static const char *const families[] = {FAMILY, "gemm_tiled"};
     for (int f = 0; f < 2; f++) {
         if (clnet_kernel_source(families[f], &source) == CLNET_OK) {
-            h = fnv(source, strlen(source), h);
+            h = clnet_fnv1a(source, strlen(source), h);
         } else { /* $CLNET_KERNEL_DIR lacks it: building will say so; fingerprint ours */
             for (const clnet_embedded_source *e = clnet_embedded_sources; e->family; e++)
-                if (strcmp(e->family, families[f]) == 0) h = fnv(e->text, e->length, h);
+                if (strcmp(e->family, families[f]) == 0) h = clnet_fnv1a(e->text, e->length, h);
         }
         free(source);
         source = NULL;
     }
     char ids[64][CLNET_GEMM_ID_CAP];
     int n = clnet_gemm_candidates(d, ids, 64);
-    for (int i = 0; i < n; i++) h = fnv(ids[i], strlen(ids[i]) + 1, h);
+    for (int i = 0; i < n; i++) h = clnet_fnv1a(ids[i], strlen(ids[i]) + 1, h);
     char clblast[32];
     snprintf(clblast, sizeof clblast, "clblast %d.%d", CLBLAST_VERSION_MAJOR,
              CLBLAST_VERSION_MINOR);
-    h = fnv(clblast, strlen(clblast), h);
+    h = clnet_fnv1a(clblast, strlen(clblast), h);
     snprintf(d->tune_space, sizeof d->tune_space, "%016llx", (unsigned long long)h);
     snprintf(d->tune_device, sizeof d->tune_device, "%s | %s | %s", d->info.name,
              d->info.driver_version, d->info.platform_name);
@@ -385,18 +377,17 @@ static clnet_status run_choice(clnet_device *d, const choice *ch, cl_kernel *kep
                                const clnet_gemm_shape *s, float alpha, cl_mem A, size_t aoff,
                                size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
                                size_t coff, size_t ldc) {
-    const choice c = *ch;
     clnet_status status = check_shape(s, aoff, lda, boff, ldb, coff, ldc);
     if (status != CLNET_OK) return status;
     double began = clnet_profile_begin(d);
-    if (c.tiled)
-        status = clnet_gemm_tiled(d, kept, &c.tp, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff,
+    if (ch->tiled)
+        status = clnet_gemm_tiled(d, kept, &ch->tp, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff,
                                   lda, B, boff, ldb, beta, C, coff, ldc);
     else
-        status = c.clblast ? gemm_clblast(d, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff, lda, B,
-                                          boff, ldb, beta, C, coff, ldc)
-                           : gemm_own(d, &c, kept, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff,
-                                      lda, B, boff, ldb, beta, C, coff, ldc);
+        status = ch->clblast ? gemm_clblast(d, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff, lda,
+                                            B, boff, ldb, beta, C, coff, ldc)
+                             : gemm_own(d, ch, kept, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff,
+                                        lda, B, boff, ldb, beta, C, coff, ldc);
     if (began != 0) {
         char name[96];
         snprintf(name, sizeof name, "gemm %c%c %zux%zux%zu", s->ta ? 'T' : 'N', s->tb ? 'T' : 'N',

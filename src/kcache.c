@@ -19,29 +19,6 @@
 #define MAX_ENTRY_BYTES (512u << 20)
 static const char MAGIC[8] = "CLNETKC";
 
-static uint64_t fnv1a(const void *data, size_t n, uint64_t h) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-#define FNV_BASIS 14695981039346656037ull
-
-static uint32_t crc(const void *data, size_t n) {
-    uLong c = crc32(0L, Z_NULL, 0);
-    const unsigned char *p = data;
-    /* zlib takes uInt lengths: feed it in pieces. */
-    while (n > 0) {
-        uInt piece = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        c = crc32(c, p, piece);
-        p += piece;
-        n -= piece;
-    }
-    return (uint32_t)c;
-}
-
 static void put32(unsigned char *p, uint32_t v) {
     for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
@@ -63,8 +40,8 @@ char *clnet_kcache_key(const clnet_device *d, const char *source, const char *op
     size_t n = strlen(source);
     /* Two independent hashes of the source make an accidental match of a
      * changed source vanishingly unlikely; the rest of the key is verbatim. */
-    unsigned long long h = (unsigned long long)fnv1a(source, n, FNV_BASIS);
-    unsigned long c = (unsigned long)crc(source, n);
+    unsigned long long h = (unsigned long long)clnet_fnv1a(source, n, CLNET_FNV_BASIS);
+    unsigned long c = (unsigned long)clnet_crc32(source, n);
     const char *fmt = "clnet kernel cache key\n"
                       "source: %zu bytes, fnv1a %016llx, crc32 %08lx\n"
                       "options: %s\n"
@@ -83,7 +60,7 @@ char *clnet_kcache_key(const clnet_device *d, const char *source, const char *op
 }
 
 void clnet_kcache_path(const clnet_cache_config *cfg, const char *key, char *out, size_t cap) {
-    unsigned long long h = (unsigned long long)fnv1a(key, strlen(key), FNV_BASIS);
+    unsigned long long h = (unsigned long long)clnet_fnv1a(key, strlen(key), CLNET_FNV_BASIS);
     snprintf(out, cap, "%s/%016llx.clbin", cfg->dir, h);
 }
 
@@ -132,10 +109,10 @@ static const char *check_entry(const unsigned char *f, size_t n, const char *key
     unsigned char head[HEADER_BYTES];
     memcpy(head, f, HEADER_BYTES);
     put32(head + 28, 0);
-    uint32_t hc = crc(head, HEADER_BYTES);
+    uint32_t hc = clnet_crc32(head, HEADER_BYTES);
     hc = (uint32_t)crc32(hc, f + HEADER_BYTES, (uInt)klen);
     if (hc != get32(f + 28)) return "header checksum mismatch (corrupt)";
-    if (crc(f + HEADER_BYTES + klen, plen) != get32(f + 24))
+    if (clnet_crc32(f + HEADER_BYTES + klen, plen) != get32(f + 24))
         return "payload checksum mismatch (corrupt)";
     if (klen != keylen || memcmp(f + HEADER_BYTES, key, keylen) != 0) *other_key = 1;
     return NULL;
@@ -190,8 +167,8 @@ int clnet_kcache_store(const clnet_cache_config *cfg, const char *key, const uns
     put32(head + 8, FORMAT_VERSION);
     put32(head + 12, (uint32_t)keylen);
     put64(head + 16, len);
-    put32(head + 24, crc(bin, len));
-    uint32_t hc = crc(head, HEADER_BYTES);
+    put32(head + 24, clnet_crc32(bin, len));
+    uint32_t hc = clnet_crc32(head, HEADER_BYTES);
     hc = (uint32_t)crc32(hc, (const unsigned char *)key, (uInt)keylen);
     put32(head + 28, hc);
     clnet_atomic_file f;

@@ -197,50 +197,31 @@ clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg) {
 
 /* ---- devices ------------------------------------------------------------------------ */
 
-static int compare_lines(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+/* One recorded choice: "<key>\t<bucket>\t<candidate>\n". */
+typedef char choice_line[CLNET_TUNE_KEY_CAP + CLNET_GEMM_ID_CAP + 16];
 
-/* Sorts `count` newline-ended lines in place (a few dozen: GEMM shapes). */
-static void sort_lines(char *text, int count) {
-    if (count < 2) return;
-    size_t n = strlen(text);
-    char *copy = clnet_malloc(n + 1);
-    char **line = clnet_malloc((size_t)count * sizeof *line);
-    if (copy && line) {
-        memcpy(copy, text, n + 1);
-        char *p = copy;
-        for (int i = 0; i < count; i++) {
-            line[i] = p;
-            p = strchr(p, '\n');
-            *p++ = '\0';
-        }
-        qsort(line, (size_t)count, sizeof *line, compare_lines);
-        for (int i = 0; i < count; i++) {
-            size_t len = strlen(line[i]);
-            memcpy(text, line[i], len);
-            text[len] = '\n';
-            text += len + 1;
-        }
-    }
-    free(copy);
-    free(line);
+static int compare_lines(const void *a, const void *b) {
+    return strcmp(a, b);
 }
 
 /* The GEMM choices training passes made on the bound devices, for a
  * checkpoint (NULL when unbound): for each device a line "@<device>" (its
  * name, driver and platform), then a line "<key>\t<bucket>\t<candidate>"
- * per shape. Evaluation's shapes and calibration probes' (whose sizes
- * follow timings) are left out, so that the record depends only on the
- * training done. */
+ * per shape, sorted. Evaluation's shapes and calibration probes' are left
+ * out, and the order shapes were first met in (which follows calibration's
+ * timings) does not show, so the record depends only on the training done. */
 static clnet_status record_choices(const clnet_net *net, char **out) {
+    clnet_status status = CLNET_OK;
+    choice_line *lines = NULL;
+    char *text = NULL;
     *out = NULL;
     if (!net->trainer) return CLNET_OK;
     size_t cap = 1, used = 0;
     for (int i = 0; i < net->trainer->count; i++)
-        cap += 500 + (size_t)net->trainer->replicas[i]->d->gemm_npicks * 200;
-    char *text = clnet_malloc(cap);
-    if (!text) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
+        cap += sizeof(net->trainer->replicas[i]->d->tune_device) + 2 +
+               (size_t)net->trainer->replicas[i]->d->gemm_npicks * sizeof(choice_line);
+    text = clnet_malloc(cap);
+    if (!text) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
     text[0] = '\0';
     for (int i = 0; i < net->trainer->count; i++) {
         const clnet_device *d = net->trainer->replicas[i]->d;
@@ -248,24 +229,29 @@ static clnet_status record_choices(const clnet_net *net, char **out) {
         for (int j = 0; j < i; j++)
             equal_before |= strcmp(net->trainer->replicas[j]->d->tune_device, d->tune_device) == 0;
         if (equal_before) continue;
-        used += (size_t)snprintf(text + used, cap - used, "@%s\n", d->tune_device);
-        /* sorted: the order shapes were first met in follows the timings of
-         * calibration */
-        size_t first = used;
-        int lines = 0;
-        for (int k = 0; k < d->gemm_npicks && used < cap; k++) {
+        free(lines);
+        lines = clnet_malloc(((size_t)d->gemm_npicks + 1) * sizeof *lines);
+        if (!lines) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
+        int count = 0;
+        for (int k = 0; k < d->gemm_npicks; k++) {
             if (!d->gemm_picks[k].train) continue;
             char key[CLNET_TUNE_KEY_CAP];
             int bucket = 0;
             clnet_gemm_key(&d->gemm_picks[k].shape, key, sizeof key, &bucket);
-            used += (size_t)snprintf(text + used, cap - used, "%s\t%d\t%s\n", key, bucket,
-                                     d->gemm_picks[k].id);
-            lines++;
+            snprintf(lines[count++], sizeof *lines, "%s\t%d\t%s\n", key, bucket,
+                     d->gemm_picks[k].id);
         }
-        sort_lines(text + first, lines);
+        qsort(lines, (size_t)count, sizeof *lines, compare_lines);
+        used += (size_t)snprintf(text + used, cap - used, "@%s\n", d->tune_device);
+        for (int k = 0; k < count; k++)
+            used += (size_t)snprintf(text + used, cap - used, "%s", lines[k]);
     }
     *out = text;
-    return CLNET_OK;
+    text = NULL;
+cleanup:
+    free(lines);
+    free(text);
+    return status;
 }
 
 /* Pins a loaded checkpoint's GEMM choices on the bound devices they were

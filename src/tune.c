@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #define MAGIC     "clnet-tune-1"
 #define FIELDS    8
@@ -29,10 +28,6 @@ int clnet_tune_bucket(int n) {
     return b;
 }
 
-static unsigned line_crc(const char *text, size_t n) {
-    return (unsigned)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)text, (uInt)n);
-}
-
 /* The whole file as a NUL-terminated string; *text = NULL when there is none. */
 static clnet_status read_all(const char *path, char **text) {
     clnet_status status = CLNET_OK;
@@ -43,13 +38,18 @@ static clnet_status read_all(const char *path, char **text) {
         clnet_warn("tuning database %s: %s; using no tuned choices", path, strerror(errno));
         return CLNET_OK;
     }
-    char *buf = clnet_malloc(MAX_BYTES + 1);
-    if (!buf) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
-    size_t n = fread(buf, 1, MAX_BYTES + 1, f);
-    if (n > MAX_BYTES) {
-        clnet_warn("tuning database %s is over %u MiB: ignored (delete it)", path, MAX_BYTES >> 20);
-        n = 0;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        clnet_warn("tuning database %s: cannot read it; using no tuned choices", path);
+        goto cleanup;
     }
+    if ((unsigned long)size > MAX_BYTES) {
+        clnet_warn("tuning database %s is over %u MiB: ignored (delete it)", path, MAX_BYTES >> 20);
+        goto cleanup;
+    }
+    char *buf = clnet_malloc((size_t)size + 1);
+    if (!buf) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+    size_t n = fread(buf, 1, (size_t)size, f); /* a file shortened meanwhile: what is there */
     buf[n] = '\0';
     *text = buf;
 cleanup:
@@ -68,7 +68,7 @@ static int parse_line(char *line, parsed_line *out) {
     if (!tab) return 0;
     char *end = NULL;
     unsigned long want = strtoul(tab + 1, &end, 16);
-    if (end == tab + 1 || *end || want != line_crc(line, (size_t)(tab - line))) return 0;
+    if (end == tab + 1 || *end || want != clnet_crc32(line, (size_t)(tab - line))) return 0;
     int k = 0;
     for (char *p = line; k < FIELDS; k++) {
         out->field[k] = p;
@@ -204,7 +204,7 @@ static void append_entry(out_text *o, const char *device, const char *space,
     int n = snprintf(line, sizeof line, "%s\t%s\t%s\t%s\t%d\t%s\t%.1f", MAGIC, dev, space, e->key,
                      e->bucket, e->choice, e->us);
     if (n < 0 || (size_t)n + 12 >= sizeof line) return;
-    snprintf(line + n, sizeof line - (size_t)n, "\t%08x\n", line_crc(line, (size_t)n));
+    snprintf(line + n, sizeof line - (size_t)n, "\t%08x\n", clnet_crc32(line, (size_t)n));
     append(o, line);
 }
 
