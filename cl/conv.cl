@@ -57,25 +57,43 @@ __kernel void col2im(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, 
 
 // y[b, f, p] = Yp[f, b*P + p] + bias[f]: from the GEMM's layout to NCHW.
 // A convolution without a bias (bias=off) builds this with -DCONV_BIAS=0 and
-// never reads `bias`.
+// never reads `bias`. One that took in the relu after it (the relu reads
+// nothing else of it) builds both kernels with -DCONV_RELU=1: y = max(., 0),
+// and the output gradient passes only where y > 0, exactly as the relu's own
+// kernels would have done.
 #ifndef CONV_BIAS
 #define CONV_BIAS 1
+#endif
+#ifndef CONV_RELU
+#define CONV_RELU 0
 #endif
 __kernel void conv_output(uint n, uint F, uint P, __global const float *Yp, uint ypoff,
                           __global const float *bias, uint boff, __global float *y, uint yoff) {
     const uint p = get_global_id(0), f = get_global_id(1), b = get_global_id(2);
     if (p >= P || f >= F || b >= n) return;
 #if CONV_BIAS
-    y[yoff + (b * F + f) * P + p] = Yp[ypoff + f * (n * P) + b * P + p] + bias[boff + f];
+    const float v = Yp[ypoff + f * (n * P) + b * P + p] + bias[boff + f];
 #else
-    y[yoff + (b * F + f) * P + p] = Yp[ypoff + f * (n * P) + b * P + p];
+    const float v = Yp[ypoff + f * (n * P) + b * P + p];
+#endif
+#if CONV_RELU
+    y[yoff + (b * F + f) * P + p] = fmax(v, 0.0f);
+#else
+    y[yoff + (b * F + f) * P + p] = v;
 #endif
 }
 
-// dYp[f, b*P + p] = dy[b, f, p]: the output gradient in the GEMM's layout.
+// dYp[f, b*P + p] = dy[b, f, p]: the output gradient in the GEMM's layout
+// (where y > 0 only, with the relu taken in; y is read only then).
 __kernel void conv_grad_output(uint n, uint F, uint P, __global const float *dy, uint dyoff,
-                               __global float *dYp, uint dypoff) {
+                               __global const float *y, uint yoff, __global float *dYp,
+                               uint dypoff) {
     const uint p = get_global_id(0), f = get_global_id(1), b = get_global_id(2);
     if (p >= P || f >= F || b >= n) return;
-    dYp[dypoff + f * (n * P) + b * P + p] = dy[dyoff + (b * F + f) * P + p];
+    const uint at = (b * F + f) * P + p;
+#if CONV_RELU
+    dYp[dypoff + f * (n * P) + b * P + p] = y[yoff + at] > 0.0f ? dy[dyoff + at] : 0.0f;
+#else
+    dYp[dypoff + f * (n * P) + b * P + p] = dy[dyoff + at];
+#endif
 }

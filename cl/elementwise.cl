@@ -33,15 +33,35 @@ __kernel void sum_partial(__global const float *x, uint xoff, uint n, __global f
 }
 
 // out[m] = sum over n of X[m, n] (+ beta * out[m]); X is (M, N) row-major.
-// One work-group per row, a fixed tree order (deterministic).
-__kernel void row_sums(uint M, uint N, __global const float *X, uint xoff, __global float *out,
-                       uint ooff, float beta, __local float *tmp) {
-    const uint m = get_group_id(0);
+// Two steps, in an order that depends only on M and N. row_sums_partial:
+// work-item (c, m) adds chunk c of row m (ROW_CHUNK floats, 16 at a time:
+// sixteen running sums, then added pairwise) into part[m * chunks + c].
+#define ROW_CHUNK 4096
+__kernel void row_sums_partial(uint M, uint N, __global const float *X, uint xoff,
+                               __global float *part) {
+    const uint c = get_global_id(0), m = get_global_id(1), chunks = get_global_size(0);
     if (m >= M) return;
-    float acc = 0.0f;
-    for (uint j = get_local_id(0); j < N; j += get_local_size(0)) acc += X[xoff + m * N + j];
-    const float total = clnet_group_sum(tmp, acc);
-    if (get_local_id(0) == 0) out[ooff + m] = beta != 0.0f ? mad(beta, out[ooff + m], total) : total;
+    const uint begin = c * ROW_CHUNK, end = min(N, begin + ROW_CHUNK);
+    __global const float *row = X + xoff + m * N;
+    float16 acc = (float16)(0.0f);
+    uint j = begin;
+    for (; j + 16 <= end; j += 16) acc += vload16(0, row + j);
+    float8 h8 = acc.lo + acc.hi;
+    float4 h4 = h8.lo + h8.hi;
+    float2 h2 = h4.lo + h4.hi;
+    float s = h2.x + h2.y;
+    for (; j < end; j++) s += row[j];
+    part[m * chunks + c] = s;
+}
+
+// row_sums_finish: one work-item per row adds its chunks' sums in order.
+__kernel void row_sums_finish(uint M, uint chunks, __global const float *part, __global float *out,
+                              uint ooff, float beta) {
+    const uint m = get_global_id(0);
+    if (m >= M) return;
+    float s = 0.0f;
+    for (uint c = 0; c < chunks; c++) s += part[m * chunks + c];
+    out[ooff + m] = beta != 0.0f ? mad(beta, out[ooff + m], s) : s;
 }
 
 // out[j] = sum over m of X[m, j] (+ beta * out[j]): one work-item per column.

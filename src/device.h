@@ -24,6 +24,7 @@ typedef struct {
 
 #define CLNET_GEMM_ID_CAP CLNET_TUNE_CHOICE_CAP
 #define CLNET_GEMM_KEPT   4 /* kernels one GEMM candidate runs */
+#define CLNET_WORK_REDUCE 4 /* the reductions' slot of clnet_device.work */
 
 /* The candidate a shape runs with, chosen on its first call. */
 typedef struct {
@@ -75,9 +76,11 @@ typedef struct clnet_device {
     int gemm_npicks, gemm_cap;
     const char *site_node; /* the layer running now (replica.c), or NULL */
     int site_backward, site_train;
-    cl_mem work[4]; /* GEMM scratch: 0, 1 gemm.c (transposed B, split-K partials);
-                       2, 3 gemm_tiled.c (packed A, packed B) */
-    size_t work_bytes[4];
+    /* scratch buffers (clnet_device_work): 0, 1 gemm.c (transposed B,
+     * split-K partials); 2, 3 gemm_tiled.c (packed A, packed B);
+     * CLNET_WORK_REDUCE elementwise.c (row sums' partial sums) */
+    cl_mem work[5];
+    size_t work_bytes[5];
     unsigned cache_hits;   /* programs loaded from the binary cache */
     unsigned cache_stores; /* programs built from source and stored */
 } clnet_device;

@@ -91,17 +91,20 @@ cleanup:
     return status;
 }
 
+#define ROW_CHUNK 4096 /* as in cl/elementwise.cl */
+
 clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
                             size_t xoff, cl_mem out, size_t ooff, float beta) {
     clnet_status status = CLNET_OK;
-    cl_kernel k = NULL;
-    size_t local = 1;
-    if (!kept) kept = &k;
-    if (!*kept) TRY(clnet_kernel_get(d, FAMILY, "", "row_sums", kept));
-    TRY(reduction_local_size(d, *kept, &local));
-    TRY(clnet_run_kept(d, kept, FAMILY, "", "row_sums", 1, (size_t[]){M * local}, (size_t[]){local},
-                       ARGS(U32(M), U32(N), MEM(X), U32(xoff), MEM(out), U32(ooff), F32(beta),
-                            LOCAL(local * sizeof(float)))));
+    cl_kernel k[2] = {NULL, NULL};
+    cl_mem part = NULL;
+    if (!kept) kept = k;
+    size_t chunks = N ? (N + ROW_CHUNK - 1) / ROW_CHUNK : 1;
+    TRY(clnet_device_work(d, CLNET_WORK_REDUCE, M * chunks * sizeof(float), &part));
+    TRY(clnet_run_kept(d, &kept[0], FAMILY, "", "row_sums_partial", 2, (size_t[]){chunks, M}, NULL,
+                       ARGS(U32(M), U32(N), MEM(X), U32(xoff), MEM(part))));
+    TRY(clnet_run_kept(d, &kept[1], FAMILY, "", "row_sums_finish", 1, (size_t[]){M}, NULL,
+                       ARGS(U32(M), U32(chunks), MEM(part), MEM(out), U32(ooff), F32(beta))));
 cleanup:
     return status;
 }

@@ -18,7 +18,8 @@ clnet_status clnet_reduction_local(clnet_device *d, cl_kernel *kept, const char 
 /* *out = sum of x[xoff .. xoff+n), added in a fixed order (blocking). */
 clnet_status clnet_sum(clnet_device *d, cl_mem x, size_t xoff, size_t n, float *out);
 
-/* out[ooff + m] = sum over n of X (M, N)[m, n] (+ beta * out): fixed order. */
+/* out[ooff + m] = sum over n of X (M, N)[m, n] (+ beta * out): fixed order.
+ * Runs two kernels: kept (may be NULL) has two slots. */
 clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
                             size_t xoff, cl_mem out, size_t ooff, float beta);
 /* out[ooff + j] = sum over m of X (M, N)[m, j] (+ beta * out). */

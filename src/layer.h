@@ -158,6 +158,11 @@ struct clnet_kind {
     size_t (*host_bytes)(const clnet_node *node, int ranks);
     clnet_status (*forward)(const clnet_node *node, const clnet_pass *p);
     clnet_status (*backward)(const clnet_node *node, const clnet_pass *p); /* NULL: none */
+    /* Takes the relu that alone reads this node's output into its own
+     * kernels (forward writes max(y, 0), backward passes the gradient where
+     * that is > 0); returns 1 if it did (NULL: never). clnet_model_finish
+     * then makes the relu node a view (clnet_relu_fused_kind). */
+    int (*fuse_relu)(clnet_node *node);
 };
 
 /* The build options of a backward kernel that writes input k's gradient
@@ -189,6 +194,8 @@ extern const clnet_kind clnet_conv2d_kind, clnet_maxpool_kind, clnet_avgpool_kin
     clnet_global_avgpool_kind, clnet_batchnorm_kind, clnet_dropout_kind, clnet_relu_kind,
     clnet_sigmoid_kind, clnet_tanh_kind, clnet_linear_kind, clnet_flatten_kind, clnet_add_kind,
     clnet_concat_kind, clnet_softmax_xent_kind;
+/* A relu whose producer took it in (fuse_relu): named "relu", a view. */
+extern const clnet_kind clnet_relu_fused_kind;
 
 /* ---- helpers for layer files (layers.c, options.c) ---- */
 

@@ -271,6 +271,66 @@ static double worst_tensor(const float *a, const float *b, const char *const *li
     return worst;
 }
 
+/* A relu that alone reads a convolution runs in the convolution's kernels
+ * (clnet_model_finish's fusion): the same floats as the two layers apart,
+ * bit for bit. In DAG, relu 'a' is fused into 'stem'; LENET_TAIL's relu after
+ * 'c2' too, while 'c1' feeds a relu and an add and keeps its relu apart. */
+static const char *FUSABLE[] = {
+    "input channels=2 height=6 width=5",
+    "conv2d name=c1 filters=3 size=3 pad=1 init=xavier bias_init=normal bias_std=0.1",
+    "relu name=r1",
+    "add name=sum input=c1,r1",
+    "conv2d name=c2 filters=4 size=3 init=xavier bias=off",
+    "relu name=r2",
+    "flatten",
+    "linear units=3 init=xavier",
+    "softmax_cross_entropy",
+};
+#define FUSABLE_LINES (int)(sizeof FUSABLE / sizeof *FUSABLE)
+
+START_TEST(a_fused_relu_takes_the_steps_of_a_separate_one) {
+    clnet_runtime *one = test_one_device(0);
+    const struct {
+        const char *const *lines;
+        int count;
+        const char *fused, *apart; /* a relu that must be fused, one that must not ("": none) */
+    } models[] = {{DAG, DAG_LINES, "a", ""}, {FUSABLE, FUSABLE_LINES, "r2", "r1"}};
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        for (int off = 0; off < 2; off++) {
+            if (off) setenv("CLNET_FUSE", "off", 1);
+            clnet_net *net = make_net(models[m].lines, models[m].count, 8);
+            for (int i = 0; i < net->model.count; i++) {
+                const clnet_node *node = &net->model.nodes[i];
+                int fused = node->kind == &clnet_relu_fused_kind;
+                if (strcmp(node->name, models[m].fused) == 0)
+                    ck_assert_msg(fused == !off, "relu '%s' fused: %d", node->name, fused);
+                if (strcmp(node->name, models[m].apart) == 0)
+                    ck_assert_msg(!fused, "relu '%s' fused, but its input has two readers",
+                                  node->name);
+            }
+            clnet_net_free(net);
+            unsetenv("CLNET_FUSE");
+        }
+        float *fused = update_on(one, NULL, models[m].lines, models[m].count);
+        setenv("CLNET_FUSE", "off", 1);
+        float *apart = update_on(one, NULL, models[m].lines, models[m].count);
+        unsetenv("CLNET_FUSE");
+        clnet_net *net = make_net(models[m].lines, models[m].count, 8);
+        size_t np = clnet_net_param_count(net);
+        clnet_net_free(net);
+        for (size_t i = 0; i < np; i++)
+            ck_assert_msg(memcmp(&fused[i], &apart[i], sizeof(float)) == 0,
+                          "model %zu, parameter %zu: %.9g fused, %.9g apart", m, i, fused[i],
+                          apart[i]);
+        ck_assert_msg(worst_tensor(fused, fused, models[m].lines, models[m].count) == 0,
+                      "every tensor moved");
+        free(fused);
+        free(apart);
+    }
+    clnet_runtime_free(one);
+}
+END_TEST
+
 START_TEST(two_devices_take_the_steps_of_one) {
     clnet_runtime *all = test_runtime();
     ck_assert_int_eq(clnet_runtime_device_count(all), 2);
@@ -737,6 +797,7 @@ int main(void) {
     tcase_add_test(any, signals_and_volumes_train);
     tcase_add_test(any, dropout_matches_its_reference_and_is_the_identity_in_evaluation);
     tcase_add_test(any, steady_steps_start_no_thread_and_allocate_nothing);
+    tcase_add_test(any, a_fused_relu_takes_the_steps_of_a_separate_one);
     suite_add_tcase(s, any);
     TCase *fast = tcase_create("fast"); /* a device fast enough for a LeNet */
     tcase_set_timeout(fast, 0);

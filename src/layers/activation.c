@@ -47,3 +47,21 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
 ACTIVATION(relu)
 ACTIVATION(sigmoid)
 ACTIVATION(tanh)
+
+/* A relu that the layer before it runs (clnet_kind.fuse_relu): its output is
+ * that layer's, and no kernel of its own runs. */
+static clnet_status nothing(const clnet_node *node, const clnet_pass *p) {
+    (void)node;
+    (void)p;
+    return CLNET_OK;
+}
+
+const clnet_kind clnet_relu_fused_kind = {
+    .name = "relu",
+    .keys = "",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .is_view = 1,
+    .setup = setup,
+    .forward = nothing,
+};

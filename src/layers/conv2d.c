@@ -11,6 +11,7 @@
 
 typedef struct {
     int filters;
+    int relu;             /* 1: the relu after it runs in its kernels (clnet_model_fuse) */
     int k[2], s[2], p[2]; /* kernel, stride, padding: (h, w) */
     clnet_param_init init;
 } conv_config;
@@ -85,6 +86,18 @@ static int has_bias(const clnet_node *node) {
     return node->nparams > 1;
 }
 
+/* The options of conv_output and conv_grad_output: bias, relu. */
+static const char *output_options(const clnet_node *node) {
+    static const char *const table[2][2] = {{"-DCONV_BIAS=0", "-DCONV_BIAS=0 -DCONV_RELU=1"},
+                                            {"", "-DCONV_RELU=1"}};
+    return table[has_bias(node)][CLNET_CONFIG(node, conv_config)->relu];
+}
+
+static int fuse_relu(clnet_node *node) {
+    CLNET_CONFIG(node, conv_config)->relu = 1;
+    return 1;
+}
+
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     const conv_config *c = CLNET_CONFIG(node, conv_config);
@@ -103,7 +116,7 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     TRY(clnet_gemm(p->d, &(clnet_gemm_shape){0, 0, F, NP, CKK, 'N', p->n}, 1.0f, p->params, wo, CKK,
                    p->keep, p->keep_off, NP, 0.0f, p->work, 0, NP));
     /* y (n, F, P) = Yp permuted + bias */
-    TRY(clnet_pass_run(p, 1, "conv", has_bias(node) ? "" : "-DCONV_BIAS=0", "conv_output", 3,
+    TRY(clnet_pass_run(p, 1, "conv", output_options(node), "conv_output", 3,
                        (size_t[]){P, F, (size_t)p->n}, NULL,
                        ARGS(U32(p->n), U32(F), U32(P), MEM(p->work), U32(0), MEM(p->params),
                             U32(bo), MEM(p->act), U32(p->y))));
@@ -121,11 +134,13 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     size_t CKK = (size_t)node->in[0].c * c->k[0] * c->k[1];
     size_t wo = node->params[0].offset, bo = has_bias(node) ? node->params[1].offset : 0;
     size_t dcol = F * NP; /* offset of dcol in work, after dYp */
-    TRY(clnet_pass_run(
-        p, 2, "conv", "", "conv_grad_output", 3, (size_t[]){P, F, (size_t)p->n}, NULL,
-        ARGS(U32(p->n), U32(F), U32(P), MEM(p->dact), U32(p->dy), MEM(p->work), U32(0))));
+    TRY(clnet_pass_run(p, 2, "conv", output_options(node), "conv_grad_output", 3,
+                       (size_t[]){P, F, (size_t)p->n}, NULL,
+                       ARGS(U32(p->n), U32(F), U32(P), MEM(p->dact), U32(p->dy), MEM(p->act),
+                            U32(p->y), MEM(p->work), U32(0))));
     if (has_bias(node))
-        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4), F, NP, p->work, 0, p->grads, bo, p->beta));
+        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, F, NP, p->work, 0, p->grads, bo,
+                           p->beta));
     TRY(clnet_gemm(p->d, &(clnet_gemm_shape){0, 1, F, CKK, NP, 'K', p->n}, 1.0f, p->work, 0, NP,
                    p->keep, p->keep_off, NP, p->beta, p->grads, wo, CKK));
     if (p->need_dx[0]) {
@@ -150,6 +165,7 @@ const clnet_kind clnet_conv2d_kind = {
     .keys = "filters size stride pad bias init std bias_init bias_std",
     .min_inputs = 1,
     .max_inputs = 1,
+    .backward_reads = CLNET_READS_Y, /* with a relu taken in */
     .config_size = sizeof(conv_config),
     .defaults = defaults,
     .option = option,
@@ -159,4 +175,5 @@ const clnet_kind clnet_conv2d_kind = {
     .work_floats = work_floats,
     .forward = forward,
     .backward = backward,
+    .fuse_relu = fuse_relu,
 };
