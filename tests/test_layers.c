@@ -46,6 +46,8 @@ static const layer_case CASES[] = {
     {CONV, 2, 1, 28, 28, 20, 3, 3, 1, 0, 0, 0}, /* LeNet's first layer */
     {CONV, 2, 3, 7, 9, 4, 3, 2, 1, 0, 1, 1},    /* bias=off */
     {CONV, 1, 4, 13, 11, 8, 1, 1, 2, 0, 1, 1},  /* bias=off, ResNet's strided 1x1 projection */
+    /* 1.2 Mi column floats a sample: chunks of 2, 2, 2 and 1 samples (conv2d.c) */
+    {CONV, 7, 64, 46, 46, 4, 3, 3, 1, 1, 0, 0},
     /* pools */
     {MAXPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1, 0},
     {MAXPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1, 0}, /* overlapping windows, padding */
