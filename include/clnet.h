@@ -551,6 +551,17 @@ clnet_status clnet_write_curves_svg(const char *path, const char *title, const d
                                     const double *train_loss, const double *train_accuracy,
                                     const double *test_accuracy, int n);
 
+/* One training step on the loader's next batch (returned in *batch, for the
+ * caller's bookkeeping): clnet_loader_next, then clnet_net_train_step, with
+ * one thing more. Once the devices have finished this step's work, the
+ * loader's following batch (prepared meanwhile on its prefetch thread) starts
+ * its copies to the devices, split as the next step will split it, while the
+ * host adds the gradients, updates the parameters and sends them back; the
+ * next step then finds its input in place. The results are bitwise those of
+ * clnet_loader_next + clnet_net_train_step. */
+clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, clnet_batch *batch,
+                                         clnet_step_result *out);
+
 /* Asynchronous (parameter-server) training on every bound device: each
  * device repeatedly pulls the current parameters, computes the gradient of its
  * own batch from the loader (batches of the loader's size, taken in turns)

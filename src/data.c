@@ -591,6 +591,15 @@ clnet_status clnet_loader_next(clnet_loader *l, clnet_batch *out) {
     return CLNET_OK;
 }
 
+int clnet_loader_peek(clnet_loader *l, clnet_batch *out) {
+    pthread_mutex_lock(&l->lock);
+    while (!l->done && (l->requested || l->busy)) pthread_cond_wait(&l->finished, &l->lock);
+    int ready = l->done && l->result_error.status == CLNET_OK;
+    if (ready) *out = l->result;
+    pthread_mutex_unlock(&l->lock);
+    return ready;
+}
+
 clnet_status clnet_loader_seek(clnet_loader *l, int epoch, int64_t position) {
     if (!l) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_loader_seek: l is NULL");
     if (epoch < 0 || position < 0 || position >= l->count)

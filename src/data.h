@@ -12,4 +12,10 @@
  * batch is requested: a batch already prepared ahead is not prepared again. */
 void clnet_loader_inject_failure(clnet_loader *l, int epoch, int64_t position);
 
+/* The batch the next clnet_loader_next will return, once the prefetch thread
+ * has it ready (this waits for it): 1 and *out, its memory valid until the
+ * call after that next. 0 when there is none (a failure waits for next to
+ * report it). The caller's current batch stays valid. */
+int clnet_loader_peek(clnet_loader *l, clnet_batch *out);
+
 #endif

@@ -7,6 +7,7 @@
 #include "alloc.h"
 #include "async.h"
 #include "checkpoint.h"
+#include "data.h"
 #include "error.h"
 #include "step.h"
 
@@ -397,6 +398,31 @@ clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int
         goto cleanup;
     }
     if (out) *out = (clnet_step_result){.loss = loss / n, .correct = correct, .n = n};
+cleanup:
+    return status;
+}
+
+/* The trainer's look at the step after this one: the loader's next batch. */
+static int loader_ahead(void *arg, const float **images, const int32_t **labels, int *n) {
+    clnet_batch next;
+    if (!clnet_loader_peek(arg, &next)) return 0;
+    *images = next.images;
+    *labels = next.labels;
+    *n = next.n;
+    return 1;
+}
+
+clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, clnet_batch *batch,
+                                         clnet_step_result *out) {
+    clnet_status status = CLNET_OK;
+    TRY(need_bound(net, loader, "clnet_net_train_loader_step"));
+    if (!batch) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_train_loader_step: batch is NULL");
+    TRY(clnet_loader_next(loader, batch));
+    net->trainer->next_batch = loader_ahead;
+    net->trainer->next_arg = loader;
+    status = clnet_net_train_step(net, batch->images, batch->labels, batch->n, out);
+    net->trainer->next_batch = NULL;
+    net->trainer->next_arg = NULL;
 cleanup:
     return status;
 }

@@ -24,6 +24,14 @@ typedef struct {
     float *loss_host;              /* (max_batch) */
     int32_t *correct_host;         /* (max_batch) */
     void *host;                    /* the nodes' host scratch (kind->host_bytes) */
+    /* What clnet_replica_stage uploaded ahead: a load of these very images,
+     * labels and n takes them without copying again. */
+    struct {
+        const float *images;
+        const int32_t *labels;
+        int n;
+    } staged;
+    int64_t staged_loads; /* loads that found their batch uploaded ahead */
     /* When not NULL, passes wait for every node and add its seconds here:
      * [2i] forward and [2i+1] backward of node i (for benchmarks). */
     double *profile;
@@ -44,9 +52,16 @@ clnet_status clnet_replica_write_state(clnet_replica *r, const float *params, co
 clnet_status clnet_replica_read_buffers(clnet_replica *r, float *buffers);
 
 /* A batch of n <= max_batch samples: images (n, sample) and labels (n) or
- * NULL when only the outputs are wanted. */
+ * NULL when only the outputs are wanted. The copies run asynchronously, in
+ * the queue's order: the memory must stay unchanged until the pass is done. */
 clnet_status clnet_replica_load(clnet_replica *r, const float *images, const int32_t *labels,
                                 int n);
+/* Starts the copies of a batch that a later clnet_replica_load of the same
+ * images, labels and n will find in place (the next step's first
+ * micro-batch, while the host updates the parameters). Any other load
+ * overwrites it. Call only after every pass that reads the input is queued. */
+clnet_status clnet_replica_stage(clnet_replica *r, const float *images, const int32_t *labels,
+                                 int n);
 /* The forward pass over the loaded batch (with ctx->train, the loss also
  * writes its gradient). */
 clnet_status clnet_replica_forward(clnet_replica *r, const clnet_ctx *ctx, int n);

@@ -180,6 +180,13 @@ static clnet_status cap_shares(clnet_trainer *t, int n) {
                       room);
 }
 
+/* The shares of n samples (t->step.shares): a pure function of the balancer's
+ * state, so a split made ahead (stage_next) is the one the step makes. */
+static clnet_status split(clnet_trainer *t, int n, int train) {
+    clnet_balance_split(&t->balance, n, t->step.shares);
+    return train && t->batch_stats ? cap_shares(t, n) : CLNET_OK;
+}
+
 /* Splits n samples, starts every replica with a share, and with train
  * reduces the gradients while they arrive; waits for all. */
 static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
@@ -192,8 +199,7 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     t->step.labels = labels;
     t->step.probs = probs;
     t->step.train = train;
-    clnet_balance_split(&t->balance, n, t->step.shares);
-    if (train && t->batch_stats && (status = cap_shares(t, n)) != CLNET_OK) return status;
+    if ((status = split(t, n, train)) != CLNET_OK) return status;
     for (int i = 0, off = 0; i < R; i++) {
         t->step.offsets[i] = off;
         off += t->step.shares[i];
@@ -249,9 +255,29 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
 
 static clnet_status sync_idle_buffers(clnet_trainer *t, clnet_model *m);
 
+/* The next step's batch, split as that step will split it: each device's
+ * first micro-batch starts on its way while the host reduces, updates and
+ * sends the parameters. Nothing here fails a step: a device that could not
+ * take its share ahead copies it when the step loads it. */
+static void stage_next(clnet_trainer *t) {
+    const float *images = NULL;
+    const int32_t *labels = NULL;
+    int n = 0;
+    if (!t->next_batch || !t->next_batch(t->next_arg, &images, &labels, &n)) return;
+    if (!images || !labels || n < 1 || n > t->max_batch || split(t, n, 1) != CLNET_OK) return;
+    size_t in = clnet_shape_size(t->model->input);
+    for (int i = 0, off = 0; i < t->count; i++) {
+        clnet_replica *r = t->replicas[i];
+        int share = t->step.shares[i], first = share < r->max_batch ? share : r->max_batch;
+        if (share > 0) (void)clnet_replica_stage(r, images + (size_t)off * in, labels + off, first);
+        off += share;
+    }
+}
+
 clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
                               const int32_t *labels, int n, double *loss, int *correct) {
     clnet_status s = run_all(t, o->step, images, labels, n, 1, NULL, loss, correct);
+    if (s == CLNET_OK) stage_next(t);
     if (s == CLNET_OK) s = sync_idle_buffers(t, m);
     if (s != CLNET_OK) return s;
     clnet_optim_apply(o, m->params, t->grad_sum, m->nparams, n);

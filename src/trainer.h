@@ -48,6 +48,13 @@ typedef struct {
         void **mapped;      /* (count) host-unified replicas: the whole gradient buffer */
     } step;
 
+    /* Where a training step learns the batch of the step after it (NULL:
+     * nowhere): 1 with its images, labels and n, or 0. Its first
+     * micro-batches go to the devices while the host updates the parameters
+     * (clnet_replica_stage); the memory must stay unchanged until then. */
+    int (*next_batch)(void *arg, const float **images, const int32_t **labels, int *n);
+    void *next_arg;
+
     /* Asynchronous training's buffers (async.c), made on its first use and
      * freed by clnet_async_free before the trainer. */
     struct clnet_async *async;

@@ -6,6 +6,7 @@
  * and "with_simulator" (mixed: PoCL and the Oclgrind simulator). */
 #include "balance.h"
 #include "harness.h"
+#include "net.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -339,6 +340,60 @@ START_TEST(async_training_learns_within_its_staleness) {
 }
 END_TEST
 
+/* clnet_net_train_loader_step uploads each step's batch while the host
+ * updates the parameters after the step before: the same parameters bit for
+ * bit as taking the batches one by one, and each device finds its share in
+ * place, but after an evaluation (which overwrites the input). */
+START_TEST(loader_steps_upload_the_next_batch_ahead_and_change_nothing) {
+    if (test_skip_without_fashion_mnist()) return;
+    clnet_dataset *train = NULL, *test = NULL;
+    ck_assert_msg(clnet_dataset_load(&train, NULL, "train") == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_dataset_load(&test, NULL, "test"), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_truncate(train, 1024), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_truncate(test, 200), CLNET_OK);
+    const double split[2] = {1, 3};
+    float *params[2];
+    int64_t ahead[2] = {0, 0};
+    for (int way = 0; way < 2; way++) {
+        clnet_net *net = make_net();
+        ck_assert_int_eq(clnet_net_bind(net, test_runtime(), 64), CLNET_OK);
+        ck_assert_int_eq(clnet_net_set_split(net, split, 2), CLNET_OK);
+        clnet_loader *loader = NULL;
+        clnet_loader_config lc = {.batch = 64, .seed = 5, .shuffle = 1, .mean = 0, .std = 1};
+        ck_assert_int_eq(clnet_loader_create(&loader, train, &lc), CLNET_OK);
+        for (int s = 0; s < 6; s++) {
+            clnet_batch b;
+            clnet_step_result r;
+            if (way == 0) {
+                ck_assert_msg(clnet_net_train_loader_step(net, loader, &b, &r) == CLNET_OK, "%s",
+                              clnet_last_error());
+            } else {
+                ck_assert_int_eq(clnet_loader_next(loader, &b), CLNET_OK);
+                ck_assert_int_eq(clnet_net_train_step(net, b.images, b.labels, b.n, &r), CLNET_OK);
+            }
+            if (s == 2) ck_assert_int_eq(clnet_net_evaluate(net, test, 0, 1, &r), CLNET_OK);
+        }
+        for (int i = 0; i < net->trainer->count; i++)
+            ahead[way] += net->trainer->replicas[i]->staged_loads;
+        size_t np = clnet_net_param_count(net);
+        params[way] = malloc(np * sizeof(float));
+        memcpy(params[way], clnet_net_params(net), np * sizeof(float));
+        clnet_loader_free(loader);
+        clnet_net_free(net);
+    }
+    clnet_net *net = make_net();
+    ck_assert_mem_eq(params[0], params[1], clnet_net_param_count(net) * sizeof(float));
+    clnet_net_free(net);
+    /* steps 2, 3, 5 and 6 on both devices; step 1 had none before it, step 4 the evaluation */
+    ck_assert_int_eq(ahead[0], 8);
+    ck_assert_int_eq(ahead[1], 0);
+    free(params[0]);
+    free(params[1]);
+    clnet_dataset_free(train);
+    clnet_dataset_free(test);
+}
+END_TEST
+
 START_TEST(the_simulator_gets_a_tiny_share_or_none) {
     clnet_runtime *rt = test_runtime();
     clnet_net *net = make_net();
@@ -438,6 +493,7 @@ int main(void) {
     tcase_set_timeout(async, 0);
     tcase_add_checked_fixture(async, need_two_fast_devices, NULL);
     tcase_add_test(async, async_training_learns_within_its_staleness);
+    tcase_add_test(async, loader_steps_upload_the_next_batch_ahead_and_change_nothing);
     suite_add_tcase(s, async);
 
     TCase *sim = tcase_create("with_simulator");

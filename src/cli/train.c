@@ -565,11 +565,7 @@ int cmd_train(int argc, char **argv) {
             epoch_batches += (int)chunk;
         } else {
             clnet_batch batch;
-            if (clnet_loader_next(loader, &batch) != CLNET_OK) {
-                rc = fail("training data");
-                goto done;
-            }
-            if (clnet_net_train_step(s.net, batch.images, batch.labels, batch.n, &r) != CLNET_OK) {
+            if (clnet_net_train_loader_step(s.net, loader, &batch, &r) != CLNET_OK) {
                 rc = fail("training step");
                 goto done;
             }
