@@ -467,6 +467,17 @@ typedef struct clnet_dataset clnet_dataset;
 clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path,
                                     const char *labels_path);
 
+/* Loads a data set from two NumPy .npy files (format 1, 2 or 3, C order):
+ * x_path holds the samples, shape (N, C, spatial...) or (N, spatial...) with
+ * 1 to 3 spatial dimensions, in uint8 (divided by 255, as IDX images are) or
+ * float32 (used as they are); the loader then applies its mean and std.
+ * y_path holds the labels, shape (N,), of any integer type, each 0 or more.
+ * Errors name the file and say what is wrong: CLNET_ERR_IO for a file that
+ * cannot be read; CLNET_ERR_FORMAT for a bad magic string, Fortran order, an
+ * element type or rank not taken here, a count of labels that differs from
+ * the samples', a negative label, or a file shorter than its header says. */
+clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, const char *y_path);
+
 /* Loads the MNIST-layout data set in dir (NULL: $CLNET_DATA_DIR, else
  * CLNET_DEFAULT_DATA_DIR): split "train" reads train-images-idx3-ubyte and
  * train-labels-idx1-ubyte, split "test" reads t10k-images-idx3-ubyte and
@@ -482,6 +493,10 @@ int clnet_dataset_count(const clnet_dataset *ds);
 /* Each sample's shape (1, H, W for IDX files); any pointer may be NULL; all 0
  * for a NULL data set. */
 void clnet_dataset_shape(const clnet_dataset *ds, int *channels, int *height, int *width);
+
+/* A sample's shape as the files give it, in dims[0..rank) (IDX: 1, H, W;
+ * .npy: the dimensions after N); returns the rank, 0 for NULL. */
+int clnet_dataset_dims(const clnet_dataset *ds, int dims[4]);
 
 /* 1 + the largest label of the files as loaded (truncating does not change
  * it, so a model for a subset fits the whole set); 0 for NULL. */
@@ -550,6 +565,14 @@ void clnet_loader_free(clnet_loader *l);
 clnet_status clnet_write_curves_svg(const char *path, const char *title, const double *epoch,
                                     const double *train_loss, const double *train_accuracy,
                                     const double *test_accuracy, int n);
+
+/* 1 when the samples of ds fit the net's input: the same shape, or the same
+ * without the channel dimension of a one-channel input ((N, 28, 28) for
+ * channels=1 height=28 width=28); IDX images fit any input of as many values
+ * (Fashion-MNIST as channels=1 length=784). Else 0, and a sentence in why
+ * ("takes 1x28x28 inputs (784 values) but the data set's samples are 3x32x32
+ * (3072)") when why is not NULL. */
+int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap);
 
 /* One training step on the loader's next batch (returned in *batch, for the
  * caller's bookkeeping): clnet_loader_next, then clnet_net_train_step, with

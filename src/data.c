@@ -3,6 +3,7 @@
  * and batches them on a prefetch thread. Images stay bytes in memory and
  * become floats one batch at a time. */
 #include "alloc.h"
+#include "npy.h"
 #include "data.h"
 #include "error.h"
 
@@ -24,11 +25,14 @@
 #define FIRST_CAPACITY   (16u << 20)
 
 struct clnet_dataset {
-    int count; /* samples */
-    int channels, height, width;
-    int classes;     /* 1 + the largest label of the files as loaded */
-    uint8_t *images; /* (count, channels, height, width), the file's bytes */
-    uint8_t *labels; /* (count) */
+    int count;                   /* samples */
+    int channels, height, width; /* clnet_dataset_shape's view of a sample */
+    int rank, dims[4];           /* a sample's shape as the file has it */
+    int from_idx;                /* IDX images: they feed any input of as many values */
+    int classes;                 /* 1 + the largest label of the files as loaded */
+    uint8_t *images;             /* (count, sample) bytes, or NULL with floats */
+    float *floats;               /* (count, sample) float32 (.npy), or NULL */
+    int32_t *labels;             /* (count) */
 };
 
 /* ---- reading IDX files ------------------------------------------------------ */
@@ -177,6 +181,7 @@ clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path
                                     const char *labels_path) {
     clnet_status status = CLNET_OK;
     clnet_dataset *ds = NULL;
+    uint8_t *bytes = NULL;
     if (out) *out = NULL;
     if (!out || !images_path || !labels_path)
         FAIL(CLNET_ERR_INVALID_ARGUMENT,
@@ -185,7 +190,7 @@ clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path
     if (!ds) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a data set");
     uint32_t image_dims[3] = {0}, label_dims[1] = {0};
     TRY(read_idx(images_path, IDX_IMAGES_MAGIC, 3, image_dims, &ds->images));
-    TRY(read_idx(labels_path, IDX_LABELS_MAGIC, 1, label_dims, &ds->labels));
+    TRY(read_idx(labels_path, IDX_LABELS_MAGIC, 1, label_dims, &bytes));
     if (image_dims[0] != label_dims[0])
         FAIL(CLNET_ERR_FORMAT, "%s has %u images but %s has %u labels: they must agree",
              images_path, (unsigned)image_dims[0], labels_path, (unsigned)label_dims[0]);
@@ -193,11 +198,94 @@ clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path
     ds->channels = 1;
     ds->height = (int)image_dims[1];
     ds->width = (int)image_dims[2];
-    for (int i = 0; i < ds->count; i++)
+    ds->rank = 3;
+    ds->dims[0] = 1, ds->dims[1] = ds->height, ds->dims[2] = ds->width;
+    ds->from_idx = 1;
+    ds->labels = clnet_malloc(((size_t)ds->count + 1) * sizeof *ds->labels);
+    if (!ds->labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %d labels", ds->count);
+    for (int i = 0; i < ds->count; i++) {
+        ds->labels[i] = bytes[i];
         if (ds->labels[i] + 1 > ds->classes) ds->classes = ds->labels[i] + 1;
+    }
     *out = ds;
     ds = NULL;
 cleanup:
+    free(bytes);
+    clnet_dataset_free(ds);
+    return status;
+}
+
+/* ---- reading .npy files ----------------------------------------------------- */
+
+clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, const char *y_path) {
+    clnet_status status = CLNET_OK;
+    clnet_dataset *ds = NULL;
+    clnet_npy x = {0}, y = {0};
+    char shape[160];
+    if (out) *out = NULL;
+    if (!out || !x_path || !y_path)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT,
+             "clnet_dataset_load_npy: out, x_path and y_path must not be NULL");
+    TRY(clnet_npy_read(x_path, &x));
+    TRY(clnet_npy_read(y_path, &y));
+    clnet_npy_shape_text(&x, shape, sizeof shape);
+    if (!((x.kind == 'u' && x.size == 1) || (x.kind == 'f' && x.size == 4)))
+        FAIL(CLNET_ERR_FORMAT,
+             "%s: samples must be uint8 (divided by 255, as IDX images are) or float32 (used as "
+             "they are), not %s%d",
+             x_path,
+             x.kind == 'f'   ? "float"
+             : x.kind == 'b' ? "bool"
+                             : "int",
+             x.size * 8);
+    if (x.rank < 2 || x.rank > 5)
+        FAIL(CLNET_ERR_FORMAT,
+             "%s: shape %s: want (N, C, spatial...) or (N, spatial...) with 1 to 3 spatial "
+             "dimensions",
+             x_path, shape);
+    if (y.kind != 'i' && y.kind != 'u')
+        FAIL(CLNET_ERR_FORMAT, "%s: labels must be integers, not %s%d", y_path,
+             y.kind == 'f' ? "float" : "bool", y.size * 8);
+    if (y.rank != 1 || y.shape[0] != x.shape[0]) {
+        char yshape[160];
+        clnet_npy_shape_text(&y, yshape, sizeof yshape);
+        FAIL(CLNET_ERR_FORMAT,
+             "%s has shape %s: want (%lld,), a label for each of the samples of %s", y_path, yshape,
+             (long long)x.shape[0], x_path);
+    }
+    size_t sample = x.shape[0] ? x.count / (size_t)x.shape[0] : 0;
+    if (x.shape[0] < 1 || x.shape[0] > INT32_MAX || sample < 1 || sample > INT32_MAX)
+        FAIL(CLNET_ERR_FORMAT, "%s: shape %s: want 1 to 2^31 - 1 samples of 1 to 2^31 - 1 values",
+             x_path, shape);
+    ds = clnet_calloc(1, sizeof *ds);
+    if (!ds) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a data set");
+    ds->count = (int)x.shape[0];
+    ds->rank = x.rank - 1;
+    for (int i = 0; i < ds->rank; i++) ds->dims[i] = (int)x.shape[i + 1];
+    /* (C, H, W) for clnet_dataset_shape: the last two dimensions, the rest in C */
+    ds->width = ds->dims[ds->rank - 1];
+    ds->height = ds->rank >= 2 ? ds->dims[ds->rank - 2] : 1;
+    ds->channels = (int)(sample / ((size_t)ds->width * (size_t)ds->height));
+    ds->labels = clnet_malloc((size_t)ds->count * sizeof *ds->labels);
+    if (!ds->labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %d labels", ds->count);
+    for (int i = 0; i < ds->count; i++) {
+        int64_t v = clnet_npy_int(&y, (size_t)i);
+        if (v < 0 || v >= INT32_MAX)
+            FAIL(CLNET_ERR_FORMAT, "%s: label %d is %lld: labels are classes 0, 1, 2, ...", y_path,
+                 i, (long long)v);
+        ds->labels[i] = (int32_t)v;
+        if (ds->labels[i] + 1 > ds->classes) ds->classes = ds->labels[i] + 1;
+    }
+    if (x.kind == 'u')
+        ds->images = x.data;
+    else
+        ds->floats = x.data;
+    x.data = NULL;
+    *out = ds;
+    ds = NULL;
+cleanup:
+    clnet_npy_free(&x);
+    clnet_npy_free(&y);
     clnet_dataset_free(ds);
     return status;
 }
@@ -292,9 +380,19 @@ clnet_status clnet_dataset_truncate(clnet_dataset *ds, int n) {
     return CLNET_OK;
 }
 
+int clnet_dataset_dims(const clnet_dataset *ds, int dims[4]) {
+    for (int i = 0; i < 4; i++) dims[i] = ds && i < ds->rank ? ds->dims[i] : 0;
+    return ds ? ds->rank : 0;
+}
+
+int clnet_dataset_from_idx(const clnet_dataset *ds) {
+    return ds ? ds->from_idx : 0;
+}
+
 void clnet_dataset_free(clnet_dataset *ds) {
     if (!ds) return;
     free(ds->images);
+    free(ds->floats);
     free(ds->labels);
     free(ds);
 }
@@ -380,7 +478,7 @@ struct clnet_loader {
     const clnet_dataset *ds;
     clnet_loader_config cfg;
     int count;           /* samples, as when the loader was made */
-    size_t sample_bytes; /* C * H * W */
+    size_t sample_bytes; /* the values of a sample (C * H * W) */
     int batches_per_epoch;
     float normalised[256]; /* byte -> (byte / 255 - mean) / std */
     batch_buffer buffers[2];
@@ -440,11 +538,16 @@ static clnet_status prepare_batch(clnet_loader *l, cursor at, int buffer, int fa
     int n = left < l->cfg.batch ? (int)left : l->cfg.batch;
     batch_buffer *b = &l->buffers[buffer];
     const uint8_t *images = l->ds->images;
+    const float *floats = l->ds->floats, mean = l->cfg.mean, std = l->cfg.std;
     for (int i = 0; i < n; i++) {
         int32_t sample = l->order[at.position + i];
-        const uint8_t *src = images + (size_t)sample * l->sample_bytes; /* (C, H, W) bytes */
-        float *dst = b->images + (size_t)i * l->sample_bytes;           /* (C, H, W) */
-        for (size_t j = 0; j < l->sample_bytes; j++) dst[j] = l->normalised[src[j]];
+        size_t from = (size_t)sample * l->sample_bytes;
+        float *dst = b->images + (size_t)i * l->sample_bytes; /* (C, H, W) */
+        if (images) {                                         /* bytes: through the table */
+            for (size_t j = 0; j < l->sample_bytes; j++) dst[j] = l->normalised[images[from + j]];
+        } else { /* float32 from .npy: as they are, then the mean and std */
+            for (size_t j = 0; j < l->sample_bytes; j++) dst[j] = (floats[from + j] - mean) / std;
+        }
         b->labels[i] = l->ds->labels[sample];
     }
     *out = (clnet_batch){.images = b->images,

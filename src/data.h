@@ -18,4 +18,8 @@ void clnet_loader_inject_failure(clnet_loader *l, int epoch, int64_t position);
  * report it). The caller's current batch stays valid. */
 int clnet_loader_peek(clnet_loader *l, clnet_batch *out);
 
+/* 1 for images read from IDX files: they feed any model input that has as
+ * many values (Fashion-MNIST read as channels=1 length=784). */
+int clnet_dataset_from_idx(const clnet_dataset *ds);
+
 #endif

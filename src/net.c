@@ -412,6 +412,39 @@ static int loader_ahead(void *arg, const float **images, const int32_t **labels,
     return 1;
 }
 
+/* "1x28x28" */
+static void dims_text(const int *dims, int rank, char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < rank && used < cap; i++)
+        used += (size_t)snprintf(out + used, cap - used, "%s%d", i ? "x" : "", dims[i]);
+}
+
+int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap) {
+    int want[4], have[4];
+    if (!net || !ds) {
+        if (why && cap) snprintf(why, cap, "no net or no data set");
+        return 0;
+    }
+    int wrank = clnet_net_input_rank(net, want), hrank = clnet_dataset_dims(ds, have);
+    long wsize = 1, hsize = 1;
+    for (int i = 0; i < wrank; i++) wsize *= want[i];
+    for (int i = 0; i < hrank; i++) hsize *= have[i];
+    int same = wrank == hrank, no_channel = want[0] == 1 && hrank == wrank - 1;
+    for (int i = 0; i < hrank && (same || no_channel); i++) {
+        if (same && have[i] != want[i]) same = 0;
+        if (no_channel && have[i] != want[i + 1]) no_channel = 0;
+    }
+    if (same || no_channel || (clnet_dataset_from_idx(ds) && wsize == hsize)) return 1;
+    char w[64], h[64];
+    dims_text(want, wrank, w, sizeof w);
+    dims_text(have, hrank, h, sizeof h);
+    if (why && cap)
+        snprintf(why, cap, "takes %s inputs (%ld values) but the data set's samples are %s (%ld)",
+                 w, wsize, h, hsize);
+    return 0;
+}
+
 clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, clnet_batch *batch,
                                          clnet_step_result *out) {
     clnet_status status = CLNET_OK;

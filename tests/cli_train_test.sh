@@ -145,4 +145,64 @@ else bad "--step-log resumed" "$(cat "$work/steps.csv" "$work/steps.err")"; fi
 if check_steps "$work/async.csv" "8 10 18 " "1 1 2 " 0.05; then
   ok "--step-log --sync async: one line per chunk that crossed a multiple of 3"
 else bad "--step-log async" "$(cat "$work/async.csv" "$work/async.err")"; fi
+# .npy data: the same images as the IDX subset, written by NumPy, train to the same final line
+# (uint8 (N, 28, 28) with labels int64; float32 (N, 1, 28, 28) already divided by 255, labels
+# uint8); an evaluation reads a pair; bad lists and shapes are clear errors
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  /usr/bin/python3 - "$data" "$work" <<'PY'
+import gzip, os, sys
+import numpy as np
+data, work = sys.argv[1], sys.argv[2]
+def idx(name, offset):
+    path = os.path.join(data, name)
+    raw = gzip.open(path + ".gz").read() if os.path.exists(path + ".gz") else open(path, "rb").read()
+    return np.frombuffer(raw, dtype=np.uint8, offset=offset)
+x = idx("train-images-idx3-ubyte", 16).reshape(-1, 28, 28)[:640]
+y = idx("train-labels-idx1-ubyte", 8)[:640]
+tx = idx("t10k-images-idx3-ubyte", 16).reshape(-1, 28, 28)[:256]
+ty = idx("t10k-labels-idx1-ubyte", 8)[:256]
+np.save(os.path.join(work, "x.npy"), x)
+np.save(os.path.join(work, "y.npy"), y.astype(np.int64))
+np.save(os.path.join(work, "tx.npy"), tx)
+np.save(os.path.join(work, "ty.npy"), ty.astype(np.int64))
+np.save(os.path.join(work, "xf.npy"), (x.astype(np.float32) / np.float32(255)).reshape(-1, 1, 28, 28))
+np.save(os.path.join(work, "yf.npy"), y)
+np.save(os.path.join(work, "txf.npy"), (tx.astype(np.float32) / np.float32(255)).reshape(-1, 1, 28, 28))
+np.save(os.path.join(work, "tyf.npy"), ty)
+np.save(os.path.join(work, "rgb.npy"), np.zeros((4, 3, 28, 28), dtype=np.uint8))
+np.save(os.path.join(work, "rgby.npy"), np.zeros(4, dtype=np.int64))
+PY
+  run=(train "$models/lenet.cfg" --batch 64 --epochs 3 --optimizer adam --lr 0.002 --deterministic)
+  idx_line=$("$clnet" "${run[@]}" --train-limit 640 --test-limit 256 2>/dev/null | tail -n1)
+  u8_line=$("$clnet" "${run[@]}" --data-npy "$work/x.npy,$work/y.npy,$work/tx.npy,$work/ty.npy" 2>/dev/null | tail -n1)
+  f32_line=$("$clnet" "${run[@]}" --data-npy "$work/xf.npy,$work/yf.npy,$work/txf.npy,$work/tyf.npy" 2>/dev/null | tail -n1)
+  strip() { sed 's/ images_per_s=.*//' <<<"$1"; }
+  if [ -n "$idx_line" ] && [ "$(strip "$u8_line")" = "$(strip "$idx_line")" ] &&
+     [ "$(strip "$f32_line")" = "$(strip "$idx_line")" ]; then
+    ok "--data-npy (uint8 and float32) trains as the IDX files do ($(strip "$u8_line"))"
+  else bad "--data-npy trains as IDX" "idx:  $idx_line" "u8:   $u8_line" "f32:  $f32_line"; fi
+  "$clnet" train "$models/lenet.cfg" --batch 64 --steps 10 --optimizer adam --lr 0.002 --no-eval --save "$work/npy.safetensors" \
+    --data-npy "$work/x.npy,$work/y.npy" >/dev/null 2>&1
+  a=$("$clnet" eval "$models/lenet.cfg" --weights "$work/npy.safetensors" --batch 64 --data-npy "$work/tx.npy,$work/ty.npy" | tail -n1)
+  b=$("$clnet" eval "$models/lenet.cfg" --weights "$work/npy.safetensors" --batch 64 --test-limit 256 | tail -n1)
+  if [[ $a =~ ^test_accuracy= ]] && [ "$a" = "$b" ]; then ok "eval --data-npy X,Y evaluates that pair ($a)"
+  else bad "eval --data-npy" "npy: $a" "idx: $b"; fi
+  expect_error() { # what, words, command...
+    local what=$1 words=$2; shift 2
+    local err; err=$("$@" 2>&1 >/dev/null); local rc=$?
+    if [ $rc -ne 0 ] && grep -q -- "$words" <<<"$err"; then ok "$what"; else bad "$what (rc $rc)" "$err"; fi
+  }
+  expect_error "--data-npy with three files is refused" "takes X.npy,Y.npy or" \
+    "$clnet" train "$models/lenet.cfg" --data-npy "$work/x.npy,$work/y.npy,$work/tx.npy"
+  expect_error "--data-npy without a test pair needs --no-eval" "add it, or --no-eval" \
+    "$clnet" train "$models/lenet.cfg" --data-npy "$work/x.npy,$work/y.npy"
+  expect_error "--data and --data-npy together are refused" "give one" \
+    "$clnet" train "$models/lenet.cfg" --data "$data" --data-npy "$work/x.npy,$work/y.npy" --no-eval
+  expect_error "samples of the wrong shape name both shapes" "takes 1x28x28 inputs (784 values) but the data set's samples are 3x28x28" \
+    "$clnet" train "$models/lenet.cfg" --data-npy "$work/rgb.npy,$work/rgby.npy" --no-eval
+  expect_error "a missing .npy file is named" "nothere.npy: cannot open" \
+    "$clnet" train "$models/lenet.cfg" --data-npy "$work/nothere.npy,$work/y.npy" --no-eval
+else
+  echo "skip --data-npy: numpy is missing for /usr/bin/python3"
+fi
 exit $fail

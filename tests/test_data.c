@@ -986,6 +986,129 @@ START_TEST(real_fashion_mnist_loads) {
 }
 END_TEST
 
+/* ---- .npy files (written by NumPy: tests/fixtures/make_npy_fixtures.py) ---------- */
+
+static const char *npy(const char *name) {
+    static char paths[4][512];
+    static int next;
+    char *p = paths[next++ % 4];
+    snprintf(p, sizeof paths[0], "%s/npy/%s", CLNET_FIXTURES_DIR, name);
+    return p;
+}
+
+/* Every sample's values through a loader with the given mean and std, in file order. */
+static float *loaded(const clnet_dataset *ds, float mean, float std, int32_t *labels) {
+    int dims[4], rank = clnet_dataset_dims(ds, dims), n = clnet_dataset_count(ds);
+    size_t sample = 1;
+    for (int i = 0; i < rank; i++) sample *= (size_t)dims[i];
+    clnet_loader *l = NULL;
+    clnet_loader_config cfg = {.batch = n, .seed = 1, .shuffle = 0, .mean = mean, .std = std};
+    ck_assert_int_eq(clnet_loader_create(&l, ds, &cfg), CLNET_OK);
+    clnet_batch b;
+    ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+    ck_assert_int_eq(b.n, n);
+    float *out = malloc((size_t)n * sample * sizeof(float));
+    memcpy(out, b.images, (size_t)n * sample * sizeof(float));
+    memcpy(labels, b.labels, (size_t)n * sizeof(int32_t));
+    clnet_loader_free(l);
+    return out;
+}
+
+START_TEST(npy_files_of_each_type_and_rank_read_back_exactly) {
+    struct {
+        const char *x, *y;
+        int rank, dims[4], classes;
+        int32_t labels[4];
+    } cases[] = {
+        {"x_u8_nchw.npy", "y_i64.npy", 3, {1, 2, 3}, 4, {3, 0, 2, 1}},
+        {"x_f32_ncl.npy", "y_u8.npy", 2, {2, 5}, 2, {1, 1, 0}},
+        {"x_f32_ncdhw.npy", "y_i16_big.npy", 4, {1, 2, 2, 3}, 10, {4, 9}},
+        {"x_u8_nhw_v2.npy", "y_i32_v2.npy", 2, {3, 4}, 6, {0, 5}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        clnet_dataset *ds = NULL;
+        ck_assert_msg(clnet_dataset_load_npy(&ds, npy(cases[c].x), npy(cases[c].y)) == CLNET_OK,
+                      "%s", clnet_last_error());
+        int dims[4], rank = clnet_dataset_dims(ds, dims), n = clnet_dataset_count(ds);
+        ck_assert_int_eq(rank, cases[c].rank);
+        size_t sample = 1;
+        for (int i = 0; i < rank; i++) {
+            ck_assert_int_eq(dims[i], cases[c].dims[i]);
+            sample *= (size_t)dims[i];
+        }
+        ck_assert_int_eq(clnet_dataset_classes(ds), cases[c].classes);
+        int32_t labels[4];
+        float *x = loaded(ds, 0.25f, 2.0f, labels);
+        for (int i = 0; i < n; i++) ck_assert_int_eq(labels[i], cases[c].labels[i]);
+        /* the generator's values: uint8 k*7 % 256 (v2: k) divided by 255; float32 k/8 - 1
+         * (NCL) or k/2 (NCDHW); then (v - 0.25) / 2 */
+        for (size_t k = 0; k < (size_t)n * sample; k++) {
+            double v = c == 0   ? (double)(k * 7 % 256) / 255
+                       : c == 1 ? (double)k / 8 - 1
+                       : c == 2 ? (double)k * 0.5
+                                : (double)k / 255;
+            ck_assert_msg(fabs(x[k] - (v - 0.25) / 2) < 1e-6, "%s[%zu]: %g, want %g", cases[c].x, k,
+                          x[k], (v - 0.25) / 2);
+        }
+        free(x);
+        clnet_dataset_free(ds);
+    }
+}
+END_TEST
+
+static void expect_npy_failure(const char *x, const char *y, clnet_status want, const char *path,
+                               const char *words) {
+    clnet_dataset *ds = (clnet_dataset *)&ds; /* must become NULL */
+    clnet_status s = clnet_dataset_load_npy(&ds, x, y);
+    const char *m = clnet_last_error();
+    ck_assert_msg(s == want, "%s: status %d (%s), want %d", words, s, m, want);
+    ck_assert_ptr_null(ds);
+    ck_assert_msg(strstr(m, path), "the message does not name %s: %s", path, m);
+    ck_assert_msg(strstr(m, words), "the message does not say '%s': %s", words, m);
+}
+
+/* A copy of a fixture, cut to `keep` bytes or with byte `flip` changed (-1: none). */
+static const char *altered(const char *fixture, const char *name, long keep, long flip) {
+    FILE *f = fopen(npy(fixture), "rb");
+    ck_assert_ptr_nonnull(f);
+    unsigned char bytes[4096];
+    size_t n = fread(bytes, 1, sizeof bytes, f);
+    fclose(f);
+    if (keep >= 0 && (size_t)keep < n) n = (size_t)keep;
+    if (flip >= 0) bytes[flip] ^= 0x5a;
+    const char *path = in_dir(name);
+    write_file(path, 0, bytes, n);
+    return path;
+}
+
+START_TEST(npy_bad_files_are_errors_naming_the_file_and_the_fault) {
+    char x[512], y[512]; /* npy() reuses its buffers */
+    snprintf(x, sizeof x, "%s", npy("x_u8_nchw.npy"));
+    snprintf(y, sizeof y, "%s", npy("y_i64.npy"));
+    make_dir();
+    expect_npy_failure(in_dir("missing.npy"), y, CLNET_ERR_IO, "missing.npy", "cannot open");
+    expect_npy_failure(altered("x_u8_nchw.npy", "magic.npy", -1, 1), y, CLNET_ERR_FORMAT,
+                       "magic.npy", "not a .npy file");
+    expect_npy_failure(altered("x_u8_nchw.npy", "cut.npy", 150, -1), y, CLNET_ERR_FORMAT, "cut.npy",
+                       "truncated");
+    expect_npy_failure(altered("x_u8_nchw.npy", "cuthead.npy", 40, -1), y, CLNET_ERR_FORMAT,
+                       "cuthead.npy", "truncated header");
+    expect_npy_failure(altered("x_u8_nchw.npy", "version.npy", -1, 6), y, CLNET_ERR_FORMAT,
+                       "version.npy", "version");
+    expect_npy_failure(npy("x_fortran.npy"), y, CLNET_ERR_FORMAT, "x_fortran.npy", "Fortran order");
+    expect_npy_failure(npy("x_f16.npy"), y, CLNET_ERR_FORMAT, "x_f16.npy",
+                       "'<f2' is not supported");
+    expect_npy_failure(npy("x_rank1.npy"), y, CLNET_ERR_FORMAT, "x_rank1.npy", "shape (4,)");
+    expect_npy_failure(x, npy("y_f32.npy"), CLNET_ERR_FORMAT, "y_f32.npy", "must be integers");
+    expect_npy_failure(x, npy("y_negative.npy"), CLNET_ERR_FORMAT, "y_negative.npy",
+                       "label 1 is -1");
+    expect_npy_failure(x, npy("y_2d.npy"), CLNET_ERR_FORMAT, "y_2d.npy", "want (4,)");
+    expect_npy_failure(x, npy("y_u8.npy"), CLNET_ERR_FORMAT, "y_u8.npy", "shape (3,)");
+    expect_npy_failure(npy("y_i64.npy"), y, CLNET_ERR_FORMAT, "y_i64.npy", "must be uint8");
+    remove_dir();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("data");
     TCase *t = tcase_create("data");
@@ -1010,6 +1133,8 @@ int main(void) {
     tcase_add_test(t, prefetch_gives_the_same_batches_as_a_second_loader_over_many_epochs);
     tcase_add_test(t, a_prefetch_failure_reaches_the_caller_with_its_message);
     tcase_add_test(t, seek_and_free_while_prefetching_are_clean);
+    tcase_add_test(t, npy_files_of_each_type_and_rank_read_back_exactly);
+    tcase_add_test(t, npy_bad_files_are_errors_naming_the_file_and_the_fault);
     suite_add_tcase(s, t);
     /* Its own case (and CTest entry), so that a missing data set shows as a skip. */
     TCase *real = tcase_create("fashion_mnist");

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 typedef struct {
-    const char *model, *data, *devices, *save, *resume, *log, *plot, *weights, *step_log;
+    const char *model, *data, *data_npy, *devices, *save, *resume, *log, *plot, *weights, *step_log;
     long epochs, steps, batch, save_every, train_limit, test_limit, step_size, log_every;
     uint64_t seed;
     double lr, momentum, wd, gamma, mean, std, beta1, beta2, eps;
@@ -28,6 +28,9 @@ static void train_usage(FILE *out) {
             "usage: clnet train MODEL [options]\n"
             "  --data DIR          IDX data set folder (default $CLNET_DATA_DIR or "
             "%s)\n"
+            "  --data-npy X,Y[,TX,TY]  .npy samples and labels instead of --data: the training\n"
+            "                      pair, then the test pair (needed unless --no-eval); clnet\n"
+            "                      eval takes the test pair, or the only pair\n"
             "  --epochs N          epochs to train (default 10)\n"
             "  --steps N           stop once the net has taken N optimizer steps\n"
             "  --batch B           samples per step (default 256)\n"
@@ -97,6 +100,8 @@ static int parse(int argc, char **argv, options *o, int eval) {
             return -1;
         } else if (VALUE("--data")) {
             o->data = v;
+        } else if (VALUE("--data-npy")) {
+            o->data_npy = v;
         } else if (VALUE("--devices")) {
             o->devices = v;
         } else if (strcmp(argv[i], "--deterministic") == 0) {
@@ -260,14 +265,65 @@ static int fail(const char *what) {
     return 1;
 }
 
+/* --data-npy X,Y[,TX,TY]: the training pair and the test pair (NULL where
+ * absent); 2 (usage) when the list is not 2 or 4 paths. */
+static int npy_paths(const char *list, char paths[4][1024], int *count) {
+    *count = 0;
+    for (const char *p = list; *count < 5;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (*count < 4) snprintf(paths[*count], sizeof paths[0], "%.*s", (int)len, p);
+        (*count)++;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    if (*count != 2 && *count != 4) {
+        fprintf(stderr,
+                "clnet: --data-npy takes X.npy,Y.npy or X.npy,Y.npy,TEST_X.npy,TEST_Y.npy, "
+                "not '%s'\n",
+                list);
+        return 2;
+    }
+    return 0;
+}
+
+/* Loads the data sets: training (need_train) and test (unless --no-eval);
+ * clnet eval evaluates the test pair of --data-npy, or its only pair. */
+static int load_data(const options *o, session *s, int need_train) {
+    if (!o->data_npy) {
+        if (need_train && clnet_dataset_load(&s->train, o->data, "train") != CLNET_OK)
+            return fail("training data");
+        if (!o->no_eval && clnet_dataset_load(&s->test, o->data, "test") != CLNET_OK)
+            return fail("test data");
+        return 0;
+    }
+    if (o->data) {
+        fprintf(stderr, "clnet: --data and --data-npy name two data sets: give one\n");
+        return 2;
+    }
+    char paths[4][1024];
+    int count = 0, rc = npy_paths(o->data_npy, paths, &count);
+    if (rc) return rc;
+    if (need_train && clnet_dataset_load_npy(&s->train, paths[0], paths[1]) != CLNET_OK)
+        return fail("training data");
+    if (o->no_eval) return 0;
+    if (need_train && count == 2) {
+        fprintf(stderr, "clnet: --data-npy gives no test set (TEST_X.npy,TEST_Y.npy after the "
+                        "training pair): add it, or --no-eval\n");
+        return 2;
+    }
+    int t = count == 4 ? 2 : 0;
+    if (clnet_dataset_load_npy(&s->test, paths[t], paths[t + 1]) != CLNET_OK)
+        return fail("test data");
+    return 0;
+}
+
 /* Loads the model and the data, checks they fit each other, opens devices. */
 static int open_session(const options *o, session *s, int need_train) {
     memset(s, 0, sizeof *s);
     if (clnet_net_load(&s->net, o->model) != CLNET_OK) return fail("model");
-    if (need_train && clnet_dataset_load(&s->train, o->data, "train") != CLNET_OK)
-        return fail("training data");
-    if (!o->no_eval && clnet_dataset_load(&s->test, o->data, "test") != CLNET_OK)
-        return fail("test data");
+    int rc = load_data(o, s, need_train);
+    if (rc) return rc;
     if (s->train && o->train_limit && o->train_limit < clnet_dataset_count(s->train))
         clnet_dataset_truncate(s->train, (int)o->train_limit);
     if (s->test && o->test_limit && o->test_limit < clnet_dataset_count(s->test))
@@ -275,12 +331,9 @@ static int open_session(const options *o, session *s, int need_train) {
     clnet_dataset *sets[2] = {s->train, s->test};
     for (int k = 0; k < 2; k++) {
         if (!sets[k]) continue;
-        int c, h, w, nc, nh, nw;
-        clnet_dataset_shape(sets[k], &c, &h, &w);
-        clnet_net_input_shape(s->net, &nc, &nh, &nw);
-        if (c != nc || h != nh || w != nw) {
-            fprintf(stderr, "clnet: %s takes %dx%dx%d images but the data set holds %dx%dx%d\n",
-                    o->model, nc, nh, nw, c, h, w);
+        char why[256];
+        if (!clnet_net_accepts(s->net, sets[k], why, sizeof why)) {
+            fprintf(stderr, "clnet: %s %s\n", o->model, why);
             return 1;
         }
         int classes = clnet_dataset_classes(sets[k]);
