@@ -205,4 +205,13 @@ PY
 else
   echo "skip --data-npy: numpy is missing for /usr/bin/python3"
 fi
+
+# IDX images feed any input of as many values: Fashion-MNIST as 784 values in a row
+printf 'input channels=1 length=784\nlinear units=10 init=xavier\nsoftmax_cross_entropy\n' >"$work/row.cfg"
+printf 'input channels=1 length=783\nlinear units=10 init=xavier\nsoftmax_cross_entropy\n' >"$work/short.cfg"
+line=$("$clnet" train "$work/row.cfg" --train-limit 640 --test-limit 256 --batch 64 --epochs 1 2>/dev/null | tail -n1)
+err=$("$clnet" train "$work/short.cfg" --train-limit 640 --no-eval --steps 1 2>&1 >/dev/null)
+if [[ $line =~ ^final:\ test_accuracy=0\.[0-9]{4} ]] && grep -q "takes 1x783 inputs (783 values) but the data set's samples are 1x28x28 (784)" <<<"$err"; then
+  ok "IDX images feed a 1x784 input; a 1x783 one is refused naming both shapes"
+else bad "IDX images as rows" "$line" "$err"; fi
 exit $fail
