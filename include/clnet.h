@@ -332,6 +332,8 @@ clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int
                                   clnet_step_result *out);
 /* Class probabilities (n, classes) for images (n, C, H, W); any n. */
 clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float *probs);
+/* The logits (n, classes): what the loss layer reads, before its softmax. */
+clnet_status clnet_net_logits(clnet_net *net, const float *images, int n, float *logits);
 /* Loss and accuracy over a batch without training (any n). */
 clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const int32_t *labels,
                                       int n, clnet_step_result *out);
@@ -382,11 +384,11 @@ clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, voi
  * is "optimizer.<optimizer>.<slot>.<tensor name>" (SGD's velocity:
  * "optimizer.sgd.momentum.conv1.weight"). __metadata__ holds the progress
  * below as decimal strings ("step", "epoch", "position", "data_seed",
- * "init_seed"), "format" ("clnet-checkpoint-2"), "clnet_version" and "model"
- * (one line per layer: name, kind, output shape, inputs). Checkpoints of
- * clnet 0.1 ("clnet-checkpoint-1", velocity as "optimizer.momentum.<tensor
- * name>") still load. Saving is atomic: a temporary file, then
- * a rename, so an interrupted save never damages the last checkpoint. */
+ * "init_seed", and "mean" and "std" when recorded), "format" ("clnet-checkpoint-2"),
+ * "clnet_version" and "model" (one line per layer: name, kind, output shape, inputs). Checkpoints
+ * of clnet 0.1 ("clnet-checkpoint-1", velocity as "optimizer.momentum.<tensor name>") still load.
+ * Saving is atomic: a temporary file, then a rename, so an interrupted save never damages the last
+ * checkpoint. */
 
 typedef struct {
     int64_t step;       /* optimizer steps taken */
@@ -394,6 +396,9 @@ typedef struct {
     int64_t position;   /* the next batch's first sample in that epoch's order */
     uint64_t data_seed; /* the loader's shuffling seed */
     uint64_t init_seed; /* the seed the parameters were initialised with */
+    /* the images' normalisation in training, (x - mean) / std ("mean" and
+     * "std" in the metadata); std 0: not recorded */
+    float mean, std;
 } clnet_progress;
 
 /* Writes parameters, buffers, optimizer state and progress (may be NULL: zeros). */
@@ -467,7 +472,8 @@ typedef struct clnet_dataset clnet_dataset;
 clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path,
                                     const char *labels_path);
 
-/* Loads a data set from two NumPy .npy files (format 1, 2 or 3, C order):
+/* Loads a data set from two NumPy .npy files (format 1, 2 or 3, C order;
+ * y_path NULL: samples without labels, for prediction, all labelled 0):
  * x_path holds the samples, shape (N, C, spatial...) or (N, spatial...) with
  * 1 to 3 spatial dimensions, in uint8 (divided by 255, as IDX images are) or
  * float32 (used as they are); the loader then applies its mean and std.
@@ -493,6 +499,13 @@ int clnet_dataset_count(const clnet_dataset *ds);
 /* Each sample's shape (1, H, W for IDX files); any pointer may be NULL; all 0
  * for a NULL data set. */
 void clnet_dataset_shape(const clnet_dataset *ds, int *channels, int *height, int *width);
+
+/* 1 unless the data set was loaded without labels; 0 for NULL. */
+int clnet_dataset_labelled(const clnet_dataset *ds);
+
+/* Writes float32 data of the given shape (rank 0 to 8) as a NumPy .npy file
+ * (version 1.0, little-endian, C order), atomically. */
+clnet_status clnet_write_npy(const char *path, const float *data, int rank, const int64_t *shape);
 
 /* A sample's shape as the files give it, in dims[0..rank) (IDX: 1, H, W;
  * .npy: the dimensions after N); returns the rank, 0 for NULL. */
@@ -584,6 +597,14 @@ int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, 
  * clnet_loader_next + clnet_net_train_step. */
 clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, clnet_batch *batch,
                                          clnet_step_result *out);
+
+/* Writes an SVG picture of the first n samples (each C x H x W; the first
+ * channel drawn in grey, or three channels in colour, scaled to the sample's
+ * own range) with the predicted class under each, and the true one when
+ * labels is not NULL (red where they differ). */
+clnet_status clnet_write_predictions_svg(const char *path, const float *images, int channels,
+                                         int height, int width, int n, const int *predicted,
+                                         const int32_t *labels);
 
 /* Asynchronous (parameter-server) training on every bound device: each
  * device repeatedly pulls the current parameters, computes the gradient of its

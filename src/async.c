@@ -119,7 +119,7 @@ static clnet_status compute(clnet_trainer *t, int i, int n, double *loss, int *c
         TRY(clnet_replica_load(r, d->images + (size_t)done * in, d->labels + done, m));
         TRY(clnet_replica_forward(r, &ctx, m));
         TRY(clnet_replica_backward(r, &ctx, m, done > 0));
-        TRY(clnet_replica_results(r, m, 1, &l, &c, NULL));
+        TRY(clnet_replica_results(r, m, 1, &l, &c, NULL, 0));
         *loss += l;
         *correct += c;
     }

@@ -6,6 +6,7 @@
 #include "safetensors.h"
 
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +106,10 @@ clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, c
     snprintf(position, sizeof position, "%" PRId64, p.position);
     snprintf(data_seed, sizeof data_seed, "%" PRIu64, p.data_seed);
     snprintf(init_seed, sizeof init_seed, "%" PRIu64, p.init_seed);
-    clnet_st_meta meta[] = {
+    char mean[32], std[32];
+    snprintf(mean, sizeof mean, "%.9g", (double)p.mean);
+    snprintf(std, sizeof std, "%.9g", (double)p.std);
+    clnet_st_meta meta[12] = {
         {"format", FORMAT},
         {"clnet_version", clnet_version()},
         {"optimizer", clnet_optim_name(o->kind)},
@@ -115,9 +119,14 @@ clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, c
         {"position", position},
         {"data_seed", data_seed},
         {"init_seed", init_seed},
-        {"gemm_choices", gemm_choices},
     };
-    int nmeta = (int)(sizeof meta / sizeof meta[0]) - (gemm_choices && *gemm_choices ? 0 : 1);
+    int nmeta = 9;
+    if (gemm_choices && *gemm_choices)
+        meta[nmeta++] = (clnet_st_meta){"gemm_choices", gemm_choices};
+    if (p.std != 0.0f) {
+        meta[nmeta++] = (clnet_st_meta){"mean", mean};
+        meta[nmeta++] = (clnet_st_meta){"std", std};
+    }
     TRY(clnet_st_save(path, tensors, count, meta, nmeta));
 cleanup:
     free(e);
@@ -193,6 +202,17 @@ static clnet_status progress_from(const clnet_st_file *f, const char *path, clne
         if (k == 2) p->position = i64;
         if (k == 3) p->data_seed = u64;
         if (k == 4) p->init_seed = u64;
+    }
+    const char *mean = clnet_st_meta_get(f, "mean"), *std = clnet_st_meta_get(f, "std");
+    if (mean && std) {
+        char *end1 = NULL, *end2 = NULL;
+        double m = strtod(mean, &end1), d = strtod(std, &end2);
+        if (*end1 || *end2 || !isfinite(m) || !isfinite(d) || d <= 0)
+            return clnet_fail(CLNET_ERR_FORMAT,
+                              "%s: metadata mean='%s' std='%s' is no normalisation", path, mean,
+                              std);
+        p->mean = (float)m;
+        p->std = (float)d;
     }
     return CLNET_OK;
 }

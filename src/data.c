@@ -29,6 +29,7 @@ struct clnet_dataset {
     int channels, height, width; /* clnet_dataset_shape's view of a sample */
     int rank, dims[4];           /* a sample's shape as the file has it */
     int from_idx;                /* IDX images: they feed any input of as many values */
+    int unlabelled;              /* .npy samples without labels (all 0) */
     int classes;                 /* 1 + the largest label of the files as loaded */
     uint8_t *images;             /* (count, sample) bytes, or NULL with floats */
     float *floats;               /* (count, sample) float32 (.npy), or NULL */
@@ -223,11 +224,10 @@ clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, con
     clnet_npy x = {0}, y = {0};
     char shape[160];
     if (out) *out = NULL;
-    if (!out || !x_path || !y_path)
-        FAIL(CLNET_ERR_INVALID_ARGUMENT,
-             "clnet_dataset_load_npy: out, x_path and y_path must not be NULL");
+    if (!out || !x_path)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_dataset_load_npy: out and x_path must not be NULL");
     TRY(clnet_npy_read(x_path, &x));
-    TRY(clnet_npy_read(y_path, &y));
+    if (y_path) TRY(clnet_npy_read(y_path, &y));
     clnet_npy_shape_text(&x, shape, sizeof shape);
     if (!((x.kind == 'u' && x.size == 1) || (x.kind == 'f' && x.size == 4)))
         FAIL(CLNET_ERR_FORMAT,
@@ -243,10 +243,10 @@ clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, con
              "%s: shape %s: want (N, C, spatial...) or (N, spatial...) with 1 to 3 spatial "
              "dimensions",
              x_path, shape);
-    if (y.kind != 'i' && y.kind != 'u')
+    if (y_path && y.kind != 'i' && y.kind != 'u')
         FAIL(CLNET_ERR_FORMAT, "%s: labels must be integers, not %s%d", y_path,
              y.kind == 'f' ? "float" : "bool", y.size * 8);
-    if (y.rank != 1 || y.shape[0] != x.shape[0]) {
+    if (y_path && (y.rank != 1 || y.shape[0] != x.shape[0])) {
         char yshape[160];
         clnet_npy_shape_text(&y, yshape, sizeof yshape);
         FAIL(CLNET_ERR_FORMAT,
@@ -266,9 +266,10 @@ clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, con
     ds->width = ds->dims[ds->rank - 1];
     ds->height = ds->rank >= 2 ? ds->dims[ds->rank - 2] : 1;
     ds->channels = (int)(sample / ((size_t)ds->width * (size_t)ds->height));
-    ds->labels = clnet_malloc((size_t)ds->count * sizeof *ds->labels);
+    ds->labels = clnet_calloc((size_t)ds->count, sizeof *ds->labels);
     if (!ds->labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %d labels", ds->count);
-    for (int i = 0; i < ds->count; i++) {
+    ds->unlabelled = !y_path;
+    for (int i = 0; y_path && i < ds->count; i++) {
         int64_t v = clnet_npy_int(&y, (size_t)i);
         if (v < 0 || v >= INT32_MAX)
             FAIL(CLNET_ERR_FORMAT, "%s: label %d is %lld: labels are classes 0, 1, 2, ...", y_path,
@@ -383,6 +384,10 @@ clnet_status clnet_dataset_truncate(clnet_dataset *ds, int n) {
 int clnet_dataset_dims(const clnet_dataset *ds, int dims[4]) {
     for (int i = 0; i < 4; i++) dims[i] = ds && i < ds->rank ? ds->dims[i] : 0;
     return ds ? ds->rank : 0;
+}
+
+int clnet_dataset_labelled(const clnet_dataset *ds) {
+    return ds && !ds->unlabelled;
 }
 
 int clnet_dataset_from_idx(const clnet_dataset *ds) {

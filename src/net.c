@@ -515,6 +515,21 @@ clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float
     return forward_all(net, images, NULL, n, probs, NULL);
 }
 
+clnet_status clnet_net_logits(clnet_net *net, const float *images, int n, float *logits) {
+    clnet_status status = need_bound(net, images, "clnet_net_logits");
+    if (status != CLNET_OK) return status;
+    if (!logits || n < 0)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_logits: bad output");
+    size_t in_size = clnet_shape_size(net->model.input);
+    int classes = clnet_net_classes(net), batch = net->trainer->max_batch;
+    for (int first = 0; first < n && status == CLNET_OK; first += batch) {
+        int m = n - first < batch ? n - first : batch;
+        status = clnet_step_logits(net->trainer, images + (size_t)first * in_size, m,
+                                   logits + (size_t)first * classes);
+    }
+    return status;
+}
+
 clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const int32_t *labels,
                                       int n, clnet_step_result *out) {
     clnet_status s = need_bound(net, images, "clnet_net_evaluate_batch");

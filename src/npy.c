@@ -6,6 +6,7 @@
 #include "npy.h"
 #include "alloc.h"
 #include "error.h"
+#include "fileio.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -183,6 +184,47 @@ cleanup:
     return status;
 }
 
+clnet_status clnet_npy_write_f32(const char *path, const float *data, int rank,
+                                 const int64_t *shape) {
+    clnet_status status = CLNET_OK;
+    clnet_atomic_file f = {0};
+    clnet_npy a = {.kind = 'f', .size = 4, .rank = rank, .count = 1};
+    if (rank < 0 || rank > CLNET_NPY_MAX_RANK)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s: %d dimensions", path, rank);
+    for (int i = 0; i < rank; i++) {
+        a.shape[i] = shape[i];
+        a.count *= (size_t)shape[i];
+    }
+    char dims[200], header[320];
+    clnet_npy_shape_text(&a, dims, sizeof dims);
+    int n = snprintf(header + 10, sizeof header - 10,
+                     "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }", dims);
+    size_t padded = (10 + (size_t)n + 1 + 63) / 64 * 64; /* NumPy aligns the data to 64 */
+    memset(header + 10 + n, ' ', padded - 10 - (size_t)n);
+    header[padded - 1] = '\n';
+    memcpy(header, MAGIC, sizeof MAGIC);
+    header[6] = 1; /* version 1.0, then the header's length, little-endian */
+    header[7] = 0;
+    header[8] = (char)((padded - 10) & 0xff);
+    header[9] = (char)((padded - 10) >> 8);
+    TRY(clnet_atomic_open(&f, path));
+    TRY(clnet_atomic_write(&f, header, padded));
+    if (machine_is_big_endian()) { /* '<f4' is little-endian on disk */
+        for (size_t i = 0; i < a.count; i++) {
+            unsigned char b[4];
+            memcpy(b, &data[i], 4);
+            swap_bytes(b, 1, 4);
+            TRY(clnet_atomic_write(&f, b, 4));
+        }
+    } else {
+        TRY(clnet_atomic_write(&f, data, a.count * sizeof(float)));
+    }
+    TRY(clnet_atomic_commit(&f));
+cleanup:
+    if (status != CLNET_OK) clnet_atomic_abort(&f);
+    return status;
+}
+
 void clnet_npy_free(clnet_npy *a) {
     if (!a) return;
     free(a->data);
@@ -214,4 +256,10 @@ int64_t clnet_npy_int(const clnet_npy *a, size_t i) {
         return v;
     }
     }
+}
+
+clnet_status clnet_write_npy(const char *path, const float *data, int rank, const int64_t *shape) {
+    if (!path || (!data && rank > 0) || (rank > 0 && !shape))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_write_npy: NULL argument");
+    return clnet_npy_write_f32(path, data, rank, shape);
 }

@@ -31,6 +31,11 @@ typedef struct {
 clnet_status clnet_npy_read(const char *path, clnet_npy *out);
 void clnet_npy_free(clnet_npy *a);
 
+/* Writes float32 data of the given shape to path as a version 1.0 .npy file
+ * (little-endian '<f4', C order), atomically. */
+clnet_status clnet_npy_write_f32(const char *path, const float *data, int rank,
+                                 const int64_t *shape);
+
 /* The "(2, 3)" text of a shape, for messages. */
 void clnet_npy_shape_text(const clnet_npy *a, char *out, size_t cap);
 

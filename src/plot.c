@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 /* ---- layout (pixels) ------------------------------------------------------------------- */
 enum {
@@ -550,6 +551,117 @@ clnet_status clnet_plot_svg(const char *path, const char *title, const char *x_l
     TRY(write_atomically(path, t.buf, t.len));
 cleanup:
     free(colour);
+    free(t.buf);
+    return status;
+}
+
+/* ---- predictions: a grid of samples with their predicted class ---------------------------- */
+
+enum { CELL = 96, IMAGE = 80, COLUMNS = 8, LABEL_ROOM = 34 };
+
+static void put_u32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
+}
+
+/* One PNG chunk (length, type, data, CRC over type and data) at out; returns its size. */
+static size_t png_chunk(unsigned char *out, const char *type, const unsigned char *data,
+                        size_t len) {
+    put_u32(out, (uint32_t)len);
+    memcpy(out + 4, type, 4);
+    if (len) memmove(out + 8, data, len); /* IDAT's data is compressed in place */
+    put_u32(out + 8 + len, (uint32_t)crc32(0, out + 4, (uInt)(len + 4)));
+    return len + 12;
+}
+
+/* An 8-bit grey (colours 1) or RGB (3) PNG of w x h pixels, base64 into t. */
+static void put_png(svg_text *t, const unsigned char *pixels, int w, int h, int colours) {
+    size_t row = 1 + (size_t)w * colours, raw_len = row * (size_t)h;
+    uLongf packed_len = compressBound((uLong)raw_len);
+    unsigned char *raw = clnet_malloc(raw_len), *png = clnet_malloc(packed_len + 64);
+    if (!raw || !png) {
+        t->out_of_memory = 1;
+        goto done;
+    }
+    for (int y = 0; y < h; y++) { /* filter type 0 (none) before each row */
+        raw[(size_t)y * row] = 0;
+        memcpy(raw + (size_t)y * row + 1, pixels + (size_t)y * w * colours, row - 1);
+    }
+    static const unsigned char SIGNATURE[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    unsigned char ihdr[13] = {0};
+    put_u32(ihdr, (uint32_t)w);
+    put_u32(ihdr + 4, (uint32_t)h);
+    ihdr[8] = 8;                              /* bits per sample */
+    ihdr[9] = colours == 3 ? 2 : 0;           /* truecolour or greyscale */
+    unsigned char *packed = png + 8 + 25 + 8; /* where IDAT's data goes */
+    if (compress2(packed, &packed_len, raw, (uLong)raw_len, 9) != Z_OK) {
+        t->out_of_memory = 1;
+        goto done;
+    }
+    memcpy(png, SIGNATURE, 8);
+    size_t len = 8 + png_chunk(png + 8, "IHDR", ihdr, 13);
+    len += png_chunk(png + len, "IDAT", packed, packed_len);
+    len += png_chunk(png + len, "IEND", NULL, 0);
+    static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < len; i += 3) {
+        uint32_t v = (uint32_t)png[i] << 16 | (i + 1 < len ? (uint32_t)png[i + 1] << 8 : 0) |
+                     (i + 2 < len ? png[i + 2] : 0);
+        put(t, "%c%c%c%c", B64[v >> 18 & 63], B64[v >> 12 & 63],
+            i + 1 < len ? B64[v >> 6 & 63] : '=', i + 2 < len ? B64[v & 63] : '=');
+    }
+done:
+    free(raw);
+    free(png);
+}
+
+clnet_status clnet_write_predictions_svg(const char *path, const float *images, int channels,
+                                         int height, int width, int n, const int *predicted,
+                                         const int32_t *labels) {
+    clnet_status status = CLNET_OK;
+    svg_text t = {0};
+    unsigned char *pixels = NULL;
+    if (!path || !images || !predicted || n < 1 || channels < 1 || height < 1 || width < 1)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_write_predictions_svg: bad arguments");
+    int colours = channels == 3 ? 3 : 1, cols = n < COLUMNS ? n : COLUMNS;
+    int rows = (n + COLUMNS - 1) / COLUMNS, w = cols * CELL, h = rows * (CELL + LABEL_ROOM);
+    size_t plane = (size_t)height * width;
+    pixels = clnet_malloc(plane * colours);
+    if (!pixels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    put(&t,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" "
+        "version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"" FONT
+        "\">\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
+        w, h, w, h, w, h);
+    for (int i = 0; i < n; i++) {
+        const float *x = images + (size_t)i * channels * plane;
+        float lo = x[0], hi = x[0]; /* the sample's own range, to grey 0..255 */
+        for (size_t k = 0; k < plane * colours; k++) lo = fminf(lo, x[k]), hi = fmaxf(hi, x[k]);
+        float scale = hi > lo ? 255.0f / (hi - lo) : 0.0f;
+        for (size_t k = 0; k < plane; k++) /* planar (C, H, W) to interleaved pixels */
+            for (int c = 0; c < colours; c++)
+                pixels[k * colours + c] = (unsigned char)lrintf((x[c * plane + k] - lo) * scale);
+        int left = (i % COLUMNS) * CELL + (CELL - IMAGE) / 2,
+            top = (i / COLUMNS) * (CELL + LABEL_ROOM) + 8;
+        put(&t,
+            "<image x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" preserveAspectRatio=\"none\" "
+            "style=\"image-rendering:pixelated\" xlink:href=\"data:image/png;base64,",
+            left, top, IMAGE, IMAGE);
+        put_png(&t, pixels, width, height, colours);
+        int wrong = labels && labels[i] != predicted[i];
+        put(&t,
+            "\"/>\n<text x=\"%d\" y=\"%d\" font-size=\"13\" text-anchor=\"middle\" fill=\"%s\">",
+            left + IMAGE / 2, top + IMAGE + 16, wrong ? "#d62728" : "#000000");
+        if (labels)
+            put(&t, "%d (true %d)", predicted[i], (int)labels[i]);
+        else
+            put(&t, "%d", predicted[i]);
+        put(&t, "</text>\n");
+    }
+    put(&t, "</svg>\n");
+    if (t.out_of_memory) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    TRY(write_atomically(path, t.buf, t.len));
+cleanup:
+    free(pixels);
     free(t.buf);
     return status;
 }

@@ -262,7 +262,7 @@ clnet_status clnet_replica_backward(clnet_replica *r, const clnet_ctx *ctx, int 
 }
 
 clnet_status clnet_replica_results(clnet_replica *r, int n, int with_labels, double *loss_sum,
-                                   int *correct, float *probs) {
+                                   int *correct, float *probs, int logits) {
     clnet_status status = CLNET_OK;
     clnet_device *d = r->d;
     const clnet_model *m = r->model;
@@ -282,9 +282,13 @@ clnet_status clnet_replica_results(clnet_replica *r, int n, int with_labels, dou
         if (loss_sum) *loss_sum = sum;
         if (correct) *correct = right;
     }
-    if (probs)
-        TRY(clnet_buffer_read(d, r->act, r->plan.y[m->count - 1],
-                              (size_t)n * clnet_model_classes(m), probs));
+    if (probs) {
+        int from = m->nodes[m->count - 1].inputs[0]; /* the loss's input: the logits */
+        size_t at = !logits                     ? r->plan.y[m->count - 1]
+                    : from == CLNET_MODEL_INPUT ? r->plan.input
+                                                : r->plan.y[from];
+        TRY(clnet_buffer_read(d, r->act, at, (size_t)n * clnet_model_classes(m), probs));
+    }
 cleanup:
     return in_device(status, r);
 }

@@ -73,9 +73,10 @@ clnet_status clnet_replica_backward_node(clnet_replica *r, const clnet_ctx *ctx,
 /* Every node's backward pass, last to first. */
 clnet_status clnet_replica_backward(clnet_replica *r, const clnet_ctx *ctx, int n, int accumulate);
 /* After a pass with labels: the summed loss and the count of correct
- * answers; probs (n, classes) when not NULL. Blocking. */
+ * answers; probs (n, classes) when not NULL: the loss layer's output (the
+ * probabilities), or with logits its input. Blocking. */
 clnet_status clnet_replica_results(clnet_replica *r, int n, int with_labels, double *loss_sum,
-                                   int *correct, float *probs);
+                                   int *correct, float *probs, int logits);
 
 /* Adds the replica's summed gradients into host[0..nparams). */
 clnet_status clnet_replica_add_grads(clnet_replica *r, float *host);

@@ -86,7 +86,8 @@ static clnet_status run_share(clnet_trainer *t, int i) {
             if (last && buckets && m->nodes[node].param_count) TRY(send_bucket(t, i, node));
         }
         TRY(clnet_replica_results(r, n, labels != NULL, &loss, &correct,
-                                  t->step.probs ? t->step.probs + first * classes : NULL));
+                                  t->step.probs ? t->step.probs + first * classes : NULL,
+                                  t->step.logits));
         t->step.loss[i] += loss;
         t->step.correct[i] += correct;
     }
@@ -288,6 +289,13 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
 clnet_status clnet_step_forward(clnet_trainer *t, const float *images, const int32_t *labels, int n,
                                 float *probs, double *loss, int *correct) {
     return run_all(t, 0, images, labels, n, 0, probs, loss, correct);
+}
+
+clnet_status clnet_step_logits(clnet_trainer *t, const float *images, int n, float *logits) {
+    t->step.logits = 1;
+    clnet_status s = run_all(t, 0, images, NULL, n, 0, logits, NULL, NULL);
+    t->step.logits = 0;
+    return s;
 }
 
 /* ---- parameters to every replica, buffers back ------------------------------------- */

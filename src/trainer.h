@@ -37,6 +37,7 @@ typedef struct {
         const float *images;
         const int32_t *labels;
         float *probs;
+        int logits; /* probs gets the loss layer's input instead of its output */
         int train;
         int *shares, *offsets, *active, *correct, *finished;
         double *loss, *seconds;

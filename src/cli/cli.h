@@ -19,6 +19,7 @@ int cli_float(const char *name, const char *text, double min, double max, double
 int cmd_devices(int argc, char **argv); /* clnet.c */
 int cmd_train(int argc, char **argv);   /* train.c */
 int cmd_eval(int argc, char **argv);    /* train.c */
+int cmd_predict(int argc, char **argv); /* predict.c */
 int cmd_bench(int argc, char **argv);   /* bench.c */
 int cmd_tune(int argc, char **argv);    /* tune.c */
 

@@ -14,6 +14,9 @@ static void usage(FILE *out) {
             "kernels\n"
             "  train MODEL [options]      train a model on an IDX data set (clnet train --help)\n"
             "  eval MODEL --weights FILE  test accuracy of a checkpoint (clnet eval --help)\n"
+            "  predict MODEL --weights FILE --output OUT.npy\n"
+            "                             a checkpoint's outputs for a set of inputs, as .npy\n"
+            "                             (clnet predict --help)\n"
             "  bench MODEL [--devices SPEC] [--batch B] [--steps N]\n"
             "                             training speed of each device alone and together\n"
             "  tune MODEL [--batch B] [--devices SPEC]\n"
@@ -90,6 +93,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "devices") == 0) return cmd_devices(argc - 2, argv + 2);
     if (strcmp(cmd, "train") == 0) return cmd_train(argc - 2, argv + 2);
     if (strcmp(cmd, "eval") == 0) return cmd_eval(argc - 2, argv + 2);
+    if (strcmp(cmd, "predict") == 0) return cmd_predict(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "tune") == 0) return cmd_tune(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

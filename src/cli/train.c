@@ -251,6 +251,7 @@ typedef struct {
     clnet_runtime *rt;
     clnet_net *net;
     clnet_dataset *train, *test;
+    double mean, std; /* the images' normalisation (--mean, --std), for checkpoints */
 } session;
 
 static void session_free(session *s) {
@@ -321,6 +322,8 @@ static int load_data(const options *o, session *s, int need_train) {
 /* Loads the model and the data, checks they fit each other, opens devices. */
 static int open_session(const options *o, session *s, int need_train) {
     memset(s, 0, sizeof *s);
+    s->mean = o->mean;
+    s->std = o->std;
     if (clnet_net_load(&s->net, o->model) != CLNET_OK) return fail("model");
     int rc = load_data(o, s, need_train);
     if (rc) return rc;
@@ -397,8 +400,12 @@ static int evaluate(const options *o, session *s, double *acc, double *loss) {
  * `position` of epoch `epoch`'s order. */
 static int save(session *s, const char *path, int epoch, int64_t position, uint64_t data_seed,
                 uint64_t init_seed) {
-    clnet_progress p = {
-        .epoch = epoch, .position = position, .data_seed = data_seed, .init_seed = init_seed};
+    clnet_progress p = {.epoch = epoch,
+                        .position = position,
+                        .data_seed = data_seed,
+                        .init_seed = init_seed,
+                        .mean = (float)s->mean,
+                        .std = (float)s->std};
     if (position >= clnet_dataset_count(s->train)) p.epoch++, p.position = 0;
     if (clnet_net_save(s->net, path, &p) != CLNET_OK) return fail("saving a checkpoint");
     return 0;
