@@ -182,6 +182,9 @@ clnet_status clnet_pass_run(const clnet_pass *p, int slot, const char *family, c
 /* The slot's handle for helpers that take one (NULL without kept kernels). */
 cl_kernel *clnet_pass_kept(const clnet_pass *p, int slot);
 
+/* A forward pass that runs no kernel (views: flatten, a fused relu). */
+clnet_status clnet_no_kernels(const clnet_node *node, const clnet_pass *p);
+
 /* The registry (layers.c). */
 const clnet_kind *clnet_kind_find(const char *name);
 /* "conv2d, maxpool, ..." */

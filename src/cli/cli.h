@@ -14,6 +14,11 @@ int cli_option(int argc, char **argv, int *i, const char *name, const char **val
 int cli_int(const char *name, const char *text, long min, long max, long *out);
 int cli_float(const char *name, const char *text, double min, double max, double *out);
 
+/* --data-npy X,Y[,TX,TY]: the paths into paths[0..*count); 0 after a
+ * message unless there are 2 or 4. */
+#define CLI_PATH_CAP 1024
+int cli_npy_files(const char *list, char paths[4][CLI_PATH_CAP], int *count);
+
 /* ---- the commands (main in clnet.c calls these) ---- */
 
 int cmd_devices(int argc, char **argv); /* clnet.c */

@@ -124,23 +124,9 @@ static int load_inputs(const options *o, clnet_dataset **ds) {
     if (o->input) return clnet_dataset_load_npy(ds, o->input, NULL) != CLNET_OK ? fail("input") : 0;
     if (!o->data_npy)
         return clnet_dataset_load(ds, o->data, o->split) != CLNET_OK ? fail("data") : 0;
-    char paths[4][1024];
+    char paths[4][CLI_PATH_CAP];
     int count = 0;
-    for (const char *p = o->data_npy; count < 5;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (count < 4) snprintf(paths[count], sizeof paths[0], "%.*s", (int)len, p);
-        count++;
-        if (!comma) break;
-        p = comma + 1;
-    }
-    if (count != 2 && count != 4) {
-        fprintf(stderr,
-                "clnet: --data-npy takes X.npy,Y.npy or X.npy,Y.npy,TEST_X.npy,TEST_Y.npy, "
-                "not '%s'\n",
-                o->data_npy);
-        return 2;
-    }
+    if (!cli_npy_files(o->data_npy, paths, &count)) return 2;
     int k = count == 4 && strcmp(o->split, "test") == 0 ? 2 : 0;
     return clnet_dataset_load_npy(ds, paths[k], paths[k + 1]) != CLNET_OK ? fail("data") : 0;
 }

@@ -266,28 +266,6 @@ static int fail(const char *what) {
     return 1;
 }
 
-/* --data-npy X,Y[,TX,TY]: the training pair and the test pair (NULL where
- * absent); 2 (usage) when the list is not 2 or 4 paths. */
-static int npy_paths(const char *list, char paths[4][1024], int *count) {
-    *count = 0;
-    for (const char *p = list; *count < 5;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (*count < 4) snprintf(paths[*count], sizeof paths[0], "%.*s", (int)len, p);
-        (*count)++;
-        if (!comma) break;
-        p = comma + 1;
-    }
-    if (*count != 2 && *count != 4) {
-        fprintf(stderr,
-                "clnet: --data-npy takes X.npy,Y.npy or X.npy,Y.npy,TEST_X.npy,TEST_Y.npy, "
-                "not '%s'\n",
-                list);
-        return 2;
-    }
-    return 0;
-}
-
 /* Loads the data sets: training (need_train) and test (unless --no-eval);
  * clnet eval evaluates the test pair of --data-npy, or its only pair. */
 static int load_data(const options *o, session *s, int need_train) {
@@ -302,9 +280,9 @@ static int load_data(const options *o, session *s, int need_train) {
         fprintf(stderr, "clnet: --data and --data-npy name two data sets: give one\n");
         return 2;
     }
-    char paths[4][1024];
-    int count = 0, rc = npy_paths(o->data_npy, paths, &count);
-    if (rc) return rc;
+    char paths[4][CLI_PATH_CAP];
+    int count = 0;
+    if (!cli_npy_files(o->data_npy, paths, &count)) return 2;
     if (need_train && clnet_dataset_load_npy(&s->train, paths[0], paths[1]) != CLNET_OK)
         return fail("training data");
     if (o->no_eval) return 0;

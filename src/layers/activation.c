@@ -50,12 +50,6 @@ ACTIVATION(tanh)
 
 /* A relu that the layer before it runs (clnet_kind.fuse_relu): its output is
  * that layer's, and no kernel of its own runs. */
-static clnet_status nothing(const clnet_node *node, const clnet_pass *p) {
-    (void)node;
-    (void)p;
-    return CLNET_OK;
-}
-
 const clnet_kind clnet_relu_fused_kind = {
     .name = "relu",
     .keys = "",
@@ -63,5 +57,5 @@ const clnet_kind clnet_relu_fused_kind = {
     .max_inputs = 1,
     .is_view = 1,
     .setup = setup,
-    .forward = nothing,
+    .forward = clnet_no_kernels,
 };

@@ -12,12 +12,6 @@ static clnet_status setup(clnet_node *node) {
     return CLNET_OK;
 }
 
-static clnet_status nothing(const clnet_node *node, const clnet_pass *p) {
-    (void)node;
-    (void)p;
-    return CLNET_OK;
-}
-
 const clnet_kind clnet_flatten_kind = {
     .name = "flatten",
     .keys = "",
@@ -25,5 +19,5 @@ const clnet_kind clnet_flatten_kind = {
     .max_inputs = 1,
     .is_view = 1,
     .setup = setup,
-    .forward = nothing,
+    .forward = clnet_no_kernels,
 };
