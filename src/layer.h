@@ -194,9 +194,9 @@ clnet_status clnet_kind_register(const clnet_kind *kind);
 
 /* Layer kinds, one per file in src/layers/. */
 extern const clnet_kind clnet_conv2d_kind, clnet_maxpool_kind, clnet_avgpool_kind,
-    clnet_global_avgpool_kind, clnet_batchnorm_kind, clnet_dropout_kind, clnet_relu_kind,
-    clnet_sigmoid_kind, clnet_tanh_kind, clnet_linear_kind, clnet_flatten_kind, clnet_add_kind,
-    clnet_concat_kind, clnet_softmax_xent_kind;
+    clnet_global_avgpool_kind, clnet_global_maxpool_kind, clnet_batchnorm_kind, clnet_dropout_kind,
+    clnet_relu_kind, clnet_sigmoid_kind, clnet_tanh_kind, clnet_linear_kind, clnet_flatten_kind,
+    clnet_add_kind, clnet_concat_kind, clnet_softmax_xent_kind;
 /* A relu whose producer took it in (fuse_relu): named "relu", a view. */
 extern const clnet_kind clnet_relu_fused_kind;
 

@@ -14,7 +14,7 @@ static const clnet_kind *const builtin[] = {
     &clnet_global_avgpool_kind, &clnet_batchnorm_kind,    &clnet_dropout_kind,
     &clnet_relu_kind,           &clnet_sigmoid_kind,      &clnet_tanh_kind,
     &clnet_linear_kind,         &clnet_flatten_kind,      &clnet_add_kind,
-    &clnet_concat_kind,         &clnet_softmax_xent_kind,
+    &clnet_concat_kind,         &clnet_softmax_xent_kind, &clnet_global_maxpool_kind,
 };
 #define BUILTIN (sizeof builtin / sizeof builtin[0])
 

@@ -16,9 +16,9 @@
 #error "CMake defines CLNET_FIXTURES_DIR, the folder holding the fixtures"
 #endif
 
-static const char *const LAYERS[] = {"conv2d",    "maxpool", "avgpool",       "relu",
-                                     "sigmoid",   "tanh",    "linear",        "softmax_xent",
-                                     "batchnorm", "dropout", "global_avgpool"};
+static const char *const LAYERS[] = {"conv2d",    "maxpool", "avgpool",        "relu",
+                                     "sigmoid",   "tanh",    "linear",         "softmax_xent",
+                                     "batchnorm", "dropout", "global_avgpool", "global_maxpool"};
 #define NLAYERS (int)(sizeof LAYERS / sizeof LAYERS[0])
 
 /* A positive integer from the metadata. */
@@ -123,8 +123,8 @@ static int check_fixture(const char *path, const char *file) {
             expect(f, file, "dbias", 1, out, 0, 0, 0);
             expected_tensors += 2;
         }
-    } else if (!strcmp(layer, "global_avgpool")) {
-        /* AdaptiveAvgPool2d(1): (N, C, H, W) -> (N, C, 1, 1) */
+    } else if (!strcmp(layer, "global_avgpool") || !strcmp(layer, "global_maxpool")) {
+        /* AdaptiveAvgPool2d(1), AdaptiveMaxPool2d(1): (N, C, H, W) -> (N, C, 1, 1) */
         ck_assert_msg(ndim == 4, "%s: x must be (N, C, H, W)", file);
         int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3];
         ck_assert_int_eq(meta_int(f, file, "in_channels"), c);

@@ -19,6 +19,7 @@ typedef enum {
     MAXPOOL,
     AVGPOOL,
     GLOBAL_AVGPOOL,
+    GLOBAL_MAXPOOL,
     RELU,
     SIGMOID,
     TANH,
@@ -98,6 +99,9 @@ static void line_for(const layer_case *t, char *out, size_t cap) {
     case GLOBAL_AVGPOOL:
         snprintf(out, cap, "global_avgpool");
         break;
+    case GLOBAL_MAXPOOL:
+        snprintf(out, cap, "global_maxpool");
+        break;
     case RELU:
         snprintf(out, cap, "relu");
         break;
@@ -137,6 +141,9 @@ static void ref_forward(const layer_case *t, float *y, const float *x, const flo
         break;
     case GLOBAL_AVGPOOL:
         ref_global_avgpool_forward(y, x, t->n, t->c, t->h * t->w);
+        break;
+    case GLOBAL_MAXPOOL:
+        ref_global_maxpool_forward(y, x, t->n, t->c, t->h * t->w);
         break;
     case RELU:
         ref_relu_forward(y, x, count);
@@ -178,6 +185,9 @@ static void ref_backward(const layer_case *t, float *dx, float *dw, float *db, c
         break;
     case GLOBAL_AVGPOOL:
         ref_global_avgpool_backward(dx, dy, t->n, t->c, t->h * t->w);
+        break;
+    case GLOBAL_MAXPOOL:
+        ref_global_maxpool_backward(dx, dy, x, t->n, t->c, t->h * t->w);
         break;
     case RELU:
         ref_relu_backward(dx, dy, y, count);
@@ -225,7 +235,7 @@ static void channel_spread(float *x, int n, int c, int s) {
  * values 0.05 apart (no ties, no winner changes), relu stays away from 0. */
 static void make_input(const layer_case *t, float *x, size_t count, uint64_t seed) {
     test_random_floats(x, count, seed);
-    if (t->k == MAXPOOL) {
+    if (t->k == MAXPOOL || t->k == GLOBAL_MAXPOOL) {
         for (size_t i = 0; i < count; i++) x[i] = 0.05f * (float)((i * 7919) % count) - 1.0f;
     } else if (t->k == RELU) {
         for (size_t i = 0; i < count; i++) x[i] += x[i] >= 0 ? 0.1f : -0.1f;
@@ -649,7 +659,7 @@ END_TEST
 
 /* Global average pooling keeps the input's spatial rank, every size 1 (PyTorch's
  * AdaptiveAvgPool1d/2d/3d(1)), and refuses a vector, which has no plane. */
-START_TEST(global_avgpool_keeps_the_spatial_rank) {
+START_TEST(global_pools_keep_the_spatial_rank) {
     const struct {
         const char *input;
         int rank, c;
@@ -658,16 +668,18 @@ START_TEST(global_avgpool_keeps_the_spatial_rank) {
         {"input channels=2 height=7 width=9", 3, 2},
         {"input channels=4 depth=3 height=5 width=2", 4, 4},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *kinds[] = {"global_avgpool", "global_maxpool"};
+    for (size_t i = 0; i < 2 * sizeof cases / sizeof cases[0]; i++) {
+        const char *kind = kinds[i % 2];
         clnet_net *net = NULL;
         ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
-        ck_assert_int_eq(clnet_net_add(net, cases[i].input), CLNET_OK);
-        ck_assert_msg(clnet_net_add(net, "global_avgpool") == CLNET_OK, "%s", clnet_last_error());
+        ck_assert_int_eq(clnet_net_add(net, cases[i / 2].input), CLNET_OK);
+        ck_assert_msg(clnet_net_add(net, kind) == CLNET_OK, "%s", clnet_last_error());
         clnet_layer_info info;
         ck_assert_int_eq(clnet_net_layer_info(net, 0, &info), CLNET_OK);
-        ck_assert_str_eq(info.kind, "global_avgpool");
-        ck_assert_int_eq(info.out_rank, cases[i].rank);
-        ck_assert_int_eq(info.out_shape[0], cases[i].c);
+        ck_assert_str_eq(info.kind, kind);
+        ck_assert_int_eq(info.out_rank, cases[i / 2].rank);
+        ck_assert_int_eq(info.out_shape[0], cases[i / 2].c);
         for (int d = 1; d < info.out_rank; d++) ck_assert_int_eq(info.out_shape[d], 1);
         ck_assert_int_eq((int)info.params, 0);
         clnet_net_free(net);
@@ -691,7 +703,7 @@ int main(void) {
     tcase_add_test(t, batchnorm_refuses_one_value_per_channel_in_training);
     tcase_add_test(t, softmax_xent_is_stable_for_huge_logits);
     tcase_add_test(t, layer_shapes_are_checked);
-    tcase_add_test(t, global_avgpool_keeps_the_spatial_rank);
+    tcase_add_test(t, global_pools_keep_the_spatial_rank);
     tcase_add_test(t, bias_off_drops_the_bias_parameter);
     tcase_add_test(t, uniform_fan_in_init_follows_pytorch);
     suite_add_tcase(s, t);

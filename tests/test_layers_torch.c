@@ -51,11 +51,12 @@ typedef enum {
     BATCHNORM,
     GLOBAL_AVGPOOL,
     DROPOUT,
+    GLOBAL_MAXPOOL,
     NKINDS
 } kind;
 static const char *const KIND_META[NKINDS] = {
     "conv2d", "maxpool",      "avgpool",   "relu",           "sigmoid", "tanh",
-    "linear", "softmax_xent", "batchnorm", "global_avgpool", "dropout"};
+    "linear", "softmax_xent", "batchnorm", "global_avgpool", "dropout", "global_maxpool"};
 
 /* One fixture: its file, its layer as a model-file line, and its tensors. */
 typedef struct {
@@ -154,10 +155,11 @@ static void fixture_load(fixture *fx, const char *file) {
         snprintf(fx->line, sizeof fx->line, "linear units=%d%s", out.c, bias_off);
         break;
     case GLOBAL_AVGPOOL:
+    case GLOBAL_MAXPOOL:
         ck_assert_int_eq(fx->ndim, 4);
         ck_assert_int_eq(meta_int(fx, "in_channels"), c);
         out.h = out.w = 1;
-        snprintf(fx->line, sizeof fx->line, "global_avgpool");
+        snprintf(fx->line, sizeof fx->line, "%s", KIND_META[fx->k]);
         break;
     case DROPOUT: {
         const char *p = clnet_st_meta_get(fx->st, "p");

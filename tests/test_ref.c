@@ -77,11 +77,12 @@ enum {
     LINEAR,
     SOFTMAX_XENT,
     BATCHNORM,
+    GLOBAL_MAXPOOL,
     LAYER_COUNT
 };
 static const char *const layer_names[LAYER_COUNT] = {
-    "conv2d",  "maxpool", "avgpool", "global_avgpool", "relu",
-    "sigmoid", "tanh",    "linear",  "softmax_xent",   "batchnorm"};
+    "conv2d", "maxpool", "avgpool",      "global_avgpool", "relu",          "sigmoid",
+    "tanh",   "linear",  "softmax_xent", "batchnorm",      "global_maxpool"};
 static double worst[LAYER_COUNT];
 
 /* The finite-difference step per layer. The forward passes are float, so a
@@ -96,9 +97,9 @@ static double worst[LAYER_COUNT];
  *    difference is ~step^2 times the third derivative, small at 1e-2. Batch
  *    norm is affine in its weight and bias, so those steps are exact. */
 static const float layer_eps[LAYER_COUNT] = {
-    [CONV] = 0.25f,         [AVGPOOL] = 0.25f,  [GLOBAL_AVGPOOL] = 0.25f, [LINEAR] = 0.25f,
-    [RELU] = 1e-2f,         [MAXPOOL] = 1e-2f,  [SIGMOID] = 1e-2f,        [TANH] = 1e-2f,
-    [SOFTMAX_XENT] = 1e-2f, [BATCHNORM] = 1e-2f};
+    [CONV] = 0.25f,         [AVGPOOL] = 0.25f,   [GLOBAL_AVGPOOL] = 0.25f, [LINEAR] = 0.25f,
+    [RELU] = 1e-2f,         [MAXPOOL] = 1e-2f,   [SIGMOID] = 1e-2f,        [TANH] = 1e-2f,
+    [SOFTMAX_XENT] = 1e-2f, [BATCHNORM] = 1e-2f, [GLOBAL_MAXPOOL] = 1e-2f};
 
 typedef double (*loss_fn)(void *ctx);
 
@@ -330,6 +331,47 @@ START_TEST(global_avgpool_backward_matches_finite_differences) {
         printf("global_avgpool N%d C%d %2dx%-2d: dx %.1e\n", N, C, shapes[k][2], shapes[k][3], ex);
         free(c.x), free(c.y), free(c.r), free(dx);
     }
+}
+END_TEST
+
+/* ---- global max pooling: finite differences and ties ------------------------------------ */
+
+static double global_maxpool_loss(void *ctx) {
+    global_avgpool_case *c = ctx;
+    ref_global_maxpool_forward(c->y, c->x, c->N, c->C, c->S);
+    return dot(c->y, c->r, (size_t)c->N * c->C);
+}
+
+START_TEST(global_maxpool_backward_matches_finite_differences_and_picks_the_first_tie) {
+    const int shapes[][4] = {{2, 3, 7, 9}, {3, 2, 1, 1}, {1, 2, 13, 11}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int N = shapes[k][0], C = shapes[k][1], S = shapes[k][2] * shapes[k][3];
+        size_t nx = (size_t)N * C * S, ny = (size_t)N * C;
+        global_avgpool_case c = {.N = N,
+                                 .C = C,
+                                 .S = S,
+                                 .x = alloc_floats(nx),
+                                 .y = alloc_floats(ny),
+                                 .r = random_floats(ny, 370 + k, 1.0f)};
+        for (size_t i = 0; i < nx; i++) /* distinct values 0.05 apart: no step changes a winner */
+            c.x[i] = 0.05f * (float)((i * 7919) % nx) - 1.0f;
+        float *dx = alloc_floats(nx);
+        global_maxpool_loss(&c);
+        check_guard(c.y, ny, "global_maxpool y");
+        ref_global_maxpool_backward(dx, c.r, c.x, N, C, S);
+        check_guard(dx, nx, "global_maxpool dx");
+        double ex = fd_check(GLOBAL_MAXPOOL, "dx", global_maxpool_loss, &c, c.x, dx, nx);
+        printf("global_maxpool N%d C%d %2dx%-2d: dx %.1e\n", N, C, shapes[k][2], shapes[k][3], ex);
+        free(c.x), free(c.y), free(c.r), free(dx);
+    }
+    /* ties go to the first, a NaN wins (the last one), as in PyTorch */
+    const float x[2][5] = {{1, 3, 2, 3, 0}, {1, NAN, 5, NAN, 2}};
+    const float dy[2] = {10, 20};
+    float y[2], dx[2][5];
+    ref_global_maxpool_forward(y, &x[0][0], 1, 2, 5);
+    ref_global_maxpool_backward(&dx[0][0], dy, &x[0][0], 1, 2, 5);
+    ck_assert(y[0] == 3 && isnan(y[1]));
+    ck_assert(dx[0][1] == 10 && dx[0][3] == 0 && dx[1][3] == 20 && dx[1][1] == 0);
 }
 END_TEST
 
@@ -908,6 +950,7 @@ int main(void) {
     tcase_add_test(t, maxpool_backward_matches_finite_differences);
     tcase_add_test(t, avgpool_backward_matches_finite_differences);
     tcase_add_test(t, global_avgpool_backward_matches_finite_differences);
+    tcase_add_test(t, global_maxpool_backward_matches_finite_differences_and_picks_the_first_tie);
     tcase_add_test(t, activations_backward_match_finite_differences);
     tcase_add_test(t, linear_backward_matches_finite_differences);
     tcase_add_test(t, softmax_xent_backward_matches_finite_differences);

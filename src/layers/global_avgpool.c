@@ -1,7 +1,8 @@
-/* Global average pooling, PyTorch's AdaptiveAvgPool2d(1) (cl/pool.cl):
- * x (n, C, spatial...) -> y (n, C, 1, ...), the mean of each plane. The output
- * keeps the input's spatial dimensions, each of size 1 (an image of 1x1), so
- * that linear and flatten read it as PyTorch does. It takes no options. */
+/* Global pooling (cl/pool.cl), x (n, C, spatial...) -> y (n, C, 1, ...):
+ *   global_avgpool, PyTorch's AdaptiveAvgPool1d/2d/3d(1): the mean of each plane;
+ *   global_maxpool, PyTorch's AdaptiveMaxPool1d/2d/3d(1): its largest value.
+ * The output keeps the input's spatial dimensions, each of size 1 (an image of
+ * 1x1), so that linear and flatten read it as PyTorch does. No options. */
 #include "error.h"
 #include "layer.h"
 #include "program.h"
@@ -39,4 +40,33 @@ const clnet_kind clnet_global_avgpool_kind = {
     .setup = setup,
     .forward = forward,
     .backward = backward,
+};
+
+static clnet_status max_forward(const clnet_node *node, const clnet_pass *p) {
+    size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
+    return clnet_pass_run(
+        p, 0, "pool", "", "global_maxpool_forward", 1, (size_t[]){planes}, NULL,
+        ARGS(U32(planes), U32(S), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
+}
+
+/* reads x to find each plane's largest value again */
+static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
+    size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
+    if (!p->need_dx[0]) return CLNET_OK;
+    return clnet_pass_run(p, 1, "pool", clnet_dx_options(p, 0), "global_maxpool_backward", 1,
+                          (size_t[]){planes}, NULL,
+                          ARGS(U32(planes), U32(S), MEM(p->act), U32(p->x[0]), MEM(p->dact),
+                               U32(p->dy), MEM(p->dact), U32(p->dx[0])));
+}
+
+const clnet_kind clnet_global_maxpool_kind = {
+    .name = "global_maxpool",
+    .stem = "pool",
+    .keys = "",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .backward_reads = CLNET_READS_X,
+    .setup = setup,
+    .forward = max_forward,
+    .backward = max_backward,
 };

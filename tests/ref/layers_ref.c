@@ -209,6 +209,28 @@ void ref_global_avgpool_backward(float *dx, const float *dy, int N, int C, int S
         for (int i = 0; i < S; i++) dx[plane * S + i] = (float)((double)dy[plane] / S);
 }
 
+/* The place of a plane's largest value as PyTorch's AdaptiveMaxPool finds it:
+ * the first largest, or the last NaN. */
+static int plane_argmax(const float *x, int S) {
+    int best = 0;
+    for (int i = 1; i < S; i++)
+        if (x[i] > x[best] || isnan(x[i])) best = i;
+    return best;
+}
+
+void ref_global_maxpool_forward(float *y, const float *x, int N, int C, int S) {
+    for (size_t plane = 0; plane < (size_t)N * C; plane++)
+        y[plane] = x[plane * S + (size_t)plane_argmax(x + plane * S, S)];
+}
+
+void ref_global_maxpool_backward(float *dx, const float *dy, const float *x, int N, int C, int S) {
+    // forward took one element of each plane, so its gradient goes there alone
+    for (size_t plane = 0; plane < (size_t)N * C; plane++) {
+        int best = plane_argmax(x + plane * S, S);
+        for (int i = 0; i < S; i++) dx[plane * S + i] = i == best ? dy[plane] : 0.0f;
+    }
+}
+
 /* ---- batch normalization ------------------------------------------------------------ */
 
 /* Channel c's batch mean and biased variance over x (N,C,S), in double, two passes. */

@@ -52,6 +52,11 @@ void ref_avgpool_backward(float *dx, const float *dy, int N, int C, int H, int W
 void ref_global_avgpool_forward(float *y, const float *x, int N, int C, int S);
 /* dy (N,C) -> dx (N,C,S) */
 void ref_global_avgpool_backward(float *dx, const float *dy, int N, int C, int S);
+/* global max pooling (PyTorch's AdaptiveMaxPool2d(1)): the largest value of each plane, the
+ * first one where several are equal, the last NaN where there are NaNs */
+void ref_global_maxpool_forward(float *y, const float *x, int N, int C, int S);
+/* dy (N,C) -> dx (N,C,S): dy at each plane's largest value, 0 elsewhere */
+void ref_global_maxpool_backward(float *dx, const float *dy, const float *x, int N, int C, int S);
 
 /* batch normalization (PyTorch's BatchNorm1d/2d/3d) over x (N,C,S), S the spatial positions
  * flattened (1 for a vector (N,C)): channel c's M = N*S values are x[(n*C + c)*S + s]. With
