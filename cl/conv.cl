@@ -9,10 +9,11 @@
 
 // One work-item per output position (ox, oy) of one (b, c) plane: it writes
 // that position's KH*KW entries of col. Dimension 0 runs along ox, so
-// neighbouring work-items write neighbouring columns.
+// neighbouring work-items write neighbouring columns. Taps are dh and dw apart
+// (dilation): col[(c,ky,kx), (b,oy,ox)] = x[b, c, oy*sh-ph+ky*dh, ox*sw-pw+kx*dw].
 __kernel void im2col(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw, uint ph,
-                     uint pw, uint OH, uint OW, __global const float *x, uint xoff,
-                     __global float *col, uint coloff) {
+                     uint pw, uint OH, uint OW, uint dh, uint dw, __global const float *x,
+                     uint xoff, __global float *col, uint coloff) {
     const uint ox = get_global_id(0), oy = get_global_id(1), bc = get_global_id(2);
     if (ox >= WIN(OW) || oy >= WIN(OH) || bc >= n * WIN(C)) return;
     const uint b = bc / WIN(C), c = bc % WIN(C), P = WIN(OH) * WIN(OW), NP = n * P;
@@ -20,10 +21,10 @@ __kernel void im2col(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, 
     __global float *out = col + coloff + c * WIN(KH) * WIN(KW) * NP + b * P + oy * WIN(OW) + ox;
     const int y0 = (int)(oy * WIN(sh)) - (int)WIN(ph), x0 = (int)(ox * WIN(sw)) - (int)WIN(pw);
     for (uint ky = 0; ky < WIN(KH); ky++) {
-        const int iy = y0 + (int)ky;
+        const int iy = y0 + (int)(ky * WIN(dh));
         const bool row_in = iy >= 0 && iy < (int)WIN(H);
         for (uint kx = 0; kx < WIN(KW); kx++) {
-            const int ix = x0 + (int)kx;
+            const int ix = x0 + (int)(kx * WIN(dw));
             out[(ky * WIN(KW) + kx) * NP] = row_in && ix >= 0 && ix < (int)WIN(W) ? plane[iy * (int)WIN(W) + ix] : 0.0f;
         }
     }
@@ -31,24 +32,38 @@ __kernel void im2col(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, 
 
 // dx[b, c, iy, ix] = sum of dcol over every (ky, kx, oy, ox) that read x[b, c, iy, ix]
 // in im2col: the gather form of col2im, one work-item per input element.
-// Forward was col[(c,ky,kx),(b,oy,ox)] = x[b,c,oy*sh-ph+ky,ox*sw-pw+kx], so backward adds
-// dcol at those places back into dx.
+// Forward was col[(c,ky,kx),(b,oy,ox)] = x[b,c,oy*sh-ph+ky*dh,ox*sw-pw+kx*dw], so backward
+// adds dcol at those places back into dx. Without dilation the outputs whose
+// window holds (iy, ix) form a range; with it, each tap is tried in turn.
 __kernel void col2im(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw, uint ph,
-                     uint pw, uint OH, uint OW, __global const float *dcol, uint dcoloff,
-                     __global float *dx, uint dxoff, float beta) {
+                     uint pw, uint OH, uint OW, uint dh, uint dw, __global const float *dcol,
+                     uint dcoloff, __global float *dx, uint dxoff, float beta) {
     const uint ix = get_global_id(0), iy = get_global_id(1), bc = get_global_id(2);
     if (ix >= WIN(W) || iy >= WIN(H) || bc >= n * WIN(C)) return;
     const uint b = bc / WIN(C), c = bc % WIN(C), P = WIN(OH) * WIN(OW), NP = n * P;
-    int oy_lo, oy_hi, ox_lo, ox_hi;
-    clnet_windows_holding((int)iy, (int)WIN(KH), (int)WIN(sh), (int)WIN(ph), (int)WIN(OH), &oy_lo, &oy_hi);
-    clnet_windows_holding((int)ix, (int)WIN(KW), (int)WIN(sw), (int)WIN(pw), (int)WIN(OW), &ox_lo, &ox_hi);
     __global const float *base = dcol + dcoloff + c * WIN(KH) * WIN(KW) * NP + b * P;
     float s = 0.0f;
-    for (int oy = oy_lo; oy <= oy_hi; oy++) {
-        const uint ky = iy + WIN(ph) - (uint)oy * WIN(sh);
-        for (int ox = ox_lo; ox <= ox_hi; ox++) {
-            const uint kx = ix + WIN(pw) - (uint)ox * WIN(sw);
-            s += base[(ky * WIN(KW) + kx) * NP + (uint)oy * WIN(OW) + (uint)ox];
+    if (WIN(dh) == 1 && WIN(dw) == 1) {
+        int oy_lo, oy_hi, ox_lo, ox_hi;
+        clnet_windows_holding((int)iy, (int)WIN(KH), (int)WIN(sh), (int)WIN(ph), (int)WIN(OH), &oy_lo, &oy_hi);
+        clnet_windows_holding((int)ix, (int)WIN(KW), (int)WIN(sw), (int)WIN(pw), (int)WIN(OW), &ox_lo, &ox_hi);
+        for (int oy = oy_lo; oy <= oy_hi; oy++) {
+            const uint ky = iy + WIN(ph) - (uint)oy * WIN(sh);
+            for (int ox = ox_lo; ox <= ox_hi; ox++) {
+                const uint kx = ix + WIN(pw) - (uint)ox * WIN(sw);
+                s += base[(ky * WIN(KW) + kx) * NP + (uint)oy * WIN(OW) + (uint)ox];
+            }
+        }
+    } else {
+        for (uint ky = 0; ky < WIN(KH); ky++) {
+            const int ty = (int)(iy + WIN(ph)) - (int)(ky * WIN(dh)); // = oy * sh
+            if (ty < 0 || ty % (int)WIN(sh) != 0 || ty / (int)WIN(sh) >= (int)WIN(OH)) continue;
+            const uint oy = (uint)ty / WIN(sh);
+            for (uint kx = 0; kx < WIN(KW); kx++) {
+                const int tx = (int)(ix + WIN(pw)) - (int)(kx * WIN(dw));
+                if (tx < 0 || tx % (int)WIN(sw) != 0 || tx / (int)WIN(sw) >= (int)WIN(OW)) continue;
+                s += base[(ky * WIN(KW) + kx) * NP + oy * WIN(OW) + (uint)tx / WIN(sw)];
+            }
         }
     }
     __global float *d = dx + dxoff + (bc * WIN(H) + iy) * WIN(W) + ix;

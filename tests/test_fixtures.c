@@ -52,6 +52,12 @@ static int64_t pooled(int64_t size, int64_t kernel, int64_t stride, int64_t pad)
     return (size + 2 * pad - kernel) / stride + 1;
 }
 
+/* A metadata number that may be absent (then def). */
+static int64_t meta_int_or(const clnet_st_file *f, const char *key, int64_t def) {
+    const char *v = clnet_st_meta_get(f, key);
+    return v ? strtoll(v, NULL, 10) : def;
+}
+
 /* 1 unless the metadata says bias=False (PyTorch's Conv2d or Linear without a bias). */
 static int has_bias(const clnet_st_file *f, const char *file) {
     const char *v = clnet_st_meta_get(f, "bias");
@@ -87,12 +93,18 @@ static int check_fixture(const char *path, const char *file) {
         int64_t ph = meta_int(f, file, "pad_h"), pw = meta_int(f, file, "pad_w");
         ck_assert_int_eq(meta_int(f, file, "in_channels"), c);
         ck_assert(kh > 0 && kw > 0 && sh > 0 && sw > 0);
-        int64_t oh = pooled(h, kh, sh, ph), ow = pooled(w, kw, sw, pw);
+        /* conv2d: dilation (a kernel spans d*(k-1)+1) and groups (weight (out, in/groups, ...)) */
+        int64_t dh = meta_int_or(f, "dilation_h", 1), dw = meta_int_or(f, "dilation_w", 1);
+        int64_t groups = meta_int_or(f, "groups", 1);
+        ck_assert(dh > 0 && dw > 0 && groups > 0 && c % groups == 0);
+        int64_t oh = pooled(h, dh * (kh - 1) + 1, sh, ph),
+                ow = pooled(w, dw * (kw - 1) + 1, sw, pw);
         int64_t co = c;
         if (!strcmp(layer, "conv2d")) {
             co = meta_int(f, file, "out_channels");
-            expect(f, file, "weight", 4, co, c, kh, kw);
-            expect(f, file, "dweight", 4, co, c, kh, kw);
+            ck_assert(co % groups == 0);
+            expect(f, file, "weight", 4, co, c / groups, kh, kw);
+            expect(f, file, "dweight", 4, co, c / groups, kh, kw);
             expected_tensors += 2;
             if (has_bias(f, file)) {
                 expect(f, file, "bias", 1, co, 0, 0, 0);

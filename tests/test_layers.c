@@ -34,62 +34,69 @@ typedef struct {
     int f, kh, kw, s, p; /* conv filters / linear units, window, stride, pad */
     int slow_ok;         /* small enough for a simulator */
     int no_bias;         /* conv2d and linear: bias=off */
+    int dil, groups;     /* conv2d: dilation= and groups= (0: the default, 1) */
 } layer_case;
 
 static const layer_case CASES[] = {
     /* conv2d */
-    {CONV, 1, 1, 5, 5, 2, 3, 3, 1, 1, 1, 0},
-    {CONV, 2, 3, 7, 9, 4, 3, 2, 1, 0, 1, 0},   /* non-square kernel, odd sizes */
-    {CONV, 1, 2, 13, 11, 3, 1, 1, 1, 0, 1, 0}, /* 1x1 kernel */
-    {CONV, 2, 2, 9, 9, 3, 2, 2, 3, 0, 1, 0},   /* stride larger than the kernel */
-    {CONV, 1, 2, 6, 7, 2, 3, 3, 1, 2, 1, 0},   /* padding larger than half the kernel */
-    {CONV, 3, 5, 13, 11, 7, 5, 5, 2, 2, 0, 0},
-    {CONV, 2, 1, 28, 28, 20, 3, 3, 1, 0, 0, 0}, /* LeNet's first layer */
-    {CONV, 2, 3, 7, 9, 4, 3, 2, 1, 0, 1, 1},    /* bias=off */
-    {CONV, 1, 4, 13, 11, 8, 1, 1, 2, 0, 1, 1},  /* bias=off, ResNet's strided 1x1 projection */
+    {CONV, 1, 1, 5, 5, 2, 3, 3, 1, 1, 1, 0, 0, 0},
+    {CONV, 2, 3, 7, 9, 4, 3, 2, 1, 0, 1, 0, 0, 0},   /* non-square kernel, odd sizes */
+    {CONV, 1, 2, 13, 11, 3, 1, 1, 1, 0, 1, 0, 0, 0}, /* 1x1 kernel */
+    {CONV, 2, 2, 9, 9, 3, 2, 2, 3, 0, 1, 0, 0, 0},   /* stride larger than the kernel */
+    {CONV, 1, 2, 6, 7, 2, 3, 3, 1, 2, 1, 0, 0, 0},   /* padding larger than half the kernel */
+    {CONV, 3, 5, 13, 11, 7, 5, 5, 2, 2, 0, 0, 0, 0},
+    {CONV, 2, 1, 28, 28, 20, 3, 3, 1, 0, 0, 0, 0, 0}, /* LeNet's first layer */
+    {CONV, 2, 3, 7, 9, 4, 3, 2, 1, 0, 1, 1, 0, 0},    /* bias=off */
+    {CONV, 1, 4, 13, 11, 8, 1, 1, 2, 0, 1, 1, 0, 0}, /* bias=off, ResNet's strided 1x1 projection */
     /* 1.2 Mi column floats a sample: chunks of 2, 2, 2 and 1 samples (conv2d.c) */
-    {CONV, 7, 64, 46, 46, 4, 3, 3, 1, 1, 0, 0},
+    {CONV, 7, 64, 46, 46, 4, 3, 3, 1, 1, 0, 0, 0, 0},
+    /* dilation and groups (PyTorch's Conv2d) */
+    {CONV, 2, 2, 11, 9, 3, 3, 3, 1, 1, 1, 0, 3, 1},   /* dilation 3 */
+    {CONV, 2, 4, 7, 6, 6, 3, 3, 2, 1, 1, 0, 1, 2},    /* 2 groups, strided */
+    {CONV, 3, 3, 9, 7, 3, 3, 3, 1, 2, 1, 1, 2, 3},    /* depthwise, dilated, no bias */
+    {CONV, 1, 8, 12, 12, 16, 3, 3, 2, 1, 1, 0, 2, 4}, /* 4 groups, dilation 2, stride 2 */
     /* pools */
-    {MAXPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1, 0},
-    {MAXPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1, 0}, /* overlapping windows, padding */
-    {MAXPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1, 0},   /* stride larger than the window */
-    {MAXPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1, 0},   /* padding = window - 1 */
-    {AVGPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1, 0},
-    {AVGPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1, 0},
-    {AVGPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1, 0},
-    {AVGPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1, 0},
-    {GLOBAL_AVGPOOL, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1, 0},
-    {GLOBAL_AVGPOOL, 3, 4, 1, 1, 0, 0, 0, 0, 0, 1, 0}, /* a 1x1 plane: the identity */
-    {GLOBAL_AVGPOOL, 1, 2, 13, 11, 0, 0, 0, 0, 0, 1, 0},
-    {GLOBAL_AVGPOOL, 4, 64, 7, 7, 0, 0, 0, 0, 0, 0, 0}, /* ResNet-18's, in small batch */
+    {MAXPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1, 0, 0, 0},
+    {MAXPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1, 0, 0, 0}, /* overlapping windows, padding */
+    {MAXPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1, 0, 0, 0},   /* stride larger than the window */
+    {MAXPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1, 0, 0, 0},   /* padding = window - 1 */
+    {AVGPOOL, 2, 3, 7, 9, 0, 2, 2, 2, 0, 1, 0, 0, 0},
+    {AVGPOOL, 1, 2, 13, 11, 0, 3, 3, 2, 1, 1, 0, 0, 0},
+    {AVGPOOL, 2, 1, 9, 9, 0, 2, 2, 3, 0, 1, 0, 0, 0},
+    {AVGPOOL, 1, 1, 7, 7, 0, 3, 3, 1, 2, 1, 0, 0, 0},
+    {GLOBAL_AVGPOOL, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+    {GLOBAL_AVGPOOL, 3, 4, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0}, /* a 1x1 plane: the identity */
+    {GLOBAL_AVGPOOL, 1, 2, 13, 11, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+    {GLOBAL_AVGPOOL, 4, 64, 7, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* ResNet-18's, in small batch */
     /* activations */
-    {RELU, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1, 0},
-    {SIGMOID, 1, 1, 13, 11, 0, 0, 0, 0, 0, 1, 0},
-    {TANH, 3, 2, 5, 7, 0, 0, 0, 0, 0, 1, 0},
+    {RELU, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+    {SIGMOID, 1, 1, 13, 11, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+    {TANH, 3, 2, 5, 7, 0, 0, 0, 0, 0, 1, 0, 0, 0},
     /* linear (f = units) */
-    {LINEAR, 1, 37, 1, 1, 10, 0, 0, 0, 0, 1, 0},
-    {LINEAR, 5, 3, 2, 2, 7, 0, 0, 0, 0, 1, 0},  /* reads a (3, 2, 2) input flat */
-    {LINEAR, 3, 11, 1, 1, 6, 0, 0, 0, 0, 1, 1}, /* bias=off */
-    {LINEAR, 3, 800, 1, 1, 128, 0, 0, 0, 0, 0, 0},
+    {LINEAR, 1, 37, 1, 1, 10, 0, 0, 0, 0, 1, 0, 0, 0},
+    {LINEAR, 5, 3, 2, 2, 7, 0, 0, 0, 0, 1, 0, 0, 0},  /* reads a (3, 2, 2) input flat */
+    {LINEAR, 3, 11, 1, 1, 6, 0, 0, 0, 0, 1, 1, 0, 0}, /* bias=off */
+    {LINEAR, 3, 800, 1, 1, 128, 0, 0, 0, 0, 0, 0, 0, 0},
     /* batch norm in training, statistics of the rig's own batch (no collective) */
-    {BATCHNORM, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1, 0},    /* images, odd sizes */
-    {BATCHNORM, 4, 5, 1, 1, 0, 0, 0, 0, 0, 1, 0},    /* vectors (C,1,1), as after linear */
-    {BATCHNORM, 2, 4, 1, 1, 0, 0, 0, 0, 0, 1, 0},    /* two values per channel, the least */
-    {BATCHNORM, 1, 3, 6, 5, 0, 0, 0, 0, 0, 1, 0},    /* batch 1: statistics over the image */
-    {BATCHNORM, 3, 2, 13, 11, 0, 0, 0, 0, 0, 1, 0},  /* 429 values per channel */
-    {BATCHNORM, 8, 16, 14, 14, 0, 0, 0, 0, 0, 0, 0}, /* 1568: many per work-item */
+    {BATCHNORM, 2, 3, 7, 9, 0, 0, 0, 0, 0, 1, 0, 0, 0},    /* images, odd sizes */
+    {BATCHNORM, 4, 5, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0},    /* vectors (C,1,1), as after linear */
+    {BATCHNORM, 2, 4, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0},    /* two values per channel, the least */
+    {BATCHNORM, 1, 3, 6, 5, 0, 0, 0, 0, 0, 1, 0, 0, 0},    /* batch 1: statistics over the image */
+    {BATCHNORM, 3, 2, 13, 11, 0, 0, 0, 0, 0, 1, 0, 0, 0},  /* 429 values per channel */
+    {BATCHNORM, 8, 16, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* 1568: many per work-item */
     /* softmax + cross-entropy (c = classes) */
-    {LOSS, 1, 10, 1, 1, 0, 0, 0, 0, 0, 1, 0},
-    {LOSS, 7, 10, 1, 1, 0, 0, 0, 0, 0, 1, 0},
-    {LOSS, 4, 37, 1, 1, 0, 0, 0, 0, 0, 1, 0},
+    {LOSS, 1, 10, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+    {LOSS, 7, 10, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+    {LOSS, 4, 37, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0},
 };
 
 static void line_for(const layer_case *t, char *out, size_t cap) {
     const char *bias = t->no_bias ? " bias=off" : "";
     switch (t->k) {
     case CONV:
-        snprintf(out, cap, "conv2d filters=%d size=%dx%d stride=%d pad=%d%s", t->f, t->kh, t->kw,
-                 t->s, t->p, bias);
+        snprintf(out, cap, "conv2d filters=%d size=%dx%d stride=%d pad=%d dilation=%d groups=%d%s",
+                 t->f, t->kh, t->kw, t->s, t->p, t->dil ? t->dil : 1, t->groups ? t->groups : 1,
+                 bias);
         break;
     case MAXPOOL:
     case AVGPOOL:
@@ -130,8 +137,9 @@ static void ref_forward(const layer_case *t, float *y, const float *x, const flo
     if (t->no_bias) b = NULL;
     switch (t->k) {
     case CONV:
-        ref_conv2d_forward(y, x, w, b, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw, t->s, t->s, t->p,
-                           t->p);
+        ref_conv2d_full_forward(y, x, w, b, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw, t->s, t->s,
+                                t->p, t->p, t->dil ? t->dil : 1, t->dil ? t->dil : 1,
+                                t->groups ? t->groups : 1);
         break;
     case MAXPOOL:
         ref_maxpool_forward(y, x, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p, t->p);
@@ -173,8 +181,9 @@ static void ref_backward(const layer_case *t, float *dx, float *dw, float *db, c
     if (t->no_bias) db = NULL;
     switch (t->k) {
     case CONV:
-        ref_conv2d_backward(dx, dw, db, dy, x, w, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw, t->s,
-                            t->s, t->p, t->p);
+        ref_conv2d_full_backward(dx, dw, db, dy, x, w, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw,
+                                 t->s, t->s, t->p, t->p, t->dil ? t->dil : 1, t->dil ? t->dil : 1,
+                                 t->groups ? t->groups : 1);
         break;
     case MAXPOOL:
         ref_maxpool_backward(dx, dy, x, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p,
@@ -557,6 +566,11 @@ START_TEST(layer_shapes_are_checked) {
         {"conv2d filters=2 size=0", "expected"},
         {"conv2d filters=2 size=3 stride=0", "expected"},
         {"conv2d filters=2 size=3 color=red", "unknown option 'color'"},
+        {"conv2d filters=2 size=3 groups=2",
+         "groups=2 must divide the 1 input channels and the 2 filters"},
+        {"conv2d filters=2 size=3 dilation=3", "(dilation 3x3: it spans 7x7) with padding 0x0"},
+        {"conv2d filters=2 size=3 dilation=0", "dilation=0: expected"},
+        {"conv2d filters=2 size=3 groups=0", "groups=0: expected"},
         {"lstm units=4", "unknown layer kind 'lstm'"},
         {"batchnorm eps=0", "eps=0: expected a number > 0"},
         {"batchnorm momentum=1.5", "momentum=1.5: expected 0 to 1"},

@@ -133,15 +133,23 @@ static void fixture_load(fixture *fx, const char *file) {
         int sh = meta_int(fx, "stride_h"), sw = meta_int(fx, "stride_w");
         int ph = meta_int(fx, "pad_h"), pw = meta_int(fx, "pad_w");
         ck_assert_int_eq(meta_int(fx, "in_channels"), c);
-        char conv[32] = "";
+        /* conv2d's dilation and groups, when the file has them */
+        int dh = 1, dw = 1, groups = 1;
+        if (clnet_st_meta_get(fx->st, "groups")) {
+            dh = meta_int(fx, "dilation_h");
+            dw = meta_int(fx, "dilation_w");
+            groups = meta_int(fx, "groups");
+        }
+        char conv[80] = "";
         if (fx->k == CONV) {
             out.c = meta_int(fx, "out_channels");
-            snprintf(conv, sizeof conv, " filters=%d", out.c);
+            snprintf(conv, sizeof conv, " filters=%d dilation=%dx%d groups=%d", out.c, dh, dw,
+                     groups);
         }
         snprintf(fx->line, sizeof fx->line, "%s%s size=%dx%d stride=%dx%d pad=%dx%d%s",
                  fx->k == CONV ? "conv2d" : layer, conv, kh, kw, sh, sw, ph, pw, bias_off);
-        out.h = (h + 2 * ph - kh) / sh + 1;
-        out.w = (w + 2 * pw - kw) / sw + 1;
+        out.h = (h + 2 * ph - (dh * (kh - 1) + 1)) / sh + 1;
+        out.w = (w + 2 * pw - (dw * (kw - 1) + 1)) / sw + 1;
         break;
     }
     case RELU:

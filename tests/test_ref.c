@@ -140,6 +140,7 @@ static void expect_floats(const float *got, const float *want, size_t n, double 
 
 typedef struct {
     int N, C, H, W, F, KH, KW, sh, sw, ph, pw, bias;
+    int dh, dw, G; /* dilation and groups (PyTorch's Conv2d) */
 } conv_shape;
 
 typedef struct {
@@ -150,16 +151,18 @@ typedef struct {
 static double conv_loss(void *ctx) {
     conv_case *c = ctx;
     conv_shape s = c->s;
-    ref_conv2d_forward(c->y, c->x, c->w, c->b, s.N, s.C, s.H, s.W, s.F, s.KH, s.KW, s.sh, s.sw,
-                       s.ph, s.pw);
-    size_t ny = (size_t)s.N * s.F * ref_out_size(s.H, s.KH, s.sh, s.ph) *
-                ref_out_size(s.W, s.KW, s.sw, s.pw);
+    ref_conv2d_full_forward(c->y, c->x, c->w, c->b, s.N, s.C, s.H, s.W, s.F, s.KH, s.KW, s.sh, s.sw,
+                            s.ph, s.pw, s.dh, s.dw, s.G);
+    size_t ny = (size_t)s.N * s.F * ref_out_size(s.H, s.dh * (s.KH - 1) + 1, s.sh, s.ph) *
+                ref_out_size(s.W, s.dw * (s.KW - 1) + 1, s.sw, s.pw);
     return dot(c->y, c->r, ny);
 }
 
 static void conv_fd(conv_shape s, uint64_t seed) {
-    size_t OH = ref_out_size(s.H, s.KH, s.sh, s.ph), OW = ref_out_size(s.W, s.KW, s.sw, s.pw);
-    size_t nx = (size_t)s.N * s.C * s.H * s.W, nw = (size_t)s.F * s.C * s.KH * s.KW;
+    if (!s.dh) s.dh = s.dw = s.G = 1; /* the plain cases leave them out */
+    size_t OH = ref_out_size(s.H, s.dh * (s.KH - 1) + 1, s.sh, s.ph);
+    size_t OW = ref_out_size(s.W, s.dw * (s.KW - 1) + 1, s.sw, s.pw);
+    size_t nx = (size_t)s.N * s.C * s.H * s.W, nw = (size_t)s.F * (s.C / s.G) * s.KH * s.KW;
     size_t ny = (size_t)s.N * s.F * OH * OW;
     conv_case c = {.s = s,
                    .x = random_floats(nx, seed, 1.0f),
@@ -171,8 +174,8 @@ static void conv_fd(conv_shape s, uint64_t seed) {
     conv_loss(&c);
     check_guard(c.y, ny, "conv y");
     // L = sum(y * r), so dL/dy = r.
-    ref_conv2d_backward(dx, dw, s.bias ? db : NULL, c.r, c.x, c.w, s.N, s.C, s.H, s.W, s.F, s.KH,
-                        s.KW, s.sh, s.sw, s.ph, s.pw);
+    ref_conv2d_full_backward(dx, dw, s.bias ? db : NULL, c.r, c.x, c.w, s.N, s.C, s.H, s.W, s.F,
+                             s.KH, s.KW, s.sh, s.sw, s.ph, s.pw, s.dh, s.dw, s.G);
     check_guard(dx, nx, "conv dx");
     check_guard(dw, nw, "conv dw");
     check_guard(db, (size_t)s.F, "conv db");
@@ -183,27 +186,33 @@ static void conv_fd(conv_shape s, uint64_t seed) {
     double ex = fd_check(CONV, "dx", conv_loss, &c, c.x, dx, nx);
     double ew = fd_check(CONV, "dw", conv_loss, &c, c.w, dw, nw);
     double eb = s.bias ? fd_check(CONV, "db", conv_loss, &c, c.b, db, (size_t)s.F) : 0;
-    printf("conv2d  N%d C%d %2dx%-2d F%d k%dx%d s%dx%d p%dx%d%s -> %zux%zu: "
+    printf("conv2d  N%d C%d %2dx%-2d F%d k%dx%d s%dx%d p%dx%d d%dx%d g%d%s -> %zux%zu: "
            "dx %.1e dw %.1e db %.1e\n",
-           s.N, s.C, s.H, s.W, s.F, s.KH, s.KW, s.sh, s.sw, s.ph, s.pw, s.bias ? " bias" : "", OH,
-           OW, ex, ew, eb);
+           s.N, s.C, s.H, s.W, s.F, s.KH, s.KW, s.sh, s.sw, s.ph, s.pw, s.dh, s.dw, s.G,
+           s.bias ? " bias" : "", OH, OW, ex, ew, eb);
     free(c.x), free(c.w), free(c.b), free(c.y), free(c.r), free(dx), free(dw), free(db);
 }
 
 START_TEST(conv2d_backward_matches_finite_differences) {
     // N  C  H   W  F KH KW sh sw ph pw bias
     const conv_shape shapes[] = {
-        {2, 2, 5, 4, 3, 3, 3, 1, 1, 1, 1, 1},   // small, every element
-        {1, 3, 7, 9, 2, 3, 3, 1, 1, 0, 0, 1},   // batch 1, 7x9
-        {2, 3, 13, 11, 4, 1, 1, 1, 1, 0, 0, 1}, // 13x11, 1x1 kernel
-        {1, 2, 7, 9, 2, 2, 2, 3, 3, 0, 0, 1},   // stride larger than the kernel: pixels unused
-        {2, 2, 7, 9, 2, 3, 3, 1, 1, 2, 2, 1},   // pad larger than half the kernel
-        {1, 2, 7, 9, 3, 3, 3, 2, 2, 2, 2, 1},   // ... and strided
-        {2, 2, 13, 11, 2, 3, 2, 2, 1, 1, 0, 1}, // non-square kernel, stride and pad
-        {1, 1, 7, 9, 2, 2, 3, 3, 2, 1, 2, 1},   // 2x3 kernel, pw = KW - 1, stride > kernel
-        {2, 3, 5, 5, 2, 3, 3, 1, 1, 1, 1, 0},   // no bias, db NULL
-        {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1},   // one pixel
-        {1, 2, 2, 3, 2, 3, 3, 1, 1, 1, 1, 1},   // image smaller than the kernel
+        {2, 2, 5, 4, 3, 3, 3, 1, 1, 1, 1, 1, 0, 0, 0},   // small, every element
+        {1, 3, 7, 9, 2, 3, 3, 1, 1, 0, 0, 1, 0, 0, 0},   // batch 1, 7x9
+        {2, 3, 13, 11, 4, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0}, // 13x11, 1x1 kernel
+        {1, 2, 7, 9, 2, 2, 2, 3, 3, 0, 0, 1, 0, 0,
+         0}, // stride larger than the kernel: pixels unused
+        {2, 2, 7, 9, 2, 3, 3, 1, 1, 2, 2, 1, 0, 0, 0},   // pad larger than half the kernel
+        {1, 2, 7, 9, 3, 3, 3, 2, 2, 2, 2, 1, 0, 0, 0},   // ... and strided
+        {2, 2, 13, 11, 2, 3, 2, 2, 1, 1, 0, 1, 0, 0, 0}, // non-square kernel, stride and pad
+        {1, 1, 7, 9, 2, 2, 3, 3, 2, 1, 2, 1, 0, 0, 0},   // 2x3 kernel, pw = KW - 1, stride > kernel
+        {2, 3, 5, 5, 2, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0},   // no bias, db NULL
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0},   // one pixel
+        {1, 2, 2, 3, 2, 3, 3, 1, 1, 1, 1, 1, 0, 0, 0},   // image smaller than the kernel
+        // N  C  H   W  F KH KW sh sw ph pw bias dh dw G
+        {2, 2, 11, 9, 3, 3, 2, 1, 1, 2, 1, 1, 3, 2, 1}, // dilation 3x2
+        {2, 4, 7, 6, 6, 3, 3, 1, 2, 1, 1, 1, 1, 1, 2},  // 2 groups, strided
+        {1, 3, 7, 9, 3, 3, 3, 2, 1, 2, 1, 0, 2, 1, 3},  // depthwise, dilated, no bias
+        {2, 4, 9, 9, 8, 2, 2, 3, 3, 0, 0, 1, 3, 3, 4},  // 4 groups, dilation = stride
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) conv_fd(shapes[i], 100 + 10 * i);
 }

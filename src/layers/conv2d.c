@@ -14,12 +14,16 @@ typedef struct {
     int filters;
     int relu;             /* 1: the relu after it runs in its kernels (clnet_model_fuse) */
     int k[2], s[2], p[2]; /* kernel, stride, padding: (h, w) */
+    int d[2];             /* dilation: taps d apart */
+    int groups;           /* channels and filters in this many independent groups */
     clnet_param_init init;
 } conv_config;
 
 static void defaults(void *config) {
     conv_config *c = config;
     c->s[0] = c->s[1] = 1;
+    c->d[0] = c->d[1] = 1;
+    c->groups = 1;
 }
 
 static clnet_status option(void *config, const char *key, const char *value, int *known) {
@@ -29,6 +33,8 @@ static clnet_status option(void *config, const char *key, const char *value, int
     if (strcmp(key, "size") == 0) return clnet_option_dims(key, value, 2, 1, c->k);
     if (strcmp(key, "stride") == 0) return clnet_option_dims(key, value, 2, 1, c->s);
     if (strcmp(key, "pad") == 0) return clnet_option_dims(key, value, 2, 0, c->p);
+    if (strcmp(key, "dilation") == 0) return clnet_option_dims(key, value, 2, 1, c->d);
+    if (strcmp(key, "groups") == 0) return clnet_option_int(key, value, 1, &c->groups);
     return clnet_param_init_option(&c->init, key, value, known);
 }
 
@@ -43,19 +49,28 @@ static clnet_status setup(clnet_node *node) {
     const conv_config *c = CLNET_CONFIG(node, conv_config);
     clnet_shape in = node->in[0];
     if (in.ndim != 2) return clnet_node_fail(node, "takes (C, H, W) inputs");
-    int oh = clnet_window_out(in.dim[0], c->k[0], c->s[0], c->p[0]);
-    int ow = clnet_window_out(in.dim[1], c->k[1], c->s[1], c->p[1]);
+    if (in.c % c->groups || c->filters % c->groups)
+        return clnet_node_fail(node,
+                               "groups=%d must divide the %d input channels and the %d filters",
+                               c->groups, in.c, c->filters);
+    /* a dilated kernel spans d*(k-1)+1 inputs */
+    int span[2] = {c->d[0] * (c->k[0] - 1) + 1, c->d[1] * (c->k[1] - 1) + 1};
+    int oh = clnet_window_out(in.dim[0], span[0], c->s[0], c->p[0]);
+    int ow = clnet_window_out(in.dim[1], span[1], c->s[1], c->p[1]);
     if (oh < 1 || ow < 1)
-        return clnet_node_fail(node, "a %dx%d kernel with padding %dx%d does not fit the input",
-                               c->k[0], c->k[1], c->p[0], c->p[1]);
+        return clnet_node_fail(node,
+                               "a %dx%d kernel (dilation %dx%d: it spans %dx%d) with padding %dx%d "
+                               "does not fit the input",
+                               c->k[0], c->k[1], c->d[0], c->d[1], span[0], span[1], c->p[0],
+                               c->p[1]);
     node->out = clnet_shape_image(c->filters, oh, ow);
-    int ckk = in.c * c->k[0] * c->k[1];
+    int ckk = in.c / c->groups * c->k[0] * c->k[1]; /* a filter's inputs: its group's */
     clnet_init w = c->init.weight, b = c->init.bias;
     if (w.kind == CLNET_INIT_DEFAULT) w.kind = CLNET_INIT_KAIMING;
     if (b.kind == CLNET_INIT_DEFAULT) b.kind = CLNET_INIT_ZEROS;
     int fan_out = c->filters * c->k[0] * c->k[1];
-    clnet_node_param(node, "weight", 4, (int64_t[]){c->filters, in.c, c->k[0], c->k[1]}, w, ckk,
-                     fan_out);
+    clnet_node_param(node, "weight", 4, (int64_t[]){c->filters, in.c / c->groups, c->k[0], c->k[1]},
+                     w, ckk, fan_out);
     if (!c->init.no_bias)
         clnet_node_param(node, "bias", 1, (int64_t[]){c->filters}, b, ckk, fan_out);
     return CLNET_OK;
@@ -95,7 +110,16 @@ static size_t work_floats(const clnet_node *node, int n) {
 #define WINDOW(node, c, n)                                                                         \
     U32(n), U32((node)->in[0].c), U32((node)->in[0].dim[0]), U32((node)->in[0].dim[1]),            \
         U32((c)->k[0]), U32((c)->k[1]), U32((c)->s[0]), U32((c)->s[1]), U32((c)->p[0]),            \
-        U32((c)->p[1]), U32((node)->out.dim[0]), U32((node)->out.dim[1])
+        U32((c)->p[1]), U32((node)->out.dim[0]), U32((node)->out.dim[1]), U32((c)->d[0]),          \
+        U32((c)->d[1])
+
+/* The build options of im2col and col2im: the window and the dilation. */
+static void window_options(const clnet_node *node, char *out, size_t cap) {
+    const conv_config *c = CLNET_CONFIG(node, conv_config);
+    char dilation[48];
+    snprintf(dilation, sizeof dilation, "-DWIN_dh=%du -DWIN_dw=%du", c->d[0], c->d[1]);
+    clnet_window_options(node, c->k, c->s, c->p, dilation, out, cap);
+}
 
 /* Without a bias, conv_output is built with -DCONV_BIAS=0 and never reads
  * one (a runtime flag would let the compiler load it anyway). */
@@ -134,8 +158,8 @@ static chunk chunk_at(const clnet_node *node, int b0, int s) {
 /* col (CKK, s*P) = im2col of the chunk's x */
 static clnet_status im2col(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
     const conv_config *c = CLNET_CONFIG(node, conv_config);
-    char opt[320];
-    clnet_window_options(node, c->k, c->s, c->p, NULL, opt, sizeof opt);
+    char opt[360];
+    window_options(node, opt, sizeof opt);
     return clnet_pass_run(p, 0, "conv", opt, "im2col", 3,
                           (size_t[]){(size_t)node->out.dim[1], (size_t)node->out.dim[0],
                                      (size_t)ch->s * node->in[0].c},
@@ -149,14 +173,18 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     const conv_config *c = CLNET_CONFIG(node, conv_config);
     size_t F = (size_t)c->filters, P = clnet_shape_spatial(node->out);
     size_t CKK = (size_t)node->in[0].c * c->k[0] * c->k[1];
+    size_t G = (size_t)c->groups, Fg = F / G, CKKg = CKK / G;
     size_t wo = node->params[0].offset, bo = has_bias(node) ? node->params[1].offset : 0;
     int most = chunk_samples(node, p->n);
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, b0, p->n - b0 < most ? p->n - b0 : most);
         TRY(im2col(node, p, &ch));
-        /* Yp (F, s*P) = W (F, CKK) . col */
-        TRY(clnet_gemm(p->d, &(clnet_gemm_shape){0, 0, F, ch.NP, CKK, 'N', ch.s}, 1.0f, p->params,
-                       wo, CKK, p->work, ch.col, ch.NP, 0.0f, p->work, 0, ch.NP));
+        /* Yp (F, s*P) = W (F, CKK/G) . col, group by group: group g's filters
+         * read the rows of col of its channels */
+        for (size_t g = 0; g < G; g++)
+            TRY(clnet_gemm(p->d, &(clnet_gemm_shape){0, 0, Fg, ch.NP, CKKg, 'N', ch.s}, 1.0f,
+                           p->params, wo + g * Fg * CKKg, CKKg, p->work, ch.col + g * CKKg * ch.NP,
+                           ch.NP, 0.0f, p->work, g * Fg * ch.NP, ch.NP));
         /* y (s, F, P) = Yp permuted + bias (then the relu, if taken in) */
         TRY(clnet_pass_run(p, 1, "conv", output_options(node), "conv_output", 3,
                            (size_t[]){P, F, (size_t)ch.s}, NULL,
@@ -168,17 +196,18 @@ cleanup:
 }
 
 /* Forward was Yp = W . col (+ bias), col = im2col(x); so backward is, chunk
- * by chunk, dW += dYp . col^T, dbias += row sums of dYp (with a bias),
- * dcol = W^T . dYp, dx = col2im(dcol). */
+ * by chunk (and group by group), dW += dYp . col^T, dbias += row sums of dYp
+ * (with a bias), dcol = W^T . dYp, dx = col2im(dcol). */
 static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     const conv_config *c = CLNET_CONFIG(node, conv_config);
     size_t F = (size_t)c->filters, P = clnet_shape_spatial(node->out);
     size_t CKK = (size_t)node->in[0].c * c->k[0] * c->k[1];
+    size_t G = (size_t)c->groups, Fg = F / G, CKKg = CKK / G;
     size_t wo = node->params[0].offset, bo = has_bias(node) ? node->params[1].offset : 0;
     int most = chunk_samples(node, p->n);
-    char opt[320];
-    clnet_window_options(node, c->k, c->s, c->p, NULL, opt, sizeof opt);
+    char opt[360];
+    window_options(node, opt, sizeof opt);
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, b0, p->n - b0 < most ? p->n - b0 : most);
         float beta = b0 == 0 ? p->beta : 1.0f; /* later chunks add to the first's */
@@ -190,12 +219,16 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
             TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, F, ch.NP, p->work, 0,
                                p->grads, bo, beta));
         TRY(im2col(node, p, &ch));
-        TRY(clnet_gemm(p->d, &(clnet_gemm_shape){0, 1, F, CKK, ch.NP, 'K', ch.s}, 1.0f, p->work, 0,
-                       ch.NP, p->work, ch.col, ch.NP, beta, p->grads, wo, CKK));
+        for (size_t g = 0; g < G; g++)
+            TRY(clnet_gemm(p->d, &(clnet_gemm_shape){0, 1, Fg, CKKg, ch.NP, 'K', ch.s}, 1.0f,
+                           p->work, g * Fg * ch.NP, ch.NP, p->work, ch.col + g * CKKg * ch.NP,
+                           ch.NP, beta, p->grads, wo + g * Fg * CKKg, CKKg));
         if (!p->need_dx[0]) continue;
         /* dcol over the columns, which the weight gradient has read */
-        TRY(clnet_gemm(p->d, &(clnet_gemm_shape){1, 0, CKK, ch.NP, F, 'N', ch.s}, 1.0f, p->params,
-                       wo, CKK, p->work, 0, ch.NP, 0.0f, p->work, ch.col, ch.NP));
+        for (size_t g = 0; g < G; g++)
+            TRY(clnet_gemm(p->d, &(clnet_gemm_shape){1, 0, CKKg, ch.NP, Fg, 'N', ch.s}, 1.0f,
+                           p->params, wo + g * Fg * CKKg, CKKg, p->work, g * Fg * ch.NP, ch.NP,
+                           0.0f, p->work, ch.col + g * CKKg * ch.NP, ch.NP));
         TRY(clnet_pass_run(p, 3, "conv", opt, "col2im", 3,
                            (size_t[]){(size_t)node->in[0].dim[1], (size_t)node->in[0].dim[0],
                                       (size_t)ch.s * node->in[0].c},
@@ -210,7 +243,7 @@ cleanup:
 const clnet_kind clnet_conv2d_kind = {
     .name = "conv2d",
     .stem = "conv",
-    .keys = "filters size stride pad bias init std bias_init bias_std",
+    .keys = "filters size stride pad dilation groups bias init std bias_init bias_std",
     .min_inputs = 1,
     .max_inputs = 1,
     /* x: each chunk's columns are made again; y: with a relu taken in */

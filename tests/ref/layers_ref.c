@@ -36,38 +36,56 @@ int ref_out_size(int in, int k, int stride, int pad) {
 
 void ref_conv2d_forward(float *y, const float *x, const float *w, const float *b, int N, int C,
                         int H, int W, int F, int KH, int KW, int sh, int sw, int ph, int pw) {
-    // y is (N,F,OH,OW), x is (N,C,H,W), w is (F,C,KH,KW), b is (F) or NULL
-    int OH = ref_out_size(H, KH, sh, ph), OW = ref_out_size(W, KW, sw, pw);
+    ref_conv2d_full_forward(y, x, w, b, N, C, H, W, F, KH, KW, sh, sw, ph, pw, 1, 1, 1);
+}
+
+void ref_conv2d_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                         const float *w, int N, int C, int H, int W, int F, int KH, int KW, int sh,
+                         int sw, int ph, int pw) {
+    ref_conv2d_full_backward(dx, dw, db, dy, x, w, N, C, H, W, F, KH, KW, sh, sw, ph, pw, 1, 1, 1);
+}
+
+void ref_conv2d_full_forward(float *y, const float *x, const float *w, const float *b, int N, int C,
+                             int H, int W, int F, int KH, int KW, int sh, int sw, int ph, int pw,
+                             int dh, int dw, int G) {
+    // y is (N,F,OH,OW), x is (N,C,H,W), w is (F,C/G,KH,KW), b is (F) or NULL;
+    // filter f reads the C/G channels of its group f / (F/G), taps dh and dw apart
+    int OH = ref_out_size(H, dh * (KH - 1) + 1, sh, ph);
+    int OW = ref_out_size(W, dw * (KW - 1) + 1, sw, pw);
+    int Cg = C / G, Fg = F / G;
     for (int n = 0; n < N; n++)
         for (int f = 0; f < F; f++)
             for (int oh = 0; oh < OH; oh++)
                 for (int ow = 0; ow < OW; ow++) {
                     double acc = b ? b[f] : 0.0;
-                    for (int c = 0; c < C; c++)
+                    for (int cg = 0; cg < Cg; cg++)
                         for (int kh = 0; kh < KH; kh++)
                             for (int kw = 0; kw < KW; kw++) {
-                                int ih = oh * sh - ph + kh, iw = ow * sw - pw + kw;
+                                int c = f / Fg * Cg + cg;
+                                int ih = oh * sh - ph + kh * dh, iw = ow * sw - pw + kw * dw;
                                 if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue; // zero pad
-                                acc += (double)w[(((size_t)f * C + c) * KH + kh) * KW + kw] *
+                                acc += (double)w[(((size_t)f * Cg + cg) * KH + kh) * KW + kw] *
                                        x[(((size_t)n * C + c) * H + ih) * W + iw];
                             }
                     y[(((size_t)n * F + f) * OH + oh) * OW + ow] = (float)acc;
                 }
 }
 
-void ref_conv2d_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
-                         const float *w, int N, int C, int H, int W, int F, int KH, int KW, int sh,
-                         int sw, int ph, int pw) {
-    // dx is (N,C,H,W), dw is (F,C,KH,KW), db is (F) or NULL
-    // dy is (N,F,OH,OW), x is (N,C,H,W), w is (F,C,KH,KW)
-    // forward was y[n,f,oh,ow] = b[f] + sum_{c,kh,kw} w[f,c,kh,kw] * x[n,c,ih,iw]
-    //   with ih = oh*sh - ph + kh, iw = ow*sw - pw + kw (padded terms absent),
-    // so backward is, for every term of that sum,
-    //   dx[n,c,ih,iw] += w[f,c,kh,kw] * dy[n,f,oh,ow]
-    //   dw[f,c,kh,kw] += x[n,c,ih,iw] * dy[n,f,oh,ow]
+void ref_conv2d_full_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                              const float *w, int N, int C, int H, int W, int F, int KH, int KW,
+                              int sh, int sw, int ph, int pw, int dh, int dwid, int G) {
+    // dx is (N,C,H,W), dw is (F,C/G,KH,KW), db is (F) or NULL
+    // dy is (N,F,OH,OW), x is (N,C,H,W), w is (F,C/G,KH,KW)
+    // forward was y[n,f,oh,ow] = b[f] + sum_{cg,kh,kw} w[f,cg,kh,kw] * x[n,c,ih,iw]
+    //   with c = group(f) * C/G + cg, ih = oh*sh - ph + kh*dh, iw = ow*sw - pw + kw*dw
+    //   (padded terms absent), so backward is, for every term of that sum,
+    //   dx[n,c,ih,iw] += w[f,cg,kh,kw] * dy[n,f,oh,ow]
+    //   dw[f,cg,kh,kw] += x[n,c,ih,iw] * dy[n,f,oh,ow]
     // and db[f] += dy[n,f,oh,ow] once per output; summed over the batch too.
-    int OH = ref_out_size(H, KH, sh, ph), OW = ref_out_size(W, KW, sw, pw);
-    size_t nx = (size_t)N * C * H * W, nw = (size_t)F * C * KH * KW;
+    int OH = ref_out_size(H, dh * (KH - 1) + 1, sh, ph);
+    int OW = ref_out_size(W, dwid * (KW - 1) + 1, sw, pw);
+    int Cg = C / G, Fg = F / G;
+    size_t nx = (size_t)N * C * H * W, nw = (size_t)F * Cg * KH * KW;
     double *gx = zeroed(nx), *gw = zeroed(nw), *gb = zeroed((size_t)F);
     for (int n = 0; n < N; n++)
         for (int f = 0; f < F; f++)
@@ -75,13 +93,14 @@ void ref_conv2d_backward(float *dx, float *dw, float *db, const float *dy, const
                 for (int ow = 0; ow < OW; ow++) {
                     double d = dy[(((size_t)n * F + f) * OH + oh) * OW + ow];
                     gb[f] += d;
-                    for (int c = 0; c < C; c++)
+                    for (int cg = 0; cg < Cg; cg++)
                         for (int kh = 0; kh < KH; kh++)
                             for (int kw = 0; kw < KW; kw++) {
-                                int ih = oh * sh - ph + kh, iw = ow * sw - pw + kw;
+                                int c = f / Fg * Cg + cg;
+                                int ih = oh * sh - ph + kh * dh, iw = ow * sw - pw + kw * dwid;
                                 if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
                                 size_t xi = (((size_t)n * C + c) * H + ih) * W + iw;
-                                size_t wi = (((size_t)f * C + c) * KH + kh) * KW + kw;
+                                size_t wi = (((size_t)f * Cg + cg) * KH + kh) * KW + kw;
                                 gx[xi] += w[wi] * d;
                                 gw[wi] += x[xi] * d;
                             }

@@ -27,6 +27,14 @@ void ref_conv2d_forward(float *y, const float *x, const float *w, const float *b
 void ref_conv2d_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
                          const float *w, int N, int C, int H, int W, int F, int KH, int KW, int sh,
                          int sw, int ph, int pw);
+/* The same with dilation (taps dh, dw apart: a kernel spans d*(k-1)+1) and G groups (filter f
+ * reads channels group(f)*C/G .. +C/G; w is (F,C/G,KH,KW)), PyTorch's Conv2d */
+void ref_conv2d_full_forward(float *y, const float *x, const float *w, const float *b, int N, int C,
+                             int H, int W, int F, int KH, int KW, int sh, int sw, int ph, int pw,
+                             int dh, int dw, int G);
+void ref_conv2d_full_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                              const float *w, int N, int C, int H, int W, int F, int KH, int KW,
+                              int sh, int sw, int ph, int pw, int dh, int dwid, int G);
 
 /* max pooling: padded positions never win (treated as -infinity); requires ph < KH, pw < KW so
  * every window holds a real pixel. Ties: the first maximum in row-major window order wins
