@@ -99,6 +99,8 @@ static int check_fixture(const char *path, const char *file) {
         ck_assert(dh > 0 && dw > 0 && groups > 0 && c % groups == 0);
         int64_t oh = pooled(h, dh * (kh - 1) + 1, sh, ph),
                 ow = pooled(w, dw * (kw - 1) + 1, sw, pw);
+        if (clnet_st_meta_get(f, "pad_same")) /* padding='same': the size kept, stride 1 */
+            oh = h, ow = w;
         int64_t co = c;
         if (!strcmp(layer, "conv2d")) {
             co = meta_int(f, file, "out_channels");

@@ -571,6 +571,7 @@ START_TEST(layer_shapes_are_checked) {
         {"conv2d filters=2 size=3 dilation=3", "(dilation 3x3: it spans 7x7) with padding 0x0"},
         {"conv2d filters=2 size=3 dilation=0", "dilation=0: expected"},
         {"conv2d filters=2 size=3 groups=0", "groups=0: expected"},
+        {"conv2d filters=2 size=3 pad=same stride=2", "pad=same needs stride 1, not 2x2"},
         {"lstm units=4", "unknown layer kind 'lstm'"},
         {"batchnorm eps=0", "eps=0: expected a number > 0"},
         {"batchnorm momentum=1.5", "momentum=1.5: expected 0 to 1"},

@@ -146,10 +146,13 @@ static void fixture_load(fixture *fx, const char *file) {
             snprintf(conv, sizeof conv, " filters=%d dilation=%dx%d groups=%d", out.c, dh, dw,
                      groups);
         }
-        snprintf(fx->line, sizeof fx->line, "%s%s size=%dx%d stride=%dx%d pad=%dx%d%s",
-                 fx->k == CONV ? "conv2d" : layer, conv, kh, kw, sh, sw, ph, pw, bias_off);
-        out.h = (h + 2 * ph - (dh * (kh - 1) + 1)) / sh + 1;
-        out.w = (w + 2 * pw - (dw * (kw - 1) + 1)) / sw + 1;
+        char pad[32];
+        int same = clnet_st_meta_get(fx->st, "pad_same") != NULL; /* PyTorch's padding='same' */
+        snprintf(pad, sizeof pad, same ? "same" : "%dx%d", ph, pw);
+        snprintf(fx->line, sizeof fx->line, "%s%s size=%dx%d stride=%dx%d pad=%s%s",
+                 fx->k == CONV ? "conv2d" : layer, conv, kh, kw, sh, sw, pad, bias_off);
+        out.h = same ? h : (h + 2 * ph - (dh * (kh - 1) + 1)) / sh + 1;
+        out.w = same ? w : (w + 2 * pw - (dw * (kw - 1) + 1)) / sw + 1;
         break;
     }
     case RELU:

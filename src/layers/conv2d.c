@@ -15,6 +15,8 @@ typedef struct {
     int relu;             /* 1: the relu after it runs in its kernels (clnet_model_fuse) */
     int k[2], s[2], p[2]; /* kernel, stride, padding: (h, w) */
     int d[2];             /* dilation: taps d apart */
+    int same;             /* pad=same: p (left, top) and extra (right, bottom) set by setup */
+    int extra[2];         /* padding after the input beyond p: pad=same with an even span */
     int groups;           /* channels and filters in this many independent groups */
     clnet_param_init init;
 } conv_config;
@@ -32,7 +34,10 @@ static clnet_status option(void *config, const char *key, const char *value, int
     if (strcmp(key, "filters") == 0) return clnet_option_int(key, value, 1, &c->filters);
     if (strcmp(key, "size") == 0) return clnet_option_dims(key, value, 2, 1, c->k);
     if (strcmp(key, "stride") == 0) return clnet_option_dims(key, value, 2, 1, c->s);
-    if (strcmp(key, "pad") == 0) return clnet_option_dims(key, value, 2, 0, c->p);
+    if (strcmp(key, "pad") == 0) {
+        c->same = strcmp(value, "same") == 0;
+        return c->same ? CLNET_OK : clnet_option_dims(key, value, 2, 0, c->p);
+    }
     if (strcmp(key, "dilation") == 0) return clnet_option_dims(key, value, 2, 1, c->d);
     if (strcmp(key, "groups") == 0) return clnet_option_int(key, value, 1, &c->groups);
     return clnet_param_init_option(&c->init, key, value, known);
@@ -46,7 +51,7 @@ static clnet_status check(const void *config) {
 }
 
 static clnet_status setup(clnet_node *node) {
-    const conv_config *c = CLNET_CONFIG(node, conv_config);
+    conv_config *c = CLNET_CONFIG(node, conv_config);
     clnet_shape in = node->in[0];
     if (in.ndim != 2) return clnet_node_fail(node, "takes (C, H, W) inputs");
     if (in.c % c->groups || c->filters % c->groups)
@@ -55,8 +60,17 @@ static clnet_status setup(clnet_node *node) {
                                c->groups, in.c, c->filters);
     /* a dilated kernel spans d*(k-1)+1 inputs */
     int span[2] = {c->d[0] * (c->k[0] - 1) + 1, c->d[1] * (c->k[1] - 1) + 1};
-    int oh = clnet_window_out(in.dim[0], span[0], c->s[0], c->p[0]);
-    int ow = clnet_window_out(in.dim[1], span[1], c->s[1], c->p[1]);
+    if (c->same) { /* PyTorch's padding='same': span - 1 zeros, the odd one after */
+        if (c->s[0] != 1 || c->s[1] != 1)
+            return clnet_node_fail(node, "pad=same needs stride 1, not %dx%d (as in PyTorch)",
+                                   c->s[0], c->s[1]);
+        for (int i = 0; i < 2; i++) {
+            c->p[i] = (span[i] - 1) / 2;
+            c->extra[i] = (span[i] - 1) - 2 * c->p[i];
+        }
+    }
+    int oh = clnet_window_out(in.dim[0] + c->extra[0], span[0], c->s[0], c->p[0]);
+    int ow = clnet_window_out(in.dim[1] + c->extra[1], span[1], c->s[1], c->p[1]);
     if (oh < 1 || ow < 1)
         return clnet_node_fail(node,
                                "a %dx%d kernel (dilation %dx%d: it spans %dx%d) with padding %dx%d "
