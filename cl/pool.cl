@@ -1,5 +1,7 @@
 // Max and average pooling, NCHW: x (n, C, H, W) -> y (n, C, OH, OW),
-// OH = (H + 2*ph - KH) / sh + 1. Windows may overlap (stride < kernel).
+// OH = (H + 2*ph - KH) / sh + 1, rounded up in ceil mode (the host computes it:
+// a last window must start inside the input or its left padding). Windows may
+// overlap (stride < kernel).
 // Padding: for max, padded places never win (the host requires ph < KH so every
 // window holds a real pixel); for average, they count as zeros and the divisor
 // is always KH*KW (PyTorch's count_include_pad=True).
@@ -55,6 +57,26 @@ __kernel void maxpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW,
     clnet_store_dx(dx + dxoff + (bc * WIN(H) + iy) * WIN(W) + ix, s);
 }
 
+// Average pooling's divisor. PyTorch's rules: with count_pad (-DPOOL_COUNT_PAD=1,
+// its count_include_pad, the default) the window's cells up to the padded edge,
+// which is KH*KW unless ceil mode lets the last window overhang that edge;
+// without, the input's own cells in the window.
+#ifndef POOL_COUNT_PAD
+#define POOL_COUNT_PAD 1
+#endif
+#ifndef POOL_CEIL
+#define POOL_CEIL 0
+#endif
+inline float avgpool_divisor(uint oy, uint ox, uint sh, uint sw, uint ph, uint pw, uint KH, uint KW,
+                             uint H, uint W) {
+    const int ys = (int)(oy * sh) - (int)ph, xs = (int)(ox * sw) - (int)pw;
+#if POOL_COUNT_PAD
+    return (float)((min(ys + (int)KH, (int)(H + ph)) - ys) * (min(xs + (int)KW, (int)(W + pw)) - xs));
+#else
+    return (float)((min(ys + (int)KH, (int)H) - max(ys, 0)) * (min(xs + (int)KW, (int)W) - max(xs, 0)));
+#endif
+}
+
 __kernel void avgpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw,
                               uint ph, uint pw, uint OH, uint OW, __global const float *x,
                               uint xoff, __global float *y, uint yoff) {
@@ -67,7 +89,12 @@ __kernel void avgpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, 
     float s = 0.0f;
     for (int iy = ylo; iy < yhi; iy++)
         for (int ix = xlo; ix < xhi; ix++) s += plane[iy * (int)WIN(W) + ix];
-    y[yoff + (bc * WIN(OH) + oy) * WIN(OW) + ox] = s / (float)(WIN(KH) * WIN(KW));
+#if POOL_COUNT_PAD && !POOL_CEIL
+    const float divisor = (float)(WIN(KH) * WIN(KW));
+#else
+    const float divisor = avgpool_divisor(oy, ox, WIN(sh), WIN(sw), WIN(ph), WIN(pw), WIN(KH), WIN(KW), WIN(H), WIN(W));
+#endif
+    y[yoff + (bc * WIN(OH) + oy) * WIN(OW) + ox] = s / divisor;
 }
 
 // Forward was y = sum(window) / (KH*KW), so each input gets dy / (KH*KW) from
@@ -81,10 +108,18 @@ __kernel void avgpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW,
     clnet_windows_holding((int)iy, (int)WIN(KH), (int)WIN(sh), (int)WIN(ph), (int)WIN(OH), &oy_lo, &oy_hi);
     clnet_windows_holding((int)ix, (int)WIN(KW), (int)WIN(sw), (int)WIN(pw), (int)WIN(OW), &ox_lo, &ox_hi);
     float s = 0.0f;
+#if POOL_COUNT_PAD && !POOL_CEIL
     for (int oy = oy_lo; oy <= oy_hi; oy++)
         for (int ox = ox_lo; ox <= ox_hi; ox++)
             s += dy[dyoff + (bc * WIN(OH) + (uint)oy) * WIN(OW) + (uint)ox];
     clnet_store_dx(dx + dxoff + (bc * WIN(H) + iy) * WIN(W) + ix, s / (float)(WIN(KH) * WIN(KW)));
+#else // each window has a divisor of its own
+    for (int oy = oy_lo; oy <= oy_hi; oy++)
+        for (int ox = ox_lo; ox <= ox_hi; ox++)
+            s += dy[dyoff + (bc * WIN(OH) + (uint)oy) * WIN(OW) + (uint)ox] /
+                 avgpool_divisor((uint)oy, (uint)ox, WIN(sh), WIN(sw), WIN(ph), WIN(pw), WIN(KH), WIN(KW), WIN(H), WIN(W));
+    clnet_store_dx(dx + dxoff + (bc * WIN(H) + iy) * WIN(W) + ix, s);
+#endif
 }
 
 // Global average pooling (PyTorch's AdaptiveAvgPool2d(1)): x (n, C, S) ->

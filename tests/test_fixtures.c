@@ -101,6 +101,12 @@ static int check_fixture(const char *path, const char *file) {
                 ow = pooled(w, dw * (kw - 1) + 1, sw, pw);
         if (clnet_st_meta_get(f, "pad_same")) /* padding='same': the size kept, stride 1 */
             oh = h, ow = w;
+        if (clnet_st_meta_get(f, "ceil")) { /* ceil_mode: rounded up, a last window kept */
+            oh = (h + 2 * ph - kh + sh - 1) / sh + 1; /* only if it starts inside */
+            ow = (w + 2 * pw - kw + sw - 1) / sw + 1;
+            if ((oh - 1) * sh >= h + ph) oh--;
+            if ((ow - 1) * sw >= w + pw) ow--;
+        }
         int64_t co = c;
         if (!strcmp(layer, "conv2d")) {
             co = meta_int(f, file, "out_channels");

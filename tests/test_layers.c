@@ -558,6 +558,8 @@ START_TEST(layer_shapes_are_checked) {
         {"conv2d size=3", "needs filters"},
         {"maxpool size=2 pad=2", "smaller than the kernel"},
         {"avgpool size=9", "does not fit"},
+        {"avgpool size=2 ceil=maybe", "ceil=maybe: expected on or off"},
+        {"maxpool size=2 count_pad=off", "unknown option 'count_pad'"},
         {"linear", "needs units"},
         {"conv2d filters=2 size=3 bias=no", "bias=no: expected on or off"},
         {"linear units=3 bias_init=uniform", "expected normal, xavier, kaiming, zeros or"},

@@ -149,10 +149,16 @@ static void fixture_load(fixture *fx, const char *file) {
         char pad[32];
         int same = clnet_st_meta_get(fx->st, "pad_same") != NULL; /* PyTorch's padding='same' */
         snprintf(pad, sizeof pad, same ? "same" : "%dx%d", ph, pw);
-        snprintf(fx->line, sizeof fx->line, "%s%s size=%dx%d stride=%dx%d pad=%s%s",
-                 fx->k == CONV ? "conv2d" : layer, conv, kh, kw, sh, sw, pad, bias_off);
-        out.h = same ? h : (h + 2 * ph - (dh * (kh - 1) + 1)) / sh + 1;
-        out.w = same ? w : (w + 2 * pw - (dw * (kw - 1) + 1)) / sw + 1;
+        /* pools: PyTorch's ceil_mode and count_include_pad=False */
+        int ceil = clnet_st_meta_get(fx->st, "ceil") != NULL;
+        const char *count_pad = clnet_st_meta_get(fx->st, "count_pad") ? " count_pad=off" : "";
+        snprintf(fx->line, sizeof fx->line, "%s%s size=%dx%d stride=%dx%d pad=%s%s%s%s",
+                 fx->k == CONV ? "conv2d" : layer, conv, kh, kw, sh, sw, pad, bias_off,
+                 ceil ? " ceil=on" : "", count_pad);
+        out.h = same ? h : (h + 2 * ph - (dh * (kh - 1) + 1) + (ceil ? sh - 1 : 0)) / sh + 1;
+        out.w = same ? w : (w + 2 * pw - (dw * (kw - 1) + 1) + (ceil ? sw - 1 : 0)) / sw + 1;
+        if (ceil && (out.h - 1) * sh >= h + ph) out.h--; /* a last window starting past */
+        if (ceil && (out.w - 1) * sw >= w + pw) out.w--; /* the input and its padding */
         break;
     }
     case RELU:

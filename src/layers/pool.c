@@ -4,11 +4,21 @@
 #include "layer.h"
 #include "program.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef struct {
     int k[2], s[2], p[2]; /* window, stride (0: the window), padding: (h, w) */
+    int ceil;             /* PyTorch's ceil_mode: the output size rounded up */
+    int no_count_pad;     /* avgpool count_pad=off: divide by the input's cells only */
 } pool_config;
+
+static clnet_status on_off(const char *key, const char *value, int *out) {
+    if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
+        return clnet_fail(CLNET_ERR_FORMAT, "%s=%s: expected on or off", key, value);
+    *out = strcmp(value, "on") == 0;
+    return CLNET_OK;
+}
 
 static clnet_status option(void *config, const char *key, const char *value, int *known) {
     pool_config *c = config;
@@ -16,8 +26,30 @@ static clnet_status option(void *config, const char *key, const char *value, int
     if (strcmp(key, "size") == 0) return clnet_option_dims(key, value, 2, 1, c->k);
     if (strcmp(key, "stride") == 0) return clnet_option_dims(key, value, 2, 1, c->s);
     if (strcmp(key, "pad") == 0) return clnet_option_dims(key, value, 2, 0, c->p);
+    if (strcmp(key, "ceil") == 0) return on_off(key, value, &c->ceil);
     *known = 0;
     return CLNET_OK;
+}
+
+static clnet_status avg_option(void *config, const char *key, const char *value, int *known) {
+    pool_config *c = config;
+    if (strcmp(key, "count_pad") != 0) return option(config, key, value, known);
+    *known = 1;
+    int on = 1;
+    clnet_status s = on_off(key, value, &on);
+    c->no_count_pad = !on;
+    return s;
+}
+
+/* Windows along an axis: floor or, in ceil mode, ceil of (in + 2p - k) / s, plus
+ * one; in ceil mode a last window that would start past the input and its left
+ * padding is dropped (PyTorch's rule). */
+static int pooled_size(int in, int k, int s, int p, int ceil) {
+    int span = in + 2 * p - k;
+    if (span < 0) return 0;
+    int out = (ceil ? (span + s - 1) / s : span / s) + 1;
+    if (ceil && (out - 1) * s >= in + p) out--;
+    return out;
 }
 
 static clnet_status check(const void *config) {
@@ -34,8 +66,8 @@ static clnet_status setup(clnet_node *node) {
     if (c->p[0] >= c->k[0] || c->p[1] >= c->k[1])
         return clnet_node_fail(node, "padding must be >= 0 and smaller than the kernel (%dx%d)",
                                c->k[0], c->k[1]);
-    int oh = clnet_window_out(in.dim[0], c->k[0], c->s[0], c->p[0]);
-    int ow = clnet_window_out(in.dim[1], c->k[1], c->s[1], c->p[1]);
+    int oh = pooled_size(in.dim[0], c->k[0], c->s[0], c->p[0], c->ceil);
+    int ow = pooled_size(in.dim[1], c->k[1], c->s[1], c->p[1], c->ceil);
     if (oh < 1 || ow < 1)
         return clnet_node_fail(node, "a %dx%d window does not fit the input", c->k[0], c->k[1]);
     node->out = clnet_shape_image(in.c, oh, ow);
@@ -47,10 +79,14 @@ static clnet_status setup(clnet_node *node) {
         U32((c)->k[0]), U32((c)->k[1]), U32((c)->s[0]), U32((c)->s[1]), U32((c)->p[0]),            \
         U32((c)->p[1]), U32((node)->out.dim[0]), U32((node)->out.dim[1])
 
-/* The program's options: the window fixed at compile time, and `extra`. */
+/* The program's options: the window fixed at compile time, ceil mode and
+ * count_pad, and `extra`. */
 #define OPTIONS(opt, node, c, extra)                                                               \
-    char opt[320];                                                                                 \
-    clnet_window_options(node, (c)->k, (c)->s, (c)->p, extra, opt, sizeof opt)
+    char opt[400], opt##_more[120];                                                                \
+    snprintf(opt##_more, sizeof opt##_more, "-DPOOL_CEIL=%d -DPOOL_COUNT_PAD=%d%s%s", (c)->ceil,   \
+             !(c)->no_count_pad, (extra) && *(const char *)(extra) ? " " : "",                     \
+             (extra) ? (const char *)(extra) : "");                                                \
+    clnet_window_options(node, (c)->k, (c)->s, (c)->p, opt##_more, opt, sizeof opt)
 
 /* kernels run over (x, y, plane) of the output (forward) or input (backward) */
 static const size_t *range(clnet_shape s, int n, size_t out[3]) {
@@ -104,12 +140,14 @@ static clnet_status avg_backward(const clnet_node *node, const clnet_pass *p) {
         ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
 }
 
-#define POOL_KIND(kind_name, keep, fwd, bwd)                                                       \
+#define POOL_KIND(kind_name, keys_, option_, keep, fwd, bwd)                                       \
     {                                                                                              \
-        .name = kind_name, .stem = "pool", .keys = "size stride pad", .min_inputs = 1,             \
-        .max_inputs = 1, .config_size = sizeof(pool_config), .option = option, .check = check,     \
-        .setup = setup, .keep_floats = keep, .forward = fwd, .backward = bwd,                      \
+        .name = kind_name, .stem = "pool", .keys = keys_, .min_inputs = 1, .max_inputs = 1,        \
+        .config_size = sizeof(pool_config), .option = option_, .check = check, .setup = setup,     \
+        .keep_floats = keep, .forward = fwd, .backward = bwd,                                      \
     }
 
-const clnet_kind clnet_maxpool_kind = POOL_KIND("maxpool", max_keep, max_forward, max_backward);
-const clnet_kind clnet_avgpool_kind = POOL_KIND("avgpool", NULL, avg_forward, avg_backward);
+const clnet_kind clnet_maxpool_kind =
+    POOL_KIND("maxpool", "size stride pad ceil", option, max_keep, max_forward, max_backward);
+const clnet_kind clnet_avgpool_kind = POOL_KIND("avgpool", "size stride pad ceil count_pad",
+                                                avg_option, NULL, avg_forward, avg_backward);
