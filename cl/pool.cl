@@ -10,7 +10,13 @@
 // backward: three dimensions, so no index is decoded by division.
 
 // y = max over the window; arg = the index (iy*W + ix) of the first maximum in
-// row-major window order (strictly greater wins, as PyTorch does).
+// row-major window order (strictly greater wins, as PyTorch does). With
+// -DPOOL_DH/-DPOOL_DW (max pooling's dilation) the window's taps are that far
+// apart and the window spans d*(k-1)+1.
+#ifndef POOL_DH
+#define POOL_DH 1
+#define POOL_DW 1
+#endif
 __kernel void maxpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw,
                               uint ph, uint pw, uint OH, uint OW, __global const float *x,
                               uint xoff, __global float *y, uint yoff, __global int *arg,
@@ -18,11 +24,14 @@ __kernel void maxpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, 
     const uint ox = get_global_id(0), oy = get_global_id(1), bc = get_global_id(2);
     if (ox >= WIN(OW) || oy >= WIN(OH) || bc >= n * WIN(C)) return;
     __global const float *plane = x + xoff + bc * WIN(H) * WIN(W);
+    float best = -INFINITY;
+    int where = -1;
+#if POOL_DH == 1 && POOL_DW == 1
     int ylo, yhi, xlo, xhi;
     clnet_window_span(oy, WIN(sh), WIN(ph), WIN(KH), WIN(H), &ylo, &yhi);
     clnet_window_span(ox, WIN(sw), WIN(pw), WIN(KW), WIN(W), &xlo, &xhi);
-    float best = plane[ylo * (int)WIN(W) + xlo];
-    int where = ylo * (int)WIN(W) + xlo;
+    best = plane[ylo * (int)WIN(W) + xlo];
+    where = ylo * (int)WIN(W) + xlo;
     for (int iy = ylo; iy < yhi; iy++)
         for (int ix = xlo; ix < xhi; ix++) {
             const float v = plane[iy * (int)WIN(W) + ix];
@@ -31,6 +40,22 @@ __kernel void maxpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, 
                 where = iy * (int)WIN(W) + ix;
             }
         }
+#else
+    const int y0 = (int)(oy * WIN(sh)) - (int)WIN(ph), x0 = (int)(ox * WIN(sw)) - (int)WIN(pw);
+    for (uint ky = 0; ky < WIN(KH); ky++) {
+        const int iy = y0 + (int)(ky * POOL_DH);
+        if (iy < 0 || iy >= (int)WIN(H)) continue;
+        for (uint kx = 0; kx < WIN(KW); kx++) {
+            const int ix = x0 + (int)(kx * POOL_DW);
+            if (ix < 0 || ix >= (int)WIN(W)) continue;
+            const float v = plane[iy * (int)WIN(W) + ix];
+            if (where < 0 || v > best) {
+                best = v;
+                where = iy * (int)WIN(W) + ix;
+            }
+        }
+    }
+#endif
     const uint o = (bc * WIN(OH) + oy) * WIN(OW) + ox;
     y[yoff + o] = best;
     arg[argoff + o] = where;
@@ -44,16 +69,29 @@ __kernel void maxpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW,
                                uint dxoff) {
     const uint ix = get_global_id(0), iy = get_global_id(1), bc = get_global_id(2);
     if (ix >= WIN(W) || iy >= WIN(H) || bc >= n * WIN(C)) return;
+    const int me = (int)(iy * WIN(W) + ix);
+    float s = 0.0f;
+#if POOL_DH == 1 && POOL_DW == 1
     int oy_lo, oy_hi, ox_lo, ox_hi;
     clnet_windows_holding((int)iy, (int)WIN(KH), (int)WIN(sh), (int)WIN(ph), (int)WIN(OH), &oy_lo, &oy_hi);
     clnet_windows_holding((int)ix, (int)WIN(KW), (int)WIN(sw), (int)WIN(pw), (int)WIN(OW), &ox_lo, &ox_hi);
-    const int me = (int)(iy * WIN(W) + ix);
-    float s = 0.0f;
     for (int oy = oy_lo; oy <= oy_hi; oy++)
         for (int ox = ox_lo; ox <= ox_hi; ox++) {
             const uint o = (bc * WIN(OH) + (uint)oy) * WIN(OW) + (uint)ox;
             if (arg[argoff + o] == me) s += dy[dyoff + o];
         }
+#else // the windows that hold (iy, ix) at one of their taps
+    for (uint ky = 0; ky < WIN(KH); ky++) {
+        const int ty = (int)(iy + WIN(ph)) - (int)(ky * POOL_DH); // = oy * sh
+        if (ty < 0 || ty % (int)WIN(sh) != 0 || ty / (int)WIN(sh) >= (int)WIN(OH)) continue;
+        for (uint kx = 0; kx < WIN(KW); kx++) {
+            const int tx = (int)(ix + WIN(pw)) - (int)(kx * POOL_DW);
+            if (tx < 0 || tx % (int)WIN(sw) != 0 || tx / (int)WIN(sw) >= (int)WIN(OW)) continue;
+            const uint o = (bc * WIN(OH) + (uint)(ty / (int)WIN(sh))) * WIN(OW) + (uint)(tx / (int)WIN(sw));
+            if (arg[argoff + o] == me) s += dy[dyoff + o];
+        }
+    }
+#endif
     clnet_store_dx(dx + dxoff + (bc * WIN(H) + iy) * WIN(W) + ix, s);
 }
 

@@ -102,8 +102,8 @@ static int check_fixture(const char *path, const char *file) {
         if (clnet_st_meta_get(f, "pad_same")) /* padding='same': the size kept, stride 1 */
             oh = h, ow = w;
         if (clnet_st_meta_get(f, "ceil")) { /* ceil_mode: rounded up, a last window kept */
-            oh = (h + 2 * ph - kh + sh - 1) / sh + 1; /* only if it starts inside */
-            ow = (w + 2 * pw - kw + sw - 1) / sw + 1;
+            oh = (h + 2 * ph - (dh * (kh - 1) + 1) + sh - 1) / sh + 1; /* if it starts inside */
+            ow = (w + 2 * pw - (dw * (kw - 1) + 1) + sw - 1) / sw + 1;
             if ((oh - 1) * sh >= h + ph) oh--;
             if ((ow - 1) * sw >= w + pw) ow--;
         }

@@ -560,6 +560,8 @@ START_TEST(layer_shapes_are_checked) {
         {"avgpool size=9", "does not fit"},
         {"avgpool size=2 ceil=maybe", "ceil=maybe: expected on or off"},
         {"maxpool size=2 count_pad=off", "unknown option 'count_pad'"},
+        {"avgpool size=2 dilation=2", "unknown option 'dilation'"},
+        {"maxpool size=3 dilation=3", "a 3x3 window (spanning 7x7) does not fit"},
         {"linear", "needs units"},
         {"conv2d filters=2 size=3 bias=no", "bias=no: expected on or off"},
         {"linear units=3 bias_init=uniform", "expected normal, xavier, kaiming, zeros or"},

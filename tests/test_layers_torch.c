@@ -133,13 +133,16 @@ static void fixture_load(fixture *fx, const char *file) {
         int sh = meta_int(fx, "stride_h"), sw = meta_int(fx, "stride_w");
         int ph = meta_int(fx, "pad_h"), pw = meta_int(fx, "pad_w");
         ck_assert_int_eq(meta_int(fx, "in_channels"), c);
-        /* conv2d's dilation and groups, when the file has them */
+        /* conv2d's dilation and groups, maxpool's dilation, when the file has them */
         int dh = 1, dw = 1, groups = 1;
-        if (clnet_st_meta_get(fx->st, "groups")) {
+        if (clnet_st_meta_get(fx->st, "dilation_h")) {
             dh = meta_int(fx, "dilation_h");
             dw = meta_int(fx, "dilation_w");
-            groups = meta_int(fx, "groups");
         }
+        if (clnet_st_meta_get(fx->st, "groups")) groups = meta_int(fx, "groups");
+        char dilated[40] = "";
+        if (fx->k == MAXPOOL && (dh != 1 || dw != 1))
+            snprintf(dilated, sizeof dilated, " dilation=%dx%d", dh, dw);
         char conv[80] = "";
         if (fx->k == CONV) {
             out.c = meta_int(fx, "out_channels");
@@ -152,9 +155,9 @@ static void fixture_load(fixture *fx, const char *file) {
         /* pools: PyTorch's ceil_mode and count_include_pad=False */
         int ceil = clnet_st_meta_get(fx->st, "ceil") != NULL;
         const char *count_pad = clnet_st_meta_get(fx->st, "count_pad") ? " count_pad=off" : "";
-        snprintf(fx->line, sizeof fx->line, "%s%s size=%dx%d stride=%dx%d pad=%s%s%s%s",
+        snprintf(fx->line, sizeof fx->line, "%s%s size=%dx%d stride=%dx%d pad=%s%s%s%s%s",
                  fx->k == CONV ? "conv2d" : layer, conv, kh, kw, sh, sw, pad, bias_off,
-                 ceil ? " ceil=on" : "", count_pad);
+                 ceil ? " ceil=on" : "", count_pad, dilated);
         out.h = same ? h : (h + 2 * ph - (dh * (kh - 1) + 1) + (ceil ? sh - 1 : 0)) / sh + 1;
         out.w = same ? w : (w + 2 * pw - (dw * (kw - 1) + 1) + (ceil ? sw - 1 : 0)) / sw + 1;
         if (ceil && (out.h - 1) * sh >= h + ph) out.h--; /* a last window starting past */

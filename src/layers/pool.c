@@ -10,6 +10,7 @@
 typedef struct {
     int k[2], s[2], p[2]; /* window, stride (0: the window), padding: (h, w) */
     int ceil;             /* PyTorch's ceil_mode: the output size rounded up */
+    int d[2];             /* maxpool dilation= (0: 1): taps d apart */
     int no_count_pad;     /* avgpool count_pad=off: divide by the input's cells only */
 } pool_config;
 
@@ -29,6 +30,13 @@ static clnet_status option(void *config, const char *key, const char *value, int
     if (strcmp(key, "ceil") == 0) return on_off(key, value, &c->ceil);
     *known = 0;
     return CLNET_OK;
+}
+
+static clnet_status max_option(void *config, const char *key, const char *value, int *known) {
+    pool_config *c = config;
+    if (strcmp(key, "dilation") != 0) return option(config, key, value, known);
+    *known = 1;
+    return clnet_option_dims(key, value, 2, 1, c->d);
 }
 
 static clnet_status avg_option(void *config, const char *key, const char *value, int *known) {
@@ -62,14 +70,18 @@ static clnet_status setup(clnet_node *node) {
     pool_config *c = CLNET_CONFIG(node, pool_config);
     clnet_shape in = node->in[0];
     if (c->s[0] == 0) c->s[0] = c->k[0], c->s[1] = c->k[1]; /* stride defaults to the window */
+    if (c->d[0] == 0) c->d[0] = c->d[1] = 1;
     if (in.ndim != 2) return clnet_node_fail(node, "takes (C, H, W) inputs");
     if (c->p[0] >= c->k[0] || c->p[1] >= c->k[1])
         return clnet_node_fail(node, "padding must be >= 0 and smaller than the kernel (%dx%d)",
                                c->k[0], c->k[1]);
-    int oh = pooled_size(in.dim[0], c->k[0], c->s[0], c->p[0], c->ceil);
-    int ow = pooled_size(in.dim[1], c->k[1], c->s[1], c->p[1], c->ceil);
+    /* a dilated window spans d*(k-1)+1 */
+    int span[2] = {c->d[0] * (c->k[0] - 1) + 1, c->d[1] * (c->k[1] - 1) + 1};
+    int oh = pooled_size(in.dim[0], span[0], c->s[0], c->p[0], c->ceil);
+    int ow = pooled_size(in.dim[1], span[1], c->s[1], c->p[1], c->ceil);
     if (oh < 1 || ow < 1)
-        return clnet_node_fail(node, "a %dx%d window does not fit the input", c->k[0], c->k[1]);
+        return clnet_node_fail(node, "a %dx%d window (spanning %dx%d) does not fit the input",
+                               c->k[0], c->k[1], span[0], span[1]);
     node->out = clnet_shape_image(in.c, oh, ow);
     return CLNET_OK;
 }
@@ -83,9 +95,10 @@ static clnet_status setup(clnet_node *node) {
  * count_pad, and `extra`. */
 #define OPTIONS(opt, node, c, extra)                                                               \
     char opt[400], opt##_more[120];                                                                \
-    snprintf(opt##_more, sizeof opt##_more, "-DPOOL_CEIL=%d -DPOOL_COUNT_PAD=%d%s%s", (c)->ceil,   \
-             !(c)->no_count_pad, (extra) && *(const char *)(extra) ? " " : "",                     \
-             (extra) ? (const char *)(extra) : "");                                                \
+    snprintf(opt##_more, sizeof opt##_more,                                                        \
+             "-DPOOL_CEIL=%d -DPOOL_COUNT_PAD=%d -DPOOL_DH=%d -DPOOL_DW=%d%s%s", (c)->ceil,        \
+             !(c)->no_count_pad, (c)->d[0], (c)->d[1],                                             \
+             (extra) && *(const char *)(extra) ? " " : "", (extra) ? (const char *)(extra) : "");  \
     clnet_window_options(node, (c)->k, (c)->s, (c)->p, opt##_more, opt, sizeof opt)
 
 /* kernels run over (x, y, plane) of the output (forward) or input (backward) */
@@ -147,7 +160,7 @@ static clnet_status avg_backward(const clnet_node *node, const clnet_pass *p) {
         .keep_floats = keep, .forward = fwd, .backward = bwd,                                      \
     }
 
-const clnet_kind clnet_maxpool_kind =
-    POOL_KIND("maxpool", "size stride pad ceil", option, max_keep, max_forward, max_backward);
+const clnet_kind clnet_maxpool_kind = POOL_KIND("maxpool", "size stride pad ceil dilation",
+                                                max_option, max_keep, max_forward, max_backward);
 const clnet_kind clnet_avgpool_kind = POOL_KIND("avgpool", "size stride pad ceil count_pad",
                                                 avg_option, NULL, avg_forward, avg_backward);
