@@ -594,7 +594,8 @@ int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, 
  * its copies to the devices, split as the next step will split it, while the
  * host adds the gradients, updates the parameters and sends them back; the
  * next step then finds its input in place. The results are bitwise those of
- * clnet_loader_next + clnet_net_train_step. */
+ * clnet_loader_next + clnet_net_train_step. When it returns, successful or
+ * not, no copy reads the loader's memory any more. */
 clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, clnet_batch *batch,
                                          clnet_step_result *out);
 

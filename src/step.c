@@ -275,15 +275,24 @@ static void stage_next(clnet_trainer *t) {
     }
 }
 
+/* Waits for every device's queue: copies made ahead (stage_next) read the
+ * caller's memory, which may be freed once the step returns. A step that ends
+ * normally needs no wait: its parameter broadcast blocks behind them. */
+static clnet_status settle(clnet_trainer *t, clnet_status s) {
+    for (int i = 0; i < t->count; i++) clFinish(t->replicas[i]->d->queue);
+    return s;
+}
+
 clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
                               const int32_t *labels, int n, double *loss, int *correct) {
     clnet_status s = run_all(t, o->step, images, labels, n, 1, NULL, loss, correct);
     if (s == CLNET_OK) stage_next(t);
     if (s == CLNET_OK) s = sync_idle_buffers(t, m);
-    if (s != CLNET_OK) return s;
+    if (s != CLNET_OK) return settle(t, s);
     clnet_optim_apply(o, m->params, t->grad_sum, m->nparams, n);
     clnet_model_count_step(m);
-    return clnet_step_broadcast(t, m, 0);
+    s = clnet_step_broadcast(t, m, 0);
+    return s == CLNET_OK ? s : settle(t, s);
 }
 
 clnet_status clnet_step_forward(clnet_trainer *t, const float *images, const int32_t *labels, int n,
