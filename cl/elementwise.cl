@@ -34,14 +34,13 @@ __kernel void sum_partial(__global const float *x, uint xoff, uint n, __global f
 
 // out[m] = sum over n of X[m, n] (+ beta * out[m]); X is (M, N) row-major.
 // Two steps, in an order that depends only on M and N. row_sums_partial:
-// work-item (c, m) adds chunk c of row m (ROW_CHUNK floats, 16 at a time:
+// work-item (c, m) adds chunk c of row m (`chunk` floats, 16 at a time:
 // sixteen running sums, then added pairwise) into part[m * chunks + c].
-#define ROW_CHUNK 4096
-__kernel void row_sums_partial(uint M, uint N, __global const float *X, uint xoff,
+__kernel void row_sums_partial(uint M, uint N, uint chunk, __global const float *X, uint xoff,
                                __global float *part) {
     const uint c = get_global_id(0), m = get_global_id(1), chunks = get_global_size(0);
     if (m >= M) return;
-    const uint begin = c * ROW_CHUNK, end = min(N, begin + ROW_CHUNK);
+    const uint begin = c * chunk, end = min(N, begin + chunk);
     __global const float *row = X + xoff + m * N;
     float16 acc = (float16)(0.0f);
     uint j = begin;

@@ -91,7 +91,7 @@ cleanup:
     return status;
 }
 
-#define ROW_CHUNK 4096 /* as in cl/elementwise.cl */
+#define ROW_CHUNK 4096 /* floats one work-item of row_sums_partial adds */
 
 clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
                             size_t xoff, cl_mem out, size_t ooff, float beta) {
@@ -102,7 +102,7 @@ clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N
     size_t chunks = N ? (N + ROW_CHUNK - 1) / ROW_CHUNK : 1;
     TRY(clnet_device_work(d, CLNET_WORK_REDUCE, M * chunks * sizeof(float), &part));
     TRY(clnet_run_kept(d, &kept[0], FAMILY, "", "row_sums_partial", 2, (size_t[]){chunks, M}, NULL,
-                       ARGS(U32(M), U32(N), MEM(X), U32(xoff), MEM(part))));
+                       ARGS(U32(M), U32(N), U32(ROW_CHUNK), MEM(X), U32(xoff), MEM(part))));
     TRY(clnet_run_kept(d, &kept[1], FAMILY, "", "row_sums_finish", 1, (size_t[]){M}, NULL,
                        ARGS(U32(M), U32(chunks), MEM(part), MEM(out), U32(ooff), F32(beta))));
 cleanup:

@@ -484,8 +484,10 @@ cleanup:
 }
 
 /* Forward over any number of samples, in global batches split across devices. */
+/* Forward passes over n samples, max_batch at a time: probs gets the loss
+ * layer's output, or with logits its input. */
 static clnet_status forward_all(clnet_net *net, const float *images, const int32_t *labels, int n,
-                                float *probs, clnet_step_result *out) {
+                                float *probs, int logits, clnet_step_result *out) {
     clnet_status status = CLNET_OK;
     size_t in_size = clnet_shape_size(net->model.input);
     int classes = clnet_net_classes(net), batch = net->trainer->max_batch;
@@ -494,11 +496,14 @@ static clnet_status forward_all(clnet_net *net, const float *images, const int32
     if (labels) TRY(check_labels(net, labels, n));
     for (int first = 0; first < n; first += batch) {
         int m = n - first < batch ? n - first : batch;
+        const float *x = images + (size_t)first * in_size;
+        float *p = probs ? probs + (size_t)first * classes : NULL;
         double l = 0;
         int c = 0;
-        TRY(clnet_step_forward(net->trainer, images + (size_t)first * in_size,
-                               labels ? labels + first : NULL, m,
-                               probs ? probs + (size_t)first * classes : NULL, &l, &c));
+        if (logits)
+            TRY(clnet_step_logits(net->trainer, x, m, p));
+        else
+            TRY(clnet_step_forward(net->trainer, x, labels ? labels + first : NULL, m, p, &l, &c));
         loss += l;
         correct += c;
     }
@@ -512,22 +517,15 @@ clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float
     if (s != CLNET_OK) return s;
     if (!probs || n < 0)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_predict: bad output");
-    return forward_all(net, images, NULL, n, probs, NULL);
+    return forward_all(net, images, NULL, n, probs, 0, NULL);
 }
 
 clnet_status clnet_net_logits(clnet_net *net, const float *images, int n, float *logits) {
-    clnet_status status = need_bound(net, images, "clnet_net_logits");
-    if (status != CLNET_OK) return status;
+    clnet_status s = need_bound(net, images, "clnet_net_logits");
+    if (s != CLNET_OK) return s;
     if (!logits || n < 0)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_logits: bad output");
-    size_t in_size = clnet_shape_size(net->model.input);
-    int classes = clnet_net_classes(net), batch = net->trainer->max_batch;
-    for (int first = 0; first < n && status == CLNET_OK; first += batch) {
-        int m = n - first < batch ? n - first : batch;
-        status = clnet_step_logits(net->trainer, images + (size_t)first * in_size, m,
-                                   logits + (size_t)first * classes);
-    }
-    return status;
+    return forward_all(net, images, NULL, n, logits, 1, NULL);
 }
 
 clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const int32_t *labels,
@@ -536,7 +534,7 @@ clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const
     if (s != CLNET_OK) return s;
     if (!labels || n < 0)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_evaluate_batch: bad labels");
-    return forward_all(net, images, labels, n, NULL, out);
+    return forward_all(net, images, labels, n, NULL, 0, out);
 }
 
 clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float mean, float std,

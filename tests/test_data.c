@@ -281,15 +281,23 @@ END_TEST
 
 /* Loads and expects failure with status want and a message holding the path
  * and the words. */
-static void expect_failure(const char *images, const char *labels, clnet_status want,
-                           const char *path, const char *words) {
+/* load(&ds, a, b) fails with want, leaves ds NULL, and its message names path
+ * and says words. */
+static void expect_pair_failure(clnet_status (*load)(clnet_dataset **, const char *, const char *),
+                                const char *a, const char *b, clnet_status want, const char *path,
+                                const char *words) {
     clnet_dataset *ds = (clnet_dataset *)&ds; /* must become NULL */
-    clnet_status s = clnet_dataset_load_idx(&ds, images, labels);
+    clnet_status s = load(&ds, a, b);
     const char *m = clnet_last_error();
     ck_assert_msg(s == want, "%s: status %d (%s), want %d", words, s, m, want);
     ck_assert_ptr_null(ds);
     ck_assert_msg(strstr(m, path), "the message does not name %s: %s", path, m);
     ck_assert_msg(strstr(m, words), "the message does not say '%s': %s", words, m);
+}
+
+static void expect_failure(const char *images, const char *labels, clnet_status want,
+                           const char *path, const char *words) {
+    expect_pair_failure(clnet_dataset_load_idx, images, labels, want, path, words);
 }
 
 START_TEST(idx_missing_or_unreadable_files_are_io_errors_naming_them) {
@@ -1058,13 +1066,7 @@ END_TEST
 
 static void expect_npy_failure(const char *x, const char *y, clnet_status want, const char *path,
                                const char *words) {
-    clnet_dataset *ds = (clnet_dataset *)&ds; /* must become NULL */
-    clnet_status s = clnet_dataset_load_npy(&ds, x, y);
-    const char *m = clnet_last_error();
-    ck_assert_msg(s == want, "%s: status %d (%s), want %d", words, s, m, want);
-    ck_assert_ptr_null(ds);
-    ck_assert_msg(strstr(m, path), "the message does not name %s: %s", path, m);
-    ck_assert_msg(strstr(m, words), "the message does not say '%s': %s", words, m);
+    expect_pair_failure(clnet_dataset_load_npy, x, y, want, path, words);
 }
 
 /* A copy of a fixture, cut to `keep` bytes or with byte `flip` changed (-1: none). */

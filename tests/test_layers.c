@@ -90,13 +90,20 @@ static const layer_case CASES[] = {
     {LOSS, 4, 37, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0},
 };
 
+/* conv2d's dilation and groups (0 in a case: 1, the default) */
+static int dil_of(const layer_case *t) {
+    return t->dil ? t->dil : 1;
+}
+static int groups_of(const layer_case *t) {
+    return t->groups ? t->groups : 1;
+}
+
 static void line_for(const layer_case *t, char *out, size_t cap) {
     const char *bias = t->no_bias ? " bias=off" : "";
     switch (t->k) {
     case CONV:
         snprintf(out, cap, "conv2d filters=%d size=%dx%d stride=%d pad=%d dilation=%d groups=%d%s",
-                 t->f, t->kh, t->kw, t->s, t->p, t->dil ? t->dil : 1, t->groups ? t->groups : 1,
-                 bias);
+                 t->f, t->kh, t->kw, t->s, t->p, dil_of(t), groups_of(t), bias);
         break;
     case MAXPOOL:
     case AVGPOOL:
@@ -138,8 +145,7 @@ static void ref_forward(const layer_case *t, float *y, const float *x, const flo
     switch (t->k) {
     case CONV:
         ref_conv2d_full_forward(y, x, w, b, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw, t->s, t->s,
-                                t->p, t->p, t->dil ? t->dil : 1, t->dil ? t->dil : 1,
-                                t->groups ? t->groups : 1);
+                                t->p, t->p, dil_of(t), dil_of(t), groups_of(t));
         break;
     case MAXPOOL:
         ref_maxpool_forward(y, x, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p, t->p);
@@ -182,8 +188,7 @@ static void ref_backward(const layer_case *t, float *dx, float *dw, float *db, c
     switch (t->k) {
     case CONV:
         ref_conv2d_full_backward(dx, dw, db, dy, x, w, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw,
-                                 t->s, t->s, t->p, t->p, t->dil ? t->dil : 1, t->dil ? t->dil : 1,
-                                 t->groups ? t->groups : 1);
+                                 t->s, t->s, t->p, t->p, dil_of(t), dil_of(t), groups_of(t));
         break;
     case MAXPOOL:
         ref_maxpool_backward(dx, dy, x, t->n, t->c, t->h, t->w, t->kh, t->kw, t->s, t->s, t->p,

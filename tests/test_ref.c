@@ -306,73 +306,61 @@ START_TEST(avgpool_backward_matches_finite_differences) {
 }
 END_TEST
 
-/* ---- global average pooling: finite differences ---------------------------------- */
+/* ---- global pooling (average, max): finite differences ---------------------------------- */
 
 typedef struct {
+    int layer; /* GLOBAL_AVGPOOL or GLOBAL_MAXPOOL */
     int N, C, S;
     float *x, *y, *r; // (N,C,S) (N,C) (N,C)
-} global_avgpool_case;
+} global_pool_case;
 
-static double global_avgpool_loss(void *ctx) {
-    global_avgpool_case *c = ctx;
-    ref_global_avgpool_forward(c->y, c->x, c->N, c->C, c->S);
+static double global_pool_loss(void *ctx) {
+    global_pool_case *c = ctx;
+    if (c->layer == GLOBAL_MAXPOOL)
+        ref_global_maxpool_forward(c->y, c->x, c->N, c->C, c->S);
+    else
+        ref_global_avgpool_forward(c->y, c->x, c->N, c->C, c->S);
     return dot(c->y, c->r, (size_t)c->N * c->C);
+}
+
+/* Each shape N C H W: odd sizes, a 1x1 plane (the identity), a plane of 143. Max pooling gets
+ * distinct inputs 0.05 apart, so that no step changes a plane's winner. */
+static void global_pool_fd(int layer, uint64_t seed) {
+    const int shapes[][4] = {{2, 3, 7, 9}, {3, 2, 1, 1}, {1, 2, 13, 11}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int N = shapes[k][0], C = shapes[k][1], S = shapes[k][2] * shapes[k][3];
+        size_t nx = (size_t)N * C * S, ny = (size_t)N * C;
+        global_pool_case c = {.layer = layer,
+                              .N = N,
+                              .C = C,
+                              .S = S,
+                              .x = random_floats(nx, seed + k, 1.0f),
+                              .y = alloc_floats(ny),
+                              .r = random_floats(ny, seed + 10 + k, 1.0f)};
+        if (layer == GLOBAL_MAXPOOL)
+            for (size_t i = 0; i < nx; i++) c.x[i] = 0.05f * (float)((i * 7919) % nx) - 1.0f;
+        float *dx = alloc_floats(nx);
+        global_pool_loss(&c);
+        check_guard(c.y, ny, "global pool y");
+        if (layer == GLOBAL_MAXPOOL)
+            ref_global_maxpool_backward(dx, c.r, c.x, N, C, S);
+        else
+            ref_global_avgpool_backward(dx, c.r, N, C, S);
+        check_guard(dx, nx, "global pool dx");
+        double ex = fd_check(layer, "dx", global_pool_loss, &c, c.x, dx, nx);
+        printf("%s N%d C%d %2dx%-2d: dx %.1e\n", layer_names[layer], N, C, shapes[k][2],
+               shapes[k][3], ex);
+        free(c.x), free(c.y), free(c.r), free(dx);
+    }
 }
 
 START_TEST(global_avgpool_backward_matches_finite_differences) {
-    // N C H W: odd sizes, a 1x1 plane (the identity), a plane of 143
-    const int shapes[][4] = {{2, 3, 7, 9}, {3, 2, 1, 1}, {1, 2, 13, 11}};
-    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-        int N = shapes[k][0], C = shapes[k][1], S = shapes[k][2] * shapes[k][3];
-        size_t nx = (size_t)N * C * S, ny = (size_t)N * C;
-        global_avgpool_case c = {.N = N,
-                                 .C = C,
-                                 .S = S,
-                                 .x = random_floats(nx, 350 + k, 1.0f),
-                                 .y = alloc_floats(ny),
-                                 .r = random_floats(ny, 360 + k, 1.0f)};
-        float *dx = alloc_floats(nx);
-        global_avgpool_loss(&c);
-        check_guard(c.y, ny, "global_avgpool y");
-        ref_global_avgpool_backward(dx, c.r, N, C, S);
-        check_guard(dx, nx, "global_avgpool dx");
-        double ex = fd_check(GLOBAL_AVGPOOL, "dx", global_avgpool_loss, &c, c.x, dx, nx);
-        printf("global_avgpool N%d C%d %2dx%-2d: dx %.1e\n", N, C, shapes[k][2], shapes[k][3], ex);
-        free(c.x), free(c.y), free(c.r), free(dx);
-    }
+    global_pool_fd(GLOBAL_AVGPOOL, 350);
 }
 END_TEST
 
-/* ---- global max pooling: finite differences and ties ------------------------------------ */
-
-static double global_maxpool_loss(void *ctx) {
-    global_avgpool_case *c = ctx;
-    ref_global_maxpool_forward(c->y, c->x, c->N, c->C, c->S);
-    return dot(c->y, c->r, (size_t)c->N * c->C);
-}
-
 START_TEST(global_maxpool_backward_matches_finite_differences_and_picks_the_first_tie) {
-    const int shapes[][4] = {{2, 3, 7, 9}, {3, 2, 1, 1}, {1, 2, 13, 11}};
-    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-        int N = shapes[k][0], C = shapes[k][1], S = shapes[k][2] * shapes[k][3];
-        size_t nx = (size_t)N * C * S, ny = (size_t)N * C;
-        global_avgpool_case c = {.N = N,
-                                 .C = C,
-                                 .S = S,
-                                 .x = alloc_floats(nx),
-                                 .y = alloc_floats(ny),
-                                 .r = random_floats(ny, 370 + k, 1.0f)};
-        for (size_t i = 0; i < nx; i++) /* distinct values 0.05 apart: no step changes a winner */
-            c.x[i] = 0.05f * (float)((i * 7919) % nx) - 1.0f;
-        float *dx = alloc_floats(nx);
-        global_maxpool_loss(&c);
-        check_guard(c.y, ny, "global_maxpool y");
-        ref_global_maxpool_backward(dx, c.r, c.x, N, C, S);
-        check_guard(dx, nx, "global_maxpool dx");
-        double ex = fd_check(GLOBAL_MAXPOOL, "dx", global_maxpool_loss, &c, c.x, dx, nx);
-        printf("global_maxpool N%d C%d %2dx%-2d: dx %.1e\n", N, C, shapes[k][2], shapes[k][3], ex);
-        free(c.x), free(c.y), free(c.r), free(dx);
-    }
+    global_pool_fd(GLOBAL_MAXPOOL, 360);
     /* ties go to the first, a NaN wins (the last one), as in PyTorch */
     const float x[2][5] = {{1, 3, 2, 3, 0}, {1, NAN, 5, NAN, 2}};
     const float dy[2] = {10, 20};

@@ -155,14 +155,14 @@ static int fuse_relu(clnet_node *node) {
 
 /* What a chunk of samples b0 .. b0+s-1 works on. */
 typedef struct {
-    int b0, s;
+    int s;
     size_t NP;   /* s * P: the columns of its matrices */
     size_t x, y; /* its input and output (and their gradients) in the arenas */
     size_t col;  /* its column matrix in work, after Yp */
 } chunk;
 
 static chunk chunk_at(const clnet_node *node, int b0, int s) {
-    chunk ch = {.b0 = b0, .s = s, .NP = (size_t)s * clnet_shape_spatial(node->out)};
+    chunk ch = {.s = s, .NP = (size_t)s * clnet_shape_spatial(node->out)};
     ch.x = clnet_shape_size(node->in[0]) * (size_t)b0;
     ch.y = clnet_shape_size(node->out) * (size_t)b0;
     ch.col = (size_t)node->out.c * ch.NP;

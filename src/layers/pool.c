@@ -91,15 +91,15 @@ static clnet_status setup(clnet_node *node) {
         U32((c)->k[0]), U32((c)->k[1]), U32((c)->s[0]), U32((c)->s[1]), U32((c)->p[0]),            \
         U32((c)->p[1]), U32((node)->out.dim[0]), U32((node)->out.dim[1])
 
-/* The program's options: the window fixed at compile time, ceil mode and
- * count_pad, and `extra`. */
-#define OPTIONS(opt, node, c, extra)                                                               \
-    char opt[400], opt##_more[120];                                                                \
-    snprintf(opt##_more, sizeof opt##_more,                                                        \
-             "-DPOOL_CEIL=%d -DPOOL_COUNT_PAD=%d -DPOOL_DH=%d -DPOOL_DW=%d%s%s", (c)->ceil,        \
-             !(c)->no_count_pad, (c)->d[0], (c)->d[1],                                             \
-             (extra) && *(const char *)(extra) ? " " : "", (extra) ? (const char *)(extra) : "");  \
-    clnet_window_options(node, (c)->k, (c)->s, (c)->p, opt##_more, opt, sizeof opt)
+/* The program's options: the window fixed at compile time, ceil mode,
+ * count_pad and dilation, and `extra` ("" or an input gradient's options). */
+static void pool_options(const clnet_node *node, const char *extra, char *out, size_t cap) {
+    const pool_config *c = CLNET_CONFIG(node, pool_config);
+    char more[120];
+    snprintf(more, sizeof more, "-DPOOL_CEIL=%d -DPOOL_COUNT_PAD=%d -DPOOL_DH=%d -DPOOL_DW=%d%s%s",
+             c->ceil, !c->no_count_pad, c->d[0], c->d[1], *extra ? " " : "", extra);
+    clnet_window_options(node, c->k, c->s, c->p, more, out, cap);
+}
 
 /* kernels run over (x, y, plane) of the output (forward) or input (backward) */
 static const size_t *range(clnet_shape s, int n, size_t out[3]) {
@@ -117,7 +117,8 @@ static size_t max_keep(const clnet_node *node, int n) {
 static clnet_status max_forward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
-    OPTIONS(opt, node, c, NULL);
+    char opt[400];
+    pool_options(node, "", opt, sizeof opt);
     return clnet_pass_run(p, 0, "pool", opt, "maxpool_forward", 3, range(node->out, p->n, r), NULL,
                           ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->act),
                                U32(p->y), MEM(p->keep), U32(p->keep_off)));
@@ -127,7 +128,8 @@ static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
-    OPTIONS(opt, node, c, clnet_dx_options(p, 0));
+    char opt[400];
+    pool_options(node, clnet_dx_options(p, 0), opt, sizeof opt);
     return clnet_pass_run(p, 1, "pool", opt, "maxpool_backward", 3, range(node->in[0], p->n, r),
                           NULL,
                           ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->keep),
@@ -137,7 +139,8 @@ static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
 static clnet_status avg_forward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
-    OPTIONS(opt, node, c, NULL);
+    char opt[400];
+    pool_options(node, "", opt, sizeof opt);
     return clnet_pass_run(
         p, 2, "pool", opt, "avgpool_forward", 3, range(node->out, p->n, r), NULL,
         ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
@@ -147,7 +150,8 @@ static clnet_status avg_backward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
-    OPTIONS(opt, node, c, clnet_dx_options(p, 0));
+    char opt[400];
+    pool_options(node, clnet_dx_options(p, 0), opt, sizeof opt);
     return clnet_pass_run(
         p, 3, "pool", opt, "avgpool_backward", 3, range(node->in[0], p->n, r), NULL,
         ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
