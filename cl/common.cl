@@ -18,18 +18,22 @@ inline float clnet_group_sum(__local float *tmp, float v) {
     return total;
 }
 
-// Window geometry. Convolution and pooling kernels take C, H, W, KH, KW, sh,
-// sw, ph, pw, OH, OW as arguments and read them through WIN(): a program
-// built with -DCLNET_WINDOW=1 and -DWIN_<name>=<value> for each of them uses
-// those compile-time constants instead (the arguments are still passed, and
-// equal), so that divisions by strides and sizes become multiplications and
-// loops over a window have known trip counts. The host builds one program
-// per layer geometry (clnet_window_options).
-#ifdef CLNET_WINDOW
-#define WIN(name) (WIN_##name)
-#else
-#define WIN(name) (name)
-#endif
+// Window geometry. Convolution and pooling kernels work on three spatial axes
+// (depth, height, width); a signal or an image leads with axes of size 1. Their
+// geometry is fixed when the program is built (clnet_window_options defines
+// each of these as a constant), so that divisions by strides and sizes become
+// multiplications, loops over a window have known trip counts, and the axes of
+// size 1 cost nothing:
+//   WIN_C                    channels of the side the windows read
+//   WIN_D, WIN_H, WIN_W      that side's size
+//   WIN_KD, WIN_KH, WIN_KW   the kernel (window)
+//   WIN_sd, WIN_sh, WIN_sw   stride
+//   WIN_pd, WIN_ph, WIN_pw   padding before the input
+//   WIN_dd, WIN_dh, WIN_dw   dilation: taps that far apart
+//   WIN_OD, WIN_OH, WIN_OW   the windows along each axis (the output's size)
+#define WIN_K   (WIN_KD * WIN_KH * WIN_KW)
+#define WIN_IN  (WIN_D * WIN_H * WIN_W)
+#define WIN_OUT (WIN_OD * WIN_OH * WIN_OW)
 
 // Window ops (convolution, pooling) with kernel k, stride s, padding p: the
 // outputs o whose window (o*s - p .. o*s - p + k - 1) holds input index i, as

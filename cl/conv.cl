@@ -1,76 +1,114 @@
-// 2-D convolution as im2col + GEMM (the GEMM is in gemm.cl).
+// Convolution as im2col + GEMM (the GEMM is in gemm.cl), on three spatial axes
+// (cl/common.cl's window geometry: a signal or an image leads with axes of size
+// 1, which the compiler folds away).
 //
-// Shapes for a batch of n samples, P = OH * OW output positions each:
-//   x    (n, C, H, W)          the input
-//   col  (C*KH*KW, n*P)        col[(c,ky,kx), (b,oy,ox)] = x[b, c, oy*sh-ph+ky, ox*sw-pw+kx],
-//                              zero where that falls in the padding
-//   Yp   (F, n*P)              = W (F, C*KH*KW) . col, then permuted to y (n, F, OH, OW)
+// Shapes for a chunk of n samples, P = OD * OH * OW windows each, K = KD * KH * KW taps:
+//   x    (n, C, D, H, W)     the side the windows read
+//   col  (C*K, n*P)          col[(c,kd,ky,kx), (b,od,oy,ox)] = x[b, c, od*sd-pd+kd*dd,
+//                            oy*sh-ph+ky*dh, ox*sw-pw+kx*dw], zero where that falls
+//                            in the padding
+// A convolution multiplies col by its weight; its input gradient, and a
+// transposed convolution's output, go the other way (col2im).
 // Every work-item writes one element: no atomics, the same result every run.
 
-// One work-item per output position (ox, oy) of one (b, c) plane: it writes
-// that position's KH*KW entries of col. Dimension 0 runs along ox, so
-// neighbouring work-items write neighbouring columns. Taps are dh and dw apart
-// (dilation): col[(c,ky,kx), (b,oy,ox)] = x[b, c, oy*sh-ph+ky*dh, ox*sw-pw+kx*dw].
-__kernel void im2col(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw, uint ph,
-                     uint pw, uint OH, uint OW, uint dh, uint dw, __global const float *x,
-                     uint xoff, __global float *col, uint coloff) {
-    const uint ox = get_global_id(0), oy = get_global_id(1), bc = get_global_id(2);
-    if (ox >= WIN(OW) || oy >= WIN(OH) || bc >= n * WIN(C)) return;
-    const uint b = bc / WIN(C), c = bc % WIN(C), P = WIN(OH) * WIN(OW), NP = n * P;
-    __global const float *plane = x + xoff + bc * WIN(H) * WIN(W);
-    __global float *out = col + coloff + c * WIN(KH) * WIN(KW) * NP + b * P + oy * WIN(OW) + ox;
-    const int y0 = (int)(oy * WIN(sh)) - (int)WIN(ph), x0 = (int)(ox * WIN(sw)) - (int)WIN(pw);
-    for (uint ky = 0; ky < WIN(KH); ky++) {
-        const int iy = y0 + (int)(ky * WIN(dh));
-        const bool row_in = iy >= 0 && iy < (int)WIN(H);
-        for (uint kx = 0; kx < WIN(KW); kx++) {
-            const int ix = x0 + (int)(kx * WIN(dw));
-            out[(ky * WIN(KW) + kx) * NP] = row_in && ix >= 0 && ix < (int)WIN(W) ? plane[iy * (int)WIN(W) + ix] : 0.0f;
+// im2col and col2im are in the programs built with a window's geometry only
+// (conv_output and conv_grad_output need none).
+#ifdef WIN_C
+// One work-item per window (ox, oy, (b*C + c)*OD + od): it writes that
+// window's K entries of col. Dimension 0 runs along ox, so neighbouring
+// work-items write neighbouring columns.
+__kernel void im2col(uint n, __global const float *x, uint xoff, __global float *col, uint coloff) {
+    const uint ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
+    if (ox >= WIN_OW || oy >= WIN_OH || z >= n * WIN_C * WIN_OD) return;
+    const uint od = z % WIN_OD, bc = z / WIN_OD, b = bc / WIN_C, c = bc % WIN_C, NP = n * WIN_OUT;
+    __global const float *volume = x + xoff + bc * WIN_IN;
+    __global float *out = col + coloff + c * WIN_K * NP + b * WIN_OUT + (od * WIN_OH + oy) * WIN_OW + ox;
+    const int z0 = (int)(od * WIN_sd) - (int)WIN_pd, y0 = (int)(oy * WIN_sh) - (int)WIN_ph,
+              x0 = (int)(ox * WIN_sw) - (int)WIN_pw;
+    for (uint kd = 0; kd < WIN_KD; kd++) {
+        const int iz = z0 + (int)(kd * WIN_dd);
+        const bool plane_in = iz >= 0 && iz < (int)WIN_D;
+        for (uint ky = 0; ky < WIN_KH; ky++) {
+            const int iy = y0 + (int)(ky * WIN_dh);
+            const bool row_in = plane_in && iy >= 0 && iy < (int)WIN_H;
+            for (uint kx = 0; kx < WIN_KW; kx++) {
+                const int ix = x0 + (int)(kx * WIN_dw);
+                out[((kd * WIN_KH + ky) * WIN_KW + kx) * NP] =
+                    row_in && ix >= 0 && ix < (int)WIN_W ? volume[(iz * (int)WIN_H + iy) * (int)WIN_W + ix] : 0.0f;
+            }
         }
     }
 }
 
-// dx[b, c, iy, ix] = sum of dcol over every (ky, kx, oy, ox) that read x[b, c, iy, ix]
-// in im2col: the gather form of col2im, one work-item per input element.
-// Forward was col[(c,ky,kx),(b,oy,ox)] = x[b,c,oy*sh-ph+ky*dh,ox*sw-pw+kx*dw], so backward
-// adds dcol at those places back into dx. Without dilation the outputs whose
-// window holds (iy, ix) form a range; with it, each tap is tried in turn.
-__kernel void col2im(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw, uint ph,
-                     uint pw, uint OH, uint OW, uint dh, uint dw, __global const float *dcol,
-                     uint dcoloff, __global float *dx, uint dxoff, float beta) {
-    const uint ix = get_global_id(0), iy = get_global_id(1), bc = get_global_id(2);
-    if (ix >= WIN(W) || iy >= WIN(H) || bc >= n * WIN(C)) return;
-    const uint b = bc / WIN(C), c = bc % WIN(C), P = WIN(OH) * WIN(OW), NP = n * P;
-    __global const float *base = dcol + dcoloff + c * WIN(KH) * WIN(KW) * NP + b * P;
+// The windows along one axis whose tap k reads input i, given dilation d:
+// o*s - p + k*d = i. Returns o, or -1 when there is none.
+inline int conv_window_at(int i, uint k, uint s, uint p, uint d, uint out) {
+    const int t = i + (int)p - (int)(k * d); // = o * s
+    if (t < 0 || t % (int)s != 0 || t / (int)s >= (int)out) return -1;
+    return t / (int)s;
+}
+
+// x[b, c, iz, iy, ix] = the sum of col over every (tap, window) that im2col
+// filled from x[b, c, iz, iy, ix]: the gather form of col2im, one work-item
+// per element of x, (ix, iy, (b*C + c)*D + iz). Without dilation the windows
+// that hold an input form a range along each axis; with it, each tap is tried
+// in turn. Built with -DCOL2IM_BIAS=1 it adds bias[c] (a transposed
+// convolution's output); the store is clnet_store_dx's (-DCLNET_ADD_DX=1 adds
+// to what is there).
+#ifndef COL2IM_BIAS
+#define COL2IM_BIAS 0
+#endif
+__kernel void col2im(uint n, __global const float *col, uint coloff, __global float *x, uint xoff,
+                     __global const float *bias, uint boff) {
+    const uint ix = get_global_id(0), iy = get_global_id(1), z = get_global_id(2);
+    if (ix >= WIN_W || iy >= WIN_H || z >= n * WIN_C * WIN_D) return;
+    const uint iz = z % WIN_D, bc = z / WIN_D, b = bc / WIN_C, c = bc % WIN_C, NP = n * WIN_OUT;
+    __global const float *base = col + coloff + c * WIN_K * NP + b * WIN_OUT;
     float s = 0.0f;
-    if (WIN(dh) == 1 && WIN(dw) == 1) {
-        int oy_lo, oy_hi, ox_lo, ox_hi;
-        clnet_windows_holding((int)iy, (int)WIN(KH), (int)WIN(sh), (int)WIN(ph), (int)WIN(OH), &oy_lo, &oy_hi);
-        clnet_windows_holding((int)ix, (int)WIN(KW), (int)WIN(sw), (int)WIN(pw), (int)WIN(OW), &ox_lo, &ox_hi);
-        for (int oy = oy_lo; oy <= oy_hi; oy++) {
-            const uint ky = iy + WIN(ph) - (uint)oy * WIN(sh);
-            for (int ox = ox_lo; ox <= ox_hi; ox++) {
-                const uint kx = ix + WIN(pw) - (uint)ox * WIN(sw);
-                s += base[(ky * WIN(KW) + kx) * NP + (uint)oy * WIN(OW) + (uint)ox];
-            }
-        }
-    } else {
-        for (uint ky = 0; ky < WIN(KH); ky++) {
-            const int ty = (int)(iy + WIN(ph)) - (int)(ky * WIN(dh)); // = oy * sh
-            if (ty < 0 || ty % (int)WIN(sh) != 0 || ty / (int)WIN(sh) >= (int)WIN(OH)) continue;
-            const uint oy = (uint)ty / WIN(sh);
-            for (uint kx = 0; kx < WIN(KW); kx++) {
-                const int tx = (int)(ix + WIN(pw)) - (int)(kx * WIN(dw));
-                if (tx < 0 || tx % (int)WIN(sw) != 0 || tx / (int)WIN(sw) >= (int)WIN(OW)) continue;
-                s += base[(ky * WIN(KW) + kx) * NP + oy * WIN(OW) + (uint)tx / WIN(sw)];
+#if WIN_dd == 1 && WIN_dh == 1 && WIN_dw == 1
+    {
+        int oz_lo, oz_hi, oy_lo, oy_hi, ox_lo, ox_hi;
+        clnet_windows_holding((int)iz, (int)WIN_KD, (int)WIN_sd, (int)WIN_pd, (int)WIN_OD, &oz_lo, &oz_hi);
+        clnet_windows_holding((int)iy, (int)WIN_KH, (int)WIN_sh, (int)WIN_ph, (int)WIN_OH, &oy_lo, &oy_hi);
+        clnet_windows_holding((int)ix, (int)WIN_KW, (int)WIN_sw, (int)WIN_pw, (int)WIN_OW, &ox_lo, &ox_hi);
+        for (int oz = oz_lo; oz <= oz_hi; oz++) {
+            const uint kd = iz + WIN_pd - (uint)oz * WIN_sd;
+            for (int oy = oy_lo; oy <= oy_hi; oy++) {
+                const uint ky = iy + WIN_ph - (uint)oy * WIN_sh;
+                for (int ox = ox_lo; ox <= ox_hi; ox++) {
+                    const uint kx = ix + WIN_pw - (uint)ox * WIN_sw;
+                    s += base[((kd * WIN_KH + ky) * WIN_KW + kx) * NP + ((uint)oz * WIN_OH + (uint)oy) * WIN_OW + (uint)ox];
+                }
             }
         }
     }
-    __global float *d = dx + dxoff + (bc * WIN(H) + iy) * WIN(W) + ix;
-    *d = beta != 0.0f ? mad(beta, *d, s) : s;
+#else
+    {
+        for (uint kd = 0; kd < WIN_KD; kd++) {
+            const int oz = conv_window_at((int)iz, kd, WIN_sd, WIN_pd, WIN_dd, WIN_OD);
+            if (oz < 0) continue;
+            for (uint ky = 0; ky < WIN_KH; ky++) {
+                const int oy = conv_window_at((int)iy, ky, WIN_sh, WIN_ph, WIN_dh, WIN_OH);
+                if (oy < 0) continue;
+                for (uint kx = 0; kx < WIN_KW; kx++) {
+                    const int ox = conv_window_at((int)ix, kx, WIN_sw, WIN_pw, WIN_dw, WIN_OW);
+                    if (ox < 0) continue;
+                    s += base[((kd * WIN_KH + ky) * WIN_KW + kx) * NP + ((uint)oz * WIN_OH + (uint)oy) * WIN_OW + (uint)ox];
+                }
+            }
+        }
+    }
+#endif
+#if COL2IM_BIAS
+    s += bias[boff + c];
+#endif
+    clnet_store_dx(x + xoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s);
 }
+#endif
 
-// y[b, f, p] = Yp[f, b*P + p] + bias[f]: from the GEMM's layout to NCHW.
+// y[b, f, p] = Yp[f, b*P + p] + bias[f]: from the GEMM's layout to NCHW (a
+// convolution's output, or a transposed convolution's input gradient, which is
+// built with -DCONV_BIAS=0 and may add to dx with -DCLNET_ADD_DX=1).
 // A convolution without a bias (bias=off) builds this with -DCONV_BIAS=0 and
 // never reads `bias`. One that took in the relu after it (the relu reads
 // nothing else of it) builds both kernels with -DCONV_RELU=1: y = max(., 0),
@@ -92,9 +130,9 @@ __kernel void conv_output(uint n, uint F, uint P, __global const float *Yp, uint
     const float v = Yp[ypoff + f * (n * P) + b * P + p];
 #endif
 #if CONV_RELU
-    y[yoff + (b * F + f) * P + p] = fmax(v, 0.0f);
+    clnet_store_dx(y + yoff + (b * F + f) * P + p, fmax(v, 0.0f));
 #else
-    y[yoff + (b * F + f) * P + p] = v;
+    clnet_store_dx(y + yoff + (b * F + f) * P + p, v);
 #endif
 }
 

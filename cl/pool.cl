@@ -1,218 +1,191 @@
-// Max and average pooling, NCHW: x (n, C, H, W) -> y (n, C, OH, OW),
-// OH = (H + 2*ph - KH) / sh + 1, rounded up in ceil mode (the host computes it:
-// a last window must start inside the input or its left padding). Windows may
-// overlap (stride < kernel).
+// Max and average pooling on three spatial axes (cl/common.cl's window
+// geometry; a signal or an image leads with axes of size 1): x (n, C, D, H, W)
+// -> y (n, C, OD, OH, OW), OH = (H + 2*ph - KH) / sh + 1, rounded up in ceil
+// mode (the host computes it: a last window must start inside the input or its
+// left padding). Windows may overlap (stride < kernel).
 // Padding: for max, padded places never win (the host requires ph < KH so every
-// window holds a real pixel); for average, they count as zeros and the divisor
-// is always KH*KW (PyTorch's count_include_pad=True).
+// window holds a real value); for average, see avgpool_divisor.
 
-// Work-items run over (ox, oy, b*C + c) for forward and (ix, iy, b*C + c) for
-// backward: three dimensions, so no index is decoded by division.
+// Work-items run over (ox, oy, (b*C + c)*OD + od) for forward and
+// (ix, iy, (b*C + c)*D + iz) for backward.
 
-// y = max over the window; arg = the index (iy*W + ix) of the first maximum in
-// row-major window order (strictly greater wins, as PyTorch does). With
-// -DPOOL_DH/-DPOOL_DW (max pooling's dilation) the window's taps are that far
-// apart and the window spans d*(k-1)+1.
-#ifndef POOL_DH
-#define POOL_DH 1
-#define POOL_DW 1
+// y = max over the window; arg = the index ((iz*H + iy)*W + ix) of the first
+// maximum in row-major window order (strictly greater wins, as PyTorch does).
+// With -DPOOL_DILATED=1 (max pooling's dilation) the window's taps are WIN_dd,
+// WIN_dh, WIN_dw apart.
+#ifndef POOL_DILATED
+#define POOL_DILATED 0
 #endif
-__kernel void maxpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw,
-                              uint ph, uint pw, uint OH, uint OW, __global const float *x,
-                              uint xoff, __global float *y, uint yoff, __global int *arg,
-                              uint argoff) {
-    const uint ox = get_global_id(0), oy = get_global_id(1), bc = get_global_id(2);
-    if (ox >= WIN(OW) || oy >= WIN(OH) || bc >= n * WIN(C)) return;
-    __global const float *plane = x + xoff + bc * WIN(H) * WIN(W);
+__kernel void maxpool_forward(uint n, __global const float *x, uint xoff, __global float *y,
+                              uint yoff, __global int *arg, uint argoff) {
+    const uint ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
+    if (ox >= WIN_OW || oy >= WIN_OH || z >= n * WIN_C * WIN_OD) return;
+    const uint od = z % WIN_OD, bc = z / WIN_OD;
+    __global const float *volume = x + xoff + bc * WIN_IN;
     float best = -INFINITY;
     int where = -1;
-#if POOL_DH == 1 && POOL_DW == 1
-    int ylo, yhi, xlo, xhi;
-    clnet_window_span(oy, WIN(sh), WIN(ph), WIN(KH), WIN(H), &ylo, &yhi);
-    clnet_window_span(ox, WIN(sw), WIN(pw), WIN(KW), WIN(W), &xlo, &xhi);
-    best = plane[ylo * (int)WIN(W) + xlo];
-    where = ylo * (int)WIN(W) + xlo;
-    for (int iy = ylo; iy < yhi; iy++)
-        for (int ix = xlo; ix < xhi; ix++) {
-            const float v = plane[iy * (int)WIN(W) + ix];
-            if (v > best) {
-                best = v;
-                where = iy * (int)WIN(W) + ix;
+#if !POOL_DILATED
+    int zlo, zhi, ylo, yhi, xlo, xhi;
+    clnet_window_span(od, WIN_sd, WIN_pd, WIN_KD, WIN_D, &zlo, &zhi);
+    clnet_window_span(oy, WIN_sh, WIN_ph, WIN_KH, WIN_H, &ylo, &yhi);
+    clnet_window_span(ox, WIN_sw, WIN_pw, WIN_KW, WIN_W, &xlo, &xhi);
+    where = (zlo * (int)WIN_H + ylo) * (int)WIN_W + xlo;
+    best = volume[where];
+    for (int iz = zlo; iz < zhi; iz++)
+        for (int iy = ylo; iy < yhi; iy++)
+            for (int ix = xlo; ix < xhi; ix++) {
+                const int at = (iz * (int)WIN_H + iy) * (int)WIN_W + ix;
+                const float v = volume[at];
+                if (v > best) {
+                    best = v;
+                    where = at;
+                }
             }
-        }
 #else
-    const int y0 = (int)(oy * WIN(sh)) - (int)WIN(ph), x0 = (int)(ox * WIN(sw)) - (int)WIN(pw);
-    for (uint ky = 0; ky < WIN(KH); ky++) {
-        const int iy = y0 + (int)(ky * POOL_DH);
-        if (iy < 0 || iy >= (int)WIN(H)) continue;
-        for (uint kx = 0; kx < WIN(KW); kx++) {
-            const int ix = x0 + (int)(kx * POOL_DW);
-            if (ix < 0 || ix >= (int)WIN(W)) continue;
-            const float v = plane[iy * (int)WIN(W) + ix];
-            if (where < 0 || v > best) {
-                best = v;
-                where = iy * (int)WIN(W) + ix;
+    const int z0 = (int)(od * WIN_sd) - (int)WIN_pd, y0 = (int)(oy * WIN_sh) - (int)WIN_ph,
+              x0 = (int)(ox * WIN_sw) - (int)WIN_pw;
+    for (uint kd = 0; kd < WIN_KD; kd++) {
+        const int iz = z0 + (int)(kd * WIN_dd);
+        if (iz < 0 || iz >= (int)WIN_D) continue;
+        for (uint ky = 0; ky < WIN_KH; ky++) {
+            const int iy = y0 + (int)(ky * WIN_dh);
+            if (iy < 0 || iy >= (int)WIN_H) continue;
+            for (uint kx = 0; kx < WIN_KW; kx++) {
+                const int ix = x0 + (int)(kx * WIN_dw);
+                if (ix < 0 || ix >= (int)WIN_W) continue;
+                const int at = (iz * (int)WIN_H + iy) * (int)WIN_W + ix;
+                const float v = volume[at];
+                if (where < 0 || v > best) {
+                    best = v;
+                    where = at;
+                }
             }
         }
     }
 #endif
-    const uint o = (bc * WIN(OH) + oy) * WIN(OW) + ox;
+    const uint o = (z * WIN_OH + oy) * WIN_OW + ox;
     y[yoff + o] = best;
     arg[argoff + o] = where;
 }
 
+// The window along one axis whose tap k reads input i (dilation d), or -1.
+inline int pool_window_at(int i, uint k, uint s, uint p, uint d, uint out) {
+    const int t = i + (int)p - (int)(k * d); // = o * s
+    if (t < 0 || t % (int)s != 0 || t / (int)s >= (int)out) return -1;
+    return t / (int)s;
+}
+
 // Forward was y = x[arg], so backward gives each input the sum of dy over the
 // windows whose maximum it was. Gather form: one work-item per input element.
-__kernel void maxpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw,
-                               uint ph, uint pw, uint OH, uint OW, __global const float *dy,
-                               uint dyoff, __global const int *arg, uint argoff, __global float *dx,
-                               uint dxoff) {
-    const uint ix = get_global_id(0), iy = get_global_id(1), bc = get_global_id(2);
-    if (ix >= WIN(W) || iy >= WIN(H) || bc >= n * WIN(C)) return;
-    const int me = (int)(iy * WIN(W) + ix);
+__kernel void maxpool_backward(uint n, __global const float *dy, uint dyoff, __global const int *arg,
+                               uint argoff, __global float *dx, uint dxoff) {
+    const uint ix = get_global_id(0), iy = get_global_id(1), z = get_global_id(2);
+    if (ix >= WIN_W || iy >= WIN_H || z >= n * WIN_C * WIN_D) return;
+    const uint iz = z % WIN_D, bc = z / WIN_D;
+    const int me = (int)((iz * WIN_H + iy) * WIN_W + ix);
+    __global const float *g = dy + dyoff + bc * WIN_OUT;
+    __global const int *a = arg + argoff + bc * WIN_OUT;
     float s = 0.0f;
-#if POOL_DH == 1 && POOL_DW == 1
-    int oy_lo, oy_hi, ox_lo, ox_hi;
-    clnet_windows_holding((int)iy, (int)WIN(KH), (int)WIN(sh), (int)WIN(ph), (int)WIN(OH), &oy_lo, &oy_hi);
-    clnet_windows_holding((int)ix, (int)WIN(KW), (int)WIN(sw), (int)WIN(pw), (int)WIN(OW), &ox_lo, &ox_hi);
-    for (int oy = oy_lo; oy <= oy_hi; oy++)
-        for (int ox = ox_lo; ox <= ox_hi; ox++) {
-            const uint o = (bc * WIN(OH) + (uint)oy) * WIN(OW) + (uint)ox;
-            if (arg[argoff + o] == me) s += dy[dyoff + o];
-        }
-#else // the windows that hold (iy, ix) at one of their taps
-    for (uint ky = 0; ky < WIN(KH); ky++) {
-        const int ty = (int)(iy + WIN(ph)) - (int)(ky * POOL_DH); // = oy * sh
-        if (ty < 0 || ty % (int)WIN(sh) != 0 || ty / (int)WIN(sh) >= (int)WIN(OH)) continue;
-        for (uint kx = 0; kx < WIN(KW); kx++) {
-            const int tx = (int)(ix + WIN(pw)) - (int)(kx * POOL_DW);
-            if (tx < 0 || tx % (int)WIN(sw) != 0 || tx / (int)WIN(sw) >= (int)WIN(OW)) continue;
-            const uint o = (bc * WIN(OH) + (uint)(ty / (int)WIN(sh))) * WIN(OW) + (uint)(tx / (int)WIN(sw));
-            if (arg[argoff + o] == me) s += dy[dyoff + o];
+#if !POOL_DILATED
+    int oz_lo, oz_hi, oy_lo, oy_hi, ox_lo, ox_hi;
+    clnet_windows_holding((int)iz, (int)WIN_KD, (int)WIN_sd, (int)WIN_pd, (int)WIN_OD, &oz_lo, &oz_hi);
+    clnet_windows_holding((int)iy, (int)WIN_KH, (int)WIN_sh, (int)WIN_ph, (int)WIN_OH, &oy_lo, &oy_hi);
+    clnet_windows_holding((int)ix, (int)WIN_KW, (int)WIN_sw, (int)WIN_pw, (int)WIN_OW, &ox_lo, &ox_hi);
+    for (int oz = oz_lo; oz <= oz_hi; oz++)
+        for (int oy = oy_lo; oy <= oy_hi; oy++)
+            for (int ox = ox_lo; ox <= ox_hi; ox++) {
+                const int o = (oz * (int)WIN_OH + oy) * (int)WIN_OW + ox;
+                if (a[o] == me) s += g[o];
+            }
+#else // the windows that hold (iz, iy, ix) at one of their taps
+    for (uint kd = 0; kd < WIN_KD; kd++) {
+        const int oz = pool_window_at((int)iz, kd, WIN_sd, WIN_pd, WIN_dd, WIN_OD);
+        if (oz < 0) continue;
+        for (uint ky = 0; ky < WIN_KH; ky++) {
+            const int oy = pool_window_at((int)iy, ky, WIN_sh, WIN_ph, WIN_dh, WIN_OH);
+            if (oy < 0) continue;
+            for (uint kx = 0; kx < WIN_KW; kx++) {
+                const int ox = pool_window_at((int)ix, kx, WIN_sw, WIN_pw, WIN_dw, WIN_OW);
+                if (ox < 0) continue;
+                const int o = (oz * (int)WIN_OH + oy) * (int)WIN_OW + ox;
+                if (a[o] == me) s += g[o];
+            }
         }
     }
 #endif
-    clnet_store_dx(dx + dxoff + (bc * WIN(H) + iy) * WIN(W) + ix, s);
+    clnet_store_dx(dx + dxoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s);
 }
 
-// Average pooling's divisor. PyTorch's rules: with count_pad (-DPOOL_COUNT_PAD=1,
-// its count_include_pad, the default) the window's cells up to the padded edge,
-// which is KH*KW unless ceil mode lets the last window overhang that edge;
-// without, the input's own cells in the window.
+// Average pooling's divisor along one axis, for the window starting at t = o*s - p.
+// PyTorch's rules: with count_pad (-DPOOL_COUNT_PAD=1, its count_include_pad,
+// the default) the window's cells up to the padded edge, which is K unless
+// ceil mode lets the last window overhang that edge; without, the input's own
+// cells in the window. The divisor is the product over the axes.
 #ifndef POOL_COUNT_PAD
 #define POOL_COUNT_PAD 1
 #endif
 #ifndef POOL_CEIL
 #define POOL_CEIL 0
 #endif
-inline float avgpool_divisor(uint oy, uint ox, uint sh, uint sw, uint ph, uint pw, uint KH, uint KW,
-                             uint H, uint W) {
-    const int ys = (int)(oy * sh) - (int)ph, xs = (int)(ox * sw) - (int)pw;
+inline int avgpool_cells(uint o, uint s, uint p, uint k, uint size) {
+    const int t = (int)(o * s) - (int)p;
 #if POOL_COUNT_PAD
-    return (float)((min(ys + (int)KH, (int)(H + ph)) - ys) * (min(xs + (int)KW, (int)(W + pw)) - xs));
+    return min(t + (int)k, (int)(size + p)) - t;
 #else
-    return (float)((min(ys + (int)KH, (int)H) - max(ys, 0)) * (min(xs + (int)KW, (int)W) - max(xs, 0)));
+    return min(t + (int)k, (int)size) - max(t, 0);
 #endif
 }
 
-__kernel void avgpool_forward(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw,
-                              uint ph, uint pw, uint OH, uint OW, __global const float *x,
-                              uint xoff, __global float *y, uint yoff) {
-    const uint ox = get_global_id(0), oy = get_global_id(1), bc = get_global_id(2);
-    if (ox >= WIN(OW) || oy >= WIN(OH) || bc >= n * WIN(C)) return;
-    __global const float *plane = x + xoff + bc * WIN(H) * WIN(W);
-    int ylo, yhi, xlo, xhi;
-    clnet_window_span(oy, WIN(sh), WIN(ph), WIN(KH), WIN(H), &ylo, &yhi);
-    clnet_window_span(ox, WIN(sw), WIN(pw), WIN(KW), WIN(W), &xlo, &xhi);
-    float s = 0.0f;
-    for (int iy = ylo; iy < yhi; iy++)
-        for (int ix = xlo; ix < xhi; ix++) s += plane[iy * (int)WIN(W) + ix];
+inline float avgpool_divisor(uint od, uint oy, uint ox) {
 #if POOL_COUNT_PAD && !POOL_CEIL
-    const float divisor = (float)(WIN(KH) * WIN(KW));
+    return (float)WIN_K;
 #else
-    const float divisor = avgpool_divisor(oy, ox, WIN(sh), WIN(sw), WIN(ph), WIN(pw), WIN(KH), WIN(KW), WIN(H), WIN(W));
+    return (float)(avgpool_cells(od, WIN_sd, WIN_pd, WIN_KD, WIN_D) *
+                   avgpool_cells(oy, WIN_sh, WIN_ph, WIN_KH, WIN_H) *
+                   avgpool_cells(ox, WIN_sw, WIN_pw, WIN_KW, WIN_W));
 #endif
-    y[yoff + (bc * WIN(OH) + oy) * WIN(OW) + ox] = s / divisor;
 }
 
-// Forward was y = sum(window) / (KH*KW), so each input gets dy / (KH*KW) from
+__kernel void avgpool_forward(uint n, __global const float *x, uint xoff, __global float *y,
+                              uint yoff) {
+    const uint ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
+    if (ox >= WIN_OW || oy >= WIN_OH || z >= n * WIN_C * WIN_OD) return;
+    const uint od = z % WIN_OD, bc = z / WIN_OD;
+    __global const float *volume = x + xoff + bc * WIN_IN;
+    int zlo, zhi, ylo, yhi, xlo, xhi;
+    clnet_window_span(od, WIN_sd, WIN_pd, WIN_KD, WIN_D, &zlo, &zhi);
+    clnet_window_span(oy, WIN_sh, WIN_ph, WIN_KH, WIN_H, &ylo, &yhi);
+    clnet_window_span(ox, WIN_sw, WIN_pw, WIN_KW, WIN_W, &xlo, &xhi);
+    float s = 0.0f;
+    for (int iz = zlo; iz < zhi; iz++)
+        for (int iy = ylo; iy < yhi; iy++)
+            for (int ix = xlo; ix < xhi; ix++) s += volume[(iz * (int)WIN_H + iy) * (int)WIN_W + ix];
+    y[yoff + (z * WIN_OH + oy) * WIN_OW + ox] = s / avgpool_divisor(od, oy, ox);
+}
+
+// Forward was y = sum(window) / divisor, so each input gets dy / divisor from
 // every window that holds it.
-__kernel void avgpool_backward(uint n, uint C, uint H, uint W, uint KH, uint KW, uint sh, uint sw,
-                               uint ph, uint pw, uint OH, uint OW, __global const float *dy,
-                               uint dyoff, __global float *dx, uint dxoff) {
-    const uint ix = get_global_id(0), iy = get_global_id(1), bc = get_global_id(2);
-    if (ix >= WIN(W) || iy >= WIN(H) || bc >= n * WIN(C)) return;
-    int oy_lo, oy_hi, ox_lo, ox_hi;
-    clnet_windows_holding((int)iy, (int)WIN(KH), (int)WIN(sh), (int)WIN(ph), (int)WIN(OH), &oy_lo, &oy_hi);
-    clnet_windows_holding((int)ix, (int)WIN(KW), (int)WIN(sw), (int)WIN(pw), (int)WIN(OW), &ox_lo, &ox_hi);
+__kernel void avgpool_backward(uint n, __global const float *dy, uint dyoff, __global float *dx,
+                               uint dxoff) {
+    const uint ix = get_global_id(0), iy = get_global_id(1), z = get_global_id(2);
+    if (ix >= WIN_W || iy >= WIN_H || z >= n * WIN_C * WIN_D) return;
+    const uint iz = z % WIN_D, bc = z / WIN_D;
+    __global const float *g = dy + dyoff + bc * WIN_OUT;
+    int oz_lo, oz_hi, oy_lo, oy_hi, ox_lo, ox_hi;
+    clnet_windows_holding((int)iz, (int)WIN_KD, (int)WIN_sd, (int)WIN_pd, (int)WIN_OD, &oz_lo, &oz_hi);
+    clnet_windows_holding((int)iy, (int)WIN_KH, (int)WIN_sh, (int)WIN_ph, (int)WIN_OH, &oy_lo, &oy_hi);
+    clnet_windows_holding((int)ix, (int)WIN_KW, (int)WIN_sw, (int)WIN_pw, (int)WIN_OW, &ox_lo, &ox_hi);
     float s = 0.0f;
-#if POOL_COUNT_PAD && !POOL_CEIL
-    for (int oy = oy_lo; oy <= oy_hi; oy++)
-        for (int ox = ox_lo; ox <= ox_hi; ox++)
-            s += dy[dyoff + (bc * WIN(OH) + (uint)oy) * WIN(OW) + (uint)ox];
-    clnet_store_dx(dx + dxoff + (bc * WIN(H) + iy) * WIN(W) + ix, s / (float)(WIN(KH) * WIN(KW)));
-#else // each window has a divisor of its own
-    for (int oy = oy_lo; oy <= oy_hi; oy++)
-        for (int ox = ox_lo; ox <= ox_hi; ox++)
-            s += dy[dyoff + (bc * WIN(OH) + (uint)oy) * WIN(OW) + (uint)ox] /
-                 avgpool_divisor((uint)oy, (uint)ox, WIN(sh), WIN(sw), WIN(ph), WIN(pw), WIN(KH), WIN(KW), WIN(H), WIN(W));
-    clnet_store_dx(dx + dxoff + (bc * WIN(H) + iy) * WIN(W) + ix, s);
+#if POOL_COUNT_PAD && !POOL_CEIL // one divisor for every window
+    for (int oz = oz_lo; oz <= oz_hi; oz++)
+        for (int oy = oy_lo; oy <= oy_hi; oy++)
+            for (int ox = ox_lo; ox <= ox_hi; ox++) s += g[(oz * (int)WIN_OH + oy) * (int)WIN_OW + ox];
+    s /= (float)WIN_K;
+#else
+    for (int oz = oz_lo; oz <= oz_hi; oz++)
+        for (int oy = oy_lo; oy <= oy_hi; oy++)
+            for (int ox = ox_lo; ox <= ox_hi; ox++)
+                s += g[(oz * (int)WIN_OH + oy) * (int)WIN_OW + ox] / avgpool_divisor((uint)oz, (uint)oy, (uint)ox);
 #endif
-}
-
-// Global average pooling (PyTorch's AdaptiveAvgPool2d(1)): x (n, C, S) ->
-// y (n, C), S the spatial positions of one plane (H*W for an image, any number
-// of spatial dimensions). One work-item per plane: the planes it meets are
-// small (7x7 at the end of ResNet-18) and many (n*C).
-__kernel void global_avgpool_forward(uint planes, uint S, __global const float *x, uint xoff,
-                                     __global float *y, uint yoff) {
-    const uint bc = get_global_id(0);
-    if (bc >= planes) return;
-    __global const float *plane = x + xoff + bc * S;
-    float s = 0.0f;
-    for (uint i = 0; i < S; i++) s += plane[i];
-    y[yoff + bc] = s / (float)S;
-}
-
-// y = the largest value of each plane (global_maxpool): one work-item per plane.
-// As PyTorch's AdaptiveMaxPool picks it: the first largest value, or the last
-// NaN (a NaN always wins).
-inline uint global_argmax(__global const float *plane, uint S) {
-    uint best = 0;
-    float m = plane[0];
-    for (uint i = 1; i < S; i++)
-        if (plane[i] > m || isnan(plane[i])) {
-            m = plane[i];
-            best = i;
-        }
-    return best;
-}
-
-__kernel void global_maxpool_forward(uint planes, uint S, __global const float *x, uint xoff,
-                                     __global float *y, uint yoff) {
-    const uint bc = get_global_id(0);
-    if (bc >= planes) return;
-    __global const float *plane = x + xoff + bc * S;
-    y[yoff + bc] = plane[global_argmax(plane, S)];
-}
-
-// Forward took one value of each plane, so dx is dy there and 0 elsewhere; the
-// place is found again from x. One work-item per plane.
-__kernel void global_maxpool_backward(uint planes, uint S, __global const float *x, uint xoff,
-                                      __global const float *dy, uint dyoff, __global float *dx,
-                                      uint dxoff) {
-    const uint bc = get_global_id(0);
-    if (bc >= planes) return;
-    const uint best = global_argmax(x + xoff + bc * S, S);
-    const float g = dy[dyoff + bc];
-    for (uint i = 0; i < S; i++) clnet_store_dx(dx + dxoff + bc * S + i, i == best ? g : 0.0f);
-}
-
-// Forward was y = sum(plane) / S, so backward is dx = dy / S at every position
-// of the plane. Work-items run over (position, b*C + c).
-__kernel void global_avgpool_backward(uint planes, uint S, __global const float *dy, uint dyoff,
-                                      __global float *dx, uint dxoff) {
-    const uint i = get_global_id(0), bc = get_global_id(1);
-    if (i >= S || bc >= planes) return;
-    clnet_store_dx(dx + dxoff + bc * S + i, dy[dyoff + bc] / (float)S);
+    clnet_store_dx(dx + dxoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s);
 }

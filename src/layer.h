@@ -193,10 +193,12 @@ void clnet_kind_list(char *out, size_t cap);
 clnet_status clnet_kind_register(const clnet_kind *kind);
 
 /* Layer kinds, one per file in src/layers/. */
-extern const clnet_kind clnet_conv2d_kind, clnet_maxpool_kind, clnet_avgpool_kind,
-    clnet_global_avgpool_kind, clnet_global_maxpool_kind, clnet_batchnorm_kind, clnet_dropout_kind,
-    clnet_relu_kind, clnet_sigmoid_kind, clnet_tanh_kind, clnet_linear_kind, clnet_flatten_kind,
-    clnet_add_kind, clnet_concat_kind, clnet_softmax_xent_kind;
+extern const clnet_kind clnet_conv1d_kind, clnet_conv2d_kind, clnet_conv3d_kind,
+    clnet_conv_transpose1d_kind, clnet_conv_transpose2d_kind, clnet_conv_transpose3d_kind,
+    clnet_maxpool_kind, clnet_avgpool_kind, clnet_global_avgpool_kind, clnet_global_maxpool_kind,
+    clnet_batchnorm_kind, clnet_dropout_kind, clnet_relu_kind, clnet_sigmoid_kind, clnet_tanh_kind,
+    clnet_linear_kind, clnet_flatten_kind, clnet_reshape_kind, clnet_add_kind, clnet_concat_kind,
+    clnet_softmax_xent_kind;
 /* A relu whose producer took it in (fuse_relu): named "relu", a view. */
 extern const clnet_kind clnet_relu_fused_kind;
 
@@ -206,13 +208,23 @@ extern const clnet_kind clnet_relu_fused_kind;
  * input 1x28x28): ..."). */
 clnet_status clnet_node_fail(const clnet_node *node, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* The build options that fix a 2-D window op's geometry at compile time
- * (CLNET_WINDOW in cl/common.cl): input 0's channels and size, kernel k,
- * stride s, padding p, the output's size; then `extra` (may be NULL). */
-void clnet_window_options(const clnet_node *node, const int *k, const int *s, const int *p,
-                          const char *extra, char *out, size_t cap);
-/* Output size of a window op along one axis; <= 0 when the window never fits. */
-int clnet_window_out(int in, int kernel, int stride, int pad);
+/* A window op's geometry (convolution, pooling) on three spatial axes
+ * (depth, height, width): a signal (C, L) is (C, 1, 1, L), an image (C, H, W)
+ * is (C, 1, H, W). `in` is the side the windows read, `out` the windows along
+ * each axis. */
+typedef struct {
+    int c;                      /* channels of the side the windows read */
+    int in[3], out[3];          /* sizes */
+    int k[3], s[3], p[3], d[3]; /* kernel, stride, padding before, dilation */
+} clnet_window;
+/* One option's `rank` values (v) laid out on three axes: on the last `rank`
+ * of out, `fill` on the others (a signal's size=5 is 1x1x5). */
+void clnet_axes(int rank, const int *v, int fill, int out[3]);
+/* The build options that fix a window op's geometry at compile time (the
+ * WIN_* constants of cl/common.cl), then `extra` (may be NULL or ""). */
+void clnet_window_options(const clnet_window *w, const char *extra, char *out, size_t cap);
+/* "3x3" from the first n values. */
+void clnet_dims_text(const int *v, int n, char *out, size_t cap);
 /* Declares parameter tensor `suffix` of node (count from the shape). */
 clnet_tensor *clnet_node_param(clnet_node *node, const char *suffix, int ndim, const int64_t *shape,
                                clnet_init init, int fan_in, int fan_out);
@@ -224,8 +236,17 @@ clnet_tensor *clnet_node_buffer(clnet_node *node, const char *suffix, clnet_dtyp
  * ..." on bad input. */
 clnet_status clnet_option_int(const char *key, const char *value, int min, int *out);
 clnet_status clnet_option_float(const char *key, const char *value, float min, float *out);
-/* "3" (every axis) or "3x5" (one value per axis, at most `axes`); each >= min. */
+/* "3" (every axis) or "3x5" (one value per axis: exactly `axes`); each >= min. */
 clnet_status clnet_option_dims(const char *key, const char *value, int axes, int min, int *out);
+
+/* "3", "3x5" or "3x5x7": 1 to 3 values, each >= min, *count of them (layers
+ * whose rank comes from their input: pools). */
+clnet_status clnet_option_list(const char *key, const char *value, int min, int *out, int *count);
+/* Such a list laid out on three axes for the node's input (clnet_axes): one
+ * value for every axis, or one per axis; none given (count 0) is `fill`.
+ * Fails naming the node when the count does not match the input's rank. */
+clnet_status clnet_node_dims(const clnet_node *node, const char *key, const int *v, int count,
+                             int fill, int out[3]);
 
 /* The init= std= bias_init= bias_std= bias= options of layers with a weight
  * and a bias. */

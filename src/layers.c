@@ -10,11 +10,27 @@
 /* Adding a layer kind: its file in src/layers/, its kernels in cl/, and one
  * line here. */
 static const clnet_kind *const builtin[] = {
-    &clnet_conv2d_kind,         &clnet_maxpool_kind,      &clnet_avgpool_kind,
-    &clnet_global_avgpool_kind, &clnet_batchnorm_kind,    &clnet_dropout_kind,
-    &clnet_relu_kind,           &clnet_sigmoid_kind,      &clnet_tanh_kind,
-    &clnet_linear_kind,         &clnet_flatten_kind,      &clnet_add_kind,
-    &clnet_concat_kind,         &clnet_softmax_xent_kind, &clnet_global_maxpool_kind,
+    &clnet_conv1d_kind,
+    &clnet_conv2d_kind,
+    &clnet_conv3d_kind,
+    &clnet_conv_transpose1d_kind,
+    &clnet_conv_transpose2d_kind,
+    &clnet_conv_transpose3d_kind,
+    &clnet_maxpool_kind,
+    &clnet_avgpool_kind,
+    &clnet_global_avgpool_kind,
+    &clnet_batchnorm_kind,
+    &clnet_dropout_kind,
+    &clnet_relu_kind,
+    &clnet_sigmoid_kind,
+    &clnet_tanh_kind,
+    &clnet_linear_kind,
+    &clnet_flatten_kind,
+    &clnet_add_kind,
+    &clnet_concat_kind,
+    &clnet_softmax_xent_kind,
+    &clnet_global_maxpool_kind,
+    &clnet_reshape_kind,
 };
 #define BUILTIN (sizeof builtin / sizeof builtin[0])
 
@@ -60,11 +76,6 @@ clnet_status clnet_kind_register(const clnet_kind *kind) {
     return status;
 }
 
-int clnet_window_out(int in, int kernel, int stride, int pad) {
-    int span = in + 2 * pad - kernel;
-    return span < 0 ? 0 : span / stride + 1;
-}
-
 clnet_status clnet_no_kernels(const clnet_node *node, const clnet_pass *p) {
     (void)node;
     (void)p;
@@ -83,14 +94,26 @@ clnet_status clnet_pass_run(const clnet_pass *p, int slot, const char *family, c
                           nargs);
 }
 
-void clnet_window_options(const clnet_node *node, const int *k, const int *s, const int *p,
-                          const char *extra, char *out, size_t cap) {
+void clnet_axes(int rank, const int *v, int fill, int out[3]) {
+    for (int a = 0; a < 3; a++) out[a] = a < 3 - rank ? fill : v[a - (3 - rank)];
+}
+
+void clnet_window_options(const clnet_window *w, const char *extra, char *out, size_t cap) {
     snprintf(out, cap,
-             "-DCLNET_WINDOW=1 -DWIN_C=%du -DWIN_H=%du -DWIN_W=%du -DWIN_KH=%du -DWIN_KW=%du "
-             "-DWIN_sh=%du -DWIN_sw=%du -DWIN_ph=%du -DWIN_pw=%du -DWIN_OH=%du -DWIN_OW=%du%s%s",
-             node->in[0].c, node->in[0].dim[0], node->in[0].dim[1], k[0], k[1], s[0], s[1], p[0],
-             p[1], node->out.dim[0], node->out.dim[1], extra && *extra ? " " : "",
-             extra ? extra : "");
+             "-DWIN_C=%du -DWIN_D=%du -DWIN_H=%du -DWIN_W=%du -DWIN_KD=%du -DWIN_KH=%du "
+             "-DWIN_KW=%du -DWIN_sd=%du -DWIN_sh=%du -DWIN_sw=%du -DWIN_pd=%du -DWIN_ph=%du "
+             "-DWIN_pw=%du -DWIN_dd=%du -DWIN_dh=%du -DWIN_dw=%du -DWIN_OD=%du -DWIN_OH=%du "
+             "-DWIN_OW=%du%s%s",
+             w->c, w->in[0], w->in[1], w->in[2], w->k[0], w->k[1], w->k[2], w->s[0], w->s[1],
+             w->s[2], w->p[0], w->p[1], w->p[2], w->d[0], w->d[1], w->d[2], w->out[0], w->out[1],
+             w->out[2], extra && *extra ? " " : "", extra ? extra : "");
+}
+
+void clnet_dims_text(const int *v, int n, char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && used < cap; i++)
+        used += (size_t)snprintf(out + used, cap - used, i ? "x%d" : "%d", v[i]);
 }
 
 clnet_status clnet_node_fail(const clnet_node *node, const char *fmt, ...) {

@@ -35,29 +35,56 @@ clnet_status clnet_option_float(const char *key, const char *value, float min, f
     return CLNET_OK;
 }
 
-clnet_status clnet_option_dims(const char *key, const char *value, int axes, int min, int *out) {
-    static const char *const forms[] = {"", "N", "N or HxW", "N or DxHxW"};
-    int got = 0;
+/* Up to `most` values "AxBxC", each >= min; how many in *got. 0 on bad input. */
+static int parse_dims(const char *value, int most, int min, int *out, int *got) {
+    *got = 0;
     const char *p = value;
-    while (got < axes) {
+    while (*got < most) {
         char part[24];
         const char *x = strchr(p, 'x');
         size_t len = x ? (size_t)(x - p) : strlen(p);
-        if (len == 0 || len >= sizeof part) break;
+        if (len == 0 || len >= sizeof part) return 0;
         memcpy(part, p, len);
         part[len] = '\0';
-        if (!parse_int(part, &out[got]) || out[got] < min) break;
-        got++;
-        if (!x) {
-            p += len;
-            break;
-        }
+        if (!parse_int(part, &out[*got]) || out[*got] < min) return 0;
+        (*got)++;
+        if (!x) return 1;
         p = x + 1;
     }
-    if (*p || (got != 1 && got != axes))
+    return 0; /* more values than `most` */
+}
+
+clnet_status clnet_option_dims(const char *key, const char *value, int axes, int min, int *out) {
+    static const char *const forms[] = {"", "N", "N or HxW", "N or DxHxW"};
+    int got = 0;
+    if (!parse_dims(value, axes, min, out, &got) || (got != 1 && got != axes))
         return clnet_fail(CLNET_ERR_FORMAT, "%s=%s: expected %s, each >= %d", key, value,
                           forms[axes], min);
     for (int i = got; i < axes; i++) out[i] = out[0];
+    return CLNET_OK;
+}
+
+clnet_status clnet_option_list(const char *key, const char *value, int min, int *out, int *count) {
+    if (!parse_dims(value, CLNET_MAX_SPATIAL, min, out, count))
+        return clnet_fail(CLNET_ERR_FORMAT,
+                          "%s=%s: expected N, or one value per spatial axis (LxK, DxHxW), each "
+                          ">= %d",
+                          key, value, min);
+    return CLNET_OK;
+}
+
+clnet_status clnet_node_dims(const clnet_node *node, const char *key, const int *v, int count,
+                             int fill, int out[3]) {
+    int rank = node->in[0].ndim;
+    if (count > 1 && count != rank) {
+        char text[48];
+        clnet_dims_text(v, count, text, sizeof text);
+        return clnet_node_fail(node, "%s=%s gives %d values, the input has %d spatial axes", key,
+                               text, count, rank);
+    }
+    int given[3];
+    for (int i = 0; i < rank; i++) given[i] = count == 0 ? fill : v[count == 1 ? 0 : i];
+    clnet_axes(rank, given, fill, out);
     return CLNET_OK;
 }
 

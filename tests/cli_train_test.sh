@@ -68,6 +68,17 @@ l2=$(sed -n 's/^epoch 2: train_loss=\([0-9.]*\).*/\1/p' <<<"$out")
 if [ -n "$l1" ] && [ -n "$l2" ] && awk "BEGIN { exit !($l2 < $l1) }"; then ok "the residual LeNet trains (loss $l1 -> $l2)"
 else bad "residual LeNet" "$out"; fi
 
+# 4c. Fashion-MNIST read as signals (input length=784): conv1d with causal dilated layers
+#     trains from the IDX files, the loss falls and the test set beats chance by far
+out=$("$clnet" train "$models/conv1d.cfg" --train-limit 1280 --test-limit 256 --batch 64 --epochs 2 \
+      --lr 0.1 --momentum 0.9 2>&1)
+l1=$(sed -n 's/^epoch 1: train_loss=\([0-9.]*\).*/\1/p' <<<"$out")
+l2=$(sed -n 's/^epoch 2: train_loss=\([0-9.]*\).*/\1/p' <<<"$out")
+acc=$(sed -n 's/^final: test_accuracy=\([0-9.]*\).*/\1/p' <<<"$out")
+if [ -n "$l1" ] && [ -n "$l2" ] && [ -n "$acc" ] && awk "BEGIN { exit !($l2 < $l1 && $acc > 0.3) }"; then
+  ok "the conv1d model trains on images read as signals (loss $l1 -> $l2, test accuracy $acc)"
+else bad "conv1d model" "$out"; fi
+
 # 5. bad input: clear messages, non-zero exits, the checkpoint untouched
 expect_fail() { # name pattern args...
   local name=$1 pattern=$2; shift 2
@@ -79,6 +90,10 @@ cp "$work/a.safetensors" "$work/keep.safetensors"
 expect_fail "missing data folder" "/nonexistent/data" train "$models/lenet.cfg" --data /nonexistent/data
 printf 'input channels=1 height=28 width=28\nconv2d filters=2 size=3 stride=0\n' >"$work/bad.cfg"
 expect_fail "model file error names file and line" "bad.cfg:2: stride=0" train "$work/bad.cfg"
+printf 'input channels=1 length=784\nconv_transpose1d filters=2 size=3 stride=2 output_pad=2\n' >"$work/bad1d.cfg"
+expect_fail "output_pad too large: file, line, numbers" \
+  "bad1d.cfg:2: layer 'deconv1' \(conv_transpose1d, input 1x784\): output_pad=2 must be smaller than the stride 2 or the dilation 1" \
+  train "$work/bad1d.cfg"
 expect_fail "eval needs --weights" "--weights FILE is required" eval "$models/lenet.cfg"
 expect_fail "eval of another model's checkpoint" "conv1.weight" eval "$models/lenet5.cfg" --weights "$work/a.safetensors" --test-limit 64
 head -c 1000 "$work/a.safetensors" >"$work/trunc.safetensors"

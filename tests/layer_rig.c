@@ -14,11 +14,15 @@ static cl_mem buffer(clnet_device *d, size_t floats) {
 }
 
 void rig_create(layer_rig *r, clnet_device *d, rig_shape in, const char *line, int n) {
-    memset(r, 0, sizeof *r);
     char input[128];
     snprintf(input, sizeof input, "input channels=%d height=%d width=%d", in.c, in.h, in.w);
+    rig_create_input(r, d, input, line, n);
+}
+
+void rig_create_input(layer_rig *r, clnet_device *d, const char *input, const char *line, int n) {
+    memset(r, 0, sizeof *r);
     ck_assert_int_eq(clnet_net_create(&r->net), CLNET_OK);
-    ck_assert_int_eq(clnet_net_add(r->net, input), CLNET_OK);
+    ck_assert_msg(clnet_net_add(r->net, input) == CLNET_OK, "'%s': %s", input, clnet_last_error());
     ck_assert_msg(clnet_net_add(r->net, line) == CLNET_OK, "'%s': %s", line, clnet_last_error());
     ck_assert(r->net->model.resolved && r->net->model.count == 1);
     const clnet_node *l = r->l = &r->net->model.nodes[0];

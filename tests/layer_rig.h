@@ -38,6 +38,8 @@ typedef struct {
 
 /* Makes the layer from a model-file line on input (n, in); fails the test on error. */
 void rig_create(layer_rig *r, clnet_device *d, rig_shape in, const char *line, int n);
+/* The same from the model's input line ("input channels=2 length=17", any rank). */
+void rig_create_input(layer_rig *r, clnet_device *d, const char *input, const char *line, int n);
 void rig_free(layer_rig *r);
 void rig_set_params(layer_rig *r, const float *w, const float *b); /* either may be NULL */
 /* The layer's float buffers (nbuffers floats, each tensor at its node->buffers[]

@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "safetensors.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -16,30 +17,83 @@
 #error "CMake defines CLNET_FIXTURES_DIR, the folder holding the fixtures"
 #endif
 
-static const char *const LAYERS[] = {"conv2d",    "maxpool", "avgpool",        "relu",
-                                     "sigmoid",   "tanh",    "linear",         "softmax_xent",
-                                     "batchnorm", "dropout", "global_avgpool", "global_maxpool"};
+static const char *const LAYERS[] = {
+    "conv1d",           "conv2d",      "conv3d",  "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "maxpool",     "avgpool", "global_avgpool",   "global_maxpool",
+    "batchnorm",        "linear",      "relu",    "sigmoid",          "tanh",
+    "dropout",          "softmax_xent"};
 #define NLAYERS (int)(sizeof LAYERS / sizeof LAYERS[0])
 
-/* A positive integer from the metadata. */
-static int64_t meta_int(const clnet_st_file *f, const char *file, const char *key) {
+/* A tensor's shape, up to (N, C, D, H, W). */
+#define MAX_DIMS 5
+typedef struct {
+    int ndim;
+    int64_t d[MAX_DIMS];
+} dims;
+
+/* A metadata value holding count non-negative integers joined with "x" ("3x2x1"; one: "3"). */
+static void parse_values(const char *file, const char *key, const char *v, int count,
+                         int64_t *out) {
+    const char *p = v;
+    for (int i = 0; i < count; i++) {
+        char *end = NULL;
+        errno = 0;
+        long long n = isdigit((unsigned char)*p) ? strtoll(p, &end, 10) : -1;
+        ck_assert_msg(n >= 0 && errno == 0 && *end == (i + 1 < count ? 'x' : '\0'),
+                      "%s: metadata %s='%s' is not %d number(s) joined with x", file, key, v,
+                      count);
+        out[i] = n;
+        p = end + 1;
+    }
+}
+
+/* count values of key (parse_values), or def for each where the key is absent and def >= 0. */
+static void meta_values(const clnet_st_file *f, const char *file, const char *key, int count,
+                        int64_t def, int64_t *out) {
     const char *v = clnet_st_meta_get(f, key);
-    ck_assert_msg(v != NULL, "%s: no metadata '%s'", file, key);
-    char *end;
-    errno = 0;
-    long long n = strtoll(v, &end, 10);
-    ck_assert_msg(errno == 0 && *v && *end == '\0' && n >= 0, "%s: metadata %s='%s'", file, key, v);
-    return (int64_t)n;
+    ck_assert_msg(v != NULL || def >= 0, "%s: no metadata '%s'", file, key);
+    if (v)
+        parse_values(file, key, v, count, out);
+    else
+        for (int i = 0; i < count; i++) out[i] = def;
+}
+
+/* A non-negative integer from the metadata. */
+static int64_t meta_int(const clnet_st_file *f, const char *file, const char *key) {
+    int64_t n;
+    meta_values(f, file, key, 1, -1, &n);
+    return n;
+}
+
+/* A window option, one value per spatial axis: the window-op files join them with "x" under
+ * key, the first 2-D files (old) have key_h and key_w. def as for meta_values. */
+static void meta_axes(const clnet_st_file *f, const char *file, int old, const char *key, int rank,
+                      int64_t def, int64_t *out) {
+    if (!old) {
+        meta_values(f, file, key, rank, def, out);
+        return;
+    }
+    for (int a = 0; a < rank; a++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s_%c", key, "hw"[a]);
+        meta_values(f, file, name, 1, def, &out[a]);
+    }
+}
+
+/* 1 when the metadata has key, which must then say value (bias=False, ceil=True, ...). */
+static int meta_flag(const clnet_st_file *f, const char *file, const char *key, const char *value) {
+    const char *v = clnet_st_meta_get(f, key);
+    ck_assert_msg(v == NULL || strcmp(v, value) == 0, "%s: metadata %s='%s', expected '%s'", file,
+                  key, v, value);
+    return v != NULL;
 }
 
 /* Checks the tensor's shape and that all its values are finite; returns its data. */
-static const float *expect(const clnet_st_file *f, const char *file, const char *name, int ndim,
-                           int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
-    const int64_t want[4] = {d0, d1, d2, d3};
+static const float *expect(const clnet_st_file *f, const char *file, const char *name, dims want) {
     const float *data = NULL;
     int got_ndim = 0;
     const int64_t *shape = NULL;
-    clnet_status s = clnet_st_get(f, name, ndim, want, &data, &got_ndim, &shape);
+    clnet_status s = clnet_st_get(f, name, want.ndim, want.d, &data, &got_ndim, &shape);
     ck_assert_msg(s == CLNET_OK, "%s: %s", file, clnet_last_error());
     int64_t n = 1;
     for (int d = 0; d < got_ndim; d++) n *= shape[d];
@@ -48,21 +102,117 @@ static const float *expect(const clnet_st_file *f, const char *file, const char 
     return data;
 }
 
-static int64_t pooled(int64_t size, int64_t kernel, int64_t stride, int64_t pad) {
-    return (size + 2 * pad - kernel) / stride + 1;
+/* x and dx of x's shape, y and dy of y's. */
+static void expect_io(const clnet_st_file *f, const char *file, dims x, dims y) {
+    expect(f, file, "x", x);
+    expect(f, file, "dx", x);
+    expect(f, file, "y", y);
+    expect(f, file, "dy", y);
 }
 
-/* A metadata number that may be absent (then def). */
-static int64_t meta_int_or(const clnet_st_file *f, const char *key, int64_t def) {
-    const char *v = clnet_st_meta_get(f, key);
-    return v ? strtoll(v, NULL, 10) : def;
+/* weight and dweight of the given shape and, unless the metadata says bias=False (PyTorch's
+ * bias=False), bias and dbias (out); returns how many tensors that is. */
+static int expect_parameters(const clnet_st_file *f, const char *file, dims weight, int64_t out) {
+    expect(f, file, "weight", weight);
+    expect(f, file, "dweight", weight);
+    if (meta_flag(f, file, "bias", "False")) return 2;
+    expect(f, file, "bias", (dims){1, {out}});
+    expect(f, file, "dbias", (dims){1, {out}});
+    return 4;
 }
 
-/* 1 unless the metadata says bias=False (PyTorch's Conv2d or Linear without a bias). */
-static int has_bias(const clnet_st_file *f, const char *file) {
-    const char *v = clnet_st_meta_get(f, "bias");
-    ck_assert_msg(v == NULL || strcmp(v, "False") == 0, "%s: metadata bias='%s'", file, v);
-    return v == NULL;
+/* How many windows of span cells, stride apart, fit in size cells with before and after
+ * zeros around them (PyTorch's output size): rounded down, or in ceil mode up, less a last
+ * window that would start in the zeros after the input. */
+static int64_t window_count(const char *file, int64_t size, int64_t before, int64_t after,
+                            int64_t span, int64_t stride, int ceil) {
+    int64_t room = size + before + after - span; /* how far the first window can move */
+    ck_assert_msg(room >= 0, "%s: a window of %lld cells does not fit in %lld + %lld + %lld", file,
+                  (long long)span, (long long)before, (long long)size, (long long)after);
+    if (!ceil) return room / stride + 1;
+    int64_t n = (room + stride - 1) / stride + 1;
+    return (n - 1) * stride >= size + before ? n - 1 : n;
+}
+
+/* conv1d/2d/3d, conv_transpose1d/2d/3d, maxpool and avgpool on x (N, C, spatial...) with 1 to
+ * 3 spatial axes: y's shape and the weight's follow from the metadata by PyTorch's formulas
+ * (README.md). Returns how many tensors the file must hold. */
+static int check_window_op(const clnet_st_file *f, const char *file, const char *layer, dims x) {
+    int conv = strncmp(layer, "conv", 4) == 0;
+    int transpose = strncmp(layer, "conv_transpose", 14) == 0;
+    int old = clnet_st_meta_get(f, "kernel") == NULL; /* the first 2-D files: kernel_h, ... */
+    int rank = x.ndim - 2;
+    if (conv) /* conv1d ... conv_transpose3d: the name says how many spatial axes */
+        ck_assert_msg(rank == layer[strlen(layer) - 2] - '0', "%s: x of %d dimensions for %s", file,
+                      x.ndim, layer);
+    ck_assert_msg(rank >= 1 && rank <= 3 && (!old || rank == 2), "%s: x of %d dimensions for %s%s",
+                  file, x.ndim, layer, old ? " in the 2-D format (kernel_h, ...)" : "");
+
+    int64_t kernel[3], stride[3], dilation[3], pad[3] = {0}, output_pad[3];
+    meta_axes(f, file, old, "kernel", rank, -1, kernel);
+    meta_axes(f, file, old, "stride", rank, -1, stride);
+    meta_axes(f, file, old, "dilation", rank, 1, dilation);
+    meta_axes(f, file, old, "output_pad", rank, 0, output_pad);
+    /* pad: numbers, or PyTorch's padding='same' (old files: pad_same=True), or causal */
+    const char *pad_word = old ? NULL : clnet_st_meta_get(f, "pad");
+    int same = old ? meta_flag(f, file, "pad_same", "True") : pad_word && !strcmp(pad_word, "same");
+    int causal = pad_word && !strcmp(pad_word, "causal");
+    if (!same && !causal) meta_axes(f, file, old, "pad", rank, -1, pad);
+    int ceil = meta_flag(f, file, "ceil", "True");
+    int count_pad_off = meta_flag(f, file, "count_pad", "False");
+    ck_assert_msg(!same || (conv && !transpose), "%s: padding 'same' for %s", file, layer);
+    ck_assert_msg(!causal || !strcmp(layer, "conv1d"), "%s: causal padding for %s", file, layer);
+    ck_assert_msg(!ceil || !conv, "%s: ceil mode for %s", file, layer);
+    ck_assert_msg(!count_pad_off || !strcmp(layer, "avgpool"), "%s: count_pad for %s", file, layer);
+    ck_assert_msg(transpose || !clnet_st_meta_get(f, "output_pad"), "%s: output_pad for %s", file,
+                  layer);
+
+    dims y = x; /* (N, C or out_channels, spatial...) */
+    for (int a = 0; a < rank; a++) {
+        int64_t k = kernel[a], s = stride[a], d = dilation[a], op = output_pad[a];
+        ck_assert_msg(k > 0 && s > 0 && d > 0, "%s: kernel, stride and dilation must be positive",
+                      file);
+        int64_t span = d * (k - 1) + 1; /* the cells a window covers */
+        int64_t before, after;          /* the zeros around the input */
+        if (same) { /* stride 1, span - 1 zeros in all, the odd one after: y is x's size */
+            ck_assert_msg(s == 1, "%s: padding 'same' with stride %lld", file, (long long)s);
+            before = (span - 1) / 2, after = span - 1 - before;
+        } else if (causal) { /* all span - 1 zeros before: y[t] reads no input after t */
+            before = span - 1, after = 0;
+        } else {
+            before = after = pad[a];
+        }
+        if (!conv) /* PyTorch's pools allow pad <= kernel / 2; average pooling has no dilation */
+            ck_assert_msg(2 * before <= k && (d == 1 || !strcmp(layer, "maxpool")),
+                          "%s: pad %lld, kernel %lld, dilation %lld", file, (long long)before,
+                          (long long)k, (long long)d);
+        if (transpose) { /* the adjoint of the convolution from y back to x */
+            ck_assert_msg(op < s || op < d, "%s: output_pad %lld with stride %lld, dilation %lld",
+                          file, (long long)op, (long long)s, (long long)d);
+            y.d[2 + a] = (x.d[2 + a] - 1) * s - 2 * before + span + op;
+            ck_assert_msg(y.d[2 + a] > 0, "%s: y has no cells along axis %d", file, a);
+        } else {
+            y.d[2 + a] = window_count(file, x.d[2 + a], before, after, span, s, ceil);
+        }
+    }
+
+    int64_t c = x.d[1];
+    ck_assert_int_eq(meta_int(f, file, "in_channels"), c);
+    int tensors = 4; /* x, y, dy, dx */
+    if (conv) {
+        int64_t co = meta_int(f, file, "out_channels"), groups = 1;
+        meta_values(f, file, "groups", 1, 1, &groups);
+        ck_assert_msg(groups > 0 && c % groups == 0 && co % groups == 0,
+                      "%s: %lld groups of %lld -> %lld channels", file, (long long)groups,
+                      (long long)c, (long long)co);
+        /* weight (out, in / groups, kernel...); transposed (in, out / groups, kernel...) */
+        dims w = {x.ndim, {transpose ? c : co, (transpose ? co : c) / groups}};
+        for (int a = 0; a < rank; a++) w.d[2 + a] = kernel[a];
+        tensors += expect_parameters(f, file, w, co);
+        y.d[1] = co;
+    }
+    expect_io(f, file, x, y);
+    return tensors;
 }
 
 /* Checks one fixture; returns the index of its layer in LAYERS. */
@@ -76,109 +226,66 @@ static int check_fixture(const char *path, const char *file) {
     for (int k = 0; k < NLAYERS; k++)
         if (strcmp(layer, LAYERS[k]) == 0) kind = k;
     ck_assert_msg(kind >= 0, "%s: unknown layer '%s'", file, layer);
-    ck_assert_msg(strncmp(file, layer, strlen(layer)) == 0, "%s: file name does not begin with %s",
-                  file, layer);
 
-    int expected_tensors = 4; /* x, y, dy, dx */
     int ndim = 0;
     const int64_t *xs = NULL;
     ck_assert_msg(clnet_st_get(f, "x", 0, NULL, NULL, &ndim, &xs) == CLNET_OK, "%s: %s", file,
                   clnet_last_error());
+    ck_assert_msg(ndim >= 1 && ndim <= MAX_DIMS, "%s: x has %d dimensions", file, ndim);
+    dims x = {ndim, {0}};
+    for (int i = 0; i < ndim; i++) x.d[i] = xs[i];
 
-    if (!strcmp(layer, "conv2d") || !strcmp(layer, "maxpool") || !strcmp(layer, "avgpool")) {
-        ck_assert_msg(ndim == 4, "%s: x must be (N, C, H, W)", file);
-        int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3];
-        int64_t kh = meta_int(f, file, "kernel_h"), kw = meta_int(f, file, "kernel_w");
-        int64_t sh = meta_int(f, file, "stride_h"), sw = meta_int(f, file, "stride_w");
-        int64_t ph = meta_int(f, file, "pad_h"), pw = meta_int(f, file, "pad_w");
-        ck_assert_int_eq(meta_int(f, file, "in_channels"), c);
-        ck_assert(kh > 0 && kw > 0 && sh > 0 && sw > 0);
-        /* conv2d: dilation (a kernel spans d*(k-1)+1) and groups (weight (out, in/groups, ...)) */
-        int64_t dh = meta_int_or(f, "dilation_h", 1), dw = meta_int_or(f, "dilation_w", 1);
-        int64_t groups = meta_int_or(f, "groups", 1);
-        ck_assert(dh > 0 && dw > 0 && groups > 0 && c % groups == 0);
-        int64_t oh = pooled(h, dh * (kh - 1) + 1, sh, ph),
-                ow = pooled(w, dw * (kw - 1) + 1, sw, pw);
-        if (clnet_st_meta_get(f, "pad_same")) /* padding='same': the size kept, stride 1 */
-            oh = h, ow = w;
-        if (clnet_st_meta_get(f, "ceil")) { /* ceil_mode: rounded up, a last window kept */
-            oh = (h + 2 * ph - (dh * (kh - 1) + 1) + sh - 1) / sh + 1; /* if it starts inside */
-            ow = (w + 2 * pw - (dw * (kw - 1) + 1) + sw - 1) / sw + 1;
-            if ((oh - 1) * sh >= h + ph) oh--;
-            if ((ow - 1) * sw >= w + pw) ow--;
-        }
-        int64_t co = c;
-        if (!strcmp(layer, "conv2d")) {
-            co = meta_int(f, file, "out_channels");
-            ck_assert(co % groups == 0);
-            expect(f, file, "weight", 4, co, c / groups, kh, kw);
-            expect(f, file, "dweight", 4, co, c / groups, kh, kw);
-            expected_tensors += 2;
-            if (has_bias(f, file)) {
-                expect(f, file, "bias", 1, co, 0, 0, 0);
-                expect(f, file, "dbias", 1, co, 0, 0, 0);
-                expected_tensors += 2;
-            }
-        } else {
-            /* PyTorch's pools allow pad <= kernel / 2 only. */
-            ck_assert(2 * ph <= kh && 2 * pw <= kw);
-        }
-        expect(f, file, "x", 4, n, c, h, w);
-        expect(f, file, "dx", 4, n, c, h, w);
-        expect(f, file, "y", 4, n, co, oh, ow);
-        expect(f, file, "dy", 4, n, co, oh, ow);
+    /* The file name is the layer's, then "_" or, as PyTorch's MaxPool3d or BatchNorm1d (which
+     * also takes (N, C)) say it, the spatial axes of x: "1d_", "2d_", "3d_". */
+    char axes[8];
+    snprintf(axes, sizeof axes, "%dd_", ndim > 3 ? ndim - 2 : 1);
+    const char *rest = strncmp(file, layer, strlen(layer)) == 0 ? file + strlen(layer) : "";
+    ck_assert_msg(rest[0] == '_' || strncmp(rest, axes, 3) == 0,
+                  "%s: file name does not begin with %s_ or %s%s", file, layer, layer, axes);
+
+    int expected_tensors = 4; /* x, y, dy, dx */
+    if (!strncmp(layer, "conv", 4) || !strcmp(layer, "maxpool") || !strcmp(layer, "avgpool")) {
+        expected_tensors = check_window_op(f, file, layer, x);
     } else if (!strcmp(layer, "linear")) {
         ck_assert_msg(ndim == 2, "%s: x must be (N, in_features)", file);
-        int64_t n = xs[0], in = meta_int(f, file, "in_features");
+        int64_t n = x.d[0], in = meta_int(f, file, "in_features");
         int64_t out = meta_int(f, file, "out_features");
-        expect(f, file, "x", 2, n, in, 0, 0);
-        expect(f, file, "dx", 2, n, in, 0, 0);
-        expect(f, file, "y", 2, n, out, 0, 0);
-        expect(f, file, "dy", 2, n, out, 0, 0);
-        expect(f, file, "weight", 2, out, in, 0, 0);
-        expect(f, file, "dweight", 2, out, in, 0, 0);
-        expected_tensors += 2;
-        if (has_bias(f, file)) {
-            expect(f, file, "bias", 1, out, 0, 0, 0);
-            expect(f, file, "dbias", 1, out, 0, 0, 0);
-            expected_tensors += 2;
-        }
+        expect_io(f, file, (dims){2, {n, in}}, (dims){2, {n, out}});
+        expected_tensors += expect_parameters(f, file, (dims){2, {out, in}}, out);
     } else if (!strcmp(layer, "global_avgpool") || !strcmp(layer, "global_maxpool")) {
-        /* AdaptiveAvgPool2d(1), AdaptiveMaxPool2d(1): (N, C, H, W) -> (N, C, 1, 1) */
-        ck_assert_msg(ndim == 4, "%s: x must be (N, C, H, W)", file);
-        int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3];
-        ck_assert_int_eq(meta_int(f, file, "in_channels"), c);
-        expect(f, file, "x", 4, n, c, h, w);
-        expect(f, file, "dx", 4, n, c, h, w);
-        expect(f, file, "y", 4, n, c, 1, 1);
-        expect(f, file, "dy", 4, n, c, 1, 1);
+        /* AdaptiveAvgPool1d/2d/3d(1), AdaptiveMaxPool...(1): (N, C, spatial...) -> (N, C, 1...) */
+        ck_assert_msg(ndim >= 3 && ndim <= 5,
+                      "%s: x must be (N, C, L), (N, C, H, W) or (N, C, D, H, W)", file);
+        ck_assert_int_eq(meta_int(f, file, "in_channels"), x.d[1]);
+        dims y = x;
+        for (int i = 2; i < ndim; i++) y.d[i] = 1;
+        expect_io(f, file, x, y);
     } else if (!strcmp(layer, "dropout")) {
         /* x, dy and what survivors become, y_kept = x / (1 - p) and dx_kept = dy / (1 - p),
          * all of x's shape; x holds no 0, which would hide whether it was dropped */
-        ck_assert(ndim >= 1 && ndim <= 4);
-        int64_t d[4] = {0, 0, 0, 0}, count = 1;
-        for (int i = 0; i < ndim; i++) d[i] = xs[i], count *= xs[i];
+        int64_t count = 1;
+        for (int i = 0; i < ndim; i++) count *= x.d[i];
         const char *pv = clnet_st_meta_get(f, "p");
         char *end = NULL;
         double p = pv ? strtod(pv, &end) : -1;
         ck_assert_msg(pv && *end == '\0' && p >= 0 && p < 1, "%s: metadata p", file);
-        const float *x = expect(f, file, "x", ndim, d[0], d[1], d[2], d[3]);
-        const float *dy = expect(f, file, "dy", ndim, d[0], d[1], d[2], d[3]);
-        const float *y_kept = expect(f, file, "y_kept", ndim, d[0], d[1], d[2], d[3]);
-        const float *dx_kept = expect(f, file, "dx_kept", ndim, d[0], d[1], d[2], d[3]);
+        const float *xv = expect(f, file, "x", x);
+        const float *dy = expect(f, file, "dy", x);
+        const float *y_kept = expect(f, file, "y_kept", x);
+        const float *dx_kept = expect(f, file, "dx_kept", x);
         for (int64_t i = 0; i < count; i++) {
-            if (x[i] == 0 || !(fabs(y_kept[i] - x[i] / (1 - p)) <= 1e-6 * fabs(y_kept[i]) &&
-                               fabs(dx_kept[i] - dy[i] / (1 - p)) <= 1e-6 * fabs(dx_kept[i])))
+            if (xv[i] == 0 || !(fabs(y_kept[i] - xv[i] / (1 - p)) <= 1e-6 * fabs(y_kept[i]) &&
+                                fabs(dx_kept[i] - dy[i] / (1 - p)) <= 1e-6 * fabs(dx_kept[i])))
                 ck_abort_msg("%s: element %lld: x %g, dy %g, y_kept %g, dx_kept %g", file,
-                             (long long)i, x[i], dy[i], y_kept[i], dx_kept[i]);
+                             (long long)i, xv[i], dy[i], y_kept[i], dx_kept[i]);
         }
     } else if (!strcmp(layer, "softmax_xent")) {
         ck_assert_msg(ndim == 2, "%s: x must be logits (N, K)", file);
-        int64_t n = xs[0], k = xs[1];
+        int64_t n = x.d[0], k = x.d[1];
         ck_assert_int_eq(meta_int(f, file, "classes"), k);
-        const float *x = expect(f, file, "x", 2, n, k, 0, 0);
-        expect(f, file, "dx", 2, n, k, 0, 0);
-        const float *labels = expect(f, file, "labels", 1, n, 0, 0, 0);
+        const float *logits = expect(f, file, "x", x);
+        expect(f, file, "dx", x);
+        const float *labels = expect(f, file, "labels", (dims){1, {n}});
         const float *loss = NULL, *correct = NULL;
         int ln = -1, cn = -1;
         const int64_t *lshape, *cshape;
@@ -195,7 +302,7 @@ static int check_fixture(const char *path, const char *file) {
                           "%s: label %lld is %g", file, (long long)i, labels[i]);
             int64_t best = 0;
             for (int64_t j = 1; j < k; j++)
-                if (x[i * k + j] > x[i * k + best]) best = j;
+                if (logits[i * k + j] > logits[i * k + best]) best = j;
             hits += best == (int64_t)labels[i];
         }
         ck_assert_msg(correct[0] == (float)hits, "%s: correct is %g, argmax finds %d", file,
@@ -204,11 +311,9 @@ static int check_fixture(const char *path, const char *file) {
     } else if (!strcmp(layer, "batchnorm")) {
         /* x (N, C, spatial...): y, dy, dx and y_eval have its shape; the parameters, their
          * gradients and the running statistics before and after the step are (C) */
-        ck_assert_msg(ndim >= 2 && ndim <= 4, "%s: x must be (N, C) or (N, C, H, W)", file);
-        int64_t d[4] = {0, 0, 0, 0};
-        for (int i = 0; i < ndim; i++) d[i] = xs[i];
-        int64_t c = d[1], values = d[0];
-        for (int i = 2; i < ndim; i++) values *= d[i];
+        ck_assert_msg(ndim >= 2 && ndim <= 5, "%s: x must be (N, C) or (N, C, spatial...)", file);
+        int64_t c = x.d[1], values = x.d[0];
+        for (int i = 2; i < ndim; i++) values *= x.d[i];
         ck_assert_int_eq(meta_int(f, file, "channels"), c);
         ck_assert_msg(values >= 2, "%s: %lld value(s) per channel cannot train", file,
                       (long long)values);
@@ -217,7 +322,7 @@ static int check_fixture(const char *path, const char *file) {
         ck_assert_msg(momentum && strtod(momentum, NULL) >= 0 && strtod(momentum, NULL) <= 1,
                       "%s: metadata momentum", file);
         const char *full[] = {"x", "y", "dy", "dx", "y_eval"};
-        for (int i = 0; i < 5; i++) expect(f, file, full[i], ndim, d[0], d[1], d[2], d[3]);
+        for (int i = 0; i < 5; i++) expect(f, file, full[i], x);
         const char *per_channel[] = {"weight",
                                      "bias",
                                      "dweight",
@@ -227,7 +332,7 @@ static int check_fixture(const char *path, const char *file) {
                                      "running_mean_after",
                                      "running_var_after"};
         for (int i = 0; i < 8; i++) {
-            const float *v = expect(f, file, per_channel[i], 1, c, 0, 0, 0);
+            const float *v = expect(f, file, per_channel[i], (dims){1, {c}});
             if (strncmp(per_channel[i], "running_var", 11) == 0) /* variances: positive */
                 for (int64_t j = 0; j < c; j++)
                     ck_assert_msg(v[j] > 0, "%s: %s[%lld] is %g", file, per_channel[i],
@@ -235,11 +340,7 @@ static int check_fixture(const char *path, const char *file) {
         }
         expected_tensors = 13;
     } else { /* relu, sigmoid, tanh: y has x's shape, whatever it is */
-        ck_assert(ndim >= 1 && ndim <= 4);
-        int64_t d[4] = {0, 0, 0, 0};
-        for (int i = 0; i < ndim; i++) d[i] = xs[i];
-        const char *names[] = {"x", "y", "dy", "dx"};
-        for (int i = 0; i < 4; i++) expect(f, file, names[i], ndim, d[0], d[1], d[2], d[3]);
+        expect_io(f, file, x, x);
     }
     ck_assert_msg(clnet_st_count(f) == expected_tensors, "%s: %d tensors, expected %d", file,
                   clnet_st_count(f), expected_tensors);

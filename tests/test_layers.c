@@ -25,7 +25,12 @@ typedef enum {
     TANH,
     LINEAR,
     BATCHNORM,
-    LOSS
+    LOSS,
+    /* windows of any rank, described by `win` */
+    CONV_ND,
+    CONV_TRANSPOSE,
+    MAXPOOL_ND,
+    AVGPOOL_ND,
 } kind;
 
 typedef struct {
@@ -35,8 +40,19 @@ typedef struct {
     int slow_ok;         /* small enough for a simulator */
     int no_bias;         /* conv2d and linear: bias=off */
     int dil, groups;     /* conv2d: dilation= and groups= (0: the default, 1) */
+    /* the N-d kinds: the geometry (its N is n), and pad=same or pad=causal
+     * (pad_word; win's p and extra then say what that pads) */
+    const ref_window *win;
+    const char *pad_word;
 } layer_case;
 
+/* Geometry of the N-d cases: rank, N (unused: the case's n), C, F, in, k, s, p, d, extra,
+ * groups, out_pad, ceil, count_pad. */
+#define WIN(...) (&(const ref_window){__VA_ARGS__})
+
+/* Cases leave their trailing fields out: zeros, the defaults. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const layer_case CASES[] = {
     /* conv2d */
     {CONV, 1, 1, 5, 5, 2, 3, 3, 1, 1, 1, 0, 0, 0},
@@ -88,7 +104,60 @@ static const layer_case CASES[] = {
     {LOSS, 1, 10, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0},
     {LOSS, 7, 10, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0},
     {LOSS, 4, 37, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+    /* conv1d and conv3d */
+    {CONV_ND, 3, .slow_ok = 1, .win = WIN(1, 0, 4, 6, {17}, {3}, {1}, {1}, {1})},
+    {CONV_ND, 2, .slow_ok = 1, .win = WIN(1, 0, 3, 4, {19}, {2}, {3}, {0}, {1})}, /* s > k */
+    {CONV_ND, 5, .slow_ok = 1, .no_bias = 1, /* dilation 3, 2 groups */
+     .win = WIN(1, 0, 4, 6, {15}, {3}, {1}, {2}, {3}, .groups = 2)},
+    {CONV_ND, 2, .slow_ok = 1, .pad_word = "causal", /* d(k-1) = 4 zeros before, none after */
+     .win = WIN(1, 0, 3, 4, {12}, {3}, {1}, {4}, {2}, {-4})},
+    {CONV_ND, 3, .slow_ok = 1, .pad_word = "same", /* an even kernel: the odd zero after */
+     .win = WIN(1, 0, 2, 3, {9}, {4}, {1}, {1}, {1}, {1})},
+    {CONV_ND, 2, .slow_ok = 1, .win = WIN(1, 0, 5, 5, {13}, {3}, {1}, {1}, {1}, .groups = 5)},
+    {CONV_ND, 2, .slow_ok = 1,
+     .win = WIN(3, 0, 2, 3, {5, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1})},
+    {CONV_ND, 2, .slow_ok = 1, /* asymmetric kernel, stride, padding and dilation */
+     .win = WIN(3, 0, 3, 4, {6, 9, 5}, {2, 3, 1}, {2, 1, 2}, {1, 0, 1}, {1, 2, 1})},
+    {CONV_ND, 1, .slow_ok = 1, .no_bias = 1,
+     .win = WIN(3, 0, 4, 6, {5, 6, 7}, {3, 3, 2}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, .groups = 2)},
+    /* transposed convolutions */
+    {CONV_TRANSPOSE, 2, .slow_ok = 1, /* output_pad 1 */
+     .win = WIN(1, 0, 4, 3, {9}, {3}, {2}, {1}, {1}, .out_pad = {1})},
+    {CONV_TRANSPOSE, 3, .slow_ok = 1, /* output_pad 1 < dilation 2, stride 1 */
+     .win = WIN(1, 0, 3, 4, {10}, {3}, {1}, {1}, {2}, .out_pad = {1})},
+    {CONV_TRANSPOSE, 2, .slow_ok = 1,
+     .win = WIN(2, 0, 3, 4, {5, 6}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, .out_pad = {1, 1})},
+    {CONV_TRANSPOSE, 5, .slow_ok = 1, /* asymmetric, dilated, 2 groups */
+     .win =
+         WIN(2, 0, 4, 6, {5, 6}, {3, 2}, {2, 1}, {1, 0}, {1, 2}, .groups = 2, .out_pad = {1, 0})},
+    {CONV_TRANSPOSE, 1, .slow_ok = 1, .no_bias = 1, /* stride larger than the kernel */
+     .win = WIN(2, 0, 2, 3, {4, 5}, {2, 2}, {3, 3}, {0, 0}, {1, 1})},
+    {CONV_TRANSPOSE, 2, .slow_ok = 1, /* depthwise-like: groups = input channels */
+     .win = WIN(2, 0, 3, 6, {5, 4}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, .groups = 3)},
+    /* 576 Ki column floats a sample: chunks of 4 and 3 samples (conv.c) */
+    {CONV_TRANSPOSE, 7,
+     .win = WIN(2, 0, 16, 64, {32, 32}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, .out_pad = {1, 1})},
+    {CONV_TRANSPOSE, 2, .slow_ok = 1,
+     .win = WIN(3, 0, 2, 3, {3, 4, 3}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1},
+                .out_pad = {1, 1, 1})},
+    /* pools over 1 and 3 axes */
+    {MAXPOOL_ND, 2, .slow_ok = 1, .win = WIN(1, 0, 3, 0, {12}, {3}, {2}, {1}, {1}, .ceil = 1)},
+    {MAXPOOL_ND, 5, .slow_ok = 1, .win = WIN(1, 0, 3, 0, {15}, {3}, {2}, {1}, {2})},
+    {MAXPOOL_ND, 2, .slow_ok = 1,
+     .win = WIN(3, 0, 3, 0, {5, 7, 5}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {1, 1, 1})},
+    {MAXPOOL_ND, 1, .slow_ok = 1,
+     .win = WIN(3, 0, 2, 0, {6, 5, 8}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, .ceil = 1)},
+    {MAXPOOL_ND, 2, .slow_ok = 1,
+     .win = WIN(3, 0, 2, 0, {7, 5, 6}, {3, 2, 2}, {2, 1, 1}, {1, 0, 1}, {2, 1, 1})},
+    {AVGPOOL_ND, 2, .slow_ok = 1,
+     .win = WIN(1, 0, 3, 0, {12}, {3}, {2}, {1}, {1}, .ceil = 1, .count_pad = 1)},
+    {AVGPOOL_ND, 5, .slow_ok = 1, .win = WIN(1, 0, 3, 0, {11}, {3}, {2}, {1}, {1})},
+    {AVGPOOL_ND, 2, .slow_ok = 1,
+     .win = WIN(3, 0, 2, 0, {6, 5, 8}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, .ceil = 1)},
+    {AVGPOOL_ND, 1, .slow_ok = 1,
+     .win = WIN(3, 0, 2, 0, {5, 6, 4}, {3, 2, 1}, {1, 2, 1}, {1, 1, 0}, {1, 1, 1}, .count_pad = 1)},
 };
+#pragma GCC diagnostic pop
 
 /* conv2d's dilation and groups (0 in a case: 1, the default) */
 static int dil_of(const layer_case *t) {
@@ -96,6 +165,55 @@ static int dil_of(const layer_case *t) {
 }
 static int groups_of(const layer_case *t) {
     return t->groups ? t->groups : 1;
+}
+
+/* "3x2" of an N-d case's per-axis values */
+static const char *dims(const ref_window *g, const int *v, char *out) {
+    int used = 0;
+    for (int a = 0; a < g->rank; a++) used += sprintf(out + used, a ? "x%d" : "%d", v[a]);
+    return out;
+}
+
+/* The N-d cases' model-file lines, and their inputs. */
+static void window_line(const layer_case *t, char *out, size_t cap) {
+    const ref_window *g = t->win;
+    char k[24], s[24], p[24], d[24], op[24];
+    dims(g, g->k, k), dims(g, g->s, s), dims(g, g->p, p), dims(g, g->d, d);
+    const char *pad = t->pad_word ? t->pad_word : p;
+    if (t->k == CONV_ND || t->k == CONV_TRANSPOSE)
+        snprintf(out, cap, "%s%dd filters=%d size=%s stride=%s pad=%s dilation=%s groups=%d%s%s%s",
+                 t->k == CONV_ND ? "conv" : "conv_transpose", g->rank, g->F, k, s, pad, d,
+                 g->groups ? g->groups : 1, t->no_bias ? " bias=off" : "",
+                 t->k == CONV_TRANSPOSE ? " output_pad=" : "",
+                 t->k == CONV_TRANSPOSE ? dims(g, g->out_pad, op) : "");
+    else if (t->k == MAXPOOL_ND)
+        snprintf(out, cap, "maxpool size=%s stride=%s pad=%s dilation=%s ceil=%s", k, s, pad, d,
+                 g->ceil ? "on" : "off");
+    else /* the case's count_pad = 1 means PyTorch's count_include_pad=False */
+        snprintf(out, cap, "avgpool size=%s stride=%s pad=%s ceil=%s count_pad=%s", k, s, pad,
+                 g->ceil ? "on" : "off", g->count_pad ? "off" : "on");
+}
+
+static void input_for(const layer_case *t, char *out, size_t cap) {
+    const ref_window *g = t->win;
+    if (!g)
+        snprintf(out, cap, "input channels=%d height=%d width=%d", t->c, t->h, t->w);
+    else if (g->rank == 1)
+        snprintf(out, cap, "input channels=%d length=%d", g->C, g->in[0]);
+    else if (g->rank == 2)
+        snprintf(out, cap, "input channels=%d height=%d width=%d", g->C, g->in[0], g->in[1]);
+    else
+        snprintf(out, cap, "input channels=%d depth=%d height=%d width=%d", g->C, g->in[0],
+                 g->in[1], g->in[2]);
+}
+
+/* An N-d case's geometry for the references: its batch, PyTorch's count_include_pad. */
+static ref_window geometry(const layer_case *t) {
+    ref_window g = *t->win;
+    g.N = t->n;
+    g.count_pad = !t->win->count_pad;
+    if (!g.groups) g.groups = 1;
+    return g;
 }
 
 static void line_for(const layer_case *t, char *out, size_t cap) {
@@ -134,6 +252,12 @@ static void line_for(const layer_case *t, char *out, size_t cap) {
     case LOSS:
         snprintf(out, cap, "softmax_cross_entropy");
         break;
+    case CONV_ND:
+    case CONV_TRANSPOSE:
+    case MAXPOOL_ND:
+    case AVGPOOL_ND:
+        window_line(t, out, cap);
+        break;
     }
 }
 
@@ -141,6 +265,7 @@ static void line_for(const layer_case *t, char *out, size_t cap) {
 static void ref_forward(const layer_case *t, float *y, const float *x, const float *w,
                         const float *b, const int32_t *labels, double *loss) {
     size_t count = (size_t)t->n * t->c * t->h * t->w;
+    ref_window g = t->win ? geometry(t) : (ref_window){0};
     if (t->no_bias) b = NULL;
     switch (t->k) {
     case CONV:
@@ -178,12 +303,25 @@ static void ref_forward(const layer_case *t, float *y, const float *x, const flo
     case LOSS:
         *loss = ref_softmax_xent_forward(y, NULL, x, labels, t->n, t->c);
         break;
+    case CONV_ND:
+        ref_convnd_forward(y, x, w, b, &g);
+        break;
+    case CONV_TRANSPOSE:
+        ref_conv_transpose_forward(y, x, w, b, &g);
+        break;
+    case MAXPOOL_ND:
+        ref_maxpoolnd_forward(y, x, &g);
+        break;
+    case AVGPOOL_ND:
+        ref_avgpoolnd_forward(y, x, &g);
+        break;
     }
 }
 
 static void ref_backward(const layer_case *t, float *dx, float *dw, float *db, const float *dy,
                          const float *x, const float *y, const float *w, const int32_t *labels) {
     size_t count = (size_t)t->n * t->c * t->h * t->w;
+    ref_window g = t->win ? geometry(t) : (ref_window){0};
     if (t->no_bias) db = NULL;
     switch (t->k) {
     case CONV:
@@ -221,6 +359,18 @@ static void ref_backward(const layer_case *t, float *dx, float *dw, float *db, c
     case LOSS:
         ref_softmax_xent_backward(dx, x, labels, t->n, t->c);
         break;
+    case CONV_ND:
+        ref_convnd_backward(dx, dw, db, dy, x, w, &g);
+        break;
+    case CONV_TRANSPOSE:
+        ref_conv_transpose_backward(dx, dw, db, dy, x, w, &g);
+        break;
+    case MAXPOOL_ND:
+        ref_maxpoolnd_backward(dx, dy, x, &g);
+        break;
+    case AVGPOOL_ND:
+        ref_avgpoolnd_backward(dx, dy, &g);
+        break;
     }
 }
 
@@ -249,7 +399,7 @@ static void channel_spread(float *x, int n, int c, int s) {
  * values 0.05 apart (no ties, no winner changes), relu stays away from 0. */
 static void make_input(const layer_case *t, float *x, size_t count, uint64_t seed) {
     test_random_floats(x, count, seed);
-    if (t->k == MAXPOOL || t->k == GLOBAL_MAXPOOL) {
+    if (t->k == MAXPOOL || t->k == GLOBAL_MAXPOOL || t->k == MAXPOOL_ND) {
         for (size_t i = 0; i < count; i++) x[i] = 0.05f * (float)((i * 7919) % count) - 1.0f;
     } else if (t->k == RELU) {
         for (size_t i = 0; i < count; i++) x[i] += x[i] >= 0 ? 0.1f : -0.1f;
@@ -292,8 +442,10 @@ static double finite_differences(layer_rig *r, const layer_case *t, float *x, co
                                  const int32_t *labels, float *y, float *v, size_t len,
                                  const float *grad, float *w, float *b, const char *what) {
     /* exactly linear in every entry: a large step is exact and beats rounding */
-    double eps =
-        (t->k == CONV || t->k == LINEAR || t->k == AVGPOOL || t->k == GLOBAL_AVGPOOL) ? 0.25 : 1e-2;
+    double eps = (t->k == CONV || t->k == LINEAR || t->k == AVGPOOL || t->k == GLOBAL_AVGPOOL ||
+                  t->k == CONV_ND || t->k == CONV_TRANSPOSE || t->k == AVGPOOL_ND)
+                     ? 0.25
+                     : 1e-2;
     double worst = 0;
     size_t samples = len < 12 ? len : 12;
     for (size_t s = 0; s < samples; s++) {
@@ -323,10 +475,11 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
         for (size_t ci = 0; ci < sizeof CASES / sizeof CASES[0]; ci++) {
             const layer_case *t = &CASES[ci];
             if (test_device_is_slow(d) && !t->slow_ok) continue;
-            char line[128];
+            char line[256], input[96];
             line_for(t, line, sizeof line);
+            input_for(t, input, sizeof input);
             layer_rig r;
-            rig_create(&r, d, (rig_shape){t->c, t->h, t->w}, line, t->n);
+            rig_create_input(&r, d, input, line, t->n);
             size_t nx = r.in_count, ny = r.out_count, nw = r.nw, nb = r.nb;
             ck_assert_msg(!t->no_bias || nb == 0, "%s: a bias of %zu", line, nb);
             float *x = malloc(nx * 4), *y = malloc(ny * 4), *yr = malloc(ny * 4);
@@ -384,8 +537,8 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
                 fd = fmax(fd, finite_differences(&r, t, x, dy, labels, y, w, nw, dw, w, b, "dw"));
                 fd = fmax(fd, finite_differences(&r, t, x, dy, labels, y, b, nb, db, w, b, "db"));
             }
-            printf("%-45s n=%d in %dx%dx%d on %-24.24s forward %.1e backward %.1e fd %.1e\n", line,
-                   t->n, t->c, t->h, t->w, d->info.name, fwd, bwd, fd);
+            printf("%-45s n=%d %s on %-24.24s forward %.1e backward %.1e fd %.1e\n", line, t->n,
+                   input + 6, d->info.name, fwd, bwd, fd);
             rig_free(&r);
             free(x), free(y), free(yr), free(dy), free(dx), free(dxr);
             free(w), free(b), free(dw), free(dwr), free(db), free(dbr);
@@ -561,12 +714,26 @@ START_TEST(layer_shapes_are_checked) {
     const char *bad[][2] = {
         {"conv2d filters=4 size=7", "does not fit"},
         {"conv2d size=3", "needs filters"},
-        {"maxpool size=2 pad=2", "smaller than the kernel"},
+        {"maxpool size=2 pad=2", "padding 2x2 must be smaller than the window 2x2"},
         {"avgpool size=9", "does not fit"},
         {"avgpool size=2 ceil=maybe", "ceil=maybe: expected on or off"},
         {"maxpool size=2 count_pad=off", "unknown option 'count_pad'"},
         {"avgpool size=2 dilation=2", "unknown option 'dilation'"},
-        {"maxpool size=3 dilation=3", "a 3x3 window (spanning 7x7) does not fit"},
+        {"maxpool size=3 dilation=3", "a 3x3 window (spanning 7x7) with padding 0x0 does not fit"},
+        {"maxpool size=2x2x2", "size=2x2x2 gives 3 values, the input has 2 spatial axes"},
+        {"conv1d filters=2 size=3", "takes (C, L) inputs"},
+        {"conv3d filters=2 size=3", "takes (C, D, H, W) inputs"},
+        {"conv2d filters=2 size=3 pad=causal", "pad=causal is for conv1d, not conv2d"},
+        {"conv2d filters=2 size=3x3x3", "size=3x3x3: expected N or HxW"},
+        {"conv_transpose2d filters=2 size=3 pad=same", "takes pad=N only"},
+        {"conv_transpose2d filters=2 size=3 stride=2 output_pad=2",
+         "output_pad=2x2 must be smaller than the stride 2x2 or the dilation 1x1"},
+        {"conv_transpose2d filters=2 size=3 output_pad=1",
+         "output_pad=1x1 must be smaller than the stride 1x1 or the dilation 1x1"},
+        {"conv_transpose2d filters=2 size=1 pad=3", "the output would be -1x-1: padding 3x3"},
+        {"conv_transpose2d filters=2 size=3 groups=2",
+         "groups=2 must divide the 1 input channels and the 2 filters"},
+        {"conv2d filters=2 size=3 output_pad=1", "unknown option 'output_pad'"},
         {"linear", "needs units"},
         {"conv2d filters=2 size=3 bias=no", "bias=no: expected on or off"},
         {"linear units=3 bias_init=uniform", "expected normal, xavier, kaiming, zeros or"},

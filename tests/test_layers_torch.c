@@ -41,6 +41,7 @@
 
 typedef enum {
     CONV,
+    CONV_TRANSPOSE,
     MAXPOOL,
     AVGPOOL,
     RELU,
@@ -55,21 +56,31 @@ typedef enum {
     NKINDS
 } kind;
 static const char *const KIND_META[NKINDS] = {
-    "conv2d", "maxpool",      "avgpool",   "relu",           "sigmoid", "tanh",
-    "linear", "softmax_xent", "batchnorm", "global_avgpool", "dropout", "global_maxpool"};
+    "conv2d", "conv_transpose2d", "maxpool",   "avgpool",        "relu",    "sigmoid",       "tanh",
+    "linear", "softmax_xent",     "batchnorm", "global_avgpool", "dropout", "global_maxpool"};
+/* The kind of a fixture's "layer": its KIND_META name, or another rank's convolution. */
+static kind kind_of(const char *layer) {
+    if (!strcmp(layer, "conv1d") || !strcmp(layer, "conv3d")) return CONV;
+    if (!strncmp(layer, "conv_transpose", 14) && strlen(layer) == 16) return CONV_TRANSPOSE;
+    for (int k = 0; k < NKINDS; k++)
+        if (strcmp(layer, KIND_META[k]) == 0) return (kind)k;
+    return NKINDS;
+}
 
 /* One fixture: its file, its layer as a model-file line, and its tensors. */
 typedef struct {
     char file[256];
     clnet_st_file *st;
     kind k;
-    char line[128];
+    char input[128]; /* the model's input line, from x's shape */
+    char line[160];
     int n;             /* batch */
-    rig_shape in;      /* one sample's input */
+    int ndim;          /* x's dimensions: 2 (N, F), 3 (N, C, L), 4 (N, C, H, W) or 5 */
+    int64_t xshape[5]; /* x's shape */
+    rig_shape in;      /* one sample's input, (C, H, W) of 2-D fixtures */
     size_t nx, ny;     /* elements of x and y (y: 0 for the loss) */
-    int64_t yshape[4]; /* y's expected shape, ndim as x's */
-    int ndim;
-    int bias; /* conv2d, linear: 0 when PyTorch's layer had bias=False */
+    int64_t yshape[5]; /* y's expected shape, ndim as x's */
+    int bias;          /* conv, linear: 0 when PyTorch's layer had bias=False */
 } fixture;
 
 /* A non-negative integer from the metadata. */
@@ -92,6 +103,56 @@ static const float *tensor(const fixture *fx, const char *name, int ndim, const 
     return data;
 }
 
+/* The metadata string `key`, which must be there. */
+static const char *meta(const fixture *fx, const char *key) {
+    const char *v = clnet_st_meta_get(fx->st, key);
+    ck_assert_msg(v != NULL, "%s: no metadata '%s'", fx->file, key);
+    return v;
+}
+
+/* A convolution, transposed convolution or pooling of any rank: the metadata's
+ * per-axis strings ("3x2x1") go into the line as they are; y's shape is
+ * PyTorch's (the test checks the layer's against it). */
+static void window_fixture(fixture *fx, const char *layer) {
+    ck_assert_msg(fx->k == CONV || fx->k == CONV_TRANSPOSE || fx->k == MAXPOOL || fx->k == AVGPOOL,
+                  "%s: metadata 'kernel' for %s", fx->file, layer);
+    ck_assert_int_eq(meta_int(fx, "in_channels"), (int)fx->xshape[1]);
+    int used = snprintf(fx->line, sizeof fx->line, "%s size=%s stride=%s pad=%s", layer,
+                        meta(fx, "kernel"), meta(fx, "stride"), meta(fx, "pad"));
+    const char *dilation = clnet_st_meta_get(fx->st, "dilation");
+    if (dilation && fx->k != AVGPOOL)
+        used += snprintf(fx->line + used, sizeof fx->line - (size_t)used, " dilation=%s", dilation);
+    const char *bias = clnet_st_meta_get(fx->st, "bias");
+    fx->bias = bias == NULL;
+    if (fx->k == CONV || fx->k == CONV_TRANSPOSE) {
+        ck_assert_msg(bias == NULL || strcmp(bias, "False") == 0, "%s: bias='%s'", fx->file, bias);
+        used += snprintf(fx->line + used, sizeof fx->line - (size_t)used, " filters=%d groups=%d%s",
+                         meta_int(fx, "out_channels"), meta_int(fx, "groups"),
+                         fx->bias ? "" : " bias=off");
+        const char *out_pad = clnet_st_meta_get(fx->st, "output_pad");
+        if (fx->k == CONV_TRANSPOSE)
+            used += snprintf(fx->line + used, sizeof fx->line - (size_t)used, " output_pad=%s",
+                             meta(fx, "output_pad"));
+        else
+            ck_assert_msg(out_pad == NULL, "%s: output_pad for a convolution", fx->file);
+    } else {
+        ck_assert_msg(bias == NULL, "%s: bias='%s' for pooling", fx->file, bias);
+        if (clnet_st_meta_get(fx->st, "ceil"))
+            used += snprintf(fx->line + used, sizeof fx->line - (size_t)used, " ceil=on");
+        if (clnet_st_meta_get(fx->st, "count_pad"))
+            used += snprintf(fx->line + used, sizeof fx->line - (size_t)used, " count_pad=off");
+    }
+    ck_assert_msg((size_t)used < sizeof fx->line, "%s: line too long", fx->file);
+    int ndim = 0;
+    const int64_t *ys = NULL;
+    ck_assert_msg(clnet_st_get(fx->st, "y", 0, NULL, NULL, &ndim, &ys) == CLNET_OK, "%s: %s",
+                  fx->file, clnet_last_error());
+    ck_assert_msg(ndim == fx->ndim && ys[0] == fx->n, "%s: y has %d dimensions", fx->file, ndim);
+    memcpy(fx->yshape, ys, (size_t)ndim * sizeof *ys);
+    fx->ny = 1;
+    for (int i = 0; i < ndim; i++) fx->ny *= (size_t)ys[i];
+}
+
 /* Loads a fixture and derives its layer's model-file line and shapes from the metadata. */
 static void fixture_load(fixture *fx, const char *file) {
     memset(fx, 0, sizeof *fx);
@@ -101,20 +162,34 @@ static void fixture_load(fixture *fx, const char *file) {
     ck_assert_msg(clnet_st_load(path, &fx->st) == CLNET_OK, "%s", clnet_last_error());
     const char *layer = clnet_st_meta_get(fx->st, "layer");
     ck_assert_msg(layer != NULL, "%s: no metadata 'layer'", file);
-    fx->k = NKINDS;
-    for (int k = 0; k < NKINDS; k++)
-        if (strcmp(layer, KIND_META[k]) == 0) fx->k = (kind)k;
+    fx->k = kind_of(layer);
     ck_assert_msg(fx->k != NKINDS, "%s: unknown layer '%s'", file, layer);
 
-    /* x is (N, C, H, W), or (N, F) read as (N, F, 1, 1) */
+    /* x is (N, C, spatial...) with 1 to 3 spatial axes, or (N, F) read as (N, F, 1, 1) */
     const int64_t *xs = NULL;
     ck_assert_msg(clnet_st_get(fx->st, "x", 0, NULL, NULL, &fx->ndim, &xs) == CLNET_OK, "%s",
                   clnet_last_error());
-    ck_assert_msg(fx->ndim == 4 || fx->ndim == 2, "%s: x has %d dimensions", file, fx->ndim);
+    ck_assert_msg(fx->ndim >= 2 && fx->ndim <= 5, "%s: x has %d dimensions", file, fx->ndim);
+    memcpy(fx->xshape, xs, (size_t)fx->ndim * sizeof *xs);
     fx->n = (int)xs[0];
+    fx->nx = 1;
+    for (int i = 0; i < fx->ndim; i++) fx->nx *= (size_t)xs[i];
+    static const char *const forms[] = {"",
+                                        "",
+                                        "height=1 width=1",
+                                        "length=%lld",
+                                        "height=%lld width=%lld",
+                                        "depth=%lld height=%lld width=%lld"};
+    char spatial[96];
+    snprintf(spatial, sizeof spatial, forms[fx->ndim], (long long)xs[2 % fx->ndim],
+             (long long)xs[3 % fx->ndim], (long long)xs[4 % fx->ndim]);
+    snprintf(fx->input, sizeof fx->input, "input channels=%lld %s", (long long)xs[1], spatial);
     fx->in =
         (rig_shape){(int)xs[1], fx->ndim == 4 ? (int)xs[2] : 1, fx->ndim == 4 ? (int)xs[3] : 1};
-    fx->nx = (size_t)fx->n * rig_shape_size(fx->in);
+    if (clnet_st_meta_get(fx->st, "kernel")) { /* a window op in the format of every rank */
+        window_fixture(fx, layer);
+        return;
+    }
 
     int c = fx->in.c, h = fx->in.h, w = fx->in.w;
     rig_shape out = fx->in;
@@ -176,7 +251,6 @@ static void fixture_load(fixture *fx, const char *file) {
         break;
     case GLOBAL_AVGPOOL:
     case GLOBAL_MAXPOOL:
-        ck_assert_int_eq(fx->ndim, 4);
         ck_assert_int_eq(meta_int(fx, "in_channels"), c);
         out.h = out.w = 1;
         snprintf(fx->line, sizeof fx->line, "%s", KIND_META[fx->k]);
@@ -199,8 +273,16 @@ static void fixture_load(fixture *fx, const char *file) {
         snprintf(fx->line, sizeof fx->line, "batchnorm eps=%s momentum=%s", eps, momentum);
         break;
     }
+    case CONV_TRANSPOSE:
     case NKINDS:
-        break;
+        ck_abort_msg("%s: %s fixtures have metadata 'kernel'", file, layer);
+    }
+    if (fx->ndim == 3 || fx->ndim == 5) { /* batch norm and global pooling of other ranks */
+        memcpy(fx->yshape, fx->xshape, sizeof fx->yshape);
+        for (int i = 2; i < fx->ndim && fx->k != BATCHNORM; i++) fx->yshape[i] = 1;
+        fx->ny = 1;
+        for (int i = 0; i < fx->ndim; i++) fx->ny *= (size_t)fx->yshape[i];
+        return;
     }
     int64_t ys[4] = {fx->n, out.c, out.h, out.w};
     memcpy(fx->yshape, ys, sizeof ys);
@@ -248,13 +330,18 @@ static double compare(const fixture *fx, const clnet_device *d, const char *name
  * tensor in `worst`. */
 static double run_fixture(const fixture *fx, clnet_device *d, const char **worst) {
     layer_rig r;
-    rig_create(&r, d, fx->in, fx->line, fx->n);
+    rig_create_input(&r, d, fx->input, fx->line, fx->n);
     ck_assert_msg(r.in_count == fx->nx, "%s: the layer takes %zu inputs, x holds %zu", fx->file,
                   r.in_count, fx->nx);
+    /* the layer's output shape is PyTorch's */
+    for (int i = 1; i < fx->ndim && fx->ndim > 2; i++) {
+        int got = i == 1 ? r.l->out.c : r.l->out.dim[i - 2];
+        ck_assert_msg(got == fx->yshape[i], "%s (%s): output dimension %d is %d, PyTorch's %lld",
+                      fx->file, fx->line, i, got, (long long)fx->yshape[i]);
+    }
     float *dx = malloc(fx->nx * sizeof(float));
     const float *x = tensor(fx, "x", -1, NULL);
-    const float *dx_ref = tensor(fx, "dx", fx->ndim == 4 ? 4 : 2,
-                                 (const int64_t[]){fx->n, fx->in.c, fx->in.h, fx->in.w});
+    const float *dx_ref = tensor(fx, "dx", fx->ndim, fx->xshape);
     double best = -1;
 #define NOTE(name, value)                                                                          \
     do {                                                                                           \
@@ -303,7 +390,7 @@ static double run_fixture(const fixture *fx, clnet_device *d, const char **worst
         ck_assert_msg(r.out_count == fx->ny, "%s: the layer gives %zu outputs, expected %zu",
                       fx->file, r.out_count, fx->ny);
         int64_t ys2[2] = {fx->n, (int64_t)(fx->ny / (size_t)fx->n)};
-        const int64_t *ys = fx->ndim == 4 ? fx->yshape : ys2;
+        const int64_t *ys = fx->ndim == 2 ? ys2 : fx->yshape;
         const float *y_ref = tensor(fx, "y", fx->ndim, ys);
         const float *dy = tensor(fx, "dy", fx->ndim, ys);
         float *y = malloc(fx->ny * sizeof(float));
@@ -311,7 +398,7 @@ static double run_fixture(const fixture *fx, clnet_device *d, const char **worst
         /* batch norm: the running statistics the step starts from */
         float *buffers = malloc((r.nbuffers + 1) * sizeof(float));
         size_t moff = 0, voff = 0;
-        const int64_t channels[1] = {fx->in.c};
+        const int64_t channels[1] = {fx->xshape[1]};
         if (fx->k == BATCHNORM) {
             moff = r.l->buffers[0].offset, voff = r.l->buffers[1].offset;
             rig_get_buffers(&r, buffers);
@@ -358,7 +445,7 @@ static double run_fixture(const fixture *fx, clnet_device *d, const char **worst
  * difference of a survivor. */
 static double run_dropout(const fixture *fx, clnet_device *d, const char **worst) {
     layer_rig r;
-    rig_create(&r, d, fx->in, fx->line, fx->n);
+    rig_create_input(&r, d, fx->input, fx->line, fx->n);
     ck_assert_msg(r.in_count == fx->nx && r.out_count == fx->nx, "%s: %zu inputs, %zu outputs",
                   fx->file, r.in_count, r.out_count);
     const float *x = tensor(fx, "x", -1, NULL), *dy = tensor(fx, "dy", -1, NULL);

@@ -36,6 +36,23 @@ static const char *SMALL[] = {"input channels=1 height=8 width=8",
                               "linear units=10",
                               "softmax_cross_entropy"};
 
+/* conv3d, conv_transpose2d and conv1d in one model, reshaped from rank to rank
+ * (512 input values, within the 784 the batches hold) */
+static const char *RANKS[] = {"input channels=2 depth=4 height=8 width=8",
+                              "conv3d filters=4 size=3 pad=1",
+                              "relu",
+                              "reshape channels=16 height=8 width=8",
+                              "conv_transpose2d filters=4 size=4 stride=2 pad=1",
+                              "relu",
+                              "reshape channels=16 length=64",
+                              "conv1d filters=8 size=3 stride=2 pad=2 dilation=2",
+                              "relu",
+                              "maxpool size=2",
+                              "flatten",
+                              "linear units=10",
+                              "softmax_cross_entropy"};
+static int use_ranks; /* 1: make_net builds RANKS */
+
 static int has_slow_device(void) {
     clnet_runtime *rt = test_runtime();
     for (int i = 0; i < clnet_runtime_device_count(rt); i++) {
@@ -48,8 +65,10 @@ static int has_slow_device(void) {
 
 static clnet_net *make_net(void) {
     int small = has_slow_device();
-    const char **lines = small ? SMALL : LENET;
-    int n = small ? (int)(sizeof SMALL / sizeof *SMALL) : (int)(sizeof LENET / sizeof *LENET);
+    const char **lines = use_ranks ? RANKS : small ? SMALL : LENET;
+    int n = use_ranks ? (int)(sizeof RANKS / sizeof *RANKS)
+            : small   ? (int)(sizeof SMALL / sizeof *SMALL)
+                      : (int)(sizeof LENET / sizeof *LENET);
     clnet_net *net = NULL;
     ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
     for (int i = 0; i < n; i++) ck_assert_int_eq(clnet_net_add(net, lines[i]), CLNET_OK);
@@ -68,9 +87,12 @@ static clnet_net *make_net(void) {
 
 /* The same STEPS batches every time. */
 static void batch_data(const clnet_net *net, int step, float *x, int32_t *y) {
-    int c, h, w;
-    clnet_net_input_shape(net, &c, &h, &w);
-    test_random_floats(x, (size_t)BATCH * c * h * w, 500 + step);
+    int shape[4];
+    size_t size = 1;
+    for (int i = 0, rank = clnet_net_input_rank(net, shape); i < rank; i++)
+        size *= (size_t)shape[i];
+    ck_assert_uint_le(size, 784);
+    test_random_floats(x, (size_t)BATCH * size, 500 + step);
     for (int i = 0; i < BATCH; i++) {
         x[i] = fabsf(x[i]);
         y[i] = (int32_t)((i * 7 + step * 3) % 10);
@@ -179,6 +201,16 @@ START_TEST(two_devices_take_the_same_steps_as_one) {
     expect_same_updates(NULL, "two devices, measured split");
     double unequal[2] = {3, 1};
     expect_same_updates(unequal, "two devices, forced 3:1 split");
+}
+END_TEST
+
+/* The convolutions of every rank and the transposed one split across devices
+ * as exactly as LeNet's. */
+START_TEST(convolutions_of_every_rank_take_the_same_steps_on_two_devices) {
+    use_ranks = 1;
+    double unequal[2] = {1, 3};
+    expect_same_updates(unequal, "conv3d, conv_transpose2d, conv1d: two devices, 1:3 split");
+    use_ranks = 0;
 }
 END_TEST
 
@@ -484,6 +516,7 @@ int main(void) {
     tcase_add_checked_fixture(equal, need_two_fast_devices, NULL);
     add_shared_tests(equal);
     tcase_add_test(equal, two_devices_take_the_same_steps_as_one);
+    tcase_add_test(equal, convolutions_of_every_rank_take_the_same_steps_on_two_devices);
     tcase_add_test(equal, a_throttled_device_gets_a_smaller_share);
     suite_add_tcase(s, equal);
 

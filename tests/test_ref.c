@@ -2,8 +2,9 @@
  * needing no OpenCL device: every backward pass against central finite
  * differences on awkward shapes, and every forward pass against small cases
  * worked out by hand, so that the references are trustworthy judges of the
- * OpenCL kernels. Prints the largest relative finite-difference error per
- * layer. */
+ * OpenCL kernels. The N-d references are also checked against the 2-D ones
+ * at rank 2, and the transposed conv as the adjoint of the conv. Prints the
+ * largest relative finite-difference error per layer. */
 #include "harness.h"
 #include "ref/layers_ref.h"
 
@@ -78,18 +79,24 @@ enum {
     SOFTMAX_XENT,
     BATCHNORM,
     GLOBAL_MAXPOOL,
+    CONVND,
+    CONV_TRANSPOSE,
+    MAXPOOLND,
+    AVGPOOLND,
     LAYER_COUNT
 };
 static const char *const layer_names[LAYER_COUNT] = {
-    "conv2d", "maxpool", "avgpool",      "global_avgpool", "relu",          "sigmoid",
-    "tanh",   "linear",  "softmax_xent", "batchnorm",      "global_maxpool"};
+    "conv2d",         "maxpool", "avgpool",        "global_avgpool", "relu",
+    "sigmoid",        "tanh",    "linear",         "softmax_xent",   "batchnorm",
+    "global_maxpool", "convnd",  "conv_transpose", "maxpoolnd",      "avgpoolnd"};
 static double worst[LAYER_COUNT];
 
 /* The finite-difference step per layer. The forward passes are float, so a
  * difference carries the rounding of the outputs it moves (about 1e-7 of |y|)
  * divided by the step: the step should be as large as the layer allows.
- *  - conv, the average pools and linear are affine in every single input and weight, so
- *    central differences are exact for any step: take a large one;
+ *  - conv (N-d and transposed too), the average pools and linear are affine in
+ *    every single input and weight, so central differences are exact for any
+ *    step: take a large one;
  *  - relu and maxpool are piecewise linear, exact as long as the step crosses
  *    no kink: the tests keep inputs 0.1 from relu's kink and max-pool inputs
  *    0.05 apart, so 1e-2 crosses none;
@@ -97,9 +104,10 @@ static double worst[LAYER_COUNT];
  *    difference is ~step^2 times the third derivative, small at 1e-2. Batch
  *    norm is affine in its weight and bias, so those steps are exact. */
 static const float layer_eps[LAYER_COUNT] = {
-    [CONV] = 0.25f,         [AVGPOOL] = 0.25f,   [GLOBAL_AVGPOOL] = 0.25f, [LINEAR] = 0.25f,
-    [RELU] = 1e-2f,         [MAXPOOL] = 1e-2f,   [SIGMOID] = 1e-2f,        [TANH] = 1e-2f,
-    [SOFTMAX_XENT] = 1e-2f, [BATCHNORM] = 1e-2f, [GLOBAL_MAXPOOL] = 1e-2f};
+    [CONV] = 0.25f,           [AVGPOOL] = 0.25f,   [GLOBAL_AVGPOOL] = 0.25f, [LINEAR] = 0.25f,
+    [RELU] = 1e-2f,           [MAXPOOL] = 1e-2f,   [SIGMOID] = 1e-2f,        [TANH] = 1e-2f,
+    [SOFTMAX_XENT] = 1e-2f,   [BATCHNORM] = 1e-2f, [GLOBAL_MAXPOOL] = 1e-2f, [CONVND] = 0.25f,
+    [CONV_TRANSPOSE] = 0.25f, [AVGPOOLND] = 0.25f, [MAXPOOLND] = 1e-2f};
 
 typedef double (*loss_fn)(void *ctx);
 
@@ -836,6 +844,782 @@ START_TEST(softmax_xent_stays_finite_for_huge_logits) {
 }
 END_TEST
 
+/* ---- N-d conv, transposed conv and pools ---------------------------------------------- */
+
+/* The product of the first rank entries of size: a spatial volume (0 when a size is
+ * <= 0, a conv whose kernel never fits). */
+static size_t nd_volume(const int *size, int rank) {
+    size_t v = 1;
+    for (int a = 0; a < rank; a++) v *= size[a] > 0 ? (size_t)size[a] : 0;
+    return v;
+}
+
+static int nd_has_weights(int layer) {
+    return layer == CONVND || layer == CONV_TRANSPOSE;
+}
+
+/* out (rank) = the output sizes of layer (CONVND, CONV_TRANSPOSE, MAXPOOLND or AVGPOOLND). */
+static void nd_out_sizes(int *out, int layer, const ref_window *g) {
+    for (int a = 0; a < g->rank; a++)
+        out[a] = layer == CONVND           ? ref_conv_out(g, a)
+                 : layer == CONV_TRANSPOSE ? ref_conv_transpose_out(g, a)
+                                           : ref_pool_out(g, a);
+}
+
+static size_t nd_x_count(const ref_window *g) {
+    return (size_t)g->N * g->C * nd_volume(g->in, g->rank);
+}
+
+static size_t nd_y_count(int layer, const ref_window *g) {
+    int out[3];
+    nd_out_sizes(out, layer, g);
+    return (size_t)g->N * (nd_has_weights(layer) ? g->F : g->C) * nd_volume(out, g->rank);
+}
+
+/* conv's w is (F, C/G, k...), the transpose's (C, F/G, k...); pools have none. */
+static size_t nd_w_count(int layer, const ref_window *g) {
+    int G = g->groups ? g->groups : 1;
+    size_t k = nd_volume(g->k, g->rank);
+    if (layer == CONVND) return (size_t)g->F * (g->C / G) * k;
+    if (layer == CONV_TRANSPOSE) return (size_t)g->C * (g->F / G) * k;
+    return 0;
+}
+
+/* " name3x2x1": the first rank entries of v, for the printed case lines. */
+static void print_axes(const char *name, const int *v, int rank) {
+    printf(" %s", name);
+    for (int a = 0; a < rank; a++) printf(a ? "x%d" : "%d", v[a]);
+}
+
+static void print_window(int layer, const ref_window *g) {
+    printf("%-14s r%d N%d C%d", layer_names[layer], g->rank, g->N, g->C);
+    if (nd_has_weights(layer)) printf(" F%d g%d", g->F, g->groups ? g->groups : 1);
+    print_axes("in", g->in, g->rank);
+    print_axes("k", g->k, g->rank);
+    print_axes("s", g->s, g->rank);
+    print_axes("p", g->p, g->rank);
+    print_axes("d", g->d, g->rank);
+    if (layer == CONVND) print_axes("extra", g->extra, g->rank);
+    if (layer == CONV_TRANSPOSE) print_axes("out_pad", g->out_pad, g->rank);
+    if (!nd_has_weights(layer)) printf("%s", g->ceil ? " ceil" : "");
+    if (layer == AVGPOOLND) printf("%s", g->count_pad ? " count_pad" : "");
+}
+
+/* One N-d case: x (N,C,in...), w the layer's weights or NULL, b (F) or NULL,
+ * y and r (N, F or C, out...). */
+typedef struct {
+    int layer;
+    ref_window g;
+    float *x, *w, *b, *y, *r;
+} nd_case;
+
+static double nd_loss(void *ctx) {
+    nd_case *c = ctx;
+    if (c->layer == CONVND) ref_convnd_forward(c->y, c->x, c->w, c->b, &c->g);
+    if (c->layer == CONV_TRANSPOSE) ref_conv_transpose_forward(c->y, c->x, c->w, c->b, &c->g);
+    if (c->layer == MAXPOOLND) ref_maxpoolnd_forward(c->y, c->x, &c->g);
+    if (c->layer == AVGPOOLND) ref_avgpoolnd_forward(c->y, c->x, &c->g);
+    return dot(c->y, c->r, nd_y_count(c->layer, &c->g));
+}
+
+typedef struct {
+    ref_window g;
+    int bias;
+} nd_shape;
+
+static void nd_fd(int layer, nd_shape shape, uint64_t seed) {
+    ref_window g = shape.g;
+    int bias = shape.bias, F = nd_has_weights(layer) ? g.F : 0;
+    size_t nx = nd_x_count(&g), nw = nd_w_count(layer, &g), ny = nd_y_count(layer, &g);
+    ck_assert_msg(ny > 0, "%s: a case without outputs checks nothing", layer_names[layer]);
+    nd_case c = {.layer = layer,
+                 .g = g,
+                 .x = random_floats(nx, seed, 1.0f),
+                 .w = nw ? random_floats(nw, seed + 1, 1.0f) : NULL,
+                 .b = bias ? random_floats((size_t)F, seed + 2, 1.0f) : NULL,
+                 .y = alloc_floats(ny),
+                 .r = random_floats(ny, seed + 3, 1.0f)};
+    if (layer == MAXPOOLND) distinct_values(c.x, nx);
+    float *dx = alloc_floats(nx), *dw = alloc_floats(nw), *db = alloc_floats((size_t)F);
+    nd_loss(&c);
+    check_guard(c.y, ny, "y");
+    // L = sum(y * r), so dL/dy = r.
+    if (layer == CONVND) ref_convnd_backward(dx, dw, bias ? db : NULL, c.r, c.x, c.w, &g);
+    if (layer == CONV_TRANSPOSE)
+        ref_conv_transpose_backward(dx, dw, bias ? db : NULL, c.r, c.x, c.w, &g);
+    if (layer == MAXPOOLND) ref_maxpoolnd_backward(dx, c.r, c.x, &g);
+    if (layer == AVGPOOLND) ref_avgpoolnd_backward(dx, c.r, &g);
+    check_guard(dx, nx, "dx");
+    check_guard(dw, nw, "dw");
+    check_guard(db, (size_t)F, "db");
+    if (!bias)
+        for (int f = 0; f < F; f++)
+            ck_assert_msg(db[f] == GARBAGE, "db was NULL, yet something was written");
+
+    double ex = fd_check(layer, "dx", nd_loss, &c, c.x, dx, nx);
+    double ew = nw ? fd_check(layer, "dw", nd_loss, &c, c.w, dw, nw) : 0;
+    double eb = bias ? fd_check(layer, "db", nd_loss, &c, c.b, db, (size_t)F) : 0;
+    int out[3];
+    nd_out_sizes(out, layer, &g);
+    print_window(layer, &g);
+    printf("%s ->", bias ? " bias" : "");
+    print_axes("", out, g.rank);
+    printf(": dx %.1e", ex);
+    if (nd_has_weights(layer)) printf(" dw %.1e db %.1e", ew, eb);
+    printf("\n");
+    free(c.x), free(c.w), free(c.b), free(c.y), free(c.r), free(dx), free(dw), free(db);
+}
+
+START_TEST(convnd_backward_matches_finite_differences) {
+    const nd_shape shapes[] = {
+        // rank 1: causal (p = d*(k-1), extra = -p), batch 3
+        {{.rank = 1,
+          .N = 3,
+          .C = 2,
+          .F = 4,
+          .in = {9},
+          .k = {3},
+          .s = {1},
+          .p = {2},
+          .d = {1},
+          .extra = {-2}},
+         1},
+        // causal and dilated 3, no bias
+        {{.rank = 1,
+          .N = 1,
+          .C = 2,
+          .F = 2,
+          .in = {11},
+          .k = {3},
+          .s = {1},
+          .p = {6},
+          .d = {3},
+          .extra = {-6}},
+         0},
+        // pad=same with an even kernel: 3 zeros, 1 before and 2 after (extra = 1)
+        {{.rank = 1,
+          .N = 2,
+          .C = 2,
+          .F = 2,
+          .in = {8},
+          .k = {4},
+          .s = {1},
+          .p = {1},
+          .d = {1},
+          .extra = {1}},
+         1},
+        // stride larger than the kernel (inputs unused), 2 groups
+        {{.rank = 1,
+          .N = 2,
+          .C = 4,
+          .F = 6,
+          .in = {13},
+          .k = {2},
+          .s = {3},
+          .p = {1},
+          .d = {1},
+          .groups = 2},
+         1},
+        // depthwise (groups = C = F), dilated 2, strided
+        {{.rank = 1,
+          .N = 1,
+          .C = 3,
+          .F = 3,
+          .in = {10},
+          .k = {3},
+          .s = {2},
+          .p = {2},
+          .d = {2},
+          .groups = 3},
+         1},
+        // rank 2: kernel, stride, padding and dilation different per axis
+        {{.rank = 2,
+          .N = 2,
+          .C = 2,
+          .F = 3,
+          .in = {7, 6},
+          .k = {3, 2},
+          .s = {2, 1},
+          .p = {1, 0},
+          .d = {1, 2}},
+         1},
+        // 2 groups, dilation 3 on one axis and stride 3 > kernel 3 on the other, no bias
+        {{.rank = 2,
+          .N = 1,
+          .C = 4,
+          .F = 4,
+          .in = {9, 8},
+          .k = {2, 3},
+          .s = {1, 3},
+          .p = {0, 2},
+          .d = {3, 1},
+          .groups = 2},
+         0},
+        // depthwise, dilated 2, same padding with an odd zero on one axis, batch 3
+        {{.rank = 2,
+          .N = 3,
+          .C = 2,
+          .F = 2,
+          .in = {5, 6},
+          .k = {3, 2},
+          .s = {1, 1},
+          .p = {2, 0},
+          .d = {2, 1},
+          .extra = {0, 1},
+          .groups = 2},
+         1},
+        // rank 3: every axis different
+        {{.rank = 3,
+          .N = 2,
+          .C = 2,
+          .F = 2,
+          .in = {4, 5, 3},
+          .k = {2, 3, 1},
+          .s = {1, 2, 1},
+          .p = {1, 1, 0},
+          .d = {1, 1, 1}},
+         1},
+        // 2 groups, dilation 2, stride 3 > kernel 2, no bias
+        {{.rank = 3,
+          .N = 1,
+          .C = 2,
+          .F = 4,
+          .in = {5, 4, 6},
+          .k = {2, 2, 2},
+          .s = {1, 3, 3},
+          .p = {0, 1, 1},
+          .d = {2, 1, 1},
+          .groups = 2},
+         0},
+        // depthwise, causal on the last axis, dilated on the second
+        {{.rank = 3,
+          .N = 1,
+          .C = 2,
+          .F = 2,
+          .in = {3, 4, 4},
+          .k = {3, 1, 2},
+          .s = {2, 1, 1},
+          .p = {1, 0, 1},
+          .d = {1, 2, 1},
+          .extra = {0, 0, -1},
+          .groups = 2},
+         1},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        nd_fd(CONVND, shapes[i], 1000 + 10 * i);
+}
+END_TEST
+
+START_TEST(conv_transpose_backward_matches_finite_differences) {
+    const nd_shape shapes[] = {
+        // rank 1: stride 2 with output_padding 1, batch 3
+        {{.rank = 1,
+          .N = 3,
+          .C = 2,
+          .F = 3,
+          .in = {5},
+          .k = {3},
+          .s = {2},
+          .p = {1},
+          .d = {1},
+          .out_pad = {1}},
+         1},
+        // dilation 2 with output_padding 1, padding 2, no bias
+        {{.rank = 1,
+          .N = 1,
+          .C = 2,
+          .F = 2,
+          .in = {6},
+          .k = {3},
+          .s = {1},
+          .p = {2},
+          .d = {2},
+          .out_pad = {1}},
+         0},
+        // stride 3 larger than the kernel (outputs no tap reaches), 2 groups
+        {{.rank = 1,
+          .N = 2,
+          .C = 4,
+          .F = 2,
+          .in = {4},
+          .k = {2},
+          .s = {3},
+          .p = {0},
+          .d = {1},
+          .out_pad = {2},
+          .groups = 2},
+         1},
+        // depthwise, padding 3 cropping most of the edges
+        {{.rank = 1,
+          .N = 1,
+          .C = 3,
+          .F = 3,
+          .in = {5},
+          .k = {4},
+          .s = {2},
+          .p = {3},
+          .d = {1},
+          .groups = 3},
+         1},
+        // rank 2: every axis different, output_padding on both
+        {{.rank = 2,
+          .N = 2,
+          .C = 2,
+          .F = 3,
+          .in = {3, 4},
+          .k = {3, 2},
+          .s = {2, 1},
+          .p = {1, 0},
+          .d = {1, 2},
+          .out_pad = {1, 1}},
+         1},
+        // 2 groups, stride 3 > kernel 2, no bias
+        {{.rank = 2,
+          .N = 1,
+          .C = 4,
+          .F = 2,
+          .in = {4, 3},
+          .k = {2, 3},
+          .s = {3, 2},
+          .p = {0, 1},
+          .d = {1, 1},
+          .out_pad = {0, 1},
+          .groups = 2},
+         0},
+        // rank 3: every axis different
+        {{.rank = 3,
+          .N = 1,
+          .C = 2,
+          .F = 2,
+          .in = {3, 2, 3},
+          .k = {2, 3, 2},
+          .s = {2, 1, 2},
+          .p = {1, 1, 0},
+          .d = {1, 2, 1},
+          .out_pad = {1, 0, 1}},
+         1},
+        // depthwise, dilation 2 with output_padding 1, batch 3, no bias
+        {{.rank = 3,
+          .N = 3,
+          .C = 2,
+          .F = 2,
+          .in = {2, 3, 2},
+          .k = {3, 2, 2},
+          .s = {1, 2, 1},
+          .p = {1, 0, 0},
+          .d = {2, 1, 1},
+          .out_pad = {1, 0, 0},
+          .groups = 2},
+         0},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        nd_fd(CONV_TRANSPOSE, shapes[i], 1200 + 10 * i);
+}
+END_TEST
+
+START_TEST(maxpoolnd_backward_matches_finite_differences) {
+    const ref_window shapes[] = {
+        // rank 1: ceil mode with padding (a last window overhangs), batch 3
+        {.rank = 1, .N = 3, .C = 2, .in = {11}, .k = {3}, .s = {2}, .p = {1}, .d = {1}, .ceil = 1},
+        // dilation 2, ceil mode
+        {.rank = 1, .N = 1, .C = 2, .in = {13}, .k = {3}, .s = {2}, .p = {1}, .d = {2}, .ceil = 1},
+        // stride larger than the kernel: inputs in no window
+        {.rank = 1, .N = 2, .C = 1, .in = {10}, .k = {2}, .s = {3}, .p = {0}, .d = {1}},
+        // dilation 3, overlapping windows
+        {.rank = 1, .N = 1, .C = 1, .in = {12}, .k = {3}, .s = {1}, .p = {1}, .d = {3}},
+        // rank 3: every axis different, ceil mode with padding
+        {.rank = 3,
+         .N = 2,
+         .C = 2,
+         .in = {5, 4, 6},
+         .k = {2, 3, 2},
+         .s = {2, 1, 3},
+         .p = {1, 1, 0},
+         .d = {1, 1, 2},
+         .ceil = 1},
+        // stride 3 > kernel on one axis, dilation 2 on another
+        {.rank = 3,
+         .N = 1,
+         .C = 1,
+         .in = {4, 5, 3},
+         .k = {3, 2, 2},
+         .s = {3, 2, 1},
+         .p = {1, 0, 1},
+         .d = {2, 1, 1}},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        nd_fd(MAXPOOLND, (nd_shape){shapes[i], 0}, 1400 + 10 * i);
+}
+END_TEST
+
+START_TEST(avgpoolnd_backward_matches_finite_differences) {
+    const ref_window shapes[] = {
+        // rank 1: ceil mode with padding, the overhang not counted, batch 3
+        {.rank = 1,
+         .N = 3,
+         .C = 2,
+         .in = {11},
+         .k = {3},
+         .s = {2},
+         .p = {1},
+         .d = {1},
+         .ceil = 1,
+         .count_pad = 1},
+        // the same without count_pad: input cells only
+        {.rank = 1, .N = 3, .C = 2, .in = {11}, .k = {3}, .s = {2}, .p = {1}, .d = {1}, .ceil = 1},
+        // stride larger than the kernel, ceil mode, count_pad off
+        {.rank = 1, .N = 1, .C = 2, .in = {10}, .k = {2}, .s = {3}, .p = {1}, .d = {1}, .ceil = 1},
+        // overlapping windows, padding 2, zeros counted
+        {.rank = 1,
+         .N = 2,
+         .C = 1,
+         .in = {9},
+         .k = {4},
+         .s = {1},
+         .p = {2},
+         .d = {1},
+         .count_pad = 1},
+        // rank 3: every axis different, ceil mode with padding, zeros counted
+        {.rank = 3,
+         .N = 1,
+         .C = 2,
+         .in = {5, 4, 6},
+         .k = {2, 3, 2},
+         .s = {2, 1, 3},
+         .p = {1, 1, 0},
+         .d = {1, 1, 1},
+         .ceil = 1,
+         .count_pad = 1},
+        // and with count_pad off, batch 2
+        {.rank = 3,
+         .N = 2,
+         .C = 1,
+         .in = {4, 5, 3},
+         .k = {3, 2, 2},
+         .s = {2, 2, 1},
+         .p = {1, 1, 1},
+         .d = {1, 1, 1},
+         .ceil = 1},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        nd_fd(AVGPOOLND, (nd_shape){shapes[i], 0}, 1600 + 10 * i);
+}
+END_TEST
+
+/* conv_shape's geometry as a rank-2 ref_window. */
+static ref_window window_of(conv_shape s) {
+    return (ref_window){.rank = 2,
+                        .N = s.N,
+                        .C = s.C,
+                        .F = s.F,
+                        .in = {s.H, s.W},
+                        .k = {s.KH, s.KW},
+                        .s = {s.sh, s.sw},
+                        .p = {s.ph, s.pw},
+                        .d = {s.dh, s.dw},
+                        .groups = s.G};
+}
+
+START_TEST(convnd_at_rank_2_equals_conv2d_full) {
+    // N  C  H   W  F KH KW sh sw ph pw bias dh dw G
+    const conv_shape shapes[] = {
+        {2, 2, 11, 9, 3, 3, 2, 1, 1, 2, 1, 1, 3, 2, 1}, // dilation 3x2
+        {2, 4, 7, 6, 6, 3, 3, 1, 2, 1, 1, 1, 1, 1, 2},  // 2 groups, strided
+        {1, 3, 7, 9, 3, 3, 3, 2, 1, 2, 1, 0, 2, 1, 3},  // depthwise, dilated, no bias
+        {1, 2, 7, 9, 2, 2, 2, 3, 3, 0, 0, 1, 1, 1, 1},  // stride larger than the kernel
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        conv_shape s = shapes[i];
+        ref_window g = window_of(s);
+        size_t nx = nd_x_count(&g), nw = nd_w_count(CONVND, &g), ny = nd_y_count(CONVND, &g);
+        float *x = random_floats(nx, 1800 + i, 1), *w = random_floats(nw, 1810 + i, 1);
+        float *b = s.bias ? random_floats((size_t)s.F, 1820 + i, 1) : NULL;
+        float *dy = random_floats(ny, 1830 + i, 1);
+        float *y[2], *dx[2], *dw[2], *db[2];
+        for (int k = 0; k < 2; k++) {
+            y[k] = alloc_floats(ny), dx[k] = alloc_floats(nx), dw[k] = alloc_floats(nw);
+            db[k] = alloc_floats((size_t)s.F);
+        }
+        ref_conv2d_full_forward(y[0], x, w, b, s.N, s.C, s.H, s.W, s.F, s.KH, s.KW, s.sh, s.sw,
+                                s.ph, s.pw, s.dh, s.dw, s.G);
+        ref_conv2d_full_backward(dx[0], dw[0], s.bias ? db[0] : NULL, dy, x, w, s.N, s.C, s.H, s.W,
+                                 s.F, s.KH, s.KW, s.sh, s.sw, s.ph, s.pw, s.dh, s.dw, s.G);
+        ref_convnd_forward(y[1], x, w, b, &g);
+        ref_convnd_backward(dx[1], dw[1], s.bias ? db[1] : NULL, dy, x, w, &g);
+        // the same sums in the same order: equal to the bit
+        expect_floats(y[1], y[0], ny, 0, "convnd y");
+        expect_floats(dx[1], dx[0], nx, 0, "convnd dx");
+        expect_floats(dw[1], dw[0], nw, 0, "convnd dw");
+        expect_floats(db[1], db[0], (size_t)s.F, 0, "convnd db");
+        for (int k = 0; k < 2; k++) free(y[k]), free(dx[k]), free(dw[k]), free(db[k]);
+        free(x), free(w), free(b), free(dy);
+    }
+}
+END_TEST
+
+START_TEST(poolnd_at_rank_2_equal_the_2d_pools) {
+    // Every 2-D pool shape: no dilation, no ceil mode, padded zeros counted (the 2-D
+    // average pool's divisor is KH*KW).
+    for (size_t i = 0; i < sizeof pool_shapes / sizeof pool_shapes[0]; i++) {
+        pool_shape s = pool_shapes[i];
+        ref_window g = {.rank = 2,
+                        .N = s.N,
+                        .C = s.C,
+                        .in = {s.H, s.W},
+                        .k = {s.KH, s.KW},
+                        .s = {s.sh, s.sw},
+                        .p = {s.ph, s.pw},
+                        .d = {1, 1},
+                        .count_pad = 1};
+        size_t nx = nd_x_count(&g), ny = nd_y_count(MAXPOOLND, &g);
+        ck_assert_uint_eq(ny, pool_out_count(s));
+        float *x = random_floats(nx, 1900 + i, 1), *dy = random_floats(ny, 1910 + i, 1);
+        // ties too: a coarse grid of values, so that the first maximum must win in both
+        for (size_t j = 0; j < nx; j++) x[j] = roundf(x[j] * 2);
+        float *y[2], *dx[2];
+        for (int k = 0; k < 2; k++) y[k] = alloc_floats(ny), dx[k] = alloc_floats(nx);
+        ref_maxpool_forward(y[0], x, s.N, s.C, s.H, s.W, s.KH, s.KW, s.sh, s.sw, s.ph, s.pw);
+        ref_maxpoolnd_forward(y[1], x, &g);
+        expect_floats(y[1], y[0], ny, 0, "maxpoolnd y");
+        ref_maxpool_backward(dx[0], dy, x, s.N, s.C, s.H, s.W, s.KH, s.KW, s.sh, s.sw, s.ph, s.pw);
+        ref_maxpoolnd_backward(dx[1], dy, x, &g);
+        expect_floats(dx[1], dx[0], nx, 0, "maxpoolnd dx");
+        ref_avgpool_forward(y[0], x, s.N, s.C, s.H, s.W, s.KH, s.KW, s.sh, s.sw, s.ph, s.pw);
+        ref_avgpoolnd_forward(y[1], x, &g);
+        expect_floats(y[1], y[0], ny, 0, "avgpoolnd y");
+        ref_avgpool_backward(dx[0], dy, s.N, s.C, s.H, s.W, s.KH, s.KW, s.sh, s.sw, s.ph, s.pw);
+        ref_avgpoolnd_backward(dx[1], dy, &g);
+        // ref_avgpool_backward rounds dy / (KH*KW) to float before summing it, the N-d
+        // one divides in double: equal to float rounding, not to the bit
+        expect_floats(dx[1], dx[0], nx, 1e-6, "avgpoolnd dx");
+        for (int k = 0; k < 2; k++) free(y[k]), free(dx[k]);
+        free(x), free(dy);
+    }
+}
+END_TEST
+
+/* <convnd(x), r> = <x, conv_transpose(r)> without bias, for a transpose that mirrors the
+ * conv: the same k, s, p, d, groups and weight tensor, channels swapped, its input the
+ * conv's output and its output (output_padding making up the floor) the conv's input. */
+static void check_adjoint(ref_window conv, uint64_t seed) {
+    ref_window t = conv;
+    t.C = conv.F, t.F = conv.C;
+    for (int a = 0; a < conv.rank; a++) {
+        t.in[a] = ref_conv_out(&conv, a);
+        t.extra[a] = t.out_pad[a] = 0;
+        t.out_pad[a] = conv.in[a] - ref_conv_transpose_out(&t, a);
+        ck_assert_int_ge(t.out_pad[a], 0);
+        ck_assert_int_eq(ref_conv_transpose_out(&t, a), conv.in[a]);
+    }
+    // conv's w (F, C/G, k...) is the transpose's (C_t, F_t/G, k...)
+    ck_assert_uint_eq(nd_w_count(CONV_TRANSPOSE, &t), nd_w_count(CONVND, &conv));
+    size_t nx = nd_x_count(&conv), nw = nd_w_count(CONVND, &conv), ny = nd_y_count(CONVND, &conv);
+    ck_assert_uint_eq(nd_x_count(&t), ny);
+    ck_assert_uint_eq(nd_y_count(CONV_TRANSPOSE, &t), nx);
+    float *x = random_floats(nx, seed, 1), *w = random_floats(nw, seed + 1, 1);
+    float *r = random_floats(ny, seed + 2, 1), *y = alloc_floats(ny), *tr = alloc_floats(nx);
+    ref_convnd_forward(y, x, w, NULL, &conv);
+    ref_conv_transpose_forward(tr, r, w, NULL, &t);
+    check_guard(tr, nx, "conv_transpose y");
+    double lhs = dot(y, r, ny), rhs = dot(x, tr, nx), scale = 0;
+    // each side carries float roundings of about 1e-7 of its terms
+    for (size_t i = 0; i < ny; i++) scale += fabs((double)y[i] * r[i]);
+    for (size_t i = 0; i < nx; i++) scale += fabs((double)x[i] * tr[i]);
+    ck_assert_msg(fabs(lhs - rhs) <= 1e-6 * scale, "<conv(x), r> = %.9g but <x, conv^T(r)> = %.9g",
+                  lhs, rhs);
+    print_window(CONVND, &conv);
+    printf(": <conv(x), r> %.6f, <x, conv^T(r)> %.6f\n", lhs, rhs);
+    free(x), free(w), free(r), free(y), free(tr);
+}
+
+START_TEST(conv_transpose_is_the_adjoint_of_convnd) {
+    // rank 1, strided and padded, 2 groups (the floor leaves one input unread)
+    check_adjoint((ref_window){.rank = 1,
+                               .N = 2,
+                               .C = 4,
+                               .F = 2,
+                               .in = {12},
+                               .k = {3},
+                               .s = {2},
+                               .p = {1},
+                               .d = {2},
+                               .groups = 2},
+                  2000);
+    // rank 1 causal: the conv's shorter right padding, the transpose's output_padding 2
+    check_adjoint((ref_window){.rank = 1,
+                               .N = 1,
+                               .C = 2,
+                               .F = 3,
+                               .in = {7},
+                               .k = {3},
+                               .s = {1},
+                               .p = {2},
+                               .d = {1},
+                               .extra = {-2}},
+                  2010);
+    // rank 2, every axis different, depthwise
+    check_adjoint((ref_window){.rank = 2,
+                               .N = 2,
+                               .C = 3,
+                               .F = 3,
+                               .in = {8, 7},
+                               .k = {3, 2},
+                               .s = {2, 3},
+                               .p = {1, 0},
+                               .d = {1, 2},
+                               .groups = 3},
+                  2020);
+    // rank 3, every axis different, 2 groups
+    check_adjoint((ref_window){.rank = 3,
+                               .N = 1,
+                               .C = 2,
+                               .F = 4,
+                               .in = {5, 6, 4},
+                               .k = {2, 3, 2},
+                               .s = {2, 1, 3},
+                               .p = {1, 1, 0},
+                               .d = {1, 2, 1},
+                               .groups = 2},
+                  2030);
+}
+END_TEST
+
+START_TEST(nd_output_sizes_follow_pytorch) {
+    ref_window g = {.rank = 1, .in = {4}, .k = {3}, .s = {1}, .p = {2}, .d = {1}, .extra = {-2}};
+    ck_assert_int_eq(ref_conv_out(&g, 0), 4); // causal keeps the length: 4 + 4 - 2 - 2 - 1 + 1
+    g = (ref_window){.rank = 1, .in = {8}, .k = {4}, .s = {1}, .p = {1}, .d = {1}, .extra = {1}};
+    ck_assert_int_eq(ref_conv_out(&g, 0), 8); // same with an even kernel: 8 + 2 + 1 - 3 - 1 + 1
+    g = (ref_window){.rank = 1, .in = {7}, .k = {2}, .s = {3}, .p = {0}, .d = {1}};
+    ck_assert_int_eq(ref_conv_out(&g, 0), 2); // (7 - 1 - 1) / 3 + 1 = 5/3 + 1
+    g = (ref_window){.rank = 1, .in = {3}, .k = {4}, .s = {2}, .p = {0}, .d = {1}};
+    ck_assert_int_eq(ref_conv_out(&g, 0), 0); // floor(-1 / 2) + 1: the kernel never fits
+    // the third axis of a rank-3 window: (5 + 2 - 2*2 - 1) / 1 + 1
+    g = (ref_window){
+        .rank = 3, .in = {1, 1, 5}, .k = {1, 1, 3}, .s = {1, 1, 1}, .p = {0, 0, 1}, .d = {1, 1, 2}};
+    ck_assert_int_eq(ref_conv_out(&g, 2), 3);
+
+    g = (ref_window){.rank = 1, .in = {3}, .k = {3}, .s = {2}, .p = {1}, .d = {1}, .out_pad = {1}};
+    ck_assert_int_eq(ref_conv_transpose_out(&g, 0), 6); // 2*2 - 2 + 2 + 1 + 1
+    g = (ref_window){.rank = 1, .in = {4}, .k = {3}, .s = {1}, .p = {2}, .d = {2}, .out_pad = {1}};
+    ck_assert_int_eq(ref_conv_transpose_out(&g, 0), 5); // 3 - 4 + 4 + 1 + 1
+
+    g = (ref_window){.rank = 1, .in = {6}, .k = {3}, .s = {2}, .p = {1}, .d = {1}};
+    ck_assert_int_eq(ref_pool_out(&g, 0), 3); // floor(5 / 2) + 1
+    g.ceil = 1;
+    ck_assert_int_eq(ref_pool_out(&g, 0), 4); // ceil(5 / 2) + 1: the last window starts at 5 < 7
+    g = (ref_window){.rank = 1, .in = {5}, .k = {2}, .s = {2}, .p = {1}, .d = {1}, .ceil = 1};
+    // ceil(5 / 2) + 1 = 4, but the 4th window would start at 6 = in + p, all padding: 3
+    ck_assert_int_eq(ref_pool_out(&g, 0), 3);
+    g = (ref_window){.rank = 1, .in = {13}, .k = {3}, .s = {2}, .p = {1}, .d = {2}};
+    ck_assert_int_eq(ref_pool_out(&g, 0), 6); // (13 + 2 - 4 - 1) / 2 + 1, floor or ceil
+    g.ceil = 1;
+    ck_assert_int_eq(ref_pool_out(&g, 0), 6);
+}
+END_TEST
+
+START_TEST(conv_transpose_and_causal_conv_by_hand) {
+    float y[7], dx[4], dw[3], db[1];
+    // Transpose, stride 2, pad 1, output_padding 1, x [1 2 3], w [1 10 100], bias 0.5:
+    // out = 2*2 - 2 + 2 + 1 + 1 = 6, and input j feeds output 2j - 1 + kk:
+    //   j=0: (-1 cropped) y0 += 10, y1 += 100; j=1: y1 += 2, y2 += 20, y3 += 200;
+    //   j=2: y3 += 3, y4 += 30, y5 += 300 (y5 is the output_padding place, fed by a tap).
+    const float x3[3] = {1, 2, 3}, w3[3] = {1, 10, 100}, half = 0.5f;
+    ref_window t = {.rank = 1,
+                    .N = 1,
+                    .C = 1,
+                    .F = 1,
+                    .in = {3},
+                    .k = {3},
+                    .s = {2},
+                    .p = {1},
+                    .d = {1},
+                    .out_pad = {1}};
+    ref_conv_transpose_forward(y, x3, w3, &half, &t);
+    expect_floats(y, (const float[]){10.5f, 102.5f, 20.5f, 203.5f, 30.5f, 300.5f}, 6, 0,
+                  "transpose y");
+    // dy all ones: dx[j] sums the taps that land (110, 111, 111), dw[kk] the inputs whose
+    // tap kk lands (kk=0: 2 + 3), db the 6 outputs.
+    const float ones[6] = {1, 1, 1, 1, 1, 1};
+    ref_conv_transpose_backward(dx, dw, db, ones, x3, w3, &t);
+    expect_floats(dx, (const float[]){110, 111, 111}, 3, 0, "transpose dx");
+    expect_floats(dw, (const float[]){5, 6, 6}, 3, 0, "transpose dw");
+    ck_assert_float_eq(db[0], 6);
+    // Kernel 2, no padding: y[2j + kk] = x[j] w[kk]; the output_padding place y6 gets
+    // no tap, only the bias.
+    t.k[0] = 2, t.p[0] = 0;
+    ref_conv_transpose_forward(y, x3, w3, &half, &t);
+    expect_floats(y, (const float[]){1.5f, 10.5f, 2.5f, 20.5f, 3.5f, 30.5f, 0.5f}, 7, 0,
+                  "transpose k2 y");
+
+    // Causal conv, k 3, p 2 on the left only: y[o] = sum_kk w[kk] x[o - 2 + kk] over
+    // x [1 2 3 4]: y0 = 100*1, y1 = 10*1 + 100*2, y2 = 1 + 20 + 300, y3 = 2 + 30 + 400.
+    const float x4[4] = {1, 2, 3, 4};
+    ref_window c = {.rank = 1,
+                    .N = 1,
+                    .C = 1,
+                    .F = 1,
+                    .in = {4},
+                    .k = {3},
+                    .s = {1},
+                    .p = {2},
+                    .d = {1},
+                    .extra = {-2}};
+    ref_convnd_forward(y, x4, w3, NULL, &c);
+    expect_floats(y, (const float[]){100, 210, 321, 432}, 4, 0, "causal y");
+    // dy all ones: dx[i] sums w over the outputs reading i (x3 is read by y3's last tap
+    // only); dw[kk] sums the x that tap kk reads (kk=0: x0 + x1).
+    ref_convnd_backward(dx, dw, NULL, ones, x4, w3, &c);
+    expect_floats(dx, (const float[]){111, 111, 110, 100}, 4, 0, "causal dx");
+    expect_floats(dw, (const float[]){3, 6, 10}, 3, 0, "causal dw");
+    // Dilated 2 (p = 4): y[o] = w0 x[o-4] + w1 x[o-2] + w2 x[o]:
+    // y0 = 100, y1 = 200, y2 = 10*1 + 100*3, y3 = 10*2 + 100*4.
+    c.d[0] = 2, c.p[0] = 4, c.extra[0] = -4;
+    ref_convnd_forward(y, x4, w3, NULL, &c);
+    expect_floats(y, (const float[]){100, 200, 310, 420}, 4, 0, "dilated causal y");
+}
+END_TEST
+
+START_TEST(poolnd_ceil_mode_and_count_pad_by_hand) {
+    // x [1 2 3 4 5 6], k 3, s 2, p 1, ceil mode: 4 windows starting at -1, 1, 3, 5;
+    // the last covers 5, 6, 7, of which 6 is the right padding (in + p = 7) and 7
+    // the overhang past it.
+    const float x[6] = {1, 2, 3, 4, 5, 6};
+    float y[4], dx[6];
+    ref_window g = {.rank = 1,
+                    .N = 1,
+                    .C = 1,
+                    .in = {6},
+                    .k = {3},
+                    .s = {2},
+                    .p = {1},
+                    .d = {1},
+                    .ceil = 1,
+                    .count_pad = 1};
+    // count_pad: divisors 3, 3, 3 and 2 (the padding counted, the overhang not).
+    ref_avgpoolnd_forward(y, x, &g);
+    expect_floats(y, (const float[]){1, 3, 5, 3}, 4, 0, "avgpool count_pad y");
+    // dy = divisors: each window hands 1 to each of its input cells.
+    ref_avgpoolnd_backward(dx, (const float[]){3, 3, 3, 2}, &g);
+    expect_floats(dx, (const float[]){1, 2, 1, 2, 1, 2}, 6, 0, "avgpool count_pad dx");
+    // without count_pad: divisors 2, 3, 3, 1 (input cells only).
+    g.count_pad = 0;
+    ref_avgpoolnd_forward(y, x, &g);
+    expect_floats(y, (const float[]){1.5f, 3, 5, 6}, 4, 0, "avgpool y");
+    ref_avgpoolnd_backward(dx, (const float[]){2, 3, 3, 1}, &g);
+    expect_floats(dx, (const float[]){1, 2, 1, 2, 1, 2}, 6, 0, "avgpool dx");
+    // max: the padding never wins; 6 wins the last two windows.
+    ref_maxpoolnd_forward(y, x, &g);
+    expect_floats(y, (const float[]){2, 4, 6, 6}, 4, 0, "maxpool ceil y");
+    ref_maxpoolnd_backward(dx, (const float[]){1, 2, 3, 4}, x, &g);
+    expect_floats(dx, (const float[]){0, 1, 0, 2, 0, 7}, 6, 0, "maxpool ceil dx");
+    // Dilation 3, k 2, s 2 over [5 1 4 2 3 0 9]: windows {0, 3} and {2, 5}; 9 is in none.
+    const float xd[7] = {5, 1, 4, 2, 3, 0, 9};
+    g = (ref_window){.rank = 1, .N = 1, .C = 1, .in = {7}, .k = {2}, .s = {2}, .p = {0}, .d = {3}};
+    ref_maxpoolnd_forward(y, xd, &g);
+    expect_floats(y, (const float[]){5, 4}, 2, 0, "dilated maxpool y");
+}
+END_TEST
+
 /* ---- conventions: batch sums, overwriting ---------------------------------------------- */
 
 START_TEST(batch_gradients_are_sums_of_per_sample_gradients) {
@@ -953,6 +1737,16 @@ int main(void) {
     tcase_add_test(t, softmax_xent_backward_matches_finite_differences);
     tcase_add_test(t, batchnorm_by_hand);
     tcase_add_test(t, batchnorm_backward_matches_finite_differences);
+    tcase_add_test(t, nd_output_sizes_follow_pytorch);
+    tcase_add_test(t, conv_transpose_and_causal_conv_by_hand);
+    tcase_add_test(t, poolnd_ceil_mode_and_count_pad_by_hand);
+    tcase_add_test(t, convnd_at_rank_2_equals_conv2d_full);
+    tcase_add_test(t, poolnd_at_rank_2_equal_the_2d_pools);
+    tcase_add_test(t, conv_transpose_is_the_adjoint_of_convnd);
+    tcase_add_test(t, convnd_backward_matches_finite_differences);
+    tcase_add_test(t, conv_transpose_backward_matches_finite_differences);
+    tcase_add_test(t, maxpoolnd_backward_matches_finite_differences);
+    tcase_add_test(t, avgpoolnd_backward_matches_finite_differences);
     suite_add_tcase(s, t);
     int status = test_run_suite(s);
     printf("largest relative finite-difference error per layer (tolerance %.0e):\n", FD_TOL);

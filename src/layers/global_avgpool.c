@@ -18,7 +18,7 @@ static clnet_status setup(clnet_node *node) {
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
     return clnet_pass_run(
-        p, 0, "pool", "", "global_avgpool_forward", 1, (size_t[]){planes}, NULL,
+        p, 0, "global_pool", "", "global_avgpool_forward", 1, (size_t[]){planes}, NULL,
         ARGS(U32(planes), U32(S), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
 }
 
@@ -27,8 +27,9 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
     if (!p->need_dx[0]) return CLNET_OK;
     return clnet_pass_run(
-        p, 1, "pool", clnet_dx_options(p, 0), "global_avgpool_backward", 2, (size_t[]){S, planes},
-        NULL, ARGS(U32(planes), U32(S), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
+        p, 1, "global_pool", clnet_dx_options(p, 0), "global_avgpool_backward", 2,
+        (size_t[]){S, planes}, NULL,
+        ARGS(U32(planes), U32(S), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
 }
 
 const clnet_kind clnet_global_avgpool_kind = {
@@ -45,7 +46,7 @@ const clnet_kind clnet_global_avgpool_kind = {
 static clnet_status max_forward(const clnet_node *node, const clnet_pass *p) {
     size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
     return clnet_pass_run(
-        p, 0, "pool", "", "global_maxpool_forward", 1, (size_t[]){planes}, NULL,
+        p, 0, "global_pool", "", "global_maxpool_forward", 1, (size_t[]){planes}, NULL,
         ARGS(U32(planes), U32(S), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
 }
 
@@ -53,7 +54,7 @@ static clnet_status max_forward(const clnet_node *node, const clnet_pass *p) {
 static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
     size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
     if (!p->need_dx[0]) return CLNET_OK;
-    return clnet_pass_run(p, 1, "pool", clnet_dx_options(p, 0), "global_maxpool_backward", 1,
+    return clnet_pass_run(p, 1, "global_pool", clnet_dx_options(p, 0), "global_maxpool_backward", 1,
                           (size_t[]){planes}, NULL,
                           ARGS(U32(planes), U32(S), MEM(p->act), U32(p->x[0]), MEM(p->dact),
                                U32(p->dy), MEM(p->dact), U32(p->dx[0])));

@@ -1,4 +1,5 @@
-/* Max and average pooling (cl/pool.cl): x (n, C, H, W) -> y (n, C, OH, OW).
+/* Max and average pooling (cl/pool.cl) over the input's 1, 2 or 3 spatial
+ * axes: x (n, C, spatial...) -> y (n, C, pooled...).
  * Both kinds share their options and shape rules, so they share this file. */
 #include "error.h"
 #include "layer.h"
@@ -8,10 +9,12 @@
 #include <string.h>
 
 typedef struct {
-    int k[2], s[2], p[2]; /* window, stride (0: the window), padding: (h, w) */
-    int ceil;             /* PyTorch's ceil_mode: the output size rounded up */
-    int d[2];             /* maxpool dilation= (0: 1): taps d apart */
-    int no_count_pad;     /* avgpool count_pad=off: divide by the input's cells only */
+    /* as given: 1 value (every axis) or one per spatial axis; n*: how many (0: not given) */
+    int k[3], s[3], p[3], d[3];
+    int nk, ns, np, nd;
+    int ceil;         /* PyTorch's ceil_mode: the output size rounded up */
+    int no_count_pad; /* avgpool count_pad=off: divide by the input's cells only */
+    clnet_window win; /* set by setup; stride defaults to the window, dilation to 1 */
 } pool_config;
 
 static clnet_status on_off(const char *key, const char *value, int *out) {
@@ -24,9 +27,9 @@ static clnet_status on_off(const char *key, const char *value, int *out) {
 static clnet_status option(void *config, const char *key, const char *value, int *known) {
     pool_config *c = config;
     *known = 1;
-    if (strcmp(key, "size") == 0) return clnet_option_dims(key, value, 2, 1, c->k);
-    if (strcmp(key, "stride") == 0) return clnet_option_dims(key, value, 2, 1, c->s);
-    if (strcmp(key, "pad") == 0) return clnet_option_dims(key, value, 2, 0, c->p);
+    if (strcmp(key, "size") == 0) return clnet_option_list(key, value, 1, c->k, &c->nk);
+    if (strcmp(key, "stride") == 0) return clnet_option_list(key, value, 1, c->s, &c->ns);
+    if (strcmp(key, "pad") == 0) return clnet_option_list(key, value, 0, c->p, &c->np);
     if (strcmp(key, "ceil") == 0) return on_off(key, value, &c->ceil);
     *known = 0;
     return CLNET_OK;
@@ -36,7 +39,7 @@ static clnet_status max_option(void *config, const char *key, const char *value,
     pool_config *c = config;
     if (strcmp(key, "dilation") != 0) return option(config, key, value, known);
     *known = 1;
-    return clnet_option_dims(key, value, 2, 1, c->d);
+    return clnet_option_list(key, value, 1, c->d, &c->nd);
 }
 
 static clnet_status avg_option(void *config, const char *key, const char *value, int *known) {
@@ -62,50 +65,66 @@ static int pooled_size(int in, int k, int s, int p, int ceil) {
 
 static clnet_status check(const void *config) {
     const pool_config *c = config;
-    if (c->k[0] < 1) return clnet_fail(CLNET_ERR_FORMAT, "pooling needs size=K (or KHxKW) >= 1");
+    if (!c->nk)
+        return clnet_fail(CLNET_ERR_FORMAT, "pooling needs size=K (or one per axis: KHxKW)");
     return CLNET_OK;
 }
 
 static clnet_status setup(clnet_node *node) {
+    clnet_status status = CLNET_OK;
     pool_config *c = CLNET_CONFIG(node, pool_config);
     clnet_shape in = node->in[0];
-    if (c->s[0] == 0) c->s[0] = c->k[0], c->s[1] = c->k[1]; /* stride defaults to the window */
-    if (c->d[0] == 0) c->d[0] = c->d[1] = 1;
-    if (in.ndim != 2) return clnet_node_fail(node, "takes (C, H, W) inputs");
-    if (c->p[0] >= c->k[0] || c->p[1] >= c->k[1])
-        return clnet_node_fail(node, "padding must be >= 0 and smaller than the kernel (%dx%d)",
-                               c->k[0], c->k[1]);
-    /* a dilated window spans d*(k-1)+1 */
-    int span[2] = {c->d[0] * (c->k[0] - 1) + 1, c->d[1] * (c->k[1] - 1) + 1};
-    int oh = pooled_size(in.dim[0], span[0], c->s[0], c->p[0], c->ceil);
-    int ow = pooled_size(in.dim[1], span[1], c->s[1], c->p[1], c->ceil);
-    if (oh < 1 || ow < 1)
-        return clnet_node_fail(node, "a %dx%d window (spanning %dx%d) does not fit the input",
-                               c->k[0], c->k[1], span[0], span[1]);
-    node->out = clnet_shape_image(in.c, oh, ow);
-    return CLNET_OK;
+    clnet_window *w = &c->win;
+    if (in.ndim < 1) return clnet_node_fail(node, "takes inputs with 1 to 3 spatial axes");
+    TRY(clnet_node_dims(node, "size", c->k, c->nk, 1, w->k));
+    TRY(clnet_node_dims(node, "pad", c->p, c->np, 0, w->p));
+    TRY(clnet_node_dims(node, "dilation", c->d, c->nd, 1, w->d));
+    if (c->ns) /* the stride defaults to the window */
+        TRY(clnet_node_dims(node, "stride", c->s, c->ns, 1, w->s));
+    else
+        memcpy(w->s, w->k, sizeof w->s);
+    w->c = in.c;
+    clnet_axes(in.ndim, in.dim, 1, w->in);
+    int lead = 3 - in.ndim, spans[3];
+    for (int a = 0; a < 3; a++) spans[a] = w->d[a] * (w->k[a] - 1) + 1; /* a dilated window's */
+    char k[48], pad[48], span[48];
+    clnet_dims_text(w->k + lead, in.ndim, k, sizeof k);
+    clnet_dims_text(w->p + lead, in.ndim, pad, sizeof pad);
+    clnet_dims_text(spans + lead, in.ndim, span, sizeof span);
+    for (int a = 0; a < 3; a++)
+        if (w->p[a] >= w->k[a])
+            return clnet_node_fail(node, "padding %s must be smaller than the window %s", pad, k);
+    node->out = in;
+    for (int a = 0; a < 3; a++) {
+        w->out[a] = pooled_size(w->in[a], spans[a], w->s[a], w->p[a], c->ceil);
+        if (w->out[a] < 1)
+            return clnet_node_fail(node,
+                                   "a %s window (spanning %s) with padding %s does not fit "
+                                   "the input",
+                                   k, span, pad);
+    }
+    for (int i = 0; i < in.ndim; i++) node->out.dim[i] = w->out[lead + i];
+cleanup:
+    return status;
 }
-
-#define WINDOW(node, c, n)                                                                         \
-    U32(n), U32((node)->in[0].c), U32((node)->in[0].dim[0]), U32((node)->in[0].dim[1]),            \
-        U32((c)->k[0]), U32((c)->k[1]), U32((c)->s[0]), U32((c)->s[1]), U32((c)->p[0]),            \
-        U32((c)->p[1]), U32((node)->out.dim[0]), U32((node)->out.dim[1])
 
 /* The program's options: the window fixed at compile time, ceil mode,
  * count_pad and dilation, and `extra` ("" or an input gradient's options). */
 static void pool_options(const clnet_node *node, const char *extra, char *out, size_t cap) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
+    const int *d = c->win.d;
     char more[120];
-    snprintf(more, sizeof more, "-DPOOL_CEIL=%d -DPOOL_COUNT_PAD=%d -DPOOL_DH=%d -DPOOL_DW=%d%s%s",
-             c->ceil, !c->no_count_pad, c->d[0], c->d[1], *extra ? " " : "", extra);
-    clnet_window_options(node, c->k, c->s, c->p, more, out, cap);
+    snprintf(more, sizeof more, "-DPOOL_CEIL=%d -DPOOL_COUNT_PAD=%d -DPOOL_DILATED=%d%s%s", c->ceil,
+             !c->no_count_pad, d[0] * d[1] * d[2] != 1, *extra ? " " : "", extra);
+    clnet_window_options(&c->win, more, out, cap);
 }
 
-/* kernels run over (x, y, plane) of the output (forward) or input (backward) */
-static const size_t *range(clnet_shape s, int n, size_t out[3]) {
-    out[0] = (size_t)s.dim[1];
-    out[1] = (size_t)s.dim[0];
-    out[2] = (size_t)n * s.c;
+/* kernels run over (x, y, plane * depth) of the output (forward) or input (backward) */
+static const size_t *range(const pool_config *c, int input, int n, size_t out[3]) {
+    const int *v = input ? c->win.in : c->win.out;
+    out[0] = (size_t)v[2];
+    out[1] = (size_t)v[1];
+    out[2] = (size_t)n * (size_t)c->win.c * (size_t)v[0];
     return out;
 }
 
@@ -117,44 +136,41 @@ static size_t max_keep(const clnet_node *node, int n) {
 static clnet_status max_forward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
-    char opt[400];
+    char opt[600];
     pool_options(node, "", opt, sizeof opt);
-    return clnet_pass_run(p, 0, "pool", opt, "maxpool_forward", 3, range(node->out, p->n, r), NULL,
-                          ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->act),
-                               U32(p->y), MEM(p->keep), U32(p->keep_off)));
+    return clnet_pass_run(p, 0, "pool", opt, "maxpool_forward", 3, range(c, 0, p->n, r), NULL,
+                          ARGS(U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y),
+                               MEM(p->keep), U32(p->keep_off)));
 }
 
 static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
-    char opt[400];
+    char opt[600];
     pool_options(node, clnet_dx_options(p, 0), opt, sizeof opt);
-    return clnet_pass_run(p, 1, "pool", opt, "maxpool_backward", 3, range(node->in[0], p->n, r),
-                          NULL,
-                          ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->keep),
-                               U32(p->keep_off), MEM(p->dact), U32(p->dx[0])));
+    return clnet_pass_run(p, 1, "pool", opt, "maxpool_backward", 3, range(c, 1, p->n, r), NULL,
+                          ARGS(U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->keep), U32(p->keep_off),
+                               MEM(p->dact), U32(p->dx[0])));
 }
 
 static clnet_status avg_forward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
-    char opt[400];
+    char opt[600];
     pool_options(node, "", opt, sizeof opt);
-    return clnet_pass_run(
-        p, 2, "pool", opt, "avgpool_forward", 3, range(node->out, p->n, r), NULL,
-        ARGS(WINDOW(node, c, p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
+    return clnet_pass_run(p, 2, "pool", opt, "avgpool_forward", 3, range(c, 0, p->n, r), NULL,
+                          ARGS(U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
 }
 
 static clnet_status avg_backward(const clnet_node *node, const clnet_pass *p) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
-    char opt[400];
+    char opt[600];
     pool_options(node, clnet_dx_options(p, 0), opt, sizeof opt);
-    return clnet_pass_run(
-        p, 3, "pool", opt, "avgpool_backward", 3, range(node->in[0], p->n, r), NULL,
-        ARGS(WINDOW(node, c, p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
+    return clnet_pass_run(p, 3, "pool", opt, "avgpool_backward", 3, range(c, 1, p->n, r), NULL,
+                          ARGS(U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
 }
 
 #define POOL_KIND(kind_name, keys_, option_, keep, fwd, bwd)                                       \

@@ -250,6 +250,370 @@ void ref_global_maxpool_backward(float *dx, const float *dy, const float *x, int
     }
 }
 
+/* ---- N-d conv, transposed conv and pools ------------------------------------------- */
+
+/* Every N-d reference walks flat row-major positions: an output (or input) place of
+ * the plane and a tap of the kernel, each unravelled into per-axis coordinates. A tap
+ * kk of the window at position o lands at o*s - p + kk*d on every axis: conv and the
+ * pools read x there for output o; the transpose writes y there from input o. */
+
+/* floor(a / b) for b > 0, negative a too (C's division truncates toward zero). */
+static int floor_div(int a, int b) {
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+int ref_conv_out(const ref_window *g, int axis) {
+    int a = axis;
+    return floor_div(g->in[a] + 2 * g->p[a] + g->extra[a] - g->d[a] * (g->k[a] - 1) - 1, g->s[a]) +
+           1;
+}
+
+int ref_conv_transpose_out(const ref_window *g, int axis) {
+    int a = axis;
+    return (g->in[a] - 1) * g->s[a] - 2 * g->p[a] + g->d[a] * (g->k[a] - 1) + g->out_pad[a] + 1;
+}
+
+int ref_pool_out(const ref_window *g, int axis) {
+    int a = axis, span = g->in[a] + 2 * g->p[a] - g->d[a] * (g->k[a] - 1) - 1;
+    if (!g->ceil) return floor_div(span, g->s[a]) + 1;
+    int out = floor_div(span + g->s[a] - 1, g->s[a]) + 1;
+    // a last window starting in the right padding or past it would see no input: dropped
+    if ((out - 1) * g->s[a] >= g->in[a] + g->p[a]) out--;
+    return out;
+}
+
+/* The spatial extents of one N-d call: the input x's, the output y's and the kernel's,
+ * with their volumes (n_out is 0 when an output size is <= 0: nothing fits). */
+typedef struct {
+    int rank, in[3], out[3], k[3];
+    size_t n_in, n_out, n_k;
+} nd_extent;
+
+static size_t volume(const int *size, int rank) {
+    size_t v = 1;
+    for (int a = 0; a < rank; a++) v *= size[a] > 0 ? (size_t)size[a] : 0;
+    return v;
+}
+
+/* Checks what every N-d reference needs of g, and takes its extents with the output
+ * sizes that out_size (ref_conv_out, ref_conv_transpose_out or ref_pool_out) gives. */
+static nd_extent nd_extents(const ref_window *g, int (*out_size)(const ref_window *, int)) {
+    assert(g->rank >= 1 && g->rank <= 3 && g->N >= 1 && g->C >= 1);
+    nd_extent e = {.rank = g->rank};
+    for (int a = 0; a < g->rank; a++) {
+        assert(g->in[a] >= 1 && g->k[a] >= 1 && g->s[a] >= 1 && g->d[a] >= 1 && g->p[a] >= 0);
+        e.in[a] = g->in[a];
+        e.out[a] = out_size(g, a);
+        e.k[a] = g->k[a];
+    }
+    e.n_in = volume(e.in, e.rank);
+    e.n_out = volume(e.out, e.rank);
+    e.n_k = volume(e.k, e.rank);
+    return e;
+}
+
+/* The groups of a conv or transpose (0 read as 1), checked to divide both channel counts. */
+static int nd_groups(const ref_window *g) {
+    int G = g->groups ? g->groups : 1;
+    assert(G >= 1 && g->F >= 1 && g->C % G == 0 && g->F % G == 0);
+    return G;
+}
+
+/* pos (rank) = the row-major coordinates of flat position i in a block of the given size. */
+static void unravel(int *pos, size_t i, const int *size, int rank) {
+    for (int a = rank - 1; a >= 0; a--) {
+        pos[a] = (int)(i % (size_t)size[a]);
+        i /= (size_t)size[a];
+    }
+}
+
+/* *place = the flat index, in a plane of the given size, where tap kk of the window at
+ * o lands (o*s - p + kk*d per axis); 0 when that is off the plane, in padding. */
+static int tap_place(size_t *place, const ref_window *g, const int *o, const int *kk,
+                     const int *size) {
+    size_t flat = 0;
+    for (int a = 0; a < g->rank; a++) {
+        int i = o[a] * g->s[a] - g->p[a] + kk[a] * g->d[a];
+        if (i < 0 || i >= size[a]) return 0;
+        flat = flat * (size_t)size[a] + (size_t)i;
+    }
+    *place = flat;
+    return 1;
+}
+
+void ref_convnd_forward(float *y, const float *x, const float *w, const float *b,
+                        const ref_window *g) {
+    // y is (N,F,out...), x is (N,C,in...), w is (F,C/G,k...), b is (F) or NULL;
+    // filter f reads the C/G channels of its group f / (F/G); the right padding
+    // p + extra only changes how many outputs there are
+    nd_extent e = nd_extents(g, ref_conv_out);
+    int G = nd_groups(g), C = g->C, F = g->F, Cg = C / G, Fg = F / G;
+    for (int a = 0; a < g->rank; a++) assert(g->extra[a] >= -g->p[a]);
+    int o[3], kk[3];
+    for (int n = 0; n < g->N; n++)
+        for (int f = 0; f < F; f++)
+            for (size_t oi = 0; oi < e.n_out; oi++) {
+                unravel(o, oi, e.out, e.rank);
+                double acc = b ? b[f] : 0.0;
+                for (int cg = 0; cg < Cg; cg++)
+                    for (size_t t = 0; t < e.n_k; t++) {
+                        int c = f / Fg * Cg + cg;
+                        size_t i;
+                        unravel(kk, t, e.k, e.rank);
+                        if (!tap_place(&i, g, o, kk, e.in)) continue; // zero padding
+                        acc += (double)w[((size_t)f * Cg + cg) * e.n_k + t] *
+                               x[((size_t)n * C + c) * e.n_in + i];
+                    }
+                y[((size_t)n * F + f) * e.n_out + oi] = (float)acc;
+            }
+}
+
+void ref_convnd_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                         const float *w, const ref_window *g) {
+    // dx is (N,C,in...), dw is (F,C/G,k...), db is (F) or NULL
+    // dy is (N,F,out...), x is (N,C,in...), w is (F,C/G,k...)
+    // forward was y[n,f,o] = b[f] + sum_{cg,kk} w[f,cg,kk] * x[n,c,o*s - p + kk*d]
+    //   with c = group(f) * C/G + cg (padded terms absent), so backward is, for every
+    //   term of that sum,
+    //   dx[n,c,o*s - p + kk*d] += w[f,cg,kk] * dy[n,f,o]
+    //   dw[f,cg,kk] += x[n,c,o*s - p + kk*d] * dy[n,f,o]
+    // and db[f] += dy[n,f,o] once per output; summed over the batch too. (The loops
+    // are ref_conv2d_full_backward's, in its order, so rank 2 gives its very bits.)
+    nd_extent e = nd_extents(g, ref_conv_out);
+    int G = nd_groups(g), C = g->C, F = g->F, Cg = C / G, Fg = F / G;
+    for (int a = 0; a < g->rank; a++) assert(g->extra[a] >= -g->p[a]);
+    size_t nx = (size_t)g->N * C * e.n_in, nw = (size_t)F * Cg * e.n_k;
+    double *gx = zeroed(nx), *gw = zeroed(nw), *gb = zeroed((size_t)F);
+    int o[3], kk[3];
+    for (int n = 0; n < g->N; n++)
+        for (int f = 0; f < F; f++)
+            for (size_t oi = 0; oi < e.n_out; oi++) {
+                unravel(o, oi, e.out, e.rank);
+                double d = dy[((size_t)n * F + f) * e.n_out + oi];
+                gb[f] += d;
+                for (int cg = 0; cg < Cg; cg++)
+                    for (size_t t = 0; t < e.n_k; t++) {
+                        int c = f / Fg * Cg + cg;
+                        size_t i;
+                        unravel(kk, t, e.k, e.rank);
+                        if (!tap_place(&i, g, o, kk, e.in)) continue;
+                        size_t xi = ((size_t)n * C + c) * e.n_in + i;
+                        size_t wi = ((size_t)f * Cg + cg) * e.n_k + t;
+                        gx[xi] += w[wi] * d;
+                        gw[wi] += x[xi] * d;
+                    }
+            }
+    store(dx, gx, nx);
+    store(dw, gw, nw);
+    if (db)
+        store(db, gb, (size_t)F);
+    else
+        free(gb);
+}
+
+void ref_conv_transpose_forward(float *y, const float *x, const float *w, const float *b,
+                                const ref_window *g) {
+    // y is (N,F,out...), x is (N,C,in...), w is (C,F/G,k...), b is (F) or NULL;
+    // input channel c feeds the F/G outputs of its group c / (C/G): every input place j
+    // spreads x * w over the output places j*s - p + kk*d that exist (the adjoint of
+    // conv's gather). The output_padding places at the end get only the taps reaching them.
+    nd_extent e = nd_extents(g, ref_conv_transpose_out);
+    int G = nd_groups(g), C = g->C, F = g->F, Cg = C / G, Fg = F / G;
+    for (int a = 0; a < g->rank; a++) assert(g->out_pad[a] >= 0 && e.out[a] >= 1);
+    size_t ny = (size_t)g->N * F * e.n_out;
+    double *gy = zeroed(ny);
+    int j[3], kk[3];
+    for (int n = 0; n < g->N; n++)
+        for (int f = 0; f < F; f++)
+            for (size_t i = 0; i < e.n_out; i++)
+                gy[((size_t)n * F + f) * e.n_out + i] = b ? b[f] : 0;
+    for (int n = 0; n < g->N; n++)
+        for (int c = 0; c < C; c++)
+            for (size_t ji = 0; ji < e.n_in; ji++) {
+                unravel(j, ji, e.in, e.rank);
+                double v = x[((size_t)n * C + c) * e.n_in + ji];
+                for (int fg = 0; fg < Fg; fg++)
+                    for (size_t t = 0; t < e.n_k; t++) {
+                        int f = c / Cg * Fg + fg;
+                        size_t i;
+                        unravel(kk, t, e.k, e.rank);
+                        if (!tap_place(&i, g, j, kk, e.out)) continue; // cropped by p
+                        gy[((size_t)n * F + f) * e.n_out + i] +=
+                            v * w[((size_t)c * Fg + fg) * e.n_k + t];
+                    }
+            }
+    store(y, gy, ny);
+}
+
+void ref_conv_transpose_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                                 const float *w, const ref_window *g) {
+    // dx is (N,C,in...), dw is (C,F/G,k...), db is (F) or NULL
+    // dy is (N,F,out...), x is (N,C,in...), w is (C,F/G,k...)
+    // forward was y[n,f,j*s - p + kk*d] += x[n,c,j] * w[c,fg,kk] for every input place j,
+    //   tap kk and f = group(c) * F/G + fg whose place exists, plus b[f] everywhere, so
+    //   backward is, for every such term,
+    //   dx[n,c,j] += w[c,fg,kk] * dy[n,f,j*s - p + kk*d]
+    //   dw[c,fg,kk] += x[n,c,j] * dy[n,f,j*s - p + kk*d]
+    // and db[f] = the sum of dy[n,f,...] over the batch and every output place.
+    nd_extent e = nd_extents(g, ref_conv_transpose_out);
+    int G = nd_groups(g), C = g->C, F = g->F, Cg = C / G, Fg = F / G;
+    for (int a = 0; a < g->rank; a++) assert(g->out_pad[a] >= 0 && e.out[a] >= 1);
+    size_t nx = (size_t)g->N * C * e.n_in, nw = (size_t)C * Fg * e.n_k;
+    double *gx = zeroed(nx), *gw = zeroed(nw), *gb = zeroed((size_t)F);
+    int j[3], kk[3];
+    for (int n = 0; n < g->N; n++)
+        for (int c = 0; c < C; c++)
+            for (size_t ji = 0; ji < e.n_in; ji++) {
+                unravel(j, ji, e.in, e.rank);
+                size_t xi = ((size_t)n * C + c) * e.n_in + ji;
+                for (int fg = 0; fg < Fg; fg++)
+                    for (size_t t = 0; t < e.n_k; t++) {
+                        int f = c / Cg * Fg + fg;
+                        size_t i;
+                        unravel(kk, t, e.k, e.rank);
+                        if (!tap_place(&i, g, j, kk, e.out)) continue;
+                        double d = dy[((size_t)n * F + f) * e.n_out + i];
+                        size_t wi = ((size_t)c * Fg + fg) * e.n_k + t;
+                        gx[xi] += w[wi] * d;
+                        gw[wi] += x[xi] * d;
+                    }
+            }
+    for (int n = 0; n < g->N; n++)
+        for (int f = 0; f < F; f++)
+            for (size_t i = 0; i < e.n_out; i++) gb[f] += dy[((size_t)n * F + f) * e.n_out + i];
+    store(dx, gx, nx);
+    store(dw, gw, nw);
+    if (db)
+        store(db, gb, (size_t)F);
+    else
+        free(gb);
+}
+
+/* The flat index, within one plane (in...) of x, of the winner of the max-pool window
+ * at o: the first strictly greatest real cell in row-major window order. Padded
+ * places, and in ceil mode the overhang past the right padding, are skipped. */
+static size_t maxpoolnd_winner(const float *plane, const ref_window *g, const nd_extent *e,
+                               const int *o) {
+    size_t best_i = (size_t)-1;
+    float best = 0;
+    int kk[3];
+    for (size_t t = 0; t < e->n_k; t++) {
+        size_t i;
+        unravel(kk, t, e->k, e->rank);
+        if (!tap_place(&i, g, o, kk, e->in)) continue;
+        if (best_i == (size_t)-1 || plane[i] > best) {
+            best_i = i;
+            best = plane[i];
+        }
+    }
+    assert(best_i != (size_t)-1 && "every max-pool window must hold an input cell");
+    return best_i;
+}
+
+/* Checks what max pooling needs: p < k on every axis, so that no window is all padding. */
+static nd_extent maxpoolnd_extents(const ref_window *g) {
+    nd_extent e = nd_extents(g, ref_pool_out);
+    for (int a = 0; a < g->rank; a++) assert(g->p[a] < g->k[a]);
+    return e;
+}
+
+void ref_maxpoolnd_forward(float *y, const float *x, const ref_window *g) {
+    // y is (N,C,out...), x is (N,C,in...)
+    nd_extent e = maxpoolnd_extents(g);
+    int o[3];
+    for (size_t plane = 0; plane < (size_t)g->N * g->C; plane++)
+        for (size_t oi = 0; oi < e.n_out; oi++) {
+            unravel(o, oi, e.out, e.rank);
+            const float *xp = x + plane * e.n_in;
+            y[plane * e.n_out + oi] = xp[maxpoolnd_winner(xp, g, &e, o)];
+        }
+}
+
+void ref_maxpoolnd_backward(float *dx, const float *dy, const float *x, const ref_window *g) {
+    // dx is (N,C,in...), dy is (N,C,out...), x is (N,C,in...)
+    // forward was y[n,c,o] = x[n,c,winner of window o], so backward is
+    // dx[winner] += dy[n,c,o]; windows sharing a winner add up, and cells that win
+    // nowhere get zero.
+    nd_extent e = maxpoolnd_extents(g);
+    size_t nx = (size_t)g->N * g->C * e.n_in;
+    double *gx = zeroed(nx);
+    int o[3];
+    for (size_t plane = 0; plane < (size_t)g->N * g->C; plane++)
+        for (size_t oi = 0; oi < e.n_out; oi++) {
+            unravel(o, oi, e.out, e.rank);
+            size_t win = maxpoolnd_winner(x + plane * e.n_in, g, &e, o);
+            gx[plane * e.n_in + win] += dy[plane * e.n_out + oi];
+        }
+    store(dx, gx, nx);
+}
+
+/* Checks what average pooling needs: no dilation (ref_pool_out reads d, so it must be 1). */
+static nd_extent avgpoolnd_extents(const ref_window *g) {
+    nd_extent e = nd_extents(g, ref_pool_out);
+    for (int a = 0; a < g->rank; a++) assert(g->d[a] == 1 && "average pooling has no dilation");
+    return e;
+}
+
+/* What the average-pool window at o divides by: with count_pad the cells from its start
+ * (padding included) up to the padded edge in + p, so a ceil-mode overhang past that edge
+ * is not counted; without, only its cells inside the input. */
+static double avgpoolnd_divisor(const ref_window *g, const int *o) {
+    double cells = 1;
+    for (int a = 0; a < g->rank; a++) {
+        int start = o[a] * g->s[a] - g->p[a], end = start + g->k[a];
+        if (g->count_pad) {
+            if (end > g->in[a] + g->p[a]) end = g->in[a] + g->p[a];
+        } else {
+            if (start < 0) start = 0;
+            if (end > g->in[a]) end = g->in[a];
+        }
+        cells *= end - start;
+    }
+    assert(cells > 0 && "every average-pool window must hold an input cell");
+    return cells;
+}
+
+void ref_avgpoolnd_forward(float *y, const float *x, const ref_window *g) {
+    // y is (N,C,out...), x is (N,C,in...)
+    nd_extent e = avgpoolnd_extents(g);
+    int o[3], kk[3];
+    for (size_t plane = 0; plane < (size_t)g->N * g->C; plane++)
+        for (size_t oi = 0; oi < e.n_out; oi++) {
+            unravel(o, oi, e.out, e.rank);
+            double acc = 0;
+            for (size_t t = 0; t < e.n_k; t++) {
+                size_t i;
+                unravel(kk, t, e.k, e.rank);
+                if (!tap_place(&i, g, o, kk, e.in)) continue; // padding adds a zero
+                acc += x[plane * e.n_in + i];
+            }
+            y[plane * e.n_out + oi] = (float)(acc / avgpoolnd_divisor(g, o));
+        }
+}
+
+void ref_avgpoolnd_backward(float *dx, const float *dy, const ref_window *g) {
+    // dx is (N,C,in...), dy is (N,C,out...)
+    // forward was y[n,c,o] = sum_{input cells of window o} x / divisor(o), so backward
+    // is dx[cell] += dy[n,c,o] / divisor(o) for every input cell of every window
+    // holding it.
+    nd_extent e = avgpoolnd_extents(g);
+    size_t nx = (size_t)g->N * g->C * e.n_in;
+    double *gx = zeroed(nx);
+    int o[3], kk[3];
+    for (size_t plane = 0; plane < (size_t)g->N * g->C; plane++)
+        for (size_t oi = 0; oi < e.n_out; oi++) {
+            unravel(o, oi, e.out, e.rank);
+            double d = dy[plane * e.n_out + oi] / avgpoolnd_divisor(g, o);
+            for (size_t t = 0; t < e.n_k; t++) {
+                size_t i;
+                unravel(kk, t, e.k, e.rank);
+                if (!tap_place(&i, g, o, kk, e.in)) continue;
+                gx[plane * e.n_in + i] += d;
+            }
+        }
+    store(dx, gx, nx);
+}
+
 /* ---- batch normalization ------------------------------------------------------------ */
 
 /* Channel c's batch mean and biased variance over x (N,C,S), in double, two passes. */

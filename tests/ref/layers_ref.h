@@ -9,8 +9,9 @@
  *    outputs: dx, dw, db are never accumulated into (where a tensor feeds
  *    several layers, the graph adds the pieces: graph_ref.c here, and in the
  *    engine a layer's backward adds to dx when its plan says so);
- *  - conv and pools have OH = (H + 2*ph - KH) / sh + 1 (floor), likewise OW,
- *    which is what ref_out_size computes. */
+ *  - the 2-D conv and pools have OH = (H + 2*ph - KH) / sh + 1 (floor), likewise
+ *    OW, which is what ref_out_size computes; the N-d ones take a ref_window and
+ *    their sizes from ref_conv_out, ref_conv_transpose_out and ref_pool_out. */
 #ifndef CLNET_REF_LAYERS_H
 #define CLNET_REF_LAYERS_H
 
@@ -65,6 +66,62 @@ void ref_global_avgpool_backward(float *dx, const float *dy, int N, int C, int S
 void ref_global_maxpool_forward(float *y, const float *x, int N, int C, int S);
 /* dy (N,C) -> dx (N,C,S): dy at each plane's largest value, 0 elsewhere */
 void ref_global_maxpool_backward(float *dx, const float *dy, const float *x, int N, int C, int S);
+
+/* ---- N-d convolution, transposed convolution and pooling (PyTorch's Conv1d/2d/3d,
+ * ConvTranspose1d/2d/3d, MaxPool1d/2d/3d, AvgPool1d/2d/3d) ---- */
+
+/* N-d window geometry for the references: `rank` spatial axes (1..3); every array is
+ * indexed by axis, first `rank` entries used, the rest ignored. Tensors are batch first,
+ * then channels, then the spatial axes row-major: (N, C, in[0], ..., in[rank-1]). */
+typedef struct {
+    int rank;
+    int N, C, F;                /* batch, input channels, output channels (pools: F unused) */
+    int in[3];                  /* input spatial sizes */
+    int k[3], s[3], p[3], d[3]; /* kernel, stride, padding, dilation (>= 1) per axis */
+    int extra[3];               /* conv only: the right (after) padding is p + extra, the left p;
+                                   extra may be negative down to -p (pad=causal: p = d*(k-1),
+                                   extra = -p) or positive (pad=same's odd zero) */
+    int groups;                 /* conv and transpose, >= 1 (0 is read as 1) */
+    int out_pad[3];             /* transpose only: PyTorch's output_padding */
+    int ceil;                   /* pools: PyTorch's ceil_mode */
+    int count_pad;              /* avgpool: PyTorch's count_include_pad */
+} ref_window;
+
+/* conv: (in + 2p + extra - d*(k-1) - 1) / s + 1, floored (<= 0 when it never fits) */
+int ref_conv_out(const ref_window *g, int axis);
+/* conv_transpose: (in - 1)*s - 2p + d*(k-1) + out_pad + 1 */
+int ref_conv_transpose_out(const ref_window *g, int axis);
+/* pools: floor((in + 2p - d*(k-1) - 1) / s) + 1, or ceil of that division in ceil mode,
+ * where a last window that would start at or past in + p is dropped (PyTorch's rule) */
+int ref_pool_out(const ref_window *g, int axis);
+
+/* conv: x (N, C, in...), w (F, C/groups, k...), b (F) or NULL, y (N, F, out...).
+ * Filter f reads the channels of its group f / (F/groups). Padded inputs are zeros. */
+void ref_convnd_forward(float *y, const float *x, const float *w, const float *b,
+                        const ref_window *g);
+/* overwrites dx (N,C,in...), dw (F,C/groups,k...) and db (F) (db may be NULL) */
+void ref_convnd_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                         const float *w, const ref_window *g);
+/* PyTorch's ConvTransposeNd: x (N, C, in...), w (C, F/groups, k...), b (F) or NULL,
+ * y (N, F, out...) with out = ref_conv_transpose_out; output_padding adds zeros-free
+ * positions at the end that only the taps reaching them feed (and bias). */
+void ref_conv_transpose_forward(float *y, const float *x, const float *w, const float *b,
+                                const ref_window *g);
+void ref_conv_transpose_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
+                                 const float *w, const ref_window *g);
+/* max pooling with dilation, padding and ceil mode: padded places never win; the first
+ * maximum in row-major window order wins (strictly greater replaces), as PyTorch;
+ * requires p < k on every axis, and (with dilation, whose taps may step over a small
+ * input) an input cell in every window: PyTorch gives -inf there. y (N, C, out...) */
+void ref_maxpoolnd_forward(float *y, const float *x, const ref_window *g);
+/* backward: each input gets the sum of dy over the windows whose (first) maximum it is */
+void ref_maxpoolnd_backward(float *dx, const float *dy, const float *x, const ref_window *g);
+/* average pooling (no dilation): the sum of the window's input cells divided by, with
+ * count_pad, the window's cells up to the padded edge (in + p on the right; in ceil mode
+ * a last window may overhang it and its overhang is not counted), without count_pad the
+ * window's input cells only. */
+void ref_avgpoolnd_forward(float *y, const float *x, const ref_window *g);
+void ref_avgpoolnd_backward(float *dx, const float *dy, const ref_window *g);
 
 /* batch normalization (PyTorch's BatchNorm1d/2d/3d) over x (N,C,S), S the spatial positions
  * flattened (1 for a vector (N,C)): channel c's M = N*S values are x[(n*C + c)*S + s]. With

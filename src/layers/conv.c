@@ -1,0 +1,486 @@
+/* Convolution in 1, 2 and 3 dimensions, and transposed convolution, as
+ * im2col + GEMM (cl/conv.cl, cl/gemm.cl), with PyTorch's semantics:
+ *   convNd           x (n, C, in...) -> y (n, F, out...), weight (F, C/groups, k...)
+ *   conv_transposeNd x (n, C, in...) -> y (n, F, out...), weight (C, F/groups, k...),
+ *                    out = (in - 1)*stride - 2*pad + dilation*(k - 1) + output_pad + 1
+ * and a bias (F) unless bias=off.
+ *
+ * A transposed convolution is a convolution's input gradient run forward, so
+ * both kinds share everything below. Each has a big side, the tensor the
+ * windows read (the convolution's x, the transposed convolution's y), and a
+ * small side with one value per window and channel (the convolution's y, the
+ * transposed convolution's x). The weight is, as a matrix, W (Cs, Cb/G * K):
+ * one row per channel of the small side, K the taps of a window. Then
+ *   down: col = im2col(big), Sp = W . col             (conv forward, transpose dx)
+ *   up:   dcol = W^T . Sp, big = col2im(dcol)         (conv dx, transpose forward)
+ *   dW += Sp . col^T, col = im2col(big)               (both weight gradients)
+ * with Sp the small side in GEMM layout (Cs, n * Ps). */
+#include "elementwise.h"
+#include "error.h"
+#include "gemm.h"
+#include "layer.h"
+#include "program.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { PAD_GIVEN, PAD_SAME, PAD_CAUSAL };
+
+typedef struct {
+    int rank;      /* spatial axes: 1, 2 or 3 (the kind's) */
+    int transpose; /* conv_transposeNd */
+    int filters;
+    int relu;                               /* 1: the relu after it runs in its kernels */
+    int k[3], s[3], p[3], d[3], out_pad[3]; /* as given, one per spatial axis */
+    int pad_mode;                           /* pad=N, pad=same or pad=causal */
+    int groups; /* channels and filters in this many independent groups */
+    clnet_param_init init;
+    clnet_window win; /* set by setup: the big side's windows, on three axes */
+} conv_config;
+
+static void defaults(conv_config *c, int rank, int transpose) {
+    c->rank = rank;
+    c->transpose = transpose;
+    for (int a = 0; a < 3; a++) c->s[a] = c->d[a] = 1;
+    c->groups = 1;
+}
+
+#define DEFAULTS(name, rank, transpose)                                                            \
+    static void name(void *config) {                                                               \
+        defaults(config, rank, transpose);                                                         \
+    }
+DEFAULTS(defaults1, 1, 0)
+DEFAULTS(defaults2, 2, 0)
+DEFAULTS(defaults3, 3, 0)
+DEFAULTS(defaults_t1, 1, 1)
+DEFAULTS(defaults_t2, 2, 1)
+DEFAULTS(defaults_t3, 3, 1)
+
+static clnet_status option(void *config, const char *key, const char *value, int *known) {
+    conv_config *c = config;
+    *known = 1;
+    if (strcmp(key, "filters") == 0) return clnet_option_int(key, value, 1, &c->filters);
+    if (strcmp(key, "size") == 0) return clnet_option_dims(key, value, c->rank, 1, c->k);
+    if (strcmp(key, "stride") == 0) return clnet_option_dims(key, value, c->rank, 1, c->s);
+    if (strcmp(key, "pad") == 0) {
+        c->pad_mode = strcmp(value, "same") == 0     ? PAD_SAME
+                      : strcmp(value, "causal") == 0 ? PAD_CAUSAL
+                                                     : PAD_GIVEN;
+        return c->pad_mode != PAD_GIVEN ? CLNET_OK
+                                        : clnet_option_dims(key, value, c->rank, 0, c->p);
+    }
+    if (strcmp(key, "dilation") == 0) return clnet_option_dims(key, value, c->rank, 1, c->d);
+    if (strcmp(key, "groups") == 0) return clnet_option_int(key, value, 1, &c->groups);
+    if (strcmp(key, "output_pad") == 0 && c->transpose)
+        return clnet_option_dims(key, value, c->rank, 0, c->out_pad);
+    return clnet_param_init_option(&c->init, key, value, known);
+}
+
+static clnet_status check(const void *config) {
+    const conv_config *c = config;
+    const char *kind = c->transpose ? "conv_transpose" : "conv";
+    if (c->filters < 1)
+        return clnet_fail(CLNET_ERR_FORMAT, "%s%dd needs filters=N with N >= 1", kind, c->rank);
+    if (c->k[0] < 1)
+        return clnet_fail(CLNET_ERR_FORMAT, "%s%dd needs size=K (or one per axis) >= 1", kind,
+                          c->rank);
+    if (c->pad_mode != PAD_GIVEN && c->transpose)
+        return clnet_fail(CLNET_ERR_FORMAT,
+                          "pad=%s: conv_transpose%dd takes pad=N only (as in "
+                          "PyTorch)",
+                          c->pad_mode == PAD_SAME ? "same" : "causal", c->rank);
+    if (c->pad_mode == PAD_CAUSAL && c->rank != 1)
+        return clnet_fail(CLNET_ERR_FORMAT, "pad=causal is for conv1d, not conv%dd", c->rank);
+    return clnet_param_init_check(&c->init);
+}
+
+/* "3x3" of a per-axis option, for messages */
+static const char *text(const conv_config *c, const int *v, char *out) {
+    clnet_dims_text(v, c->rank, out, 48);
+    return out;
+}
+
+/* The output's size along each given axis (-1 with a message on failure),
+ * and the padding pad=same and pad=causal choose. */
+static clnet_status output_size(clnet_node *node, int *p, int *out) {
+    conv_config *c = CLNET_CONFIG(node, conv_config);
+    char t1[48], t2[48], t3[48];
+    int span[3], extra[3] = {0}; /* a dilated kernel spans d*(k-1)+1; padding after beyond p */
+    for (int a = 0; a < c->rank; a++) span[a] = c->d[a] * (c->k[a] - 1) + 1;
+    memcpy(p, c->p, sizeof c->p);
+    for (int a = 0; a < c->rank; a++) {
+        if (c->pad_mode ==
+            PAD_SAME) { /* PyTorch's padding='same': span - 1 zeros, the odd one after */
+            if (c->s[a] != 1)
+                return clnet_node_fail(node, "pad=same needs stride 1, not %s (as in PyTorch)",
+                                       text(c, c->s, t1));
+            p[a] = (span[a] - 1) / 2;
+            extra[a] = (span[a] - 1) - 2 * p[a];
+        } else if (c->pad_mode == PAD_CAUSAL) { /* span - 1 zeros before, none after */
+            p[a] = span[a] - 1;
+            extra[a] = -p[a];
+        }
+        int in = node->in[0].dim[a];
+        if (c->transpose) {
+            if (c->out_pad[a] >= c->s[a] && c->out_pad[a] >= c->d[a])
+                return clnet_node_fail(node,
+                                       "output_pad=%s must be smaller than the stride %s or the "
+                                       "dilation %s on each axis",
+                                       text(c, c->out_pad, t1), text(c, c->s, t2),
+                                       text(c, c->d, t3));
+            out[a] = (in - 1) * c->s[a] - 2 * p[a] + span[a] + c->out_pad[a];
+            if (out[a] < 1) {
+                int got[3];
+                for (int i = 0; i < c->rank; i++)
+                    got[i] =
+                        (node->in[0].dim[i] - 1) * c->s[i] - 2 * p[i] + span[i] + c->out_pad[i];
+                return clnet_node_fail(node, "the output would be %s: padding %s is too large",
+                                       text(c, got, t1), text(c, c->p, t2));
+            }
+        } else {
+            int room = in + 2 * p[a] + extra[a] - span[a];
+            out[a] = room < 0 ? 0 : room / c->s[a] + 1;
+            if (out[a] < 1)
+                return clnet_node_fail(node,
+                                       "a %s kernel (dilation %s: it spans %s) with padding %s "
+                                       "does not fit the input",
+                                       text(c, c->k, t1), text(c, c->d, t2), text(c, span, t3),
+                                       text(c, p, (char[48]){0}));
+        }
+    }
+    return CLNET_OK;
+}
+
+static clnet_status setup(clnet_node *node) {
+    conv_config *c = CLNET_CONFIG(node, conv_config);
+    clnet_shape in = node->in[0];
+    static const char *const forms[] = {"", "(C, L)", "(C, H, W)", "(C, D, H, W)"};
+    if (in.ndim != c->rank) return clnet_node_fail(node, "takes %s inputs", forms[c->rank]);
+    int C = in.c, F = c->filters, G = c->groups;
+    if (C % G || F % G)
+        return clnet_node_fail(
+            node, "groups=%d must divide the %d input channels and the %d filters", G, C, F);
+    int p[3], out[3];
+    clnet_status status = output_size(node, p, out);
+    if (status != CLNET_OK) return status;
+    node->out = in;
+    node->out.c = F;
+    memcpy(node->out.dim, out, sizeof out);
+
+    /* the windows run over the big side: the input of a convolution, the output of a transpose */
+    clnet_window *w = &c->win;
+    w->c = c->transpose ? F : C;
+    clnet_axes(c->rank, c->transpose ? out : in.dim, 1, w->in);
+    clnet_axes(c->rank, c->transpose ? in.dim : out, 1, w->out);
+    clnet_axes(c->rank, c->k, 1, w->k);
+    clnet_axes(c->rank, c->s, 1, w->s);
+    clnet_axes(c->rank, p, 0, w->p);
+    clnet_axes(c->rank, c->d, 1, w->d);
+
+    /* PyTorch's weight layout and fans: (out, in/G, k...) or, transposed, (in, out/G, k...) */
+    int64_t shape[CLNET_MAX_DIMS] = {c->transpose ? C : F, (c->transpose ? F : C) / G};
+    int K = 1;
+    for (int a = 0; a < c->rank; a++) K *= c->k[a], shape[2 + a] = c->k[a];
+    int fan_in = (int)shape[1] * K, fan_out = (int)shape[0] * K;
+    clnet_init wi = c->init.weight, bi = c->init.bias;
+    if (wi.kind == CLNET_INIT_DEFAULT) wi.kind = CLNET_INIT_KAIMING;
+    if (bi.kind == CLNET_INIT_DEFAULT) bi.kind = CLNET_INIT_ZEROS;
+    clnet_node_param(node, "weight", 2 + c->rank, shape, wi, fan_in, fan_out);
+    if (!c->init.no_bias) clnet_node_param(node, "bias", 1, (int64_t[]){F}, bi, fan_in, fan_out);
+    return CLNET_OK;
+}
+
+/* The GEMMs' view of a node: channels and positions of the small and big
+ * sides, taps per window, groups. */
+typedef struct {
+    size_t Cs, Ps, Cb, Pb, K, G;
+} sides;
+
+static sides sides_of(const clnet_node *node) {
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    int transpose = CLNET_CONFIG(node, conv_config)->transpose;
+    sides v = {.Cb = (size_t)w->c, .G = (size_t)CLNET_CONFIG(node, conv_config)->groups};
+    v.Cs = (size_t)(transpose ? node->in[0].c : node->out.c);
+    v.Ps = (size_t)w->out[0] * w->out[1] * w->out[2];
+    v.Pb = (size_t)w->in[0] * w->in[1] * w->in[2];
+    v.K = (size_t)w->k[0] * w->k[1] * w->k[2];
+    return v;
+}
+
+/* The batch runs through im2col and the GEMMs in chunks of samples whose
+ * column matrix holds at most CHUNK_FLOATS floats (at least one sample a
+ * chunk): it stays in the CPU's caches between im2col and the GEMM that reads
+ * it, instead of going out to memory and back (41 MB for LeNet's second
+ * convolution at batch 256). Backward makes each chunk's columns again rather
+ * than keeping them from forward: the same traffic saved, and no memory held
+ * from forward to backward. The chunks depend only on n, so the order of the
+ * additions does too. */
+#define CHUNK_FLOATS (3u << 20) /* 12 MiB: best of 1, 2, 3, 4, 6 and 8 Mi floats here */
+
+/* A sample's share of the column region: its columns or, for a transposed
+ * convolution's bias gradient, its output gradient in GEMM layout. */
+static size_t col_per_sample(const clnet_node *node) {
+    sides v = sides_of(node);
+    size_t col = v.Cb * v.K * v.Ps, big = v.Cb * v.Pb;
+    return CLNET_CONFIG(node, conv_config)->transpose && big > col ? big : col;
+}
+
+/* Samples per chunk for a pass over n: as equal as the chunks can be. */
+static int chunk_samples(const clnet_node *node, int n) {
+    size_t per = col_per_sample(node), most = per ? CHUNK_FLOATS / per : (size_t)n;
+    if (most < 1) most = 1;
+    size_t chunks = ((size_t)n + most - 1) / most;
+    if (chunks < 1) chunks = 1;
+    return (int)(((size_t)n + chunks - 1) / chunks);
+}
+
+/* A chunk's small side in GEMM layout (Cs, s*Ps), then its column region. */
+static size_t work_floats(const clnet_node *node, int n) {
+    size_t s = (size_t)chunk_samples(node, n);
+    return sides_of(node).Cs * s * sides_of(node).Ps + s * col_per_sample(node);
+}
+
+/* Without a bias, the kernels that would add it are built with -DCONV_BIAS=0
+ * (or without -DCOL2IM_BIAS=1) and never read one. */
+static int has_bias(const clnet_node *node) {
+    return node->nparams > 1;
+}
+
+static int fuse_relu(clnet_node *node) {
+    conv_config *c = CLNET_CONFIG(node, conv_config);
+    if (c->transpose) return 0;
+    c->relu = 1;
+    return 1;
+}
+
+/* What a chunk of samples b0 .. b0+s-1 works on. */
+typedef struct {
+    int s;
+    size_t NP;         /* s * Ps: the columns of its matrices */
+    size_t small, big; /* its samples' offsets in small- and big-side tensors */
+    size_t col;        /* its column region in work, after Sp */
+    size_t wo, bo;     /* the weight and the bias in the parameters */
+} chunk;
+
+static chunk chunk_at(const clnet_node *node, int b0, int s) {
+    sides v = sides_of(node);
+    chunk ch = {.s = s, .NP = (size_t)s * v.Ps};
+    ch.small = v.Cs * v.Ps * (size_t)b0;
+    ch.big = v.Cb * v.Pb * (size_t)b0;
+    ch.col = v.Cs * ch.NP;
+    ch.wo = node->params[0].offset;
+    ch.bo = has_bias(node) ? node->params[1].offset : 0;
+    return ch;
+}
+
+/* col (Cb*K, s*Ps) = im2col of the chunk's big-side tensor in `big` */
+static clnet_status im2col(const clnet_node *node, const clnet_pass *p, const chunk *ch, cl_mem big,
+                           size_t off) {
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    char opt[600];
+    clnet_window_options(w, "", opt, sizeof opt);
+    return clnet_pass_run(
+        p, 0, "conv", opt, "im2col", 3,
+        (size_t[]){(size_t)w->out[2], (size_t)w->out[1], (size_t)ch->s * w->c * w->out[0]}, NULL,
+        ARGS(U32(ch->s), MEM(big), U32(off + ch->big), MEM(p->work), U32(ch->col)));
+}
+
+/* The chunk's big-side tensor (slot `slot`) = col2im of the column region,
+ * with `extra` build options (the bias, or adding to an input gradient). */
+static clnet_status col2im(const clnet_node *node, const clnet_pass *p, int slot, const chunk *ch,
+                           const char *extra, cl_mem big, size_t off) {
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    char opt[600];
+    clnet_window_options(w, extra, opt, sizeof opt);
+    return clnet_pass_run(
+        p, slot, "conv", opt, "col2im", 3,
+        (size_t[]){(size_t)w->in[2], (size_t)w->in[1], (size_t)ch->s * w->c * w->in[0]}, NULL,
+        ARGS(U32(ch->s), MEM(p->work), U32(ch->col), MEM(big), U32(off + ch->big), MEM(p->params),
+             U32(ch->bo)));
+}
+
+/* Sp (Cs, s*Ps) = W . col, group by group: group g's rows of W read the
+ * rows of col of its channels. */
+static clnet_status gemm_down(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+    sides v = sides_of(node);
+    size_t Fg = v.Cs / v.G, CKg = v.Cb / v.G * v.K;
+    for (size_t g = 0; g < v.G; g++) {
+        clnet_status s =
+            clnet_gemm(p->d, &(clnet_gemm_shape){0, 0, Fg, ch->NP, CKg, 'N', ch->s}, 1.0f,
+                       p->params, ch->wo + g * Fg * CKg, CKg, p->work, ch->col + g * CKg * ch->NP,
+                       ch->NP, 0.0f, p->work, g * Fg * ch->NP, ch->NP);
+        if (s != CLNET_OK) return s;
+    }
+    return CLNET_OK;
+}
+
+/* dcol (Cb*K, s*Ps) = W^T . Sp, group by group, over the column region */
+static clnet_status gemm_up(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+    sides v = sides_of(node);
+    size_t Fg = v.Cs / v.G, CKg = v.Cb / v.G * v.K;
+    for (size_t g = 0; g < v.G; g++) {
+        clnet_status s =
+            clnet_gemm(p->d, &(clnet_gemm_shape){1, 0, CKg, ch->NP, Fg, 'N', ch->s}, 1.0f,
+                       p->params, ch->wo + g * Fg * CKg, CKg, p->work, g * Fg * ch->NP, ch->NP,
+                       0.0f, p->work, ch->col + g * CKg * ch->NP, ch->NP);
+        if (s != CLNET_OK) return s;
+    }
+    return CLNET_OK;
+}
+
+/* dW (+)= Sp . col^T, group by group (beta 0 overwrites, 1 adds) */
+static clnet_status gemm_weight(const clnet_node *node, const clnet_pass *p, const chunk *ch,
+                                float beta) {
+    sides v = sides_of(node);
+    size_t Fg = v.Cs / v.G, CKg = v.Cb / v.G * v.K;
+    for (size_t g = 0; g < v.G; g++) {
+        clnet_status s =
+            clnet_gemm(p->d, &(clnet_gemm_shape){0, 1, Fg, CKg, ch->NP, 'K', ch->s}, 1.0f, p->work,
+                       g * Fg * ch->NP, ch->NP, p->work, ch->col + g * CKg * ch->NP, ch->NP, beta,
+                       p->grads, ch->wo + g * Fg * CKg, CKg);
+        if (s != CLNET_OK) return s;
+    }
+    return CLNET_OK;
+}
+
+/* (C, s*P) in work at `to` = the chunk's (s, C, P) tensor at (t, off); with
+ * the relu taken in (options "-DCONV_RELU=1"), only where y > 0. */
+static clnet_status to_gemm_layout(const clnet_pass *p, int slot, const char *options, size_t C,
+                                   size_t P, int s, cl_mem t, size_t off, size_t y, size_t to) {
+    return clnet_pass_run(
+        p, slot, "conv", options, "conv_grad_output", 3, (size_t[]){P, C, (size_t)s}, NULL,
+        ARGS(U32(s), U32(C), U32(P), MEM(t), U32(off), MEM(p->act), U32(y), MEM(p->work), U32(to)));
+}
+
+/* The chunk's (s, C, P) tensor at (t, off) = Sp, plus `options`' bias, relu or
+ * addition to what is there. */
+static clnet_status from_gemm_layout(const clnet_pass *p, int slot, const char *options,
+                                     const chunk *ch, size_t C, size_t P, cl_mem t, size_t off) {
+    return clnet_pass_run(p, slot, "conv", options, "conv_output", 3,
+                          (size_t[]){P, C, (size_t)ch->s}, NULL,
+                          ARGS(U32(ch->s), U32(C), U32(P), MEM(p->work), U32(0), MEM(p->params),
+                               U32(ch->bo), MEM(t), U32(off)));
+}
+
+/* The options of a convolution's conv_output and conv_grad_output: bias, relu. */
+static const char *output_options(const clnet_node *node) {
+    static const char *const table[2][2] = {{"-DCONV_BIAS=0", "-DCONV_BIAS=0 -DCONV_RELU=1"},
+                                            {"", "-DCONV_RELU=1"}};
+    return table[has_bias(node)][CLNET_CONFIG(node, conv_config)->relu];
+}
+
+static int min_int(int a, int b) {
+    return a < b ? a : b;
+}
+
+/* y = W . im2col(x) + bias (then the relu, if taken in) */
+static clnet_status conv_forward(const clnet_node *node, const clnet_pass *p) {
+    clnet_status status = CLNET_OK;
+    sides v = sides_of(node);
+    int most = chunk_samples(node, p->n);
+    for (int b0 = 0; b0 < p->n; b0 += most) {
+        chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
+        TRY(im2col(node, p, &ch, p->act, p->x[0]));
+        TRY(gemm_down(node, p, &ch));
+        TRY(from_gemm_layout(p, 1, output_options(node), &ch, v.Cs, v.Ps, p->act, p->y + ch.small));
+    }
+cleanup:
+    return status;
+}
+
+/* Forward was Sp = W . col (+ bias), col = im2col(x); so backward is, chunk
+ * by chunk (and group by group), dW += dSp . col^T, dbias += row sums of dSp
+ * (with a bias), dcol = W^T . dSp, dx = col2im(dcol). */
+static clnet_status conv_backward(const clnet_node *node, const clnet_pass *p) {
+    clnet_status status = CLNET_OK;
+    sides v = sides_of(node);
+    int most = chunk_samples(node, p->n);
+    for (int b0 = 0; b0 < p->n; b0 += most) {
+        chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
+        float beta = b0 == 0 ? p->beta : 1.0f; /* later chunks add to the first's */
+        TRY(to_gemm_layout(p, 2, output_options(node), v.Cs, v.Ps, ch.s, p->dact, p->dy + ch.small,
+                           p->y + ch.small, 0));
+        if (has_bias(node))
+            TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, ch.NP, p->work, 0,
+                               p->grads, ch.bo, beta));
+        TRY(im2col(node, p, &ch, p->act, p->x[0]));
+        TRY(gemm_weight(node, p, &ch, beta));
+        if (!p->need_dx[0]) continue;
+        TRY(gemm_up(node, p, &ch)); /* over the columns, which the weight gradient has read */
+        TRY(col2im(node, p, 3, &ch, clnet_dx_options(p, 0), p->dact, p->dx[0]));
+    }
+cleanup:
+    return status;
+}
+
+/* The transposed convolution's forward is the convolution's input gradient:
+ * y = col2im(W^T . x) + bias. */
+static clnet_status transpose_forward(const clnet_node *node, const clnet_pass *p) {
+    clnet_status status = CLNET_OK;
+    sides v = sides_of(node);
+    int most = chunk_samples(node, p->n);
+    for (int b0 = 0; b0 < p->n; b0 += most) {
+        chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
+        TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch.s, p->act, p->x[0] + ch.small, 0, 0));
+        TRY(gemm_up(node, p, &ch));
+        TRY(col2im(node, p, 3, &ch, has_bias(node) ? "-DCOL2IM_BIAS=1" : "", p->act, p->y));
+    }
+cleanup:
+    return status;
+}
+
+/* Forward was dcol = W^T . Xp, y = col2im(dcol) + bias, Xp = x in GEMM
+ * layout; so backward is, chunk by chunk, dbias += the sums of dy over
+ * samples and positions, col = im2col(dy), dW += Xp . col^T, dXp = W . col. */
+static clnet_status transpose_backward(const clnet_node *node, const clnet_pass *p) {
+    clnet_status status = CLNET_OK;
+    sides v = sides_of(node);
+    int most = chunk_samples(node, p->n);
+    for (int b0 = 0; b0 < p->n; b0 += most) {
+        chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
+        float beta = b0 == 0 ? p->beta : 1.0f; /* later chunks add to the first's */
+        if (has_bias(node)) { /* dy in GEMM layout (Cb, s*Pb) over the column region */
+            TRY(to_gemm_layout(p, 6, "", v.Cb, v.Pb, ch.s, p->dact, p->dy + ch.big, 0, ch.col));
+            TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch.s * v.Pb,
+                               p->work, ch.col, p->grads, ch.bo, beta));
+        }
+        TRY(im2col(node, p, &ch, p->dact, p->dy));
+        TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch.s, p->act, p->x[0] + ch.small, 0, 0));
+        TRY(gemm_weight(node, p, &ch, beta));
+        if (!p->need_dx[0]) continue;
+        TRY(gemm_down(node, p, &ch)); /* over Xp, which the weight gradient has read */
+        char opt[64];
+        snprintf(opt, sizeof opt, "-DCONV_BIAS=0 %s", clnet_dx_options(p, 0));
+        TRY(from_gemm_layout(p, 1, opt, &ch, v.Cs, v.Ps, p->dact, p->dx[0] + ch.small));
+    }
+cleanup:
+    return status;
+}
+
+#define CONV_KEYS "filters size stride pad dilation groups bias init std bias_init bias_std"
+
+#define CONV_KIND(kind_name, defaults_)                                                            \
+    {                                                                                              \
+        .name = kind_name, .stem = "conv", .keys = CONV_KEYS, .min_inputs = 1,                     \
+        .max_inputs = 1, /* x: each chunk's columns are made again; y: with a relu taken in */     \
+            .backward_reads = CLNET_READS_X | CLNET_READS_Y, .config_size = sizeof(conv_config),   \
+        .defaults = defaults_, .option = option, .check = check, .setup = setup,                   \
+        .work_floats = work_floats, .forward = conv_forward, .backward = conv_backward,            \
+        .fuse_relu = fuse_relu,                                                                    \
+    }
+
+/* backward reads x (the weight gradient's Xp), never y */
+#define TRANSPOSE_KIND(kind_name, defaults_)                                                       \
+    {                                                                                              \
+        .name = kind_name, .stem = "deconv", .keys = CONV_KEYS " output_pad", .min_inputs = 1,     \
+        .max_inputs = 1, .backward_reads = CLNET_READS_X, .config_size = sizeof(conv_config),      \
+        .defaults = defaults_, .option = option, .check = check, .setup = setup,                   \
+        .work_floats = work_floats, .forward = transpose_forward, .backward = transpose_backward,  \
+    }
+
+const clnet_kind clnet_conv1d_kind = CONV_KIND("conv1d", defaults1);
+const clnet_kind clnet_conv2d_kind = CONV_KIND("conv2d", defaults2);
+const clnet_kind clnet_conv3d_kind = CONV_KIND("conv3d", defaults3);
+const clnet_kind clnet_conv_transpose1d_kind = TRANSPOSE_KIND("conv_transpose1d", defaults_t1);
+const clnet_kind clnet_conv_transpose2d_kind = TRANSPOSE_KIND("conv_transpose2d", defaults_t2);
+const clnet_kind clnet_conv_transpose3d_kind = TRANSPOSE_KIND("conv_transpose3d", defaults_t3);

@@ -1,0 +1,69 @@
+/* Reshape: (n, ...) -> (n, C, spatial...) with the same values in the same
+ * order (PyTorch's view), e.g. a volume's channels and depth read as the
+ * channels of an image, or an image's rows laid end to end as a signal. Like
+ * flatten, the output is the input itself: no kernel runs.
+ *   reshape channels=C length=L | height=H width=W | depth=D height=H width=W */
+#include "error.h"
+#include "layer.h"
+
+#include <string.h>
+
+typedef struct {
+    int v[5]; /* channels, depth, height, width, length (0: not given) */
+} reshape_config;
+
+static const char *const KEYS[] = {"channels", "depth", "height", "width", "length"};
+
+static clnet_status option(void *config, const char *key, const char *value, int *known) {
+    reshape_config *c = config;
+    for (int k = 0; k < 5; k++)
+        if (strcmp(key, KEYS[k]) == 0) {
+            *known = 1;
+            return clnet_option_int(key, value, 1, &c->v[k]);
+        }
+    *known = 0;
+    return CLNET_OK;
+}
+
+/* The shape the options give (c = 0 when they name none). */
+static clnet_shape shape_of(const reshape_config *c) {
+    const int *v = c->v;
+    if (v[0] && v[4] && !v[1] && !v[2] && !v[3]) return (clnet_shape){v[0], 1, {v[4]}};
+    if (v[0] && v[2] && v[3] && !v[4])
+        return v[1] ? (clnet_shape){v[0], 3, {v[1], v[2], v[3]}}
+                    : clnet_shape_image(v[0], v[2], v[3]);
+    return (clnet_shape){0};
+}
+
+static clnet_status check(const void *config) {
+    if (!shape_of(config).c)
+        return clnet_fail(CLNET_ERR_FORMAT,
+                          "reshape needs channels= and length=, height= width=, or depth= "
+                          "height= width=");
+    return CLNET_OK;
+}
+
+static clnet_status setup(clnet_node *node) {
+    clnet_shape out = shape_of(CLNET_CONFIG(node, reshape_config));
+    if (clnet_shape_size(out) != clnet_shape_size(node->in[0])) {
+        char shape[64];
+        clnet_shape_format(out, shape, sizeof shape);
+        return clnet_node_fail(node, "%s holds %zu values, the input %zu", shape,
+                               clnet_shape_size(out), clnet_shape_size(node->in[0]));
+    }
+    node->out = out;
+    return CLNET_OK;
+}
+
+const clnet_kind clnet_reshape_kind = {
+    .name = "reshape",
+    .keys = "channels depth height width length",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .is_view = 1,
+    .config_size = sizeof(reshape_config),
+    .option = option,
+    .check = check,
+    .setup = setup,
+    .forward = clnet_no_kernels,
+};
