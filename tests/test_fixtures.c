@@ -237,7 +237,7 @@ static int check_fixture(const char *path, const char *file) {
 
     /* The file name is the layer's, then "_" or, as PyTorch's MaxPool3d or BatchNorm1d (which
      * also takes (N, C)) say it, the spatial axes of x: "1d_", "2d_", "3d_". */
-    char axes[8];
+    char axes[16];
     snprintf(axes, sizeof axes, "%dd_", ndim > 3 ? ndim - 2 : 1);
     const char *rest = strncmp(file, layer, strlen(layer)) == 0 ? file + strlen(layer) : "";
     ck_assert_msg(rest[0] == '_' || strncmp(rest, axes, 3) == 0,
