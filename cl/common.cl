@@ -45,6 +45,15 @@ inline void clnet_windows_holding(int i, int k, int s, int p, int out, int *lo, 
     *hi = min(out - 1, (i + p) / s);
 }
 
+// With dilation d (taps d apart): the window along one axis whose tap k reads
+// input i (o*s - p + k*d = i), or -1 when no window does. Backward passes of
+// dilated windows try each tap in turn with it.
+inline int clnet_window_at(int i, uint k, uint s, uint p, uint d, uint out) {
+    const int t = i + (int)p - (int)(k * d); // = o * s
+    if (t < 0 || t % (int)s != 0 || t / (int)s >= (int)out) return -1;
+    return t / (int)s;
+}
+
 // The inputs [*lo, *hi) that output o's window (o*s - p .. o*s - p + k - 1)
 // covers, clipped to an input of `size`: the window without its padding.
 inline void clnet_window_span(uint o, uint s, uint p, uint k, uint size, int *lo, int *hi) {

@@ -40,14 +40,6 @@ __kernel void im2col(uint n, __global const float *x, uint xoff, __global float 
     }
 }
 
-// The windows along one axis whose tap k reads input i, given dilation d:
-// o*s - p + k*d = i. Returns o, or -1 when there is none.
-inline int conv_window_at(int i, uint k, uint s, uint p, uint d, uint out) {
-    const int t = i + (int)p - (int)(k * d); // = o * s
-    if (t < 0 || t % (int)s != 0 || t / (int)s >= (int)out) return -1;
-    return t / (int)s;
-}
-
 // x[b, c, iz, iy, ix] = the sum of col over every (tap, window) that im2col
 // filled from x[b, c, iz, iy, ix]: the gather form of col2im, one work-item
 // per element of x, (ix, iy, (b*C + c)*D + iz). Without dilation the windows
@@ -85,13 +77,13 @@ __kernel void col2im(uint n, __global const float *col, uint coloff, __global fl
 #else
     {
         for (uint kd = 0; kd < WIN_KD; kd++) {
-            const int oz = conv_window_at((int)iz, kd, WIN_sd, WIN_pd, WIN_dd, WIN_OD);
+            const int oz = clnet_window_at((int)iz, kd, WIN_sd, WIN_pd, WIN_dd, WIN_OD);
             if (oz < 0) continue;
             for (uint ky = 0; ky < WIN_KH; ky++) {
-                const int oy = conv_window_at((int)iy, ky, WIN_sh, WIN_ph, WIN_dh, WIN_OH);
+                const int oy = clnet_window_at((int)iy, ky, WIN_sh, WIN_ph, WIN_dh, WIN_OH);
                 if (oy < 0) continue;
                 for (uint kx = 0; kx < WIN_KW; kx++) {
-                    const int ox = conv_window_at((int)ix, kx, WIN_sw, WIN_pw, WIN_dw, WIN_OW);
+                    const int ox = clnet_window_at((int)ix, kx, WIN_sw, WIN_pw, WIN_dw, WIN_OW);
                     if (ox < 0) continue;
                     s += base[((kd * WIN_KH + ky) * WIN_KW + kx) * NP + ((uint)oz * WIN_OH + (uint)oy) * WIN_OW + (uint)ox];
                 }

@@ -68,13 +68,6 @@ __kernel void maxpool_forward(uint n, __global const float *x, uint xoff, __glob
     arg[argoff + o] = where;
 }
 
-// The window along one axis whose tap k reads input i (dilation d), or -1.
-inline int pool_window_at(int i, uint k, uint s, uint p, uint d, uint out) {
-    const int t = i + (int)p - (int)(k * d); // = o * s
-    if (t < 0 || t % (int)s != 0 || t / (int)s >= (int)out) return -1;
-    return t / (int)s;
-}
-
 // Forward was y = x[arg], so backward gives each input the sum of dy over the
 // windows whose maximum it was. Gather form: one work-item per input element.
 __kernel void maxpool_backward(uint n, __global const float *dy, uint dyoff, __global const int *arg,
@@ -99,13 +92,13 @@ __kernel void maxpool_backward(uint n, __global const float *dy, uint dyoff, __g
             }
 #else // the windows that hold (iz, iy, ix) at one of their taps
     for (uint kd = 0; kd < WIN_KD; kd++) {
-        const int oz = pool_window_at((int)iz, kd, WIN_sd, WIN_pd, WIN_dd, WIN_OD);
+        const int oz = clnet_window_at((int)iz, kd, WIN_sd, WIN_pd, WIN_dd, WIN_OD);
         if (oz < 0) continue;
         for (uint ky = 0; ky < WIN_KH; ky++) {
-            const int oy = pool_window_at((int)iy, ky, WIN_sh, WIN_ph, WIN_dh, WIN_OH);
+            const int oy = clnet_window_at((int)iy, ky, WIN_sh, WIN_ph, WIN_dh, WIN_OH);
             if (oy < 0) continue;
             for (uint kx = 0; kx < WIN_KW; kx++) {
-                const int ox = pool_window_at((int)ix, kx, WIN_sw, WIN_pw, WIN_dw, WIN_OW);
+                const int ox = clnet_window_at((int)ix, kx, WIN_sw, WIN_pw, WIN_dw, WIN_OW);
                 if (ox < 0) continue;
                 const int o = (oz * (int)WIN_OH + oy) * (int)WIN_OW + ox;
                 if (a[o] == me) s += g[o];

@@ -217,6 +217,14 @@ typedef struct {
     int in[3], out[3];          /* sizes */
     int k[3], s[3], p[3], d[3]; /* kernel, stride, padding before, dilation */
 } clnet_window;
+/* The keys that give a sample's shape (the model's input line, reshape):
+ * channels=, depth=, height=, width=, length=. */
+extern const char *const clnet_shape_keys[5];
+/* The shape their values describe (in that order, 0: not given): a signal
+ * (length alone), an image (height and width) or a volume (depth, height and
+ * width); c = 0 when they describe none of these. */
+clnet_shape clnet_shape_from_sizes(const int v[5]);
+
 /* One option's `rank` values (v) laid out on three axes: on the last `rank`
  * of out, `fill` on the others (a signal's size=5 is 1x1x5). */
 void clnet_axes(int rank, const int *v, int fill, int out[3]);

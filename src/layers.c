@@ -94,6 +94,16 @@ clnet_status clnet_pass_run(const clnet_pass *p, int slot, const char *family, c
                           nargs);
 }
 
+const char *const clnet_shape_keys[5] = {"channels", "depth", "height", "width", "length"};
+
+clnet_shape clnet_shape_from_sizes(const int v[5]) {
+    if (v[0] && v[4] && !v[1] && !v[2] && !v[3]) return (clnet_shape){v[0], 1, {v[4]}};
+    if (v[0] && v[2] && v[3] && !v[4])
+        return v[1] ? (clnet_shape){v[0], 3, {v[1], v[2], v[3]}}
+                    : clnet_shape_image(v[0], v[2], v[3]);
+    return (clnet_shape){0};
+}
+
 void clnet_axes(int rank, const int *v, int fill, int out[3]) {
     for (int a = 0; a < 3; a++) out[a] = a < 3 - rank ? fill : v[a - (3 - rank)];
 }

@@ -71,13 +71,12 @@ static clnet_status tokenize(const char *text, char *kind, size_t kind_cap, opti
 /* "input channels=C" and one of "length=L", "height=H width=W",
  * "depth=D height=H width=W". */
 static clnet_status parse_input_line(clnet_model *m, const option *opts, int nopts) {
-    static const char *const keys[] = {"channels", "depth", "height", "width", "length"};
     int v[5] = {0};
     if (m->has_input) return clnet_fail(CLNET_ERR_FORMAT, "the input is already declared");
     if (m->count) return clnet_fail(CLNET_ERR_FORMAT, "'input' must come before any layer");
     for (int i = 0; i < nopts; i++) {
         int k = 0;
-        while (k < 5 && strcmp(opts[i].key, keys[k]) != 0) k++;
+        while (k < 5 && strcmp(opts[i].key, clnet_shape_keys[k]) != 0) k++;
         if (k == 5)
             return clnet_fail(CLNET_ERR_FORMAT,
                               "unknown option '%s' for input (expected channels, and length, "
@@ -91,13 +90,7 @@ static clnet_status parse_input_line(clnet_model *m, const option *opts, int nop
                               opts[i].key, opts[i].value);
         v[k] = (int)x;
     }
-    clnet_shape s = {.c = v[0]};
-    if (v[4] && !v[1] && !v[2] && !v[3])
-        s.ndim = 1, s.dim[0] = v[4];
-    else if (v[2] && v[3] && !v[4])
-        s = v[1] ? (clnet_shape){v[0], 3, {v[1], v[2], v[3]}} : clnet_shape_image(v[0], v[2], v[3]);
-    else
-        s.c = 0;
+    clnet_shape s = clnet_shape_from_sizes(v);
     if (!s.c)
         return clnet_fail(CLNET_ERR_FORMAT,
                           "input needs channels= and height= width= (or length=, or depth= "

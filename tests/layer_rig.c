@@ -13,9 +13,18 @@ static cl_mem buffer(clnet_device *d, size_t floats) {
     return m;
 }
 
+void rig_input_line(clnet_shape s, char *out, size_t cap) {
+    if (s.ndim == 0) s = clnet_shape_image(s.c, 1, 1);
+    static const char *const forms[] = {"", "length=%d", "height=%d width=%d",
+                                        "depth=%d height=%d width=%d"};
+    char spatial[96];
+    snprintf(spatial, sizeof spatial, forms[s.ndim], s.dim[0], s.dim[1], s.dim[2]);
+    snprintf(out, cap, "input channels=%d %s", s.c, spatial);
+}
+
 void rig_create(layer_rig *r, clnet_device *d, rig_shape in, const char *line, int n) {
     char input[128];
-    snprintf(input, sizeof input, "input channels=%d height=%d width=%d", in.c, in.h, in.w);
+    rig_input_line(clnet_shape_image(in.c, in.h, in.w), input, sizeof input);
     rig_create_input(r, d, input, line, n);
 }
 

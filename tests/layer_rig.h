@@ -38,6 +38,9 @@ typedef struct {
 
 /* Makes the layer from a model-file line on input (n, in); fails the test on error. */
 void rig_create(layer_rig *r, clnet_device *d, rig_shape in, const char *line, int n);
+/* The model's input line for one sample of shape s: "input channels=2 length=17",
+ * "... height=H width=W" or "... depth=D height=H width=W" (a vector: (C, 1, 1)). */
+void rig_input_line(clnet_shape s, char *out, size_t cap);
 /* The same from the model's input line ("input channels=2 length=17", any rank). */
 void rig_create_input(layer_rig *r, clnet_device *d, const char *input, const char *line, int n);
 void rig_free(layer_rig *r);

@@ -196,15 +196,12 @@ static void window_line(const layer_case *t, char *out, size_t cap) {
 
 static void input_for(const layer_case *t, char *out, size_t cap) {
     const ref_window *g = t->win;
-    if (!g)
-        snprintf(out, cap, "input channels=%d height=%d width=%d", t->c, t->h, t->w);
-    else if (g->rank == 1)
-        snprintf(out, cap, "input channels=%d length=%d", g->C, g->in[0]);
-    else if (g->rank == 2)
-        snprintf(out, cap, "input channels=%d height=%d width=%d", g->C, g->in[0], g->in[1]);
-    else
-        snprintf(out, cap, "input channels=%d depth=%d height=%d width=%d", g->C, g->in[0],
-                 g->in[1], g->in[2]);
+    clnet_shape in = clnet_shape_image(t->c, t->h, t->w);
+    if (g) {
+        in = (clnet_shape){.c = g->C, .ndim = g->rank};
+        memcpy(in.dim, g->in, sizeof in.dim);
+    }
+    rig_input_line(in, out, cap);
 }
 
 /* An N-d case's geometry for the references: its batch, PyTorch's count_include_pad. */

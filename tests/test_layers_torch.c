@@ -174,16 +174,9 @@ static void fixture_load(fixture *fx, const char *file) {
     fx->n = (int)xs[0];
     fx->nx = 1;
     for (int i = 0; i < fx->ndim; i++) fx->nx *= (size_t)xs[i];
-    static const char *const forms[] = {"",
-                                        "",
-                                        "height=1 width=1",
-                                        "length=%lld",
-                                        "height=%lld width=%lld",
-                                        "depth=%lld height=%lld width=%lld"};
-    char spatial[96];
-    snprintf(spatial, sizeof spatial, forms[fx->ndim], (long long)xs[2 % fx->ndim],
-             (long long)xs[3 % fx->ndim], (long long)xs[4 % fx->ndim]);
-    snprintf(fx->input, sizeof fx->input, "input channels=%lld %s", (long long)xs[1], spatial);
+    clnet_shape in = {.c = (int)xs[1], .ndim = fx->ndim - 2};
+    for (int i = 0; i < in.ndim; i++) in.dim[i] = (int)xs[2 + i];
+    rig_input_line(in, fx->input, sizeof fx->input);
     fx->in =
         (rig_shape){(int)xs[1], fx->ndim == 4 ? (int)xs[2] : 1, fx->ndim == 4 ? (int)xs[3] : 1};
     if (clnet_st_meta_get(fx->st, "kernel")) { /* a window op in the format of every rank */

@@ -104,11 +104,12 @@ static const char *text(const conv_config *c, const int *v, char *out) {
  * and the padding pad=same and pad=causal choose. */
 static clnet_status output_size(clnet_node *node, int *p, int *out) {
     conv_config *c = CLNET_CONFIG(node, conv_config);
-    char t1[48], t2[48], t3[48];
+    char t1[48], t2[48], t3[48], t4[48];
     int span[3], extra[3] = {0}; /* a dilated kernel spans d*(k-1)+1; padding after beyond p */
-    for (int a = 0; a < c->rank; a++) span[a] = c->d[a] * (c->k[a] - 1) + 1;
+    int fits = 1, out_pad_ok = 1;
     memcpy(p, c->p, sizeof c->p);
     for (int a = 0; a < c->rank; a++) {
+        span[a] = c->d[a] * (c->k[a] - 1) + 1;
         if (c->pad_mode ==
             PAD_SAME) { /* PyTorch's padding='same': span - 1 zeros, the odd one after */
             if (c->s[a] != 1)
@@ -120,34 +121,28 @@ static clnet_status output_size(clnet_node *node, int *p, int *out) {
             p[a] = span[a] - 1;
             extra[a] = -p[a];
         }
-        int in = node->in[0].dim[a];
-        if (c->transpose) {
-            if (c->out_pad[a] >= c->s[a] && c->out_pad[a] >= c->d[a])
-                return clnet_node_fail(node,
-                                       "output_pad=%s must be smaller than the stride %s or the "
-                                       "dilation %s on each axis",
-                                       text(c, c->out_pad, t1), text(c, c->s, t2),
-                                       text(c, c->d, t3));
+        int in = node->in[0].dim[a], room = in + 2 * p[a] + extra[a] - span[a];
+        if (c->transpose)
             out[a] = (in - 1) * c->s[a] - 2 * p[a] + span[a] + c->out_pad[a];
-            if (out[a] < 1) {
-                int got[3];
-                for (int i = 0; i < c->rank; i++)
-                    got[i] =
-                        (node->in[0].dim[i] - 1) * c->s[i] - 2 * p[i] + span[i] + c->out_pad[i];
-                return clnet_node_fail(node, "the output would be %s: padding %s is too large",
-                                       text(c, got, t1), text(c, c->p, t2));
-            }
-        } else {
-            int room = in + 2 * p[a] + extra[a] - span[a];
+        else
             out[a] = room < 0 ? 0 : room / c->s[a] + 1;
-            if (out[a] < 1)
-                return clnet_node_fail(node,
-                                       "a %s kernel (dilation %s: it spans %s) with padding %s "
-                                       "does not fit the input",
-                                       text(c, c->k, t1), text(c, c->d, t2), text(c, span, t3),
-                                       text(c, p, (char[48]){0}));
-        }
+        fits &= out[a] >= 1;
+        out_pad_ok &= c->out_pad[a] < c->s[a] || c->out_pad[a] < c->d[a];
     }
+    if (!out_pad_ok)
+        return clnet_node_fail(node,
+                               "output_pad=%s must be smaller than the stride %s or the dilation "
+                               "%s on each axis",
+                               text(c, c->out_pad, t1), text(c, c->s, t2), text(c, c->d, t3));
+    if (!fits && c->transpose)
+        return clnet_node_fail(node, "the output would be %s: padding %s is too large",
+                               text(c, out, t1), text(c, c->p, t2));
+    if (!fits)
+        return clnet_node_fail(node,
+                               "a %s kernel (dilation %s: it spans %s) with padding %s does not "
+                               "fit the input",
+                               text(c, c->k, t1), text(c, c->d, t2), text(c, span, t3),
+                               text(c, p, t4));
     return CLNET_OK;
 }
 

@@ -12,12 +12,10 @@ typedef struct {
     int v[5]; /* channels, depth, height, width, length (0: not given) */
 } reshape_config;
 
-static const char *const KEYS[] = {"channels", "depth", "height", "width", "length"};
-
 static clnet_status option(void *config, const char *key, const char *value, int *known) {
     reshape_config *c = config;
     for (int k = 0; k < 5; k++)
-        if (strcmp(key, KEYS[k]) == 0) {
+        if (strcmp(key, clnet_shape_keys[k]) == 0) {
             *known = 1;
             return clnet_option_int(key, value, 1, &c->v[k]);
         }
@@ -25,18 +23,8 @@ static clnet_status option(void *config, const char *key, const char *value, int
     return CLNET_OK;
 }
 
-/* The shape the options give (c = 0 when they name none). */
-static clnet_shape shape_of(const reshape_config *c) {
-    const int *v = c->v;
-    if (v[0] && v[4] && !v[1] && !v[2] && !v[3]) return (clnet_shape){v[0], 1, {v[4]}};
-    if (v[0] && v[2] && v[3] && !v[4])
-        return v[1] ? (clnet_shape){v[0], 3, {v[1], v[2], v[3]}}
-                    : clnet_shape_image(v[0], v[2], v[3]);
-    return (clnet_shape){0};
-}
-
 static clnet_status check(const void *config) {
-    if (!shape_of(config).c)
+    if (!clnet_shape_from_sizes(((const reshape_config *)config)->v).c)
         return clnet_fail(CLNET_ERR_FORMAT,
                           "reshape needs channels= and length=, height= width=, or depth= "
                           "height= width=");
@@ -44,7 +32,7 @@ static clnet_status check(const void *config) {
 }
 
 static clnet_status setup(clnet_node *node) {
-    clnet_shape out = shape_of(CLNET_CONFIG(node, reshape_config));
+    clnet_shape out = clnet_shape_from_sizes(CLNET_CONFIG(node, reshape_config)->v);
     if (clnet_shape_size(out) != clnet_shape_size(node->in[0])) {
         char shape[64];
         clnet_shape_format(out, shape, sizeof shape);
