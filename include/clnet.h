@@ -72,7 +72,8 @@ const char *clnet_version(void);
     X(CLNET_ERR_FORMAT, 10, "a file or input is malformed, truncated or corrupt")                  \
     X(CLNET_ERR_WRONG_RESULT, 11, "a device computed a wrong result")                              \
     X(CLNET_ERR_THREAD, 12, "a host thread could not be started")                                  \
-    X(CLNET_ERR_INTERNAL, 13, "internal error (a bug in clnet: please report it)")
+    X(CLNET_ERR_INTERNAL, 13, "internal error (a bug in clnet: please report it)")                 \
+    X(CLNET_ERR_MPI, 14, "MPI failed, timed out, or is missing from this build (the message says)")
 
 typedef enum {
 #define CLNET_STATUS_ENUM(name, value, text) name = value,
@@ -143,6 +144,9 @@ typedef struct {
  *   "0,2"                devices by the numbers `clnet devices` shows
  *   "platform=SUBSTR"    devices of platforms whose name contains SUBSTR
  *                        (case-insensitive)
+ *   "local-rank"         in an MPI job, rank l of the L ranks on this machine
+ *                        takes devices l, l + L, l + 2L, ... (so ranks that
+ *                        share a machine share no device); all outside one
  * A spec that is not understood gives CLNET_ERR_BAD_DEVICE_SPEC, one that
  * matches nothing CLNET_ERR_NO_DEVICE, no platform at all CLNET_ERR_NO_PLATFORM.
  * A platform that fails to enumerate is skipped with a warning. */
@@ -161,6 +165,55 @@ clnet_status clnet_runtime_device_check(clnet_runtime *rt, int i);
 
 /* Releases every OpenCL object of the runtime. NULL is harmless. */
 void clnet_runtime_free(clnet_runtime *rt);
+
+/* ---- Several processes (MPI) ---------------------------------------------
+ *
+ * One net can train across processes on several machines: start the program
+ * with Open MPI's mpirun, call clnet_mpi_init before binding, and every
+ * rank drives its own devices while the ranks train one model in lockstep:
+ *
+ *     int rank = 0, size = 1;
+ *     if (clnet_mpi_init(&rank, &size) != CLNET_OK) { ... clnet_last_error() ... }
+ *     ... build, bind, train exactly as in one process; rank 0 alone saves ...
+ *     clnet_mpi_finalize();
+ *
+ * While a job has more than one rank, these calls are collective (every
+ * rank makes them, in the same order, with the same arguments): binding,
+ * clnet_net_set_split, training and evaluation steps, clnet_net_evaluate,
+ * clnet_net_predict, clnet_net_logits, clnet_net_load_weights and
+ * clnet_net_train_async. Each global batch is split across every device of
+ * every rank (each device takes a fixed range of the batch's samples, so
+ * every rank must be given the same batch), the gradients are summed on
+ * each rank's host and then across ranks, and every rank applies the same
+ * update. clnet_net_device_count and clnet_net_device_share then count the
+ * devices of all ranks. clnet_net_save writes on rank 0 only (the other
+ * ranks return CLNET_OK at once); clnet_net_load_weights reads the file on
+ * rank 0 only and sends it to the others, so only rank 0 needs it.
+ *
+ * A rank that fails returns its error like any call; the program should
+ * then call clnet_mpi_abort, since the other ranks would otherwise wait for
+ * it until the timeout. */
+
+/* Joins the MPI job that started this process (mpirun sets variables that
+ * say so: OMPI_COMM_WORLD_SIZE, or PMI_SIZE) and gives this process's rank
+ * and the job's size; outside mpirun, or with one rank, it starts nothing
+ * and gives 0 and 1. Initialises MPI (MPI_THREAD_SERIALIZED) unless the
+ * program already did. CLNET_ERR_MPI when this build has no MPI and the job
+ * has more than one rank, or MPI fails to start. */
+clnet_status clnet_mpi_init(int *rank, int *size);
+/* Leaves the job (MPI_Finalize when clnet_mpi_init started MPI). */
+void clnet_mpi_finalize(void);
+/* Stops every rank of the job at once (MPI_Abort with code); returns only
+ * when there is no job of several ranks. */
+void clnet_mpi_abort(int code);
+/* This process's rank and the job's size (0 and 1 without a job). */
+int clnet_mpi_rank(void);
+int clnet_mpi_size(void);
+/* 1 when this build has MPI (CMake's CLNET_MPI), else 0. */
+int clnet_mpi_available(void);
+/* The longest a rank waits for the others in any exchange before it fails
+ * with CLNET_ERR_MPI (default 300 seconds). */
+void clnet_mpi_set_timeout(double seconds);
 
 /* ---- Networks ------------------------------------------------------------
  *
@@ -306,7 +359,8 @@ clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch);
  * float rounding. A device too slow to earn one sample gets no share. A device
  * whose share does not fit its memory runs it in micro-batches. */
 typedef struct {
-    int device; /* the number `clnet devices` shows */
+    int device; /* the number `clnet devices` shows (on its rank's machine) */
+    int rank;   /* the MPI rank that drives it (0 without a job of several ranks) */
     char name[128];
     int share;           /* samples in the last training step */
     int micro_batch;     /* the most samples it runs at once */
@@ -314,12 +368,30 @@ typedef struct {
     int64_t samples;     /* training samples it has processed */
 } clnet_device_share;
 
-int clnet_net_device_count(const clnet_net *net); /* replicas; 0 when not bound */
+/* Replicas, of every rank of an MPI job; 0 when not bound. */
+int clnet_net_device_count(const clnet_net *net);
 clnet_status clnet_net_device_share(const clnet_net *net, int i, clnet_device_share *out);
 /* Fixes the split to these proportions, one per bound device (0: no share);
  * NULL returns to measured balancing. With a fixed split a run repeats bit for
- * bit (the reduction order is always fixed). */
+ * bit (the reduction order is fixed: in an MPI job the ranks' sums are then
+ * added in rank order too, at the cost of each rank receiving every rank's
+ * gradient). Under MPI the weights are for every device of every rank, in
+ * rank order, and rank 0's weights are the ones used. */
 clnet_status clnet_net_set_split(clnet_net *net, const double *weights, int count);
+
+/* What a bound net's training steps cost in communication across ranks
+ * (all zeros in one process). The gradient of each layer goes into an
+ * all-reduce as soon as the rank has its devices' sum of it, while the
+ * devices still compute the layers below; CLNET_MPI_OVERLAP=0 in the
+ * environment starts them all only after the backward pass instead (to
+ * measure what the overlap hides). */
+typedef struct {
+    int64_t steps;           /* training steps reduced across ranks */
+    double bytes_per_step;   /* gradient bytes each rank hands to MPI per step */
+    double exposed_seconds;  /* per step: waiting for the reductions after the devices finished */
+    double inflight_seconds; /* per step: from the first bucket's start to the last one's end */
+} clnet_mpi_stats;
+clnet_status clnet_net_mpi_stats(const clnet_net *net, clnet_mpi_stats *out);
 
 typedef struct {
     double loss; /* mean cross-entropy over the batch */

@@ -11,6 +11,7 @@ packages=(
   check python3                      # unit tests; python3 for the layering check
   clang-format                       # the format check (scripts/format.sh)
   oclgrind                           # a second OpenCL platform, for tests
+  libopenmpi-dev openmpi-bin         # training across machines (mpirun), and its tests
   dataset-fashion-mnist              # the data set the demo trains on
 )
 

@@ -218,13 +218,17 @@ static clnet_status progress_from(const clnet_st_file *f, const char *path, clne
 }
 
 clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *path,
-                                   clnet_progress *progress, char **gemm_choices) {
+                                   const void *bytes, size_t size, clnet_progress *progress,
+                                   char **gemm_choices) {
     clnet_status status = CLNET_OK;
     clnet_st_file *f = NULL;
     entry *e = NULL;
     float *params = NULL, *buffers = NULL, *slot[CLNET_OPTIM_SLOTS] = {NULL};
     int64_t *counters = NULL;
-    TRY(clnet_st_load(path, &f));
+    if (bytes)
+        TRY(clnet_st_load_bytes(path, bytes, size, &f));
+    else
+        TRY(clnet_st_load(path, &f));
     const char *format = clnet_st_meta_get(f, "format");
     if (format && strcmp(format, FORMAT) != 0 && strcmp(format, FORMAT_0_1) != 0)
         FAIL(CLNET_ERR_FORMAT, "%s: checkpoint format '%s' is not %s", path, format, FORMAT);

@@ -10,9 +10,12 @@
 clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, const char *path,
                                    const clnet_progress *progress, const char *gemm_choices);
 /* Reads everything and checks it against the model before changing m and o;
- * on failure both are left as they were. *gemm_choices (when not NULL) gets
- * a malloc'd copy of the metadata "gemm_choices", or NULL. */
+ * on failure both are left as they were. bytes (size of them): the file's
+ * contents, already read (from rank 0 of an MPI job), or NULL to read path.
+ * *gemm_choices (when not NULL) gets a malloc'd copy of the metadata
+ * "gemm_choices", or NULL. */
 clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *path,
-                                   clnet_progress *progress, char **gemm_choices);
+                                   const void *bytes, size_t size, clnet_progress *progress,
+                                   char **gemm_choices);
 
 #endif

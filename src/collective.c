@@ -19,9 +19,10 @@ struct clnet_local_group {
     int arrived;         /* ranks that have deposited this round */
     unsigned long round; /* completed rounds */
     int aborted;
-    size_t slot_bytes;     /* room per rank */
-    unsigned char *slots;  /* capacity x slot_bytes: contributions */
-    unsigned char *result; /* capacity x slot_bytes: the round's result */
+    clnet_outer_group outer; /* total 0: none */
+    size_t slot_bytes;       /* room per rank */
+    unsigned char *slots;    /* capacity x slot_bytes: contributions */
+    unsigned char *result;   /* capacity x slot_bytes: the round's result */
 };
 
 clnet_status clnet_local_group_create(clnet_local_group **out, int capacity,
@@ -73,7 +74,8 @@ static clnet_status meet(clnet_collective *c, op_kind op, const void *mine, size
                        "a collective of %zu bytes exceeds its room of %zu", bytes, g->slot_bytes);
         goto done;
     }
-    memcpy(g->slots + (size_t)c->rank * g->slot_bytes, mine, bytes);
+    int local = c->rank - g->outer.base, total = g->outer.total ? g->outer.total : g->size;
+    memcpy(g->slots + (size_t)local * g->slot_bytes, mine, bytes);
     unsigned long round = g->round;
     if (++g->arrived == g->size) { /* the last one combines, in rank order */
         if (op == OP_SUM) {
@@ -84,22 +86,28 @@ static clnet_status meet(clnet_collective *c, op_kind op, const void *mine, size
                 const double *v = (const double *)(void *)(g->slots + (size_t)r * g->slot_bytes);
                 for (size_t i = 0; i < n; i++) sum[i] += v[i];
             }
+            if (g->outer.total) status = g->outer.sum(g->outer.arg, sum, n);
         } else {
+            /* this process's contributions at their ranks' places; the outer
+             * level fills in the others' */
+            unsigned char *at = g->result + (size_t)g->outer.base * bytes;
             for (int r = 0; r < g->size; r++)
-                memcpy(g->result + (size_t)r * bytes, g->slots + (size_t)r * g->slot_bytes, bytes);
+                memcpy(at + (size_t)r * bytes, g->slots + (size_t)r * g->slot_bytes, bytes);
+            if (g->outer.total) status = g->outer.gather(g->outer.arg, at, bytes, g->result);
         }
+        if (status != CLNET_OK) g->aborted = 1; /* the others must not read a partial result */
         g->arrived = 0;
         g->round++;
         pthread_cond_broadcast(&g->changed);
     } else {
         while (g->round == round && !g->aborted) pthread_cond_wait(&g->changed, &g->lock);
-        if (g->round == round) {
+        if (g->aborted) {
             status =
                 clnet_fail(CLNET_ERR_INTERNAL, "a collective was abandoned: another device failed");
             goto done;
         }
     }
-    memcpy(out, g->result, op == OP_SUM ? bytes : bytes * (size_t)g->size);
+    if (status == CLNET_OK) memcpy(out, g->result, op == OP_SUM ? bytes : bytes * (size_t)total);
 done:
     pthread_mutex_unlock(&g->lock);
     return status;
@@ -113,15 +121,18 @@ static clnet_status local_gather(clnet_collective *c, const void *mine, size_t b
     return meet(c, OP_GATHER, mine, bytes, all);
 }
 
-void clnet_local_group_reset(clnet_local_group *g, int size, clnet_collective *handles) {
+void clnet_local_group_reset(clnet_local_group *g, int size, clnet_collective *handles,
+                             const clnet_outer_group *outer) {
     pthread_mutex_lock(&g->lock);
     g->size = size;
     g->arrived = 0;
     g->aborted = 0;
+    g->outer = outer ? *outer : (clnet_outer_group){0};
     pthread_mutex_unlock(&g->lock);
+    int base = g->outer.base, total = g->outer.total ? g->outer.total : size;
     for (int r = 0; r < size; r++)
         handles[r] = (clnet_collective){
-            .rank = r, .size = size, .sum = local_sum, .gather = local_gather, .impl = g};
+            .rank = base + r, .size = total, .sum = local_sum, .gather = local_gather, .impl = g};
 }
 
 void clnet_local_group_abort(clnet_local_group *g) {

@@ -125,3 +125,30 @@ uint32_t clnet_crc32(const void *data, size_t n) {
     }
     return (uint32_t)c;
 }
+
+clnet_status clnet_read_file(const char *path, unsigned char **bytes, size_t *size) {
+    clnet_status status = CLNET_OK;
+    struct stat st;
+    unsigned char *p = NULL;
+    FILE *fp = fopen(path, "rb");
+    *bytes = NULL;
+    *size = 0;
+    if (!fp) FAIL(CLNET_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fileno(fp), &st) != 0)
+        FAIL(CLNET_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) FAIL(CLNET_ERR_IO, "%s: not a regular file", path);
+    p = clnet_malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
+    if (!p)
+        FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld bytes", path,
+             (long long)st.st_size);
+    if (fread(p, 1, (size_t)st.st_size, fp) != (size_t)st.st_size)
+        FAIL(CLNET_ERR_IO, "%s: read failed: %s", path,
+             ferror(fp) ? strerror(errno) : "the file shrank while being read");
+    *bytes = p;
+    *size = (size_t)st.st_size;
+    p = NULL;
+cleanup:
+    if (fp) fclose(fp);
+    free(p);
+    return status;
+}

@@ -30,6 +30,10 @@ void clnet_atomic_abort(clnet_atomic_file *f);
 uint64_t clnet_fnv1a(const void *data, size_t n, uint64_t h);
 uint32_t clnet_crc32(const void *data, size_t n);
 
+/* A whole regular file into malloc'd memory (*bytes, *size); CLNET_ERR_IO
+ * naming the file when it cannot be read. */
+clnet_status clnet_read_file(const char *path, unsigned char **bytes, size_t *size);
+
 /* mkdir -p: 0 when the folder exists afterwards, -1 (errno set) when not. */
 int clnet_make_dirs(const char *dir);
 

@@ -8,7 +8,9 @@
 #include "async.h"
 #include "checkpoint.h"
 #include "data.h"
+#include "dist.h"
 #include "error.h"
+#include "fileio.h"
 #include "step.h"
 
 #include <errno.h>
@@ -311,20 +313,33 @@ cleanup:
     return status;
 }
 
+clnet_status clnet_net_mpi_stats(const clnet_net *net, clnet_mpi_stats *out) {
+    if (!net || !out) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_mpi_stats: NULL");
+    clnet_dist_stats d;
+    clnet_dist_get_stats(net->trainer ? net->trainer->dist : NULL, &d);
+    double steps = d.steps ? (double)d.steps : 1;
+    *out = (clnet_mpi_stats){.steps = (int64_t)d.steps,
+                             .bytes_per_step = (double)d.bytes / steps,
+                             .exposed_seconds = d.seconds_exposed / steps,
+                             .inflight_seconds = d.seconds_inflight / steps};
+    return CLNET_OK;
+}
+
 int clnet_net_device_count(const clnet_net *net) {
-    return net && net->trainer ? net->trainer->count : 0;
+    return net && net->trainer ? net->trainer->total : 0;
 }
 
 clnet_status clnet_net_device_share(const clnet_net *net, int i, clnet_device_share *out) {
     if (!net || !out || i < 0 || i >= clnet_net_device_count(net))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "no bound device %d", i);
     const clnet_trainer *t = net->trainer;
-    const clnet_replica *r = t->replicas[i];
+    const clnet_peer_device *p = &t->peers[i];
     memset(out, 0, sizeof *out);
-    out->device = r->d->info.index;
-    snprintf(out->name, sizeof out->name, "%s", r->d->info.name);
+    out->device = p->index;
+    out->rank = p->rank;
+    snprintf(out->name, sizeof out->name, "%s", p->name);
     out->share = t->balance.share[i];
-    out->micro_batch = r->max_batch;
+    out->micro_batch = t->caps[i];
     out->images_per_s = t->balance.rate[i];
     out->samples = t->balance.samples[i];
     return CLNET_OK;
@@ -340,9 +355,9 @@ clnet_status clnet_net_set_split(clnet_net *net, const double *weights, int coun
         t->deterministic = 0;
         return CLNET_OK;
     }
-    if (count != t->count)
+    if (count != t->total)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "a split of %d weights for %d devices", count,
-                          t->count);
+                          t->total);
     double sum = 0;
     for (int i = 0; i < count; i++) {
         if (!(weights[i] >= 0))
@@ -464,6 +479,10 @@ clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int upd
                                    clnet_step_result *out) {
     clnet_status status = CLNET_OK;
     TRY(need_bound(net, loader, "clnet_net_train_async"));
+    if (net->trainer->dist)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT,
+             "asynchronous training across MPI ranks is not there yet: train synchronously "
+             "(--sync sync), or in one process");
     if (updates < 0 || staleness < 0)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "updates and staleness must be >= 0");
     TRY(clnet_optim_prepare(&net->optim, net->model.nparams));
@@ -579,7 +598,8 @@ clnet_status clnet_net_save(const clnet_net *cnet, const char *path,
     if (!net->model.params)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                           "clnet_net_save: the net has no parameters yet");
-    if (net->trainer) { /* buffers live on the devices while bound */
+    if (clnet_dist_rank() != 0) return CLNET_OK; /* every rank holds the same: rank 0 writes */
+    if (net->trainer) {                          /* buffers live on the devices while bound */
         clnet_status s = clnet_step_gather_buffers(net->trainer, &net->model);
         if (s != CLNET_OK) return s;
     }
@@ -592,13 +612,50 @@ clnet_status clnet_net_save(const clnet_net *cnet, const char *path,
     return s;
 }
 
+/* In an MPI job rank 0 reads the file and sends its bytes to every rank:
+ * the others need no copy of it (no shared file system). */
+static clnet_status read_on_rank_0(const char *path, unsigned char **bytes, size_t *size) {
+    clnet_dist *world = clnet_dist_world();
+    clnet_status s = CLNET_OK;
+    int64_t n = 0; /* the size, or minus rank 0's status */
+    if (clnet_dist_rank() == 0) {
+        s = clnet_read_file(path, bytes, size);
+        n = s == CLNET_OK ? (int64_t)*size : -(int64_t)s;
+    }
+    clnet_status b = clnet_dist_bcast(world, CLNET_LANE_CONTROL, &n, sizeof n, 0,
+                                      "sending the checkpoint's size from rank 0");
+    if (b == CLNET_OK && n < 0)
+        b = s != CLNET_OK ? s
+                          : clnet_fail((clnet_status)-n,
+                                       "rank 0 could not read %s (its message "
+                                       "says why)",
+                                       path);
+    if (b == CLNET_OK && clnet_dist_rank() != 0) {
+        *size = (size_t)n;
+        *bytes = clnet_malloc(n > 0 ? (size_t)n : 1);
+        if (!*bytes) b = clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    if (b == CLNET_OK)
+        b = clnet_dist_bcast(world, CLNET_LANE_CONTROL, *bytes, *size, 0,
+                             "sending the checkpoint from rank 0");
+    if (b != CLNET_OK) {
+        free(*bytes);
+        *bytes = NULL;
+    }
+    return b;
+}
+
 clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_progress *progress) {
     if (!net || !path)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_load_weights: NULL argument");
     clnet_status s = finish(net);
     char *choices = NULL;
+    unsigned char *bytes = NULL;
+    size_t size = 0;
+    if (s == CLNET_OK && clnet_dist_world()) s = read_on_rank_0(path, &bytes, &size);
     if (s == CLNET_OK)
-        s = clnet_checkpoint_load(&net->model, &net->optim, path, progress, &choices);
+        s = clnet_checkpoint_load(&net->model, &net->optim, path, bytes, size, progress, &choices);
+    free(bytes);
     if (s == CLNET_OK) {
         free(net->gemm_choices);
         net->gemm_choices = choices;

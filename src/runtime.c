@@ -181,6 +181,35 @@ static int contains_ignoring_case(const char *haystack, const char *needle) {
     return n == 0;
 }
 
+/* The place of this process among the ranks of an MPI job on this machine
+ * (Open MPI's or a PMI launcher's variables); 0 of 1 outside one. */
+static int local_rank(int *size) {
+    static const char *vars[][2] = {{"OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+                                    {"MPI_LOCALNRANKS", "MPI_LOCALRANKID"}};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *n = getenv(vars[i][0]), *r = getenv(vars[i][1]);
+        if (n && r && atoi(n) >= 1) {
+            *size = atoi(n);
+            return atoi(r);
+        }
+    }
+    *size = 1;
+    return 0;
+}
+
+/* "local-rank": the ranks that share this machine take its devices in
+ * turn (rank l of L gets devices l, l + L, ...), so no two drive one. */
+static clnet_status select_local_rank(candidate *c, int n, const char *known) {
+    int size = 1, rank = local_rank(&size);
+    if (rank < 0 || rank >= size || size > n)
+        return clnet_fail(CLNET_ERR_NO_DEVICE,
+                          "device selection 'local-rank': this is rank %d of %d on this machine, "
+                          "and it has %d devices (%s): run at most %d ranks per machine",
+                          rank, size, n, known, n);
+    for (int i = rank; i < n; i += size) c[i].selected = 1;
+    return CLNET_OK;
+}
+
 /* Marks the candidates the spec selects. */
 static clnet_status select_devices(candidate *c, int n, const char *spec) {
     clnet_status status = CLNET_OK;
@@ -198,6 +227,9 @@ static clnet_status select_devices(candidate *c, int n, const char *spec) {
     if (len == 0 || strcasecmp(text, "all") == 0) {
         for (int i = 0; i < n; i++) c[i].selected = 1;
         matched = n;
+    } else if (strcasecmp(text, "local-rank") == 0) {
+        TRY(select_local_rank(c, n, known));
+        matched = 1;
     } else if (strcasecmp(text, "gpu") == 0 || strcasecmp(text, "cpu") == 0) {
         clnet_device_type want = strcasecmp(text, "gpu") == 0 ? CLNET_DEVICE_GPU : CLNET_DEVICE_CPU;
         for (int i = 0; i < n; i++)
@@ -239,7 +271,7 @@ static clnet_status select_devices(candidate *c, int n, const char *spec) {
     } else {
         FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
              "unknown device selection '%s': expected all, gpu, cpu, a comma list of device "
-             "numbers (e.g. 0,2) or platform=NAME",
+             "numbers (e.g. 0,2), platform=NAME or local-rank",
              text);
     }
     if (matched == 0)

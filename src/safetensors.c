@@ -301,24 +301,13 @@ static clnet_status read_exactly(FILE *fp, const char *path, void *buf, size_t n
     return CLNET_OK;
 }
 
-clnet_status clnet_st_load(const char *path, clnet_st_file **out) {
+/* Reads a file of `size` bytes from fp (a file, or memory) named path. */
+static clnet_status load_stream(FILE *fp, const char *path, uint64_t size, clnet_st_file **out) {
     clnet_status status = CLNET_OK;
-    FILE *fp = NULL;
     char *header = NULL, *what = NULL;
     clnet_json *root = NULL;
     clnet_st_file *f = NULL;
-    struct stat st;
     unsigned char len8[8];
-    if (!out) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_load: out is NULL");
-    *out = NULL;
-    if (!path) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_load: path is NULL");
-
-    fp = fopen(path, "rb");
-    if (!fp) FAIL(CLNET_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fileno(fp), &st) != 0)
-        FAIL(CLNET_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) FAIL(CLNET_ERR_IO, "%s: not a regular file", path);
-    uint64_t size = (uint64_t)st.st_size;
     if (size < 8)
         FAIL(CLNET_ERR_FORMAT,
              "%s: truncated: the file has %" PRIu64 " bytes, fewer than the 8 of the header "
@@ -386,11 +375,44 @@ clnet_status clnet_st_load(const char *path, clnet_st_file **out) {
     *out = f;
     f = NULL;
 cleanup:
-    if (fp) fclose(fp);
     free(header);
     free(what);
     clnet_json_free(root);
     clnet_st_free(f);
+    return status;
+}
+
+clnet_status clnet_st_load(const char *path, clnet_st_file **out) {
+    clnet_status status = CLNET_OK;
+    FILE *fp = NULL;
+    struct stat st;
+    if (!out) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_load: out is NULL");
+    *out = NULL;
+    if (!path) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_load: path is NULL");
+    fp = fopen(path, "rb");
+    if (!fp) FAIL(CLNET_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fileno(fp), &st) != 0)
+        FAIL(CLNET_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) FAIL(CLNET_ERR_IO, "%s: not a regular file", path);
+    status = load_stream(fp, path, (uint64_t)st.st_size, out);
+cleanup:
+    if (fp) fclose(fp);
+    return status;
+}
+
+clnet_status clnet_st_load_bytes(const char *name, const void *bytes, size_t size,
+                                 clnet_st_file **out) {
+    clnet_status status = CLNET_OK;
+    FILE *fp = NULL;
+    if (!out || !name || (!bytes && size))
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_load_bytes: NULL argument");
+    *out = NULL;
+    if (size < 8) return load_stream(NULL, name, size, out); /* says it is truncated */
+    fp = fmemopen((void *)bytes, size, "rb");
+    if (!fp) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: fmemopen: %s", name, strerror(errno));
+    status = load_stream(fp, name, size, out);
+cleanup:
+    if (fp) fclose(fp);
     return status;
 }
 

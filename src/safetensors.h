@@ -59,6 +59,9 @@ typedef struct clnet_st_file clnet_st_file;
 /* Reads and validates the whole file. CLNET_ERR_IO when it cannot be opened or read,
  * CLNET_ERR_FORMAT when anything in it is wrong. */
 clnet_status clnet_st_load(const char *path, clnet_st_file **out);
+/* The same from a file's bytes in memory; name stands for the file in messages. */
+clnet_status clnet_st_load_bytes(const char *name, const void *bytes, size_t size,
+                                 clnet_st_file **out);
 
 /* Number of tensors; 0 for NULL. */
 int clnet_st_count(const clnet_st_file *f);

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- the replicas' side (on their worker threads) --------------------------------- */
 
@@ -64,17 +65,18 @@ static clnet_status run_share(clnet_trainer *t, int i) {
     const clnet_model *m = t->model;
     clnet_ctx *ctx = &t->ctx[i];
     size_t in = clnet_shape_size(m->input);
-    int classes = clnet_model_classes(m), share = t->step.shares[i], train = t->step.train;
+    int me = t->first + i; /* this replica among the devices of every rank */
+    int classes = clnet_model_classes(m), share = t->step.shares[me], train = t->step.train;
     int buckets = train && !r->d->zero_copy;
     double t0 = clnet_now();
     t->step.loss[i] = 0;
     t->step.correct[i] = 0;
-    if (train && t->balance.fault_step[i] == ctx->step)
+    if (train && t->balance.fault_step[me] == ctx->step)
         FAIL(CLNET_ERR_OPENCL, "injected fault (CLNET_FAULT) in step %lld", (long long)ctx->step);
     for (int done = 0; done < share; done += r->max_batch) {
         int n = share - done < r->max_batch ? share - done : r->max_batch;
         int last = done + n >= share;
-        size_t first = (size_t)t->step.offsets[i] + (size_t)done;
+        size_t first = (size_t)t->step.offsets[me] + (size_t)done;
         const int32_t *labels = t->step.labels ? t->step.labels + first : NULL;
         double loss = 0;
         int correct = 0;
@@ -102,9 +104,9 @@ static clnet_status run_share(clnet_trainer *t, int i) {
             if (m->nodes[node].param_count)
                 post(t, i, node, NULL, (const float *)p + m->nodes[node].param_off);
     }
-    clnet_balance_throttle(&t->balance, i, clnet_now() - t0);
+    clnet_balance_throttle(&t->balance, me, clnet_now() - t0);
 cleanup:
-    t->step.seconds[i] = clnet_now() - t0;
+    t->step.seconds[me] = clnet_now() - t0;
     if (status != CLNET_OK) {
         clnet_error_context(status, "device %d (%s)", r->d->info.index, r->d->info.name);
         clnet_local_group_abort(t->group); /* the others must not wait for this one */
@@ -122,18 +124,33 @@ static clnet_status share_job(int i, void *arg) {
 
 /* ---- this thread's side ----------------------------------------------------------- */
 
+/* Waits until replica i posted its bucket for `node` or finished; while
+ * buckets are on their way between ranks, lets MPI move them meanwhile. */
+static int wait_posted(clnet_trainer *t, int i, size_t k) {
+    pthread_mutex_lock(&t->step.lock);
+    while (!t->step.posted[k] && !t->step.finished[i]) {
+        if (!clnet_dist_progress(t->dist)) {
+            pthread_cond_wait(&t->step.changed, &t->step.lock);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 200 * 1000; /* 0.2 ms between MPI's turns */
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&t->step.changed, &t->step.lock, &until);
+    }
+    int ready = t->step.posted[k];
+    pthread_mutex_unlock(&t->step.lock);
+    return ready;
+}
+
 /* Adds replica i's bucket for `node` into the summed gradient (the first
  * replica in order copies). Waits for it; returns 0 when the replica
  * finished without posting it (it failed). */
 static int reduce_bucket(clnet_trainer *t, int i, int node, int first, clnet_status *status) {
     const clnet_node *nd = &t->model->nodes[node];
     size_t k = (size_t)i * t->model->count + node;
-    pthread_mutex_lock(&t->step.lock);
-    while (!t->step.posted[k] && !t->step.finished[i])
-        pthread_cond_wait(&t->step.changed, &t->step.lock);
-    int ready = t->step.posted[k];
-    pthread_mutex_unlock(&t->step.lock);
-    if (!ready) return 0;
+    if (!wait_posted(t, i, k)) return 0;
     if (t->step.events[k]) {
         cl_int err = clWaitForEvents(1, &t->step.events[k]);
         clReleaseEvent(t->step.events[k]);
@@ -151,11 +168,33 @@ static int reduce_bucket(clnet_trainer *t, int i, int node, int first, clnet_sta
     return 1;
 }
 
+/* MPI: node's bucket on its way to its sum over the ranks. */
+static clnet_status start_bucket(clnet_trainer *t, int node) {
+    const clnet_node *nd = &t->model->nodes[node];
+    return clnet_dist_bucket_start(t->dist, t->grad_sum + nd->param_off, nd->param_count, nd->name);
+}
+
+/* This process's sum of node's bucket, then (MPI) its sum over the ranks
+ * starts on its way. A process whose devices have no share adds nothing. */
+static clnet_status reduce_node(clnet_trainer *t, int node) {
+    clnet_status status = CLNET_OK;
+    const clnet_node *nd = &t->model->nodes[node];
+    int first = 1;
+    for (int i = 0; i < t->count; i++) {
+        if (!t->step.active[i]) continue;
+        if (!reduce_bucket(t, i, node, first, &status))
+            return status != CLNET_OK ? status : CLNET_ERR_INTERNAL; /* it failed */
+        first = 0;
+    }
+    if (first) memset(t->grad_sum + nd->param_off, 0, nd->param_count * sizeof(float));
+    return t->dist && t->overlap ? start_bucket(t, node) : CLNET_OK;
+}
+
 /* With batch statistics a training share runs in one pass: caps the
- * shares at what each replica holds, or refuses a batch that fits nowhere. */
+ * shares at what each device holds, or refuses a batch that fits nowhere. */
 static clnet_status cap_shares(clnet_trainer *t, int n) {
     int room = 0;
-    for (int i = 0; i < t->count; i++) room += t->caps[i];
+    for (int i = 0; i < t->total; i++) room += t->caps[i];
     if (room >= n) {
         clnet_balance_cap(&t->balance, t->caps, t->step.shares);
         return CLNET_OK;
@@ -163,14 +202,18 @@ static clnet_status cap_shares(clnet_trainer *t, int n) {
     char list[1024];
     size_t used = 0;
     double per_sample = 0;
-    for (int i = 0; i < t->count && used < sizeof list; i++) {
+    for (int i = 0; i < t->count; i++) {
         const clnet_replica *r = t->replicas[i];
         const clnet_plan *p = &r->plan;
         double mib = (double)(p->act + p->dact + p->keep_total + p->work) * 4 / 1048576.0;
         if (mib / r->max_batch > per_sample) per_sample = mib / r->max_batch;
-        used += (size_t)snprintf(list + used, sizeof list - used, "%sdevice %d (%s, %.0f MiB) %d",
-                                 i ? ", " : "", r->d->info.index, r->d->info.name,
-                                 (double)r->d->info.global_mem_bytes / 1048576.0, t->caps[i]);
+    }
+    for (int i = 0; i < t->total && used < sizeof list; i++) {
+        const clnet_peer_device *p = &t->peers[i];
+        char where[32] = "";
+        if (t->dist) snprintf(where, sizeof where, "rank %d ", p->rank);
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%sdevice %d (%s) %d",
+                                 i ? ", " : "", where, p->index, p->name, t->caps[i]);
     }
     return clnet_fail(CLNET_ERR_DEVICE_MEMORY,
                       "a training batch of %d samples does not fit: layer '%s' (%s) normalizes "
@@ -181,11 +224,117 @@ static clnet_status cap_shares(clnet_trainer *t, int n) {
                       room);
 }
 
-/* The shares of n samples (t->step.shares): a pure function of the balancer's
- * state, so a split made ahead (stage_next) is the one the step makes. */
+/* Batch statistics across ranks: every rank takes part in the layer's
+ * collectives, so every rank gets a sample at least, from the largest
+ * share of a rank that has two or more. */
+static clnet_status every_rank_a_sample(clnet_trainer *t, int n) {
+    int ranks = clnet_dist_size(), *share = t->step.shares, total[64] = {0};
+    if (n < ranks)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "a training batch of %d samples on %d ranks: layer '%s' (%s) normalizes "
+                          "across every rank, and each needs a sample at least; use a batch of "
+                          "at least %d",
+                          n, ranks, t->batch_stats->name, t->batch_stats->kind->name, ranks);
+    for (int i = 0; i < t->total; i++) total[t->peers[i].rank] += share[i];
+    for (int r = 0, at = 0; r < ranks; at += t->rank_count[r], r++) {
+        if (total[r]) continue;
+        int donor = -1;
+        for (int i = 0; i < t->total; i++)
+            if (total[t->peers[i].rank] >= 2 && (donor < 0 || share[i] > share[donor])) donor = i;
+        share[donor]--, total[t->peers[donor].rank]--;
+        share[at]++, total[r]++;
+    }
+    return CLNET_OK;
+}
+
+/* The shares of n samples (t->step.shares) and where each begins
+ * (t->step.offsets), for every device of every rank: a pure function of
+ * the balancer's state, so a split made ahead (stage_next) is the one the
+ * step makes. In an MPI job rank 0's split is the one every rank uses. */
 static clnet_status split(clnet_trainer *t, int n, int train) {
+    clnet_status status = CLNET_OK;
     clnet_balance_split(&t->balance, n, t->step.shares);
-    return train && t->batch_stats ? cap_shares(t, n) : CLNET_OK;
+    if (train && t->batch_stats) TRY(cap_shares(t, n));
+    if (train && t->batch_stats && t->dist) TRY(every_rank_a_sample(t, n));
+    if (t->dist)
+        TRY(clnet_dist_bcast(t->dist, CLNET_LANE_CONTROL, t->step.shares,
+                             (size_t)t->total * sizeof(int), 0, "sending the split from rank 0"));
+    for (int i = 0, off = 0; i < t->total; i++) {
+        t->step.offsets[i] = off;
+        off += t->step.shares[i];
+    }
+cleanup:
+    return status;
+}
+
+/* The collectives of a pass (batch norm) across ranks: after the devices
+ * of this process have combined theirs. */
+static clnet_status ranks_sum(void *arg, double *values, size_t n) {
+    clnet_trainer *t = arg;
+    return clnet_dist_sum(t->dist, CLNET_LANE_BATCH, values, n,
+                          "summing batch statistics across ranks");
+}
+
+static clnet_status ranks_gather(void *arg, const void *mine, size_t bytes, void *all) {
+    clnet_trainer *t = arg;
+    int counts[64];
+    (void)mine; /* already in place in all */
+    for (int r = 0; r < clnet_dist_size(); r++)
+        counts[r] = (int)((size_t)t->rank_active[r] * bytes);
+    return clnet_dist_allgatherv(t->dist, CLNET_LANE_BATCH, NULL, counts, all,
+                                 "gathering batch statistics across ranks");
+}
+
+/* Sets up the collectives of a step: the local replicas that take part,
+ * and in an MPI job where they stand among all ranks' that do. */
+static void start_group(clnet_trainer *t, int taking) {
+    clnet_outer_group outer = {ranks_sum, ranks_gather, t, 0, 0};
+    if (t->dist) {
+        memset(t->rank_active, 0, (size_t)clnet_dist_size() * sizeof *t->rank_active);
+        for (int i = 0; i < t->total; i++)
+            t->rank_active[t->peers[i].rank] += t->step.shares[i] > 0;
+        for (int r = 0; r < clnet_dist_size(); r++) {
+            if (r < clnet_dist_rank()) outer.base += t->rank_active[r];
+            outer.total += t->rank_active[r];
+        }
+    }
+    clnet_local_group_reset(t->group, taking, t->coll, t->dist ? &outer : NULL);
+}
+
+/* MPI: the step's figures of every rank (loss, correct answers, each
+ * device's seconds), so every rank sees the same totals and balances alike;
+ * with probs, every rank's rows of it. */
+static clnet_status exchange_figures(clnet_trainer *t, double *loss, int *correct) {
+    clnet_status status = CLNET_OK;
+    int ranks = clnet_dist_size(), bytes[64], classes = clnet_model_classes(t->model);
+    double *mine = t->record + (2 * (size_t)clnet_dist_rank() + (size_t)t->first);
+    mine[0] = *loss;
+    mine[1] = *correct;
+    memcpy(mine + 2, t->step.seconds + t->first, (size_t)t->count * sizeof(double));
+    for (int r = 0; r < ranks; r++) bytes[r] = (2 + t->rank_count[r]) * (int)sizeof(double);
+    TRY(clnet_dist_allgatherv(t->dist, CLNET_LANE_CONTROL, NULL, bytes, t->record,
+                              "gathering the step's figures"));
+    *loss = 0;
+    *correct = 0;
+    for (int r = 0, at = 0, dev = 0; r < ranks; r++) { /* in rank order */
+        *loss += t->record[at];
+        *correct += (int)t->record[at + 1];
+        memcpy(t->step.seconds + dev, t->record + at + 2,
+               (size_t)t->rank_count[r] * sizeof(double));
+        at += 2 + t->rank_count[r];
+        dev += t->rank_count[r];
+    }
+    if (t->step.probs) {
+        for (int r = 0, dev = 0; r < ranks; r++) {
+            int rows = 0;
+            for (int k = 0; k < t->rank_count[r]; k++) rows += t->step.shares[dev++];
+            bytes[r] = rows * classes * (int)sizeof(float);
+        }
+        TRY(clnet_dist_allgatherv(t->dist, CLNET_LANE_CONTROL, NULL, bytes, t->step.probs,
+                                  "gathering the outputs"));
+    }
+cleanup:
+    return status;
 }
 
 /* Splits n samples, starts every replica with a share, and with train
@@ -195,22 +344,25 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
                             int *correct) {
     clnet_status status = CLNET_OK, reduce_status = CLNET_OK;
     const clnet_model *m = t->model;
-    int R = t->count, taking = 0;
+    int R = t->count, taking = 0, buckets = 0;
     t->step.images = images;
     t->step.labels = labels;
     t->step.probs = probs;
     t->step.train = train;
     if ((status = split(t, n, train)) != CLNET_OK) return status;
-    for (int i = 0, off = 0; i < R; i++) {
-        t->step.offsets[i] = off;
-        off += t->step.shares[i];
-        t->step.active[i] = t->step.shares[i] > 0;
+    for (int i = 0; i < R; i++) {
+        t->step.active[i] = t->step.shares[t->first + i] > 0;
         t->step.finished[i] = !t->step.active[i];
         t->step.mapped[i] = NULL;
         taking += t->step.active[i];
     }
+    for (int node = 0; node < m->count; node++) buckets += m->nodes[node].param_count > 0;
+    if (train && t->dist &&
+        (status = clnet_dist_buckets_prepare(t->dist, m->nparams, buckets, t->deterministic)) !=
+            CLNET_OK)
+        return status;
     memset(t->step.posted, 0, (size_t)R * m->count * sizeof *t->step.posted);
-    clnet_local_group_reset(t->group, taking, t->coll);
+    start_group(t, taking);
     for (int i = 0, rank = 0; i < R; i++) {
         clnet_collective *c = t->step.active[i] ? &t->coll[rank++] : NULL;
         t->ctx[i] = (clnet_ctx){.train = train, .d = t->replicas[i]->d, .coll = c, .step = step};
@@ -218,17 +370,8 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     clnet_workers_start(t->workers, share_job, t, t->step.active);
 
     /* The reducer: buckets last node first, replicas in device order. */
-    for (int node = m->count - 1; train && node >= 0 && reduce_status == CLNET_OK; node--) {
-        if (!m->nodes[node].param_count) continue;
-        for (int i = 0, first = 1; i < R; i++) {
-            if (!t->step.active[i]) continue;
-            if (!reduce_bucket(t, i, node, first, &reduce_status)) {
-                if (reduce_status == CLNET_OK) reduce_status = CLNET_ERR_INTERNAL; /* it failed */
-                break;
-            }
-            first = 0;
-        }
-    }
+    for (int node = m->count - 1; train && node >= 0 && reduce_status == CLNET_OK; node--)
+        if (m->nodes[node].param_count) reduce_status = reduce_node(t, node);
     status = clnet_workers_wait(t->workers); /* the first failure in device order */
     for (int i = 0; i < R; i++)
         if (t->step.mapped[i])
@@ -240,6 +383,11 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
             t->step.events[k] = NULL;
         }
     if (status == CLNET_OK) status = reduce_status;
+    for (int node = m->count - 1;
+         status == CLNET_OK && train && t->dist && !t->overlap && node >= 0;
+         node--) /* CLNET_MPI_OVERLAP=0: only now */
+        if (m->nodes[node].param_count) status = start_bucket(t, node);
+    if (status == CLNET_OK && train && t->dist) status = clnet_dist_buckets_finish(t->dist, step);
     if (status != CLNET_OK) return status;
 
     double total_loss = 0;
@@ -248,6 +396,8 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
         total_loss += t->step.loss[i];
         total_correct += t->step.correct[i];
     }
+    if (t->dist && (status = exchange_figures(t, &total_loss, &total_correct)) != CLNET_OK)
+        return status;
     if (loss) *loss = total_loss;
     if (correct) *correct = total_correct;
     if (train) clnet_balance_update(&t->balance, t->step.shares, t->step.seconds);
@@ -267,11 +417,11 @@ static void stage_next(clnet_trainer *t) {
     if (!t->next_batch || !t->next_batch(t->next_arg, &images, &labels, &n)) return;
     if (!images || !labels || n < 1 || n > t->max_batch || split(t, n, 1) != CLNET_OK) return;
     size_t in = clnet_shape_size(t->model->input);
-    for (int i = 0, off = 0; i < t->count; i++) {
+    for (int i = 0; i < t->count; i++) {
         clnet_replica *r = t->replicas[i];
-        int share = t->step.shares[i], first = share < r->max_batch ? share : r->max_batch;
+        int share = t->step.shares[t->first + i], off = t->step.offsets[t->first + i];
+        int first = share < r->max_batch ? share : r->max_batch;
         if (share > 0) (void)clnet_replica_stage(r, images + (size_t)off * in, labels + off, first);
-        off += share;
     }
 }
 
@@ -423,7 +573,7 @@ static clnet_status probe(int i, void *arg) {
         } while (spent < PROBE_SECONDS && spent < CALIBRATION_SECONDS);
         rate = runs * m / spent;
     }
-    t->balance.rate[i] = rate / t->balance.throttle[i];
+    t->balance.rate[t->first + i] = rate / t->balance.throttle[t->first + i];
 cleanup:
     if (status != CLNET_OK)
         clnet_error_context(status, "calibrating device %d (%s)", r->d->info.index,
@@ -434,12 +584,13 @@ cleanup:
 clnet_status clnet_step_calibrate(clnet_trainer *t) {
     clnet_status status = CLNET_OK;
     probe_job p = {.t = t};
-    if (t->count < 2) return CLNET_OK; /* nothing to balance */
+    if (t->total < 2) return CLNET_OK; /* nothing to balance */
     size_t in = clnet_shape_size(t->model->input);
     p.images = clnet_calloc((size_t)PROBE_MAX * in, sizeof(float));
     p.labels = clnet_calloc((size_t)PROBE_MAX, sizeof(int32_t));
     if (!p.images || !p.labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     TRY(clnet_workers_run(t->workers, probe, &p, NULL));
+    TRY(clnet_trainer_share(t, t->balance.rate, sizeof *t->balance.rate));
 cleanup:
     free(p.images);
     free(p.labels);

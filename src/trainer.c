@@ -3,6 +3,7 @@
 #include "alloc.h"
 #include "error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,11 +38,47 @@ void clnet_trainer_free(clnet_trainer *t) {
     free(t->replicas);
     clnet_balance_free(&t->balance);
     clnet_local_group_free(t->group);
+    clnet_dist_free(t->dist);
+    free(t->peers), free(t->rank_count), free(t->rank_active), free(t->record);
     free(t->grad_sum), free(t->coll), free(t->ctx), free(t->caps);
     free(t->step.shares), free(t->step.offsets), free(t->step.active);
     free(t->step.correct), free(t->step.finished), free(t->step.loss), free(t->step.seconds);
     free(t->step.posted), free(t->step.events), free(t->step.data), free(t->step.mapped);
     free(t);
+}
+
+clnet_status clnet_trainer_share(clnet_trainer *t, void *items, size_t size) {
+    int ranks = clnet_dist_size(), bytes[64];
+    if (!t->dist) return CLNET_OK;
+    for (int r = 0; r < ranks; r++) bytes[r] = (int)((size_t)t->rank_count[r] * size);
+    unsigned char *mine = (unsigned char *)items + (size_t)t->first * size;
+    return clnet_dist_allgatherv(t->dist, CLNET_LANE_CONTROL, mine, bytes, items,
+                                 "sharing device facts between ranks");
+}
+
+/* In an MPI job: how many devices each rank has, and where this one's begin. */
+static clnet_status count_devices(clnet_trainer *t) {
+    int ranks = clnet_dist_size(), *counts = clnet_calloc((size_t)ranks, sizeof *counts);
+    if (!counts) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    t->rank_count = counts;
+    t->first = 0;
+    t->total = counts[0] = t->count;
+    if (!t->dist) return CLNET_OK;
+    if (ranks > 64)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%d ranks: clnet trains on 1 to 64", ranks);
+    clnet_status s = clnet_dist_allgather(t->dist, CLNET_LANE_CONTROL, &t->count, sizeof(int),
+                                          counts, "counting the devices of every rank");
+    if (s != CLNET_OK) return s;
+    t->total = 0;
+    for (int r = 0; r < ranks; r++) {
+        if (r == clnet_dist_rank()) t->first = t->total;
+        t->total += counts[r];
+    }
+    if (t->total > 64)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "%d devices on %d ranks: clnet trains on 1 to 64 devices in all",
+                          t->total, ranks);
+    return CLNET_OK;
 }
 
 clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, clnet_runtime *rt,
@@ -54,28 +91,34 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
     t->model = m;
     t->count = n;
     t->max_batch = max_batch;
-    size_t R = (size_t)n, buckets = R * (size_t)m->count + 1;
+    TRY(clnet_dist_create(&t->dist));
+    t->overlap = !getenv("CLNET_MPI_OVERLAP") || atoi(getenv("CLNET_MPI_OVERLAP")) != 0;
+    TRY(count_devices(t));
+    size_t R = (size_t)n, all = (size_t)t->total, buckets = R * (size_t)m->count + 1;
     t->replicas = clnet_calloc(R, sizeof *t->replicas);
-    index = clnet_calloc(R, sizeof *index);
+    index = clnet_calloc(all, sizeof *index);
+    t->peers = clnet_calloc(all, sizeof *t->peers);
+    t->rank_active = clnet_calloc((size_t)clnet_dist_size(), sizeof *t->rank_active);
+    t->record = clnet_calloc(2 * (size_t)clnet_dist_size() + all, sizeof *t->record);
     t->grad_sum = clnet_calloc(m->nparams + 1, sizeof *t->grad_sum);
     t->coll = clnet_calloc(R, sizeof *t->coll);
     t->ctx = clnet_calloc(R, sizeof *t->ctx);
-    t->caps = clnet_calloc(R, sizeof *t->caps);
-    t->step.shares = clnet_calloc(R, sizeof(int));
-    t->step.offsets = clnet_calloc(R, sizeof(int));
+    t->caps = clnet_calloc(all, sizeof *t->caps);
+    t->step.shares = clnet_calloc(all, sizeof(int));
+    t->step.offsets = clnet_calloc(all, sizeof(int));
     t->step.active = clnet_calloc(R, sizeof(int));
     t->step.correct = clnet_calloc(R, sizeof(int));
     t->step.finished = clnet_calloc(R, sizeof(int));
     t->step.loss = clnet_calloc(R, sizeof(double));
-    t->step.seconds = clnet_calloc(R, sizeof(double));
+    t->step.seconds = clnet_calloc(all, sizeof(double));
     t->step.posted = clnet_calloc(buckets, sizeof(int));
     t->step.events = clnet_calloc(buckets, sizeof(cl_event));
     t->step.data = clnet_calloc(buckets, sizeof(float *));
     t->step.mapped = clnet_calloc(R, sizeof(void *));
-    if (!t->replicas || !index || !t->grad_sum || !t->coll || !t->ctx || !t->caps ||
-        !t->step.shares || !t->step.offsets || !t->step.active || !t->step.correct ||
-        !t->step.finished || !t->step.loss || !t->step.seconds || !t->step.posted ||
-        !t->step.events || !t->step.data || !t->step.mapped) {
+    if (!t->replicas || !index || !t->peers || !t->rank_active || !t->record || !t->grad_sum ||
+        !t->coll || !t->ctx || !t->caps || !t->step.shares || !t->step.offsets || !t->step.active ||
+        !t->step.correct || !t->step.finished || !t->step.loss || !t->step.seconds ||
+        !t->step.posted || !t->step.events || !t->step.data || !t->step.mapped) {
         free(t->step.shares);
         t->step.shares = NULL; /* the lock was never made */
         FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory binding the net");
@@ -83,15 +126,24 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
     pthread_mutex_init(&t->step.lock, NULL);
     pthread_cond_init(&t->step.changed, NULL);
     for (int i = 0; i < n; i++) {
+        clnet_peer_device *p = &t->peers[t->first + i];
         clnet_device *d = clnet_runtime_device(rt, i);
-        index[i] = d->info.index;
-        TRY(fit_replica(m, d, max_batch, n, &t->replicas[i]));
-        t->caps[i] = t->replicas[i]->max_batch;
+        p->rank = clnet_dist_rank();
+        p->index = d->info.index;
+        snprintf(p->name, sizeof p->name, "%s", d->info.name);
     }
+    TRY(clnet_trainer_share(t, t->peers, sizeof *t->peers));
+    for (int i = 0; i < n; i++) {
+        clnet_device *d = clnet_runtime_device(rt, i);
+        TRY(fit_replica(m, d, max_batch, t->total, &t->replicas[i]));
+        t->caps[t->first + i] = t->replicas[i]->max_batch;
+    }
+    TRY(clnet_trainer_share(t, t->caps, sizeof *t->caps));
     for (int i = m->count - 1; i >= 0; i--)
         if (m->nodes[i].kind->batch_stats) t->batch_stats = &m->nodes[i];
-    TRY(clnet_balance_init(&t->balance, index, n));
-    TRY(clnet_local_group_create(&t->group, n, COLLECTIVE_BYTES));
+    for (int i = 0; i < t->total; i++) index[i] = t->peers[i].index;
+    TRY(clnet_balance_init(&t->balance, index, t->total));
+    TRY(clnet_local_group_create(&t->group, t->total, COLLECTIVE_BYTES));
     TRY(clnet_workers_create(&t->workers, n));
     *out = t;
     t = NULL;

@@ -8,16 +8,35 @@
 
 #include "balance.h"
 #include "collective.h"
+#include "dist.h"
 #include "replica.h"
 #include "worker.h"
 
 #include <pthread.h>
+
+/* A device of any rank, as every rank knows it. */
+typedef struct {
+    int rank, index; /* its MPI rank, and its number in `clnet devices` there */
+    char name[128];
+} clnet_peer_device;
 
 typedef struct {
     const clnet_model *model;
     int count; /* replicas, one per device, in device order */
     clnet_replica **replicas;
     clnet_workers *workers; /* worker i drives replica i */
+    /* Every device of every rank of an MPI job, in rank order, then device
+     * order: this process's replica i is device first + i of total. In one
+     * process dist is NULL, first is 0 and total is count. Arrays indexed
+     * by device below (balance, caps, the step's shares, offsets and
+     * seconds) cover all of them, and every rank holds the same values. */
+    clnet_dist *dist;
+    int first, total;
+    clnet_peer_device *peers; /* (total) */
+    int *rank_count;          /* (ranks) devices of each rank */
+    int *rank_active;         /* (ranks) devices of each rank with a share in the step */
+    double *record;           /* (2 ranks + total) the step's figures of every rank */
+    int overlap; /* gradients go across ranks while the backward pass runs (CLNET_MPI_OVERLAP) */
     clnet_balance balance;
     int max_batch;            /* the global batch the net is bound for */
     int deterministic;        /* a fixed split: runs repeat bit for bit */
@@ -30,7 +49,7 @@ typedef struct {
      * training share runs in one pass, so shares are capped at caps[i], the
      * most samples replica i holds. */
     const clnet_node *batch_stats;
-    int *caps; /* (count) */
+    int *caps; /* (total) */
 
     /* A step in flight (step.c): shares, results, the bucket hand-over. */
     struct {
@@ -39,8 +58,10 @@ typedef struct {
         float *probs;
         int logits; /* probs gets the loss layer's input instead of its output */
         int train;
-        int *shares, *offsets, *active, *correct, *finished;
-        double *loss, *seconds;
+        int *shares, *offsets;            /* (total) */
+        int *active, *correct, *finished; /* (count) */
+        double *loss;                     /* (count) */
+        double *seconds;                  /* (total) */
         pthread_mutex_t lock;
         pthread_cond_t changed;
         int *posted;        /* [replica * nodes + node]: bucket ready */
@@ -67,5 +88,8 @@ typedef struct {
 clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, clnet_runtime *rt,
                                   int max_batch);
 void clnet_trainer_free(clnet_trainer *t);
+/* items holds one item of `size` bytes per device of every rank: each
+ * rank's own (at t->first) go to every other rank. Nothing in one process. */
+clnet_status clnet_trainer_share(clnet_trainer *t, void *items, size_t size);
 
 #endif

@@ -152,7 +152,7 @@ START_TEST(collectives_combine_in_rank_order_and_abort_cleanly) {
     ck_assert_int_eq(clnet_workers_create(&w, RANKS), CLNET_OK);
     ck_assert_int_eq(clnet_local_group_create(&g, RANKS, 256), CLNET_OK);
     c.group = g;
-    clnet_local_group_reset(g, RANKS, c.handles);
+    clnet_local_group_reset(g, RANKS, c.handles, NULL);
     c.fail_rank = -1;
     ck_assert_msg(clnet_workers_run(w, coll_job, &c, NULL) == CLNET_OK, "%s", clnet_last_error());
     for (int r = 0; r < RANKS; r++) {
@@ -164,14 +164,14 @@ START_TEST(collectives_combine_in_rank_order_and_abort_cleanly) {
     }
     /* a rank that fails wakes the others with an error instead of a hang:
      * the job of a failing replica aborts the group (step.c does this) */
-    clnet_local_group_reset(g, RANKS, c.handles);
+    clnet_local_group_reset(g, RANKS, c.handles, NULL);
     c.fail_rank = 1;
     clnet_status s = clnet_workers_run(w, coll_job, &c, NULL);
     ck_assert_int_ne(s, CLNET_OK);
     /* the lowest failing index explains it: rank 0, woken by the abort */
     ck_assert_msg(strstr(clnet_last_error(), "abandoned"), "%s", clnet_last_error());
     /* room is checked */
-    clnet_local_group_reset(g, 1, c.handles);
+    clnet_local_group_reset(g, 1, c.handles, NULL);
     double big[64] = {0};
     ck_assert_int_eq(c.handles[0].sum(&c.handles[0], big, 64), CLNET_ERR_INVALID_ARGUMENT);
     clnet_local_group_free(g);

@@ -386,6 +386,23 @@ START_TEST(resnet18_w16_on_two_devices_takes_the_steps_of_one) {
 }
 END_TEST
 
+/* Run by tests/mpirun.sh 2: the devices of both ranks take the fixture's
+ * steps together, batch norm synchronized across the ranks, and match
+ * PyTorch (so also one device) as one device does. */
+START_TEST(resnet18_w16_across_ranks_takes_pytorchs_steps) {
+    int rank = 0, size = 1;
+    ck_assert_msg(clnet_mpi_init(&rank, &size) == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_msg(size >= 2, "run this case under mpirun with 2 ranks or more (tests/mpirun.sh)");
+    char what[64];
+    snprintf(what, sizeof what, "%d ranks, as rank %d sees it", size, rank);
+    w16_run r = run_w16(test_runtime(), NULL, what);
+    ck_assert_msg(r.samples[0] > 0, "rank %d's device took no sample", rank);
+    free(r.update), free(r.buffers);
+    test_runtime_release();
+    clnet_mpi_finalize();
+}
+END_TEST
+
 START_TEST(resnet18_logits_match_pytorch_in_training_and_evaluation) {
     clnet_st_file *f = open_fixture("resnet18");
     const int n = atoi(meta(f, "batch"));
@@ -432,6 +449,10 @@ int main(void) {
     tcase_set_timeout(multi, 0);
     tcase_add_test(multi, resnet18_w16_on_two_devices_takes_the_steps_of_one);
     suite_add_tcase(s, multi);
+    TCase *mpi = tcase_create("mpi"); /* under mpirun */
+    tcase_set_timeout(mpi, 0);
+    tcase_add_test(mpi, resnet18_w16_across_ranks_takes_pytorchs_steps);
+    suite_add_tcase(s, mpi);
     TCase *full = tcase_create("resnet18");
     tcase_set_timeout(full, 0);
     tcase_add_test(full, resnet18_logits_match_pytorch_in_training_and_evaluation);

@@ -21,7 +21,7 @@ static void usage(FILE *out) {
             "                             training speed of each device alone and together\n"
             "  tune MODEL [--batch B] [--devices SPEC]\n"
             "                             measure each kernel candidate, store the fastest\n"
-            "  version                    print the version\n"
+            "  version                    print the version, and whether MPI is built in\n"
             "  help                       print this text\n"
             "\n"
             "SPEC selects devices: all (default), gpu, cpu, a comma list of device numbers\n"
@@ -97,7 +97,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "tune") == 0) return cmd_tune(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("clnet %s\n", clnet_version());
+        printf("clnet %s (MPI: %s)\n", clnet_version(),
+               clnet_mpi_available() ? "yes, under mpirun" : "no, built without it");
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

@@ -19,6 +19,7 @@ typedef struct {
     int nesterov, no_eval, seed_given, deterministic, async, wd_given;
     clnet_optimizer optimizer;
     long staleness;
+    double mpi_timeout;
     const char *split;
     clnet_schedule schedule;
 } options;
@@ -48,7 +49,11 @@ static void train_usage(FILE *out) {
             "  --seed S            seed for initialisation and shuffling (default 1)\n"
             "  --mean X --std Y    normalise images as (pixel/255 - X) / Y (default 0, 1)\n"
             "  --devices SPEC      which devices (see clnet devices); a step splits its batch\n"
-            "                      across all of them by measured speed\n"
+            "                      across all of them by measured speed; under mpirun, each\n"
+            "                      rank's own, and local-rank gives ranks that share a\n"
+            "                      machine a device each\n"
+            "  --mpi-timeout S     under mpirun: fail when the other ranks do not answer\n"
+            "                      within S seconds (default 300)\n"
             "  --deterministic     a fixed, equal split: two runs give identical parameters\n"
             "  --split W0,W1,...   a fixed split in these proportions (one per device)\n"
             "  --sync MODE         sync (default): every step uses every device; async:\n"
@@ -106,6 +111,8 @@ static int parse(int argc, char **argv, options *o, int eval) {
             o->devices = v;
         } else if (strcmp(argv[i], "--deterministic") == 0) {
             o->deterministic = 1;
+        } else if (VALUE("--mpi-timeout")) {
+            if (!cli_float("--mpi-timeout", v, 1, 1e6, &o->mpi_timeout)) return 2;
         } else if (VALUE("--split")) {
             o->split = v;
         } else if (!eval && VALUE("--sync")) {
@@ -246,6 +253,24 @@ static void on_signal(int sig) {
     stop_signal = sig;
 }
 
+/* Under MPI a signal stops every rank at once, without a new save (the
+ * ranks would reach it at different steps): this rank dies by it, and
+ * mpirun ends the others. The last --save-every checkpoint stands. */
+static void on_signal_mpi(int sig) {
+    static const char text[] = "clnet: stopped by a signal: every rank stops, and the last "
+                               "checkpoint stands (no new save under mpirun)\n";
+    ssize_t ignored = write(2, text, sizeof text - 1);
+    (void)ignored;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* This process's rank in an MPI job; only rank 0 prints and writes files. */
+static int rank;
+static int is_root(void) {
+    return rank == 0;
+}
+
 /* The pieces a command sets up: devices, net, data. */
 typedef struct {
     clnet_runtime *rt;
@@ -261,7 +286,14 @@ static void session_free(session *s) {
     clnet_runtime_free(s->rt);
 }
 
+/* A failure on one rank of an MPI job stops them all at once: the others
+ * would otherwise wait for this one until --mpi-timeout. */
 static int fail(const char *what) {
+    if (clnet_mpi_size() > 1) {
+        fprintf(stderr, "clnet: rank %d: %s: %s\n", rank, what, clnet_last_error());
+        fflush(stderr);
+        clnet_mpi_abort(1);
+    }
     fprintf(stderr, "clnet: %s: %s\n", what, clnet_last_error());
     return 1;
 }
@@ -471,21 +503,35 @@ static int apply_split(const options *o, session *s) {
     return 0;
 }
 
-/* One line per device with its share of the epoch and its speed. */
+/* One line per device with its share of the epoch and its speed (under
+ * mpirun, every device of every rank, each named with its rank). */
 static void report_devices(session *s, const int64_t *before) {
     int n = clnet_net_device_count(s->net);
     if (n < 2) return;
     for (int i = 0; i < n; i++) {
         clnet_device_share d;
         clnet_net_device_share(s->net, i, &d);
+        char who[32] = "";
+        if (clnet_mpi_size() > 1) snprintf(who, sizeof who, "rank %d ", d.rank);
         int64_t done = d.samples - before[i];
         if (done > 0)
-            fprintf(stderr, "  device %d (%s): %lld samples, %.0f images/s\n", d.device, d.name,
-                    (long long)done, d.images_per_s);
+            fprintf(stderr, "  %sdevice %d (%s): %lld samples, %.0f images/s\n", who, d.device,
+                    d.name, (long long)done, d.images_per_s);
         else
-            fprintf(stderr, "  device %d (%s): no share (%.1f images/s: too slow to help)\n",
+            fprintf(stderr, "  %sdevice %d (%s): no share (%.1f images/s: too slow to help)\n", who,
                     d.device, d.name, d.images_per_s);
     }
+}
+
+/* Joins the MPI job mpirun started, if any (a plain run starts nothing). */
+static int join_job(const options *o) {
+    int size = 1;
+    if (clnet_mpi_init(&rank, &size) != CLNET_OK) {
+        fprintf(stderr, "clnet: %s\n", clnet_last_error());
+        return 1;
+    }
+    if (o->mpi_timeout > 0) clnet_mpi_set_timeout(o->mpi_timeout);
+    return 0;
 }
 
 int cmd_train(int argc, char **argv) {
@@ -497,7 +543,8 @@ int cmd_train(int argc, char **argv) {
     clnet_loader *loader = NULL;
     FILE *csv = NULL;
     step_log slog = {0};
-    if ((rc = open_session(&o, &s, 1)) != 0) goto done;
+    memset(&s, 0, sizeof s);
+    if ((rc = join_job(&o)) != 0 || (rc = open_session(&o, &s, 1)) != 0) goto done;
 
     uint64_t init_seed = o.seed, data_seed = o.seed;
     clnet_progress resumed = {0};
@@ -553,7 +600,7 @@ int cmd_train(int argc, char **argv) {
         rc = fail("resume");
         goto done;
     }
-    if (o.log) {
+    if (o.log && is_root()) {
         csv = fopen(o.log, "w");
         if (!csv) {
             fprintf(stderr, "clnet: cannot write %s\n", o.log);
@@ -563,16 +610,17 @@ int cmd_train(int argc, char **argv) {
         fprintf(csv, "epoch,train_loss,train_accuracy,test_accuracy,seconds,images_per_s\n");
         fflush(csv);
     }
-    if (o.step_log && (rc = step_log_open(&slog, o.step_log, o.log_every, o.resume != NULL)) != 0)
+    if (o.step_log && is_root() &&
+        (rc = step_log_open(&slog, o.step_log, o.log_every, o.resume != NULL)) != 0)
         goto done;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
+    sa.sa_handler = clnet_mpi_size() > 1 ? on_signal_mpi : on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    int tty = isatty(2), devices = clnet_net_device_count(s.net);
+    int tty = isatty(2) && is_root(), devices = clnet_net_device_count(s.net);
     int64_t max_steps = o.steps >= 0 ? o.steps : INT64_MAX, before[64];
     for (int i = 0; i < devices && i < 64; i++) {
         clnet_device_share d;
@@ -638,12 +686,14 @@ int cmd_train(int argc, char **argv) {
             double secs = now() - epoch_start, train_acc = (double)epoch_correct / epoch_seen;
             char test_text[32];
             if (tty) fprintf(stderr, "\n");
-            fprintf(stderr,
-                    "epoch %d%s: train_loss=%.4f train_accuracy=%.4f test_accuracy=%s "
-                    "seconds=%.1f images_per_s=%.0f\n",
-                    epoch + 1, epoch_done ? "" : " (partial)", last_loss, train_acc,
-                    accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), secs, ips);
-            report_devices(&s, before);
+            if (is_root()) {
+                fprintf(stderr,
+                        "epoch %d%s: train_loss=%.4f train_accuracy=%.4f test_accuracy=%s "
+                        "seconds=%.1f images_per_s=%.0f\n",
+                        epoch + 1, epoch_done ? "" : " (partial)", last_loss, train_acc,
+                        accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), secs, ips);
+                report_devices(&s, before);
+            }
             for (int i = 0; i < devices && i < 64; i++) {
                 clnet_device_share d;
                 clnet_net_device_share(s.net, i, &d);
@@ -656,7 +706,7 @@ int cmd_train(int argc, char **argv) {
                         accuracy_text(test_text, sizeof test_text, test_acc, 6, ""), secs, ips);
                 fflush(csv);
             }
-            if (o.plot && h.n > 0 &&
+            if (o.plot && h.n > 0 && is_root() &&
                 clnet_write_curves_svg(o.plot, o.model, h.epoch, h.train_loss, h.train_acc,
                                        h.test_acc, h.n) != CLNET_OK)
                 fprintf(stderr, "clnet: warning: plot: %s\n", clnet_last_error());
@@ -689,11 +739,21 @@ int cmd_train(int argc, char **argv) {
         else if ((rc = evaluate(&o, &s, &test_acc, NULL)) != 0)
             goto done;
     }
+    clnet_mpi_stats ms;
+    if (clnet_mpi_size() > 1 && is_root() && clnet_net_mpi_stats(s.net, &ms) == CLNET_OK &&
+        ms.steps > 0)
+        fprintf(stderr,
+                "mpi: %d ranks; per step each rank all-reduced %.0f KB of gradients, in flight "
+                "%.2f ms from the first layer's start to the last one's end, of which %.2f ms "
+                "waited for after the devices finished\n",
+                clnet_mpi_size(), ms.bytes_per_step / 1e3, ms.inflight_seconds * 1e3,
+                ms.exposed_seconds * 1e3);
     char test_text[32], loss_text[32]; /* no step taken (--steps 0): no loss */
-    printf("final: test_accuracy=%s train_loss=%s images_per_s=%.0f\n",
-           accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"),
-           accuracy_text(loss_text, sizeof loss_text, last_loss, 4, "-"),
-           train_seconds > 0 ? run_samples / train_seconds : 0.0);
+    if (is_root())
+        printf("final: test_accuracy=%s train_loss=%s images_per_s=%.0f\n",
+               accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"),
+               accuracy_text(loss_text, sizeof loss_text, last_loss, 4, "-"),
+               train_seconds > 0 ? run_samples / train_seconds : 0.0);
     fflush(stdout);
 done:
     if (csv) fclose(csv);
@@ -701,6 +761,8 @@ done:
     clnet_loader_free(loader);
     history_free(&h);
     session_free(&s);
+    if (rc && rc != 2) fflush(stderr), clnet_mpi_abort(rc); /* the other ranks would wait */
+    clnet_mpi_finalize();
     return rc;
 }
 
@@ -710,7 +772,8 @@ int cmd_eval(int argc, char **argv) {
     if (rc) return rc < 0 ? 0 : rc;
     session s;
     double acc = 0, loss = 0;
-    if ((rc = open_session(&o, &s, 0)) != 0) goto done;
+    memset(&s, 0, sizeof s);
+    if ((rc = join_job(&o)) != 0 || (rc = open_session(&o, &s, 0)) != 0) goto done;
     if (clnet_net_load_weights(s.net, o.weights, NULL) != CLNET_OK) {
         rc = fail("weights");
         goto done;
@@ -721,8 +784,10 @@ int cmd_eval(int argc, char **argv) {
     }
     if ((rc = apply_split(&o, &s)) != 0) goto done;
     if ((rc = evaluate(&o, &s, &acc, &loss)) != 0) goto done;
-    printf("test_loss=%.4f\ntest_accuracy=%.4f\n", loss, acc);
+    if (is_root()) printf("test_loss=%.4f\ntest_accuracy=%.4f\n", loss, acc);
 done:
     session_free(&s);
+    if (rc && rc != 2) fflush(stderr), clnet_mpi_abort(rc);
+    clnet_mpi_finalize();
     return rc;
 }

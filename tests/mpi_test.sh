@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# `clnet train` and `clnet eval` across MPI ranks, with Open MPI on this
+# machine (each rank sees the PoCL device(s) of the configuration):
+#   - 2 ranks x 1 device take the steps of 1 device (updates within 1e-4),
+#     and so do 2 ranks x 2 devices;
+#   - --deterministic twice gives identical checkpoints;
+#   - every device of every rank is reported, --devices local-rank gives
+#     ranks that share a machine a device each;
+#   - evaluation split across ranks counts what one process counts;
+#   - a checkpoint written by 2 ranks resumes on 1 rank and on 2;
+#   - a rank killed (SIGKILL), or stopped by SIGINT, ends every rank within
+#     30 s with a non-zero status, and the last checkpoint is byte for byte
+#     what a clean run wrote at its step.
+# In a build without MPI it checks instead that mpirun gets a clear message.
+# usage: mpi_test.sh CLNET MODEL_DIR CKPT_COMPARE
+set -u
+clnet=$1 models=$2 compare=$3
+. "$(dirname "$0")/need_fashion_mnist.sh"
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "SKIP: mpirun is not installed (apt-get install openmpi-bin)"
+  exit 77
+fi
+work=$(mktemp -d /tmp/clnet-mpi-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; shift; printf '%s\n' "$@"; fail=1; }
+# Open MPI as root, in a container (no cross-memory attach), on one machine
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+mpi=(timeout 300 mpirun --bind-to none -np 2)
+run=(train "$models/lenet.cfg" --train-limit 640 --test-limit 256 --batch 64 --lr 0.05 --momentum 0.9
+     --no-eval)
+
+if ! "$clnet" version | grep -q 'MPI: yes'; then
+  out=$("${mpi[@]}" "$clnet" "${run[@]}" --steps 1 2>&1)
+  rc=$?
+  if [ $rc -ne 0 ] && grep -q 'built without MPI' <<<"$out" && grep -q 'rank [01] of 2' <<<"$out"; then
+    ok "a build without MPI says so under mpirun"
+  else bad "no-MPI message (rc $rc)" "$out"; fi
+  exit $fail
+fi
+
+# the updates of 5 steps: 2 ranks x 1 device, and 2 x 2, against 1 device
+"$clnet" "${run[@]}" --steps 0 --save "$work/start.st" >/dev/null 2>&1
+"$clnet" "${run[@]}" --steps 5 --save "$work/one.st" >/dev/null 2>"$work/one.err" ||
+  bad "one device" "$(cat "$work/one.err")"
+"${mpi[@]}" "$clnet" "${run[@]}" --steps 5 --save "$work/two.st" >"$work/two.out" 2>&1
+if out=$("$compare" "$work/start.st" "$work/one.st" "$work/two.st" 1e-4); then
+  ok "2 ranks x 1 device take the steps of 1 device: $out"
+else bad "2 ranks x 1 device against 1 device" "$out" "$(cat "$work/two.out")"; fi
+POCL_DEVICES="$POCL_TWO" "${mpi[@]}" -x POCL_DEVICES "$clnet" "${run[@]}" --steps 5 \
+  --save "$work/four.st" >"$work/four.out" 2>&1
+if out=$("$compare" "$work/start.st" "$work/one.st" "$work/four.st" 1e-4) &&
+   [ "$(grep -cE '^  rank [01] device [01] \(.*\): [0-9]+ samples, [0-9]+ images/s$' "$work/four.out")" = 4 ]
+then ok "2 ranks x 2 devices take the steps of 1 device, each device reported: $out"
+else bad "2 ranks x 2 devices" "$out" "$(cat "$work/four.out")"; fi
+
+out=$(POCL_DEVICES="$POCL_TWO" "${mpi[@]}" -x POCL_DEVICES "$clnet" "${run[@]}" --steps 2 \
+      --devices local-rank 2>&1)
+if grep -qE '^  rank 0 device 0 \(' <<<"$out" && grep -qE '^  rank 1 device 1 \(' <<<"$out" &&
+   [ "$(grep -cE '^  rank' <<<"$out")" = 2 ]; then
+  ok "--devices local-rank gives each rank a device of its own"
+else bad "--devices local-rank" "$out"; fi
+
+for k in 1 2; do
+  "${mpi[@]}" "$clnet" "${run[@]}" --steps 6 --deterministic --save "$work/det$k.st" >/dev/null 2>&1
+done
+if cmp -s "$work/det1.st" "$work/det2.st"; then ok "--deterministic on 2 ranks twice: identical checkpoints"
+else bad "--deterministic on 2 ranks differs"; fi
+
+# evaluation split across ranks: the same count of correct answers
+want=$("$clnet" eval "$models/lenet.cfg" --weights "$work/one.st" --test-limit 500 2>&1 | tail -n1)
+got=$("${mpi[@]}" "$clnet" eval "$models/lenet.cfg" --weights "$work/one.st" --test-limit 500 2>&1 |
+      tail -n1)
+if [ -n "$want" ] && [ "$want" = "$got" ]; then ok "evaluation across ranks: $got, as one process"
+else bad "evaluation across ranks" "one process: $want" "2 ranks: $got"; fi
+
+# resume: 3 steps on 2 ranks, then 3 more on 1 rank and on 2, against 6 uninterrupted
+"${mpi[@]}" "$clnet" "${run[@]}" --steps 3 --deterministic --save "$work/mid.st" >/dev/null 2>&1
+cp "$work/mid.st" "$work/mid1.st"
+"$clnet" "${run[@]}" --steps 6 --deterministic --resume "$work/mid1.st" --save "$work/r1.st" \
+  >/dev/null 2>&1
+"${mpi[@]}" "$clnet" "${run[@]}" --steps 6 --deterministic --resume "$work/mid.st" \
+  --save "$work/r2.st" >/dev/null 2>&1
+if out=$("$compare" - "$work/r1.st" "$work/det1.st" 1e-5) && cmp -s "$work/r2.st" "$work/det1.st"
+then ok "a checkpoint of 2 ranks resumes on 1 rank ($out) and on 2 (bitwise)"
+else bad "resume across ranks" "$out"; fi
+
+# a rank dies (SIGKILL), or is stopped (SIGINT): every rank ends, the checkpoint stands
+for sig in KILL INT; do
+  rm -f "$work/k.st"
+  "${mpi[@]}" "$clnet" "${run[@]}" --steps 100000 --deterministic --save-every 20 \
+    --save "$work/k.st" >"$work/k.out" 2>&1 &
+  launcher=$!
+  for _ in $(seq 600); do [ -s "$work/k.st" ] && break; sleep 0.1; done
+  sleep 0.5
+  victim=""
+  for p in $(pgrep -f "clnet train $models/lenet.cfg"); do
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then
+      victim=$p
+    fi
+  done
+  start=$(date +%s)
+  [ -n "$victim" ] && kill -s "$sig" "$victim"
+  wait $launcher
+  rc=$?
+  took=$(( $(date +%s) - start ))
+  left=$(pgrep -fc "clnet train $models/lenet.cfg" || true)
+  step=$(grep -ao '"step":"[0-9]*"' "$work/k.st" | grep -o '[0-9]*')
+  "${mpi[@]}" "$clnet" "${run[@]}" --steps "${step:-0}" --deterministic --save "$work/clean.st" \
+    >/dev/null 2>&1
+  if [ -n "$victim" ] && [ $rc -ne 0 ] && [ "$took" -le 30 ] && [ "$left" = 0 ] &&
+     [ -n "$step" ] && cmp -s "$work/k.st" "$work/clean.st"; then
+    ok "SIG$sig to rank 1: every rank gone in ${took} s (status $rc); the checkpoint of step $step is a clean run's"
+  else bad "SIG$sig to rank 1 (victim '$victim', status $rc, ${took} s, $left left, step '$step')" \
+    "$(tail -n 20 "$work/k.out")"; fi
+done
+exit $fail
