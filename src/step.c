@@ -250,13 +250,15 @@ static clnet_status every_rank_a_sample(clnet_trainer *t, int n) {
 /* The shares of n samples (t->step.shares) and where each begins
  * (t->step.offsets), for every device of every rank: a pure function of
  * the balancer's state, so a split made ahead (stage_next) is the one the
- * step makes. In an MPI job rank 0's split is the one every rank uses. */
-static clnet_status split(clnet_trainer *t, int n, int train) {
+ * step makes. In an MPI job, with agree, rank 0's split is the one every
+ * rank uses (every rank holds the same state, so it is the same split: the
+ * broadcast only makes sure). */
+static clnet_status split(clnet_trainer *t, int n, int train, int agree) {
     clnet_status status = CLNET_OK;
     clnet_balance_split(&t->balance, n, t->step.shares);
     if (train && t->batch_stats) TRY(cap_shares(t, n));
     if (train && t->batch_stats && t->dist) TRY(every_rank_a_sample(t, n));
-    if (t->dist)
+    if (t->dist && agree)
         TRY(clnet_dist_bcast(t->dist, CLNET_LANE_CONTROL, t->step.shares,
                              (size_t)t->total * sizeof(int), 0, "sending the split from rank 0"));
     for (int i = 0, off = 0; i < t->total; i++) {
@@ -349,7 +351,7 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     t->step.labels = labels;
     t->step.probs = probs;
     t->step.train = train;
-    if ((status = split(t, n, train)) != CLNET_OK) return status;
+    if ((status = split(t, n, train, 1)) != CLNET_OK) return status;
     for (int i = 0; i < R; i++) {
         t->step.active[i] = t->step.shares[t->first + i] > 0;
         t->step.finished[i] = !t->step.active[i];
@@ -415,7 +417,9 @@ static void stage_next(clnet_trainer *t) {
     const int32_t *labels = NULL;
     int n = 0;
     if (!t->next_batch || !t->next_batch(t->next_arg, &images, &labels, &n)) return;
-    if (!images || !labels || n < 1 || n > t->max_batch || split(t, n, 1) != CLNET_OK) return;
+    /* no exchange between ranks here: a rank whose loader could not look
+     * ahead does not come here, and the others must not wait for it */
+    if (!images || !labels || n < 1 || n > t->max_batch || split(t, n, 1, 0) != CLNET_OK) return;
     size_t in = clnet_shape_size(t->model->input);
     for (int i = 0; i < t->count; i++) {
         clnet_replica *r = t->replicas[i];

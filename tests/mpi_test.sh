@@ -96,7 +96,8 @@ for sig in KILL INT; do
   for _ in $(seq 600); do [ -s "$work/k.st" ] && break; sleep 0.1; done
   sleep 0.5
   victim=""
-  for p in $(pgrep -f "clnet train $models/lenet.cfg"); do
+  # this job's processes alone (other tests may run clnet meanwhile): by its unique save path
+  for p in $(pgrep -f -- "--save $work/k.st"); do
     if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then
       victim=$p
     fi
@@ -106,7 +107,7 @@ for sig in KILL INT; do
   wait $launcher
   rc=$?
   took=$(( $(date +%s) - start ))
-  left=$(pgrep -fc "clnet train $models/lenet.cfg" || true)
+  left=$(pgrep -fc -- "--save $work/k.st" || true)
   step=$(grep -ao '"step":"[0-9]*"' "$work/k.st" | grep -o '[0-9]*')
   "${mpi[@]}" "$clnet" "${run[@]}" --steps "${step:-0}" --deterministic --save "$work/clean.st" \
     >/dev/null 2>&1
