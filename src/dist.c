@@ -30,14 +30,6 @@ static struct {
     clnet_dist *world;
 } job = {0, 1, 0, 300.0, NULL};
 
-int clnet_dist_rank(void) {
-    return job.rank;
-}
-
-int clnet_dist_size(void) {
-    return job.size;
-}
-
 clnet_dist *clnet_dist_world(void) {
     return job.world;
 }
@@ -338,27 +330,20 @@ clnet_status clnet_dist_allgather(clnet_dist *d, clnet_lane lane, const void *mi
 
 clnet_status clnet_dist_allgatherv(clnet_dist *d, clnet_lane lane, const void *mine,
                                    const int *bytes, void *all, const char *what) {
-    int displs[64], *at = d->size <= 64 ? displs : clnet_malloc((size_t)d->size * sizeof(int));
-    if (!at) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    int displs[64];
     long long off = 0;
+    if (d->size > 64) /* a bound net refuses more ranks than this */
+        return clnet_fail(CLNET_ERR_INTERNAL, "%s: %d ranks", what, d->size);
     for (int r = 0; r < d->size; r++) {
-        at[r] = (int)off;
+        displs[r] = (int)off;
         off += bytes[r];
     }
-    clnet_status s = CLNET_OK;
-    if (off > INT_MAX) {
-        s = clnet_fail(CLNET_ERR_INTERNAL, "%s: %lld bytes in all", what, off);
-    } else {
-        MPI_Request request;
-        pthread_mutex_lock(&mpi_lock);
-        int err = MPI_Iallgatherv(mine ? mine : MPI_IN_PLACE, bytes[d->rank], MPI_BYTE, all, bytes,
-                                  at, MPI_BYTE, d->comm[lane], &request);
-        pthread_mutex_unlock(&mpi_lock);
-        s = err == MPI_SUCCESS ? wait_request(&request, what)
-                               : mpi_fail(err, "MPI_Iallgatherv", what);
-    }
-    if (at != displs) free(at);
-    return s;
+    if (off > INT_MAX) return clnet_fail(CLNET_ERR_INTERNAL, "%s: %lld bytes in all", what, off);
+    MPI_Request request;
+    MPI_CALL(MPI_Iallgatherv(mine ? mine : MPI_IN_PLACE, bytes[d->rank], MPI_BYTE, all, bytes,
+                             displs, MPI_BYTE, d->comm[lane], &request),
+             what);
+    return wait_request(&request, what);
 }
 
 clnet_status clnet_dist_sum(clnet_dist *d, clnet_lane lane, double *values, size_t n,

@@ -22,9 +22,8 @@ typedef enum { CLNET_LANE_CONTROL, CLNET_LANE_BUCKETS, CLNET_LANE_BATCH, CLNET_L
 
 typedef struct clnet_dist clnet_dist;
 
-/* This process's place in the job (0 and 1 unless clnet_mpi_init joined one). */
-int clnet_dist_rank(void);
-int clnet_dist_size(void);
+/* This process's place in the job: clnet_mpi_rank() and clnet_mpi_size()
+ * (clnet.h), 0 and 1 unless clnet_mpi_init joined one. */
 
 /* The whole job's control lane, for calls before a net is bound (loading a
  * checkpoint); NULL in a job of one rank. */

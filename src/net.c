@@ -598,8 +598,8 @@ clnet_status clnet_net_save(const clnet_net *cnet, const char *path,
     if (!net->model.params)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                           "clnet_net_save: the net has no parameters yet");
-    if (clnet_dist_rank() != 0) return CLNET_OK; /* every rank holds the same: rank 0 writes */
-    if (net->trainer) {                          /* buffers live on the devices while bound */
+    if (clnet_mpi_rank() != 0) return CLNET_OK; /* every rank holds the same: rank 0 writes */
+    if (net->trainer) {                         /* buffers live on the devices while bound */
         clnet_status s = clnet_step_gather_buffers(net->trainer, &net->model);
         if (s != CLNET_OK) return s;
     }
@@ -618,7 +618,7 @@ static clnet_status read_on_rank_0(const char *path, unsigned char **bytes, size
     clnet_dist *world = clnet_dist_world();
     clnet_status s = CLNET_OK;
     int64_t n = 0; /* the size, or minus rank 0's status */
-    if (clnet_dist_rank() == 0) {
+    if (clnet_mpi_rank() == 0) {
         s = clnet_read_file(path, bytes, size);
         n = s == CLNET_OK ? (int64_t)*size : -(int64_t)s;
     }
@@ -630,7 +630,7 @@ static clnet_status read_on_rank_0(const char *path, unsigned char **bytes, size
                                        "rank 0 could not read %s (its message "
                                        "says why)",
                                        path);
-    if (b == CLNET_OK && clnet_dist_rank() != 0) {
+    if (b == CLNET_OK && clnet_mpi_rank() != 0) {
         *size = (size_t)n;
         *bytes = clnet_malloc(n > 0 ? (size_t)n : 1);
         if (!*bytes) b = clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);

@@ -228,7 +228,7 @@ static clnet_status cap_shares(clnet_trainer *t, int n) {
  * collectives, so every rank gets a sample at least, from the largest
  * share of a rank that has two or more. */
 static clnet_status every_rank_a_sample(clnet_trainer *t, int n) {
-    int ranks = clnet_dist_size(), *share = t->step.shares, total[64] = {0};
+    int ranks = clnet_mpi_size(), *share = t->step.shares, total[64] = {0};
     if (n < ranks)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                           "a training batch of %d samples on %d ranks: layer '%s' (%s) normalizes "
@@ -281,8 +281,7 @@ static clnet_status ranks_gather(void *arg, const void *mine, size_t bytes, void
     clnet_trainer *t = arg;
     int counts[64];
     (void)mine; /* already in place in all */
-    for (int r = 0; r < clnet_dist_size(); r++)
-        counts[r] = (int)((size_t)t->rank_active[r] * bytes);
+    for (int r = 0; r < clnet_mpi_size(); r++) counts[r] = (int)((size_t)t->rank_active[r] * bytes);
     return clnet_dist_allgatherv(t->dist, CLNET_LANE_BATCH, NULL, counts, all,
                                  "gathering batch statistics across ranks");
 }
@@ -292,11 +291,11 @@ static clnet_status ranks_gather(void *arg, const void *mine, size_t bytes, void
 static void start_group(clnet_trainer *t, int taking) {
     clnet_outer_group outer = {ranks_sum, ranks_gather, t, 0, 0};
     if (t->dist) {
-        memset(t->rank_active, 0, (size_t)clnet_dist_size() * sizeof *t->rank_active);
+        memset(t->rank_active, 0, (size_t)clnet_mpi_size() * sizeof *t->rank_active);
         for (int i = 0; i < t->total; i++)
             t->rank_active[t->peers[i].rank] += t->step.shares[i] > 0;
-        for (int r = 0; r < clnet_dist_size(); r++) {
-            if (r < clnet_dist_rank()) outer.base += t->rank_active[r];
+        for (int r = 0; r < clnet_mpi_size(); r++) {
+            if (r < clnet_mpi_rank()) outer.base += t->rank_active[r];
             outer.total += t->rank_active[r];
         }
     }
@@ -308,8 +307,8 @@ static void start_group(clnet_trainer *t, int taking) {
  * with probs, every rank's rows of it. */
 static clnet_status exchange_figures(clnet_trainer *t, double *loss, int *correct) {
     clnet_status status = CLNET_OK;
-    int ranks = clnet_dist_size(), bytes[64], classes = clnet_model_classes(t->model);
-    double *mine = t->record + (2 * (size_t)clnet_dist_rank() + (size_t)t->first);
+    int ranks = clnet_mpi_size(), bytes[64], classes = clnet_model_classes(t->model);
+    double *mine = t->record + (2 * (size_t)clnet_mpi_rank() + (size_t)t->first);
     mine[0] = *loss;
     mine[1] = *correct;
     memcpy(mine + 2, t->step.seconds + t->first, (size_t)t->count * sizeof(double));

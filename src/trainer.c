@@ -48,7 +48,7 @@ void clnet_trainer_free(clnet_trainer *t) {
 }
 
 clnet_status clnet_trainer_share(clnet_trainer *t, void *items, size_t size) {
-    int ranks = clnet_dist_size(), bytes[64];
+    int ranks = clnet_mpi_size(), bytes[64];
     if (!t->dist) return CLNET_OK;
     for (int r = 0; r < ranks; r++) bytes[r] = (int)((size_t)t->rank_count[r] * size);
     unsigned char *mine = (unsigned char *)items + (size_t)t->first * size;
@@ -58,7 +58,7 @@ clnet_status clnet_trainer_share(clnet_trainer *t, void *items, size_t size) {
 
 /* In an MPI job: how many devices each rank has, and where this one's begin. */
 static clnet_status count_devices(clnet_trainer *t) {
-    int ranks = clnet_dist_size(), *counts = clnet_calloc((size_t)ranks, sizeof *counts);
+    int ranks = clnet_mpi_size(), *counts = clnet_calloc((size_t)ranks, sizeof *counts);
     if (!counts) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     t->rank_count = counts;
     t->first = 0;
@@ -71,7 +71,7 @@ static clnet_status count_devices(clnet_trainer *t) {
     if (s != CLNET_OK) return s;
     t->total = 0;
     for (int r = 0; r < ranks; r++) {
-        if (r == clnet_dist_rank()) t->first = t->total;
+        if (r == clnet_mpi_rank()) t->first = t->total;
         t->total += counts[r];
     }
     if (t->total > 64)
@@ -98,8 +98,8 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
     t->replicas = clnet_calloc(R, sizeof *t->replicas);
     index = clnet_calloc(all, sizeof *index);
     t->peers = clnet_calloc(all, sizeof *t->peers);
-    t->rank_active = clnet_calloc((size_t)clnet_dist_size(), sizeof *t->rank_active);
-    t->record = clnet_calloc(2 * (size_t)clnet_dist_size() + all, sizeof *t->record);
+    t->rank_active = clnet_calloc((size_t)clnet_mpi_size(), sizeof *t->rank_active);
+    t->record = clnet_calloc(2 * (size_t)clnet_mpi_size() + all, sizeof *t->record);
     t->grad_sum = clnet_calloc(m->nparams + 1, sizeof *t->grad_sum);
     t->coll = clnet_calloc(R, sizeof *t->coll);
     t->ctx = clnet_calloc(R, sizeof *t->ctx);
@@ -128,7 +128,7 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
     for (int i = 0; i < n; i++) {
         clnet_peer_device *p = &t->peers[t->first + i];
         clnet_device *d = clnet_runtime_device(rt, i);
-        p->rank = clnet_dist_rank();
+        p->rank = clnet_mpi_rank();
         p->index = d->info.index;
         snprintf(p->name, sizeof p->name, "%s", d->info.name);
     }
