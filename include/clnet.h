@@ -687,7 +687,10 @@ clnet_status clnet_write_predictions_svg(const char *path, const float *images, 
  * parameters it used were pulled (a device that would break that waits).
  * Returns after `updates` pushes; *out sums their batches. The trade-off: no
  * waiting, but the result is no longer what one device computes, and not the
- * same from run to run. */
+ * same from run to run. In an MPI job every rank calls it: rank 0 is the
+ * server (its loader supplies every batch, and the bound covers every device
+ * of every rank), and every rank returns with rank 0's parameters, buffers,
+ * optimizer state and *out. */
 clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int updates, int staleness,
                                    clnet_step_result *out);
 /* The largest staleness any applied push has had so far (async training). */

@@ -46,6 +46,10 @@ void clnet_mpi_set_timeout(double seconds) {
     job.timeout = seconds > 0 ? seconds : 300.0;
 }
 
+double clnet_dist_timeout(void) {
+    return job.timeout;
+}
+
 /* The rank and size a launcher gave this process in its environment
  * (Open MPI's mpirun, or a PMI launcher such as MPICH's); size 1 if none. */
 static int launched(int *rank) {
@@ -115,6 +119,26 @@ clnet_status clnet_dist_sum(clnet_dist *d, clnet_lane lane, double *values, size
     (void)d, (void)lane, (void)values, (void)n, (void)what;
     return NO_MPI;
 }
+clnet_status clnet_dist_begin_step(clnet_dist *d, int64_t step) {
+    (void)d, (void)step;
+    return NO_MPI;
+}
+clnet_status clnet_dist_send(clnet_dist *d, int to, int tag, const void *buf, size_t bytes,
+                             const char *what) {
+    (void)d, (void)to, (void)tag, (void)buf, (void)bytes, (void)what;
+    return NO_MPI;
+}
+clnet_status clnet_dist_recv(clnet_dist *d, int from, int tag, void *buf, size_t bytes, size_t *got,
+                             const char *what) {
+    (void)d, (void)from, (void)tag, (void)buf, (void)bytes, (void)got, (void)what;
+    return NO_MPI;
+}
+clnet_status clnet_dist_poll(clnet_dist *d, int tag, void *buf, size_t bytes, int *from,
+                             size_t *got, const char *what) {
+    (void)d, (void)tag, (void)buf, (void)bytes, (void)got, (void)what;
+    *from = -1;
+    return NO_MPI;
+}
 clnet_status clnet_dist_buckets_prepare(clnet_dist *d, size_t floats, int buckets,
                                         int deterministic) {
     (void)d, (void)floats, (void)buckets, (void)deterministic;
@@ -162,10 +186,21 @@ struct clnet_dist {
     size_t scratch_used, scratch_cap;
     double first_start;
     clnet_dist_stats stats;
+    /* Where every rank has got to, so that a timeout names the ranks that
+     * did not arrive: each rank tells the others (lane ARRIVALS) the last
+     * training step it began and how many waits of the step's thread
+     * (lanes CONTROL and BUCKETS, the same calls in the same order on every
+     * rank) it has entered. */
+    int64_t step, entered;
+    int64_t (*heard)[2];      /* (size) each rank's last (step, entered) heard of */
+    int64_t (*inbox)[2];      /* (size) */
+    int64_t (*outbox)[2];     /* (size) */
+    MPI_Request *recv, *send; /* (size) */
 };
 
 static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
-static const char *LANE_NAMES[CLNET_LANES] = {"control", "buckets", "batch statistics"};
+static const char *LANE_NAMES[CLNET_LANES] = {"control", "buckets", "batch statistics",
+                                              "parameter server", "arrivals"};
 
 static clnet_status mpi_fail(int err, const char *call, const char *what) {
     char text[MPI_MAX_ERROR_STRING] = "";
@@ -183,7 +218,111 @@ static clnet_status mpi_fail(int err, const char *call, const char *what) {
         if (mpi_err_ != MPI_SUCCESS) return mpi_fail(mpi_err_, #call, what);                       \
     } while (0)
 
-static clnet_status timed_out(const char *what, double waited) {
+/* ---- arrivals: who is where ---------------------------------------------------------- */
+
+/* Takes what the other ranks told, and sends this rank's place to any rank
+ * that has not had it yet (one message in flight per rank). Under mpi_lock. */
+static void listen_locked(clnet_dist *d) {
+    if (!d || !d->recv) return;
+    for (int r = 0; r < d->size; r++) {
+        if (r == d->rank) continue;
+        int done = 0;
+        MPI_Comm c = d->comm[CLNET_LANE_ARRIVALS];
+        while (MPI_Test(&d->recv[r], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
+            memcpy(d->heard[r], d->inbox[r], sizeof d->heard[r]);
+            if (MPI_Irecv(d->inbox[r], 2, MPI_INT64_T, r, 0, c, &d->recv[r]) != MPI_SUCCESS) {
+                d->recv[r] = MPI_REQUEST_NULL;
+                break;
+            }
+        }
+        done = d->send[r] == MPI_REQUEST_NULL;
+        if (!done) MPI_Test(&d->send[r], &done, MPI_STATUS_IGNORE);
+        if (done && (d->outbox[r][0] != d->step || d->outbox[r][1] != d->entered)) {
+            d->outbox[r][0] = d->step;
+            d->outbox[r][1] = d->entered;
+            if (MPI_Isend(d->outbox[r], 2, MPI_INT64_T, r, 0, c, &d->send[r]) != MPI_SUCCESS)
+                d->send[r] = MPI_REQUEST_NULL;
+        }
+    }
+}
+
+static void listen(clnet_dist *d) {
+    pthread_mutex_lock(&mpi_lock);
+    listen_locked(d);
+    pthread_mutex_unlock(&mpi_lock);
+}
+
+/* The step's thread enters a wait on `lane`: one more, told to the others. */
+static void enter(clnet_dist *d, clnet_lane lane) {
+    if (!d || !d->recv || (lane != CLNET_LANE_CONTROL && lane != CLNET_LANE_BUCKETS)) return;
+    pthread_mutex_lock(&mpi_lock);
+    d->entered++;
+    listen_locked(d);
+    pthread_mutex_unlock(&mpi_lock);
+}
+
+clnet_status clnet_dist_begin_step(clnet_dist *d, int64_t step) {
+    if (!d->recv) { /* the first step: the mailboxes */
+        d->heard = clnet_calloc((size_t)d->size, sizeof *d->heard);
+        d->inbox = clnet_calloc((size_t)d->size, sizeof *d->inbox);
+        d->outbox = clnet_calloc((size_t)d->size, sizeof *d->outbox);
+        MPI_Request *recv = clnet_calloc((size_t)d->size, sizeof *recv);
+        d->send = clnet_calloc((size_t)d->size, sizeof *d->send);
+        if (!d->heard || !d->inbox || !d->outbox || !recv || !d->send) {
+            free(recv);
+            return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        for (int r = 0; r < d->size; r++) {
+            recv[r] = d->send[r] = MPI_REQUEST_NULL;
+            d->heard[r][0] = d->heard[r][1] = -1;
+            d->outbox[r][0] = d->outbox[r][1] = -1;
+        }
+        d->recv = recv; /* clnet_dist_free cancels what was posted */
+        for (int r = 0; r < d->size; r++)
+            if (r != d->rank)
+                MPI_CALL(MPI_Irecv(d->inbox[r], 2, MPI_INT64_T, r, 0, d->comm[CLNET_LANE_ARRIVALS],
+                                   &recv[r]),
+                         "listening for the other ranks' progress");
+    }
+    pthread_mutex_lock(&mpi_lock);
+    d->step = step;
+    listen_locked(d);
+    pthread_mutex_unlock(&mpi_lock);
+    return CLNET_OK;
+}
+
+/* The ranks that have not reached this rank's place, into text ("" when
+ * every rank has, or nothing is known). */
+static void name_late(clnet_dist *d, char *text, size_t size) {
+    size_t used = 0;
+    text[0] = 0;
+    if (!d || !d->recv) return;
+    listen(d);
+    for (int r = 0; r < d->size && used + 1 < size; r++) {
+        const int64_t *h = d->heard[r];
+        if (r == d->rank || h[1] >= d->entered) continue;
+        char where[96];
+        if (h[1] < 0)
+            snprintf(where, sizeof where, "not heard from since the net was bound");
+        else if (h[0] < d->step)
+            snprintf(where, sizeof where, "last heard from in step %lld", (long long)h[0]);
+        else
+            snprintf(where, sizeof where, "in step %lld, %lld exchange%s behind", (long long)h[0],
+                     (long long)(d->entered - h[1]), d->entered - h[1] > 1 ? "s" : "");
+        int n = snprintf(text + used, size - used, "%srank %d (%s)", used ? ", " : "", r, where);
+        if (n < 0) break;
+        used += (size_t)n;
+    }
+}
+
+static clnet_status timed_out(clnet_dist *d, clnet_lane lane, const char *what, double waited) {
+    char late[512] = "";
+    if (lane == CLNET_LANE_CONTROL || lane == CLNET_LANE_BUCKETS) name_late(d, late, sizeof late);
+    if (late[0])
+        return clnet_fail(
+            CLNET_ERR_MPI,
+            "rank %d of %d: %s: these ranks did not arrive within %.0f s (--mpi-timeout): %s",
+            job.rank, job.size, what, waited, late);
     return clnet_fail(CLNET_ERR_MPI,
                       "rank %d of %d: %s: the other ranks did not arrive within %.0f s "
                       "(--mpi-timeout): one stopped or hangs (Open MPI names a rank that died)",
@@ -192,15 +331,20 @@ static clnet_status timed_out(const char *what, double waited) {
 
 /* Tests *request until it completes or the deadline passes; spins a
  * little first (short collectives finish in microseconds), then naps. */
-static clnet_status wait_request(MPI_Request *request, const char *what) {
+static clnet_status wait_request(clnet_dist *d, clnet_lane lane, MPI_Request *request,
+                                 MPI_Status *st, const char *what) {
     double start = clnet_now();
+    enter(d, lane);
     for (int spins = 0;; spins++) {
         int done = 0;
-        MPI_CALL(MPI_Test(request, &done, MPI_STATUS_IGNORE), what);
+        MPI_CALL(MPI_Test(request, &done, st), what);
         if (done) return CLNET_OK;
         double waited = clnet_now() - start;
-        if (waited > job.timeout) return timed_out(what, waited);
-        if (spins > 200) clnet_sleep(50e-6);
+        if (waited > job.timeout) return timed_out(d, lane, what, waited);
+        if (spins > 200) {
+            if (spins % 64 == 0) listen(d);
+            clnet_sleep(50e-6);
+        }
     }
 }
 
@@ -289,6 +433,16 @@ clnet_status clnet_dist_create(clnet_dist **out) {
 
 void clnet_dist_free(clnet_dist *d) {
     if (!d) return;
+    for (int r = 0; d->recv && r < d->size; r++) {
+        pthread_mutex_lock(&mpi_lock);
+        if (d->recv[r] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&d->recv[r]);
+            MPI_Wait(&d->recv[r], MPI_STATUS_IGNORE);
+        }
+        if (d->send[r] != MPI_REQUEST_NULL) MPI_Request_free(&d->send[r]);
+        pthread_mutex_unlock(&mpi_lock);
+    }
+    free(d->heard), free(d->inbox), free(d->outbox), free(d->recv), free(d->send);
     for (int k = 0; k < CLNET_LANES; k++) {
         if (d->comm[k] != MPI_COMM_NULL) {
             pthread_mutex_lock(&mpi_lock);
@@ -312,7 +466,7 @@ clnet_status clnet_dist_bcast(clnet_dist *d, clnet_lane lane, void *buf, size_t 
         MPI_Request request;
         MPI_CALL(MPI_Ibcast((char *)buf + done, (int)n, MPI_BYTE, root, d->comm[lane], &request),
                  what);
-        clnet_status s = wait_request(&request, what);
+        clnet_status s = wait_request(d, lane, &request, MPI_STATUS_IGNORE, what);
         if (s != CLNET_OK || bytes == 0) return s;
     }
     return CLNET_OK;
@@ -325,7 +479,7 @@ clnet_status clnet_dist_allgather(clnet_dist *d, clnet_lane lane, const void *mi
     MPI_CALL(MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, d->comm[lane],
                             &request),
              what);
-    return wait_request(&request, what);
+    return wait_request(d, lane, &request, MPI_STATUS_IGNORE, what);
 }
 
 clnet_status clnet_dist_allgatherv(clnet_dist *d, clnet_lane lane, const void *mine,
@@ -343,7 +497,7 @@ clnet_status clnet_dist_allgatherv(clnet_dist *d, clnet_lane lane, const void *m
     MPI_CALL(MPI_Iallgatherv(mine ? mine : MPI_IN_PLACE, bytes[d->rank], MPI_BYTE, all, bytes,
                              displs, MPI_BYTE, d->comm[lane], &request),
              what);
-    return wait_request(&request, what);
+    return wait_request(d, lane, &request, MPI_STATUS_IGNORE, what);
 }
 
 clnet_status clnet_dist_sum(clnet_dist *d, clnet_lane lane, double *values, size_t n,
@@ -361,6 +515,56 @@ clnet_status clnet_dist_sum(clnet_dist *d, clnet_lane lane, double *values, size
     memcpy(values, all, n * sizeof(double));
     for (int r = 1; r < d->size; r++)
         for (size_t i = 0; i < n; i++) values[i] += all[(size_t)r * n + i];
+    return CLNET_OK;
+}
+
+/* ---- point to point ------------------------------------------------------------------- */
+
+clnet_status clnet_dist_send(clnet_dist *d, int to, int tag, const void *buf, size_t bytes,
+                             const char *what) {
+    if (bytes > INT_MAX) return clnet_fail(CLNET_ERR_INTERNAL, "%s: %zu bytes", what, bytes);
+    MPI_Request request;
+    MPI_CALL(MPI_Isend(buf, (int)bytes, MPI_BYTE, to, tag, d->comm[CLNET_LANE_SERVER], &request),
+             what);
+    return wait_request(d, CLNET_LANE_SERVER, &request, MPI_STATUS_IGNORE, what);
+}
+
+clnet_status clnet_dist_recv(clnet_dist *d, int from, int tag, void *buf, size_t bytes, size_t *got,
+                             const char *what) {
+    if (bytes > INT_MAX) return clnet_fail(CLNET_ERR_INTERNAL, "%s: %zu bytes", what, bytes);
+    MPI_Request request;
+    MPI_Status st;
+    MPI_CALL(MPI_Irecv(buf, (int)bytes, MPI_BYTE, from, tag, d->comm[CLNET_LANE_SERVER], &request),
+             what);
+    clnet_status s = wait_request(d, CLNET_LANE_SERVER, &request, &st, what);
+    if (s != CLNET_OK || !got) return s;
+    int count = 0;
+    MPI_CALL(MPI_Get_count(&st, MPI_BYTE, &count), what);
+    *got = (size_t)count;
+    return CLNET_OK;
+}
+
+clnet_status clnet_dist_poll(clnet_dist *d, int tag, void *buf, size_t bytes, int *from,
+                             size_t *got, const char *what) {
+    MPI_Message message;
+    MPI_Status st;
+    int found = 0, count = 0, err;
+    *from = -1;
+    /* probe and take as one: another thread may not take it in between */
+    pthread_mutex_lock(&mpi_lock);
+    err = MPI_Improbe(MPI_ANY_SOURCE, tag, d->comm[CLNET_LANE_SERVER], &found, &message, &st);
+    if (err == MPI_SUCCESS && found) err = MPI_Get_count(&st, MPI_BYTE, &count);
+    if (err == MPI_SUCCESS && found && (size_t)count > bytes) {
+        pthread_mutex_unlock(&mpi_lock);
+        return clnet_fail(CLNET_ERR_MPI,
+                          "rank %d of %d: %s: a message of %d bytes from rank %d, "
+                          "expected at most %zu",
+                          job.rank, job.size, what, count, st.MPI_SOURCE, bytes);
+    }
+    if (err == MPI_SUCCESS && found) err = MPI_Mrecv(buf, count, MPI_BYTE, &message, &st);
+    pthread_mutex_unlock(&mpi_lock);
+    if (err != MPI_SUCCESS) return mpi_fail(err, "MPI_Improbe/MPI_Mrecv", what);
+    if (found) *from = st.MPI_SOURCE, *got = (size_t)count;
     return CLNET_OK;
 }
 
@@ -451,6 +655,7 @@ int clnet_dist_progress(clnet_dist *d) {
 
 clnet_status clnet_dist_buckets_finish(clnet_dist *d, int64_t step) {
     double start = clnet_now();
+    enter(d, CLNET_LANE_BUCKETS);
     for (int spins = 0;; spins++) {
         int left = test_buckets(d);
         if (left < 0) return CLNET_ERR_MPI;
@@ -463,9 +668,12 @@ clnet_status clnet_dist_buckets_finish(clnet_dist *d, int64_t step) {
             char what[160];
             snprintf(what, sizeof what, "summing the gradient of layer '%s' in step %lld", name,
                      (long long)step);
-            return timed_out(what, waited);
+            return timed_out(d, CLNET_LANE_BUCKETS, what, waited);
         }
-        if (spins > 200) clnet_sleep(50e-6);
+        if (spins > 200) {
+            if (spins % 64 == 0) listen(d);
+            clnet_sleep(50e-6);
+        }
     }
     double end = clnet_now();
     d->stats.steps++;

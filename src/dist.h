@@ -17,8 +17,17 @@
 /* Calls from different threads go on different lanes (communicators), so
  * that each lane's calls come in the same order on every rank: the step's
  * thread uses CONTROL and BUCKETS, the one device thread per rank that
- * combines a collective (batch norm) uses BATCH. */
-typedef enum { CLNET_LANE_CONTROL, CLNET_LANE_BUCKETS, CLNET_LANE_BATCH, CLNET_LANES } clnet_lane;
+ * combines a collective (batch norm) uses BATCH. SERVER carries the
+ * point-to-point messages of asynchronous training (async.c), which are
+ * matched by tag, not by order. */
+typedef enum {
+    CLNET_LANE_CONTROL,
+    CLNET_LANE_BUCKETS,
+    CLNET_LANE_BATCH,
+    CLNET_LANE_SERVER,
+    CLNET_LANE_ARRIVALS, /* (inside dist.c) who is where, for timeouts */
+    CLNET_LANES
+} clnet_lane;
 
 typedef struct clnet_dist clnet_dist;
 
@@ -29,10 +38,17 @@ typedef struct clnet_dist clnet_dist;
  * checkpoint); NULL in a job of one rank. */
 clnet_dist *clnet_dist_world(void);
 
+/* How long a wait may last (clnet_mpi_set_timeout), in seconds. */
+double clnet_dist_timeout(void);
+
 /* A group for one bound net, with lanes of its own; *out is NULL in a job
  * of one rank. Collective. */
 clnet_status clnet_dist_create(clnet_dist **out);
 void clnet_dist_free(clnet_dist *d);
+
+/* A training step begins: from now on a wait that times out names the
+ * ranks that did not arrive, with the step each was last heard from in. */
+clnet_status clnet_dist_begin_step(clnet_dist *d, int64_t step);
 
 /* buf (bytes) from rank root to every rank. */
 clnet_status clnet_dist_bcast(clnet_dist *d, clnet_lane lane, void *buf, size_t bytes, int root,
@@ -48,6 +64,20 @@ clnet_status clnet_dist_allgatherv(clnet_dist *d, clnet_lane lane, const void *m
  * gets the same bits, and runs repeat them). */
 clnet_status clnet_dist_sum(clnet_dist *d, clnet_lane lane, double *values, size_t n,
                             const char *what);
+
+/* ---- point to point (lane SERVER) ---------------------------------------------------- */
+
+/* Sends buf (bytes) to rank `to` with `tag`; returns when buf may be reused. */
+clnet_status clnet_dist_send(clnet_dist *d, int to, int tag, const void *buf, size_t bytes,
+                             const char *what);
+/* Receives the next message from rank `from` with `tag` into buf (room for
+ * `bytes`); *got (when not NULL) its size. */
+clnet_status clnet_dist_recv(clnet_dist *d, int from, int tag, void *buf, size_t bytes, size_t *got,
+                             const char *what);
+/* Takes a message with `tag` from any rank if one has come, without
+ * waiting: *from its rank and *got its size, or *from -1. */
+clnet_status clnet_dist_poll(clnet_dist *d, int tag, void *buf, size_t bytes, int *from,
+                             size_t *got, const char *what);
 
 /* ---- the gradient buckets of a step (lane BUCKETS) -------------------------------- */
 

@@ -479,10 +479,6 @@ clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int upd
                                    clnet_step_result *out) {
     clnet_status status = CLNET_OK;
     TRY(need_bound(net, loader, "clnet_net_train_async"));
-    if (net->trainer->dist)
-        FAIL(CLNET_ERR_INVALID_ARGUMENT,
-             "asynchronous training across MPI ranks is not there yet: train synchronously "
-             "(--sync sync), or in one process");
     if (updates < 0 || staleness < 0)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "updates and staleness must be >= 0");
     TRY(clnet_optim_prepare(&net->optim, net->model.nparams));
@@ -490,11 +486,6 @@ clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int upd
     int correct = 0, samples = 0;
     status = clnet_async_train(net->trainer, &net->model, &net->optim, loader, updates, staleness,
                                &loss, &correct, &samples);
-    /* the replicas hold old snapshots: give them the current parameters, and
-     * replica 0's buffers (each moved its running statistics alone) */
-    clnet_status s = clnet_step_gather_buffers(net->trainer, &net->model);
-    if (s == CLNET_OK) s = clnet_step_broadcast(net->trainer, &net->model, net->model.nbuffers > 0);
-    if (status == CLNET_OK) status = s;
     if (status == CLNET_OK && out)
         *out = (clnet_step_result){
             .loss = samples ? loss / samples : 0, .correct = correct, .n = samples};

@@ -438,7 +438,8 @@ static clnet_status settle(clnet_trainer *t, clnet_status s) {
 
 clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
                               const int32_t *labels, int n, double *loss, int *correct) {
-    clnet_status s = run_all(t, o->step, images, labels, n, 1, NULL, loss, correct);
+    clnet_status s = t->dist ? clnet_dist_begin_step(t->dist, o->step) : CLNET_OK;
+    if (s == CLNET_OK) s = run_all(t, o->step, images, labels, n, 1, NULL, loss, correct);
     if (s == CLNET_OK) stage_next(t);
     if (s == CLNET_OK) s = sync_idle_buffers(t, m);
     if (s != CLNET_OK) return settle(t, s);

@@ -10,7 +10,13 @@
 #   - a checkpoint written by 2 ranks resumes on 1 rank and on 2;
 #   - a rank killed (SIGKILL), or stopped by SIGINT, ends every rank within
 #     30 s with a non-zero status, and the last checkpoint is byte for byte
-#     what a clean run wrote at its step.
+#     what a clean run wrote at its step; so does a device failure on one
+#     rank (CLNET_FAULT), whose message names the rank and the device;
+#   - a rank too slow for --mpi-timeout is named by the others' message;
+#   - predict, bench and tune refuse to run once per rank;
+#   - --sync async across 2 ranks (rank 0 the parameter server) learns:
+#     >= 0.70 test accuracy on 1,000 images after 300 updates of 64, with
+#     the worst staleness within the bound and both ranks' devices pushing.
 # In a build without MPI it checks instead that mpirun gets a clear message.
 # usage: mpi_test.sh CLNET MODEL_DIR CKPT_COMPARE
 set -u
@@ -117,4 +123,56 @@ for sig in KILL INT; do
   else bad "SIG$sig to rank 1 (victim '$victim', status $rc, ${took} s, $left left, step '$step')" \
     "$(tail -n 20 "$work/k.out")"; fi
 done
+
+# a device fails on rank 1 in step 3 (CLNET_FAULT, in rank 1's environment alone): its
+# message names the rank and the device, every rank stops, the step-2 checkpoint stands
+rm -f "$work/f.st"
+start=$(date +%s)
+timeout 300 mpirun --bind-to none -np 1 "$clnet" "${run[@]}" --steps 6 --deterministic \
+  --save-every 2 --save "$work/f.st" : -np 1 env CLNET_FAULT=0:3 "$clnet" "${run[@]}" --steps 6 \
+  --deterministic --save-every 2 --save "$work/f.st" >"$work/f.out" 2>&1
+rc=$?
+took=$(( $(date +%s) - start ))
+"${mpi[@]}" "$clnet" "${run[@]}" --steps 2 --deterministic --save "$work/f2.st" >/dev/null 2>&1
+if [ $rc -ne 0 ] && [ "$took" -le 30 ] &&
+   grep -qE '^clnet: rank 1: .*device 0 \(.*injected fault \(CLNET_FAULT\) in step 3' "$work/f.out" &&
+   cmp -s "$work/f.st" "$work/f2.st"; then
+  ok "a device failure on rank 1 names rank 1 and device 0, every rank gone in ${took} s (status $rc), the step-2 checkpoint stands"
+else bad "device failure on rank 1 (status $rc, ${took} s)" "$(tail -n 20 "$work/f.out")"; fi
+
+# rank 1 throttled far past --mpi-timeout 1 (an equal split: --deterministic): rank 0 names it
+start=$(date +%s)
+timeout 300 mpirun --bind-to none -np 1 "$clnet" "${run[@]}" --steps 4 --deterministic \
+  --mpi-timeout 1 : -np 1 env CLNET_THROTTLE=0:400 "$clnet" "${run[@]}" --steps 4 \
+  --deterministic --mpi-timeout 1 >"$work/slow.out" 2>&1
+rc=$?
+took=$(( $(date +%s) - start ))
+if [ $rc -ne 0 ] && [ "$took" -le 30 ] &&
+   grep -qE '^clnet: rank 0: .*did not arrive within 1 s \(--mpi-timeout\): rank 1 \(' "$work/slow.out"
+then ok "a rank past --mpi-timeout is named: $(grep -oE 'rank 1 \([^)]*\)' "$work/slow.out" | head -n1)"
+else bad "--mpi-timeout naming a late rank (status $rc, ${took} s)" "$(tail -n 20 "$work/slow.out")"; fi
+
+# commands of one process refuse a job of several ranks (they would write the same files)
+for cmd in predict bench tune; do
+  out=$("${mpi[@]}" "$clnet" $cmd "$models/lenet.cfg" 2>&1)
+  rc=$?
+  if [ $rc -ne 0 ] && [ "$(grep -c "clnet: $cmd runs in one process, but mpirun started 2" <<<"$out")" = 1 ]
+  then ok "clnet $cmd under mpirun -np 2 refuses, once"
+  else bad "clnet $cmd under mpirun (status $rc)" "$out"; fi
+done
+
+# asynchronous training across ranks: rank 0 serves, every device of both ranks pushes
+printf '%s\n' "input channels=1 height=28 width=28" "conv2d filters=20 size=3" relu \
+  "avgpool size=2 stride=2" "conv2d filters=50 size=5" relu "avgpool size=2 stride=2" flatten \
+  "linear units=128" relu "linear units=10" softmax_cross_entropy >"$work/lenet_relu.cfg"
+"${mpi[@]}" "$clnet" train "$work/lenet_relu.cfg" --sync async --staleness 1 --steps 300 \
+  --batch 64 --lr 0.1 --test-limit 1000 >"$work/async.out" 2>&1
+acc=$(grep -o 'final: test_accuracy=[0-9.]*' "$work/async.out" | grep -o '[0-9.]*$')
+worst=$(grep -o 'worst staleness [0-9]*' "$work/async.out" | grep -o '[0-9]*$')
+pushed=$(grep -cE '^  rank [01] device 0 \(.*\): [1-9][0-9]* samples' "$work/async.out")
+if [ -n "$acc" ] && awk -v a="$acc" 'BEGIN { exit !(a >= 0.70) }' && [ -n "$worst" ] &&
+   [ "$worst" -le 1 ] && [ "$pushed" = 2 ]; then
+  ok "async across 2 ranks: test accuracy $acc after 300 updates of 64, worst staleness $worst (bound 1), both ranks pushed"
+else bad "async across 2 ranks (accuracy '$acc', worst staleness '$worst', $pushed ranks pushed)" \
+  "$(tail -n 20 "$work/async.out")"; fi
 exit $fail

@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void usage(FILE *out) {
@@ -84,6 +85,21 @@ int cmd_devices(int argc, char **argv) {
     return failures ? 1 : 0;
 }
 
+/* Commands that work in one process refuse a job of several ranks, which
+ * would run them once per rank, each alone, writing the same files. */
+static int alone(const char *cmd) {
+    const char *size = getenv("OMPI_COMM_WORLD_SIZE"), *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!size) size = getenv("PMI_SIZE"), rank = getenv("PMI_RANK");
+    if (!size || atoi(size) <= 1) return 1;
+    if (!rank || atoi(rank) == 0)
+        fprintf(stderr,
+                "clnet: %s runs in one process, but mpirun started %s of them: start it without "
+                "mpirun (on each host where it is wanted); train and eval are the commands that "
+                "run across ranks\n",
+                cmd, size);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -93,9 +109,9 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "devices") == 0) return cmd_devices(argc - 2, argv + 2);
     if (strcmp(cmd, "train") == 0) return cmd_train(argc - 2, argv + 2);
     if (strcmp(cmd, "eval") == 0) return cmd_eval(argc - 2, argv + 2);
-    if (strcmp(cmd, "predict") == 0) return cmd_predict(argc - 2, argv + 2);
-    if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
-    if (strcmp(cmd, "tune") == 0) return cmd_tune(argc - 2, argv + 2);
+    if (strcmp(cmd, "predict") == 0) return alone(cmd) ? cmd_predict(argc - 2, argv + 2) : 2;
+    if (strcmp(cmd, "bench") == 0) return alone(cmd) ? cmd_bench(argc - 2, argv + 2) : 2;
+    if (strcmp(cmd, "tune") == 0) return alone(cmd) ? cmd_tune(argc - 2, argv + 2) : 2;
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("clnet %s (MPI: %s)\n", clnet_version(),
                clnet_mpi_available() ? "yes, under mpirun" : "no, built without it");

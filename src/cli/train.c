@@ -739,6 +739,9 @@ int cmd_train(int argc, char **argv) {
         else if ((rc = evaluate(&o, &s, &test_acc, NULL)) != 0)
             goto done;
     }
+    if (o.async && is_root())
+        fprintf(stderr, "async: worst staleness %" PRId64 " (bound --staleness %ld)\n",
+                clnet_net_worst_staleness(s.net), o.staleness);
     clnet_mpi_stats ms;
     if (clnet_mpi_size() > 1 && is_root() && clnet_net_mpi_stats(s.net, &ms) == CLNET_OK &&
         ms.steps > 0)
