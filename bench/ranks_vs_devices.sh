@@ -8,7 +8,9 @@
 # were in flight, and how long the step waited for them after its devices
 # finished: with the overlap (default) and with CLNET_MPI_OVERLAP=0 (every
 # bucket starts after the backward pass), so the share of the all-reduce
-# time the overlap hid is 1 - waited(overlap) / waited(no overlap).
+# time the overlap hid is 1 - waited(overlap) / waited(no overlap). One
+# `basic` device alone runs in each round too: the efficiency of a setup is
+# its images/s over twice that of one device.
 #   bench/ranks_vs_devices.sh [ROUNDS] [STEPS]
 # BUILD_DIR (default build). Needs Fashion-MNIST and Open MPI.
 set -euo pipefail
@@ -28,9 +30,10 @@ for model in lenet:256 resnet18_w16:64; do
   name=${model%%:*} batch=${model##*:}
   run=(train "$here/../examples/models/$name.cfg" --batch "$batch" --steps "$steps" --lr 0.05
        --momentum 0.9 --no-eval --train-limit $((batch * steps)))
-  : >/tmp/rvd.dev; : >/tmp/rvd.rank; : >/tmp/rvd.kb; : >/tmp/rvd.fly; : >/tmp/rvd.wait
+  : >/tmp/rvd.one; : >/tmp/rvd.dev; : >/tmp/rvd.rank; : >/tmp/rvd.kb; : >/tmp/rvd.fly; : >/tmp/rvd.wait
   : >/tmp/rvd.wait0
   for _ in $(seq 1 "$rounds"); do
+    POCL_DEVICES=basic "$build/clnet" "${run[@]}" 2>/dev/null | ips >>/tmp/rvd.one
     POCL_DEVICES="basic basic" "$build/clnet" "${run[@]}" 2>/dev/null | ips >>/tmp/rvd.dev
     out=$(POCL_DEVICES=basic mpirun --bind-to none -np 2 -x POCL_DEVICES "$build/clnet" "${run[@]}" 2>&1)
     ips <<<"$out" >>/tmp/rvd.rank
@@ -41,9 +44,11 @@ for model in lenet:256 resnet18_w16:64; do
           -x CLNET_MPI_OVERLAP "$build/clnet" "${run[@]}" 2>&1)
     mpi_field "which" "ms" <<<"$out" >>/tmp/rvd.wait0
   done
-  d=$(median </tmp/rvd.dev) r=$(median </tmp/rvd.rank)
+  one=$(median </tmp/rvd.one) d=$(median </tmp/rvd.dev) r=$(median </tmp/rvd.rank)
   w=$(median </tmp/rvd.wait) w0=$(median </tmp/rvd.wait0)
-  echo "$name batch $batch: 1 rank x 2 devices $d images/s, 2 ranks x 1 device $r images/s," \
+  eff() { awk -v a="$1" -v b="$one" 'BEGIN {printf "%.2f", a / (2 * b)}'; }
+  echo "$name batch $batch: 1 device $one images/s; 1 rank x 2 devices $d images/s" \
+    "(efficiency $(eff "$d")), 2 ranks x 1 device $r images/s (efficiency $(eff "$r"))," \
     "ratio $(awk -v a="$r" -v b="$d" 'BEGIN {printf "%.2f", a / b}');" \
     "per step each rank all-reduces $(median </tmp/rvd.kb) KB, in flight $(median </tmp/rvd.fly) ms," \
     "waited after the devices $w ms (without the overlap $w0 ms: the overlap hid" \
