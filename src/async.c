@@ -122,7 +122,8 @@ static clnet_status make_state(clnet_trainer *t) {
     }
     if (server) a->in = clnet_malloc(a->in_bytes), a->out = clnet_malloc(a->out_bytes);
     for (int i = 0; i < t->count; i++)
-        if (!a->dev[t->first + i].out || (server && (!a->in || !a->out))) {
+        if (!a->dev[t->first + i].in || !a->dev[t->first + i].out ||
+            (server && (!a->in || !a->out))) {
             clnet_async_free(t);
             return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for the buffers of "
                                                        "asynchronous training");
