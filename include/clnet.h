@@ -73,7 +73,9 @@ const char *clnet_version(void);
     X(CLNET_ERR_WRONG_RESULT, 11, "a device computed a wrong result")                              \
     X(CLNET_ERR_THREAD, 12, "a host thread could not be started")                                  \
     X(CLNET_ERR_INTERNAL, 13, "internal error (a bug in clnet: please report it)")                 \
-    X(CLNET_ERR_MPI, 14, "MPI failed, timed out, or is missing from this build (the message says)")
+    X(CLNET_ERR_MPI, 14,                                                                           \
+      "MPI failed, timed out, or is missing from this build (the message says)")                   \
+    X(CLNET_ERR_GUARD, 15, "a pass used memory past what was planned for it (a bug in a layer)")
 
 typedef enum {
 #define CLNET_STATUS_ENUM(name, value, text) name = value,
@@ -378,6 +380,12 @@ clnet_status clnet_net_device_share(const clnet_net *net, int i, clnet_device_sh
  * gradient). Under MPI the weights are for every device of every rank, in
  * rank order, and rank 0's weights are the ones used. */
 clnet_status clnet_net_set_split(clnet_net *net, const double *weights, int count);
+/* Splits that change from step to step and replay exactly: nsplits rows of
+ * `count` weights (rows one after the other), each as in clnet_net_set_split;
+ * training step s (clnet_net_step) uses row s % nsplits, and evaluation and
+ * prediction use the row of the next training step. A split of one row is
+ * clnet_net_set_split. */
+clnet_status clnet_net_set_splits(clnet_net *net, const double *weights, int count, int nsplits);
 
 /* What a bound net's training steps cost in communication across ranks
  * (all zeros in one process). The gradient of each layer goes into an

@@ -106,11 +106,17 @@ static double predicted(const clnet_balance *b, const int *shares) {
     return worst;
 }
 
-static void proportional_split(const clnet_balance *b, int total, int *shares);
-static double weight_of(const clnet_balance *b, int i);
+static void proportional_split(const clnet_balance *b, const double *row, int total, int *shares);
+static double weight_of(const clnet_balance *b, const double *row, int i);
 
-void clnet_balance_split(const clnet_balance *b, int total, int *shares) {
-    proportional_split(b, total, shares);
+/* The fixed weights of step `step`, or NULL (measured rates). */
+static const double *row_of(const clnet_balance *b, int64_t step) {
+    return b->weight ? b->weight + (size_t)(step % b->rows) * (size_t)b->n : NULL;
+}
+
+void clnet_balance_split(const clnet_balance *b, int total, int64_t step, int *shares) {
+    const double *row = row_of(b, step);
+    proportional_split(b, row, total, shares);
     if (b->weight) return; /* fixed: nothing to smooth */
     int last_total = 0;
     for (int i = 0; i < b->n; i++) last_total += b->share[i];
@@ -120,10 +126,11 @@ void clnet_balance_split(const clnet_balance *b, int total, int *shares) {
         for (int i = 0; i < b->n; i++) shares[i] = b->share[i];
 }
 
-static void split_units(const clnet_balance *b, int total, int *shares);
+static void split_units(const clnet_balance *b, const double *row, int total, int *shares);
 
-static void proportional_split(const clnet_balance *b, int total, int *shares) {
-    split_units(b, total, shares);
+/* row: the fixed weights of this step, or NULL (measured rates) */
+static void proportional_split(const clnet_balance *b, const double *row, int total, int *shares) {
+    split_units(b, row, total, shares);
     if (b->weight) return; /* fixed proportions are kept exactly */
     int active = 0;
     for (int i = 0; i < b->n; i++) {
@@ -132,25 +139,25 @@ static void proportional_split(const clnet_balance *b, int total, int *shares) {
     }
     if (active < 2) return;
     /* in quanta, then the rest to the device that finishes soonest with it */
-    split_units(b, total / SHARE_QUANTUM, shares);
+    split_units(b, row, total / SHARE_QUANTUM, shares);
     int rest = total % SHARE_QUANTUM, best = -1;
     for (int i = 0; i < b->n; i++) {
         shares[i] *= SHARE_QUANTUM;
-        double w = weight_of(b, i);
+        double w = weight_of(b, row, i);
         if (shares[i] > 0 &&
-            (best < 0 || (shares[i] + rest) / w < (shares[best] + rest) / weight_of(b, best)))
+            (best < 0 || (shares[i] + rest) / w < (shares[best] + rest) / weight_of(b, row, best)))
             best = i;
     }
     shares[best] += rest;
 }
 
 /* Splits `total` units by the weights (largest remainder). */
-static void split_units(const clnet_balance *b, int total, int *shares) {
+static void split_units(const clnet_balance *b, const double *row, int total, int *shares) {
     int n = b->n;
     double w[64];
     int active[64];
     for (int i = 0; i < n && i < 64; i++) {
-        w[i] = weight_of(b, i);
+        w[i] = weight_of(b, row, i);
         active[i] = w[i] > 0;
         shares[i] = 0;
     }
@@ -201,12 +208,13 @@ static void split_units(const clnet_balance *b, int total, int *shares) {
     }
 }
 
-/* The weight of replica i in a split. */
-static double weight_of(const clnet_balance *b, int i) {
-    return b->weight ? b->weight[i] : b->rate[i] > 0 ? b->rate[i] : 1.0;
+/* The weight of replica i in a split (row: the step's fixed weights, or NULL). */
+static double weight_of(const clnet_balance *b, const double *row, int i) {
+    return row ? row[i] : b->rate[i] > 0 ? b->rate[i] : 1.0;
 }
 
-void clnet_balance_cap(const clnet_balance *b, const int *cap, int *shares) {
+void clnet_balance_cap(const clnet_balance *b, int64_t step, const int *cap, int *shares) {
+    const double *row = row_of(b, step);
     int excess = 0;
     for (int i = 0; i < b->n; i++)
         if (shares[i] > cap[i]) {
@@ -219,7 +227,7 @@ void clnet_balance_cap(const clnet_balance *b, const int *cap, int *shares) {
         int best = -1;
         double best_load = 0;
         for (int i = 0; i < b->n; i++) {
-            double w = weight_of(b, i);
+            double w = weight_of(b, row, i);
             if (shares[i] >= cap[i] || w <= 0) continue;
             double load = (shares[i] + 1) / w;
             if (best < 0 || load < best_load) best = i, best_load = load;

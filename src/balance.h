@@ -14,7 +14,8 @@
 typedef struct {
     int n;               /* replicas */
     double *rate;        /* smoothed samples per second; 0 until measured */
-    double *weight;      /* fixed proportions (clnet_net_set_split), or NULL */
+    double *weight;      /* fixed proportions (clnet_net_set_splits): rows x n, or NULL */
+    int rows;            /* of weight: step s splits by row s % rows */
     double *throttle;    /* per replica; 1 = none */
     int64_t *fault_step; /* per replica; -1 = none */
     int *share;          /* samples of the last step */
@@ -26,18 +27,18 @@ typedef struct {
 clnet_status clnet_balance_init(clnet_balance *b, const int *device_index, int n);
 void clnet_balance_free(clnet_balance *b);
 
-/* Splits `total` samples: by the fixed weights when set, else by measured
- * rates (equal until measured), in multiples of 16 samples when every
+/* Splits `total` samples of optimizer step `step`: by the fixed weights (their row for the step)
+ * when set, else by measured rates (equal until measured), in multiples of 16 samples when every
  * device's share has that many (see SHARE_QUANTUM in balance.c). A replica whose exact share would
  * be under one sample gets none: it would only make the others wait. The shares add up to total and
  * depend only on the weights (no timing) when they are set. A measured split keeps the last step's
  * shares unless the new ones are predicted to be at least 3% faster (noise is not worth chasing).
  */
-void clnet_balance_split(const clnet_balance *b, int total, int *shares);
+void clnet_balance_split(const clnet_balance *b, int total, int64_t step, int *shares);
 
-/* Shares above cap[i] give their excess to the replicas with room, in
+/* Shares of step `step` above cap[i] give their excess to the replicas with room, in
  * proportion to the weights; the caps must add up to the total. */
-void clnet_balance_cap(const clnet_balance *b, const int *cap, int *shares);
+void clnet_balance_cap(const clnet_balance *b, int64_t step, const int *cap, int *shares);
 
 /* CLNET_THROTTLE: after replica i's work of `seconds`, waits FACTOR - 1
  * times as long, so the device behaves FACTOR times slower. */

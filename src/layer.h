@@ -115,7 +115,9 @@ typedef struct {
     float beta;  /* parameter gradients: 0 overwrite, 1 add (later micro-batches) */
     cl_mem keep; /* memory a node keeps from forward to backward */
     size_t keep_off;
-    cl_mem work; /* scratch shared by all nodes */
+    cl_mem work;               /* scratch shared by all nodes */
+    size_t keep_cap, work_cap; /* floats planned for keep (after keep_off) and work */
+    int backward;              /* 0: a forward pass, 1: a backward pass (for messages) */
     /* The node's kept kernels, CLNET_NODE_KERNELS slots (NULL until first
      * used; the pointer may be NULL: then kernels are looked up each time). */
     cl_kernel *kernels;
@@ -151,7 +153,15 @@ struct clnet_kind {
     clnet_status (*check)(const void *config);
     /* From node->in[] and the configuration: out, params, buffers. */
     clnet_status (*setup)(clnet_node *node);
-    /* Floats kept from forward to backward, and scratch, for n samples (NULL: 0). */
+    /* Floats kept from forward to backward, and scratch, that a pass over n
+     * samples uses (NULL: 0). The contract: a pass over n samples uses at
+     * most what these give for n, and every pass states what it is about to
+     * use (clnet_pass_uses) before it uses it. Memory is planned with the
+     * largest they give for any n from 1 to the replica's batch (plan.c), so
+     * they need not grow with n: shares are unequal, change from step to
+     * step, and a last batch is partial, and a pass over fewer samples may
+     * well use more (a convolution's chunks hold fewer samples when there
+     * are more of them to share out evenly). */
     size_t (*keep_floats)(const clnet_node *node, int n);
     size_t (*work_floats)(const clnet_node *node, int n);
     /* Host scratch for a pass on a step shared by up to `ranks` replicas (NULL: 0). */
@@ -181,6 +191,11 @@ clnet_status clnet_pass_run(const clnet_pass *p, int slot, const char *family, c
                             const clnet_arg *args, int nargs);
 /* The slot's handle for helpers that take one (NULL without kept kernels). */
 cl_kernel *clnet_pass_kept(const clnet_pass *p, int slot);
+
+/* States that the pass is about to use `work` floats of p->work and `keep`
+ * floats of p->keep (from p->keep_off): CLNET_ERR_GUARD, naming the node, the
+ * pass and both sizes, when either is more than was planned. */
+clnet_status clnet_pass_uses(const clnet_node *node, const clnet_pass *p, size_t work, size_t keep);
 
 /* A forward pass that runs no kernel (views: flatten, a fused relu). */
 clnet_status clnet_no_kernels(const clnet_node *node, const clnet_pass *p);

@@ -171,3 +171,19 @@ void clnet_shape_format(clnet_shape s, char *out, size_t cap) {
     for (int i = 0; i < s.ndim && used < cap; i++)
         used += (size_t)snprintf(out + used, cap - used, "x%d", s.dim[i]);
 }
+
+clnet_status clnet_pass_uses(const clnet_node *node, const clnet_pass *p, size_t work,
+                             size_t keep) {
+    const char *pass = p->backward ? "backward" : "forward";
+    if (work > p->work_cap)
+        return clnet_fail(CLNET_ERR_GUARD,
+                          "layer '%s' (%s): its %s pass over %d samples needs %zu floats of "
+                          "scratch, and %zu were planned",
+                          node->name, node->kind->name, pass, p->n, work, p->work_cap);
+    if (keep > p->keep_cap)
+        return clnet_fail(CLNET_ERR_GUARD,
+                          "layer '%s' (%s): its %s pass over %d samples needs %zu floats of kept "
+                          "memory, and %zu were planned",
+                          node->name, node->kind->name, pass, p->n, keep, p->keep_cap);
+    return CLNET_OK;
+}

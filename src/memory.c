@@ -2,6 +2,7 @@
 #include "memory.h"
 #include "alloc.h"
 #include "error.h"
+#include "guard.h"
 
 #include <string.h>
 
@@ -15,9 +16,17 @@ clnet_status clnet_buffer_create(clnet_device *d, size_t bytes, cl_mem *out) {
              "a buffer of %zu bytes exceeds device %d (%s)'s largest allocation, %llu bytes", bytes,
              d->info.index, d->info.name, (unsigned long long)d->info.max_alloc_bytes);
     cl_mem_flags flags = CL_MEM_READ_WRITE | (d->zero_copy ? CL_MEM_ALLOC_HOST_PTR : 0);
+    int guard = clnet_guard_on(); /* whole floats, then the guard (guard.h) */
+    if (guard)
+        bytes = (bytes + sizeof(float) - 1) / sizeof(float) * sizeof(float) +
+                CLNET_GUARD_FLOATS * sizeof(float);
     clnet_count_device_alloc();
     *out = clCreateBuffer(d->context, flags, bytes, NULL, &err);
     CL_CHECK(err, "clCreateBuffer");
+    if (guard) {
+        clnet_guard_region tail = clnet_guard_tail(*out, "");
+        TRY(clnet_guard_fill(d, &tail, 1));
+    }
 cleanup:
     return status;
 }

@@ -14,6 +14,7 @@
 #include "step.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,31 +347,44 @@ clnet_status clnet_net_device_share(const clnet_net *net, int i, clnet_device_sh
 }
 
 clnet_status clnet_net_set_split(clnet_net *net, const double *weights, int count) {
+    return clnet_net_set_splits(net, weights, count, 1);
+}
+
+clnet_status clnet_net_set_splits(clnet_net *net, const double *weights, int count, int nsplits) {
     if (!net || !net->trainer)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_set_split: bind the net first");
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_set_splits: bind the net first");
     clnet_trainer *t = net->trainer;
     if (!weights) {
         free(t->balance.weight);
         t->balance.weight = NULL;
+        t->balance.rows = 0;
         t->deterministic = 0;
         return CLNET_OK;
     }
     if (count != t->total)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "a split of %d weights for %d devices", count,
                           t->total);
-    double sum = 0;
-    for (int i = 0; i < count; i++) {
-        if (!(weights[i] >= 0))
-            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "split weight %g must be >= 0",
-                              weights[i]);
-        sum += weights[i];
+    if (nsplits < 1)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%d splits: expected at least 1", nsplits);
+    for (int r = 0; r < nsplits; r++) {
+        double sum = 0;
+        for (int i = 0; i < count; i++) {
+            double w = weights[(size_t)r * (size_t)count + (size_t)i];
+            if (!(w >= 0) || !isfinite(w))
+                return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                                  "split %d: weight %g must be a finite number >= 0", r + 1, w);
+            sum += w;
+        }
+        if (!(sum > 0))
+            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "split %d: the weights are all 0", r + 1);
     }
-    if (!(sum > 0)) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "the split weights are all 0");
-    double *w = clnet_malloc((size_t)count * sizeof *w);
+    size_t total = (size_t)nsplits * (size_t)count;
+    double *w = clnet_malloc(total * sizeof *w);
     if (!w) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
-    memcpy(w, weights, (size_t)count * sizeof *w);
+    memcpy(w, weights, total * sizeof *w);
     free(t->balance.weight);
     t->balance.weight = w;
+    t->balance.rows = nsplits;
     t->deterministic = 1;
     return CLNET_OK;
 }
@@ -511,9 +525,10 @@ static clnet_status forward_all(clnet_net *net, const float *images, const int32
         double l = 0;
         int c = 0;
         if (logits)
-            TRY(clnet_step_logits(net->trainer, x, m, p));
+            TRY(clnet_step_logits(net->trainer, net->optim.step, x, m, p));
         else
-            TRY(clnet_step_forward(net->trainer, x, labels ? labels + first : NULL, m, p, &l, &c));
+            TRY(clnet_step_forward(net->trainer, net->optim.step, x, labels ? labels + first : NULL,
+                                   m, p, &l, &c));
         loss += l;
         correct += c;
     }
@@ -567,7 +582,8 @@ clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float m
         int c = 0;
         TRY(clnet_loader_next(loader, &batch));
         TRY(check_labels(net, batch.labels, batch.n));
-        TRY(clnet_step_forward(net->trainer, batch.images, batch.labels, batch.n, NULL, &l, &c));
+        TRY(clnet_step_forward(net->trainer, net->optim.step, batch.images, batch.labels, batch.n,
+                               NULL, &l, &c));
         loss += l;
         correct += c;
         seen += batch.n;

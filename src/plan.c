@@ -2,6 +2,7 @@
 #include "plan.h"
 #include "alloc.h"
 #include "error.h"
+#include "guard.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 #define ALIGN 16
 
 void clnet_plan_release(clnet_plan *p) {
-    free(p->y), free(p->dy), free(p->backward);
+    free(p->y), free(p->dy), free(p->backward), free(p->keep);
     free(p->need_dx), free(p->dx_beta);
     memset(p, 0, sizeof *p);
 }
@@ -66,13 +67,30 @@ static size_t aligned(size_t n) {
     return (n + ALIGN - 1) / ALIGN * ALIGN;
 }
 
+size_t clnet_plan_span(const clnet_plan *p, size_t size) {
+    return aligned(size) + p->guard;
+}
+
+size_t clnet_plan_largest(size_t (*size)(const clnet_node *, int), const clnet_node *node,
+                          int batch) {
+    size_t most = 0;
+    for (int n = 1; size && n <= batch; n++) {
+        size_t v = size(node, n);
+        if (v > most) most = v;
+    }
+    return most;
+}
+
 clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
     clnet_status status = CLNET_OK;
     const int N = m->count, T = N + 1; /* tensor N is the model's input */
     const size_t B = (size_t)batch;
     memset(p, 0, sizeof *p);
     p->nodes = N;
+    p->batch = batch;
+    p->guard = clnet_guard_on() ? ALIGN : 0;
     p->y = clnet_calloc((size_t)N + 1, sizeof *p->y);
+    p->keep = clnet_calloc((size_t)N + 1, sizeof *p->keep);
     p->dy = clnet_calloc((size_t)N + 1, sizeof *p->dy);
     p->backward = clnet_calloc((size_t)N + 1, sizeof *p->backward);
     p->need_dx = clnet_calloc((size_t)N * CLNET_MAX_INPUTS + 1, sizeof *p->need_dx);
@@ -81,8 +99,8 @@ clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
     int *grad = clnet_calloc((size_t)T, sizeof *grad); /* tensor needs a gradient */
     int *written = clnet_calloc((size_t)T, sizeof *written); /* its gradient has a writer so far */
     span *act = clnet_calloc((size_t)T, sizeof *act), *dact = clnet_calloc((size_t)T, sizeof *dact);
-    if (!p->y || !p->dy || !p->backward || !p->need_dx || !p->dx_beta || !root || !grad ||
-        !written || !act || !dact)
+    if (!p->y || !p->dy || !p->keep || !p->backward || !p->need_dx || !p->dx_beta || !root ||
+        !grad || !written || !act || !dact)
         FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory planning the model");
 
 #define TENSOR(from) ((from) == CLNET_MODEL_INPUT ? N : (from))
@@ -138,8 +156,8 @@ clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
         if (p->backward[i]) widen(&dact[root[i]], 2 * N - 1 - i);
     }
     for (int t = 0; t < T; t++) {
-        act[t].size = aligned(act[t].size);
-        dact[t].size = dact[t].first < 0 ? 0 : aligned(dact[t].size);
+        act[t].size = clnet_plan_span(p, act[t].size);
+        dact[t].size = dact[t].first < 0 ? 0 : clnet_plan_span(p, dact[t].size);
         if (root[t] != t) act[t].size = dact[t].size = 0; /* a view: planned with its root */
     }
     p->act = place(act, T);
@@ -153,8 +171,9 @@ clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
         const clnet_node *node = &m->nodes[i];
         p->y[i] = act[root[i]].offset * B;
         p->dy[i] = dact[root[i]].offset * B;
-        if (node->kind->keep_floats) p->keep_total += aligned(node->kind->keep_floats(node, batch));
-        size_t w = node->kind->work_floats ? node->kind->work_floats(node, batch) : 0;
+        p->keep[i] = clnet_plan_largest(node->kind->keep_floats, node, batch);
+        p->keep_total += aligned(p->keep[i]);
+        size_t w = clnet_plan_largest(node->kind->work_floats, node, batch);
         if (w > p->work) p->work = w;
     }
 #undef TENSOR

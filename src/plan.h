@@ -22,11 +22,27 @@ typedef struct {
     int *need_dx;      /* [node * CLNET_MAX_INPUTS + k]: input k's gradient is wanted */
     float *dx_beta;    /* [node * CLNET_MAX_INPUTS + k]: 0 overwrite, 1 add */
     size_t act, dact;  /* arena sizes, floats */
-    size_t keep_total; /* floats all nodes keep from forward to backward (each its own buffer) */
+    size_t *keep;      /* per node: floats it keeps from forward to backward (its own buffer) */
+    size_t keep_total; /* of all nodes */
     size_t work;       /* the largest scratch of a node */
+    /* CLNET_GUARD: floats per sample of guard after every tensor of the
+     * arenas (0 when off); a tensor of node i spans y[i] .. y[i] + (its size
+     * rounded up + guard) * batch, the guard included. */
+    size_t guard;
+    int batch;
 } clnet_plan;
 
+/* Sizes hold for every pass of 1 to `batch` samples: a kind's keep and
+ * scratch are the largest its keep_floats and work_floats give for any of
+ * them (the contract in layer.h). */
 clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch);
+/* Floats a tensor of `size` floats per sample is planned for per sample
+ * (rounded up, plus the guard). */
+size_t clnet_plan_span(const clnet_plan *p, size_t size);
+/* The most a kind's size function (keep_floats, work_floats) gives for a
+ * pass of 1 to batch samples (0 without one). */
+size_t clnet_plan_largest(size_t (*size)(const clnet_node *, int), const clnet_node *node,
+                          int batch);
 void clnet_plan_release(clnet_plan *p);
 
 #endif

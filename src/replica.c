@@ -3,7 +3,9 @@
 #include "alloc.h"
 #include "clock.h"
 #include "error.h"
+#include "guard.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +24,7 @@ void clnet_replica_free(clnet_replica *r) {
     free(r->loss_host);
     free(r->correct_host);
     free(r->host);
+    free(r->guards);
     free(r);
 }
 
@@ -57,7 +60,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     size_t gemm_scratch = 0, largest_keep = 0;
     for (int i = 0; i < m->count; i++) {
         const clnet_node *node = &m->nodes[i];
-        size_t keep = node->kind->keep_floats ? node->kind->keep_floats(node, max_batch) : 0;
+        size_t keep = p->keep[i];
         if (keep + node->param_count > gemm_scratch) gemm_scratch = keep + node->param_count;
         if (keep > largest_keep) largest_keep = keep;
     }
@@ -89,16 +92,17 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     r->keeps = clnet_calloc((size_t)m->count + 1, sizeof *r->keeps);
     r->kernels = clnet_calloc((size_t)m->count * CLNET_NODE_KERNELS + 1, sizeof *r->kernels);
     if (!r->keeps || !r->kernels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int i = 0; i < m->count; i++) {
-        const clnet_node *node = &m->nodes[i];
-        size_t keep = node->kind->keep_floats ? node->kind->keep_floats(node, max_batch) : 0;
-        if (keep) TRY(clnet_buffer_create(d, keep * sizeof(float), &r->keeps[i]));
-    }
+    for (int i = 0; i < m->count; i++)
+        if (p->keep[i]) TRY(clnet_buffer_create(d, p->keep[i] * sizeof(float), &r->keeps[i]));
     TRY(clnet_buffer_create(d, p->work * sizeof(float), &r->work));
     TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->labels));
     TRY(clnet_buffer_create(d, B * sizeof(float), &r->loss));
     TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->correct));
     if (!d->zero_copy) TRY(clnet_staging_create(d, m->nparams * sizeof(float), &r->staging));
+    if (clnet_guard_on()) { /* a pass's tails, then every buffer's */
+        r->guards = clnet_calloc((size_t)m->count + 32 + CLNET_MAX_INPUTS, sizeof *r->guards);
+        if (!r->guards) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     *out = r;
     r = NULL;
 cleanup:
@@ -173,9 +177,9 @@ clnet_status clnet_replica_stage(clnet_replica *r, const float *images, const in
     return status;
 }
 
-/* The pass of node i over n samples. */
+/* The pass of node i over n samples (backward: its backward pass). */
 static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i, int n,
-                            int accumulate) {
+                            int backward, int accumulate) {
     const clnet_node *node = &r->model->nodes[i];
     const clnet_plan *p = &r->plan;
     clnet_pass pass = {
@@ -192,6 +196,9 @@ static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i,
         .keep = r->keeps[i],
         .keep_off = 0,
         .work = r->work,
+        .keep_cap = p->keep[i],
+        .work_cap = p->work,
+        .backward = backward,
         .kernels = r->kernels + (size_t)i * CLNET_NODE_KERNELS,
         .host = r->host,
         .beta = accumulate ? 1.0f : 0.0f,
@@ -210,6 +217,98 @@ static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i,
     return pass;
 }
 
+/* ---- guards (CLNET_GUARD, guard.h) ------------------------------------------------------ */
+
+/* Adds the region of a tensor of `size` floats per sample at `at` in mem
+ * that a pass over n samples must leave alone: past its n samples to the
+ * end of its guard. */
+static void tensor_tail(const clnet_replica *r, clnet_guard_region *g, int *count, cl_mem mem,
+                        size_t at, size_t size, int n, const char *what) {
+    size_t end = at + clnet_plan_span(&r->plan, size) * (size_t)r->max_batch;
+    g[(*count)++] = (clnet_guard_region){mem, at, at + size * (size_t)n, end, what};
+}
+
+static const char *const input_names[CLNET_MAX_INPUTS] = {
+    "input 0's gradient", "input 1's gradient", "input 2's gradient", "input 3's gradient",
+    "input 4's gradient", "input 5's gradient", "input 6's gradient", "input 7's gradient"};
+
+/* The regions pass p of node i writes, past what it may use of them:
+ * its output (forward), its inputs' gradients (backward, and the loss's
+ * forward), its kept memory, the scratch, the loss's per-sample results. */
+static int pass_tails(const clnet_replica *r, const clnet_node *node, const clnet_pass *p,
+                      clnet_guard_region *g) {
+    int count = 0;
+    size_t n = (size_t)p->n;
+    if (!p->backward && !node->kind->is_view)
+        tensor_tail(r, g, &count, r->act, p->y, clnet_shape_size(node->out), p->n, "its output");
+    for (int k = 0; k < node->ninputs; k++)
+        if (p->need_dx[k] && (p->backward || (node->kind->is_loss && p->want_grad)))
+            tensor_tail(r, g, &count, r->dact, p->dx[k], clnet_shape_size(node->in[k]), p->n,
+                        input_names[k]);
+    if (p->keep && !p->backward) {
+        size_t keep = node->kind->keep_floats ? node->kind->keep_floats(node, p->n) : 0;
+        g[count++] = (clnet_guard_region){p->keep, 0, keep, p->keep_cap, "its kept memory"};
+    }
+    size_t work = node->kind->work_floats ? node->kind->work_floats(node, p->n) : 0;
+    g[count++] = (clnet_guard_region){r->work, 0, work, p->work_cap, "the scratch"};
+    if (node->kind->is_loss && !p->backward) {
+        size_t B = (size_t)r->max_batch;
+        g[count++] = (clnet_guard_region){r->loss, 0, n, B, "the per-sample losses"};
+        g[count++] = (clnet_guard_region){r->correct, 0, n, B, "the per-sample answers"};
+    }
+    return count;
+}
+
+/* Every buffer's own guard: the replica's and the device's scratch. */
+static int buffer_tails(const clnet_replica *r, clnet_guard_region *g) {
+    int count = 0;
+    const struct {
+        cl_mem mem;
+        const char *what;
+    } own[] = {{r->params, "the parameters"},
+               {r->grads, "the gradients"},
+               {r->buffers, "the buffers"},
+               {r->act, "the activation arena"},
+               {r->dact, "the gradient arena"},
+               {r->work, "the scratch"},
+               {r->labels, "the labels"},
+               {r->loss, "the per-sample losses"},
+               {r->correct, "the per-sample answers"},
+               {r->d->scratch, "the device's reduction scratch"},
+               {r->d->work[0], "the device's GEMM scratch 0"},
+               {r->d->work[1], "the device's GEMM scratch 1"},
+               {r->d->work[2], "the device's GEMM scratch 2"},
+               {r->d->work[3], "the device's GEMM scratch 3"},
+               {r->d->work[4], "the device's GEMM scratch 4"}};
+    for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
+        if (own[k].mem) g[count++] = clnet_guard_tail(own[k].mem, own[k].what);
+    for (int i = 0; i < r->model->count; i++)
+        if (r->keeps[i]) g[count++] = clnet_guard_tail(r->keeps[i], "a layer's kept memory");
+    return count;
+}
+
+/* Runs fn, and with guards on fills the pass's tails first and checks them
+ * and every buffer's guard after. */
+static clnet_status guarded(clnet_replica *r,
+                            clnet_status (*fn)(const clnet_node *, const clnet_pass *),
+                            const clnet_node *node, const clnet_pass *p) {
+    clnet_status status = CLNET_OK;
+    size_t work = node->kind->work_floats ? node->kind->work_floats(node, p->n) : 0;
+    size_t keep = node->kind->keep_floats ? node->kind->keep_floats(node, p->n) : 0;
+    TRY(clnet_pass_uses(node, p, work, keep));
+    if (!r->guards) return fn(node, p);
+    int count = pass_tails(r, node, p, r->guards);
+    TRY(clnet_guard_fill(r->d, r->guards, count));
+    TRY(fn(node, p));
+    count += buffer_tails(r, r->guards + count);
+    char where[CLNET_NAME_CAP + 96];
+    snprintf(where, sizeof where, "the %s pass of layer '%s' (%s) over %d samples",
+             p->backward ? "backward" : "forward", node->name, node->kind->name, p->n);
+    TRY(clnet_guard_check(r->d, r->guards, count, where));
+cleanup:
+    return status;
+}
+
 /* Runs one node's pass, timing it when the replica is profiled. */
 static clnet_status timed(clnet_replica *r, int slot,
                           clnet_status (*fn)(const clnet_node *, const clnet_pass *),
@@ -217,10 +316,10 @@ static clnet_status timed(clnet_replica *r, int slot,
     r->d->site_node = node->name; /* names the layer of the GEMMs it runs */
     r->d->site_backward = slot & 1;
     r->d->site_train = p->ctx->train && !p->ctx->probe; /* what checkpoints record */
-    if (!r->profile) return fn(node, p);
+    if (!r->profile) return guarded(r, fn, node, p);
     clFinish(r->d->queue);
     double t0 = clnet_now();
-    clnet_status s = fn(node, p);
+    clnet_status s = guarded(r, fn, node, p);
     clFinish(r->d->queue);
     r->profile[slot] += clnet_now() - t0;
     return s;
@@ -234,7 +333,7 @@ static clnet_status in_device(clnet_status s, const clnet_replica *r) {
 clnet_status clnet_replica_forward(clnet_replica *r, const clnet_ctx *ctx, int n) {
     for (int i = 0; i < r->model->count; i++) {
         const clnet_node *node = &r->model->nodes[i];
-        clnet_pass p = make_pass(r, ctx, i, n, 0);
+        clnet_pass p = make_pass(r, ctx, i, n, 0, 0);
         clnet_status s = timed(r, 2 * i, node->kind->forward, node, &p);
         if (s != CLNET_OK)
             return in_device(clnet_error_context(s, "forward of layer '%s'", node->name), r);
@@ -246,7 +345,7 @@ clnet_status clnet_replica_backward_node(clnet_replica *r, const clnet_ctx *ctx,
                                          int accumulate) {
     const clnet_node *node = &r->model->nodes[i];
     if (!r->plan.backward[i]) return CLNET_OK;
-    clnet_pass p = make_pass(r, ctx, i, n, accumulate);
+    clnet_pass p = make_pass(r, ctx, i, n, 1, accumulate);
     clnet_status s = timed(r, 2 * i + 1, node->kind->backward, node, &p);
     if (s != CLNET_OK)
         return in_device(clnet_error_context(s, "backward of layer '%s'", node->name), r);

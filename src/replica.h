@@ -4,6 +4,7 @@
 #ifndef CLNET_REPLICA_H
 #define CLNET_REPLICA_H
 
+#include "guard.h"
 #include "memory.h"
 #include "model.h"
 #include "plan.h"
@@ -24,6 +25,7 @@ typedef struct {
     float *loss_host;              /* (max_batch) */
     int32_t *correct_host;         /* (max_batch) */
     void *host;                    /* the nodes' host scratch (kind->host_bytes) */
+    clnet_guard_region *guards;    /* CLNET_GUARD: room for a pass's regions, or NULL */
     /* What clnet_replica_stage uploaded ahead: a load of these very images,
      * labels and n takes them without copying again. */
     struct {

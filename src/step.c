@@ -192,11 +192,11 @@ static clnet_status reduce_node(clnet_trainer *t, int node) {
 
 /* With batch statistics a training share runs in one pass: caps the
  * shares at what each device holds, or refuses a batch that fits nowhere. */
-static clnet_status cap_shares(clnet_trainer *t, int n) {
+static clnet_status cap_shares(clnet_trainer *t, int n, int64_t step) {
     int room = 0;
     for (int i = 0; i < t->total; i++) room += t->caps[i];
     if (room >= n) {
-        clnet_balance_cap(&t->balance, t->caps, t->step.shares);
+        clnet_balance_cap(&t->balance, step, t->caps, t->step.shares);
         return CLNET_OK;
     }
     char list[1024];
@@ -247,16 +247,16 @@ static clnet_status every_rank_a_sample(clnet_trainer *t, int n) {
     return CLNET_OK;
 }
 
-/* The shares of n samples (t->step.shares) and where each begins
+/* The shares of n samples of optimizer step `step` (t->step.shares) and where each begins
  * (t->step.offsets), for every device of every rank: a pure function of
  * the balancer's state, so a split made ahead (stage_next) is the one the
  * step makes. In an MPI job, with agree, rank 0's split is the one every
  * rank uses (every rank holds the same state, so it is the same split: the
  * broadcast only makes sure). */
-static clnet_status split(clnet_trainer *t, int n, int train, int agree) {
+static clnet_status split(clnet_trainer *t, int n, int64_t step, int train, int agree) {
     clnet_status status = CLNET_OK;
-    clnet_balance_split(&t->balance, n, t->step.shares);
-    if (train && t->batch_stats) TRY(cap_shares(t, n));
+    clnet_balance_split(&t->balance, n, step, t->step.shares);
+    if (train && t->batch_stats) TRY(cap_shares(t, n, step));
     if (train && t->batch_stats && t->dist) TRY(every_rank_a_sample(t, n));
     if (t->dist && agree)
         TRY(clnet_dist_bcast(t->dist, CLNET_LANE_CONTROL, t->step.shares,
@@ -350,7 +350,7 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     t->step.labels = labels;
     t->step.probs = probs;
     t->step.train = train;
-    if ((status = split(t, n, train, 1)) != CLNET_OK) return status;
+    if ((status = split(t, n, step, train, 1)) != CLNET_OK) return status;
     for (int i = 0; i < R; i++) {
         t->step.active[i] = t->step.shares[t->first + i] > 0;
         t->step.finished[i] = !t->step.active[i];
@@ -411,14 +411,15 @@ static clnet_status sync_idle_buffers(clnet_trainer *t, clnet_model *m);
  * first micro-batch starts on its way while the host reduces, updates and
  * sends the parameters. Nothing here fails a step: a device that could not
  * take its share ahead copies it when the step loads it. */
-static void stage_next(clnet_trainer *t) {
+static void stage_next(clnet_trainer *t, int64_t step) {
     const float *images = NULL;
     const int32_t *labels = NULL;
     int n = 0;
     if (!t->next_batch || !t->next_batch(t->next_arg, &images, &labels, &n)) return;
     /* no exchange between ranks here: a rank whose loader could not look
      * ahead does not come here, and the others must not wait for it */
-    if (!images || !labels || n < 1 || n > t->max_batch || split(t, n, 1, 0) != CLNET_OK) return;
+    if (!images || !labels || n < 1 || n > t->max_batch || split(t, n, step, 1, 0) != CLNET_OK)
+        return;
     size_t in = clnet_shape_size(t->model->input);
     for (int i = 0; i < t->count; i++) {
         clnet_replica *r = t->replicas[i];
@@ -440,7 +441,7 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
                               const int32_t *labels, int n, double *loss, int *correct) {
     clnet_status s = t->dist ? clnet_dist_begin_step(t->dist, o->step) : CLNET_OK;
     if (s == CLNET_OK) s = run_all(t, o->step, images, labels, n, 1, NULL, loss, correct);
-    if (s == CLNET_OK) stage_next(t);
+    if (s == CLNET_OK) stage_next(t, o->step + 1);
     if (s == CLNET_OK) s = sync_idle_buffers(t, m);
     if (s != CLNET_OK) return settle(t, s);
     clnet_optim_apply(o, m->params, t->grad_sum, m->nparams, n);
@@ -449,14 +450,16 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
     return s == CLNET_OK ? s : settle(t, s);
 }
 
-clnet_status clnet_step_forward(clnet_trainer *t, const float *images, const int32_t *labels, int n,
-                                float *probs, double *loss, int *correct) {
-    return run_all(t, 0, images, labels, n, 0, probs, loss, correct);
+clnet_status clnet_step_forward(clnet_trainer *t, int64_t step, const float *images,
+                                const int32_t *labels, int n, float *probs, double *loss,
+                                int *correct) {
+    return run_all(t, step, images, labels, n, 0, probs, loss, correct);
 }
 
-clnet_status clnet_step_logits(clnet_trainer *t, const float *images, int n, float *logits) {
+clnet_status clnet_step_logits(clnet_trainer *t, int64_t step, const float *images, int n,
+                               float *logits) {
     t->step.logits = 1;
-    clnet_status s = run_all(t, 0, images, NULL, n, 0, logits, NULL, NULL);
+    clnet_status s = run_all(t, step, images, NULL, n, 0, logits, NULL, NULL);
     t->step.logits = 0;
     return s;
 }

@@ -11,11 +11,14 @@
  * replica. loss and correct (may be NULL) get the sums over the batch. */
 clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
                               const int32_t *labels, int n, double *loss, int *correct);
-/* Forward only, split the same way; labels and probs (n, classes) may be NULL. */
-clnet_status clnet_step_forward(clnet_trainer *t, const float *images, const int32_t *labels, int n,
-                                float *probs, double *loss, int *correct);
+/* Forward only, split as optimizer step `step` would be (the next one);
+ * labels and probs (n, classes) may be NULL. */
+clnet_status clnet_step_forward(clnet_trainer *t, int64_t step, const float *images,
+                                const int32_t *labels, int n, float *probs, double *loss,
+                                int *correct);
 /* Forward only: the loss layer's input (the logits), (n, classes). */
-clnet_status clnet_step_logits(clnet_trainer *t, const float *images, int n, float *logits);
+clnet_status clnet_step_logits(clnet_trainer *t, int64_t step, const float *images, int n,
+                               float *logits);
 /* m's parameters to every replica, and with buffers its float buffers too
  * (binding, initialising, loading: buffers otherwise live on the devices). */
 clnet_status clnet_step_broadcast(clnet_trainer *t, const clnet_model *m, int buffers);

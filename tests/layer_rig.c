@@ -108,6 +108,8 @@ static clnet_pass pass(layer_rig *r, const clnet_ctx *ctx) {
                     .dy = out,
                     .keep = r->keep,
                     .work = r->work,
+                    .keep_cap = r->l->kind->keep_floats ? r->l->kind->keep_floats(r->l, r->n) : 0,
+                    .work_cap = r->l->kind->work_floats ? r->l->kind->work_floats(r->l, r->n) : 0,
                     .host = r->host,
                     .beta = 0.0f,
                     .labels = r->labels,

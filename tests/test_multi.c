@@ -453,15 +453,15 @@ START_TEST(the_split_follows_weights_and_drops_devices_too_slow_to_help) {
     clnet_balance b;
     ck_assert_int_eq(clnet_balance_init(&b, idx, 3), CLNET_OK);
     int s[3];
-    clnet_balance_split(&b, 10, s); /* unmeasured: equal */
+    clnet_balance_split(&b, 10, 0, s); /* unmeasured: equal */
     ck_assert(s[0] + s[1] + s[2] == 10 && s[0] >= 3 && s[1] >= 3 && s[2] >= 3);
     b.rate[0] = 3000, b.rate[1] = 1000, b.rate[2] = 1; /* the third would earn 0.06 samples */
-    clnet_balance_split(&b, 256, s);
+    clnet_balance_split(&b, 256, 0, s);
     ck_assert_int_eq(s[0], 192);
     ck_assert_int_eq(s[1], 64);
     ck_assert_int_eq(s[2], 0);
     b.rate[2] = 400; /* now it earns its keep */
-    clnet_balance_split(&b, 100, s);
+    clnet_balance_split(&b, 100, 0, s);
     ck_assert_int_eq(s[0] + s[1] + s[2], 100);
     ck_assert(s[2] >= 8 && s[2] <= 9);
     int shares[3] = {100, 0, 50};
@@ -474,19 +474,19 @@ START_TEST(the_split_follows_weights_and_drops_devices_too_slow_to_help) {
     b.weight = NULL;
     int last[3] = {50, 50, 0};
     memcpy(b.share, last, sizeof last);
-    clnet_balance_split(&b, 100, s);
+    clnet_balance_split(&b, 100, 0, s);
     ck_assert(s[0] == 50 && s[1] == 50 && s[2] == 0);
     b.rate[1] = 500; /* now a real difference: re-split, in quanta of 16 samples */
-    clnet_balance_split(&b, 100, s);
+    clnet_balance_split(&b, 100, 0, s);
     ck_assert_int_eq(s[0], 68); /* 4 quanta and the 4 left over: the first done takes them */
     ck_assert_int_eq(s[1], 32);
     /* equal devices measured a few percent apart still get equal shares */
     memset(b.share, 0, sizeof last);
     b.rate[0] = 1000, b.rate[1] = 960;
-    clnet_balance_split(&b, 256, s);
+    clnet_balance_split(&b, 256, 0, s);
     ck_assert(s[0] == 128 && s[1] == 128 && s[2] == 0);
     b.rate[0] = 1000, b.rate[1] = 1040;
-    clnet_balance_split(&b, 250, s); /* 15 quanta: 8 to the faster; 10 left to the other */
+    clnet_balance_split(&b, 250, 0, s); /* 15 quanta: 8 to the faster; 10 left to the other */
     ck_assert(s[0] == 122 && s[1] == 128 && s[2] == 0);
     clnet_balance_free(&b);
     setenv("CLNET_THROTTLE", "1:3,2:x", 1);

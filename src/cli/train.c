@@ -55,7 +55,8 @@ static void train_usage(FILE *out) {
             "  --mpi-timeout S     under mpirun: fail when the other ranks do not answer\n"
             "                      within S seconds (default 300)\n"
             "  --deterministic     a fixed, equal split: two runs give identical parameters\n"
-            "  --split W0,W1,...   a fixed split in these proportions (one per device)\n"
+            "  --split W0,W1,...   a fixed split in these proportions (one per device);\n"
+            "                      W0,W1/V0,V1/...: several, one a step in turn\n"
             "  --sync MODE         sync (default): every step uses every device; async:\n"
             "                      parameter server, devices push gradients as they finish\n"
             "  --staleness K       async: a push is at most K updates old (default 1)\n"
@@ -474,23 +475,33 @@ static void step_log_add(step_log *l, const clnet_step_result *r, double seconds
     l->loss = 0, l->samples = 0, l->seconds = 0;
 }
 
-/* Applies --split or --deterministic. */
+/* Applies --split or --deterministic. --split takes rows of weights
+ * separated by '/', one row a step in turn ("1,4/3,1": odd steps 1:4, even
+ * steps 3:1, counting from 1). */
 static int apply_split(const options *o, session *s) {
-    int n = clnet_net_device_count(s->net);
-    double w[64];
+    enum { MOST = 4096 };
+    int n = clnet_net_device_count(s->net), rows = 1, k = 0;
+    double w[MOST];
     if (o->split) {
-        int k = 0;
         const char *p = o->split;
-        while (*p && k < 64) {
+        for (;;) {
             char *end = NULL;
+            if (k >= MOST) break;
             w[k] = strtod(p, &end);
             if (end == p || !(w[k] >= 0)) break;
             k++;
-            p = *end == ',' ? end + 1 : end;
-            if (*end != ',' && *end) break;
+            p = end;
+            if (*p == ',' && p[1])
+                p++;
+            else if (*p == '/' && p[1] && k == rows * n)
+                p++, rows++;
+            else
+                break;
         }
-        if (*p || k != n) {
-            fprintf(stderr, "clnet: --split %s: expected %d weights >= 0, separated by commas\n",
+        if (*p || k != rows * n) {
+            fprintf(stderr,
+                    "clnet: --split %s: expected %d weights >= 0 separated by commas (one per "
+                    "device), or several such splits separated by '/' (used in turn)\n",
                     o->split, n);
             return 2;
         }
@@ -499,7 +510,7 @@ static int apply_split(const options *o, session *s) {
     } else {
         return 0;
     }
-    if (clnet_net_set_split(s->net, w, n) != CLNET_OK) return fail("--split");
+    if (clnet_net_set_splits(s->net, w, n, rows) != CLNET_OK) return fail("--split");
     return 0;
 }
 

@@ -220,7 +220,9 @@ static size_t col_per_sample(const clnet_node *node) {
     return CLNET_CONFIG(node, conv_config)->transpose && big > col ? big : col;
 }
 
-/* Samples per chunk for a pass over n: as equal as the chunks can be. */
+/* Samples per chunk for a pass over n: as equal as the chunks can be. Not
+ * monotonic in n (64 samples run as two chunks of 32, 51 as one of 51): the
+ * plan takes the largest scratch over every n a pass can run (plan.c). */
 static int chunk_samples(const clnet_node *node, int n) {
     size_t per = col_per_sample(node), most = per ? CHUNK_FLOATS / per : (size_t)n;
     if (most < 1) most = 1;
@@ -229,10 +231,22 @@ static int chunk_samples(const clnet_node *node, int n) {
     return (int)(((size_t)n + chunks - 1) / chunks);
 }
 
-/* A chunk's small side in GEMM layout (Cs, s*Ps), then its column region. */
+/* A chunk of s samples' scratch: its small side in GEMM layout (Cs, s*Ps),
+ * then its column region. */
+static size_t chunk_floats(const clnet_node *node, int s) {
+    sides v = sides_of(node);
+    return v.Cs * (size_t)s * v.Ps + (size_t)s * col_per_sample(node);
+}
+
 static size_t work_floats(const clnet_node *node, int n) {
-    size_t s = (size_t)chunk_samples(node, n);
-    return sides_of(node).Cs * s * sides_of(node).Ps + s * col_per_sample(node);
+    return chunk_floats(node, chunk_samples(node, n));
+}
+
+/* The first chunk of a pass, after checking that the pass's chunks fit the
+ * scratch that was planned. */
+static clnet_status first_chunk(const clnet_node *node, const clnet_pass *p, int *most) {
+    *most = chunk_samples(node, p->n);
+    return clnet_pass_uses(node, p, chunk_floats(node, *most), 0);
 }
 
 /* Without a bias, the kernels that would add it are built with -DCONV_BIAS=0
@@ -372,7 +386,8 @@ static int min_int(int a, int b) {
 static clnet_status conv_forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = chunk_samples(node, p->n);
+    int most = 0;
+    TRY(first_chunk(node, p, &most));
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
         TRY(im2col(node, p, &ch, p->act, p->x[0]));
@@ -389,7 +404,8 @@ cleanup:
 static clnet_status conv_backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = chunk_samples(node, p->n);
+    int most = 0;
+    TRY(first_chunk(node, p, &most));
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
         float beta = b0 == 0 ? p->beta : 1.0f; /* later chunks add to the first's */
@@ -413,7 +429,8 @@ cleanup:
 static clnet_status transpose_forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = chunk_samples(node, p->n);
+    int most = 0;
+    TRY(first_chunk(node, p, &most));
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
         TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch.s, p->act, p->x[0] + ch.small, 0, 0));
@@ -430,7 +447,8 @@ cleanup:
 static clnet_status transpose_backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = chunk_samples(node, p->n);
+    int most = 0;
+    TRY(first_chunk(node, p, &most));
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
         float beta = b0 == 0 ? p->beta : 1.0f; /* later chunks add to the first's */
