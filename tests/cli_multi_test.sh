@@ -2,10 +2,12 @@
 # `clnet train` and `clnet bench` on two devices (run with PoCL posing as two):
 # a fixed split repeats bit for bit, a failing device stops the run cleanly
 # with the last checkpoint intact, each device's share is reported, async
-# training runs, and `bench` ends with its aggregate line.
-# usage: cli_multi_test.sh CLNET MODEL_DIR
+# training runs, `bench` ends with its aggregate line, and unequal and changing
+# splits take the steps of one device (issue 21's acceptance: they overran the
+# convolutions' scratch and crashed).
+# usage: cli_multi_test.sh CLNET MODEL_DIR CKPT_COMPARE
 set -u
-clnet=$1 models=$2
+clnet=$1 models=$2 compare=$3
 . "$(dirname "$0")/need_fashion_mnist.sh"
 work=$(mktemp -d /tmp/clnet-cli-multi-XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -55,6 +57,51 @@ out=$("$clnet" "${run[@]}" --split 1,2,3 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && grep -q 'expected 2 weights' <<<"$out"; then ok "--split must give one weight per device"
 else bad "--split check" "$out"; fi
+
+out=$("$clnet" "${run[@]}" --split 1,4/3 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && grep -q "several such splits separated by '/'" <<<"$out"; then
+  ok "--split rows must each give one weight per device"
+else bad "--split rows check" "$out"; fi
+
+# Unequal, empty and changing splits equal one device: every float tensor of
+# the state (parameters, optimizer momentum, batch norm statistics) within 1e-4
+# of one device's. The momentum buffers hold the sum of the steps' gradients;
+# lr 1e-6 takes every step's gradient at the initial parameters, because a
+# rounding difference moves a deep gradient of ResNet-18 by percents once a
+# ReLU input lies within rounding of 0 (one device against itself with CLBlast
+# for its GEMMs: 0.6% after 3 steps with seed 1), and seed 2's batches have
+# none (1.1e-5 there). First the model that crashed with heap corruption at
+# --split 1,4 (a pass over 51 samples ran a chunk larger than the scratch
+# planned for 64), then d2l's ResNet-18 (narrow) with batch norm.
+cat >"$work/two_convs.cfg" <<'M'
+input channels=1 height=28 width=28
+conv2d name=stem filters=8 size=3 pad=1
+relu name=r0
+conv2d name=a filters=8 size=3 pad=1
+flatten
+linear name=fc units=10
+softmax_cross_entropy
+M
+same_as_one() { # name model batch splits...
+  local name=$1 model=$2 batch=$3
+  shift 3
+  local base=(train "$model" --batch "$batch" --lr 1e-6 --momentum 0.9 --seed 2 --no-eval
+              --train-limit 2048 --steps 3)
+  if ! out=$("$clnet" "${base[@]}" --devices 0 --save "$work/$name.one.st" 2>&1); then
+    bad "$name on one device" "$out"; return
+  fi
+  for split in "$@"; do
+    if ! out=$("$clnet" "${base[@]}" --split "$split" --save "$work/$name.split.st" 2>&1); then
+      bad "$name with --split $split" "$out"; continue
+    fi
+    if cmp=$("$compare" - "$work/$name.one.st" "$work/$name.split.st" 1e-4 bias-by-weight 2>&1)
+    then ok "$name, batch $batch, --split $split takes one device's steps ($(tail -1 <<<"$cmp"))"
+    else bad "$name, --split $split against one device" "$cmp"; fi
+  done
+}
+same_as_one two_convs "$work/two_convs.cfg" 64 1,4 4,1 1,3/3,1/0,1
+same_as_one resnet18_w16 "$models/resnet18_w16.cfg" 32 1,4 3,1 1,4/3,1/1,0
 
 out=$("$clnet" bench "$models/lenet.cfg" --batch 32 --steps 2 2>&1)
 rc=$?
