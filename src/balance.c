@@ -222,16 +222,19 @@ void clnet_balance_cap(const clnet_balance *b, int64_t step, const int *cap, int
             shares[i] = cap[i];
         }
     /* one sample at a time to the replica with room that is least loaded
-     * for its weight: the proportional split among those with room */
+     * for its weight: the proportional split among those with room; when
+     * only replicas of weight 0 have room, the one with the fewest samples
+     * (a sample must never be dropped: the caller checked the total room) */
     while (excess > 0) {
         int best = -1;
         double best_load = 0;
-        for (int i = 0; i < b->n; i++) {
-            double w = weight_of(b, row, i);
-            if (shares[i] >= cap[i] || w <= 0) continue;
-            double load = (shares[i] + 1) / w;
-            if (best < 0 || load < best_load) best = i, best_load = load;
-        }
+        for (int pass = 0; pass < 2 && best < 0; pass++)
+            for (int i = 0; i < b->n; i++) {
+                double w = pass == 0 ? weight_of(b, row, i) : 1.0;
+                if (shares[i] >= cap[i] || w <= 0) continue;
+                double load = (shares[i] + 1) / w;
+                if (best < 0 || load < best_load) best = i, best_load = load;
+            }
         if (best < 0) return; /* no room anywhere: the caller checked the total */
         shares[best]++;
         excess--;

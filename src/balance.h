@@ -37,7 +37,8 @@ void clnet_balance_free(clnet_balance *b);
 void clnet_balance_split(const clnet_balance *b, int total, int64_t step, int *shares);
 
 /* Shares of step `step` above cap[i] give their excess to the replicas with room, in
- * proportion to the weights; the caps must add up to the total. */
+ * proportion to the weights (to replicas of weight 0 when only those have
+ * room); the caps must add up to at least the total. */
 void clnet_balance_cap(const clnet_balance *b, int64_t step, const int *cap, int *shares);
 
 /* CLNET_THROTTLE: after replica i's work of `seconds`, waits FACTOR - 1

@@ -355,6 +355,8 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
         t->step.active[i] = t->step.shares[t->first + i] > 0;
         t->step.finished[i] = !t->step.active[i];
         t->step.mapped[i] = NULL;
+        t->step.loss[i] = 0; /* an idle replica adds nothing to the figures */
+        t->step.correct[i] = 0;
         taking += t->step.active[i];
     }
     for (int node = 0; node < m->count; node++) buckets += m->nodes[node].param_count > 0;

@@ -488,6 +488,22 @@ START_TEST(the_split_follows_weights_and_drops_devices_too_slow_to_help) {
     b.rate[0] = 1000, b.rate[1] = 1040;
     clnet_balance_split(&b, 250, 0, s); /* 15 quanta: 8 to the faster; 10 left to the other */
     ck_assert(s[0] == 122 && s[1] == 128 && s[2] == 0);
+    /* splits that change: step s takes row s % rows */
+    double rows[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    b.weight = rows;
+    b.rows = 3;
+    for (int64_t step = 0; step < 6; step++) {
+        clnet_balance_split(&b, 40, step, s);
+        for (int i = 0; i < 3; i++) ck_assert_int_eq(s[i], i == step % 3 ? 40 : 0);
+    }
+    /* capped shares (batch norm) never drop a sample: when only a device of
+     * weight 0 has room, it takes the excess */
+    b.rows = 1;
+    const int caps[3] = {30, 25, 0};
+    clnet_balance_split(&b, 40, 0, s); /* row 0: all 40 to device 0 */
+    clnet_balance_cap(&b, 0, caps, s);
+    ck_assert(s[0] == 30 && s[1] == 10 && s[2] == 0);
+    b.weight = NULL;
     clnet_balance_free(&b);
     setenv("CLNET_THROTTLE", "1:3,2:x", 1);
     ck_assert_int_eq(clnet_balance_init(&b, idx, 3), CLNET_ERR_INVALID_ARGUMENT);
