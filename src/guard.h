@@ -41,9 +41,9 @@ clnet_status clnet_guard_fill(clnet_device *d, const clnet_guard_region *r, int 
  * clnet_buffer_create: its own guard. */
 clnet_guard_region clnet_guard_tail(cl_mem mem, const char *what);
 
-/* Waits for the queue and reads every region back; the first one that no
- * longer holds the pattern fails with CLNET_ERR_GUARD, saying which region,
- * where it changed and `where` (the pass; the caller names the device). */
+/* Waits for the queue and reads every region back; when any no longer holds
+ * the pattern, fails with CLNET_ERR_GUARD naming each such region, where it
+ * changed and `where` (the pass; the caller names the device). */
 clnet_status clnet_guard_check(clnet_device *d, const clnet_guard_region *r, int count,
                                const char *where);
 

@@ -155,8 +155,8 @@ struct clnet_kind {
     clnet_status (*setup)(clnet_node *node);
     /* Floats kept from forward to backward, and scratch, that a pass over n
      * samples uses (NULL: 0). The contract: a pass over n samples uses at
-     * most what these give for n, and every pass states what it is about to
-     * use (clnet_pass_uses) before it uses it. Memory is planned with the
+     * most what these give for n, which the replica checks against the plan
+     * before every pass (clnet_pass_uses). Memory is planned with the
      * largest they give for any n from 1 to the replica's batch (plan.c), so
      * they need not grow with n: shares are unequal, change from step to
      * step, and a last batch is partial, and a pass over fewer samples may

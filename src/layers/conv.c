@@ -242,13 +242,6 @@ static size_t work_floats(const clnet_node *node, int n) {
     return chunk_floats(node, chunk_samples(node, n));
 }
 
-/* The first chunk of a pass, after checking that the pass's chunks fit the
- * scratch that was planned. */
-static clnet_status first_chunk(const clnet_node *node, const clnet_pass *p, int *most) {
-    *most = chunk_samples(node, p->n);
-    return clnet_pass_uses(node, p, chunk_floats(node, *most), 0);
-}
-
 /* Without a bias, the kernels that would add it are built with -DCONV_BIAS=0
  * (or without -DCOL2IM_BIAS=1) and never read one. */
 static int has_bias(const clnet_node *node) {
@@ -386,8 +379,7 @@ static int min_int(int a, int b) {
 static clnet_status conv_forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = 0;
-    TRY(first_chunk(node, p, &most));
+    int most = chunk_samples(node, p->n);
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
         TRY(im2col(node, p, &ch, p->act, p->x[0]));
@@ -404,8 +396,7 @@ cleanup:
 static clnet_status conv_backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = 0;
-    TRY(first_chunk(node, p, &most));
+    int most = chunk_samples(node, p->n);
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
         float beta = b0 == 0 ? p->beta : 1.0f; /* later chunks add to the first's */
@@ -429,8 +420,7 @@ cleanup:
 static clnet_status transpose_forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = 0;
-    TRY(first_chunk(node, p, &most));
+    int most = chunk_samples(node, p->n);
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
         TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch.s, p->act, p->x[0] + ch.small, 0, 0));
@@ -447,8 +437,7 @@ cleanup:
 static clnet_status transpose_backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = 0;
-    TRY(first_chunk(node, p, &most));
+    int most = chunk_samples(node, p->n);
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
         float beta = b0 == 0 ? p->beta : 1.0f; /* later chunks add to the first's */
