@@ -68,9 +68,7 @@ static clnet_status run_share(clnet_trainer *t, int i) {
     int me = t->first + i; /* this replica among the devices of every rank */
     int classes = clnet_model_classes(m), share = t->step.shares[me], train = t->step.train;
     int buckets = train && !r->d->zero_copy;
-    double t0 = clnet_now();
-    t->step.loss[i] = 0;
-    t->step.correct[i] = 0;
+    double t0 = clnet_now(); /* loss[i] and correct[i] start at 0 (run_all) */
     if (train && t->balance.fault_step[me] == ctx->step)
         FAIL(CLNET_ERR_OPENCL, "injected fault (CLNET_FAULT) in step %lld", (long long)ctx->step);
     for (int done = 0; done < share; done += r->max_batch) {
@@ -355,7 +353,7 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
         t->step.active[i] = t->step.shares[t->first + i] > 0;
         t->step.finished[i] = !t->step.active[i];
         t->step.mapped[i] = NULL;
-        t->step.loss[i] = 0; /* an idle replica adds nothing to the figures */
+        t->step.loss[i] = 0; /* every replica's, so that an idle one adds nothing */
         t->step.correct[i] = 0;
         taking += t->step.active[i];
     }
