@@ -54,6 +54,10 @@ extern "C" {
 #define CLNET_VERSION_MINOR 2
 #define CLNET_VERSION_PATCH 0
 
+/* The most devices one training job uses, over all its ranks (and so the
+ * most ranks). */
+#define CLNET_MAX_DEVICES 64
+
 /* The library's version as "MAJOR.MINOR.PATCH", e.g. "0.1.0". */
 const char *clnet_version(void);
 

@@ -154,9 +154,9 @@ static void proportional_split(const clnet_balance *b, const double *row, int to
 /* Splits `total` units by the weights (largest remainder). */
 static void split_units(const clnet_balance *b, const double *row, int total, int *shares) {
     int n = b->n;
-    double w[64];
-    int active[64];
-    for (int i = 0; i < n && i < 64; i++) {
+    double w[CLNET_MAX_DEVICES];
+    int active[CLNET_MAX_DEVICES];
+    for (int i = 0; i < n && i < CLNET_MAX_DEVICES; i++) {
         w[i] = weight_of(b, row, i);
         active[i] = w[i] > 0;
         shares[i] = 0;
@@ -183,7 +183,7 @@ static void split_units(const clnet_balance *b, const double *row, int total, in
         return;
     }
     /* Largest remainder: floors, then one more to the largest fractions. */
-    double frac[64];
+    double frac[CLNET_MAX_DEVICES];
     int given = 0;
     for (int i = 0; i < n; i++) {
         double exact = active[i] ? total * w[i] / sum : 0;

@@ -484,9 +484,9 @@ clnet_status clnet_dist_allgather(clnet_dist *d, clnet_lane lane, const void *mi
 
 clnet_status clnet_dist_allgatherv(clnet_dist *d, clnet_lane lane, const void *mine,
                                    const int *bytes, void *all, const char *what) {
-    int displs[64];
+    int displs[CLNET_MAX_DEVICES];
     long long off = 0;
-    if (d->size > 64) /* a bound net refuses more ranks than this */
+    if (d->size > CLNET_MAX_DEVICES) /* a bound net refuses more ranks than this */
         return clnet_fail(CLNET_ERR_INTERNAL, "%s: %d ranks", what, d->size);
     for (int r = 0; r < d->size; r++) {
         displs[r] = (int)off;

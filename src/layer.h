@@ -202,6 +202,9 @@ clnet_status clnet_no_kernels(const clnet_node *node, const clnet_pass *p);
 
 /* The registry (layers.c). */
 const clnet_kind *clnet_kind_find(const char *name);
+/* Built-in kind i (registry order), or NULL past the last: kinds added
+ * with clnet_kind_register are not among them. */
+const clnet_kind *clnet_kind_builtin(int i);
 /* "conv2d, maxpool, ..." */
 void clnet_kind_list(char *out, size_t cap);
 /* Adds a kind at run time (tests of the engine use kinds of their own). */

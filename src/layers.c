@@ -51,6 +51,10 @@ const clnet_kind *clnet_kind_find(const char *name) {
     return found;
 }
 
+const clnet_kind *clnet_kind_builtin(int i) {
+    return i >= 0 && (size_t)i < BUILTIN ? builtin[i] : NULL;
+}
+
 void clnet_kind_list(char *out, size_t cap) {
     size_t used = 0;
     out[0] = '\0';

@@ -300,8 +300,9 @@ clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch) {
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                           "initialise the net (clnet_net_init) or load weights before binding");
     int n = clnet_runtime_device_count(rt);
-    if (n < 1 || n > 64)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%d devices: clnet trains on 1 to 64", n);
+    if (n < 1 || n > CLNET_MAX_DEVICES)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%d devices: clnet trains on 1 to %d", n,
+                          CLNET_MAX_DEVICES);
     unbind(net);
     TRY(clnet_trainer_create(&net->trainer, &net->model, rt, max_batch));
     TRY(pin_choices(net));

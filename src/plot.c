@@ -3,6 +3,7 @@
  * an application's LC_NUMERIC (a decimal comma) cannot break the file. */
 #include "alloc.h"
 #include "plot.h"
+#include "text.h"
 #include "fileio.h"
 #include "error.h"
 
@@ -37,65 +38,30 @@ enum { NCOLOURS = sizeof PALETTE / sizeof PALETTE[0] };
 /* Data beyond this magnitude is clamped, so that ranges and pixel positions stay finite. */
 #define BIG 1e100
 
-/* ---- the growing text ------------------------------------------------------------------ */
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    int out_of_memory;
-} svg_text;
-
-static void put(svg_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(svg_text *t, const char *fmt, ...) {
-    if (t->out_of_memory) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = t->cap - t->len;
-        int n = vsnprintf(t->buf ? t->buf + t->len : NULL, room, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->out_of_memory = 1; /* only an encoding error; treat as fatal */
-            return;
-        }
-        if ((size_t)n < room) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap ? t->cap : 16384;
-        while (cap - t->len <= (size_t)n) cap *= 2;
-        char *b = clnet_realloc(t->buf, cap);
-        if (!b) {
-            t->out_of_memory = 1;
-            return;
-        }
-        t->buf = b;
-        t->cap = cap;
-    }
-}
-
+/* ---- escaped text (into a clnet_text) ----------------------------------------------- */
 /* Text content or attribute value: the five XML specials escaped, control characters (which
  * XML 1.0 forbids) dropped. Bytes from 0x80 up pass through: the text is taken to be UTF-8. */
-static void put_escaped(svg_text *t, const char *s) {
+static void put_escaped(clnet_text *t, const char *s) {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         switch (c) {
         case '&':
-            put(t, "&amp;");
+            clnet_text_printf(t, "&amp;");
             break;
         case '<':
-            put(t, "&lt;");
+            clnet_text_printf(t, "&lt;");
             break;
         case '>':
-            put(t, "&gt;");
+            clnet_text_printf(t, "&gt;");
             break;
         case '"':
-            put(t, "&quot;");
+            clnet_text_printf(t, "&quot;");
             break;
         case '\'':
-            put(t, "&apos;");
+            clnet_text_printf(t, "&apos;");
             break;
         default:
-            if (c >= 0x20 && c != 0x7f) put(t, "%c", c);
+            if (c >= 0x20 && c != 0x7f) clnet_text_printf(t, "%c", c);
         }
     }
 }
@@ -310,18 +276,19 @@ static const char *line_width(const clnet_plot_series *s) {
     return s->n <= MARK_ALL_UP_TO ? "2" : "1.2";
 }
 
-static void put_marker(svg_text *t, double x, double y) {
-    put(t, "<circle cx=\"%s\" cy=\"%s\" r=\"3.5\"/>", px(x).s, px(y).s);
+static void put_marker(clnet_text *t, double x, double y) {
+    clnet_text_printf(t, "<circle cx=\"%s\" cy=\"%s\" r=\"3.5\"/>", px(x).s, px(y).s);
 }
 
-static void put_series(svg_text *t, const panel *p, int k) {
+static void put_series(clnet_text *t, const panel *p, int k) {
     const clnet_plot_series *s = &p->series[k];
     const char *colour = PALETTE[p->colour[k] % NCOLOURS];
     int any = 0;
     for (int i = 0; i < s->n && !any; i++) any = point_ok(s, i);
     if (!any) return;
     /* One path per series; a skipped point starts a new piece with M. */
-    put(t, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" stroke-linejoin=\"round\"%s d=\"",
+    clnet_text_printf(
+        t, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" stroke-linejoin=\"round\"%s d=\"",
         colour, line_width(s), dash(p->colour[k]));
     int in_piece = 0, first = 1;
     for (int i = 0; i < s->n; i++) {
@@ -329,22 +296,22 @@ static void put_series(svg_text *t, const panel *p, int k) {
             in_piece = 0;
             continue;
         }
-        put(t, "%s%s%s %s", first ? "" : " ", in_piece ? "L" : "M", px(map_x(p, s->x[i])).s,
-            px(map_y(p, s->y[i])).s);
+        clnet_text_printf(t, "%s%s%s %s", first ? "" : " ", in_piece ? "L" : "M",
+                          px(map_x(p, s->x[i])).s, px(map_y(p, s->y[i])).s);
         in_piece = 1;
         first = 0;
     }
-    put(t, "\"/>\n");
-    put(t, "<g fill=\"%s\" stroke=\"#ffffff\" stroke-width=\"1\">", colour);
+    clnet_text_printf(t, "\"/>\n");
+    clnet_text_printf(t, "<g fill=\"%s\" stroke=\"#ffffff\" stroke-width=\"1\">", colour);
     for (int i = 0; i < s->n; i++) {
         if (!point_ok(s, i)) continue;
         int isolated = (i == 0 || !point_ok(s, i - 1)) && (i + 1 >= s->n || !point_ok(s, i + 1));
         if (s->n <= MARK_ALL_UP_TO || isolated) put_marker(t, map_x(p, s->x[i]), map_y(p, s->y[i]));
     }
-    put(t, "</g>\n");
+    clnet_text_printf(t, "</g>\n");
 }
 
-static void put_legend(svg_text *t, const panel *p) {
+static void put_legend(clnet_text *t, const panel *p) {
     char label[256];
     int chars = 0;
     for (int k = 0; k < p->count; k++) {
@@ -355,107 +322,113 @@ static void put_legend(svg_text *t, const panel *p) {
     double w = LEGEND_SWATCH + chars * LEGEND_CHAR + 10, h = p->count * LEGEND_LINE + 8;
     double lx = 0, ly = 0;
     legend_place(p, w, h, &lx, &ly);
-    put(t,
+    clnet_text_printf(
+        t,
         "<g class=\"legend\"><rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" rx=\"3\" "
         "fill=\"#ffffff\" fill-opacity=\"0.88\" stroke=\"#bbbbbb\"/>\n",
         px(lx).s, px(ly).s, px(w).s, px(h).s);
     for (int k = 0; k < p->count; k++) {
         const char *colour = PALETTE[p->colour[k] % NCOLOURS];
         double y = ly + 4 + LEGEND_LINE * (k + 0.5);
-        put(t,
+        clnet_text_printf(
+            t,
             "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"%s\" stroke-width=\"%s\"%s/>",
             px(lx + 8).s, px(y).s, px(lx + 28).s, px(y).s, colour, line_width(&p->series[k]),
             dash(p->colour[k]));
         if (p->series[k].n <= MARK_ALL_UP_TO) /* drawn as its points are */
-            put(t, "<circle cx=\"%s\" cy=\"%s\" r=\"3.5\" fill=\"%s\" stroke=\"#ffffff\"/>",
+            clnet_text_printf(
+                t, "<circle cx=\"%s\" cy=\"%s\" r=\"3.5\" fill=\"%s\" stroke=\"#ffffff\"/>",
                 px(lx + 18).s, px(y).s, colour);
         series_label(&p->series[k], k, label, sizeof label);
-        put(t, "<text x=\"%s\" y=\"%s\" font-size=\"12\" dominant-baseline=\"central\">",
-            px(lx + LEGEND_SWATCH).s, px(y).s);
+        clnet_text_printf(t,
+                          "<text x=\"%s\" y=\"%s\" font-size=\"12\" dominant-baseline=\"central\">",
+                          px(lx + LEGEND_SWATCH).s, px(y).s);
         put_escaped(t, label);
-        put(t, "</text>\n");
+        clnet_text_printf(t, "</text>\n");
     }
-    put(t, "</g>\n");
+    clnet_text_printf(t, "</g>\n");
 }
 
-static void put_panel(svg_text *t, const panel *p, const char *x_label) {
+static void put_panel(clnet_text *t, const panel *p, const char *x_label) {
     double mid_x = (p->left + p->right) / 2, mid_y = (p->top + p->bottom) / 2;
-    put(t, "<g class=\"panel\">\n");
-    put(t,
-        "<text x=\"%s\" y=\"%s\" font-size=\"14\" font-weight=\"bold\" "
-        "text-anchor=\"middle\">%s</text>\n",
-        px(mid_x).s, px(p->top - 12).s, p->name);
+    clnet_text_printf(t, "<g class=\"panel\">\n");
+    clnet_text_printf(t,
+                      "<text x=\"%s\" y=\"%s\" font-size=\"14\" font-weight=\"bold\" "
+                      "text-anchor=\"middle\">%s</text>\n",
+                      px(mid_x).s, px(p->top - 12).s, p->name);
 
     /* Grid, then ticks and their numbers. */
     int nx = (int)lround((p->ax.hi - p->ax.lo) / p->ax.step);
     int ny = (int)lround((p->ay.hi - p->ay.lo) / p->ay.step);
-    put(t, "<g stroke=\"#e6e6e6\" stroke-width=\"1\">");
+    clnet_text_printf(t, "<g stroke=\"#e6e6e6\" stroke-width=\"1\">");
     for (int i = 1; i < nx; i++) {
         double x = map_x(p, p->ax.lo + i * p->ax.step);
-        put(t, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/>", px(x).s, px(p->top).s, px(x).s,
-            px(p->bottom).s);
+        clnet_text_printf(t, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/>", px(x).s,
+                          px(p->top).s, px(x).s, px(p->bottom).s);
     }
     for (int i = 1; i < ny; i++) {
         double y = map_y(p, p->ay.lo + i * p->ay.step);
-        put(t, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/>", px(p->left).s, px(y).s,
-            px(p->right).s, px(y).s);
+        clnet_text_printf(t, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/>", px(p->left).s,
+                          px(y).s, px(p->right).s, px(y).s);
     }
-    put(t, "</g>\n");
-    put(t, "<g stroke=\"#444444\" stroke-width=\"1\">");
+    clnet_text_printf(t, "</g>\n");
+    clnet_text_printf(t, "<g stroke=\"#444444\" stroke-width=\"1\">");
     for (int i = 0; i <= nx; i++) {
         double x = map_x(p, p->ax.lo + i * p->ax.step);
-        put(t, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/>", px(x).s, px(p->bottom).s, px(x).s,
-            px(p->bottom + 5).s);
+        clnet_text_printf(t, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/>", px(x).s,
+                          px(p->bottom).s, px(x).s, px(p->bottom + 5).s);
     }
     for (int i = 0; i <= ny; i++) {
         double y = map_y(p, p->ay.lo + i * p->ay.step);
-        put(t, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/>", px(p->left - 5).s, px(y).s,
-            px(p->left).s, px(y).s);
+        clnet_text_printf(t, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/>", px(p->left - 5).s,
+                          px(y).s, px(p->left).s, px(y).s);
     }
-    put(t, "</g>\n");
-    put(t, "<g font-size=\"12\" fill=\"#333333\" text-anchor=\"middle\">");
+    clnet_text_printf(t, "</g>\n");
+    clnet_text_printf(t, "<g font-size=\"12\" fill=\"#333333\" text-anchor=\"middle\">");
     for (int i = 0; i <= nx; i++) {
         double v = p->ax.lo + i * p->ax.step;
-        put(t, "<text x=\"%s\" y=\"%s\">%s</text>", px(map_x(p, v)).s, px(p->bottom + 19).s,
-            tick_text(&p->ax, v).s);
+        clnet_text_printf(t, "<text x=\"%s\" y=\"%s\">%s</text>", px(map_x(p, v)).s,
+                          px(p->bottom + 19).s, tick_text(&p->ax, v).s);
     }
-    put(t, "</g>\n<g font-size=\"12\" fill=\"#333333\" text-anchor=\"end\">");
+    clnet_text_printf(t, "</g>\n<g font-size=\"12\" fill=\"#333333\" text-anchor=\"end\">");
     int widest = 0; /* characters in the widest y number */
     for (int i = 0; i <= ny; i++) {
         double v = p->ay.lo + i * p->ay.step;
         int w = (int)strlen(tick_text(&p->ay, v).s);
         if (w > widest) widest = w;
-        put(t, "<text x=\"%s\" y=\"%s\" dominant-baseline=\"central\">%s</text>", px(p->left - 8).s,
-            px(map_y(p, v)).s, tick_text(&p->ay, v).s);
+        clnet_text_printf(t, "<text x=\"%s\" y=\"%s\" dominant-baseline=\"central\">%s</text>",
+                          px(p->left - 8).s, px(map_y(p, v)).s, tick_text(&p->ay, v).s);
     }
-    put(t, "</g>\n");
+    clnet_text_printf(t, "</g>\n");
 
     /* Axis labels: x_label under the numbers, the panel's name turned along the y axis. */
     if (x_label) {
-        put(t, "<text x=\"%s\" y=\"%s\" font-size=\"13\" text-anchor=\"middle\">", px(mid_x).s,
-            px(p->bottom + 42).s);
+        clnet_text_printf(t, "<text x=\"%s\" y=\"%s\" font-size=\"13\" text-anchor=\"middle\">",
+                          px(mid_x).s, px(p->bottom + 42).s);
         put_escaped(t, x_label);
-        put(t, "</text>\n");
+        clnet_text_printf(t, "</text>\n");
     }
     /* The y label just left of the widest number, but inside the panel. */
     double yl = fmax(p->left - 8 - widest * LEGEND_CHAR - 12, p->left - PLOT_LEFT + 12);
-    put(t,
-        "<text x=\"%s\" y=\"%s\" font-size=\"13\" text-anchor=\"middle\" "
-        "transform=\"rotate(-90 %s %s)\">%s</text>\n",
-        px(yl).s, px(mid_y).s, px(yl).s, px(mid_y).s, p->name);
+    clnet_text_printf(t,
+                      "<text x=\"%s\" y=\"%s\" font-size=\"13\" text-anchor=\"middle\" "
+                      "transform=\"rotate(-90 %s %s)\">%s</text>\n",
+                      px(yl).s, px(mid_y).s, px(yl).s, px(mid_y).s, p->name);
 
     if (!p->has_points)
-        put(t,
+        clnet_text_printf(
+            t,
             "<text x=\"%s\" y=\"%s\" font-size=\"13\" fill=\"#888888\" text-anchor=\"middle\">"
             "no data</text>\n",
             px(mid_x).s, px(mid_y).s);
     /* The frame before the series, so that points on its edge stay whole. */
-    put(t,
+    clnet_text_printf(
+        t,
         "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#444444\"/>\n",
         px(p->left).s, px(p->top).s, px(p->right - p->left).s, px(p->bottom - p->top).s);
     for (int k = 0; k < p->count; k++) put_series(t, p, k);
     if (p->count > 0) put_legend(t, p);
-    put(t, "</g>\n");
+    clnet_text_printf(t, "</g>\n");
 }
 
 /* ---- arguments, colours, the file ------------------------------------------------------- */
@@ -509,7 +482,7 @@ clnet_status clnet_plot_svg(const char *path, const char *title, const char *x_l
                             const clnet_plot_series *loss, int nloss, const clnet_plot_series *acc,
                             int nacc) {
     clnet_status status = CLNET_OK;
-    svg_text t = {0};
+    clnet_text t = {0};
     int *colour = NULL;
     if (!path) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_plot_svg: NULL path");
     TRY(check_series("loss", loss, nloss));
@@ -522,20 +495,22 @@ clnet_status clnet_plot_svg(const char *path, const char *title, const char *x_l
         {.name = "loss", .series = loss, .count = nloss, .colour = colour},
         {.name = "accuracy", .series = acc, .count = nacc, .colour = colour + nloss},
     };
-    put(&t,
+    clnet_text_printf(
+        &t,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
         "viewBox=\"0 0 %d %d\" font-family=\"" FONT "\">\n",
         WIDTH, HEIGHT, WIDTH, HEIGHT);
-    put(&t, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", WIDTH, HEIGHT);
+    clnet_text_printf(&t, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
+                      WIDTH, HEIGHT);
     if (title) {
-        put(&t, "<title>");
+        clnet_text_printf(&t, "<title>");
         put_escaped(&t, title);
-        put(&t,
-            "</title>\n<text x=\"%d\" y=\"30\" font-size=\"18\" font-weight=\"bold\" "
-            "text-anchor=\"middle\">",
-            WIDTH / 2);
+        clnet_text_printf(&t,
+                          "</title>\n<text x=\"%d\" y=\"30\" font-size=\"18\" font-weight=\"bold\" "
+                          "text-anchor=\"middle\">",
+                          WIDTH / 2);
         put_escaped(&t, title);
-        put(&t, "</text>\n");
+        clnet_text_printf(&t, "</text>\n");
     }
     for (int i = 0; i < 2; i++) {
         panel *p = &panels[i];
@@ -546,12 +521,12 @@ clnet_status clnet_plot_svg(const char *path, const char *title, const char *x_l
         panel_axes(p, i == 1);
         put_panel(&t, p, x_label);
     }
-    put(&t, "</svg>\n");
-    if (t.out_of_memory) FAIL(CLNET_ERR_OUT_OF_MEMORY, "clnet_plot_svg %s: out of memory", path);
+    clnet_text_printf(&t, "</svg>\n");
+    if (t.failed) FAIL(CLNET_ERR_OUT_OF_MEMORY, "clnet_plot_svg %s: out of memory", path);
     TRY(write_atomically(path, t.buf, t.len));
 cleanup:
     free(colour);
-    free(t.buf);
+    clnet_text_free(&t);
     return status;
 }
 
@@ -575,12 +550,12 @@ static size_t png_chunk(unsigned char *out, const char *type, const unsigned cha
 }
 
 /* An 8-bit grey (colours 1) or RGB (3) PNG of w x h pixels, base64 into t. */
-static void put_png(svg_text *t, const unsigned char *pixels, int w, int h, int colours) {
+static void put_png(clnet_text *t, const unsigned char *pixels, int w, int h, int colours) {
     size_t row = 1 + (size_t)w * colours, raw_len = row * (size_t)h;
     uLongf packed_len = compressBound((uLong)raw_len);
     unsigned char *raw = clnet_malloc(raw_len), *png = clnet_malloc(packed_len + 64);
     if (!raw || !png) {
-        t->out_of_memory = 1;
+        t->failed = 1;
         goto done;
     }
     for (int y = 0; y < h; y++) { /* filter type 0 (none) before each row */
@@ -595,7 +570,7 @@ static void put_png(svg_text *t, const unsigned char *pixels, int w, int h, int 
     ihdr[9] = colours == 3 ? 2 : 0;           /* truecolour or greyscale */
     unsigned char *packed = png + 8 + 25 + 8; /* where IDAT's data goes */
     if (compress2(packed, &packed_len, raw, (uLong)raw_len, 9) != Z_OK) {
-        t->out_of_memory = 1;
+        t->failed = 1;
         goto done;
     }
     memcpy(png, SIGNATURE, 8);
@@ -606,8 +581,8 @@ static void put_png(svg_text *t, const unsigned char *pixels, int w, int h, int 
     for (size_t i = 0; i < len; i += 3) {
         uint32_t v = (uint32_t)png[i] << 16 | (i + 1 < len ? (uint32_t)png[i + 1] << 8 : 0) |
                      (i + 2 < len ? png[i + 2] : 0);
-        put(t, "%c%c%c%c", B64[v >> 18 & 63], B64[v >> 12 & 63],
-            i + 1 < len ? B64[v >> 6 & 63] : '=', i + 2 < len ? B64[v & 63] : '=');
+        clnet_text_printf(t, "%c%c%c%c", B64[v >> 18 & 63], B64[v >> 12 & 63],
+                          i + 1 < len ? B64[v >> 6 & 63] : '=', i + 2 < len ? B64[v & 63] : '=');
     }
 done:
     free(raw);
@@ -618,7 +593,7 @@ clnet_status clnet_write_predictions_svg(const char *path, const float *images, 
                                          int height, int width, int n, const int *predicted,
                                          const int32_t *labels) {
     clnet_status status = CLNET_OK;
-    svg_text t = {0};
+    clnet_text t = {0};
     unsigned char *pixels = NULL;
     if (!path || !images || !predicted || n < 1 || channels < 1 || height < 1 || width < 1)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_write_predictions_svg: bad arguments");
@@ -627,7 +602,8 @@ clnet_status clnet_write_predictions_svg(const char *path, const float *images, 
     size_t plane = (size_t)height * width;
     pixels = clnet_malloc(plane * colours);
     if (!pixels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    put(&t,
+    clnet_text_printf(
+        &t,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" "
         "version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"" FONT
         "\">\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
@@ -642,26 +618,28 @@ clnet_status clnet_write_predictions_svg(const char *path, const float *images, 
                 pixels[k * colours + c] = (unsigned char)lrintf((x[c * plane + k] - lo) * scale);
         int left = (i % COLUMNS) * CELL + (CELL - IMAGE) / 2,
             top = (i / COLUMNS) * (CELL + LABEL_ROOM) + 8;
-        put(&t,
+        clnet_text_printf(
+            &t,
             "<image x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" preserveAspectRatio=\"none\" "
             "style=\"image-rendering:pixelated\" xlink:href=\"data:image/png;base64,",
             left, top, IMAGE, IMAGE);
         put_png(&t, pixels, width, height, colours);
         int wrong = labels && labels[i] != predicted[i];
-        put(&t,
+        clnet_text_printf(
+            &t,
             "\"/>\n<text x=\"%d\" y=\"%d\" font-size=\"13\" text-anchor=\"middle\" fill=\"%s\">",
             left + IMAGE / 2, top + IMAGE + 16, wrong ? "#d62728" : "#000000");
         if (labels)
-            put(&t, "%d (true %d)", predicted[i], (int)labels[i]);
+            clnet_text_printf(&t, "%d (true %d)", predicted[i], (int)labels[i]);
         else
-            put(&t, "%d", predicted[i]);
-        put(&t, "</text>\n");
+            clnet_text_printf(&t, "%d", predicted[i]);
+        clnet_text_printf(&t, "</text>\n");
     }
-    put(&t, "</svg>\n");
-    if (t.out_of_memory) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    clnet_text_printf(&t, "</svg>\n");
+    if (t.failed) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     TRY(write_atomically(path, t.buf, t.len));
 cleanup:
     free(pixels);
-    free(t.buf);
+    clnet_text_free(&t);
     return status;
 }

@@ -1,6 +1,7 @@
 /* Reading and writing float32 and int64 tensors in the safetensors format. */
 #include "alloc.h"
 #include "safetensors.h"
+#include "text.h"
 #include "fileio.h"
 #include "error.h"
 #include "json.h"
@@ -521,72 +522,44 @@ void clnet_st_free(clnet_st_file *f) {
 
 /* ==== writing ================================================================== */
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    int failed;
-} text;
-
-static void add(text *t, const char *s, size_t n) {
-    if (t->failed) return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->len + n + 1) cap *= 2;
-        char *b = clnet_realloc(t->buf, cap);
-        if (!b) {
-            t->failed = 1;
-            return;
-        }
-        t->buf = b;
-        t->cap = cap;
-    }
-    memcpy(t->buf + t->len, s, n);
-    t->len += n;
-    t->buf[t->len] = '\0';
-}
-
-static void add_str(text *t, const char *s) {
-    add(t, s, strlen(s));
-}
-
 /* s as a JSON string: quotes, backslashes and control characters escaped, other UTF-8 as
  * it is (as serde_json and the reference implementation write it). */
-static void add_quoted(text *t, const char *s) {
-    add(t, "\"", 1);
+static void add_quoted(clnet_text *t, const char *s) {
+    clnet_text_add(t, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char esc[8];
         switch (*p) {
         case '"':
-            add(t, "\\\"", 2);
+            clnet_text_add(t, "\\\"", 2);
             break;
         case '\\':
-            add(t, "\\\\", 2);
+            clnet_text_add(t, "\\\\", 2);
             break;
         case '\n':
-            add(t, "\\n", 2);
+            clnet_text_add(t, "\\n", 2);
             break;
         case '\r':
-            add(t, "\\r", 2);
+            clnet_text_add(t, "\\r", 2);
             break;
         case '\t':
-            add(t, "\\t", 2);
+            clnet_text_add(t, "\\t", 2);
             break;
         case '\b':
-            add(t, "\\b", 2);
+            clnet_text_add(t, "\\b", 2);
             break;
         case '\f':
-            add(t, "\\f", 2);
+            clnet_text_add(t, "\\f", 2);
             break;
         default:
             if (*p < 0x20) {
                 snprintf(esc, sizeof esc, "\\u%04x", *p);
-                add(t, esc, 6);
+                clnet_text_add(t, esc, 6);
             } else {
-                add(t, (const char *)p, 1);
+                clnet_text_add(t, (const char *)p, 1);
             }
         }
     }
-    add(t, "\"", 1);
+    clnet_text_add(t, "\"", 1);
 }
 
 static clnet_status check_save_args(const char *path, const clnet_st_tensor *tensors, int count,
@@ -658,40 +631,36 @@ cleanup:
 
 /* The JSON header, padded with spaces to a multiple of 8 bytes. */
 static clnet_status make_header(const char *path, const clnet_st_tensor *tensors, int count,
-                                const clnet_st_meta *meta, int nmeta, text *t) {
-    char num[64];
+                                const clnet_st_meta *meta, int nmeta, clnet_text *t) {
     uint64_t at = 0;
-    add_str(t, "{");
+    clnet_text_str(t, "{");
     if (nmeta > 0) {
-        add_str(t, "\"" METADATA_KEY "\":{");
+        clnet_text_str(t, "\"" METADATA_KEY "\":{");
         for (int k = 0; k < nmeta; k++) {
-            if (k) add_str(t, ",");
+            if (k) clnet_text_str(t, ",");
             add_quoted(t, meta[k].key);
-            add_str(t, ":");
+            clnet_text_str(t, ":");
             add_quoted(t, meta[k].value);
         }
-        add_str(t, "}");
+        clnet_text_str(t, "}");
     }
     for (int i = 0; i < count; i++) {
         const clnet_st_tensor *x = &tensors[i];
         uint64_t bytes = (uint64_t)shape_bytes(x->shape, x->ndim, DTYPES[x->dtype].size);
         if (bytes > (uint64_t)INT64_MAX - at)
             return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: too much data", path);
-        if (i || nmeta > 0) add_str(t, ",");
+        if (i || nmeta > 0) clnet_text_str(t, ",");
         add_quoted(t, x->name);
-        add_str(t, ":{\"dtype\":\"");
-        add_str(t, DTYPES[x->dtype].name);
-        add_str(t, "\",\"shape\":[");
-        for (int d = 0; d < x->ndim; d++) {
-            snprintf(num, sizeof num, "%s%" PRId64, d ? "," : "", x->shape[d]);
-            add_str(t, num);
-        }
-        snprintf(num, sizeof num, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", at, at + bytes);
-        add_str(t, num);
+        clnet_text_str(t, ":{\"dtype\":\"");
+        clnet_text_str(t, DTYPES[x->dtype].name);
+        clnet_text_str(t, "\",\"shape\":[");
+        for (int d = 0; d < x->ndim; d++)
+            clnet_text_printf(t, "%s%" PRId64, d ? "," : "", x->shape[d]);
+        clnet_text_printf(t, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", at, at + bytes);
         at += bytes;
     }
-    add_str(t, "}");
-    while (!t->failed && t->len % 8 != 0) add_str(t, " ");
+    clnet_text_str(t, "}");
+    while (!t->failed && t->len % 8 != 0) clnet_text_str(t, " ");
     if (t->failed)
         return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "clnet_st_save %s: out of memory", path);
     if (t->len > CLNET_ST_MAX_HEADER)
@@ -730,7 +699,7 @@ static clnet_status write_elements(clnet_atomic_file *f, const void *x, size_t n
 clnet_status clnet_st_save(const char *path, const clnet_st_tensor *tensors, int count,
                            const clnet_st_meta *meta, int nmeta) {
     clnet_status status = CLNET_OK;
-    text header = {0};
+    clnet_text header = {0};
     clnet_atomic_file f = {.fd = -1};
     unsigned char len8[8];
     TRY(check_save_args(path, tensors, count, meta, nmeta));
@@ -747,6 +716,6 @@ clnet_status clnet_st_save(const char *path, const clnet_st_tensor *tensors, int
     TRY(clnet_atomic_commit(&f));
 cleanup:
     clnet_atomic_abort(&f);
-    free(header.buf);
+    clnet_text_free(&header);
     return status;
 }

@@ -226,7 +226,7 @@ static clnet_status cap_shares(clnet_trainer *t, int n, int64_t step) {
  * collectives, so every rank gets a sample at least, from the largest
  * share of a rank that has two or more. */
 static clnet_status every_rank_a_sample(clnet_trainer *t, int n) {
-    int ranks = clnet_mpi_size(), *share = t->step.shares, total[64] = {0};
+    int ranks = clnet_mpi_size(), *share = t->step.shares, total[CLNET_MAX_DEVICES] = {0};
     if (n < ranks)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                           "a training batch of %d samples on %d ranks: layer '%s' (%s) normalizes "
@@ -277,7 +277,7 @@ static clnet_status ranks_sum(void *arg, double *values, size_t n) {
 
 static clnet_status ranks_gather(void *arg, const void *mine, size_t bytes, void *all) {
     clnet_trainer *t = arg;
-    int counts[64];
+    int counts[CLNET_MAX_DEVICES];
     (void)mine; /* already in place in all */
     for (int r = 0; r < clnet_mpi_size(); r++) counts[r] = (int)((size_t)t->rank_active[r] * bytes);
     return clnet_dist_allgatherv(t->dist, CLNET_LANE_BATCH, NULL, counts, all,
@@ -305,7 +305,7 @@ static void start_group(clnet_trainer *t, int taking) {
  * with probs, every rank's rows of it. */
 static clnet_status exchange_figures(clnet_trainer *t, double *loss, int *correct) {
     clnet_status status = CLNET_OK;
-    int ranks = clnet_mpi_size(), bytes[64], classes = clnet_model_classes(t->model);
+    int ranks = clnet_mpi_size(), bytes[CLNET_MAX_DEVICES], classes = clnet_model_classes(t->model);
     double *mine = t->record + (2 * (size_t)clnet_mpi_rank() + (size_t)t->first);
     mine[0] = *loss;
     mine[1] = *correct;

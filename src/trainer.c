@@ -48,7 +48,7 @@ void clnet_trainer_free(clnet_trainer *t) {
 }
 
 clnet_status clnet_trainer_share(clnet_trainer *t, void *items, size_t size) {
-    int ranks = clnet_mpi_size(), bytes[64];
+    int ranks = clnet_mpi_size(), bytes[CLNET_MAX_DEVICES];
     if (!t->dist) return CLNET_OK;
     for (int r = 0; r < ranks; r++) bytes[r] = (int)((size_t)t->rank_count[r] * size);
     unsigned char *mine = (unsigned char *)items + (size_t)t->first * size;
@@ -64,8 +64,9 @@ static clnet_status count_devices(clnet_trainer *t) {
     t->first = 0;
     t->total = counts[0] = t->count;
     if (!t->dist) return CLNET_OK;
-    if (ranks > 64)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%d ranks: clnet trains on 1 to 64", ranks);
+    if (ranks > CLNET_MAX_DEVICES)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%d ranks: clnet trains on 1 to %d", ranks,
+                          CLNET_MAX_DEVICES);
     clnet_status s = clnet_dist_allgather(t->dist, CLNET_LANE_CONTROL, &t->count, sizeof(int),
                                           counts, "counting the devices of every rank");
     if (s != CLNET_OK) return s;
@@ -74,10 +75,10 @@ static clnet_status count_devices(clnet_trainer *t) {
         if (r == clnet_mpi_rank()) t->first = t->total;
         t->total += counts[r];
     }
-    if (t->total > 64)
+    if (t->total > CLNET_MAX_DEVICES)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "%d devices on %d ranks: clnet trains on 1 to 64 devices in all",
-                          t->total, ranks);
+                          "%d devices on %d ranks: clnet trains on 1 to %d devices in all",
+                          t->total, ranks, CLNET_MAX_DEVICES);
     return CLNET_OK;
 }
 

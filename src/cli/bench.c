@@ -19,7 +19,7 @@
 #include <time.h>
 
 #define BUDGET      30.0
-#define MAX_CONFIGS 66 /* 64 devices alone, balanced, equal */
+#define MAX_CONFIGS (CLNET_MAX_DEVICES + 2) /* each device alone, balanced, equal */
 
 static double now(void) {
     struct timespec t;
@@ -139,7 +139,7 @@ int cmd_bench(int argc, char **argv) {
         goto done;
     }
     n = clnet_runtime_device_count(all);
-    if (n > 64) n = 64;
+    if (n > CLNET_MAX_DEVICES) n = CLNET_MAX_DEVICES;
     {
         clnet_net *probe = NULL;
         int ch = 0, h = 0, w = 0;
@@ -188,7 +188,7 @@ int cmd_bench(int argc, char **argv) {
     if ((3 + d.steps) * slowest > BUDGET) {
         c[equal].estimate = d.batch / slowest;
     } else {
-        double w[64];
+        double w[CLNET_MAX_DEVICES];
         for (int i = 0; i < n; i++) w[i] = 1;
         if (set_up(&c[equal], model, &d, w, 0)) goto done;
     }

@@ -632,8 +632,8 @@ int cmd_train(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
 
     int tty = isatty(2) && is_root(), devices = clnet_net_device_count(s.net);
-    int64_t max_steps = o.steps >= 0 ? o.steps : INT64_MAX, before[64];
-    for (int i = 0; i < devices && i < 64; i++) {
+    int64_t max_steps = o.steps >= 0 ? o.steps : INT64_MAX, before[CLNET_MAX_DEVICES];
+    for (int i = 0; i < devices && i < CLNET_MAX_DEVICES; i++) {
         clnet_device_share d;
         clnet_net_device_share(s.net, i, &d);
         before[i] = d.samples;
@@ -705,7 +705,7 @@ int cmd_train(int argc, char **argv) {
                         accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), secs, ips);
                 report_devices(&s, before);
             }
-            for (int i = 0; i < devices && i < 64; i++) {
+            for (int i = 0; i < devices && i < CLNET_MAX_DEVICES; i++) {
                 clnet_device_share d;
                 clnet_net_device_share(s.net, i, &d);
                 before[i] = d.samples;
