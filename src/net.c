@@ -442,14 +442,6 @@ static int loader_ahead(void *arg, const float **images, const int32_t **labels,
     return 1;
 }
 
-/* "1x28x28" */
-static void dims_text(const int *dims, int rank, char *out, size_t cap) {
-    size_t used = 0;
-    out[0] = '\0';
-    for (int i = 0; i < rank && used < cap; i++)
-        used += (size_t)snprintf(out + used, cap - used, "%s%d", i ? "x" : "", dims[i]);
-}
-
 int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap) {
     int want[4], have[4];
     if (!net || !ds) {
@@ -467,8 +459,8 @@ int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, 
     }
     if (same || no_channel || (clnet_dataset_from_idx(ds) && wsize == hsize)) return 1;
     char w[64], h[64];
-    dims_text(want, wrank, w, sizeof w);
-    dims_text(have, hrank, h, sizeof h);
+    clnet_dims_text(want, wrank, w, sizeof w);
+    clnet_dims_text(have, hrank, h, sizeof h);
     if (why && cap)
         snprintf(why, cap, "takes %s inputs (%ld values) but the data set's samples are %s (%ld)",
                  w, wsize, h, hsize);
