@@ -1,6 +1,7 @@
 /* A strict recursive-descent JSON reader (RFC 8259, integers only). */
 #include "alloc.h"
 #include "json.h"
+#include "text.h"
 #include "error.h"
 
 #include <limits.h>
@@ -32,37 +33,22 @@ static void skip_space(parser *p) {
 
 /* ---- strings ---------------------------------------------------------------- */
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} growing;
-
-static int put_byte(growing *g, unsigned char c) {
-    if (g->len + 1 >= g->cap) {
-        size_t cap = g->cap ? 2 * g->cap : 32;
-        char *b = clnet_realloc(g->buf, cap);
-        if (!b) return -1;
-        g->buf = b;
-        g->cap = cap;
+/* Appends code point cp as UTF-8. */
+static void put_utf8(clnet_text *g, uint32_t cp) {
+    unsigned char b[4];
+    size_t n;
+    if (cp < 0x80) {
+        b[0] = (unsigned char)cp, n = 1;
+    } else if (cp < 0x800) {
+        b[0] = (unsigned char)(0xC0 | (cp >> 6)), n = 2;
+    } else if (cp < 0x10000) {
+        b[0] = (unsigned char)(0xE0 | (cp >> 12)), n = 3;
+    } else {
+        b[0] = (unsigned char)(0xF0 | (cp >> 18)), n = 4;
     }
-    g->buf[g->len++] = (char)c;
-    g->buf[g->len] = '\0';
-    return 0;
-}
-
-static int put_utf8(growing *g, uint32_t cp) {
-    if (cp < 0x80) return put_byte(g, (unsigned char)cp);
-    if (cp < 0x800)
-        return put_byte(g, (unsigned char)(0xC0 | (cp >> 6))) ||
-               put_byte(g, (unsigned char)(0x80 | (cp & 0x3F)));
-    if (cp < 0x10000)
-        return put_byte(g, (unsigned char)(0xE0 | (cp >> 12))) ||
-               put_byte(g, (unsigned char)(0x80 | ((cp >> 6) & 0x3F))) ||
-               put_byte(g, (unsigned char)(0x80 | (cp & 0x3F)));
-    return put_byte(g, (unsigned char)(0xF0 | (cp >> 18))) ||
-           put_byte(g, (unsigned char)(0x80 | ((cp >> 12) & 0x3F))) ||
-           put_byte(g, (unsigned char)(0x80 | ((cp >> 6) & 0x3F))) ||
-           put_byte(g, (unsigned char)(0x80 | (cp & 0x3F)));
+    for (size_t k = 1; k < n; k++)
+        b[k] = (unsigned char)(0x80 | ((cp >> (6 * (n - 1 - k))) & 0x3F));
+    clnet_text_add(g, (const char *)b, n);
 }
 
 /* Length of the well-formed UTF-8 sequence at s[0..n), 0 if it is not one (overlong forms,
@@ -108,14 +94,46 @@ static int hex4(const parser *p, size_t at, uint32_t *out) {
     return 0;
 }
 
+/* At a backslash inside a string (string opened at `start`): decodes the escape into g. */
+static clnet_status parse_escape(parser *p, size_t start, clnet_text *g) {
+    size_t esc = p->i;
+    if (p->i + 1 >= p->n) return bad(p, start, "string not closed");
+    unsigned char e = p->s[p->i + 1];
+    p->i += 2;
+    static const char escapes[] = "\"\\/bfnrt", decoded[] = "\"\\/\b\f\n\r\t";
+    const char *simple = e ? strchr(escapes, e) : NULL;
+    if (simple) {
+        clnet_text_add(g, &decoded[simple - escapes], 1);
+        return CLNET_OK;
+    }
+    if (e != 'u')
+        return bad(p, esc,
+                   "unknown escape (JSON allows \\\" \\\\ \\/ \\b \\f \\n \\r \\t "
+                   "\\uXXXX)");
+    uint32_t cp;
+    if (hex4(p, p->i, &cp) != 0) return bad(p, esc, "\\u must be followed by four hex digits");
+    p->i += 4;
+    if (cp >= 0xDC00 && cp <= 0xDFFF) return bad(p, esc, "\\u escape is a lone low surrogate");
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        uint32_t low;
+        if (p->i + 2 > p->n || p->s[p->i] != '\\' || p->s[p->i + 1] != 'u' ||
+            hex4(p, p->i + 2, &low) != 0 || low < 0xDC00 || low > 0xDFFF)
+            return bad(p, esc, "\\u escape is a high surrogate without its low surrogate");
+        p->i += 6;
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+    }
+    if (cp == 0) return bad(p, esc, "\\u0000 (a NUL character) is not supported in strings");
+    put_utf8(g, cp);
+    return CLNET_OK;
+}
+
 /* At an opening quote; on success *out is the decoded string (the caller frees it). */
 static clnet_status parse_string(parser *p, char **out) {
     clnet_status status = CLNET_OK;
-    growing g = {0};
+    clnet_text g = {0};
     size_t start = p->i;
-    p->i++; /* the quote */
-    if (put_byte(&g, 0) != 0) goto oom;
-    g.len = 0;
+    p->i++;                    /* the quote */
+    clnet_text_add(&g, "", 0); /* "" is a string too: a buffer from the start */
     for (;;) {
         if (p->i >= p->n) {
             status = bad(p, start, "string not closed");
@@ -130,75 +148,27 @@ static clnet_status parse_string(parser *p, char **out) {
             status = bad(p, p->i, "control character inside a string (it must be escaped)");
             goto cleanup;
         }
-        if (c >= 0x80) {
-            size_t len = utf8_length(p->s + p->i, p->n - p->i);
-            if (len == 0) {
-                status = bad(p, p->i, "invalid UTF-8 inside a string");
-                goto cleanup;
-            }
-            for (size_t k = 0; k < len; k++)
-                if (put_byte(&g, p->s[p->i + k]) != 0) goto oom;
-            p->i += len;
+        if (c == '\\') {
+            TRY(parse_escape(p, start, &g));
             continue;
         }
-        if (c != '\\') {
-            if (put_byte(&g, c) != 0) goto oom;
-            p->i++;
-            continue;
-        }
-        size_t esc = p->i;
-        if (p->i + 1 >= p->n) {
-            status = bad(p, start, "string not closed");
+        size_t len = c < 0x80 ? 1 : utf8_length(p->s + p->i, p->n - p->i);
+        if (len == 0) {
+            status = bad(p, p->i, "invalid UTF-8 inside a string");
             goto cleanup;
         }
-        unsigned char e = p->s[p->i + 1];
-        p->i += 2;
-        static const char escapes[] = "\"\\/bfnrt", decoded[] = "\"\\/\b\f\n\r\t";
-        const char *simple = e ? strchr(escapes, e) : NULL;
-        if (simple) {
-            if (put_byte(&g, (unsigned char)decoded[simple - escapes]) != 0) goto oom;
-            continue;
-        }
-        if (e != 'u') {
-            status = bad(p, esc,
-                         "unknown escape (JSON allows \\\" \\\\ \\/ \\b \\f \\n \\r \\t "
-                         "\\uXXXX)");
-            goto cleanup;
-        }
-        uint32_t cp;
-        if (hex4(p, p->i, &cp) != 0) {
-            status = bad(p, esc, "\\u must be followed by four hex digits");
-            goto cleanup;
-        }
-        p->i += 4;
-        if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            status = bad(p, esc, "\\u escape is a lone low surrogate");
-            goto cleanup;
-        }
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-            uint32_t low;
-            if (p->i + 2 > p->n || p->s[p->i] != '\\' || p->s[p->i + 1] != 'u' ||
-                hex4(p, p->i + 2, &low) != 0 || low < 0xDC00 || low > 0xDFFF) {
-                status = bad(p, esc, "\\u escape is a high surrogate without its low surrogate");
-                goto cleanup;
-            }
-            p->i += 6;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-        }
-        if (cp == 0) {
-            status = bad(p, esc, "\\u0000 (a NUL character) is not supported in strings");
-            goto cleanup;
-        }
-        if (put_utf8(&g, cp) != 0) goto oom;
+        clnet_text_add(&g, (const char *)p->s + p->i, len);
+        p->i += len;
+    }
+    if (g.failed) {
+        status = no_memory(p);
+        goto cleanup;
     }
     *out = g.buf;
     g.buf = NULL;
 cleanup:
-    free(g.buf);
+    clnet_text_free(&g);
     return status;
-oom:
-    status = no_memory(p);
-    goto cleanup;
 }
 
 /* ---- values ----------------------------------------------------------------- */
