@@ -217,6 +217,46 @@ static clnet_status progress_from(const clnet_st_file *f, const char *path, clne
     return CLNET_OK;
 }
 
+/* Fails on a tensor of the file that is none of the model's `count` entries. */
+static clnet_status nothing_foreign(const clnet_st_file *f, const char *path, const entry *e,
+                                    int count) {
+    for (int i = 0; i < clnet_st_count(f); i++) {
+        const char *name = clnet_st_name(f, i);
+        int known = 0;
+        for (int j = 0; j < count && !known; j++) {
+            char old[NAME_CAP + 16];
+            known = strcmp(name, file_name(f, &e[j], old, sizeof old)) == 0;
+        }
+        if (!known)
+            return clnet_fail(CLNET_ERR_FORMAT, "%s: tensor '%s' is not part of this model", path,
+                              name);
+    }
+    return CLNET_OK;
+}
+
+/* Copies entry e's tensor from the file into dst[e->kind] (floats) or counters. */
+static clnet_status read_tensor(const clnet_st_file *f, const char *path, const entry *e,
+                                float *const *dst, int64_t *counters) {
+    const clnet_tensor *t = e->t;
+    char old[NAME_CAP + 16];
+    const char *name = file_name(f, e, old, sizeof old);
+    const float *floats = NULL;
+    const int64_t *ints = NULL;
+    int ndim = 0;
+    clnet_status s = e->kind == COUNTER
+                         ? clnet_st_get_i64(f, name, t->ndim, t->shape, &ints, &ndim, NULL)
+                         : clnet_st_get(f, name, t->ndim, t->shape, &floats, &ndim, NULL);
+    if (s != CLNET_OK) return s;
+    if (ndim != t->ndim)
+        return clnet_fail(CLNET_ERR_FORMAT, "%s: tensor '%s' has %d dimensions, expected %d", path,
+                          name, ndim, t->ndim);
+    if (e->kind == COUNTER)
+        memcpy(counters + t->offset, ints, t->count * sizeof(int64_t));
+    else
+        memcpy(dst[e->kind] + t->offset, floats, t->count * sizeof(float));
+    return CLNET_OK;
+}
+
 clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *path,
                                    const void *bytes, size_t size, clnet_progress *progress,
                                    char **gemm_choices) {
@@ -237,15 +277,7 @@ clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *p
     clnet_optimizer kind = o->kind;
     int slots = file_state(f, &kind);
     int count = entries(m, kind, slots, e);
-    for (int i = 0; i < clnet_st_count(f); i++) { /* nothing foreign */
-        const char *name = clnet_st_name(f, i);
-        int known = 0;
-        for (int j = 0; j < count && !known; j++) {
-            char old[NAME_CAP + 16];
-            known = strcmp(name, file_name(f, &e[j], old, sizeof old)) == 0;
-        }
-        if (!known) FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' is not part of this model", path, name);
-    }
+    TRY(nothing_foreign(f, path, e, count));
     params = clnet_malloc((m->nparams + 1) * sizeof(float));
     buffers = clnet_malloc((m->nbuffers + 1) * sizeof(float));
     counters = clnet_malloc((m->ncounters + 1) * sizeof(int64_t));
@@ -255,28 +287,8 @@ clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *p
         slot[k] = clnet_malloc((m->nparams + 1) * sizeof(float));
         if (!slot[k]) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory loading %s", path);
     }
-    for (int j = 0; j < count; j++) {
-        const clnet_tensor *t = e[j].t;
-        char old[NAME_CAP + 16];
-        const char *name = file_name(f, &e[j], old, sizeof old);
-        int ndim = 0;
-        if (e[j].kind == COUNTER) {
-            const int64_t *data = NULL;
-            TRY(clnet_st_get_i64(f, name, t->ndim, t->shape, &data, &ndim, NULL));
-            if (ndim != t->ndim)
-                FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has %d dimensions, expected %d", path, name,
-                     ndim, t->ndim);
-            memcpy(counters + t->offset, data, t->count * sizeof(int64_t));
-        } else {
-            const float *data = NULL;
-            float *dst[] = {params, buffers, NULL, slot[0], slot[1]};
-            TRY(clnet_st_get(f, name, t->ndim, t->shape, &data, &ndim, NULL));
-            if (ndim != t->ndim)
-                FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has %d dimensions, expected %d", path, name,
-                     ndim, t->ndim);
-            memcpy(dst[e[j].kind] + t->offset, data, t->count * sizeof(float));
-        }
-    }
+    float *dst[] = {params, buffers, NULL, slot[0], slot[1]};
+    for (int j = 0; j < count; j++) TRY(read_tensor(f, path, &e[j], dst, counters));
     clnet_progress p;
     TRY(progress_from(f, path, &p));
     char *choices = NULL;

@@ -349,15 +349,8 @@ static void put_legend(clnet_text *t, const panel *p) {
     clnet_text_printf(t, "</g>\n");
 }
 
-static void put_panel(clnet_text *t, const panel *p, const char *x_label) {
-    double mid_x = (p->left + p->right) / 2, mid_y = (p->top + p->bottom) / 2;
-    clnet_text_printf(t, "<g class=\"panel\">\n");
-    clnet_text_printf(t,
-                      "<text x=\"%s\" y=\"%s\" font-size=\"14\" font-weight=\"bold\" "
-                      "text-anchor=\"middle\">%s</text>\n",
-                      px(mid_x).s, px(p->top - 12).s, p->name);
-
-    /* Grid, then ticks and their numbers. */
+/* The grid, then ticks and their numbers; returns the characters of the widest y number. */
+static int put_grid(clnet_text *t, const panel *p) {
     int nx = (int)lround((p->ax.hi - p->ax.lo) / p->ax.step);
     int ny = (int)lround((p->ay.hi - p->ay.lo) / p->ay.step);
     clnet_text_printf(t, "<g stroke=\"#e6e6e6\" stroke-width=\"1\">");
@@ -391,7 +384,7 @@ static void put_panel(clnet_text *t, const panel *p, const char *x_label) {
                           px(p->bottom + 19).s, tick_text(&p->ax, v).s);
     }
     clnet_text_printf(t, "</g>\n<g font-size=\"12\" fill=\"#333333\" text-anchor=\"end\">");
-    int widest = 0; /* characters in the widest y number */
+    int widest = 0;
     for (int i = 0; i <= ny; i++) {
         double v = p->ay.lo + i * p->ay.step;
         int w = (int)strlen(tick_text(&p->ay, v).s);
@@ -400,6 +393,18 @@ static void put_panel(clnet_text *t, const panel *p, const char *x_label) {
                           px(p->left - 8).s, px(map_y(p, v)).s, tick_text(&p->ay, v).s);
     }
     clnet_text_printf(t, "</g>\n");
+    return widest;
+}
+
+static void put_panel(clnet_text *t, const panel *p, const char *x_label) {
+    double mid_x = (p->left + p->right) / 2, mid_y = (p->top + p->bottom) / 2;
+    clnet_text_printf(t, "<g class=\"panel\">\n");
+    clnet_text_printf(t,
+                      "<text x=\"%s\" y=\"%s\" font-size=\"14\" font-weight=\"bold\" "
+                      "text-anchor=\"middle\">%s</text>\n",
+                      px(mid_x).s, px(p->top - 12).s, p->name);
+
+    int widest = put_grid(t, p); /* characters in the widest y number */
 
     /* Axis labels: x_label under the numbers, the panel's name turned along the y axis. */
     if (x_label) {

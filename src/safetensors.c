@@ -113,11 +113,66 @@ struct clnet_st_file {
     char **keys, **values;
 };
 
+/* e's shape from its header field. */
+static clnet_status read_shape(const char *path, const clnet_json *shape, entry *e) {
+    clnet_status status = CLNET_OK;
+    if (shape->kind != CLNET_JSON_ARRAY)
+        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has a shape that is %s, not an array", path,
+             e->name, clnet_json_kind_name(shape->kind));
+    if (shape->count > CLNET_ST_MAX_DIMS)
+        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has %d dimensions; clnet reads at most %d", path,
+             e->name, shape->count, CLNET_ST_MAX_DIMS);
+    e->ndim = shape->count;
+    for (int d = 0; d < shape->count; d++) {
+        const clnet_json *s = &shape->items[d];
+        if (s->kind != CLNET_JSON_INT)
+            FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has a shape entry that is %s, not an integer",
+                 path, e->name, clnet_json_kind_name(s->kind));
+        if (s->integer < 0)
+            FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has a negative shape entry %" PRId64, path,
+                 e->name, s->integer);
+        e->shape[d] = s->integer;
+    }
+cleanup:
+    return status;
+}
+
+/* e's data_offsets, which must match its shape and dtype. */
+static clnet_status read_offsets(const char *path, const clnet_json *offsets, entry *e) {
+    clnet_status status = CLNET_OK;
+    char buf[256];
+    if (offsets->kind != CLNET_JSON_ARRAY || offsets->count != 2 ||
+        offsets->items[0].kind != CLNET_JSON_INT || offsets->items[1].kind != CLNET_JSON_INT)
+        FAIL(CLNET_ERR_FORMAT,
+             "%s: tensor '%s' must have data_offsets [begin, end] of two "
+             "integers",
+             path, e->name);
+    int64_t begin = offsets->items[0].integer, end = offsets->items[1].integer;
+    if (begin < 0 || end < begin)
+        FAIL(CLNET_ERR_FORMAT,
+             "%s: tensor '%s' has data_offsets [%" PRId64 ", %" PRId64 "]: they must satisfy "
+             "0 <= begin <= end",
+             path, e->name, begin, end);
+    int64_t need = shape_bytes(e->shape, e->ndim, DTYPES[e->dtype].size);
+    if (need < 0)
+        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has shape %s, too large to address", path, e->name,
+             shape_text(buf, sizeof buf, e->shape, e->ndim));
+    if (end - begin != need)
+        FAIL(CLNET_ERR_FORMAT,
+             "%s: tensor '%s' has data_offsets [%" PRId64 ", %" PRId64 "] but shape %s of %s "
+             "needs %" PRId64 " bytes",
+             path, e->name, begin, end, shape_text(buf, sizeof buf, e->shape, e->ndim),
+             DTYPES[e->dtype].name, need);
+    e->begin = (uint64_t)begin;
+    e->end = (uint64_t)end;
+cleanup:
+    return status;
+}
+
 /* Fills e from one header member (its name already in e->name). */
 static clnet_status read_entry(const char *path, const clnet_json *v, entry *e) {
     clnet_status status = CLNET_OK;
     const clnet_json *dtype = NULL, *shape = NULL, *offsets = NULL;
-    char buf[256];
     if (v->kind != CLNET_JSON_OBJECT)
         FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' must be a JSON object, not %s", path, e->name,
              clnet_json_kind_name(v->kind));
@@ -153,48 +208,8 @@ static clnet_status read_entry(const char *path, const clnet_json *v, entry *e) 
         FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has dtype %s; clnet reads only F32 and I64", path,
              e->name, dtype->string);
 
-    if (shape->kind != CLNET_JSON_ARRAY)
-        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has a shape that is %s, not an array", path,
-             e->name, clnet_json_kind_name(shape->kind));
-    if (shape->count > CLNET_ST_MAX_DIMS)
-        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has %d dimensions; clnet reads at most %d", path,
-             e->name, shape->count, CLNET_ST_MAX_DIMS);
-    e->ndim = shape->count;
-    for (int d = 0; d < shape->count; d++) {
-        const clnet_json *s = &shape->items[d];
-        if (s->kind != CLNET_JSON_INT)
-            FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has a shape entry that is %s, not an integer",
-                 path, e->name, clnet_json_kind_name(s->kind));
-        if (s->integer < 0)
-            FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has a negative shape entry %" PRId64, path,
-                 e->name, s->integer);
-        e->shape[d] = s->integer;
-    }
-
-    if (offsets->kind != CLNET_JSON_ARRAY || offsets->count != 2 ||
-        offsets->items[0].kind != CLNET_JSON_INT || offsets->items[1].kind != CLNET_JSON_INT)
-        FAIL(CLNET_ERR_FORMAT,
-             "%s: tensor '%s' must have data_offsets [begin, end] of two "
-             "integers",
-             path, e->name);
-    int64_t begin = offsets->items[0].integer, end = offsets->items[1].integer;
-    if (begin < 0 || end < begin)
-        FAIL(CLNET_ERR_FORMAT,
-             "%s: tensor '%s' has data_offsets [%" PRId64 ", %" PRId64 "]: they must satisfy "
-             "0 <= begin <= end",
-             path, e->name, begin, end);
-    int64_t need = shape_bytes(e->shape, e->ndim, DTYPES[e->dtype].size);
-    if (need < 0)
-        FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has shape %s, too large to address", path, e->name,
-             shape_text(buf, sizeof buf, e->shape, e->ndim));
-    if (end - begin != need)
-        FAIL(CLNET_ERR_FORMAT,
-             "%s: tensor '%s' has data_offsets [%" PRId64 ", %" PRId64 "] but shape %s of %s "
-             "needs %" PRId64 " bytes",
-             path, e->name, begin, end, shape_text(buf, sizeof buf, e->shape, e->ndim),
-             DTYPES[e->dtype].name, need);
-    e->begin = (uint64_t)begin;
-    e->end = (uint64_t)end;
+    TRY(read_shape(path, shape, e));
+    TRY(read_offsets(path, offsets, e));
 cleanup:
     return status;
 }
