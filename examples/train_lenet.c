@@ -21,10 +21,10 @@ int main(int argc, char **argv) {
     CHECK(clnet_runtime_create(&rt, NULL)); /* $CLNET_DEVICES, or every device */
     CHECK(clnet_net_load(&net, model));
     CHECK(clnet_net_init(net, 1)); /* seed 1 */
-    clnet_sgd_config sgd;
-    clnet_sgd_defaults(&sgd);
+    clnet_optimizer_config sgd;
+    clnet_optimizer_defaults(&sgd);
     sgd.lr = 0.1f, sgd.momentum = 0.9f, sgd.weight_decay = 5e-4f;
-    CHECK(clnet_net_set_sgd(net, &sgd));
+    CHECK(clnet_net_set_optimizer(net, &sgd));
     CHECK(clnet_net_bind(net, rt, 256)); /* batches of up to 256 */
 
     CHECK(clnet_dataset_load(&train, NULL, "train"));

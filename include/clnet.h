@@ -28,6 +28,16 @@
  *         return 0;
  *     }
  *
+ * The header by object, each section opened by what it is for:
+ *   Devices            the OpenCL devices of every platform, and MPI ranks
+ *   Models and graphs  a net built from model-file lines, its layers, its state
+ *   Data               data sets, loaders, .npy files and pictures
+ *   Training           the optimizer, binding to devices, steps, splits, async
+ *   Checkpoints        saving and loading (safetensors, PyTorch's names)
+ *   Tuning             choosing among the implementations of an operation
+ *   Errors and diagnostics  messages, warnings, counters, the clock, and the
+ *                      environment variables clnet reads (one table)
+ *
  * Threads: clnet_version, clnet_status_string and clnet_last_error may be
  * called from any thread at any time; the error message is per thread.
  * clnet_runtime_create/free must not race with other calls on the same
@@ -58,10 +68,11 @@ extern "C" {
  * most ranks). */
 #define CLNET_MAX_DEVICES 64
 
-/* The library's version as "MAJOR.MINOR.PATCH", e.g. "0.1.0". */
+/* The library's version as "MAJOR.MINOR.PATCH", e.g. "0.2.0". */
 const char *clnet_version(void);
 
-/* Status codes: one list makes both the enum and clnet_status_string(). */
+/* Status codes: one list makes both the enum and clnet_status_string()
+ * (messages and the other error functions: "Errors and diagnostics"). */
 #define CLNET_STATUS_LIST(X)                                                                       \
     X(CLNET_OK, 0, "success")                                                                      \
     X(CLNET_ERR_INVALID_ARGUMENT, 1, "invalid argument (a NULL pointer, a bad size or index)")     \
@@ -87,24 +98,18 @@ typedef enum {
 #undef CLNET_STATUS_ENUM
 } clnet_status;
 
-/* A short constant description of a status ("success", ...); never NULL. */
-const char *clnet_status_string(clnet_status s);
+/* The objects, opaque handles each made by a create (or load) function and
+ * released by its free, where NULL is harmless. */
+typedef struct clnet_runtime clnet_runtime; /* the selected devices */
+typedef struct clnet_net clnet_net;         /* a model, its state, its replicas */
+typedef struct clnet_dataset clnet_dataset; /* samples and labels in memory */
+typedef struct clnet_loader clnet_loader;   /* batches of a data set */
 
-/* The message of the calling thread's last failure: what failed, the OpenCL
- * call and its code by name, file:line, and the build log for kernel builds.
- * "" when this thread has seen no failure. Valid until this thread's next call
- * into clnet. */
-const char *clnet_last_error(void);
+/* ==== Devices =================================================================== */
 
-/* Warnings (a skipped platform, a discarded cache entry) go to this handler.
- * The default writes "clnet: warning: ..." to stderr; NULL restores it. The
- * handler may be called from any of the library's threads. */
-typedef void (*clnet_log_fn)(const char *message, void *user);
-void clnet_set_log_handler(clnet_log_fn fn, void *user);
-
-/* ---- Devices ------------------------------------------------------------- */
-
-typedef struct clnet_runtime clnet_runtime;
+/* A runtime is the set of OpenCL devices a program selected, over every
+ * platform (vendor) installed; everything else runs on the devices of one.
+ * An MPI job adds processes, each with its own runtime (below). */
 
 /* A device that claims several kinds (the Oclgrind simulator) is OTHER. */
 typedef enum {
@@ -221,8 +226,9 @@ int clnet_mpi_available(void);
  * with CLNET_ERR_MPI (default 300 seconds). */
 void clnet_mpi_set_timeout(double seconds);
 
-/* ---- Networks ------------------------------------------------------------
- *
+/* ==== Models and graphs ========================================================= */
+
+/*
  * A net is a graph of layers (nodes) over float32 tensors laid out batch
  * first, then channels, then 0 to 3 spatial dimensions (NCHW for images).
  * It is built from model-file lines (clnet_net_add) or a whole model file
@@ -249,18 +255,12 @@ void clnet_mpi_set_timeout(double seconds);
  * line takes channels= and height= width= (or length=, or depth= height=
  * width=).
  *
- * Kinds and their options (sizes are N or HxW; stride defaults to 1 for
- * conv2d and to the window size for pools; pad to 0):
- *   conv2d filters= size= stride= pad=    maxpool|avgpool size= stride= pad=
- *   linear units=                         relu, sigmoid, tanh, flatten
- *   add (2 or more inputs of one shape)   concat (along channels)
- *   softmax_cross_entropy (fused, numerically stable; counts correct answers)
+ * The kinds of layers and their options (names, types, defaults, one line
+ * of help each): `clnet layers` prints them all, `clnet layers KIND` one.
  * Layers with parameters take init= normal (with std=), xavier, kaiming or
  * zeros for the weight, and bias_init= (bias_std= with normal) for the bias;
  * the defaults are kaiming and zeros. When a tensor is read by several
  * layers, its gradient is the sum of what each sends back. */
-
-typedef struct clnet_net clnet_net;
 
 clnet_status clnet_net_create(clnet_net **out);
 /* Adds one model-file line (a comment or blank line adds nothing). An
@@ -302,197 +302,8 @@ void clnet_net_input_shape(const clnet_net *net, int *channels, int *height, int
 /* The same as a rank (1 + spatial dimensions; 0 if none) and shape[4]. */
 int clnet_net_input_rank(const clnet_net *net, int shape[4]);
 
-/* ---- Training -------------------------------------------------------------
- *
- * Parameters live on the host (the master copy); each device holds a replica.
- * A training step runs forward and backward on the device, brings the summed
- * gradients to the host, and applies the optimizer there, once, with
- * g = sum_of_gradients / n. SGD (PyTorch's SGD, with its weight decay,
- * momentum and Nesterov):
- *   g = g + weight_decay * w
- *   v = momentum * v + g;  step = nesterov ? g + momentum * v : v
- *   w = w - lr(t) * step
- * Adam (torch.optim.Adam; weight decay as L2, added to g) and AdamW
- * (torch.optim.AdamW; decoupled: w = w * (1 - lr(t) * weight_decay) first):
- *   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
- *   w = w - lr(t) / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
- * with t the 1-based step. */
-
-typedef enum {
-    CLNET_SCHEDULE_CONSTANT = 0,
-    CLNET_SCHEDULE_STEP = 1,   /* lr * gamma^(floor(t / step_size)) */
-    CLNET_SCHEDULE_COSINE = 2, /* lr * (1 + cos(pi * t / total_steps)) / 2 */
-} clnet_schedule;
-
-typedef enum {
-    CLNET_OPTIMIZER_SGD = 0,
-    CLNET_OPTIMIZER_ADAM = 1,
-    CLNET_OPTIMIZER_ADAMW = 2,
-} clnet_optimizer;
-
-/* The optimizer and its schedule (the name is from when SGD was the only one). */
-typedef struct {
-    float lr;           /* 0.1 */
-    float momentum;     /* SGD: 0 (with Adam or AdamW it must stay 0) */
-    int nesterov;       /* SGD: 0 */
-    float weight_decay; /* 0, for every optimizer (PyTorch's AdamW uses 0.01: set it) */
-    clnet_schedule schedule;
-    int64_t total_steps;       /* cosine: steps to anneal over */
-    int64_t step_size;         /* step: steps between decays */
-    float gamma;               /* step: factor, 0.1 */
-    clnet_optimizer optimizer; /* SGD */
-    float beta1, beta2, eps;   /* Adam, AdamW: 0.9, 0.999, 1e-8 */
-} clnet_sgd_config;
-
-void clnet_sgd_defaults(clnet_sgd_config *cfg);
-clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg);
-
-/* Places a replica on every device of the runtime for global batches of up to
- * max_batch samples. Each device gets the largest micro-batch (up to
- * max_batch) whose parameters, gradients and activations fit its memory; when
- * not even one sample fits, the error says how much is needed and how much
- * there is. Then measures each device's speed (see below). The net must have
- * been initialised or loaded; rt must outlive the binding. Bind again to
- * change the batch or the devices. */
-clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch);
-
-/* Several devices. clnet_net_bind places a replica on every device of the
- * runtime. Each step splits the batch into shares in proportion to each
- * device's measured speed (a smoothed estimate, re-balanced as it changes;
- * bind measures it first on small probes bounded in time), runs them
- * concurrently, adds the replicas' gradient sums on the host in a fixed device
- * order and applies SGD once: a step on N devices equals a step on one, up to
- * float rounding. A device too slow to earn one sample gets no share. A device
- * whose share does not fit its memory runs it in micro-batches. */
-typedef struct {
-    int device; /* the number `clnet devices` shows (on its rank's machine) */
-    int rank;   /* the MPI rank that drives it (0 without a job of several ranks) */
-    char name[128];
-    int share;           /* samples in the last training step */
-    int micro_batch;     /* the most samples it runs at once */
-    double images_per_s; /* smoothed measured speed (0: not measured yet) */
-    int64_t samples;     /* training samples it has processed */
-} clnet_device_share;
-
-/* Replicas, of every rank of an MPI job; 0 when not bound. */
-int clnet_net_device_count(const clnet_net *net);
-clnet_status clnet_net_device_share(const clnet_net *net, int i, clnet_device_share *out);
-/* Fixes the split to these proportions, one per bound device (0: no share);
- * NULL returns to measured balancing. With a fixed split a run repeats bit for
- * bit (the reduction order is fixed: in an MPI job the ranks' sums are then
- * added in rank order too, at the cost of each rank receiving every rank's
- * gradient). Under MPI the weights are for every device of every rank, in
- * rank order, and rank 0's weights are the ones used. */
-clnet_status clnet_net_set_split(clnet_net *net, const double *weights, int count);
-/* Splits that change from step to step and replay exactly: nsplits rows of
- * `count` weights (rows one after the other), each as in clnet_net_set_split;
- * training step s (clnet_net_step) uses row s % nsplits, and evaluation and
- * prediction use the row of the next training step. A split of one row is
- * clnet_net_set_split. */
-clnet_status clnet_net_set_splits(clnet_net *net, const double *weights, int count, int nsplits);
-
-/* What a bound net's training steps cost in communication across ranks
- * (all zeros in one process). The gradient of each layer goes into an
- * all-reduce as soon as the rank has its devices' sum of it, while the
- * devices still compute the layers below; CLNET_MPI_OVERLAP=0 in the
- * environment starts them all only after the backward pass instead (to
- * measure what the overlap hides). */
-typedef struct {
-    int64_t steps;           /* training steps reduced across ranks */
-    double bytes_per_step;   /* gradient bytes each rank hands to MPI per step */
-    double exposed_seconds;  /* per step: waiting for the reductions after the devices finished */
-    double inflight_seconds; /* per step: from the first bucket's start to the last one's end */
-} clnet_mpi_stats;
-clnet_status clnet_net_mpi_stats(const clnet_net *net, clnet_mpi_stats *out);
-
-typedef struct {
-    double loss; /* mean cross-entropy over the batch */
-    int correct; /* samples whose most probable class is the label */
-    int n;       /* samples */
-} clnet_step_result;
-
-/* One SGD step on a batch in host memory: images (n, C, H, W), labels (n). */
-clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int32_t *labels, int n,
-                                  clnet_step_result *out);
-/* Class probabilities (n, classes) for images (n, C, H, W); any n. */
-clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float *probs);
-/* The logits (n, classes): what the loss layer reads, before its softmax. */
-clnet_status clnet_net_logits(clnet_net *net, const float *images, int n, float *logits);
-/* Loss and accuracy over a batch without training (any n). */
-clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const int32_t *labels,
-                                      int n, clnet_step_result *out);
-
-/* ---- Tuning ------------------------------------------------------------------
- *
- * Operations with several implementations (today GEMM: clnet's own kernel
- * over a search space of tile sizes and work-group layouts, and CLBlast) run
- * the candidate the tuning database names for the device, driver, operation,
- * per-sample shape and batch bucket (power of two), or a fixed rule when it
- * names none. The database is tune.db in the kernel cache's folder
- * ($CLNET_CACHE_DIR; see clnet_runtime_create); deleting it is safe.
- * Training never times anything itself: the choices of a run come from the
- * database or the rules, and a checkpoint records them ("gemm_choices" in
- * its metadata) for a resume to use again. */
-
-/* One candidate measured on one shape, as clnet_net_tune reports it. */
-typedef struct {
-    int device;          /* the device's number (`clnet devices`) */
-    const char *layer;   /* the first layer that runs it: "conv2 backward" */
-    const char *key;     /* the operation and per-sample shape: "gemm NT M=50 N=500 K=676n" */
-    int bucket;          /* the samples, rounded up to a power of two (0: none) */
-    const char *id;      /* the candidate */
-    double us;           /* its time, microseconds (< 0: it failed or computed wrongly) */
-    const char *verdict; /* "chosen", "", "wrong result (...)", "failed: ..." */
-} clnet_tune_report;
-
-typedef void (*clnet_tune_fn)(const clnet_tune_report *r, void *user);
-
-/* Measures every candidate of every tunable operation the bound net runs,
- * at a step of `batch` samples split over its devices as training splits it:
- * trains one step on random data first (the parameters change: tune a net
- * made for it), then times each candidate on each shape, checks the
- * candidates' results against each other, stores each shape's fastest
- * correct candidate in the database and uses it from then on. `report`
- * (may be NULL) hears of every measurement. With CLNET_TUNE=off in the
- * environment it refuses (CLNET_ERR_INVALID_ARGUMENT) and times nothing. */
-clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, void *user);
-
-/* ---- Checkpoints -----------------------------------------------------------
- *
- * Checkpoints are safetensors files (little endian), so Python reads them.
- * Parameters are named "<layer name>.weight" and "<layer name>.bias", laid
- * out as PyTorch lays them out: conv2d weight (out, in, kh, kw), linear
- * weight (out, in), with flatten in C, H, W order, so they load into the
- * equivalent PyTorch model. Buffers are "<layer name>.<buffer>": float32, or
- * int64 with shape () for counters, as PyTorch stores them. Optimizer state
- * is "optimizer.<optimizer>.<slot>.<tensor name>" (SGD's velocity:
- * "optimizer.sgd.momentum.conv1.weight"). __metadata__ holds the progress
- * below as decimal strings ("step", "epoch", "position", "data_seed",
- * "init_seed", and "mean" and "std" when recorded), "format" ("clnet-checkpoint-2"),
- * "clnet_version" and "model" (one line per layer: name, kind, output shape, inputs). Checkpoints
- * of clnet 0.1 ("clnet-checkpoint-1", velocity as "optimizer.momentum.<tensor name>") still load.
- * Saving is atomic: a temporary file, then a rename, so an interrupted save never damages the last
- * checkpoint. */
-
-typedef struct {
-    int64_t step;       /* optimizer steps taken */
-    int epoch;          /* the epoch of the next batch (0-based) */
-    int64_t position;   /* the next batch's first sample in that epoch's order */
-    uint64_t data_seed; /* the loader's shuffling seed */
-    uint64_t init_seed; /* the seed the parameters were initialised with */
-    /* the images' normalisation in training, (x - mean) / std ("mean" and
-     * "std" in the metadata); std 0: not recorded */
-    float mean, std;
-} clnet_progress;
-
-/* Writes parameters, buffers, optimizer state and progress (may be NULL: zeros). */
-clnet_status clnet_net_save(const clnet_net *net, const char *path, const clnet_progress *progress);
-/* Reads a checkpoint into the net (and its bound replicas). Every parameter
- * and buffer tensor must be there with the model's shape, and nothing else may be: a
- * missing, extra or misshapen tensor is CLNET_ERR_FORMAT naming it, and the
- * net is left as it was. progress may be NULL. */
-clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_progress *progress);
-
+/* A net's state: the optimizer steps it has taken, and the host's copy of
+ * its parameters and buffers (what a checkpoint saves). */
 int64_t clnet_net_step(const clnet_net *net);        /* optimizer steps taken */
 float clnet_net_learning_rate(const clnet_net *net); /* for the next step */
 /* The host copy of all parameters, in layer order (weight then bias). */
@@ -501,19 +312,15 @@ const float *clnet_net_params(const clnet_net *net);
  * from the first device when bound; NULL before initialisation. */
 const float *clnet_net_buffers(clnet_net *net);
 
-/* Debug counters over the whole process, for tests: a steady-state
- * training step starts no thread, allocates no host or device memory,
- * builds no program and looks no kernel up by name (each node keeps the
- * kernels its first pass found, each GEMM shape those of its candidate). */
-typedef struct {
-    uint64_t threads;       /* threads started */
-    uint64_t host_allocs;   /* host allocations (malloc, calloc, realloc) by clnet */
-    uint64_t device_allocs; /* device buffers created */
-    uint64_t builds;        /* kernel programs built (from source or a cached binary) */
-    uint64_t lookups;       /* kernels looked up by name in a device's tables */
-} clnet_counters;
-void clnet_debug_counters(clnet_counters *out);
-/* ---- Data sets ---------------------------------------------------------- */
+/* 1 when the samples of ds fit the net's input: the same shape, or the same
+ * without the channel dimension of a one-channel input ((N, 28, 28) for
+ * channels=1 height=28 width=28); IDX images fit any input of as many values
+ * (Fashion-MNIST as channels=1 length=784). Else 0, and a sentence in why
+ * ("takes 1x28x28 inputs (784 values) but the data set's samples are 3x32x32
+ * (3072)") when why is not NULL. */
+int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap);
+
+/* ==== Data ====================================================================== */
 
 /* A labelled image data set held in memory as the bytes of its files
  * (Fashion-MNIST: 60000 x 784 bytes), and a loader that shuffles, normalises
@@ -537,8 +344,6 @@ void clnet_debug_counters(clnet_counters *out);
  * loader is driven by one thread at a time (its prefetch thread is its own). */
 
 #define CLNET_DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
-
-typedef struct clnet_dataset clnet_dataset;
 
 /* Reads an IDX image file (magic 0x00000803: unsigned bytes, N x H x W) and an
  * IDX label file (magic 0x00000801: N unsigned bytes), each gzip-compressed or
@@ -622,8 +427,6 @@ typedef struct {
     int64_t position;      /* index within the epoch's order of the batch's first sample */
 } clnet_batch;
 
-typedef struct clnet_loader clnet_loader;
-
 /* A loader over ds (which must outlive it) that starts at epoch 0, position 0
  * and at once starts preparing the first batch on its prefetch thread.
  * Epoch e's order is a pure function of (seed, e): a Fisher-Yates shuffle
@@ -657,19 +460,149 @@ int clnet_loader_batches_per_epoch(const clnet_loader *l);
  * harmless. */
 void clnet_loader_free(clnet_loader *l);
 
+/* ---- Pictures -------------------------------------------------------------- */
+
 /* Writes an SVG picture of training curves: loss (left) and accuracy (right,
  * train and test; NaN test values are left out) against epoch, n points. */
 clnet_status clnet_write_curves_svg(const char *path, const char *title, const double *epoch,
                                     const double *train_loss, const double *train_accuracy,
                                     const double *test_accuracy, int n);
 
-/* 1 when the samples of ds fit the net's input: the same shape, or the same
- * without the channel dimension of a one-channel input ((N, 28, 28) for
- * channels=1 height=28 width=28); IDX images fit any input of as many values
- * (Fashion-MNIST as channels=1 length=784). Else 0, and a sentence in why
- * ("takes 1x28x28 inputs (784 values) but the data set's samples are 3x32x32
- * (3072)") when why is not NULL. */
-int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap);
+/* Writes an SVG picture of the first n samples (each C x H x W; the first
+ * channel drawn in grey, or three channels in colour, scaled to the sample's
+ * own range) with the predicted class under each, and the true one when
+ * labels is not NULL (red where they differ). */
+clnet_status clnet_write_predictions_svg(const char *path, const float *images, int channels,
+                                         int height, int width, int n, const int *predicted,
+                                         const int32_t *labels);
+
+/* ==== Training ================================================================== */
+
+/*
+ * Parameters live on the host (the master copy); each device holds a replica.
+ * A training step runs forward and backward on the device, brings the summed
+ * gradients to the host, and applies the optimizer there, once, with
+ * g = sum_of_gradients / n. SGD (PyTorch's SGD, with its weight decay,
+ * momentum and Nesterov):
+ *   g = g + weight_decay * w
+ *   v = momentum * v + g;  step = nesterov ? g + momentum * v : v
+ *   w = w - lr(t) * step
+ * Adam (torch.optim.Adam; weight decay as L2, added to g) and AdamW
+ * (torch.optim.AdamW; decoupled: w = w * (1 - lr(t) * weight_decay) first):
+ *   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+ *   w = w - lr(t) / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+ * with t the 1-based step. */
+
+typedef enum {
+    CLNET_SCHEDULE_CONSTANT = 0,
+    CLNET_SCHEDULE_STEP = 1,   /* lr * gamma^(floor(t / step_size)) */
+    CLNET_SCHEDULE_COSINE = 2, /* lr * (1 + cos(pi * t / total_steps)) / 2 */
+} clnet_schedule;
+
+typedef enum {
+    CLNET_OPTIMIZER_SGD = 0,
+    CLNET_OPTIMIZER_ADAM = 1,
+    CLNET_OPTIMIZER_ADAMW = 2,
+} clnet_optimizer;
+
+/* The optimizer and its schedule. */
+typedef struct {
+    float lr;           /* 0.1 */
+    float momentum;     /* SGD: 0 (with Adam or AdamW it must stay 0) */
+    int nesterov;       /* SGD: 0 */
+    float weight_decay; /* 0, for every optimizer (PyTorch's AdamW uses 0.01: set it) */
+    clnet_schedule schedule;
+    int64_t total_steps;       /* cosine: steps to anneal over */
+    int64_t step_size;         /* step: steps between decays */
+    float gamma;               /* step: factor, 0.1 */
+    clnet_optimizer optimizer; /* SGD */
+    float beta1, beta2, eps;   /* Adam, AdamW: 0.9, 0.999, 1e-8 */
+} clnet_optimizer_config;
+
+/* The defaults above: SGD at lr 0.1, constant. */
+void clnet_optimizer_defaults(clnet_optimizer_config *cfg);
+/* Sets the net's optimizer and schedule. */
+clnet_status clnet_net_set_optimizer(clnet_net *net, const clnet_optimizer_config *cfg);
+
+/* Deprecated names from when SGD was the only optimizer (removed in 0.4). */
+typedef clnet_optimizer_config clnet_sgd_config;
+void clnet_sgd_defaults(clnet_optimizer_config *cfg);
+clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_optimizer_config *cfg);
+
+/* Places a replica on every device of the runtime for global batches of up to
+ * max_batch samples. Each device gets the largest micro-batch (up to
+ * max_batch) whose parameters, gradients and activations fit its memory; when
+ * not even one sample fits, the error says how much is needed and how much
+ * there is. Then measures each device's speed (see below). The net must have
+ * been initialised or loaded; rt must outlive the binding. Bind again to
+ * change the batch or the devices. */
+clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch);
+
+/* Several devices. clnet_net_bind places a replica on every device of the
+ * runtime. Each step splits the batch into shares in proportion to each
+ * device's measured speed (a smoothed estimate, re-balanced as it changes;
+ * bind measures it first on small probes bounded in time), runs them
+ * concurrently, adds the replicas' gradient sums on the host in a fixed device
+ * order and applies SGD once: a step on N devices equals a step on one, up to
+ * float rounding. A device too slow to earn one sample gets no share. A device
+ * whose share does not fit its memory runs it in micro-batches. */
+typedef struct {
+    int device; /* the number `clnet devices` shows (on its rank's machine) */
+    int rank;   /* the MPI rank that drives it (0 without a job of several ranks) */
+    char name[128];
+    int share;           /* samples in the last training step */
+    int micro_batch;     /* the most samples it runs at once */
+    double images_per_s; /* smoothed measured speed (0: not measured yet) */
+    int64_t samples;     /* training samples it has processed */
+} clnet_device_share;
+
+/* Replicas, of every rank of an MPI job; 0 when not bound. */
+int clnet_net_device_count(const clnet_net *net);
+clnet_status clnet_net_device_share(const clnet_net *net, int i, clnet_device_share *out);
+/* Fixes the split to these proportions, one per bound device (0: no share);
+ * NULL returns to measured balancing. With a fixed split a run repeats bit for
+ * bit (the reduction order is fixed: in an MPI job the ranks' sums are then
+ * added in rank order too, at the cost of each rank receiving every rank's
+ * gradient). Under MPI the weights are for every device of every rank, in
+ * rank order, and rank 0's weights are the ones used. */
+clnet_status clnet_net_set_split(clnet_net *net, const double *weights, int count);
+/* Splits that change from step to step and replay exactly: nsplits rows of
+ * `count` weights (rows one after the other), each as in clnet_net_set_split;
+ * training step s (clnet_net_step) uses row s % nsplits, and evaluation and
+ * prediction use the row of the next training step. A split of one row is
+ * clnet_net_set_split. */
+clnet_status clnet_net_set_splits(clnet_net *net, const double *weights, int count, int nsplits);
+
+/* What a bound net's training steps cost in communication across ranks
+ * (all zeros in one process). The gradient of each layer goes into an
+ * all-reduce as soon as the rank has its devices' sum of it, while the
+ * devices still compute the layers below; CLNET_MPI_OVERLAP=0 in the
+ * environment starts them all only after the backward pass instead (to
+ * measure what the overlap hides). */
+typedef struct {
+    int64_t steps;           /* training steps reduced across ranks */
+    double bytes_per_step;   /* gradient bytes each rank hands to MPI per step */
+    double exposed_seconds;  /* per step: waiting for the reductions after the devices finished */
+    double inflight_seconds; /* per step: from the first bucket's start to the last one's end */
+} clnet_mpi_stats;
+clnet_status clnet_net_mpi_stats(const clnet_net *net, clnet_mpi_stats *out);
+
+typedef struct {
+    double loss; /* mean cross-entropy over the batch */
+    int correct; /* samples whose most probable class is the label */
+    int n;       /* samples */
+} clnet_step_result;
+
+/* One SGD step on a batch in host memory: images (n, C, H, W), labels (n). */
+clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int32_t *labels, int n,
+                                  clnet_step_result *out);
+/* Class probabilities (n, classes) for images (n, C, H, W); any n. */
+clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float *probs);
+/* The logits (n, classes): what the loss layer reads, before its softmax. */
+clnet_status clnet_net_logits(clnet_net *net, const float *images, int n, float *logits);
+/* Loss and accuracy over a batch without training (any n). */
+clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const int32_t *labels,
+                                      int n, clnet_step_result *out);
 
 /* One training step on the loader's next batch (returned in *batch, for the
  * caller's bookkeeping): clnet_loader_next, then clnet_net_train_step, with
@@ -682,14 +615,6 @@ int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, 
  * not, no copy reads the loader's memory any more. */
 clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, clnet_batch *batch,
                                          clnet_step_result *out);
-
-/* Writes an SVG picture of the first n samples (each C x H x W; the first
- * channel drawn in grey, or three channels in colour, scaled to the sample's
- * own range) with the predicted class under each, and the true one when
- * labels is not NULL (red where they differ). */
-clnet_status clnet_write_predictions_svg(const char *path, const float *images, int channels,
-                                         int height, int width, int n, const int *predicted,
-                                         const int32_t *labels);
 
 /* Asynchronous (parameter-server) training on every bound device: each
  * device repeatedly pulls the current parameters, computes the gradient of its
@@ -713,6 +638,148 @@ int64_t clnet_net_worst_staleness(const clnet_net *net);
  * std scales them (0 and 1: [0, 1]). */
 clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float mean, float std,
                                 clnet_step_result *out);
+
+/* ==== Checkpoints =============================================================== */
+
+/*
+ * Checkpoints are safetensors files (little endian), so Python reads them.
+ * Parameters are named "<layer name>.weight" and "<layer name>.bias", laid
+ * out as PyTorch lays them out: conv2d weight (out, in, kh, kw), linear
+ * weight (out, in), with flatten in C, H, W order, so they load into the
+ * equivalent PyTorch model. Buffers are "<layer name>.<buffer>": float32, or
+ * int64 with shape () for counters, as PyTorch stores them. Optimizer state
+ * is "optimizer.<optimizer>.<slot>.<tensor name>" (SGD's velocity:
+ * "optimizer.sgd.momentum.conv1.weight"). __metadata__ holds the progress
+ * below as decimal strings ("step", "epoch", "position", "data_seed",
+ * "init_seed", and "mean" and "std" when recorded), "format" ("clnet-checkpoint-2"),
+ * "clnet_version" and "model" (one line per layer: name, kind, output shape, inputs). Checkpoints
+ * of clnet 0.1 ("clnet-checkpoint-1", velocity as "optimizer.momentum.<tensor name>") still load.
+ * Saving is atomic: a temporary file, then a rename, so an interrupted save never damages the last
+ * checkpoint. */
+
+typedef struct {
+    int64_t step;       /* optimizer steps taken */
+    int epoch;          /* the epoch of the next batch (0-based) */
+    int64_t position;   /* the next batch's first sample in that epoch's order */
+    uint64_t data_seed; /* the loader's shuffling seed */
+    uint64_t init_seed; /* the seed the parameters were initialised with */
+    /* the images' normalisation in training, (x - mean) / std ("mean" and
+     * "std" in the metadata); std 0: not recorded */
+    float mean, std;
+} clnet_progress;
+
+/* Writes parameters, buffers, optimizer state and progress (may be NULL: zeros). */
+clnet_status clnet_net_save(const clnet_net *net, const char *path, const clnet_progress *progress);
+/* Reads a checkpoint into the net (and its bound replicas). Every parameter
+ * and buffer tensor must be there with the model's shape, and nothing else may be: a
+ * missing, extra or misshapen tensor is CLNET_ERR_FORMAT naming it, and the
+ * net is left as it was. progress may be NULL. */
+clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_progress *progress);
+
+/* ==== Tuning ==================================================================== */
+
+/*
+ * Operations with several implementations (today GEMM: clnet's own kernel
+ * over a search space of tile sizes and work-group layouts, and CLBlast) run
+ * the candidate the tuning database names for the device, driver, operation,
+ * per-sample shape and batch bucket (power of two), or a fixed rule when it
+ * names none. The database is tune.db in the kernel cache's folder
+ * ($CLNET_CACHE_DIR; see clnet_runtime_create); deleting it is safe.
+ * Training never times anything itself: the choices of a run come from the
+ * database or the rules, and a checkpoint records them ("gemm_choices" in
+ * its metadata) for a resume to use again. */
+
+/* One candidate measured on one shape, as clnet_net_tune reports it. */
+typedef struct {
+    int device;          /* the device's number (`clnet devices`) */
+    const char *layer;   /* the first layer that runs it: "conv2 backward" */
+    const char *key;     /* the operation and per-sample shape: "gemm NT M=50 N=500 K=676n" */
+    int bucket;          /* the samples, rounded up to a power of two (0: none) */
+    const char *id;      /* the candidate */
+    double us;           /* its time, microseconds (< 0: it failed or computed wrongly) */
+    const char *verdict; /* "chosen", "", "wrong result (...)", "failed: ..." */
+} clnet_tune_report;
+
+typedef void (*clnet_tune_fn)(const clnet_tune_report *r, void *user);
+
+/* Measures every candidate of every tunable operation the bound net runs,
+ * at a step of `batch` samples split over its devices as training splits it:
+ * trains one step on random data first (the parameters change: tune a net
+ * made for it), then times each candidate on each shape, checks the
+ * candidates' results against each other, stores each shape's fastest
+ * correct candidate in the database and uses it from then on. `report`
+ * (may be NULL) hears of every measurement. With CLNET_TUNE=off in the
+ * environment it refuses (CLNET_ERR_INVALID_ARGUMENT) and times nothing. */
+clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, void *user);
+
+/* ==== Errors and diagnostics ==================================================== */
+
+/* Every fallible call returns a clnet_status and leaves a message for the
+ * calling thread; warnings go to a handler; counters let tests prove what a
+ * step does not do; the environment variables below change behaviour
+ * without a rebuild. */
+
+/* A short constant description of a status ("success", ...); never NULL. */
+const char *clnet_status_string(clnet_status s);
+
+/* The message of the calling thread's last failure: what failed, the OpenCL
+ * call and its code by name, file:line, and the build log for kernel builds.
+ * "" when this thread has seen no failure. Valid until this thread's next call
+ * into clnet. */
+const char *clnet_last_error(void);
+
+/* Warnings (a skipped platform, a discarded cache entry) go to this handler.
+ * The default writes "clnet: warning: ..." to stderr; NULL restores it. The
+ * handler may be called from any of the library's threads. */
+typedef void (*clnet_log_fn)(const char *message, void *user);
+void clnet_set_log_handler(clnet_log_fn fn, void *user);
+
+/* Debug counters over the whole process, for tests: a steady-state
+ * training step starts no thread, allocates no host or device memory,
+ * builds no program and looks no kernel up by name (each node keeps the
+ * kernels its first pass found, each GEMM shape those of its candidate). */
+typedef struct {
+    uint64_t threads;       /* threads started */
+    uint64_t host_allocs;   /* host allocations (malloc, calloc, realloc) by clnet */
+    uint64_t device_allocs; /* device buffers created */
+    uint64_t builds;        /* kernel programs built (from source or a cached binary) */
+    uint64_t lookups;       /* kernels looked up by name in a device's tables */
+} clnet_counters;
+void clnet_debug_counters(clnet_counters *out);
+
+/* ---- Environment ------------------------------------------------------------
+ *
+ * Every variable clnet reads (tests/env_vars_test.sh checks this table
+ * against the sources and the README):
+ *
+ *   CLNET_DEVICES=SPEC       the devices when a program passes none
+ *                            (clnet_runtime_create; --devices wins)
+ *   CLNET_DATA_DIR=DIR       the folder clnet_dataset_load reads when given
+ *                            none (default CLNET_DEFAULT_DATA_DIR)
+ *   CLNET_CACHE=off          keeps no built kernels on disk (0 too)
+ *   CLNET_CACHE_DIR=DIR      the folder of built kernels and the tuning
+ *                            database (default $XDG_CACHE_HOME/clnet, else
+ *                            ~/.cache/clnet)
+ *   CLNET_KERNEL_DIR=DIR     reads the kernels' .cl files from DIR instead of
+ *                            the copies built into the library (kernel work)
+ *   CLNET_GEMM=own|clblast   runs every GEMM with that implementation (auto,
+ *                            the default: the tuning database or the rules)
+ *   CLNET_TUNE=off           clnet_net_tune refuses and times nothing (0 too)
+ *   CLNET_TUNE_COLD_MB=N     tuning times operands over N MiB with cold
+ *                            caches (default 4)
+ *   CLNET_MICRO_BATCH=N      caps every replica's micro-batch at N samples
+ *                            (to exercise micro-batches on big devices)
+ *   CLNET_MPI_OVERLAP=0      starts the all-reduces only after the backward
+ *                            pass (see clnet_mpi_stats)
+ *   CLNET_FUSE=off           runs a relu as its own layer, never inside its
+ *                            producer's kernels
+ *   CLNET_GUARD=1            memory guards: every pass's buffers are padded,
+ *                            and a pass that writes past what was planned
+ *                            for it fails with CLNET_ERR_GUARD (2-3x slower)
+ *   CLNET_PROFILE=1          prints each kernel's calls and time at exit
+ *   CLNET_THROTTLE=I:F[,..]  tests: device I runs F times slower
+ *   CLNET_FAULT=I:S          tests: device I fails in optimizer step S
+ *                            (0-based) */
 
 #ifdef __cplusplus
 }

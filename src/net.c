@@ -159,7 +159,7 @@ int64_t clnet_net_step(const clnet_net *net) {
 }
 
 float clnet_net_learning_rate(const clnet_net *net) {
-    return net ? clnet_optim_lr(&net->optim.sgd, net->optim.step) : 0.0f;
+    return net ? clnet_optim_lr(&net->optim.config, net->optim.step) : 0.0f;
 }
 
 const float *clnet_net_params(const clnet_net *net) {
@@ -191,12 +191,16 @@ clnet_status clnet_net_init(clnet_net *net, uint64_t seed) {
     return net->trainer ? clnet_step_broadcast(net->trainer, &net->model, 1) : CLNET_OK;
 }
 
-clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg) {
+clnet_status clnet_net_set_optimizer(clnet_net *net, const clnet_optimizer_config *cfg) {
     if (!net || !cfg)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_set_sgd: NULL argument");
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_set_optimizer: NULL argument");
     clnet_status s = clnet_optim_check(cfg);
     if (s == CLNET_OK) clnet_optim_configure(&net->optim, cfg);
     return s;
+}
+
+clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_optimizer_config *cfg) {
+    return clnet_net_set_optimizer(net, cfg);
 }
 
 /* ---- devices ------------------------------------------------------------------------ */

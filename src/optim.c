@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void clnet_sgd_defaults(clnet_sgd_config *cfg) {
+void clnet_optimizer_defaults(clnet_optimizer_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->lr = 0.1f;
     cfg->schedule = CLNET_SCHEDULE_CONSTANT;
@@ -20,9 +20,13 @@ void clnet_sgd_defaults(clnet_sgd_config *cfg) {
     cfg->eps = 1e-8f;
 }
 
+void clnet_sgd_defaults(clnet_optimizer_config *cfg) {
+    clnet_optimizer_defaults(cfg);
+}
+
 void clnet_optim_init(clnet_optim *o) {
     memset(o, 0, sizeof *o);
-    clnet_sgd_defaults(&o->sgd);
+    clnet_optimizer_defaults(&o->config);
 }
 
 void clnet_optim_release(clnet_optim *o) {
@@ -53,7 +57,7 @@ const char *clnet_optim_slot_name(clnet_optimizer k, int slot) {
     return optimizers[k].slot[slot];
 }
 
-clnet_status clnet_optim_check(const clnet_sgd_config *cfg) {
+clnet_status clnet_optim_check(const clnet_optimizer_config *cfg) {
     int adam = cfg->optimizer == CLNET_OPTIMIZER_ADAM || cfg->optimizer == CLNET_OPTIMIZER_ADAMW;
     if (cfg->optimizer != CLNET_OPTIMIZER_SGD && !adam)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "unknown optimizer %d", (int)cfg->optimizer);
@@ -87,21 +91,22 @@ clnet_status clnet_optim_check(const clnet_sgd_config *cfg) {
     return CLNET_OK;
 }
 
-void clnet_optim_configure(clnet_optim *o, const clnet_sgd_config *cfg) {
+void clnet_optim_configure(clnet_optim *o, const clnet_optimizer_config *cfg) {
     if (o->slot[0] && o->kind != cfg->optimizer) {
         clnet_warn("the %s state (from a checkpoint) does not apply to %s: %s starts afresh",
                    clnet_optim_name(o->kind), clnet_optim_name(cfg->optimizer),
                    clnet_optim_name(cfg->optimizer));
         clnet_optim_release(o);
     }
-    o->sgd = *cfg;
+    o->config = *cfg;
     o->kind = cfg->optimizer;
 }
 
 clnet_status clnet_optim_prepare(clnet_optim *o, size_t n) {
-    int slots = o->sgd.optimizer == CLNET_OPTIMIZER_SGD ? o->sgd.momentum > 0
-                                                        : clnet_optim_slot_count(o->sgd.optimizer);
-    o->kind = o->sgd.optimizer;
+    int slots = o->config.optimizer == CLNET_OPTIMIZER_SGD
+                    ? o->config.momentum > 0
+                    : clnet_optim_slot_count(o->config.optimizer);
+    o->kind = o->config.optimizer;
     for (int i = 0; i < slots; i++) {
         if (o->slot[i]) continue;
         o->slot[i] = clnet_calloc(n ? n : 1, sizeof(float));
@@ -112,7 +117,7 @@ clnet_status clnet_optim_prepare(clnet_optim *o, size_t n) {
     return CLNET_OK;
 }
 
-float clnet_optim_lr(const clnet_sgd_config *c, int64_t t) {
+float clnet_optim_lr(const clnet_optimizer_config *c, int64_t t) {
     switch (c->schedule) {
     case CLNET_SCHEDULE_STEP:
         return c->lr * powf(c->gamma, (float)(t / c->step_size));
@@ -126,7 +131,7 @@ float clnet_optim_lr(const clnet_sgd_config *c, int64_t t) {
 }
 
 static void sgd(clnet_optim *o, float lr, float *w, const float *grad_sum, size_t n, int batch) {
-    const clnet_sgd_config *c = &o->sgd;
+    const clnet_optimizer_config *c = &o->config;
     const float inv = 1.0f / (float)batch, mu = c->momentum, wd = c->weight_decay;
     const int first_step = !o->ready;
     float *velocity = o->slot[0];
@@ -145,7 +150,7 @@ static void sgd(clnet_optim *o, float lr, float *w, const float *grad_sum, size_
 /* Adam's update with t = o->step + 1; AdamW decays the weights first
  * instead of adding the decay to the gradient. */
 static void adam(clnet_optim *o, float lr, float *w, const float *grad_sum, size_t n, int batch) {
-    const clnet_sgd_config *c = &o->sgd;
+    const clnet_optimizer_config *c = &o->config;
     const int decoupled = c->optimizer == CLNET_OPTIMIZER_ADAMW;
     const float inv = 1.0f / (float)batch, wd = c->weight_decay, b1 = c->beta1, b2 = c->beta2;
     const double t = (double)(o->step + 1);
@@ -166,8 +171,8 @@ static void adam(clnet_optim *o, float lr, float *w, const float *grad_sum, size
 }
 
 void clnet_optim_apply(clnet_optim *o, float *w, const float *grad_sum, size_t n, int batch) {
-    const float lr = clnet_optim_lr(&o->sgd, o->step);
-    if (o->sgd.optimizer == CLNET_OPTIMIZER_SGD)
+    const float lr = clnet_optim_lr(&o->config, o->step);
+    if (o->config.optimizer == CLNET_OPTIMIZER_SGD)
         sgd(o, lr, w, grad_sum, n, batch);
     else
         adam(o, lr, w, grad_sum, n, batch);

@@ -9,7 +9,7 @@
 #define CLNET_OPTIM_SLOTS 2
 
 typedef struct {
-    clnet_sgd_config sgd;
+    clnet_optimizer_config config;
     /* State per parameter, as PyTorch names it: SGD "momentum" (the
      * velocity), Adam and AdamW "exp_avg" and "exp_avg_sq". NULL until
      * needed; `kind` says whose state they hold. */
@@ -22,10 +22,10 @@ typedef struct {
 void clnet_optim_init(clnet_optim *o);
 void clnet_optim_release(clnet_optim *o);
 /* Checks a configuration (clear messages for every bad field). */
-clnet_status clnet_optim_check(const clnet_sgd_config *cfg);
+clnet_status clnet_optim_check(const clnet_optimizer_config *cfg);
 /* Takes a new configuration; state of another optimizer is dropped (with
  * a warning), since it cannot carry over. */
-void clnet_optim_configure(clnet_optim *o, const clnet_sgd_config *cfg);
+void clnet_optim_configure(clnet_optim *o, const clnet_optimizer_config *cfg);
 /* Makes the state the configuration needs for n parameters; nothing when it
  * is there already. */
 clnet_status clnet_optim_prepare(clnet_optim *o, size_t n);
@@ -37,7 +37,7 @@ int clnet_optim_slot_count(clnet_optimizer k);
 const char *clnet_optim_slot_name(clnet_optimizer k, int slot);
 
 /* The learning rate for step t (0-based). */
-float clnet_optim_lr(const clnet_sgd_config *c, int64_t t);
+float clnet_optim_lr(const clnet_optimizer_config *c, int64_t t);
 
 /* One step on n parameters w: grad_sum holds the SUM of the batch's
  * per-sample gradients (batch samples). Counts the step. */

@@ -71,11 +71,11 @@ END_TEST
 static float *step_from_fixture(float momentum, size_t *count) {
     clnet_runtime *rt = NULL;
     clnet_net *net = load_fixture(&rt, NULL);
-    clnet_sgd_config sgd;
-    clnet_sgd_defaults(&sgd);
+    clnet_optimizer_config sgd;
+    clnet_optimizer_defaults(&sgd);
     sgd.lr = 0.1f;
     sgd.momentum = momentum;
-    ck_assert_msg(clnet_net_set_sgd(net, &sgd) == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_msg(clnet_net_set_optimizer(net, &sgd) == CLNET_OK, "%s", clnet_last_error());
     clnet_loader *loader = NULL;
     clnet_loader_config lc = {.batch = 128, .seed = 0, .shuffle = 0, .mean = 0, .std = 1};
     ck_assert_msg(clnet_loader_create(&loader, test_set, &lc) == CLNET_OK, "%s",

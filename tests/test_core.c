@@ -22,6 +22,28 @@ START_TEST(version_matches_the_macros) {
 }
 END_TEST
 
+/* The names from when SGD was the only optimizer still work, for one version. */
+START_TEST(deprecated_optimizer_names_do_what_the_new_ones_do) {
+    clnet_optimizer_config now, old;
+    memset(&now, 0xab, sizeof now);
+    memset(&old, 0xcd, sizeof old);
+    clnet_optimizer_defaults(&now);
+    clnet_sgd_defaults(&old);
+    ck_assert_mem_eq(&now, &old, sizeof now);
+    ck_assert_float_eq(now.lr, 0.1f);
+    clnet_net *net = NULL;
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    now.lr = 0.25f;
+    ck_assert_int_eq(clnet_net_set_sgd(net, &now), CLNET_OK);
+    ck_assert_float_eq(clnet_net_learning_rate(net), 0.25f);
+    now.lr = -1;
+    ck_assert_int_ne(clnet_net_set_sgd(net, &now), CLNET_OK);
+    ck_assert_float_eq(clnet_net_learning_rate(net), 0.25f);
+    ck_assert_int_eq(clnet_net_set_sgd(NULL, &now), CLNET_ERR_INVALID_ARGUMENT);
+    clnet_net_free(net);
+}
+END_TEST
+
 START_TEST(every_status_has_its_own_string) {
     const clnet_status all[] = {
 #define ITEM(name, value, text) name,
@@ -299,6 +321,7 @@ int main(void) {
     TCase *t = tcase_create("core");
     tcase_add_test(t, version_matches_the_macros);
     tcase_add_test(t, every_status_has_its_own_string);
+    tcase_add_test(t, deprecated_optimizer_names_do_what_the_new_ones_do);
     tcase_add_test(t, opencl_failures_name_the_call_code_and_place);
     tcase_add_test(t, error_context_and_long_messages);
     tcase_add_test(t, worker_thread_failures_reach_the_caller);

@@ -231,11 +231,11 @@ END_TEST
 static float *update_on(clnet_runtime *rt, const double *split, const char *const *lines,
                         int count) {
     clnet_net *net = make_net(lines, count, 8);
-    clnet_sgd_config c;
-    clnet_sgd_defaults(&c);
+    clnet_optimizer_config c;
+    clnet_optimizer_defaults(&c);
     c.lr = 0.05f;
     c.momentum = 0.9f;
-    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_OK);
     size_t np = clnet_net_param_count(net);
     float *delta = malloc(np * sizeof(float)), x[BATCH * 60];
     int32_t y[BATCH];
@@ -426,10 +426,10 @@ END_TEST
 
 static void expect_steady(clnet_runtime *rt, const double *split, const char *what) {
     clnet_net *net = make_net(DAG, DAG_LINES, 3);
-    clnet_sgd_config c;
-    clnet_sgd_defaults(&c);
+    clnet_optimizer_config c;
+    clnet_optimizer_defaults(&c);
     c.momentum = 0.9f;
-    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_OK);
     float x[BATCH * 60];
     int32_t y[BATCH];
     batch_data(net, BATCH, 77, x, y);
@@ -491,11 +491,11 @@ static const char *RESIDUAL_LENET[] = {
 START_TEST(a_residual_lenet_learns) {
     clnet_net *net =
         make_net(RESIDUAL_LENET, (int)(sizeof RESIDUAL_LENET / sizeof *RESIDUAL_LENET), 2);
-    clnet_sgd_config c;
-    clnet_sgd_defaults(&c);
+    clnet_optimizer_config c;
+    clnet_optimizer_defaults(&c);
     c.lr = 0.02f;
     c.momentum = 0.9f;
-    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_OK);
     clnet_runtime *one = test_one_device(0);
     enum { N = 32 };
     float *x = malloc((size_t)N * 784 * sizeof(float));

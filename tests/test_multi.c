@@ -73,12 +73,12 @@ static clnet_net *make_net(void) {
     ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
     for (int i = 0; i < n; i++) ck_assert_int_eq(clnet_net_add(net, lines[i]), CLNET_OK);
     ck_assert_int_eq(clnet_net_init(net, 11), CLNET_OK);
-    clnet_sgd_config c;
-    clnet_sgd_defaults(&c);
+    clnet_optimizer_config c;
+    clnet_optimizer_defaults(&c);
     c.lr = 0.05f;
     c.momentum = 0.9f;
     c.weight_decay = 1e-3f;
-    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_OK);
     return net;
 }
 

@@ -33,8 +33,8 @@ static void against_pytorch(const char *name, clnet_optimizer kind) {
     ck_assert_int_eq(clnet_st_get(f, "w", 2, (int64_t[]){STEPS, N}, &want, NULL, NULL), CLNET_OK);
     clnet_optim o;
     clnet_optim_init(&o);
-    clnet_sgd_config c;
-    clnet_sgd_defaults(&c);
+    clnet_optimizer_config c;
+    clnet_optimizer_defaults(&c);
     c.optimizer = kind;
     c.lr = (float)meta(f, "lr");
     c.beta1 = (float)meta(f, "beta1");
@@ -77,8 +77,8 @@ START_TEST(adam_and_adamw_match_pytorch) {
 END_TEST
 
 START_TEST(configurations_are_checked) {
-    clnet_sgd_config c;
-    clnet_sgd_defaults(&c);
+    clnet_optimizer_config c;
+    clnet_optimizer_defaults(&c);
     c.optimizer = CLNET_OPTIMIZER_ADAM;
     c.momentum = 0.9f;
     ck_assert_int_eq(clnet_optim_check(&c), CLNET_ERR_INVALID_ARGUMENT);
@@ -111,14 +111,14 @@ START_TEST(resume_under_adam_is_bitwise) {
     for (int k = 0; k < 3; k++) {
         ck_assert_int_eq(clnet_net_create(&nets[k]), CLNET_OK);
         for (int i = 0; i < 6; i++) ck_assert_int_eq(clnet_net_add(nets[k], lines[i]), CLNET_OK);
-        clnet_sgd_config c;
-        clnet_sgd_defaults(&c);
+        clnet_optimizer_config c;
+        clnet_optimizer_defaults(&c);
         c.optimizer = CLNET_OPTIMIZER_ADAMW;
         c.lr = 0.01f;
         c.weight_decay = 0.01f;
         c.schedule = CLNET_SCHEDULE_COSINE;
         c.total_steps = 8;
-        ck_assert_int_eq(clnet_net_set_sgd(nets[k], &c), CLNET_OK);
+        ck_assert_int_eq(clnet_net_set_optimizer(nets[k], &c), CLNET_OK);
         if (k < 2) ck_assert_int_eq(clnet_net_init(nets[k], 3), CLNET_OK);
     }
     float x[8 * 48];

@@ -244,8 +244,8 @@ static w16_run run_w16(clnet_runtime *rt, const double *split, const char *what)
     int32_t *labels = malloc((size_t)steps * n * sizeof *labels);
     for (int i = 0; i < steps * n; i++) labels[i] = (int32_t)labels64[i];
 
-    clnet_sgd_config sgd;
-    clnet_sgd_defaults(&sgd);
+    clnet_optimizer_config sgd;
+    clnet_optimizer_defaults(&sgd);
     sgd.momentum = strtof(meta(f, "momentum"), NULL);
     sgd.weight_decay = strtof(meta(f, "weight_decay"), NULL);
     const char *lr = meta(f, "lr"); /* one per step, comma separated */
@@ -260,7 +260,7 @@ static w16_run run_w16(clnet_runtime *rt, const double *split, const char *what)
         ck_assert_msg(end != lr && (*end == ',' || (*end == 0 && s == steps - 1)),
                       "metadata lr='%s': expected %d numbers", meta(f, "lr"), steps);
         lr = end + (*end == ',');
-        ck_assert_int_eq(clnet_net_set_sgd(net, &sgd), CLNET_OK);
+        ck_assert_int_eq(clnet_net_set_optimizer(net, &sgd), CLNET_OK);
         clnet_step_result r;
         ck_assert_msg(clnet_net_train_step(net, x + (size_t)s * n * sample, labels + s * n, n,
                                            &r) == CLNET_OK,

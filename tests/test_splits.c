@@ -756,11 +756,11 @@ static void run(clnet_runtime *rt, const recipe *rc, const graph *ref, int split
         RUN_CHECK(clnet_net_add(net, rc->lines[i]), what);
     }
     RUN_CHECK(clnet_net_init(net, rc->init_seed), "clnet_net_init");
-    clnet_sgd_config c;
-    clnet_sgd_defaults(&c);
+    clnet_optimizer_config c;
+    clnet_optimizer_defaults(&c);
     c.lr = rc->lr;
     c.momentum = rc->momentum;
-    RUN_CHECK(clnet_net_set_sgd(net, &c), "clnet_net_set_sgd");
+    RUN_CHECK(clnet_net_set_optimizer(net, &c), "clnet_net_set_optimizer");
     o->np = clnet_net_param_count(net);
     o->nb = clnet_net_buffer_count(net);
     for (int i = 0; i < net->model.count; i++) {

@@ -48,12 +48,12 @@ static clnet_net *make_net(const char *const *lines, int count, const char *path
                           clnet_last_error());
     }
     ck_assert_msg(clnet_net_init(net, 11) == CLNET_OK, "%s", clnet_last_error());
-    clnet_sgd_config c;
-    clnet_sgd_defaults(&c);
+    clnet_optimizer_config c;
+    clnet_optimizer_defaults(&c);
     c.lr = 0.05f;
     c.momentum = 0.9f;
     c.weight_decay = 5e-4f;
-    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_OK);
     return net;
 }
 

@@ -35,12 +35,12 @@ START_TEST(one_step_matches_the_reference_composition) {
     clnet_runtime *rt = test_one_device(0);
     clnet_net *net = tiny_net();
     ck_assert_int_eq(clnet_net_init(net, 42), CLNET_OK);
-    clnet_sgd_config sgd;
-    clnet_sgd_defaults(&sgd);
+    clnet_optimizer_config sgd;
+    clnet_optimizer_defaults(&sgd);
     sgd.lr = 0.05f;
     sgd.momentum = 0.9f;
     sgd.weight_decay = 0.01f;
-    ck_assert_int_eq(clnet_net_set_sgd(net, &sgd), CLNET_OK);
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &sgd), CLNET_OK);
     ck_assert_int_eq(clnet_net_bind(net, rt, 8), CLNET_OK);
     size_t np = clnet_net_param_count(net);
     ck_assert_uint_eq(np, F * C * 9 + F + O * I + O);
@@ -138,23 +138,24 @@ END_TEST
 START_TEST(sgd_rules_and_schedules) {
     /* Through a net whose loss gradient is zero: then only weight decay moves w,
      * which makes momentum and Nesterov easy to follow by hand. */
-    clnet_sgd_config c;
-    clnet_sgd_defaults(&c);
+    clnet_optimizer_config c;
+    clnet_optimizer_defaults(&c);
     ck_assert(c.lr == 0.1f && c.momentum == 0 && c.schedule == CLNET_SCHEDULE_CONSTANT);
     clnet_net *net = tiny_net();
     c.schedule = CLNET_SCHEDULE_COSINE;
-    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_ERR_INVALID_ARGUMENT); /* no total */
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_ERR_INVALID_ARGUMENT); /* no total */
     c.total_steps = 100;
-    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_OK);
     ck_assert(fabsf(clnet_net_learning_rate(net) - 0.1f) < 1e-7f);
     c.schedule = CLNET_SCHEDULE_STEP;
     c.step_size = 0;
-    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_ERR_INVALID_ARGUMENT);
     c.nesterov = 1;
     c.step_size = 10;
-    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_ERR_INVALID_ARGUMENT); /* no momentum */
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &c),
+                     CLNET_ERR_INVALID_ARGUMENT); /* no momentum */
     c.lr = -1;
-    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_ERR_INVALID_ARGUMENT);
     clnet_net_free(net);
 }
 END_TEST
@@ -175,15 +176,15 @@ static void train_steps(clnet_net *net, int first, int steps, double *losses) {
 
 static clnet_net *bound_tiny(int init) {
     clnet_net *net = tiny_net();
-    clnet_sgd_config c;
-    clnet_sgd_defaults(&c);
+    clnet_optimizer_config c;
+    clnet_optimizer_defaults(&c);
     c.lr = 0.1f;
     c.momentum = 0.9f;
     c.nesterov = 1;
     c.weight_decay = 5e-4f;
     c.schedule = CLNET_SCHEDULE_COSINE;
     c.total_steps = 20;
-    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_OK);
     if (init) ck_assert_int_eq(clnet_net_init(net, 7), CLNET_OK);
     return net;
 }
@@ -424,11 +425,11 @@ START_TEST(lenet_learns_fashion_mnist) {
     clnet_net *net = NULL;
     ck_assert_int_eq(clnet_net_load(&net, CLNET_MODEL_DIR "/lenet.cfg"), CLNET_OK);
     ck_assert_int_eq(clnet_net_init(net, 1), CLNET_OK);
-    clnet_sgd_config c;
-    clnet_sgd_defaults(&c);
+    clnet_optimizer_config c;
+    clnet_optimizer_defaults(&c);
     c.lr = 0.05f;
     c.momentum = 0.9f;
-    ck_assert_int_eq(clnet_net_set_sgd(net, &c), CLNET_OK);
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_OK);
     ck_assert_int_eq(clnet_net_bind(net, rt, 64), CLNET_OK);
     clnet_loader *loader = NULL;
     clnet_loader_config lc = {

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Checks that the environment variables clnet reads are documented in one table.
+
+The table is the "Environment" section of include/clnet.h: one line per
+variable, "CLNET_NAME=VALUE  meaning". Every "CLNET_..." string literal in
+the library's sources (what getenv reads) must have a row; every row must be
+read somewhere; and the README's table of environment variables must list
+the same names. Prints what differs and exits 1.
+usage: check_env.py REPO_DIR"""
+import os
+import re
+import sys
+
+root = sys.argv[1] if len(sys.argv) > 1 else "."
+
+
+def read(path):
+    with open(os.path.join(root, path), encoding="utf-8") as f:
+        return f.read()
+
+
+header = read("include/clnet.h")
+start = header.index("---- Environment ---")
+end = header.index("*/", start)
+table = set(re.findall(r"^ \*   (CLNET_[A-Z0-9_]+)=", header[start:end], re.M))
+
+read_by_sources = set()
+for folder, _, files in os.walk(os.path.join(root, "src")):
+    for name in files:
+        if name.endswith(".c"):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                text = f.read()
+            # getenv("CLNET_X") and the balancer's parse_pairs("CLNET_X", ...)
+            for m in re.finditer(r'(?:getenv|parse_pairs)\("(CLNET_[A-Z0-9_]+)"', text):
+                read_by_sources.add(m.group(1))
+
+readme = read("README.md")
+start = readme.index("## Environment variables")
+end = readme.find("\n## ", start + 1)
+documented = set(re.findall(r"^\| `(CLNET_[A-Z0-9_]+)", readme[start:end], re.M))
+
+problems = []
+for name in sorted(read_by_sources - table):
+    problems.append(f"{name} is read by src/ but has no row in include/clnet.h's Environment table")
+for name in sorted(table - read_by_sources):
+    problems.append(f"{name} has a row in include/clnet.h but nothing in src/ reads it")
+for name in sorted(table ^ documented):
+    where = "README.md's table" if name in table else "include/clnet.h's table"
+    problems.append(f"{name} is missing from {where}")
+for p in problems:
+    print(p)
+print(f"{len(table)} variables in the table, {len(read_by_sources)} read by the sources, "
+      f"{len(documented)} in the README: {'ok' if not problems else 'differ'}")
+sys.exit(1 if problems else 0)
