@@ -257,40 +257,41 @@ static void view_backward(const layer_geom *g, ref_args *a) {
     memcpy(a->dx, a->dy, g->n * sample_size(g) * sizeof *a->dx);
 }
 
-/* add and concat read nin copies of the input, back to back in x and dx */
-static void split_inputs(const layer_geom *g, const float *all, const float **xs, int *channels) {
+/* add and concat read nin copies of the input, back to back in x and dx: input
+ * k's part of x (or dx), and its channels */
+static void split_inputs(const layer_geom *g, float *all, float **parts, int *channels) {
     for (int k = 0; k < g->nin; k++) {
-        xs[k] = all + (size_t)k * g->n * sample_size(g);
+        parts[k] = all + (size_t)k * g->n * sample_size(g);
         channels[k] = g->in.c;
     }
 }
 
 static void add_forward(const layer_geom *g, ref_args *a) {
-    const float *xs[CLNET_MAX_INPUTS];
+    float *xs[CLNET_MAX_INPUTS];
     int channels[CLNET_MAX_INPUTS];
-    split_inputs(g, a->x, xs, channels);
-    ref_add_forward(a->y, xs, g->nin, g->n * sample_size(g));
+    split_inputs(g, (float *)a->x, xs, channels);
+    ref_add_forward(a->y, (const float *const *)xs, g->nin, g->n * sample_size(g));
 }
 
 static void add_backward(const layer_geom *g, ref_args *a) {
-    const float *dxs[CLNET_MAX_INPUTS];
+    float *dxs[CLNET_MAX_INPUTS];
     int channels[CLNET_MAX_INPUTS];
     split_inputs(g, a->dx, dxs, channels);
-    ref_add_backward((float *const *)dxs, a->dy, g->nin, g->n * sample_size(g));
+    ref_add_backward(dxs, a->dy, g->nin, g->n * sample_size(g));
 }
 
 static void concat_forward(const layer_geom *g, ref_args *a) {
-    const float *xs[CLNET_MAX_INPUTS];
+    float *xs[CLNET_MAX_INPUTS];
     int channels[CLNET_MAX_INPUTS];
-    split_inputs(g, a->x, xs, channels);
-    ref_concat_forward(a->y, xs, channels, g->nin, g->n, spatial(g));
+    split_inputs(g, (float *)a->x, xs, channels);
+    ref_concat_forward(a->y, (const float *const *)xs, channels, g->nin, g->n, spatial(g));
 }
 
 static void concat_backward(const layer_geom *g, ref_args *a) {
-    const float *dxs[CLNET_MAX_INPUTS];
+    float *dxs[CLNET_MAX_INPUTS];
     int channels[CLNET_MAX_INPUTS];
     split_inputs(g, a->dx, dxs, channels);
-    ref_concat_backward((float *const *)dxs, a->dy, channels, g->nin, g->n, spatial(g));
+    ref_concat_backward(dxs, a->dy, channels, g->nin, g->n, spatial(g));
 }
 
 /* ---- the table ------------------------------------------------------------------------- */
