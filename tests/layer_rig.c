@@ -37,7 +37,11 @@ void rig_create_input(layer_rig *r, clnet_device *d, const char *input, const ch
     const clnet_node *l = r->l = &r->net->model.nodes[0];
     r->d = d;
     r->n = n;
-    r->in_count = (size_t)n * clnet_shape_size(l->in[0]);
+    r->nin = l->ninputs;
+    for (int k = 0; k < l->ninputs; k++) {
+        r->x_off[k] = r->in_count;
+        r->in_count += (size_t)n * clnet_shape_size(l->in[k]);
+    }
     r->out_count = (size_t)n * clnet_shape_size(l->out);
     if (l->nparams) {
         r->nw = l->params[0].count;
@@ -93,7 +97,8 @@ void rig_get_buffers(layer_rig *r, float *v) {
     ck_assert_int_eq(clnet_buffer_read(r->d, r->buffers, 0, r->nbuffers, v), CLNET_OK);
 }
 
-/* The input at 0 and the output after it (a view's output is its input). */
+/* The inputs from 0, back to back, and the output after them (a view's output
+ * is its input). */
 static clnet_pass pass(layer_rig *r, const clnet_ctx *ctx) {
     size_t out = r->l->kind->is_view ? 0 : r->in_count;
     clnet_pass p = {.ctx = ctx,
@@ -116,8 +121,11 @@ static clnet_pass pass(layer_rig *r, const clnet_ctx *ctx) {
                     .loss = r->loss,
                     .correct = r->correct,
                     .want_grad = 1};
-    p.need_dx[0] = 1;
-    p.dx_beta[0] = r->dx_beta;
+    for (int k = 0; k < r->nin; k++) {
+        p.x[k] = p.dx[k] = r->x_off[k];
+        p.need_dx[k] = 1;
+        p.dx_beta[k] = r->dx_beta;
+    }
     return p;
 }
 

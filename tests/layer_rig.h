@@ -20,9 +20,14 @@ typedef struct {
     const clnet_node *l;
     clnet_device *d;
     int n;
-    size_t in_count, out_count; /* n * per-sample sizes */
-    size_t nw, nb;              /* weight and bias counts (0 when the layer has none) */
-    int weight_ndim;            /* the weight's shape, as PyTorch lays it out */
+    /* n * per-sample sizes; in_count covers every input of the layer, laid
+     * back to back from x_off[0] = 0 (a layer that reads the model's input
+     * more than once, "add input=input,input", gets a copy of it per read) */
+    size_t in_count, out_count;
+    int nin;
+    size_t x_off[CLNET_MAX_INPUTS];
+    size_t nw, nb;   /* weight and bias counts (0 when the layer has none) */
+    int weight_ndim; /* the weight's shape, as PyTorch lays it out */
     const int64_t *weight_shape;
     /* 0: backward overwrites dx; 1: it adds to what dx holds (another reader
      * of the tensor wrote it first): rig_backward then starts from the
@@ -50,14 +55,16 @@ void rig_set_params(layer_rig *r, const float *w, const float *b); /* either may
  * 0, running_var 1). */
 void rig_set_buffers(layer_rig *r, const float *v);
 void rig_get_buffers(layer_rig *r, float *v);
-/* y may be NULL; labels/loss/correct only for the loss layer. */
+/* x holds every input back to back (in_count floats); y may be NULL;
+ * labels/loss/correct only for the loss layer. */
 void rig_forward(layer_rig *r, const float *x, float *y, const int32_t *labels, float *loss,
                  int *correct);
 /* A forward pass (not for the loss layer) that returns the layer's status
  * instead of failing the test: for layers that must refuse an input. */
 clnet_status rig_try_forward(layer_rig *r, const float *x, float *y);
-/* dy is ignored by the loss layer, whose dx comes from its forward. With
- * dx_beta 1, dx holds on entry what the device's dx starts from. */
+/* dy is ignored by the loss layer, whose dx comes from its forward. dx holds
+ * every input's gradient, laid out as x. With dx_beta 1, dx holds on entry
+ * what the device's dx starts from. */
 void rig_backward(layer_rig *r, const float *dy, float *dx, float *dw, float *db);
 
 #endif

@@ -970,140 +970,35 @@ static void nd_fd(int layer, nd_shape shape, uint64_t seed) {
     free(c.x), free(c.w), free(c.b), free(c.y), free(c.r), free(dx), free(dw), free(db);
 }
 
+/* The cases below are ref_window rows, positional: rank, N, C, F, in, k, s, p, d,
+ * extra, groups (0 reads as 1), out_pad, ceil, count_pad; the fields left out are 0. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 START_TEST(convnd_backward_matches_finite_differences) {
     const nd_shape shapes[] = {
         // rank 1: causal (p = d*(k-1), extra = -p), batch 3
-        {{.rank = 1,
-          .N = 3,
-          .C = 2,
-          .F = 4,
-          .in = {9},
-          .k = {3},
-          .s = {1},
-          .p = {2},
-          .d = {1},
-          .extra = {-2}},
-         1},
+        {{1, 3, 2, 4, {9}, {3}, {1}, {2}, {1}, {-2}}, 1},
         // causal and dilated 3, no bias
-        {{.rank = 1,
-          .N = 1,
-          .C = 2,
-          .F = 2,
-          .in = {11},
-          .k = {3},
-          .s = {1},
-          .p = {6},
-          .d = {3},
-          .extra = {-6}},
-         0},
+        {{1, 1, 2, 2, {11}, {3}, {1}, {6}, {3}, {-6}}, 0},
         // pad=same with an even kernel: 3 zeros, 1 before and 2 after (extra = 1)
-        {{.rank = 1,
-          .N = 2,
-          .C = 2,
-          .F = 2,
-          .in = {8},
-          .k = {4},
-          .s = {1},
-          .p = {1},
-          .d = {1},
-          .extra = {1}},
-         1},
+        {{1, 2, 2, 2, {8}, {4}, {1}, {1}, {1}, {1}}, 1},
         // stride larger than the kernel (inputs unused), 2 groups
-        {{.rank = 1,
-          .N = 2,
-          .C = 4,
-          .F = 6,
-          .in = {13},
-          .k = {2},
-          .s = {3},
-          .p = {1},
-          .d = {1},
-          .groups = 2},
-         1},
+        {{1, 2, 4, 6, {13}, {2}, {3}, {1}, {1}, {0}, 2}, 1},
         // depthwise (groups = C = F), dilated 2, strided
-        {{.rank = 1,
-          .N = 1,
-          .C = 3,
-          .F = 3,
-          .in = {10},
-          .k = {3},
-          .s = {2},
-          .p = {2},
-          .d = {2},
-          .groups = 3},
-         1},
+        {{1, 1, 3, 3, {10}, {3}, {2}, {2}, {2}, {0}, 3}, 1},
         // rank 2: kernel, stride, padding and dilation different per axis
-        {{.rank = 2,
-          .N = 2,
-          .C = 2,
-          .F = 3,
-          .in = {7, 6},
-          .k = {3, 2},
-          .s = {2, 1},
-          .p = {1, 0},
-          .d = {1, 2}},
-         1},
+        {{2, 2, 2, 3, {7, 6}, {3, 2}, {2, 1}, {1, 0}, {1, 2}}, 1},
         // 2 groups, dilation 3 on one axis and stride 3 > kernel 3 on the other, no bias
-        {{.rank = 2,
-          .N = 1,
-          .C = 4,
-          .F = 4,
-          .in = {9, 8},
-          .k = {2, 3},
-          .s = {1, 3},
-          .p = {0, 2},
-          .d = {3, 1},
-          .groups = 2},
-         0},
+        {{2, 1, 4, 4, {9, 8}, {2, 3}, {1, 3}, {0, 2}, {3, 1}, {0}, 2}, 0},
         // depthwise, dilated 2, same padding with an odd zero on one axis, batch 3
-        {{.rank = 2,
-          .N = 3,
-          .C = 2,
-          .F = 2,
-          .in = {5, 6},
-          .k = {3, 2},
-          .s = {1, 1},
-          .p = {2, 0},
-          .d = {2, 1},
-          .extra = {0, 1},
-          .groups = 2},
-         1},
+        {{2, 3, 2, 2, {5, 6}, {3, 2}, {1, 1}, {2, 0}, {2, 1}, {0, 1}, 2}, 1},
         // rank 3: every axis different
-        {{.rank = 3,
-          .N = 2,
-          .C = 2,
-          .F = 2,
-          .in = {4, 5, 3},
-          .k = {2, 3, 1},
-          .s = {1, 2, 1},
-          .p = {1, 1, 0},
-          .d = {1, 1, 1}},
-         1},
+        {{3, 2, 2, 2, {4, 5, 3}, {2, 3, 1}, {1, 2, 1}, {1, 1, 0}, {1, 1, 1}}, 1},
         // 2 groups, dilation 2, stride 3 > kernel 2, no bias
-        {{.rank = 3,
-          .N = 1,
-          .C = 2,
-          .F = 4,
-          .in = {5, 4, 6},
-          .k = {2, 2, 2},
-          .s = {1, 3, 3},
-          .p = {0, 1, 1},
-          .d = {2, 1, 1},
-          .groups = 2},
-         0},
+        {{3, 1, 2, 4, {5, 4, 6}, {2, 2, 2}, {1, 3, 3}, {0, 1, 1}, {2, 1, 1}, {0}, 2}, 0},
         // depthwise, causal on the last axis, dilated on the second
-        {{.rank = 3,
-          .N = 1,
-          .C = 2,
-          .F = 2,
-          .in = {3, 4, 4},
-          .k = {3, 1, 2},
-          .s = {2, 1, 1},
-          .p = {1, 0, 1},
-          .d = {1, 2, 1},
-          .extra = {0, 0, -1},
-          .groups = 2},
-         1},
+        {{3, 1, 2, 2, {3, 4, 4}, {3, 1, 2}, {2, 1, 1}, {1, 0, 1}, {1, 2, 1}, {0, 0, -1}, 2}, 1},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         nd_fd(CONVND, shapes[i], 1000 + 10 * i);
@@ -1113,104 +1008,21 @@ END_TEST
 START_TEST(conv_transpose_backward_matches_finite_differences) {
     const nd_shape shapes[] = {
         // rank 1: stride 2 with output_padding 1, batch 3
-        {{.rank = 1,
-          .N = 3,
-          .C = 2,
-          .F = 3,
-          .in = {5},
-          .k = {3},
-          .s = {2},
-          .p = {1},
-          .d = {1},
-          .out_pad = {1}},
-         1},
+        {{1, 3, 2, 3, {5}, {3}, {2}, {1}, {1}, {0}, 0, {1}}, 1},
         // dilation 2 with output_padding 1, padding 2, no bias
-        {{.rank = 1,
-          .N = 1,
-          .C = 2,
-          .F = 2,
-          .in = {6},
-          .k = {3},
-          .s = {1},
-          .p = {2},
-          .d = {2},
-          .out_pad = {1}},
-         0},
+        {{1, 1, 2, 2, {6}, {3}, {1}, {2}, {2}, {0}, 0, {1}}, 0},
         // stride 3 larger than the kernel (outputs no tap reaches), 2 groups
-        {{.rank = 1,
-          .N = 2,
-          .C = 4,
-          .F = 2,
-          .in = {4},
-          .k = {2},
-          .s = {3},
-          .p = {0},
-          .d = {1},
-          .out_pad = {2},
-          .groups = 2},
-         1},
+        {{1, 2, 4, 2, {4}, {2}, {3}, {0}, {1}, {0}, 2, {2}}, 1},
         // depthwise, padding 3 cropping most of the edges
-        {{.rank = 1,
-          .N = 1,
-          .C = 3,
-          .F = 3,
-          .in = {5},
-          .k = {4},
-          .s = {2},
-          .p = {3},
-          .d = {1},
-          .groups = 3},
-         1},
+        {{1, 1, 3, 3, {5}, {4}, {2}, {3}, {1}, {0}, 3}, 1},
         // rank 2: every axis different, output_padding on both
-        {{.rank = 2,
-          .N = 2,
-          .C = 2,
-          .F = 3,
-          .in = {3, 4},
-          .k = {3, 2},
-          .s = {2, 1},
-          .p = {1, 0},
-          .d = {1, 2},
-          .out_pad = {1, 1}},
-         1},
+        {{2, 2, 2, 3, {3, 4}, {3, 2}, {2, 1}, {1, 0}, {1, 2}, {0}, 0, {1, 1}}, 1},
         // 2 groups, stride 3 > kernel 2, no bias
-        {{.rank = 2,
-          .N = 1,
-          .C = 4,
-          .F = 2,
-          .in = {4, 3},
-          .k = {2, 3},
-          .s = {3, 2},
-          .p = {0, 1},
-          .d = {1, 1},
-          .out_pad = {0, 1},
-          .groups = 2},
-         0},
+        {{2, 1, 4, 2, {4, 3}, {2, 3}, {3, 2}, {0, 1}, {1, 1}, {0}, 2, {0, 1}}, 0},
         // rank 3: every axis different
-        {{.rank = 3,
-          .N = 1,
-          .C = 2,
-          .F = 2,
-          .in = {3, 2, 3},
-          .k = {2, 3, 2},
-          .s = {2, 1, 2},
-          .p = {1, 1, 0},
-          .d = {1, 2, 1},
-          .out_pad = {1, 0, 1}},
-         1},
+        {{3, 1, 2, 2, {3, 2, 3}, {2, 3, 2}, {2, 1, 2}, {1, 1, 0}, {1, 2, 1}, {0}, 0, {1, 0, 1}}, 1},
         // depthwise, dilation 2 with output_padding 1, batch 3, no bias
-        {{.rank = 3,
-          .N = 3,
-          .C = 2,
-          .F = 2,
-          .in = {2, 3, 2},
-          .k = {3, 2, 2},
-          .s = {1, 2, 1},
-          .p = {1, 0, 0},
-          .d = {2, 1, 1},
-          .out_pad = {1, 0, 0},
-          .groups = 2},
-         0},
+        {{3, 3, 2, 2, {2, 3, 2}, {3, 2, 2}, {1, 2, 1}, {1, 0, 0}, {2, 1, 1}, {0}, 2, {1, 0, 0}}, 0},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         nd_fd(CONV_TRANSPOSE, shapes[i], 1200 + 10 * i);
@@ -1220,32 +1032,17 @@ END_TEST
 START_TEST(maxpoolnd_backward_matches_finite_differences) {
     const ref_window shapes[] = {
         // rank 1: ceil mode with padding (a last window overhangs), batch 3
-        {.rank = 1, .N = 3, .C = 2, .in = {11}, .k = {3}, .s = {2}, .p = {1}, .d = {1}, .ceil = 1},
+        {1, 3, 2, 0, {11}, {3}, {2}, {1}, {1}, {0}, 0, {0}, 1},
         // dilation 2, ceil mode
-        {.rank = 1, .N = 1, .C = 2, .in = {13}, .k = {3}, .s = {2}, .p = {1}, .d = {2}, .ceil = 1},
+        {1, 1, 2, 0, {13}, {3}, {2}, {1}, {2}, {0}, 0, {0}, 1},
         // stride larger than the kernel: inputs in no window
-        {.rank = 1, .N = 2, .C = 1, .in = {10}, .k = {2}, .s = {3}, .p = {0}, .d = {1}},
+        {1, 2, 1, 0, {10}, {2}, {3}, {0}, {1}},
         // dilation 3, overlapping windows
-        {.rank = 1, .N = 1, .C = 1, .in = {12}, .k = {3}, .s = {1}, .p = {1}, .d = {3}},
+        {1, 1, 1, 0, {12}, {3}, {1}, {1}, {3}},
         // rank 3: every axis different, ceil mode with padding
-        {.rank = 3,
-         .N = 2,
-         .C = 2,
-         .in = {5, 4, 6},
-         .k = {2, 3, 2},
-         .s = {2, 1, 3},
-         .p = {1, 1, 0},
-         .d = {1, 1, 2},
-         .ceil = 1},
+        {3, 2, 2, 0, {5, 4, 6}, {2, 3, 2}, {2, 1, 3}, {1, 1, 0}, {1, 1, 2}, {0}, 0, {0}, 1},
         // stride 3 > kernel on one axis, dilation 2 on another
-        {.rank = 3,
-         .N = 1,
-         .C = 1,
-         .in = {4, 5, 3},
-         .k = {3, 2, 2},
-         .s = {3, 2, 1},
-         .p = {1, 0, 1},
-         .d = {2, 1, 1}},
+        {3, 1, 1, 0, {4, 5, 3}, {3, 2, 2}, {3, 2, 1}, {1, 0, 1}, {2, 1, 1}},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         nd_fd(MAXPOOLND, (nd_shape){shapes[i], 0}, 1400 + 10 * i);
@@ -1255,51 +1052,17 @@ END_TEST
 START_TEST(avgpoolnd_backward_matches_finite_differences) {
     const ref_window shapes[] = {
         // rank 1: ceil mode with padding, the overhang not counted, batch 3
-        {.rank = 1,
-         .N = 3,
-         .C = 2,
-         .in = {11},
-         .k = {3},
-         .s = {2},
-         .p = {1},
-         .d = {1},
-         .ceil = 1,
-         .count_pad = 1},
+        {1, 3, 2, 0, {11}, {3}, {2}, {1}, {1}, {0}, 0, {0}, 1, 1},
         // the same without count_pad: input cells only
-        {.rank = 1, .N = 3, .C = 2, .in = {11}, .k = {3}, .s = {2}, .p = {1}, .d = {1}, .ceil = 1},
+        {1, 3, 2, 0, {11}, {3}, {2}, {1}, {1}, {0}, 0, {0}, 1},
         // stride larger than the kernel, ceil mode, count_pad off
-        {.rank = 1, .N = 1, .C = 2, .in = {10}, .k = {2}, .s = {3}, .p = {1}, .d = {1}, .ceil = 1},
+        {1, 1, 2, 0, {10}, {2}, {3}, {1}, {1}, {0}, 0, {0}, 1},
         // overlapping windows, padding 2, zeros counted
-        {.rank = 1,
-         .N = 2,
-         .C = 1,
-         .in = {9},
-         .k = {4},
-         .s = {1},
-         .p = {2},
-         .d = {1},
-         .count_pad = 1},
+        {1, 2, 1, 0, {9}, {4}, {1}, {2}, {1}, {0}, 0, {0}, 0, 1},
         // rank 3: every axis different, ceil mode with padding, zeros counted
-        {.rank = 3,
-         .N = 1,
-         .C = 2,
-         .in = {5, 4, 6},
-         .k = {2, 3, 2},
-         .s = {2, 1, 3},
-         .p = {1, 1, 0},
-         .d = {1, 1, 1},
-         .ceil = 1,
-         .count_pad = 1},
+        {3, 1, 2, 0, {5, 4, 6}, {2, 3, 2}, {2, 1, 3}, {1, 1, 0}, {1, 1, 1}, {0}, 0, {0}, 1, 1},
         // and with count_pad off, batch 2
-        {.rank = 3,
-         .N = 2,
-         .C = 1,
-         .in = {4, 5, 3},
-         .k = {3, 2, 2},
-         .s = {2, 2, 1},
-         .p = {1, 1, 1},
-         .d = {1, 1, 1},
-         .ceil = 1},
+        {3, 2, 1, 0, {4, 5, 3}, {3, 2, 2}, {2, 2, 1}, {1, 1, 1}, {1, 1, 1}, {0}, 0, {0}, 1},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         nd_fd(AVGPOOLND, (nd_shape){shapes[i], 0}, 1600 + 10 * i);
@@ -1433,56 +1196,21 @@ static void check_adjoint(ref_window conv, uint64_t seed) {
 }
 
 START_TEST(conv_transpose_is_the_adjoint_of_convnd) {
-    // rank 1, strided and padded, 2 groups (the floor leaves one input unread)
-    check_adjoint((ref_window){.rank = 1,
-                               .N = 2,
-                               .C = 4,
-                               .F = 2,
-                               .in = {12},
-                               .k = {3},
-                               .s = {2},
-                               .p = {1},
-                               .d = {2},
-                               .groups = 2},
-                  2000);
-    // rank 1 causal: the conv's shorter right padding, the transpose's output_padding 2
-    check_adjoint((ref_window){.rank = 1,
-                               .N = 1,
-                               .C = 2,
-                               .F = 3,
-                               .in = {7},
-                               .k = {3},
-                               .s = {1},
-                               .p = {2},
-                               .d = {1},
-                               .extra = {-2}},
-                  2010);
-    // rank 2, every axis different, depthwise
-    check_adjoint((ref_window){.rank = 2,
-                               .N = 2,
-                               .C = 3,
-                               .F = 3,
-                               .in = {8, 7},
-                               .k = {3, 2},
-                               .s = {2, 3},
-                               .p = {1, 0},
-                               .d = {1, 2},
-                               .groups = 3},
-                  2020);
-    // rank 3, every axis different, 2 groups
-    check_adjoint((ref_window){.rank = 3,
-                               .N = 1,
-                               .C = 2,
-                               .F = 4,
-                               .in = {5, 6, 4},
-                               .k = {2, 3, 2},
-                               .s = {2, 1, 3},
-                               .p = {1, 1, 0},
-                               .d = {1, 2, 1},
-                               .groups = 2},
-                  2030);
+    const ref_window convs[] = {
+        // rank 1, strided and padded, 2 groups (the floor leaves one input unread)
+        {1, 2, 4, 2, {12}, {3}, {2}, {1}, {2}, {0}, 2},
+        // rank 1 causal: the conv's shorter right padding, the transpose's output_padding 2
+        {1, 1, 2, 3, {7}, {3}, {1}, {2}, {1}, {-2}},
+        // rank 2, every axis different, depthwise
+        {2, 2, 3, 3, {8, 7}, {3, 2}, {2, 3}, {1, 0}, {1, 2}, {0}, 3},
+        // rank 3, every axis different, 2 groups
+        {3, 1, 2, 4, {5, 6, 4}, {2, 3, 2}, {2, 1, 3}, {1, 1, 0}, {1, 2, 1}, {0}, 2},
+    };
+    for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
+        check_adjoint(convs[i], 2000 + 10 * i);
 }
 END_TEST
+#pragma GCC diagnostic pop
 
 START_TEST(nd_output_sizes_follow_pytorch) {
     ref_window g = {.rank = 1, .in = {4}, .k = {3}, .s = {1}, .p = {2}, .d = {1}, .extra = {-2}};

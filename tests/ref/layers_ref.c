@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Zeroed doubles for a backward pass to accumulate into. The references are
  * test code: running out of memory here ends the test. */
@@ -834,6 +835,51 @@ void ref_softmax_xent_backward(float *dlogits, const float *logits, const int32_
             dlogits[(size_t)n * K + k] =
                 (float)(exp((double)row[k] - max - log_sum) - (k == labels[n] ? 1.0 : 0.0));
     }
+}
+
+/* ---- add, concat -------------------------------------------------------------------------- */
+
+void ref_add_forward(float *y, const float *const *xs, int nin, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        double sum = 0;
+        for (int k = 0; k < nin; k++) sum += xs[k][i];
+        y[i] = (float)sum;
+    }
+}
+
+void ref_add_backward(float *const *dxs, const float *dy, int nin, size_t count) {
+    // forward was y = sum_k x_k, so backward is dx_k = dy for every k
+    for (int k = 0; k < nin; k++) memcpy(dxs[k], dy, count * sizeof *dy);
+}
+
+/* Where sample n of input k starts in y (N, sum of channels, S): at channel
+ * channels[0] + ... + channels[k-1] of the sample. */
+static size_t concat_at(const int *channels, int nin, int k, int n, int S) {
+    size_t total = 0, c0 = 0;
+    for (int j = 0; j < nin; j++) {
+        total += (size_t)channels[j];
+        if (j < k) c0 += (size_t)channels[j];
+    }
+    return ((size_t)n * total + c0) * S;
+}
+
+void ref_concat_forward(float *y, const float *const *xs, const int *channels, int nin, int N,
+                        int S) {
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < nin; k++) {
+            size_t len = (size_t)channels[k] * S;
+            memcpy(y + concat_at(channels, nin, k, n, S), xs[k] + n * len, len * sizeof *y);
+        }
+}
+
+void ref_concat_backward(float *const *dxs, const float *dy, const int *channels, int nin, int N,
+                         int S) {
+    // forward copied each input into its channels of y, so backward copies them back
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < nin; k++) {
+            size_t len = (size_t)channels[k] * S;
+            memcpy(dxs[k] + n * len, dy + concat_at(channels, nin, k, n, S), len * sizeof *dy);
+        }
 }
 
 /* ---- dropout ---------------------------------------------------------------------------- */

@@ -171,6 +171,18 @@ double ref_softmax_xent_forward(float *probs, int *correct, const float *logits,
 void ref_softmax_xent_backward(float *dlogits, const float *logits, const int32_t *labels, int N,
                                int K);
 
+/* add (a residual connection): nin inputs of one shape, y = x_0 + x_1 + ...; all (count) */
+void ref_add_forward(float *y, const float *const *xs, int nin, size_t count);
+/* dy (count) -> every dxs[k] (count) */
+void ref_add_backward(float *const *dxs, const float *dy, int nin, size_t count);
+/* concat along channels in the order listed: xs[k] (N, channels[k], S) -> y (N, sum of
+ * channels, S) */
+void ref_concat_forward(float *y, const float *const *xs, const int *channels, int nin, int N,
+                        int S);
+/* dy (N, sum of channels, S) -> dxs[k] (N, channels[k], S) */
+void ref_concat_backward(float *const *dxs, const float *dy, const int *channels, int nin, int N,
+                         int S);
+
 /* dropout in training, the mask a hash of (key, step, global sample first + b, element e):
  * murmur3's 32-bit finaliser chained over seed ^ 0x9e3779b9, step, sample, element; the top
  * 24 bits as u in [0, 1); kept when u >= p, then scaled by 1 / (1 - p). key is FNV-1a of the
