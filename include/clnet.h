@@ -61,6 +61,10 @@ extern "C" {
 /* The library's version as "MAJOR.MINOR.PATCH", e.g. "0.1.0". */
 const char *clnet_version(void);
 
+/* Monotonic seconds since an arbitrary start: the library's one clock, for
+ * timing (differences of two calls), never for dates. */
+double clnet_seconds(void);
+
 /* Status codes: one list makes both the enum and clnet_status_string(). */
 #define CLNET_STATUS_LIST(X)                                                                       \
     X(CLNET_OK, 0, "success")                                                                      \

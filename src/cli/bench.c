@@ -16,16 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define BUDGET      30.0
 #define MAX_CONFIGS (CLNET_MAX_DEVICES + 2) /* each device alone, balanced, equal */
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 typedef struct {
     char what[160];
@@ -59,10 +52,10 @@ static int set_up(config *c, const char *model, const bench_data *d, const doubl
         int few = d->batch < 4 ? (int)d->batch : 4;
         double ips = 0;
         for (int s = 0; s < 2; s++) { /* the first builds kernels */
-            double t0 = now();
+            double t0 = clnet_seconds();
             if (clnet_net_train_step(c->net, d->x, d->y, few, NULL) != CLNET_OK)
                 return fail(c->what);
-            ips = few / (now() - t0);
+            ips = few / (clnet_seconds() - t0);
         }
         if ((3 + d->steps) * d->batch / ips > BUDGET) {
             c->estimate = ips;
@@ -76,11 +69,11 @@ static int set_up(config *c, const char *model, const bench_data *d, const doubl
 }
 
 static int time_round(config *c, const bench_data *d, int round) {
-    double t0 = now();
+    double t0 = clnet_seconds();
     for (long s = 0; s < d->steps; s++)
         if (clnet_net_train_step(c->net, d->x, d->y, (int)d->batch, NULL) != CLNET_OK)
             return fail(c->what);
-    c->ips[round] = (double)d->steps * d->batch / (now() - t0);
+    c->ips[round] = (double)d->steps * d->batch / (clnet_seconds() - t0);
     return 0;
 }
 

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef struct {
@@ -241,12 +240,6 @@ static int parse(int argc, char **argv, options *o, int eval) {
         return 2;
     }
     return 0;
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static volatile sig_atomic_t stop_signal;
@@ -639,7 +632,7 @@ int cmd_train(int argc, char **argv) {
         before[i] = d.samples;
     }
     double train_seconds = 0, run_samples = 0, last_loss = NAN;
-    double epoch_loss = 0, epoch_start = now(), epoch_train_seconds = 0;
+    double epoch_loss = 0, epoch_start = clnet_seconds(), epoch_train_seconds = 0;
     long epoch_correct = 0, epoch_seen = 0;
     int epoch = o.resume ? resumed.epoch : 0, epoch_batches = 0;
     /* where the next batch starts, for checkpoints: (epoch, position) */
@@ -647,7 +640,7 @@ int cmd_train(int argc, char **argv) {
     double last_bar = 0;
     while (epoch < o.epochs && clnet_net_step(s.net) < max_steps && !stop_signal) {
         int64_t step_before = clnet_net_step(s.net);
-        double lr = clnet_net_learning_rate(s.net), t0 = now();
+        double lr = clnet_net_learning_rate(s.net), t0 = clnet_seconds();
         clnet_step_result r;
         if (o.async) { /* a few updates at a time, so progress and Ctrl-C stay prompt */
             int64_t left = per_epoch - next_position / o.batch;
@@ -669,7 +662,7 @@ int cmd_train(int argc, char **argv) {
             next_position = batch.position + batch.n;
             epoch_batches++;
         }
-        double dt = now() - t0;
+        double dt = clnet_seconds() - t0;
         train_seconds += dt;
         epoch_train_seconds += dt;
         run_samples += r.n;
@@ -682,11 +675,11 @@ int cmd_train(int argc, char **argv) {
             (rc = save(&s, o.save, epoch, next_position, data_seed, init_seed)) != 0)
             goto done;
         double ips = epoch_seen / (epoch_train_seconds > 0 ? epoch_train_seconds : 1);
-        if (tty && (now() - last_bar > 0.1 || epoch_done)) {
+        if (tty && (clnet_seconds() - last_bar > 0.1 || epoch_done)) {
             int done_b = (int)((next_position + o.batch - 1) / o.batch);
             double eta = (per_epoch - done_b) * o.batch / (ips > 0 ? ips : 1);
             progress_bar(epoch + 1, o.epochs, done_b, per_epoch, ips, epoch_loss / epoch_seen, eta);
-            last_bar = now();
+            last_bar = clnet_seconds();
         }
         int stopping = clnet_net_step(s.net) >= max_steps || stop_signal;
         if (epoch_done || stopping) {
@@ -694,7 +687,8 @@ int cmd_train(int argc, char **argv) {
             if (!o.no_eval && epoch_done && (rc = evaluate(&o, &s, &test_acc, NULL)) != 0)
                 goto done;
             last_loss = epoch_loss / epoch_seen;
-            double secs = now() - epoch_start, train_acc = (double)epoch_correct / epoch_seen;
+            double secs = clnet_seconds() - epoch_start,
+                   train_acc = (double)epoch_correct / epoch_seen;
             char test_text[32];
             if (tty) fprintf(stderr, "\n");
             if (is_root()) {
@@ -724,7 +718,7 @@ int cmd_train(int argc, char **argv) {
             if (epoch_done) epoch++, next_position = 0;
             epoch_loss = 0, epoch_correct = 0, epoch_seen = 0, epoch_batches = 0;
             epoch_train_seconds = 0;
-            epoch_start = now();
+            epoch_start = clnet_seconds();
         }
     }
 
