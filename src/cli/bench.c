@@ -97,35 +97,66 @@ static void print_shares(const config *c, double ips) {
     printf(")\n");
 }
 
+typedef struct {
+    const char *model, *devices;
+    long batch, steps, rounds;
+} bench_options;
+
+static const cli_opt bench_opts[] = {
+    {.name = "--devices",
+     .arg = "SPEC",
+     .type = CLI_TEXT,
+     .at = CLI_AT(bench_options, devices),
+     .help = "which devices (see clnet devices): each alone, then all"},
+    {.name = "--batch",
+     .arg = "B",
+     .type = CLI_INT,
+     .at = CLI_AT(bench_options, batch),
+     .min = 1,
+     .max = 1 << 20,
+     .def = "256",
+     .help = "samples per step"},
+    {.name = "--steps",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = CLI_AT(bench_options, steps),
+     .min = 1,
+     .max = 1000000,
+     .def = "10",
+     .help = "timed steps a round"},
+    {.name = "--rounds",
+     .arg = "R",
+     .type = CLI_INT,
+     .at = CLI_AT(bench_options, rounds),
+     .min = 1,
+     .max = 15,
+     .def = "3",
+     .help = "rounds; each figure is the median of its rounds"},
+    {0},
+};
+
+static const cli_command bench_cmd = {
+    .name = "bench",
+    .positional = "MODEL",
+    .positional_what = "model file",
+    .positional_at = CLI_AT(bench_options, model),
+    .opts = bench_opts,
+    .footer = "Training speed on random data of each device alone and of all together; the\n"
+              "last line is\n"
+              "  aggregate: images_per_s=<n> efficiency=<e> equal_split_efficiency=<e>\n",
+};
+
 int cmd_bench(int argc, char **argv) {
-    const char *model = NULL, *spec = NULL;
-    bench_data d = {.batch = 256, .steps = 10, .rounds = 3};
-    for (int i = 0; i < argc; i++) {
-        const char *v = NULL;
-        if (argv[i][0] != '-' && !model) {
-            model = argv[i];
-        } else if (cli_option(argc, argv, &i, "--devices", &v)) {
-            if (!v) return 2;
-            spec = v;
-        } else if (cli_option(argc, argv, &i, "--batch", &v)) {
-            if (!v || !cli_int("--batch", v, 1, 1 << 20, &d.batch)) return 2;
-        } else if (cli_option(argc, argv, &i, "--steps", &v)) {
-            if (!v || !cli_int("--steps", v, 1, 1000000, &d.steps)) return 2;
-        } else if (cli_option(argc, argv, &i, "--rounds", &v)) {
-            if (!v || !cli_int("--rounds", v, 1, 15, &d.rounds)) return 2;
-        } else {
-            fprintf(stderr, "usage: clnet bench MODEL [--devices SPEC] [--batch B] [--steps N] "
-                            "[--rounds R]\n");
-            return 2;
-        }
-    }
-    if (!model) {
-        fprintf(stderr, "clnet bench: which model? e.g. clnet bench examples/models/lenet.cfg\n");
-        return 2;
-    }
+    bench_options o = {0};
+    int rc = 0;
+    if (!cli_parse(&bench_cmd, argc, argv, &o, &rc)) return rc;
+    if (!o.model) return cli_which_model("bench");
+    const char *model = o.model, *spec = o.devices;
+    bench_data d = {.batch = o.batch, .steps = o.steps, .rounds = o.rounds};
     clnet_runtime *all = NULL;
     config *c = calloc(MAX_CONFIGS, sizeof *c);
-    int rc = 1, n = 0, nc = 0;
+    int n = 0, nc = 0;
+    rc = 1;
     if (!c) return 1;
     if (clnet_runtime_create(&all, spec) != CLNET_OK) {
         fprintf(stderr, "clnet: devices: %s\n", clnet_last_error());
