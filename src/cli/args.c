@@ -202,19 +202,20 @@ int cli_float(const char *name, const char *text, double min, double max, double
     return 1;
 }
 
-int cli_npy_files(const char *list, char paths[4][CLI_PATH_CAP], int *count) {
-    *count = 0;
+int cli_npy_files(const char *name, const char *list, void *dest) {
+    cli_npy *npy = dest;
+    int count = 0;
     for (const char *p = list;;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (*count < 4) snprintf(paths[*count], CLI_PATH_CAP, "%.*s", (int)len, p);
-        (*count)++;
+        if (count < 4) snprintf(npy->paths[count], CLI_PATH_CAP, "%.*s", (int)len, p);
+        count++;
         if (!comma) break;
         p = comma + 1;
     }
-    if (*count == 2 || *count == 4) return 1;
-    fprintf(stderr,
-            "clnet: --data-npy takes X.npy,Y.npy or X.npy,Y.npy,TEST_X.npy,TEST_Y.npy, not '%s'\n",
-            list);
+    npy->count = count == 2 || count == 4 ? count : 0;
+    if (npy->count) return 1;
+    fprintf(stderr, "clnet: %s takes X.npy,Y.npy or X.npy,Y.npy,TEST_X.npy,TEST_Y.npy, not '%s'\n",
+            name, list);
     return 0;
 }

@@ -84,10 +84,14 @@ int cli_option(int argc, char **argv, int *i, const char *name, const char **val
 int cli_int(const char *name, const char *text, long min, long max, long *out);
 int cli_float(const char *name, const char *text, double min, double max, double *out);
 
-/* --data-npy X,Y[,TX,TY]: the paths into paths[0..*count); 0 after a
- * message unless there are 2 or 4. */
+/* --data-npy X,Y[,TX,TY]: a cli_parser whose dest is a cli_npy; it fails with
+ * a message unless there are 2 or 4 paths. */
 #define CLI_PATH_CAP 1024
-int cli_npy_files(const char *list, char paths[4][CLI_PATH_CAP], int *count);
+typedef struct {
+    char paths[4][CLI_PATH_CAP];
+    int count; /* 0: not given */
+} cli_npy;
+cli_parser cli_npy_files;
 
 /* ---- the commands (main in clnet.c calls these) ---- */
 

@@ -124,11 +124,11 @@ static int load_inputs(const options *o, clnet_dataset **ds) {
     if (o->input) return clnet_dataset_load_npy(ds, o->input, NULL) != CLNET_OK ? fail("input") : 0;
     if (!o->data_npy)
         return clnet_dataset_load(ds, o->data, o->split) != CLNET_OK ? fail("data") : 0;
-    char paths[4][CLI_PATH_CAP];
-    int count = 0;
-    if (!cli_npy_files(o->data_npy, paths, &count)) return 2;
-    int k = count == 4 && strcmp(o->split, "test") == 0 ? 2 : 0;
-    return clnet_dataset_load_npy(ds, paths[k], paths[k + 1]) != CLNET_OK ? fail("data") : 0;
+    cli_npy npy;
+    if (!cli_npy_files("--data-npy", o->data_npy, &npy)) return 2;
+    int k = npy.count == 4 && strcmp(o->split, "test") == 0 ? 2 : 0;
+    return clnet_dataset_load_npy(ds, npy.paths[k], npy.paths[k + 1]) != CLNET_OK ? fail("data")
+                                                                                  : 0;
 }
 
 /* The shape of one sample's output: that of the layer the loss reads. */

@@ -11,210 +11,320 @@
 #include <unistd.h>
 
 typedef struct {
-    const char *model, *data, *data_npy, *devices, *save, *resume, *log, *plot, *weights, *step_log;
-    long epochs, steps, batch, save_every, train_limit, test_limit, step_size, log_every;
-    uint64_t seed;
-    double lr, momentum, wd, gamma, mean, std, beta1, beta2, eps;
-    int nesterov, no_eval, seed_given, deterministic, async, wd_given;
-    clnet_optimizer optimizer;
+    const char *model, *data, *devices, *save, *resume, *log, *plot, *weights, *step_log, *split;
+    cli_npy npy; /* --data-npy */
+    long epochs, steps, batch, save_every, train_limit, test_limit, step_size, log_every, seed;
     long staleness;
-    double mpi_timeout;
-    const char *split;
-    clnet_schedule schedule;
+    double lr, momentum, wd, gamma, mean, std, beta1, beta2, eps, mpi_timeout;
+    int nesterov, no_eval, deterministic, async;
+    int optimizer, schedule; /* a clnet_optimizer, a clnet_schedule */
+    int steps_given, seed_given, wd_given, log_every_given;
 } options;
 
-static void train_usage(FILE *out) {
-    fprintf(out,
-            "usage: clnet train MODEL [options]\n"
-            "  --data DIR          IDX data set folder (default $CLNET_DATA_DIR or "
-            "%s)\n"
-            "  --data-npy X,Y[,TX,TY]  .npy samples and labels instead of --data: the training\n"
-            "                      pair, then the test pair (needed unless --no-eval); clnet\n"
-            "                      eval takes the test pair, or the only pair\n"
-            "  --epochs N          epochs to train (default 10)\n"
-            "  --steps N           stop once the net has taken N optimizer steps\n"
-            "  --batch B           samples per step (default 256)\n"
-            "  --lr X              learning rate (default 0.1)\n"
-            "  --optimizer NAME    sgd (default), adam or adamw (as torch.optim)\n"
-            "  --beta1 B --beta2 B Adam and AdamW: moment decay rates (default 0.9, 0.999)\n"
-            "  --eps E             Adam and AdamW: added to the denominator (default 1e-8)\n"
-            "  --momentum M        SGD momentum (default 0)\n"
-            "  --nesterov          Nesterov momentum\n"
-            "  --wd W              weight decay (default 0; 0.01 with adamw, as PyTorch)\n"
-            "  --schedule S        constant (default), step or cosine (over all epochs)\n"
-            "  --step-size N       step schedule: steps between decays (default a third of "
-            "the run)\n"
-            "  --gamma G           step schedule: decay factor (default 0.1)\n"
-            "  --seed S            seed for initialisation and shuffling (default 1)\n"
-            "  --mean X --std Y    normalise images as (pixel/255 - X) / Y (default 0, 1)\n"
-            "  --devices SPEC      which devices (see clnet devices); a step splits its batch\n"
-            "                      across all of them by measured speed; under mpirun, each\n"
-            "                      rank's own, and local-rank gives ranks that share a\n"
-            "                      machine a device each\n"
-            "  --mpi-timeout S     under mpirun: fail when the other ranks do not answer\n"
-            "                      within S seconds (default 300)\n"
-            "  --deterministic     a fixed, equal split: two runs give identical parameters\n"
-            "  --split W0,W1,...   a fixed split in these proportions (one per device);\n"
-            "                      W0,W1/V0,V1/...: several, one a step in turn\n"
-            "  --sync MODE         sync (default): every step uses every device; async:\n"
-            "                      parameter server, devices push gradients as they finish\n"
-            "  --staleness K       async: a push is at most K updates old (default 1)\n"
-            "  --save FILE         write a checkpoint at the end (and on Ctrl-C)\n"
-            "  --save-every N      also every N steps (needs --save)\n"
-            "  --resume FILE       continue from a checkpoint (same command otherwise)\n"
-            "  --log FILE.csv      per-epoch figures as CSV\n"
-            "  --step-log FILE.csv step,epoch,loss,lr,images_per_s every --log-every steps\n"
-            "  --log-every N       steps between --step-log lines (default 1; needs "
-            "--step-log)\n"
-            "  --plot FILE.svg     per-epoch loss and accuracy curves as SVG\n"
-            "  --no-eval           do not evaluate the test set (test_accuracy=- in the lines)\n"
-            "  --train-limit N     use only the first N training images (quick runs)\n"
-            "  --test-limit N      use only the first N test images\n"
-            "Progress goes to stderr; the last line on stdout is\n"
-            "  final: test_accuracy=<a> train_loss=<l> images_per_s=<n>\n",
-            CLNET_DEFAULT_DATA_DIR);
-}
+#define AT(field) CLI_AT(options, field)
 
-static int parse(int argc, char **argv, options *o, int eval) {
-    memset(o, 0, sizeof *o);
-    o->epochs = 10;
-    o->steps = -1;
-    o->batch = 256;
-    o->lr = 0.1;
-    o->gamma = 0.1;
-    o->seed = 1;
-    o->std = 1;
-    o->schedule = CLNET_SCHEDULE_CONSTANT;
-    o->staleness = 1;
-    o->beta1 = 0.9;
-    o->beta2 = 0.999;
-    o->eps = 1e-8;
-    for (int i = 0; i < argc; i++) {
-        const char *v = NULL;
-        long n = 0;
-#define VALUE(name) (cli_option(argc, argv, &i, name, &v) && (v || (exit_code = 2, 0)))
-        int exit_code = 0;
-        if (argv[i][0] != '-') {
-            if (o->model) {
-                fprintf(stderr, "clnet: one model file only ('%s' and '%s')\n", o->model, argv[i]);
-                return 2;
-            }
-            o->model = argv[i];
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            train_usage(stdout);
-            return -1;
-        } else if (VALUE("--data")) {
-            o->data = v;
-        } else if (VALUE("--data-npy")) {
-            o->data_npy = v;
-        } else if (VALUE("--devices")) {
-            o->devices = v;
-        } else if (strcmp(argv[i], "--deterministic") == 0) {
-            o->deterministic = 1;
-        } else if (VALUE("--mpi-timeout")) {
-            if (!cli_float("--mpi-timeout", v, 1, 1e6, &o->mpi_timeout)) return 2;
-        } else if (VALUE("--split")) {
-            o->split = v;
-        } else if (!eval && VALUE("--sync")) {
-            if (strcmp(v, "sync") != 0 && strcmp(v, "async") != 0) {
-                fprintf(stderr, "clnet: --sync: expected sync or async, got '%s'\n", v);
-                return 2;
-            }
-            o->async = strcmp(v, "async") == 0;
-        } else if (!eval && VALUE("--staleness")) {
-            if (!cli_int("--staleness", v, 0, 1000000, &o->staleness)) return 2;
-        } else if (VALUE("--batch")) {
-            if (!cli_int("--batch", v, 1, 1 << 20, &o->batch)) return 2;
-        } else if (VALUE("--test-limit")) {
-            if (!cli_int("--test-limit", v, 1, 1L << 30, &o->test_limit)) return 2;
-        } else if (VALUE("--mean")) {
-            if (!cli_float("--mean", v, -1e3, 1e3, &o->mean)) return 2;
-        } else if (VALUE("--std")) {
-            if (!cli_float("--std", v, 1e-6, 1e3, &o->std)) return 2;
-        } else if (eval && VALUE("--weights")) {
-            o->weights = v;
-        } else if (!eval && VALUE("--epochs")) {
-            if (!cli_int("--epochs", v, 1, 1000000, &o->epochs)) return 2;
-        } else if (!eval && VALUE("--steps")) {
-            if (!cli_int("--steps", v, 0, 1L << 40, &o->steps)) return 2;
-        } else if (!eval && VALUE("--lr")) {
-            if (!cli_float("--lr", v, 1e-12, 1e6, &o->lr)) return 2;
-        } else if (!eval && VALUE("--momentum")) {
-            if (!cli_float("--momentum", v, 0, 0.999999, &o->momentum)) return 2;
-        } else if (!eval && strcmp(argv[i], "--nesterov") == 0) {
-            o->nesterov = 1;
-        } else if (!eval && VALUE("--wd")) {
-            if (!cli_float("--wd", v, 0, 1e3, &o->wd)) return 2;
-            o->wd_given = 1;
-        } else if (!eval && VALUE("--optimizer")) {
-            if (strcmp(v, "sgd") == 0)
-                o->optimizer = CLNET_OPTIMIZER_SGD;
-            else if (strcmp(v, "adam") == 0)
-                o->optimizer = CLNET_OPTIMIZER_ADAM;
-            else if (strcmp(v, "adamw") == 0)
-                o->optimizer = CLNET_OPTIMIZER_ADAMW;
-            else {
-                fprintf(stderr, "clnet: --optimizer: expected sgd, adam or adamw, got '%s'\n", v);
-                return 2;
-            }
-        } else if (!eval && VALUE("--beta1")) {
-            if (!cli_float("--beta1", v, 0, 0.999999, &o->beta1)) return 2;
-        } else if (!eval && VALUE("--beta2")) {
-            if (!cli_float("--beta2", v, 0, 0.999999999, &o->beta2)) return 2;
-        } else if (!eval && VALUE("--eps")) {
-            if (!cli_float("--eps", v, 1e-30, 1, &o->eps)) return 2;
-        } else if (!eval && VALUE("--schedule")) {
-            if (strcmp(v, "constant") == 0)
-                o->schedule = CLNET_SCHEDULE_CONSTANT;
-            else if (strcmp(v, "step") == 0)
-                o->schedule = CLNET_SCHEDULE_STEP;
-            else if (strcmp(v, "cosine") == 0)
-                o->schedule = CLNET_SCHEDULE_COSINE;
-            else {
-                fprintf(stderr, "clnet: --schedule: expected constant, step or cosine, got '%s'\n",
-                        v);
-                return 2;
-            }
-        } else if (!eval && VALUE("--step-size")) {
-            if (!cli_int("--step-size", v, 1, 1L << 40, &o->step_size)) return 2;
-        } else if (!eval && VALUE("--gamma")) {
-            if (!cli_float("--gamma", v, 1e-9, 1, &o->gamma)) return 2;
-        } else if (!eval && VALUE("--seed")) {
-            if (!cli_int("--seed", v, 0, 0x7fffffffL, &n)) return 2;
-            o->seed = (uint64_t)n;
-            o->seed_given = 1;
-        } else if (!eval && VALUE("--save")) {
-            o->save = v;
-        } else if (!eval && VALUE("--save-every")) {
-            if (!cli_int("--save-every", v, 1, 1L << 40, &o->save_every)) return 2;
-        } else if (!eval && VALUE("--resume")) {
-            o->resume = v;
-        } else if (!eval && VALUE("--log")) {
-            o->log = v;
-        } else if (!eval && VALUE("--step-log")) {
-            o->step_log = v;
-        } else if (!eval && VALUE("--log-every")) {
-            if (!cli_int("--log-every", v, 1, 1L << 40, &o->log_every)) return 2;
-        } else if (!eval && VALUE("--plot")) {
-            o->plot = v;
-        } else if (!eval && strcmp(argv[i], "--no-eval") == 0) {
-            o->no_eval = 1;
-        } else if (!eval && VALUE("--train-limit")) {
-            if (!cli_int("--train-limit", v, 1, 1L << 30, &o->train_limit)) return 2;
-        } else {
-            if (exit_code) return exit_code;
-            fprintf(stderr, "clnet %s: unknown option '%s' (clnet %s --help)\n",
-                    eval ? "eval" : "train", argv[i], eval ? "eval" : "train");
-            return 2;
-        }
-        if (exit_code) return exit_code;
-#undef VALUE
-    }
-    if (!o->model) {
-        fprintf(stderr, "clnet: which model? e.g. clnet %s examples/models/lenet.cfg\n",
-                eval ? "eval" : "train");
-        return 2;
-    }
+/* Train's options; eval reads those not marked `.only = "train"`. */
+static const cli_opt train_opts[] = {
+    {.name = "--data",
+     .arg = "DIR",
+     .type = CLI_TEXT,
+     .at = AT(data),
+     .help = "IDX data set folder (default $CLNET_DATA_DIR or " CLNET_DEFAULT_DATA_DIR ")"},
+    {.name = "--data-npy",
+     .arg = "X,Y[,TX,TY]",
+     .type = CLI_CUSTOM,
+     .at = AT(npy),
+     .parse = cli_npy_files,
+     .help = ".npy samples and labels instead of --data: the training\n"
+             "pair, then the test pair (needed unless --no-eval); clnet\n"
+             "eval takes the test pair, or the only pair"},
+    {.name = "--epochs",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(epochs),
+     .min = 1,
+     .max = 1000000,
+     .def = "10",
+     .only = "train",
+     .help = "epochs to train"},
+    {.name = "--steps",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(steps),
+     .given = AT(steps_given),
+     .min = 0,
+     .max = 1L << 40,
+     .only = "train",
+     .help = "stop once the net has taken N optimizer steps"},
+    {.name = "--batch",
+     .arg = "B",
+     .type = CLI_INT,
+     .at = AT(batch),
+     .min = 1,
+     .max = 1 << 20,
+     .def = "256",
+     .help = "samples per step"},
+    {.name = "--lr",
+     .arg = "X",
+     .type = CLI_FLOAT,
+     .at = AT(lr),
+     .min = 1e-12,
+     .max = 1e6,
+     .def = "0.1",
+     .only = "train",
+     .help = "learning rate"},
+    {.name = "--optimizer",
+     .arg = "NAME",
+     .type = CLI_CHOICE,
+     .at = AT(optimizer),
+     .choices = (const char *const[]){"sgd", "adam", "adamw", NULL}, /* clnet_optimizer's order */
+     .only = "train",
+     .help = "sgd (default), adam or adamw (as torch.optim)"},
+    {.name = "--beta1",
+     .arg = "B",
+     .type = CLI_FLOAT,
+     .at = AT(beta1),
+     .min = 0,
+     .max = 0.999999,
+     .def = "0.9",
+     .only = "train",
+     .help = "Adam/AdamW: decay of the gradients' average"},
+    {.name = "--beta2",
+     .arg = "B",
+     .type = CLI_FLOAT,
+     .at = AT(beta2),
+     .min = 0,
+     .max = 0.999999999,
+     .def = "0.999",
+     .only = "train",
+     .help = "Adam/AdamW: decay of the squares' average"},
+    {.name = "--eps",
+     .arg = "E",
+     .type = CLI_FLOAT,
+     .at = AT(eps),
+     .min = 1e-30,
+     .max = 1,
+     .def = "1e-8",
+     .only = "train",
+     .help = "Adam and AdamW: added to the denominator"},
+    {.name = "--momentum",
+     .arg = "M",
+     .type = CLI_FLOAT,
+     .at = AT(momentum),
+     .min = 0,
+     .max = 0.999999,
+     .def = "0",
+     .only = "train",
+     .help = "SGD momentum"},
+    {.name = "--nesterov",
+     .type = CLI_FLAG,
+     .at = AT(nesterov),
+     .only = "train",
+     .help = "Nesterov momentum"},
+    {.name = "--wd",
+     .arg = "W",
+     .type = CLI_FLOAT,
+     .at = AT(wd),
+     .given = AT(wd_given),
+     .min = 0,
+     .max = 1e3,
+     .only = "train",
+     .help = "weight decay (default 0; 0.01 with adamw, as PyTorch)"},
+    {.name = "--schedule",
+     .arg = "S",
+     .type = CLI_CHOICE,
+     .at = AT(schedule),
+     .choices = (const char *const[]){"constant", "step", "cosine", NULL}, /* clnet_schedule's */
+     .only = "train",
+     .help = "constant (default), step or cosine (over all epochs)"},
+    {.name = "--step-size",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(step_size),
+     .min = 1,
+     .max = 1L << 40,
+     .only = "train",
+     .help = "step schedule: steps between decays (default a third of the run)"},
+    {.name = "--gamma",
+     .arg = "G",
+     .type = CLI_FLOAT,
+     .at = AT(gamma),
+     .min = 1e-9,
+     .max = 1,
+     .def = "0.1",
+     .only = "train",
+     .help = "step schedule: decay factor"},
+    {.name = "--seed",
+     .arg = "S",
+     .type = CLI_INT,
+     .at = AT(seed),
+     .given = AT(seed_given),
+     .min = 0,
+     .max = 0x7fffffffL,
+     .def = "1",
+     .only = "train",
+     .help = "seed for initialisation and shuffling"},
+    {.name = "--mean",
+     .arg = "X",
+     .type = CLI_FLOAT,
+     .at = AT(mean),
+     .min = -1e3,
+     .max = 1e3,
+     .def = "0",
+     .help = "normalise images as (pixel/255 - X) / Y, Y from --std"},
+    {.name = "--std",
+     .arg = "Y",
+     .type = CLI_FLOAT,
+     .at = AT(std),
+     .min = 1e-6,
+     .max = 1e3,
+     .def = "1",
+     .help = "the Y of --mean"},
+    {.name = "--devices",
+     .arg = "SPEC",
+     .type = CLI_TEXT,
+     .at = AT(devices),
+     .help = "which devices (see clnet devices); a step splits its batch\n"
+             "across all of them by measured speed; under mpirun, each\n"
+             "rank's own, and local-rank gives ranks that share a\n"
+             "machine a device each"},
+    {.name = "--mpi-timeout",
+     .arg = "S",
+     .type = CLI_FLOAT,
+     .at = AT(mpi_timeout),
+     .min = 1,
+     .max = 1e6,
+     .help = "under mpirun: fail when the other ranks do not answer\n"
+             "within S seconds (default 300)"},
+    {.name = "--deterministic",
+     .type = CLI_FLAG,
+     .at = AT(deterministic),
+     .help = "a fixed, equal split: two runs give identical parameters"},
+    {.name = "--split",
+     .arg = "W0,W1,...",
+     .type = CLI_TEXT,
+     .at = AT(split),
+     .help = "a fixed split in these proportions (one per device);\n"
+             "W0,W1/V0,V1/...: several, one a step in turn"},
+    {.name = "--sync",
+     .arg = "MODE",
+     .type = CLI_CHOICE,
+     .at = AT(async),
+     .choices = (const char *const[]){"sync", "async", NULL},
+     .only = "train",
+     .help = "sync (default): every step uses every device; async:\n"
+             "parameter server, devices push gradients as they finish"},
+    {.name = "--staleness",
+     .arg = "K",
+     .type = CLI_INT,
+     .at = AT(staleness),
+     .min = 0,
+     .max = 1000000,
+     .def = "1",
+     .only = "train",
+     .help = "async: a push is at most K updates old"},
+    {.name = "--save",
+     .arg = "FILE",
+     .type = CLI_TEXT,
+     .at = AT(save),
+     .only = "train",
+     .help = "write a checkpoint at the end (and on Ctrl-C)"},
+    {.name = "--save-every",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(save_every),
+     .min = 1,
+     .max = 1L << 40,
+     .only = "train",
+     .help = "also every N steps (needs --save)"},
+    {.name = "--resume",
+     .arg = "FILE",
+     .type = CLI_TEXT,
+     .at = AT(resume),
+     .only = "train",
+     .help = "continue from a checkpoint (same command otherwise)"},
+    {.name = "--log",
+     .arg = "FILE.csv",
+     .type = CLI_TEXT,
+     .at = AT(log),
+     .only = "train",
+     .help = "per-epoch figures as CSV"},
+    {.name = "--step-log",
+     .arg = "FILE.csv",
+     .type = CLI_TEXT,
+     .at = AT(step_log),
+     .only = "train",
+     .help = "step,epoch,loss,lr,images_per_s every --log-every steps"},
+    {.name = "--log-every",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(log_every),
+     .given = AT(log_every_given),
+     .min = 1,
+     .max = 1L << 40,
+     .def = "1",
+     .only = "train",
+     .help = "steps between lines of --step-log, which it needs"},
+    {.name = "--plot",
+     .arg = "FILE.svg",
+     .type = CLI_TEXT,
+     .at = AT(plot),
+     .only = "train",
+     .help = "per-epoch loss and accuracy curves as SVG"},
+    {.name = "--no-eval",
+     .type = CLI_FLAG,
+     .at = AT(no_eval),
+     .only = "train",
+     .help = "do not evaluate the test set (test_accuracy=- in the lines)"},
+    {.name = "--train-limit",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(train_limit),
+     .min = 1,
+     .max = 1L << 30,
+     .only = "train",
+     .help = "use only the first N training images (quick runs)"},
+    {.name = "--test-limit",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(test_limit),
+     .min = 1,
+     .max = 1L << 30,
+     .help = "use only the first N test images"},
+    {.name = "--weights",
+     .arg = "FILE",
+     .type = CLI_TEXT,
+     .at = AT(weights),
+     .only = "eval",
+     .required = 1,
+     .help = "the checkpoint to evaluate"},
+    {0},
+};
+
+static const cli_command train_cmd = {
+    .name = "train",
+    .positional = "MODEL",
+    .positional_what = "model file",
+    .positional_at = AT(model),
+    .opts = train_opts,
+    .footer = "Progress goes to stderr; the last line on stdout is\n"
+              "  final: test_accuracy=<a> train_loss=<l> images_per_s=<n>\n",
+};
+
+static const cli_command eval_cmd = {
+    .name = "eval",
+    .positional = "MODEL",
+    .positional_what = "model file",
+    .positional_at = AT(model),
+    .opts = train_opts,
+    .footer = "The last lines on stdout are\n"
+              "  test_loss=<l>\n"
+              "  test_accuracy=<a>\n",
+};
+
+/* The rules between options, which no row of the table states alone. */
+static int check(options *o, int eval) {
+    if (!o->model) return cli_which_model(eval ? "eval" : "train");
     if (eval && !o->weights) {
         fprintf(stderr, "clnet eval: --weights FILE is required\n");
         return 2;
@@ -223,11 +333,10 @@ static int parse(int argc, char **argv, options *o, int eval) {
         fprintf(stderr, "clnet: --save-every needs --save FILE\n");
         return 2;
     }
-    if (o->log_every && !o->step_log) {
+    if (o->log_every_given && !o->step_log) {
         fprintf(stderr, "clnet: --log-every needs --step-log FILE.csv\n");
         return 2;
     }
-    if (o->step_log && !o->log_every) o->log_every = 1;
     if (o->optimizer != CLNET_OPTIMIZER_SGD && (o->momentum > 0 || o->nesterov)) {
         fprintf(stderr,
                 "clnet: --momentum and --nesterov are SGD's; %s uses --beta1 (default 0.9)\n",
@@ -240,6 +349,14 @@ static int parse(int argc, char **argv, options *o, int eval) {
         return 2;
     }
     return 0;
+}
+
+/* The options of `clnet train` (eval 0) or `clnet eval` (1): 1 to go on, else 0 with
+ * the exit code at *rc (0 after --help). */
+static int parse(int argc, char **argv, options *o, int eval, int *rc) {
+    memset(o, 0, sizeof *o);
+    if (!cli_parse(eval ? &eval_cmd : &train_cmd, argc, argv, o, rc)) return 0;
+    return (*rc = check(o, eval)) == 0;
 }
 
 static volatile sig_atomic_t stop_signal;
@@ -295,7 +412,7 @@ static int fail(const char *what) {
 /* Loads the data sets: training (need_train) and test (unless --no-eval);
  * clnet eval evaluates the test pair of --data-npy, or its only pair. */
 static int load_data(const options *o, session *s, int need_train) {
-    if (!o->data_npy) {
+    if (!o->npy.count) {
         if (need_train && clnet_dataset_load(&s->train, o->data, "train") != CLNET_OK)
             return fail("training data");
         if (!o->no_eval && clnet_dataset_load(&s->test, o->data, "test") != CLNET_OK)
@@ -306,9 +423,8 @@ static int load_data(const options *o, session *s, int need_train) {
         fprintf(stderr, "clnet: --data and --data-npy name two data sets: give one\n");
         return 2;
     }
-    char paths[4][CLI_PATH_CAP];
-    int count = 0;
-    if (!cli_npy_files(o->data_npy, paths, &count)) return 2;
+    const char(*paths)[CLI_PATH_CAP] = o->npy.paths;
+    int count = o->npy.count;
     if (need_train && clnet_dataset_load_npy(&s->train, paths[0], paths[1]) != CLNET_OK)
         return fail("training data");
     if (o->no_eval) return 0;
@@ -540,8 +656,8 @@ static int join_job(const options *o) {
 
 int cmd_train(int argc, char **argv) {
     options o;
-    int rc = parse(argc, argv, &o, 0);
-    if (rc) return rc < 0 ? 0 : rc;
+    int rc = 0;
+    if (!parse(argc, argv, &o, 0, &rc)) return rc;
     session s;
     history h = {0};
     clnet_loader *loader = NULL;
@@ -550,7 +666,7 @@ int cmd_train(int argc, char **argv) {
     memset(&s, 0, sizeof s);
     if ((rc = join_job(&o)) != 0 || (rc = open_session(&o, &s, 1)) != 0) goto done;
 
-    uint64_t init_seed = o.seed, data_seed = o.seed;
+    uint64_t init_seed = (uint64_t)o.seed, data_seed = (uint64_t)o.seed;
     clnet_progress resumed = {0};
     if (o.resume) {
         if (clnet_net_load_weights(s.net, o.resume, &resumed) != CLNET_OK) {
@@ -559,7 +675,7 @@ int cmd_train(int argc, char **argv) {
         }
         data_seed = resumed.data_seed;
         init_seed = resumed.init_seed;
-        if (o.seed_given && o.seed != data_seed)
+        if (o.seed_given && (uint64_t)o.seed != data_seed)
             fprintf(stderr, "clnet: note: resuming with the checkpoint's seed %" PRIu64 "\n",
                     data_seed);
     } else if (clnet_net_init(s.net, init_seed) != CLNET_OK) {
@@ -588,11 +704,11 @@ int cmd_train(int argc, char **argv) {
     sgd.momentum = (float)o.momentum;
     sgd.nesterov = o.nesterov;
     sgd.weight_decay = (float)o.wd;
-    sgd.schedule = o.schedule;
+    sgd.schedule = (clnet_schedule)o.schedule;
     sgd.total_steps = (int64_t)o.epochs * per_epoch;
     sgd.step_size = o.step_size ? o.step_size : (sgd.total_steps + 2) / 3;
     sgd.gamma = (float)o.gamma;
-    sgd.optimizer = o.optimizer;
+    sgd.optimizer = (clnet_optimizer)o.optimizer;
     sgd.beta1 = (float)o.beta1;
     sgd.beta2 = (float)o.beta2;
     sgd.eps = (float)o.eps;
@@ -625,7 +741,7 @@ int cmd_train(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
 
     int tty = isatty(2) && is_root(), devices = clnet_net_device_count(s.net);
-    int64_t max_steps = o.steps >= 0 ? o.steps : INT64_MAX, before[CLNET_MAX_DEVICES];
+    int64_t max_steps = o.steps_given ? o.steps : INT64_MAX, before[CLNET_MAX_DEVICES];
     for (int i = 0; i < devices && i < CLNET_MAX_DEVICES; i++) {
         clnet_device_share d;
         clnet_net_device_share(s.net, i, &d);
@@ -776,8 +892,8 @@ done:
 
 int cmd_eval(int argc, char **argv) {
     options o;
-    int rc = parse(argc, argv, &o, 1);
-    if (rc) return rc < 0 ? 0 : rc;
+    int rc = 0;
+    if (!parse(argc, argv, &o, 1, &rc)) return rc;
     session s;
     double acc = 0, loss = 0;
     memset(&s, 0, sizeof s);
