@@ -7,111 +7,139 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PICTURED 16 /* samples drawn by --picture */
+#define PICTURED   16 /* samples drawn by --picture */
+#define TEXT_OF(n) #n
+#define NUMBER(n)  TEXT_OF(n) /* a macro's value as a string literal */
 
 typedef struct {
-    const char *model, *weights, *output, *input, *data, *data_npy, *split, *devices, *picture;
+    const char *model, *weights, *output, *input, *data, *devices, *picture;
+    cli_npy npy; /* --data-npy */
+    int train;   /* --split: 0 test, 1 train */
     long count, batch;
     double mean, std;
     int mean_given, std_given, probabilities;
 } options;
 
-static void usage(FILE *out) {
-    fprintf(
-        out,
-        "usage: clnet predict MODEL --weights FILE --output OUT.npy [options]\n"
-        "  --weights FILE      the checkpoint (or PyTorch-named safetensors) to run\n"
-        "  --output OUT.npy    where the outputs go: float32 (N, *the shape of the layer\n"
-        "                      the loss reads), the logits of a classifier, in input order\n"
-        "  --input X.npy       the samples (no labels): (N, C, spatial...) or (N, spatial...),\n"
-        "                      uint8 (divided by 255) or float32\n"
-        "  --data DIR          or an IDX data set folder (default $CLNET_DATA_DIR or\n"
-        "                      the Fashion-MNIST package's) ...\n"
-        "  --data-npy X,Y[,TX,TY]  ... or .npy samples and labels (a pair, or two)\n"
-        "  --split S           test (default) or train: which pair of --data/--data-npy\n"
-        "  --count N           only the first N samples\n"
-        "  --mean X --std Y    normalise as (x - X) / Y (default: what the checkpoint\n"
-        "                      recorded from training, else 0 and 1)\n"
-        "  --probabilities     softmax of the logits instead\n"
-        "  --picture FILE.svg  draw the first %d samples with their predicted (and true)\n"
-        "                      class\n"
-        "  --devices SPEC      which devices (see clnet devices); batches are split across\n"
-        "                      them as in evaluation\n"
-        "  --batch B           samples per pass (default 256)\n"
-        "stdout ends with\n"
-        "  predicted: count=<n> shape=<shape> output=<file> accuracy=<a or ->\n",
-        PICTURED);
-}
+#define AT(field) CLI_AT(options, field)
 
-static int parse(int argc, char **argv, options *o) {
+static const cli_opt predict_opts[] = {
+    {.name = "--weights",
+     .arg = "FILE",
+     .type = CLI_TEXT,
+     .at = AT(weights),
+     .required = 1,
+     .help = "the checkpoint (or PyTorch-named safetensors) to run"},
+    {.name = "--output",
+     .arg = "OUT.npy",
+     .type = CLI_TEXT,
+     .at = AT(output),
+     .required = 1,
+     .help = "where the outputs go: float32 (N, *the shape of the layer\n"
+             "the loss reads), the logits of a classifier, in input order"},
+    {.name = "--input",
+     .arg = "X.npy",
+     .type = CLI_TEXT,
+     .at = AT(input),
+     .help = "the samples (no labels): (N, C, spatial...) or (N, spatial...),\n"
+             "uint8 (divided by 255) or float32"},
+    {.name = "--data",
+     .arg = "DIR",
+     .type = CLI_TEXT,
+     .at = AT(data),
+     .help = "or an IDX data set folder (default $CLNET_DATA_DIR or\n"
+             "the Fashion-MNIST package's) ..."},
+    {.name = "--data-npy",
+     .arg = "X,Y[,TX,TY]",
+     .type = CLI_CUSTOM,
+     .at = AT(npy),
+     .parse = cli_npy_files,
+     .help = "... or .npy samples and labels (a pair, or two)"},
+    {.name = "--split",
+     .arg = "S",
+     .type = CLI_CHOICE,
+     .at = AT(train),
+     .choices = (const char *const[]){"test", "train", NULL},
+     .help = "test (default) or train: which pair of --data/--data-npy"},
+    {.name = "--count",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(count),
+     .min = 1,
+     .max = 2147483647L,
+     .help = "only the first N samples"},
+    {.name = "--mean",
+     .arg = "X",
+     .type = CLI_FLOAT,
+     .at = AT(mean),
+     .given = AT(mean_given),
+     .min = -1e3,
+     .max = 1e3,
+     .help = "normalise as (x - X) / Y, Y from --std (default: what the\n"
+             "checkpoint recorded from training, else 0 and 1)"},
+    {.name = "--std",
+     .arg = "Y",
+     .type = CLI_FLOAT,
+     .at = AT(std),
+     .given = AT(std_given),
+     .min = 1e-6,
+     .max = 1e3,
+     .help = "the Y of --mean"},
+    {.name = "--probabilities",
+     .type = CLI_FLAG,
+     .at = AT(probabilities),
+     .help = "softmax of the logits instead"},
+    {.name = "--picture",
+     .arg = "FILE.svg",
+     .type = CLI_TEXT,
+     .at = AT(picture),
+     .help = "draw the first " NUMBER(PICTURED) " samples with their predicted (and true)\n"
+                                                "class"},
+    {.name = "--devices",
+     .arg = "SPEC",
+     .type = CLI_TEXT,
+     .at = AT(devices),
+     .help = "which devices (see clnet devices); batches are split across\n"
+             "them as in evaluation"},
+    {.name = "--batch",
+     .arg = "B",
+     .type = CLI_INT,
+     .at = AT(batch),
+     .min = 1,
+     .max = 1 << 20,
+     .def = "256",
+     .help = "samples per pass"},
+    {0},
+};
+
+static const cli_command predict_cmd = {
+    .name = "predict",
+    .positional = "MODEL",
+    .positional_what = "model file",
+    .positional_at = AT(model),
+    .opts = predict_opts,
+    .footer = "stdout ends with\n"
+              "  predicted: count=<n> shape=<shape> output=<file> accuracy=<a or ->\n",
+};
+
+/* 1 to go on, else 0 with the exit code at *rc (0 after --help). */
+static int parse(int argc, char **argv, options *o, int *rc) {
     memset(o, 0, sizeof *o);
-    o->batch = 256;
-    o->split = "test";
-    for (int i = 0; i < argc; i++) {
-        const char *v = NULL;
-#define VALUE(name) (cli_option(argc, argv, &i, name, &v) && (v || (bad = 1)))
-        int bad = 0;
-        if (argv[i][0] != '-') {
-            if (o->model) {
-                fprintf(stderr, "clnet: one model file only ('%s' and '%s')\n", o->model, argv[i]);
-                return 2;
-            }
-            o->model = argv[i];
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return -1;
-        } else if (VALUE("--weights")) {
-            o->weights = v;
-        } else if (VALUE("--output")) {
-            o->output = v;
-        } else if (VALUE("--input")) {
-            o->input = v;
-        } else if (VALUE("--data")) {
-            o->data = v;
-        } else if (VALUE("--data-npy")) {
-            o->data_npy = v;
-        } else if (VALUE("--split")) {
-            if (strcmp(v, "test") != 0 && strcmp(v, "train") != 0) {
-                fprintf(stderr, "clnet: --split: expected test or train, got '%s'\n", v);
-                return 2;
-            }
-            o->split = v;
-        } else if (VALUE("--devices")) {
-            o->devices = v;
-        } else if (VALUE("--picture")) {
-            o->picture = v;
-        } else if (VALUE("--count")) {
-            if (!cli_int("--count", v, 1, 2147483647L, &o->count)) return 2;
-        } else if (VALUE("--batch")) {
-            if (!cli_int("--batch", v, 1, 1 << 20, &o->batch)) return 2;
-        } else if (VALUE("--mean")) {
-            if (!cli_float("--mean", v, -1e3, 1e3, &o->mean)) return 2;
-            o->mean_given = 1;
-        } else if (VALUE("--std")) {
-            if (!cli_float("--std", v, 1e-6, 1e3, &o->std)) return 2;
-            o->std_given = 1;
-        } else if (strcmp(argv[i], "--probabilities") == 0) {
-            o->probabilities = 1;
-        } else if (!bad) {
-            fprintf(stderr, "clnet predict: unknown option '%s' (clnet predict --help)\n", argv[i]);
-            return 2;
-        }
-        if (bad) return 2;
-#undef VALUE
-    }
+    if (!cli_parse(&predict_cmd, argc, argv, o, rc)) return 0;
+    *rc = 2;
     const char *missing = !o->model     ? "a model file (e.g. examples/models/lenet.cfg)"
                           : !o->weights ? "--weights FILE"
                           : !o->output  ? "--output OUT.npy"
                                         : NULL;
     if (missing) {
         fprintf(stderr, "clnet predict: needs %s (clnet predict --help)\n", missing);
-        return 2;
+        return 0;
     }
-    if (!!o->input + !!o->data + !!o->data_npy > 1) {
+    if (!!o->input + !!o->data + !!o->npy.count > 1) {
         fprintf(stderr, "clnet predict: give one of --input, --data and --data-npy\n");
-        return 2;
+        return 0;
     }
-    return 0;
+    *rc = 0;
+    return 1;
 }
 
 static int fail(const char *what) {
@@ -121,14 +149,12 @@ static int fail(const char *what) {
 
 /* The data set the options name: --input, a pair of --data-npy, or an IDX split. */
 static int load_inputs(const options *o, clnet_dataset **ds) {
-    if (o->input) return clnet_dataset_load_npy(ds, o->input, NULL) != CLNET_OK ? fail("input") : 0;
-    if (!o->data_npy)
-        return clnet_dataset_load(ds, o->data, o->split) != CLNET_OK ? fail("data") : 0;
-    cli_npy npy;
-    if (!cli_npy_files("--data-npy", o->data_npy, &npy)) return 2;
-    int k = npy.count == 4 && strcmp(o->split, "test") == 0 ? 2 : 0;
-    return clnet_dataset_load_npy(ds, npy.paths[k], npy.paths[k + 1]) != CLNET_OK ? fail("data")
-                                                                                  : 0;
+    const cli_npy *npy = &o->npy;
+    int k = npy->count == 4 && !o->train ? 2 : 0; /* the test pair comes second */
+    clnet_status s = o->input     ? clnet_dataset_load_npy(ds, o->input, NULL)
+                     : npy->count ? clnet_dataset_load_npy(ds, npy->paths[k], npy->paths[k + 1])
+                                  : clnet_dataset_load(ds, o->data, o->train ? "train" : "test");
+    return s != CLNET_OK ? fail(o->input ? "input" : "data") : 0;
 }
 
 /* The shape of one sample's output: that of the layer the loss reads. */
@@ -149,8 +175,8 @@ static int output_shape(const clnet_net *net, int64_t *shape) {
 
 int cmd_predict(int argc, char **argv) {
     options o;
-    int rc = parse(argc, argv, &o);
-    if (rc) return rc < 0 ? 0 : rc;
+    int rc = 0;
+    if (!parse(argc, argv, &o, &rc)) return rc;
     clnet_net *net = NULL;
     clnet_dataset *ds = NULL;
     clnet_runtime *rt = NULL;
