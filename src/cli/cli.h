@@ -93,6 +93,12 @@ typedef struct {
 } cli_npy;
 cli_parser cli_npy_files;
 
+/* ---- data.c ---- */
+
+/* 1 when ds's samples have the shape the net takes and its labels (if any) are within
+ * the net's classes; else 0 after a message that names the model file. */
+int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const char *model);
+
 /* ---- the commands (main in clnet.c calls these) ---- */
 
 int cmd_devices(int argc, char **argv); /* clnet.c */

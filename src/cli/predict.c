@@ -173,136 +173,154 @@ static int output_shape(const clnet_net *net, int64_t *shape) {
     return rank;
 }
 
-int cmd_predict(int argc, char **argv) {
+/* A prediction: the net, its inputs, and the outputs as they come. */
+typedef struct {
     options o;
-    int rc = 0;
-    if (!parse(argc, argv, &o, &rc)) return rc;
-    clnet_net *net = NULL;
-    clnet_dataset *ds = NULL;
-    clnet_runtime *rt = NULL;
-    clnet_loader *loader = NULL;
-    float *out = NULL, *pictured = NULL;
-    int *predicted = NULL;
-    int32_t *labels = NULL;
+    clnet_net *net;
+    clnet_dataset *ds;
+    clnet_runtime *rt;
+    clnet_loader *loader;
+    float *out;      /* (n, classes) */
+    float *pictured; /* (drawn, *sample's shape): the inputs --picture draws */
+    int *predicted;  /* (n) */
+    int32_t *labels; /* (n) */
+    int n, classes, labelled, drawn, correct;
+    size_t sample; /* the values of one sample */
+} prediction;
+
+static void prediction_free(prediction *p) {
+    free(p->out);
+    free(p->predicted);
+    free(p->labels);
+    free(p->pictured);
+    clnet_loader_free(p->loader);
+    clnet_net_free(p->net);
+    clnet_runtime_free(p->rt);
+    clnet_dataset_free(p->ds);
+}
+
+/* The net with its weights, the normalisation they were trained with unless --mean and
+ * --std say otherwise, and the inputs, checked against the net. */
+static int load(prediction *p) {
+    options *o = &p->o;
     clnet_progress progress;
-    if (clnet_net_load(&net, o.model) != CLNET_OK) {
-        rc = fail("model");
-        goto done;
-    }
-    if (clnet_net_load_weights(net, o.weights, &progress) != CLNET_OK) {
-        rc = fail("weights");
-        goto done;
-    }
-    if (!o.mean_given) o.mean = progress.std != 0 ? progress.mean : 0;
-    if (!o.std_given) o.std = progress.std != 0 ? progress.std : 1;
-    if ((rc = load_inputs(&o, &ds)) != 0) goto done;
-    char why[256];
-    if (!clnet_net_accepts(net, ds, why, sizeof why)) {
-        fprintf(stderr, "clnet: %s %s\n", o.model, why);
-        rc = 1;
-        goto done;
-    }
-    if (o.count && o.count < clnet_dataset_count(ds)) clnet_dataset_truncate(ds, (int)o.count);
-    int n = clnet_dataset_count(ds), classes = clnet_net_classes(net);
-    int labelled = clnet_dataset_labelled(ds);
-    if (labelled && clnet_dataset_classes(ds) > classes) {
-        fprintf(stderr, "clnet: the data has %d classes but %s predicts %d\n",
-                clnet_dataset_classes(ds), o.model, classes);
-        rc = 1;
-        goto done;
-    }
-    if (clnet_runtime_create(&rt, o.devices) != CLNET_OK) {
-        rc = fail("devices");
-        goto done;
-    }
-    int batch = o.batch < n ? (int)o.batch : n;
-    if (clnet_net_bind(net, rt, batch) != CLNET_OK) {
-        rc = fail("devices");
-        goto done;
-    }
+    if (clnet_net_load(&p->net, o->model) != CLNET_OK) return fail("model");
+    if (clnet_net_load_weights(p->net, o->weights, &progress) != CLNET_OK) return fail("weights");
+    if (!o->mean_given) o->mean = progress.std != 0 ? progress.mean : 0;
+    if (!o->std_given) o->std = progress.std != 0 ? progress.std : 1;
+    int rc = load_inputs(o, &p->ds);
+    if (rc) return rc;
+    if (!cli_data_fits(p->net, p->ds, o->model)) return 1;
+    if (o->count && o->count < clnet_dataset_count(p->ds))
+        clnet_dataset_truncate(p->ds, (int)o->count);
+    p->n = clnet_dataset_count(p->ds);
+    p->classes = clnet_net_classes(p->net);
+    p->labelled = clnet_dataset_labelled(p->ds);
+    return 0;
+}
+
+/* Devices, the loader in input order, and room for every output. */
+static int prepare(prediction *p) {
+    const options *o = &p->o;
+    int batch = o->batch < p->n ? (int)o->batch : p->n;
+    if (clnet_runtime_create(&p->rt, o->devices) != CLNET_OK ||
+        clnet_net_bind(p->net, p->rt, batch) != CLNET_OK)
+        return fail("devices");
     clnet_loader_config cfg = {
-        .batch = batch, .seed = 0, .shuffle = 0, .mean = (float)o.mean, .std = (float)o.std};
-    if (clnet_loader_create(&loader, ds, &cfg) != CLNET_OK) {
-        rc = fail("data");
-        goto done;
+        .batch = batch, .seed = 0, .shuffle = 0, .mean = (float)o->mean, .std = (float)o->std};
+    if (clnet_loader_create(&p->loader, p->ds, &cfg) != CLNET_OK) return fail("data");
+    int dims[4], rank = clnet_dataset_dims(p->ds, dims);
+    p->drawn = p->n < PICTURED ? p->n : PICTURED;
+    p->sample = 1;
+    for (int d = 0; d < rank; d++) p->sample *= (size_t)dims[d];
+    p->out = malloc((size_t)p->n * p->classes * sizeof *p->out);
+    p->predicted = malloc((size_t)p->n * sizeof *p->predicted);
+    p->labels = malloc((size_t)p->n * sizeof *p->labels);
+    p->pictured = malloc((size_t)p->drawn * p->sample * sizeof *p->pictured);
+    if (!p->out || !p->predicted || !p->labels || !p->pictured) {
+        fprintf(stderr, "clnet: out of memory for %d outputs\n", p->n);
+        return 1;
     }
-    int dims[4], rank = clnet_dataset_dims(ds, dims), drawn = n < PICTURED ? n : PICTURED;
-    size_t sample = 1; /* the values of one sample */
-    for (int d = 0; d < rank; d++) sample *= (size_t)dims[d];
-    out = malloc((size_t)n * classes * sizeof *out);
-    predicted = malloc((size_t)n * sizeof *predicted);
-    labels = malloc((size_t)n * sizeof *labels);
-    pictured = malloc((size_t)drawn * sample * sizeof *pictured);
-    if (!out || !predicted || !labels || !pictured) {
-        fprintf(stderr, "clnet: out of memory for %d outputs\n", n);
-        rc = 1;
-        goto done;
+    return 0;
+}
+
+/* Keeps batch b's winners and labels, and the inputs --picture draws. `first` is
+ * the index of b's first sample; `rows` are b's outputs (b.n, classes). */
+static void keep(prediction *p, const clnet_batch *b, int first, const float *rows) {
+    for (int i = 0; i < b->n; i++) {
+        const float *row = rows + (size_t)i * p->classes;
+        int best = 0;
+        for (int c = 1; c < p->classes; c++)
+            if (row[c] > row[best]) best = c;
+        p->predicted[first + i] = best;
+        p->labels[first + i] = b->labels[i];
+        p->correct += best == b->labels[i];
+        if (first + i < p->drawn)
+            memcpy(p->pictured + (size_t)(first + i) * p->sample, b->images + (size_t)i * p->sample,
+                   p->sample * sizeof *p->pictured);
     }
-    int correct = 0;
-    for (int done = 0; done < n;) {
+}
+
+static int predict_all(prediction *p) {
+    for (int done = 0; done < p->n;) {
         clnet_batch b;
-        if (clnet_loader_next(loader, &b) != CLNET_OK) {
-            rc = fail("data");
-            goto done;
-        }
-        float *dst = out + (size_t)done * classes;
-        clnet_status s = o.probabilities ? clnet_net_predict(net, b.images, b.n, dst)
-                                         : clnet_net_logits(net, b.images, b.n, dst);
-        if (s != CLNET_OK) {
-            rc = fail("prediction");
-            goto done;
-        }
-        for (int i = 0; i < b.n; i++) {
-            const float *row = dst + (size_t)i * classes;
-            int best = 0;
-            for (int c = 1; c < classes; c++)
-                if (row[c] > row[best]) best = c;
-            predicted[done + i] = best;
-            labels[done + i] = b.labels[i];
-            correct += best == b.labels[i];
-            if (done + i < drawn)
-                memcpy(pictured + (size_t)(done + i) * sample, b.images + (size_t)i * sample,
-                       sample * sizeof *pictured);
-        }
+        if (clnet_loader_next(p->loader, &b) != CLNET_OK) return fail("data");
+        float *dst = p->out + (size_t)done * p->classes;
+        clnet_status s = p->o.probabilities ? clnet_net_predict(p->net, b.images, b.n, dst)
+                                            : clnet_net_logits(p->net, b.images, b.n, dst);
+        if (s != CLNET_OK) return fail("prediction");
+        keep(p, &b, done, dst);
         done += b.n;
     }
-    int64_t shape[8] = {n};
-    int out_rank = 1 + output_shape(net, shape + 1);
-    if (clnet_write_npy(o.output, out, out_rank, shape) != CLNET_OK) {
-        rc = fail("output");
-        goto done;
-    }
+    return 0;
+}
+
+/* --picture: the first samples with their predicted (and true) classes; images only. */
+static int draw(const prediction *p) {
     int image[4];
-    if (o.picture && clnet_net_input_rank(net, image) != 3) {
+    if (clnet_net_input_rank(p->net, image) != 3) {
         fprintf(stderr,
                 "clnet: --picture: %s takes no images (channels, height, width); "
                 "nothing drawn\n",
-                o.model);
-    } else if (o.picture &&
-               clnet_write_predictions_svg(o.picture, pictured, image[0], image[1], image[2], drawn,
-                                           predicted, labelled ? labels : NULL) != CLNET_OK) {
-        rc = fail("picture");
-        goto done;
+                p->o.model);
+        return 0;
     }
+    if (clnet_write_predictions_svg(p->o.picture, p->pictured, image[0], image[1], image[2],
+                                    p->drawn, p->predicted,
+                                    p->labelled ? p->labels : NULL) != CLNET_OK)
+        return fail("picture");
+    return 0;
+}
+
+/* The .npy file, the picture, and the line on stdout. */
+static int write_outputs(const prediction *p) {
+    const options *o = &p->o;
+    int64_t shape[8] = {p->n};
+    int out_rank = 1 + output_shape(p->net, shape + 1), rc;
+    if (clnet_write_npy(o->output, p->out, out_rank, shape) != CLNET_OK) return fail("output");
+    if (o->picture && (rc = draw(p)) != 0) return rc;
     char text[160];
     size_t used = (size_t)snprintf(text, sizeof text, "(");
     for (int d = 0; d < out_rank && used < sizeof text; d++)
         used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld", d ? "," : "",
                                  (long long)shape[d]);
     if (used < sizeof text) snprintf(text + used, sizeof text - used, ")");
-    if (labelled)
-        printf("predicted: count=%d shape=%s output=%s accuracy=%.4f\n", n, text, o.output,
-               (double)correct / n);
+    if (p->labelled)
+        printf("predicted: count=%d shape=%s output=%s accuracy=%.4f\n", p->n, text, o->output,
+               (double)p->correct / p->n);
     else
-        printf("predicted: count=%d shape=%s output=%s accuracy=-\n", n, text, o.output);
-done:
-    free(out);
-    free(predicted);
-    free(labels);
-    free(pictured);
-    clnet_loader_free(loader);
-    clnet_net_free(net);
-    clnet_runtime_free(rt);
-    clnet_dataset_free(ds);
+        printf("predicted: count=%d shape=%s output=%s accuracy=-\n", p->n, text, o->output);
+    return 0;
+}
+
+int cmd_predict(int argc, char **argv) {
+    prediction *p = calloc(1, sizeof *p);
+    int rc = 1;
+    if (!p) return 1;
+    if (parse(argc, argv, &p->o, &rc) && (rc = load(p)) == 0 && (rc = prepare(p)) == 0 &&
+        (rc = predict_all(p)) == 0)
+        rc = write_outputs(p);
+    prediction_free(p);
+    free(p);
     return rc;
 }

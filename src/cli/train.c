@@ -451,21 +451,9 @@ static int open_session(const options *o, session *s, int need_train) {
         clnet_dataset_truncate(s->train, (int)o->train_limit);
     if (s->test && o->test_limit && o->test_limit < clnet_dataset_count(s->test))
         clnet_dataset_truncate(s->test, (int)o->test_limit);
-    clnet_dataset *sets[2] = {s->train, s->test};
-    for (int k = 0; k < 2; k++) {
-        if (!sets[k]) continue;
-        char why[256];
-        if (!clnet_net_accepts(s->net, sets[k], why, sizeof why)) {
-            fprintf(stderr, "clnet: %s %s\n", o->model, why);
-            return 1;
-        }
-        int classes = clnet_dataset_classes(sets[k]);
-        if (classes > clnet_net_classes(s->net)) {
-            fprintf(stderr, "clnet: the data has %d classes but %s predicts %d\n", classes,
-                    o->model, clnet_net_classes(s->net));
-            return 1;
-        }
-    }
+    if ((s->train && !cli_data_fits(s->net, s->train, o->model)) ||
+        (s->test && !cli_data_fits(s->net, s->test, o->model)))
+        return 1;
     if (clnet_runtime_create(&s->rt, o->devices) != CLNET_OK) return fail("devices");
     return 0;
 }
@@ -654,240 +642,321 @@ static int join_job(const options *o) {
     return 0;
 }
 
-int cmd_train(int argc, char **argv) {
-    options o;
-    int rc = 0;
-    if (!parse(argc, argv, &o, 0, &rc)) return rc;
-    session s;
-    history h = {0};
-    clnet_loader *loader = NULL;
-    FILE *csv = NULL;
-    step_log slog = {0};
-    memset(&s, 0, sizeof s);
-    if ((rc = join_job(&o)) != 0 || (rc = open_session(&o, &s, 1)) != 0) goto done;
+/* Each device's samples so far, to count an epoch's share from. */
+static void count_shares(const clnet_net *net, int64_t *samples) {
+    int n = clnet_net_device_count(net);
+    for (int i = 0; i < n && i < CLNET_MAX_DEVICES; i++) {
+        clnet_device_share d;
+        clnet_net_device_share(net, i, &d);
+        samples[i] = d.samples;
+    }
+}
 
-    uint64_t init_seed = (uint64_t)o.seed, data_seed = (uint64_t)o.seed;
-    clnet_progress resumed = {0};
-    if (o.resume) {
-        if (clnet_net_load_weights(s.net, o.resume, &resumed) != CLNET_OK) {
-            rc = fail("resume");
-            goto done;
-        }
-        data_seed = resumed.data_seed;
-        init_seed = resumed.init_seed;
-        if (o.seed_given && (uint64_t)o.seed != data_seed)
-            fprintf(stderr, "clnet: note: resuming with the checkpoint's seed %" PRIu64 "\n",
-                    data_seed);
-    } else if (clnet_net_init(s.net, init_seed) != CLNET_OK) {
-        rc = fail("initialisation");
-        goto done;
-    }
-    if (clnet_net_bind(s.net, s.rt, (int)o.batch) != CLNET_OK) {
-        rc = fail("devices");
-        goto done;
-    }
-    if ((rc = apply_split(&o, &s)) != 0) goto done;
-    clnet_loader_config lc = {.batch = (int)o.batch,
-                              .seed = data_seed,
-                              .shuffle = 1,
-                              .drop_last = 0,
-                              .mean = (float)o.mean,
-                              .std = (float)o.std};
-    if (clnet_loader_create(&loader, s.train, &lc) != CLNET_OK) {
-        rc = fail("training data");
-        goto done;
-    }
-    int per_epoch = clnet_loader_batches_per_epoch(loader), count = clnet_dataset_count(s.train);
+/* A training run: what cmd_train sets up, then where the loop stands. */
+typedef struct {
+    options o;
+    session s;
+    clnet_loader *loader;
+    history h;
+    FILE *csv; /* --log */
+    step_log slog;
+    clnet_progress resumed; /* with --resume: where the checkpoint stopped */
+    uint64_t init_seed, data_seed;
+    int per_epoch, count, tty;
+    int64_t max_steps;
+    int64_t before[CLNET_MAX_DEVICES]; /* each device's samples when the epoch began */
+    double train_seconds, run_samples, last_loss, last_bar;
+    int epoch, epoch_batches;
+    int64_t next_position; /* where the next batch starts, for checkpoints: (epoch, position) */
+    double epoch_loss, epoch_start, epoch_train_seconds;
+    long epoch_correct, epoch_seen;
+} run;
+
+/* The parameters: the checkpoint's with --resume, else fresh ones from the seed. */
+static int init_weights(run *r) {
+    const options *o = &r->o;
+    r->init_seed = r->data_seed = (uint64_t)o->seed;
+    if (!o->resume)
+        return clnet_net_init(r->s.net, r->init_seed) != CLNET_OK ? fail("initialisation") : 0;
+    if (clnet_net_load_weights(r->s.net, o->resume, &r->resumed) != CLNET_OK) return fail("resume");
+    r->data_seed = r->resumed.data_seed;
+    r->init_seed = r->resumed.init_seed;
+    if (o->seed_given && (uint64_t)o->seed != r->data_seed)
+        fprintf(stderr, "clnet: note: resuming with the checkpoint's seed %" PRIu64 "\n",
+                r->data_seed);
+    return 0;
+}
+
+static int set_optimizer(run *r) {
+    const options *o = &r->o;
     clnet_sgd_config sgd;
     clnet_sgd_defaults(&sgd);
-    sgd.lr = (float)o.lr;
-    sgd.momentum = (float)o.momentum;
-    sgd.nesterov = o.nesterov;
-    sgd.weight_decay = (float)o.wd;
-    sgd.schedule = (clnet_schedule)o.schedule;
-    sgd.total_steps = (int64_t)o.epochs * per_epoch;
-    sgd.step_size = o.step_size ? o.step_size : (sgd.total_steps + 2) / 3;
-    sgd.gamma = (float)o.gamma;
-    sgd.optimizer = (clnet_optimizer)o.optimizer;
-    sgd.beta1 = (float)o.beta1;
-    sgd.beta2 = (float)o.beta2;
-    sgd.eps = (float)o.eps;
-    if (clnet_net_set_sgd(s.net, &sgd) != CLNET_OK) {
-        rc = fail("optimizer");
-        goto done;
-    }
-    if (o.resume && clnet_loader_seek(loader, resumed.epoch, resumed.position) != CLNET_OK) {
-        rc = fail("resume");
-        goto done;
-    }
-    if (o.log && is_root()) {
-        csv = fopen(o.log, "w");
-        if (!csv) {
-            fprintf(stderr, "clnet: cannot write %s\n", o.log);
-            rc = 1;
-            goto done;
-        }
-        fprintf(csv, "epoch,train_loss,train_accuracy,test_accuracy,seconds,images_per_s\n");
-        fflush(csv);
-    }
-    if (o.step_log && is_root() &&
-        (rc = step_log_open(&slog, o.step_log, o.log_every, o.resume != NULL)) != 0)
-        goto done;
+    sgd.lr = (float)o->lr;
+    sgd.momentum = (float)o->momentum;
+    sgd.nesterov = o->nesterov;
+    sgd.weight_decay = (float)o->wd;
+    sgd.schedule = (clnet_schedule)o->schedule;
+    sgd.total_steps = (int64_t)o->epochs * r->per_epoch;
+    sgd.step_size = o->step_size ? o->step_size : (sgd.total_steps + 2) / 3;
+    sgd.gamma = (float)o->gamma;
+    sgd.optimizer = (clnet_optimizer)o->optimizer;
+    sgd.beta1 = (float)o->beta1;
+    sgd.beta2 = (float)o->beta2;
+    sgd.eps = (float)o->eps;
+    return clnet_net_set_sgd(r->s.net, &sgd) != CLNET_OK ? fail("optimizer") : 0;
+}
 
+/* Weights, devices, the loader and the optimizer, at the checkpoint's place with --resume. */
+static int start(run *r) {
+    const options *o = &r->o;
+    int rc = init_weights(r);
+    if (rc) return rc;
+    if (clnet_net_bind(r->s.net, r->s.rt, (int)o->batch) != CLNET_OK) return fail("devices");
+    if ((rc = apply_split(o, &r->s)) != 0) return rc;
+    clnet_loader_config lc = {.batch = (int)o->batch,
+                              .seed = r->data_seed,
+                              .shuffle = 1,
+                              .drop_last = 0,
+                              .mean = (float)o->mean,
+                              .std = (float)o->std};
+    if (clnet_loader_create(&r->loader, r->s.train, &lc) != CLNET_OK) return fail("training data");
+    r->per_epoch = clnet_loader_batches_per_epoch(r->loader);
+    r->count = clnet_dataset_count(r->s.train);
+    if ((rc = set_optimizer(r)) != 0) return rc;
+    if (o->resume &&
+        clnet_loader_seek(r->loader, r->resumed.epoch, r->resumed.position) != CLNET_OK)
+        return fail("resume");
+    return 0;
+}
+
+/* --log and --step-log, written by rank 0 alone. */
+static int open_logs(run *r) {
+    const options *o = &r->o;
+    if (!is_root()) return 0;
+    if (o->log) {
+        r->csv = fopen(o->log, "w");
+        if (!r->csv) {
+            fprintf(stderr, "clnet: cannot write %s\n", o->log);
+            return 1;
+        }
+        fprintf(r->csv, "epoch,train_loss,train_accuracy,test_accuracy,seconds,images_per_s\n");
+        fflush(r->csv);
+    }
+    return o->step_log ? step_log_open(&r->slog, o->step_log, o->log_every, o->resume != NULL) : 0;
+}
+
+static void catch_signals(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = clnet_mpi_size() > 1 ? on_signal_mpi : on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+}
 
-    int tty = isatty(2) && is_root(), devices = clnet_net_device_count(s.net);
-    int64_t max_steps = o.steps_given ? o.steps : INT64_MAX, before[CLNET_MAX_DEVICES];
-    for (int i = 0; i < devices && i < CLNET_MAX_DEVICES; i++) {
-        clnet_device_share d;
-        clnet_net_device_share(s.net, i, &d);
-        before[i] = d.samples;
+/* One optimizer step, or with --sync async a few updates at a time, so that progress
+ * and Ctrl-C stay prompt. */
+static int take_step(run *r, clnet_step_result *res) {
+    if (!r->o.async) {
+        clnet_batch batch;
+        if (clnet_net_train_loader_step(r->s.net, r->loader, &batch, res) != CLNET_OK)
+            return fail("training step");
+        r->next_position = batch.position + batch.n;
+        r->epoch_batches++;
+        return 0;
     }
-    double train_seconds = 0, run_samples = 0, last_loss = NAN;
-    double epoch_loss = 0, epoch_start = clnet_seconds(), epoch_train_seconds = 0;
-    long epoch_correct = 0, epoch_seen = 0;
-    int epoch = o.resume ? resumed.epoch : 0, epoch_batches = 0;
-    /* where the next batch starts, for checkpoints: (epoch, position) */
-    int64_t next_position = o.resume ? resumed.position : 0;
-    double last_bar = 0;
-    while (epoch < o.epochs && clnet_net_step(s.net) < max_steps && !stop_signal) {
-        int64_t step_before = clnet_net_step(s.net);
-        double lr = clnet_net_learning_rate(s.net), t0 = clnet_seconds();
-        clnet_step_result r;
-        if (o.async) { /* a few updates at a time, so progress and Ctrl-C stay prompt */
-            int64_t left = per_epoch - next_position / o.batch;
-            int64_t chunk = left < 8 ? left : 8;
-            if (chunk > max_steps - step_before) chunk = max_steps - step_before;
-            if (clnet_net_train_async(s.net, loader, (int)chunk, (int)o.staleness, &r) !=
-                CLNET_OK) {
-                rc = fail("asynchronous training");
-                goto done;
-            }
-            next_position += r.n;
-            epoch_batches += (int)chunk;
-        } else {
-            clnet_batch batch;
-            if (clnet_net_train_loader_step(s.net, loader, &batch, &r) != CLNET_OK) {
-                rc = fail("training step");
-                goto done;
-            }
-            next_position = batch.position + batch.n;
-            epoch_batches++;
-        }
-        double dt = clnet_seconds() - t0;
-        train_seconds += dt;
-        epoch_train_seconds += dt;
-        run_samples += r.n;
-        epoch_loss += r.loss * r.n;
-        epoch_correct += r.correct;
-        epoch_seen += r.n;
-        step_log_add(&slog, &r, dt, step_before, clnet_net_step(s.net), epoch + 1, lr);
-        int epoch_done = next_position >= count;
-        if (o.save_every && clnet_net_step(s.net) % o.save_every == 0 &&
-            (rc = save(&s, o.save, epoch, next_position, data_seed, init_seed)) != 0)
-            goto done;
-        double ips = epoch_seen / (epoch_train_seconds > 0 ? epoch_train_seconds : 1);
-        if (tty && (clnet_seconds() - last_bar > 0.1 || epoch_done)) {
-            int done_b = (int)((next_position + o.batch - 1) / o.batch);
-            double eta = (per_epoch - done_b) * o.batch / (ips > 0 ? ips : 1);
-            progress_bar(epoch + 1, o.epochs, done_b, per_epoch, ips, epoch_loss / epoch_seen, eta);
-            last_bar = clnet_seconds();
-        }
-        int stopping = clnet_net_step(s.net) >= max_steps || stop_signal;
-        if (epoch_done || stopping) {
-            double test_acc = NAN;
-            if (!o.no_eval && epoch_done && (rc = evaluate(&o, &s, &test_acc, NULL)) != 0)
-                goto done;
-            last_loss = epoch_loss / epoch_seen;
-            double secs = clnet_seconds() - epoch_start,
-                   train_acc = (double)epoch_correct / epoch_seen;
-            char test_text[32];
-            if (tty) fprintf(stderr, "\n");
-            if (is_root()) {
-                fprintf(stderr,
-                        "epoch %d%s: train_loss=%.4f train_accuracy=%.4f test_accuracy=%s "
-                        "seconds=%.1f images_per_s=%.0f\n",
-                        epoch + 1, epoch_done ? "" : " (partial)", last_loss, train_acc,
-                        accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), secs, ips);
-                report_devices(&s, before);
-            }
-            for (int i = 0; i < devices && i < CLNET_MAX_DEVICES; i++) {
-                clnet_device_share d;
-                clnet_net_device_share(s.net, i, &d);
-                before[i] = d.samples;
-            }
-            history_add(&h, epoch + (epoch_done ? 1.0 : (double)epoch_batches / per_epoch),
-                        last_loss, train_acc, test_acc, secs, ips);
-            if (csv) { /* the column is empty when the test set was not evaluated */
-                fprintf(csv, "%d,%.6f,%.6f,%s,%.3f,%.1f\n", epoch + 1, last_loss, train_acc,
-                        accuracy_text(test_text, sizeof test_text, test_acc, 6, ""), secs, ips);
-                fflush(csv);
-            }
-            if (o.plot && h.n > 0 && is_root() &&
-                clnet_write_curves_svg(o.plot, o.model, h.epoch, h.train_loss, h.train_acc,
-                                       h.test_acc, h.n) != CLNET_OK)
-                fprintf(stderr, "clnet: warning: plot: %s\n", clnet_last_error());
-            if (epoch_done) epoch++, next_position = 0;
-            epoch_loss = 0, epoch_correct = 0, epoch_seen = 0, epoch_batches = 0;
-            epoch_train_seconds = 0;
-            epoch_start = clnet_seconds();
-        }
-    }
+    int64_t left = r->per_epoch - r->next_position / r->o.batch;
+    int64_t chunk = left < 8 ? left : 8;
+    if (chunk > r->max_steps - clnet_net_step(r->s.net))
+        chunk = r->max_steps - clnet_net_step(r->s.net);
+    if (clnet_net_train_async(r->s.net, r->loader, (int)chunk, (int)r->o.staleness, res) !=
+        CLNET_OK)
+        return fail("asynchronous training");
+    r->next_position += res->n;
+    r->epoch_batches += (int)chunk;
+    return 0;
+}
 
-    if (stop_signal) {
-        const char *path = o.save ? o.save : "clnet-interrupted.safetensors";
-        if (save(&s, path, epoch, next_position, data_seed, init_seed) != 0) {
-            rc = 1;
-            goto done;
-        }
+static double epoch_images_per_s(const run *r) {
+    return r->epoch_seen / (r->epoch_train_seconds > 0 ? r->epoch_train_seconds : 1);
+}
+
+static void show_progress(run *r, int epoch_done) {
+    if (!r->tty || (clnet_seconds() - r->last_bar <= 0.1 && !epoch_done)) return;
+    const options *o = &r->o;
+    double ips = epoch_images_per_s(r);
+    int done = (int)((r->next_position + o->batch - 1) / o->batch);
+    double eta = (r->per_epoch - done) * o->batch / (ips > 0 ? ips : 1);
+    progress_bar(r->epoch + 1, o->epochs, done, r->per_epoch, ips, r->epoch_loss / r->epoch_seen,
+                 eta);
+    r->last_bar = clnet_seconds();
+}
+
+/* The epoch's line on stderr (and each device's share), its CSV line and the plot. */
+static void report_epoch(run *r, int epoch_done, double test_acc) {
+    const options *o = &r->o;
+    history *h = &r->h;
+    double secs = clnet_seconds() - r->epoch_start, ips = epoch_images_per_s(r);
+    double train_acc = (double)r->epoch_correct / r->epoch_seen;
+    char test_text[32];
+    if (r->tty) fprintf(stderr, "\n");
+    if (is_root()) {
         fprintf(stderr,
-                "clnet: stopped by %s after step %" PRId64 "; saved %s (continue with --resume "
-                "%s)\n",
-                stop_signal == SIGINT ? "SIGINT" : "SIGTERM", clnet_net_step(s.net), path, path);
-        rc = 128 + stop_signal;
-        goto done;
+                "epoch %d%s: train_loss=%.4f train_accuracy=%.4f test_accuracy=%s "
+                "seconds=%.1f images_per_s=%.0f\n",
+                r->epoch + 1, epoch_done ? "" : " (partial)", r->last_loss, train_acc,
+                accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), secs, ips);
+        report_devices(&r->s, r->before);
     }
-    if (o.save && (rc = save(&s, o.save, epoch, next_position, data_seed, init_seed)) != 0)
-        goto done;
+    count_shares(r->s.net, r->before);
+    history_add(h, r->epoch + (epoch_done ? 1.0 : (double)r->epoch_batches / r->per_epoch),
+                r->last_loss, train_acc, test_acc, secs, ips);
+    if (r->csv) { /* the column is empty when the test set was not evaluated */
+        fprintf(r->csv, "%d,%.6f,%.6f,%s,%.3f,%.1f\n", r->epoch + 1, r->last_loss, train_acc,
+                accuracy_text(test_text, sizeof test_text, test_acc, 6, ""), secs, ips);
+        fflush(r->csv);
+    }
+    if (o->plot && h->n > 0 && is_root() &&
+        clnet_write_curves_svg(o->plot, o->model, h->epoch, h->train_loss, h->train_acc,
+                               h->test_acc, h->n) != CLNET_OK)
+        fprintf(stderr, "clnet: warning: plot: %s\n", clnet_last_error());
+}
+
+/* An epoch ends, or the run stops partway through one: evaluate, report, start the next. */
+static int end_epoch(run *r, int epoch_done) {
     double test_acc = NAN;
-    if (!o.no_eval) {
-        if (h.n && !isnan(h.test_acc[h.n - 1]))
-            test_acc = h.test_acc[h.n - 1];
-        else if ((rc = evaluate(&o, &s, &test_acc, NULL)) != 0)
-            goto done;
+    int rc;
+    if (!r->o.no_eval && epoch_done && (rc = evaluate(&r->o, &r->s, &test_acc, NULL)) != 0)
+        return rc;
+    r->last_loss = r->epoch_loss / r->epoch_seen;
+    report_epoch(r, epoch_done, test_acc);
+    if (epoch_done) r->epoch++, r->next_position = 0;
+    r->epoch_loss = 0, r->epoch_correct = 0, r->epoch_seen = 0, r->epoch_batches = 0;
+    r->epoch_train_seconds = 0;
+    r->epoch_start = clnet_seconds();
+    return 0;
+}
+
+/* Steps until --epochs, --steps or a signal, an epoch's report at each epoch's end. */
+static int train_loop(run *r) {
+    const options *o = &r->o;
+    clnet_net *net = r->s.net;
+    int rc = 0;
+    while (r->epoch < o->epochs && clnet_net_step(net) < r->max_steps && !stop_signal) {
+        int64_t step_before = clnet_net_step(net);
+        double lr = clnet_net_learning_rate(net), t0 = clnet_seconds();
+        clnet_step_result res;
+        if ((rc = take_step(r, &res)) != 0) return rc;
+        double dt = clnet_seconds() - t0;
+        r->train_seconds += dt;
+        r->epoch_train_seconds += dt;
+        r->run_samples += res.n;
+        r->epoch_loss += res.loss * res.n;
+        r->epoch_correct += res.correct;
+        r->epoch_seen += res.n;
+        step_log_add(&r->slog, &res, dt, step_before, clnet_net_step(net), r->epoch + 1, lr);
+        int epoch_done = r->next_position >= r->count;
+        if (o->save_every && clnet_net_step(net) % o->save_every == 0 &&
+            (rc = save(&r->s, o->save, r->epoch, r->next_position, r->data_seed, r->init_seed)) !=
+                0)
+            return rc;
+        show_progress(r, epoch_done);
+        int stopping = clnet_net_step(net) >= r->max_steps || stop_signal;
+        if ((epoch_done || stopping) && (rc = end_epoch(r, epoch_done)) != 0) return rc;
     }
-    if (o.async && is_root())
+    return 0;
+}
+
+/* A signal stopped the run: save where it stands (to --save, else a file of its own). */
+static int save_stopped(run *r) {
+    const char *path = r->o.save ? r->o.save : "clnet-interrupted.safetensors";
+    if (save(&r->s, path, r->epoch, r->next_position, r->data_seed, r->init_seed) != 0) return 1;
+    fprintf(stderr,
+            "clnet: stopped by %s after step %" PRId64 "; saved %s (continue with --resume "
+            "%s)\n",
+            stop_signal == SIGINT ? "SIGINT" : "SIGTERM", clnet_net_step(r->s.net), path, path);
+    return 128 + stop_signal;
+}
+
+/* After the last step: --async's staleness and the MPI traffic, on stderr. */
+static void report_run(const run *r) {
+    if (!is_root()) return;
+    if (r->o.async)
         fprintf(stderr, "async: worst staleness %" PRId64 " (bound --staleness %ld)\n",
-                clnet_net_worst_staleness(s.net), o.staleness);
+                clnet_net_worst_staleness(r->s.net), r->o.staleness);
     clnet_mpi_stats ms;
-    if (clnet_mpi_size() > 1 && is_root() && clnet_net_mpi_stats(s.net, &ms) == CLNET_OK &&
-        ms.steps > 0)
+    if (clnet_mpi_size() > 1 && clnet_net_mpi_stats(r->s.net, &ms) == CLNET_OK && ms.steps > 0)
         fprintf(stderr,
                 "mpi: %d ranks; per step each rank all-reduced %.0f KB of gradients, in flight "
                 "%.2f ms from the first layer's start to the last one's end, of which %.2f ms "
                 "waited for after the devices finished\n",
                 clnet_mpi_size(), ms.bytes_per_step / 1e3, ms.inflight_seconds * 1e3,
                 ms.exposed_seconds * 1e3);
+}
+
+/* The final save, the test accuracy (the last epoch's, else measured now) and the
+ * final line. */
+static int finish(run *r) {
+    const options *o = &r->o;
+    const history *h = &r->h;
+    int rc;
+    if (stop_signal) return save_stopped(r);
+    if (o->save &&
+        (rc = save(&r->s, o->save, r->epoch, r->next_position, r->data_seed, r->init_seed)) != 0)
+        return rc;
+    double test_acc = NAN;
+    if (!o->no_eval) {
+        if (h->n && !isnan(h->test_acc[h->n - 1]))
+            test_acc = h->test_acc[h->n - 1];
+        else if ((rc = evaluate(o, &r->s, &test_acc, NULL)) != 0)
+            return rc;
+    }
+    report_run(r);
     char test_text[32], loss_text[32]; /* no step taken (--steps 0): no loss */
     if (is_root())
         printf("final: test_accuracy=%s train_loss=%s images_per_s=%.0f\n",
                accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"),
-               accuracy_text(loss_text, sizeof loss_text, last_loss, 4, "-"),
-               train_seconds > 0 ? run_samples / train_seconds : 0.0);
+               accuracy_text(loss_text, sizeof loss_text, r->last_loss, 4, "-"),
+               r->train_seconds > 0 ? r->run_samples / r->train_seconds : 0.0);
     fflush(stdout);
-done:
-    if (csv) fclose(csv);
-    if (slog.f) fclose(slog.f);
-    clnet_loader_free(loader);
-    history_free(&h);
-    session_free(&s);
-    if (rc && rc != 2) fflush(stderr), clnet_mpi_abort(rc); /* the other ranks would wait */
+    return 0;
+}
+
+/* A failure on one rank ends the job (the other ranks would wait); every rank leaves MPI. */
+static int leave_job(int rc) {
+    if (rc && rc != 2) fflush(stderr), clnet_mpi_abort(rc);
     clnet_mpi_finalize();
     return rc;
+}
+
+int cmd_train(int argc, char **argv) {
+    run *r = calloc(1, sizeof *r);
+    int rc = 1;
+    if (!r) return 1;
+    if (!parse(argc, argv, &r->o, 0, &rc)) {
+        free(r);
+        return rc;
+    }
+    const options *o = &r->o;
+    if ((rc = join_job(o)) != 0 || (rc = open_session(o, &r->s, 1)) != 0 || (rc = start(r)) != 0 ||
+        (rc = open_logs(r)) != 0)
+        goto done;
+    catch_signals();
+    r->tty = isatty(2) && is_root();
+    r->max_steps = o->steps_given ? o->steps : INT64_MAX;
+    count_shares(r->s.net, r->before);
+    r->last_loss = NAN;
+    r->epoch_start = clnet_seconds();
+    r->epoch = o->resume ? r->resumed.epoch : 0;
+    r->next_position = o->resume ? r->resumed.position : 0;
+    if ((rc = train_loop(r)) == 0) rc = finish(r);
+done:
+    if (r->csv) fclose(r->csv);
+    if (r->slog.f) fclose(r->slog.f);
+    clnet_loader_free(r->loader);
+    history_free(&r->h);
+    session_free(&r->s);
+    free(r);
+    return leave_job(rc);
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -911,7 +980,5 @@ int cmd_eval(int argc, char **argv) {
     if (is_root()) printf("test_loss=%.4f\ntest_accuracy=%.4f\n", loss, acc);
 done:
     session_free(&s);
-    if (rc && rc != 2) fflush(stderr), clnet_mpi_abort(rc);
-    clnet_mpi_finalize();
-    return rc;
+    return leave_job(rc);
 }
