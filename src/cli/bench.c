@@ -103,19 +103,8 @@ typedef struct {
 } bench_options;
 
 static const cli_opt bench_opts[] = {
-    {.name = "--devices",
-     .arg = "SPEC",
-     .type = CLI_TEXT,
-     .at = CLI_AT(bench_options, devices),
-     .help = "which devices (see clnet devices): each alone, then all"},
-    {.name = "--batch",
-     .arg = "B",
-     .type = CLI_INT,
-     .at = CLI_AT(bench_options, batch),
-     .min = 1,
-     .max = 1 << 20,
-     .def = "256",
-     .help = "samples per step"},
+    CLI_DEVICES(bench_options, "which devices (see clnet devices): each alone, then all"),
+    CLI_BATCH(bench_options, "samples per step"),
     {.name = "--steps",
      .arg = "N",
      .type = CLI_INT,
@@ -137,9 +126,7 @@ static const cli_opt bench_opts[] = {
 
 static const cli_command bench_cmd = {
     .name = "bench",
-    .positional = "MODEL",
-    .positional_what = "model file",
-    .positional_at = CLI_AT(bench_options, model),
+    CLI_MODEL(bench_options),
     .opts = bench_opts,
     .footer = "Training speed on random data of each device alone and of all together; the\n"
               "last line is\n"

@@ -54,6 +54,23 @@ typedef struct {
     const char *footer;          /* printed after the options by --help */
 } cli_command;
 
+/* The MODEL argument of every command but devices, read into the field `model` of
+ * `record`, the command's options struct. */
+#define CLI_MODEL(record)                                                                          \
+    .positional = "MODEL", .positional_what = "model file", .positional_at = CLI_AT(record, model)
+
+/* Rows several commands share, into the fields `batch` (long) and `devices`. */
+#define CLI_BATCH(record, text)                                                                    \
+    {                                                                                              \
+        .name = "--batch", .arg = "B", .type = CLI_INT, .at = CLI_AT(record, batch), .min = 1,     \
+        .max = 1 << 20, .def = "256", .help = text                                                 \
+    }
+#define CLI_DEVICES(record, text)                                                                  \
+    {                                                                                              \
+        .name = "--devices", .arg = "SPEC", .type = CLI_TEXT, .at = CLI_AT(record, devices),       \
+        .help = text                                                                               \
+    }
+
 /* A command reads its words in one call; one that takes an optional argument
  * and no options (clnet layers [KIND]) needs only
  *   typedef struct { const char *kind; } layers_options;

@@ -41,12 +41,8 @@ typedef struct {
 } devices_options;
 
 static const cli_opt devices_opts[] = {
-    {.name = "--devices",
-     .arg = "SPEC",
-     .type = CLI_TEXT,
-     .at = CLI_AT(devices_options, devices),
-     .help = "all (default), gpu, cpu, a comma list of device numbers\n"
-             "(0,2), or platform=NAME; wins over $CLNET_DEVICES"},
+    CLI_DEVICES(devices_options, "all (default), gpu, cpu, a comma list of device numbers\n"
+                                 "(0,2), or platform=NAME; wins over $CLNET_DEVICES"),
     {0},
 };
 

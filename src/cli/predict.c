@@ -94,28 +94,15 @@ static const cli_opt predict_opts[] = {
      .at = AT(picture),
      .help = "draw the first " NUMBER(PICTURED) " samples with their predicted (and true)\n"
                                                 "class"},
-    {.name = "--devices",
-     .arg = "SPEC",
-     .type = CLI_TEXT,
-     .at = AT(devices),
-     .help = "which devices (see clnet devices); batches are split across\n"
-             "them as in evaluation"},
-    {.name = "--batch",
-     .arg = "B",
-     .type = CLI_INT,
-     .at = AT(batch),
-     .min = 1,
-     .max = 1 << 20,
-     .def = "256",
-     .help = "samples per pass"},
+    CLI_DEVICES(options, "which devices (see clnet devices); batches are split across\n"
+                         "them as in evaluation"),
+    CLI_BATCH(options, "samples per pass"),
     {0},
 };
 
 static const cli_command predict_cmd = {
     .name = "predict",
-    .positional = "MODEL",
-    .positional_what = "model file",
-    .positional_at = AT(model),
+    CLI_MODEL(options),
     .opts = predict_opts,
     .footer = "stdout ends with\n"
               "  predicted: count=<n> shape=<shape> output=<file> accuracy=<a or ->\n",

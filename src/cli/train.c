@@ -56,14 +56,7 @@ static const cli_opt train_opts[] = {
      .max = 1L << 40,
      .only = "train",
      .help = "stop once the net has taken N optimizer steps"},
-    {.name = "--batch",
-     .arg = "B",
-     .type = CLI_INT,
-     .at = AT(batch),
-     .min = 1,
-     .max = 1 << 20,
-     .def = "256",
-     .help = "samples per step"},
+    CLI_BATCH(options, "samples per step"),
     {.name = "--lr",
      .arg = "X",
      .type = CLI_FLOAT,
@@ -180,14 +173,10 @@ static const cli_opt train_opts[] = {
      .max = 1e3,
      .def = "1",
      .help = "the Y of --mean"},
-    {.name = "--devices",
-     .arg = "SPEC",
-     .type = CLI_TEXT,
-     .at = AT(devices),
-     .help = "which devices (see clnet devices); a step splits its batch\n"
-             "across all of them by measured speed; under mpirun, each\n"
-             "rank's own, and local-rank gives ranks that share a\n"
-             "machine a device each"},
+    CLI_DEVICES(options, "which devices (see clnet devices); a step splits its batch\n"
+                         "across all of them by measured speed; under mpirun, each\n"
+                         "rank's own, and local-rank gives ranks that share a\n"
+                         "machine a device each"),
     {.name = "--mpi-timeout",
      .arg = "S",
      .type = CLI_FLOAT,
@@ -303,9 +292,7 @@ static const cli_opt train_opts[] = {
 
 static const cli_command train_cmd = {
     .name = "train",
-    .positional = "MODEL",
-    .positional_what = "model file",
-    .positional_at = AT(model),
+    CLI_MODEL(options),
     .opts = train_opts,
     .footer = "Progress goes to stderr; the last line on stdout is\n"
               "  final: test_accuracy=<a> train_loss=<l> images_per_s=<n>\n",
@@ -313,9 +300,7 @@ static const cli_command train_cmd = {
 
 static const cli_command eval_cmd = {
     .name = "eval",
-    .positional = "MODEL",
-    .positional_what = "model file",
-    .positional_at = AT(model),
+    CLI_MODEL(options),
     .opts = train_opts,
     .footer = "The last lines on stdout are\n"
               "  test_loss=<l>\n"

@@ -36,27 +36,14 @@ typedef struct {
 } tune_options;
 
 static const cli_opt tune_opts[] = {
-    {.name = "--batch",
-     .arg = "B",
-     .type = CLI_INT,
-     .at = CLI_AT(tune_options, batch),
-     .min = 1,
-     .max = 1 << 20,
-     .def = "256",
-     .help = "the batch the kernels are tuned for"},
-    {.name = "--devices",
-     .arg = "SPEC",
-     .type = CLI_TEXT,
-     .at = CLI_AT(tune_options, devices),
-     .help = "which devices (see clnet devices): each is tuned"},
+    CLI_BATCH(tune_options, "the batch the kernels are tuned for"),
+    CLI_DEVICES(tune_options, "which devices (see clnet devices): each is tuned"),
     {0},
 };
 
 static const cli_command tune_cmd = {
     .name = "tune",
-    .positional = "MODEL",
-    .positional_what = "model file",
-    .positional_at = CLI_AT(tune_options, model),
+    CLI_MODEL(tune_options),
     .opts = tune_opts,
     .footer = "Measures every candidate of every tunable operation MODEL runs at that batch\n"
               "on those devices and stores the fastest in the tuning database.\n",
