@@ -1,6 +1,6 @@
 /* `clnet train` and `clnet eval`: the training loop a user runs, written on
  * the public API alone. */
-#include "cli.h"
+#include "train_args.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -9,340 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-typedef struct {
-    const char *model, *data, *devices, *save, *resume, *log, *plot, *weights, *step_log, *split;
-    cli_npy npy; /* --data-npy */
-    long epochs, steps, batch, save_every, train_limit, test_limit, step_size, log_every, seed;
-    long staleness;
-    double lr, momentum, wd, gamma, mean, std, beta1, beta2, eps, mpi_timeout;
-    int nesterov, no_eval, deterministic, async;
-    int optimizer, schedule; /* a clnet_optimizer, a clnet_schedule */
-    int steps_given, seed_given, wd_given, log_every_given;
-} options;
-
-#define AT(field) CLI_AT(options, field)
-
-/* Train's options; eval reads those not marked `.only = "train"`. */
-static const cli_opt train_opts[] = {
-    {.name = "--data",
-     .arg = "DIR",
-     .type = CLI_TEXT,
-     .at = AT(data),
-     .help = "IDX data set folder (default $CLNET_DATA_DIR or " CLNET_DEFAULT_DATA_DIR ")"},
-    {.name = "--data-npy",
-     .arg = "X,Y[,TX,TY]",
-     .type = CLI_CUSTOM,
-     .at = AT(npy),
-     .parse = cli_npy_files,
-     .help = ".npy samples and labels instead of --data: the training\n"
-             "pair, then the test pair (needed unless --no-eval); clnet\n"
-             "eval takes the test pair, or the only pair"},
-    {.name = "--epochs",
-     .arg = "N",
-     .type = CLI_INT,
-     .at = AT(epochs),
-     .min = 1,
-     .max = 1000000,
-     .def = "10",
-     .only = "train",
-     .help = "epochs to train"},
-    {.name = "--steps",
-     .arg = "N",
-     .type = CLI_INT,
-     .at = AT(steps),
-     .given = AT(steps_given),
-     .min = 0,
-     .max = 1L << 40,
-     .only = "train",
-     .help = "stop once the net has taken N optimizer steps"},
-    CLI_BATCH(options, "samples per step"),
-    {.name = "--lr",
-     .arg = "X",
-     .type = CLI_FLOAT,
-     .at = AT(lr),
-     .min = 1e-12,
-     .max = 1e6,
-     .def = "0.1",
-     .only = "train",
-     .help = "learning rate"},
-    {.name = "--optimizer",
-     .arg = "NAME",
-     .type = CLI_CHOICE,
-     .at = AT(optimizer),
-     .choices = (const char *const[]){"sgd", "adam", "adamw", NULL}, /* clnet_optimizer's order */
-     .only = "train",
-     .help = "sgd (default), adam or adamw (as torch.optim)"},
-    {.name = "--beta1",
-     .arg = "B",
-     .type = CLI_FLOAT,
-     .at = AT(beta1),
-     .min = 0,
-     .max = 0.999999,
-     .def = "0.9",
-     .only = "train",
-     .help = "Adam/AdamW: decay of the gradients' average"},
-    {.name = "--beta2",
-     .arg = "B",
-     .type = CLI_FLOAT,
-     .at = AT(beta2),
-     .min = 0,
-     .max = 0.999999999,
-     .def = "0.999",
-     .only = "train",
-     .help = "Adam/AdamW: decay of the squares' average"},
-    {.name = "--eps",
-     .arg = "E",
-     .type = CLI_FLOAT,
-     .at = AT(eps),
-     .min = 1e-30,
-     .max = 1,
-     .def = "1e-8",
-     .only = "train",
-     .help = "Adam and AdamW: added to the denominator"},
-    {.name = "--momentum",
-     .arg = "M",
-     .type = CLI_FLOAT,
-     .at = AT(momentum),
-     .min = 0,
-     .max = 0.999999,
-     .def = "0",
-     .only = "train",
-     .help = "SGD momentum"},
-    {.name = "--nesterov",
-     .type = CLI_FLAG,
-     .at = AT(nesterov),
-     .only = "train",
-     .help = "Nesterov momentum"},
-    {.name = "--wd",
-     .arg = "W",
-     .type = CLI_FLOAT,
-     .at = AT(wd),
-     .given = AT(wd_given),
-     .min = 0,
-     .max = 1e3,
-     .only = "train",
-     .help = "weight decay (default 0; 0.01 with adamw, as PyTorch)"},
-    {.name = "--schedule",
-     .arg = "S",
-     .type = CLI_CHOICE,
-     .at = AT(schedule),
-     .choices = (const char *const[]){"constant", "step", "cosine", NULL}, /* clnet_schedule's */
-     .only = "train",
-     .help = "constant (default), step or cosine (over all epochs)"},
-    {.name = "--step-size",
-     .arg = "N",
-     .type = CLI_INT,
-     .at = AT(step_size),
-     .min = 1,
-     .max = 1L << 40,
-     .only = "train",
-     .help = "step schedule: steps between decays (default a third of the run)"},
-    {.name = "--gamma",
-     .arg = "G",
-     .type = CLI_FLOAT,
-     .at = AT(gamma),
-     .min = 1e-9,
-     .max = 1,
-     .def = "0.1",
-     .only = "train",
-     .help = "step schedule: decay factor"},
-    {.name = "--seed",
-     .arg = "S",
-     .type = CLI_INT,
-     .at = AT(seed),
-     .given = AT(seed_given),
-     .min = 0,
-     .max = 0x7fffffffL,
-     .def = "1",
-     .only = "train",
-     .help = "seed for initialisation and shuffling"},
-    {.name = "--mean",
-     .arg = "X",
-     .type = CLI_FLOAT,
-     .at = AT(mean),
-     .min = -1e3,
-     .max = 1e3,
-     .def = "0",
-     .help = "normalise images as (pixel/255 - X) / Y, Y from --std"},
-    {.name = "--std",
-     .arg = "Y",
-     .type = CLI_FLOAT,
-     .at = AT(std),
-     .min = 1e-6,
-     .max = 1e3,
-     .def = "1",
-     .help = "the Y of --mean"},
-    CLI_DEVICES(options, "which devices (see clnet devices); a step splits its batch\n"
-                         "across all of them by measured speed; under mpirun, each\n"
-                         "rank's own, and local-rank gives ranks that share a\n"
-                         "machine a device each"),
-    {.name = "--mpi-timeout",
-     .arg = "S",
-     .type = CLI_FLOAT,
-     .at = AT(mpi_timeout),
-     .min = 1,
-     .max = 1e6,
-     .help = "under mpirun: fail when the other ranks do not answer\n"
-             "within S seconds (default 300)"},
-    {.name = "--deterministic",
-     .type = CLI_FLAG,
-     .at = AT(deterministic),
-     .help = "a fixed, equal split: two runs give identical parameters"},
-    {.name = "--split",
-     .arg = "W0,W1,...",
-     .type = CLI_TEXT,
-     .at = AT(split),
-     .help = "a fixed split in these proportions (one per device);\n"
-             "W0,W1/V0,V1/...: several, one a step in turn"},
-    {.name = "--sync",
-     .arg = "MODE",
-     .type = CLI_CHOICE,
-     .at = AT(async),
-     .choices = (const char *const[]){"sync", "async", NULL},
-     .only = "train",
-     .help = "sync (default): every step uses every device; async:\n"
-             "parameter server, devices push gradients as they finish"},
-    {.name = "--staleness",
-     .arg = "K",
-     .type = CLI_INT,
-     .at = AT(staleness),
-     .min = 0,
-     .max = 1000000,
-     .def = "1",
-     .only = "train",
-     .help = "async: a push is at most K updates old"},
-    {.name = "--save",
-     .arg = "FILE",
-     .type = CLI_TEXT,
-     .at = AT(save),
-     .only = "train",
-     .help = "write a checkpoint at the end (and on Ctrl-C)"},
-    {.name = "--save-every",
-     .arg = "N",
-     .type = CLI_INT,
-     .at = AT(save_every),
-     .min = 1,
-     .max = 1L << 40,
-     .only = "train",
-     .help = "also every N steps (needs --save)"},
-    {.name = "--resume",
-     .arg = "FILE",
-     .type = CLI_TEXT,
-     .at = AT(resume),
-     .only = "train",
-     .help = "continue from a checkpoint (same command otherwise)"},
-    {.name = "--log",
-     .arg = "FILE.csv",
-     .type = CLI_TEXT,
-     .at = AT(log),
-     .only = "train",
-     .help = "per-epoch figures as CSV"},
-    {.name = "--step-log",
-     .arg = "FILE.csv",
-     .type = CLI_TEXT,
-     .at = AT(step_log),
-     .only = "train",
-     .help = "step,epoch,loss,lr,images_per_s every --log-every steps"},
-    {.name = "--log-every",
-     .arg = "N",
-     .type = CLI_INT,
-     .at = AT(log_every),
-     .given = AT(log_every_given),
-     .min = 1,
-     .max = 1L << 40,
-     .def = "1",
-     .only = "train",
-     .help = "steps between lines of --step-log, which it needs"},
-    {.name = "--plot",
-     .arg = "FILE.svg",
-     .type = CLI_TEXT,
-     .at = AT(plot),
-     .only = "train",
-     .help = "per-epoch loss and accuracy curves as SVG"},
-    {.name = "--no-eval",
-     .type = CLI_FLAG,
-     .at = AT(no_eval),
-     .only = "train",
-     .help = "do not evaluate the test set (test_accuracy=- in the lines)"},
-    {.name = "--train-limit",
-     .arg = "N",
-     .type = CLI_INT,
-     .at = AT(train_limit),
-     .min = 1,
-     .max = 1L << 30,
-     .only = "train",
-     .help = "use only the first N training images (quick runs)"},
-    {.name = "--test-limit",
-     .arg = "N",
-     .type = CLI_INT,
-     .at = AT(test_limit),
-     .min = 1,
-     .max = 1L << 30,
-     .help = "use only the first N test images"},
-    {.name = "--weights",
-     .arg = "FILE",
-     .type = CLI_TEXT,
-     .at = AT(weights),
-     .only = "eval",
-     .required = 1,
-     .help = "the checkpoint to evaluate"},
-    {0},
-};
-
-static const cli_command train_cmd = {
-    .name = "train",
-    CLI_MODEL(options),
-    .opts = train_opts,
-    .footer = "Progress goes to stderr; the last line on stdout is\n"
-              "  final: test_accuracy=<a> train_loss=<l> images_per_s=<n>\n",
-};
-
-static const cli_command eval_cmd = {
-    .name = "eval",
-    CLI_MODEL(options),
-    .opts = train_opts,
-    .footer = "The last lines on stdout are\n"
-              "  test_loss=<l>\n"
-              "  test_accuracy=<a>\n",
-};
-
-/* The rules between options, which no row of the table states alone. */
-static int check(options *o, int eval) {
-    if (!o->model) return cli_which_model(eval ? "eval" : "train");
-    if (eval && !o->weights) {
-        fprintf(stderr, "clnet eval: --weights FILE is required\n");
-        return 2;
-    }
-    if (o->save_every && !o->save) {
-        fprintf(stderr, "clnet: --save-every needs --save FILE\n");
-        return 2;
-    }
-    if (o->log_every_given && !o->step_log) {
-        fprintf(stderr, "clnet: --log-every needs --step-log FILE.csv\n");
-        return 2;
-    }
-    if (o->optimizer != CLNET_OPTIMIZER_SGD && (o->momentum > 0 || o->nesterov)) {
-        fprintf(stderr,
-                "clnet: --momentum and --nesterov are SGD's; %s uses --beta1 (default 0.9)\n",
-                o->optimizer == CLNET_OPTIMIZER_ADAM ? "adam" : "adamw");
-        return 2;
-    }
-    if (o->optimizer == CLNET_OPTIMIZER_ADAMW && !o->wd_given) o->wd = 0.01; /* PyTorch's */
-    if (o->nesterov && o->momentum == 0) {
-        fprintf(stderr, "clnet: --nesterov needs --momentum > 0\n");
-        return 2;
-    }
-    return 0;
-}
-
-/* The options of `clnet train` (eval 0) or `clnet eval` (1): 1 to go on, else 0 with
- * the exit code at *rc (0 after --help). */
-static int parse(int argc, char **argv, options *o, int eval, int *rc) {
-    memset(o, 0, sizeof *o);
-    if (!cli_parse(eval ? &eval_cmd : &train_cmd, argc, argv, o, rc)) return 0;
-    return (*rc = check(o, eval)) == 0;
-}
 
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) {
@@ -396,7 +62,7 @@ static int fail(const char *what) {
 
 /* Loads the data sets: training (need_train) and test (unless --no-eval);
  * clnet eval evaluates the test pair of --data-npy, or its only pair. */
-static int load_data(const options *o, session *s, int need_train) {
+static int load_data(const train_options *o, session *s, int need_train) {
     if (!o->npy.count) {
         if (need_train && clnet_dataset_load(&s->train, o->data, "train") != CLNET_OK)
             return fail("training data");
@@ -425,7 +91,7 @@ static int load_data(const options *o, session *s, int need_train) {
 }
 
 /* Loads the model and the data, checks they fit each other, opens devices. */
-static int open_session(const options *o, session *s, int need_train) {
+static int open_session(const train_options *o, session *s, int need_train) {
     memset(s, 0, sizeof *s);
     s->mean = o->mean;
     s->std = o->std;
@@ -480,7 +146,7 @@ static const char *accuracy_text(char *out, size_t cap, double acc, int digits, 
     return out;
 }
 
-static int evaluate(const options *o, session *s, double *acc, double *loss) {
+static int evaluate(const train_options *o, session *s, double *acc, double *loss) {
     clnet_step_result r;
     if (clnet_net_evaluate(s->net, s->test, (float)o->mean, (float)o->std, &r) != CLNET_OK)
         return fail("evaluation");
@@ -560,7 +226,7 @@ static void step_log_add(step_log *l, const clnet_step_result *r, double seconds
 /* Applies --split or --deterministic. --split takes rows of weights
  * separated by '/', one row a step in turn ("1,4/3,1": odd steps 1:4, even
  * steps 3:1, counting from 1). */
-static int apply_split(const options *o, session *s) {
+static int apply_split(const train_options *o, session *s) {
     enum { MOST = 4096 };
     int n = clnet_net_device_count(s->net), rows = 1, k = 0;
     double w[MOST];
@@ -617,7 +283,7 @@ static void report_devices(session *s, const int64_t *before) {
 }
 
 /* Joins the MPI job mpirun started, if any (a plain run starts nothing). */
-static int join_job(const options *o) {
+static int join_job(const train_options *o) {
     int size = 1;
     if (clnet_mpi_init(&rank, &size) != CLNET_OK) {
         fprintf(stderr, "clnet: %s\n", clnet_last_error());
@@ -639,7 +305,7 @@ static void count_shares(const clnet_net *net, int64_t *samples) {
 
 /* A training run: what cmd_train sets up, then where the loop stands. */
 typedef struct {
-    options o;
+    train_options o;
     session s;
     clnet_loader *loader;
     history h;
@@ -659,7 +325,7 @@ typedef struct {
 
 /* The parameters: the checkpoint's with --resume, else fresh ones from the seed. */
 static int init_weights(run *r) {
-    const options *o = &r->o;
+    const train_options *o = &r->o;
     r->init_seed = r->data_seed = (uint64_t)o->seed;
     if (!o->resume)
         return clnet_net_init(r->s.net, r->init_seed) != CLNET_OK ? fail("initialisation") : 0;
@@ -673,7 +339,7 @@ static int init_weights(run *r) {
 }
 
 static int set_optimizer(run *r) {
-    const options *o = &r->o;
+    const train_options *o = &r->o;
     clnet_sgd_config sgd;
     clnet_sgd_defaults(&sgd);
     sgd.lr = (float)o->lr;
@@ -693,7 +359,7 @@ static int set_optimizer(run *r) {
 
 /* Weights, devices, the loader and the optimizer, at the checkpoint's place with --resume. */
 static int start(run *r) {
-    const options *o = &r->o;
+    const train_options *o = &r->o;
     int rc = init_weights(r);
     if (rc) return rc;
     if (clnet_net_bind(r->s.net, r->s.rt, (int)o->batch) != CLNET_OK) return fail("devices");
@@ -716,7 +382,7 @@ static int start(run *r) {
 
 /* --log and --step-log, written by rank 0 alone. */
 static int open_logs(run *r) {
-    const options *o = &r->o;
+    const train_options *o = &r->o;
     if (!is_root()) return 0;
     if (o->log) {
         r->csv = fopen(o->log, "w");
@@ -767,7 +433,7 @@ static double epoch_images_per_s(const run *r) {
 
 static void show_progress(run *r, int epoch_done) {
     if (!r->tty || (clnet_seconds() - r->last_bar <= 0.1 && !epoch_done)) return;
-    const options *o = &r->o;
+    const train_options *o = &r->o;
     double ips = epoch_images_per_s(r);
     int done = (int)((r->next_position + o->batch - 1) / o->batch);
     double eta = (r->per_epoch - done) * o->batch / (ips > 0 ? ips : 1);
@@ -778,7 +444,7 @@ static void show_progress(run *r, int epoch_done) {
 
 /* The epoch's line on stderr (and each device's share), its CSV line and the plot. */
 static void report_epoch(run *r, int epoch_done, double test_acc) {
-    const options *o = &r->o;
+    const train_options *o = &r->o;
     history *h = &r->h;
     double secs = clnet_seconds() - r->epoch_start, ips = epoch_images_per_s(r);
     double train_acc = (double)r->epoch_correct / r->epoch_seen;
@@ -823,7 +489,7 @@ static int end_epoch(run *r, int epoch_done) {
 
 /* Steps until --epochs, --steps or a signal, an epoch's report at each epoch's end. */
 static int train_loop(run *r) {
-    const options *o = &r->o;
+    const train_options *o = &r->o;
     clnet_net *net = r->s.net;
     int rc = 0;
     while (r->epoch < o->epochs && clnet_net_step(net) < r->max_steps && !stop_signal) {
@@ -881,7 +547,7 @@ static void report_run(const run *r) {
 /* The final save, the test accuracy (the last epoch's, else measured now) and the
  * final line. */
 static int finish(run *r) {
-    const options *o = &r->o;
+    const train_options *o = &r->o;
     const history *h = &r->h;
     int rc;
     if (stop_signal) return save_stopped(r);
@@ -917,11 +583,11 @@ int cmd_train(int argc, char **argv) {
     run *r = calloc(1, sizeof *r);
     int rc = 1;
     if (!r) return 1;
-    if (!parse(argc, argv, &r->o, 0, &rc)) {
+    if (!train_parse(argc, argv, &r->o, 0, &rc)) {
         free(r);
         return rc;
     }
-    const options *o = &r->o;
+    const train_options *o = &r->o;
     if ((rc = join_job(o)) != 0 || (rc = open_session(o, &r->s, 1)) != 0 || (rc = start(r)) != 0 ||
         (rc = open_logs(r)) != 0)
         goto done;
@@ -945,9 +611,9 @@ done:
 }
 
 int cmd_eval(int argc, char **argv) {
-    options o;
+    train_options o;
     int rc = 0;
-    if (!parse(argc, argv, &o, 1, &rc)) return rc;
+    if (!train_parse(argc, argv, &o, 1, &rc)) return rc;
     session s;
     double acc = 0, loss = 0;
     memset(&s, 0, sizeof s);
