@@ -14,13 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 typedef struct {
     const char *what;
@@ -58,14 +51,14 @@ static int run(clnet_device *d, const char *id, const shape *s, int reps, double
     for (int r = -1; ok && r < reps; r++) {
         if (r == 0) {
             clFinish(d->queue);
-            *gflops = now();
+            *gflops = clnet_seconds();
         }
         ok = clnet_gemm_with(d, id, &(clnet_gemm_shape){s->ta, s->tb, s->M, s->N, s->K, 0, 0}, 1.0f,
                              a, 0, lda, b, 0, ldb, 0.0f, c, 0, s->N) == CLNET_OK;
     }
     if (ok) {
         clFinish(d->queue);
-        double t = (now() - *gflops) / reps;
+        double t = (clnet_seconds() - *gflops) / reps;
         *gflops = 2.0 * (double)s->M * (double)s->N * (double)s->K / t * 1e-9;
     }
     if (a) clReleaseMemObject(a);

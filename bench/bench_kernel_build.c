@@ -11,29 +11,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int main(void) {
-    double t0 = now();
+    double t0 = clnet_seconds();
     clnet_runtime *rt = NULL;
     if (clnet_runtime_create(&rt, NULL) != CLNET_OK) {
         fprintf(stderr, "bench_kernel_build: %s\n", clnet_last_error());
         return 1;
     }
-    printf("runtime start: %.3f s\n", now() - t0);
+    printf("runtime start: %.3f s\n", clnet_seconds() - t0);
     double total = 0;
     for (int i = 0; i < clnet_runtime_device_count(rt); i++) {
         clnet_device *d = clnet_runtime_device(rt, i);
-        double td = now();
+        double td = clnet_seconds();
         for (const clnet_embedded_source *s = clnet_embedded_sources; s->family; s++) {
             if (strcmp(s->family, "common") == 0) continue;
-            double tf = now();
+            double tf = clnet_seconds();
             char *source = NULL;
             cl_program p = NULL;
             if (clnet_kernel_source(s->family, &source) != CLNET_OK ||
@@ -44,9 +37,9 @@ int main(void) {
             clReleaseProgram(p);
             free(source);
             printf("device %d (%s): %-12s %.3f s\n", d->info.index, d->info.name, s->family,
-                   now() - tf);
+                   clnet_seconds() - tf);
         }
-        total += now() - td;
+        total += clnet_seconds() - td;
     }
     printf("kernel build, all devices: %.3f s\n", total);
     clnet_runtime_free(rt);

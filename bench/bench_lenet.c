@@ -12,13 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Multiply-adds x2 of one training step per sample: forward, and backward's
  * two products (weights, inputs) for conv and linear layers. */
@@ -106,10 +99,10 @@ int main(int argc, char **argv) {
         for (int i = 0; i < batch; i++) y[i] = i % clnet_net_classes(net);
         for (int w = 0; w < 2; w++) /* warm-up: kernel builds, first allocations */
             if (clnet_net_train_step(net, x, y, batch, NULL) != CLNET_OK) return fail("step");
-        double t0 = now();
+        double t0 = clnet_seconds();
         for (int s = 0; s < steps; s++)
             if (clnet_net_train_step(net, x, y, batch, NULL) != CLNET_OK) return fail("step");
-        double t = now() - t0, ips = (double)steps * batch / t;
+        double t = clnet_seconds() - t0, ips = (double)steps * batch / t;
         printf("device %d (%s): model %s, batch %d, %d steps: %.0f images/s, %.1f GFLOP/s\n",
                info.index, info.name, model, batch, steps, ips,
                ips * train_flops_per_sample(net) * 1e-9);

@@ -747,6 +747,10 @@ typedef struct {
 } clnet_counters;
 void clnet_debug_counters(clnet_counters *out);
 
+/* Monotonic seconds since an arbitrary start: the library's one clock, for
+ * timing (differences of two calls), never for dates. */
+double clnet_seconds(void);
+
 /* ---- Environment ------------------------------------------------------------
  *
  * Every variable clnet reads (tests/env_vars_test.sh checks this table

@@ -1,12 +1,18 @@
 /* Monotonic time and sleeping. */
 #include "clock.h"
 
+#include "clnet.h"
+
 #include <time.h>
 
 double clnet_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+double clnet_seconds(void) {
+    return clnet_now();
 }
 
 void clnet_sleep(double s) {

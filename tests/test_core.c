@@ -44,6 +44,19 @@ START_TEST(deprecated_optimizer_names_do_what_the_new_ones_do) {
 }
 END_TEST
 
+START_TEST(the_public_clock_never_goes_back_and_advances) {
+    double t0 = clnet_seconds(), last = t0;
+    for (int i = 0; i < 100000; i++) {
+        double t = clnet_seconds();
+        ck_assert(t >= last);
+        last = t;
+    }
+    struct timespec nap = {0, 2000000}; /* 2 ms */
+    nanosleep(&nap, NULL);
+    ck_assert_msg(clnet_seconds() - t0 >= 0.002, "the clock did not advance over a 2 ms sleep");
+}
+END_TEST
+
 START_TEST(every_status_has_its_own_string) {
     const clnet_status all[] = {
 #define ITEM(name, value, text) name,
@@ -320,6 +333,7 @@ int main(void) {
     Suite *s = suite_create("core");
     TCase *t = tcase_create("core");
     tcase_add_test(t, version_matches_the_macros);
+    tcase_add_test(t, the_public_clock_never_goes_back_and_advances);
     tcase_add_test(t, every_status_has_its_own_string);
     tcase_add_test(t, deprecated_optimizer_names_do_what_the_new_ones_do);
     tcase_add_test(t, opencl_failures_name_the_call_code_and_place);

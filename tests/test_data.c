@@ -940,22 +940,16 @@ END_TEST
 
 /* ---- the real data set --------------------------------------------------------- */
 
-static double seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 START_TEST(real_fashion_mnist_loads) {
     if (test_skip_without_fashion_mnist()) return;
     clnet_dataset *train = NULL, *test = NULL;
-    double t0 = seconds();
+    double t0 = clnet_seconds();
     clnet_status s = clnet_dataset_load(&train, NULL, "train");
     ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
-    double t1 = seconds();
+    double t1 = clnet_seconds();
     s = clnet_dataset_load(&test, NULL, "test");
     ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
-    double t2 = seconds();
+    double t2 = clnet_seconds();
     ck_assert_int_eq(clnet_dataset_count(train), 60000);
     ck_assert_int_eq(clnet_dataset_count(test), 10000);
     int c, h, w;
@@ -973,7 +967,7 @@ START_TEST(real_fashion_mnist_loads) {
     clnet_loader *l = NULL;
     ck_assert_int_eq(clnet_loader_create(&l, train, &cfg), CLNET_OK);
     int per_class[10] = {0};
-    double t3 = seconds();
+    double t3 = clnet_seconds();
     for (int k = 0; k < clnet_loader_batches_per_epoch(l); k++) {
         clnet_batch b;
         ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
@@ -983,7 +977,7 @@ START_TEST(real_fashion_mnist_loads) {
             per_class[b.labels[i]]++;
         }
     }
-    double t4 = seconds();
+    double t4 = clnet_seconds();
     for (int k = 0; k < 10; k++) ck_assert_int_eq(per_class[k], 6000);
     printf("Fashion-MNIST: train (60000) loaded in %.3f s, test (10000) in %.3f s; "
            "one epoch of batches of 256 in %.3f s\n",

@@ -16,16 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define BUDGET      30.0
 #define MAX_CONFIGS (CLNET_MAX_DEVICES + 2) /* each device alone, balanced, equal */
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 typedef struct {
     char what[160];
@@ -59,10 +52,10 @@ static int set_up(config *c, const char *model, const bench_data *d, const doubl
         int few = d->batch < 4 ? (int)d->batch : 4;
         double ips = 0;
         for (int s = 0; s < 2; s++) { /* the first builds kernels */
-            double t0 = now();
+            double t0 = clnet_seconds();
             if (clnet_net_train_step(c->net, d->x, d->y, few, NULL) != CLNET_OK)
                 return fail(c->what);
-            ips = few / (now() - t0);
+            ips = few / (clnet_seconds() - t0);
         }
         if ((3 + d->steps) * d->batch / ips > BUDGET) {
             c->estimate = ips;
@@ -76,11 +69,11 @@ static int set_up(config *c, const char *model, const bench_data *d, const doubl
 }
 
 static int time_round(config *c, const bench_data *d, int round) {
-    double t0 = now();
+    double t0 = clnet_seconds();
     for (long s = 0; s < d->steps; s++)
         if (clnet_net_train_step(c->net, d->x, d->y, (int)d->batch, NULL) != CLNET_OK)
             return fail(c->what);
-    c->ips[round] = (double)d->steps * d->batch / (now() - t0);
+    c->ips[round] = (double)d->steps * d->batch / (clnet_seconds() - t0);
     return 0;
 }
 
@@ -104,126 +97,169 @@ static void print_shares(const config *c, double ips) {
     printf(")\n");
 }
 
-int cmd_bench(int argc, char **argv) {
-    const char *model = NULL, *spec = NULL;
-    bench_data d = {.batch = 256, .steps = 10, .rounds = 3};
-    for (int i = 0; i < argc; i++) {
-        const char *v = NULL;
-        if (argv[i][0] != '-' && !model) {
-            model = argv[i];
-        } else if (cli_option(argc, argv, &i, "--devices", &v)) {
-            if (!v) return 2;
-            spec = v;
-        } else if (cli_option(argc, argv, &i, "--batch", &v)) {
-            if (!v || !cli_int("--batch", v, 1, 1 << 20, &d.batch)) return 2;
-        } else if (cli_option(argc, argv, &i, "--steps", &v)) {
-            if (!v || !cli_int("--steps", v, 1, 1000000, &d.steps)) return 2;
-        } else if (cli_option(argc, argv, &i, "--rounds", &v)) {
-            if (!v || !cli_int("--rounds", v, 1, 15, &d.rounds)) return 2;
-        } else {
-            fprintf(stderr, "usage: clnet bench MODEL [--devices SPEC] [--batch B] [--steps N] "
-                            "[--rounds R]\n");
-            return 2;
-        }
+typedef struct {
+    const char *model, *devices;
+    long batch, steps, rounds;
+} bench_options;
+
+static const cli_opt bench_opts[] = {
+    CLI_DEVICES(bench_options, "which devices (see clnet devices): each alone, then all"),
+    CLI_BATCH(bench_options, "samples per step"),
+    {.name = "--steps",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = CLI_AT(bench_options, steps),
+     .min = 1,
+     .max = 1000000,
+     .def = "10",
+     .help = "timed steps a round"},
+    {.name = "--rounds",
+     .arg = "R",
+     .type = CLI_INT,
+     .at = CLI_AT(bench_options, rounds),
+     .min = 1,
+     .max = 15,
+     .def = "3",
+     .help = "rounds; each figure is the median of its rounds"},
+    {0},
+};
+
+static const cli_command bench_cmd = {
+    .name = "bench",
+    CLI_MODEL(bench_options),
+    .opts = bench_opts,
+    .footer = "Training speed on random data of each device alone and of all together; the\n"
+              "last line is\n"
+              "  aggregate: images_per_s=<n> efficiency=<e> equal_split_efficiency=<e>\n",
+};
+
+/* A benchmark: its configurations, set up side by side. */
+typedef struct {
+    bench_options o;
+    bench_data d;
+    clnet_runtime *all; /* every selected device, shared by the configurations of all */
+    config c[MAX_CONFIGS];
+    int n, nc;           /* devices; configurations set up */
+    int balanced, equal; /* the indices of the two configurations of all devices */
+    double slowest;      /* an equal split's seconds a step, from the balanced rates */
+} bench;
+
+static void bench_free(bench *b) {
+    for (int k = 0; k < MAX_CONFIGS; k++) {
+        clnet_net_free(b->c[k].net);
+        if (b->c[k].rt != b->all) clnet_runtime_free(b->c[k].rt);
     }
-    if (!model) {
-        fprintf(stderr, "clnet bench: which model? e.g. clnet bench examples/models/lenet.cfg\n");
-        return 2;
+    free(b->d.x);
+    free(b->d.y);
+    clnet_runtime_free(b->all);
+}
+
+/* A batch of random samples of the model's input shape, labels over its classes. */
+static int make_data(bench_data *d, const char *model) {
+    clnet_net *probe = NULL;
+    int ch = 0, h = 0, w = 0;
+    if (clnet_net_load(&probe, model) != CLNET_OK) return fail(model);
+    clnet_net_input_shape(probe, &ch, &h, &w);
+    size_t count = (size_t)d->batch * ch * h * w;
+    d->x = malloc(count * sizeof *d->x);
+    d->y = malloc((size_t)d->batch * sizeof *d->y);
+    if (d->x && d->y) {
+        for (size_t i = 0; i < count; i++) d->x[i] = (float)((i * 2654435761u) % 256) / 255.0f;
+        for (long i = 0; i < d->batch; i++) d->y[i] = (int32_t)(i % clnet_net_classes(probe));
     }
-    clnet_runtime *all = NULL;
-    config *c = calloc(MAX_CONFIGS, sizeof *c);
-    int rc = 1, n = 0, nc = 0;
-    if (!c) return 1;
-    if (clnet_runtime_create(&all, spec) != CLNET_OK) {
-        fprintf(stderr, "clnet: devices: %s\n", clnet_last_error());
-        goto done;
-    }
-    n = clnet_runtime_device_count(all);
-    if (n > CLNET_MAX_DEVICES) n = CLNET_MAX_DEVICES;
-    {
-        clnet_net *probe = NULL;
-        int ch = 0, h = 0, w = 0;
-        if (clnet_net_load(&probe, model) != CLNET_OK) {
-            fail(model);
-            goto done;
-        }
-        clnet_net_input_shape(probe, &ch, &h, &w);
-        size_t count = (size_t)d.batch * ch * h * w;
-        d.x = malloc(count * sizeof *d.x);
-        d.y = malloc((size_t)d.batch * sizeof *d.y);
-        if (!d.x || !d.y) goto done;
-        for (size_t i = 0; i < count; i++) d.x[i] = (float)((i * 2654435761u) % 256) / 255.0f;
-        for (long i = 0; i < d.batch; i++) d.y[i] = (int32_t)(i % clnet_net_classes(probe));
-        clnet_net_free(probe);
-    }
-    printf("model %s, batch %ld, %ld timed steps, median of %ld rounds\n", model, d.batch, d.steps,
-           d.rounds);
-    for (int i = 0; i < n; i++, nc++) { /* each device alone */
+    clnet_net_free(probe);
+    return d->x && d->y ? 0 : 1;
+}
+
+static int set_up_alone(bench *b) {
+    for (int i = 0; i < b->n; i++, b->nc++) {
+        config *c = &b->c[b->nc];
         clnet_device_info info;
-        clnet_runtime_device_info(all, i, &info);
+        clnet_runtime_device_info(b->all, i, &info);
         char one[16];
         snprintf(one, sizeof one, "%d", info.index);
-        snprintf(c[nc].what, sizeof c[nc].what, "device %d (%s) alone", info.index, info.name);
-        if (clnet_runtime_create(&c[nc].rt, one) != CLNET_OK) {
-            fail("devices");
-            goto done;
-        }
-        if (set_up(&c[nc], model, &d, NULL, 1)) goto done;
+        snprintf(c->what, sizeof c->what, "device %d (%s) alone", info.index, info.name);
+        if (clnet_runtime_create(&c->rt, one) != CLNET_OK) return fail("devices");
+        if (set_up(c, b->o.model, &b->d, NULL, 1)) return 1;
     }
-    int balanced = nc++, equal = nc++;
-    snprintf(c[balanced].what, sizeof c[balanced].what, "all devices, balanced split");
-    snprintf(c[equal].what, sizeof c[equal].what, "all devices, equal split");
-    c[balanced].rt = all;
-    c[equal].rt = all;
-    if (set_up(&c[balanced], model, &d, NULL, 0)) goto done;
-    /* an equal split waits for the slowest device's share: estimate it from
-     * the measured rates when timing it would take too long */
-    double slowest = 0;
-    for (int i = 0; i < clnet_net_device_count(c[balanced].net); i++) {
+    return 0;
+}
+
+/* All devices, balanced and equally split. An equal split waits for the slowest
+ * device's share: it is estimated from the balanced rates when timing it would
+ * take too long. */
+static int set_up_together(bench *b) {
+    config *balanced = &b->c[b->balanced = b->nc++], *equal = &b->c[b->equal = b->nc++];
+    snprintf(balanced->what, sizeof balanced->what, "all devices, balanced split");
+    snprintf(equal->what, sizeof equal->what, "all devices, equal split");
+    balanced->rt = equal->rt = b->all;
+    if (set_up(balanced, b->o.model, &b->d, NULL, 0)) return 1;
+    for (int i = 0; i < clnet_net_device_count(balanced->net); i++) {
         clnet_device_share s;
-        clnet_net_device_share(c[balanced].net, i, &s);
-        double t = (double)d.batch / n / (s.images_per_s > 0 ? s.images_per_s : 1e-9);
-        if (t > slowest) slowest = t;
+        clnet_net_device_share(balanced->net, i, &s);
+        double t = (double)b->d.batch / b->n / (s.images_per_s > 0 ? s.images_per_s : 1e-9);
+        if (t > b->slowest) b->slowest = t;
     }
-    if ((3 + d.steps) * slowest > BUDGET) {
-        c[equal].estimate = d.batch / slowest;
-    } else {
-        double w[CLNET_MAX_DEVICES];
-        for (int i = 0; i < n; i++) w[i] = 1;
-        if (set_up(&c[equal], model, &d, w, 0)) goto done;
+    if ((3 + b->d.steps) * b->slowest > BUDGET) {
+        equal->estimate = b->d.batch / b->slowest;
+        return 0;
     }
+    double w[CLNET_MAX_DEVICES];
+    for (int i = 0; i < b->n; i++) w[i] = 1;
+    return set_up(equal, b->o.model, &b->d, w, 0);
+}
 
-    for (int r = 0; r < d.rounds; r++)
-        for (int k = 0; k < nc; k++)
-            if (c[k].estimate == 0 && time_round(&c[k], &d, r)) goto done;
-
+/* Each configuration's line, then the aggregate line. */
+static void report(bench *b) {
     double ips[MAX_CONFIGS], sum = 0;
-    for (int k = 0; k < nc; k++) {
-        ips[k] = c[k].estimate > 0 ? c[k].estimate : median(c[k].ips, (int)d.rounds);
-        if (k < n) {
+    for (int k = 0; k < b->nc; k++) {
+        config *c = &b->c[k];
+        ips[k] = c->estimate > 0 ? c->estimate : median(c->ips, (int)b->d.rounds);
+        if (k < b->n) {
             sum += ips[k];
-            printf("%s: images_per_s=%.*f%s\n", c[k].what, ips[k] < 10 ? 2 : 0, ips[k],
-                   c[k].estimate > 0 ? " (estimated from 4 samples: too slow to time whole "
-                                       "batches)"
-                                     : "");
-        } else if (c[k].estimate > 0) {
+            printf("%s: images_per_s=%.*f%s\n", c->what, ips[k] < 10 ? 2 : 0, ips[k],
+                   c->estimate > 0 ? " (estimated from 4 samples: too slow to time whole "
+                                     "batches)"
+                                   : "");
+        } else if (c->estimate > 0) {
             printf("%s: images_per_s=%.1f (estimated from the measured rates: %.0f s a step)\n",
-                   c[k].what, ips[k], slowest);
+                   c->what, ips[k], b->slowest);
         } else {
-            print_shares(&c[k], ips[k]);
+            print_shares(c, ips[k]);
         }
     }
     printf("aggregate: images_per_s=%.0f efficiency=%.3f equal_split_efficiency=%.3f\n",
-           ips[balanced], ips[balanced] / sum, ips[equal] / sum);
-    rc = 0;
-done:
-    for (int k = 0; k < nc; k++) {
-        clnet_net_free(c[k].net);
-        if (c[k].rt != all) clnet_runtime_free(c[k].rt);
+           ips[b->balanced], ips[b->balanced] / sum, ips[b->equal] / sum);
+}
+
+static int run_bench(bench *b) {
+    bench_data *d = &b->d;
+    if (clnet_runtime_create(&b->all, b->o.devices) != CLNET_OK) {
+        fprintf(stderr, "clnet: devices: %s\n", clnet_last_error());
+        return 1;
     }
-    free(c);
-    free(d.x);
-    free(d.y);
-    clnet_runtime_free(all);
+    b->n = clnet_runtime_device_count(b->all);
+    if (b->n > CLNET_MAX_DEVICES) b->n = CLNET_MAX_DEVICES;
+    if (make_data(d, b->o.model)) return 1;
+    printf("model %s, batch %ld, %ld timed steps, median of %ld rounds\n", b->o.model, d->batch,
+           d->steps, d->rounds);
+    if (set_up_alone(b) || set_up_together(b)) return 1;
+    for (int r = 0; r < d->rounds; r++)
+        for (int k = 0; k < b->nc; k++)
+            if (b->c[k].estimate == 0 && time_round(&b->c[k], d, r)) return 1;
+    report(b);
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench *b = calloc(1, sizeof *b);
+    int rc = 1;
+    if (!b) return 1;
+    if (cli_parse(&bench_cmd, argc, argv, &b->o, &rc)) {
+        b->d = (bench_data){.batch = b->o.batch, .steps = b->o.steps, .rounds = b->o.rounds};
+        rc = b->o.model ? run_bench(b) : cli_which_model("bench");
+    }
+    bench_free(b);
+    free(b);
     return rc;
 }

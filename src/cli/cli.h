@@ -4,7 +4,94 @@
 
 #include "clnet.h"
 
+#include <stddef.h>
+#include <stdio.h>
+
 /* ---- args.c: reading the command line (the commands call these) ---- */
+
+/* One row of a command's option table: both its parsing and its line in
+ * `clnet COMMAND --help` come from here. */
+typedef enum {
+    CLI_FLAG,   /* no value: sets an int to 1 */
+    CLI_TEXT,   /* const char *, as typed */
+    CLI_INT,    /* long, within [min, max] */
+    CLI_FLOAT,  /* double, within [min, max] */
+    CLI_CHOICE, /* int: the index of the value among `choices` */
+    CLI_CUSTOM, /* whatever `parse` makes of the value */
+} cli_type;
+
+/* A custom option's reader: 1 after storing what `text` means at `dest`, 0
+ * after a message "clnet: NAME: ...". */
+typedef int cli_parser(const char *name, const char *text, void *dest);
+
+/* Where a value goes: a field of the command's options struct. 0 means none,
+ * so the offset is kept one higher. */
+#define CLI_AT(type, field) (offsetof(type, field) + 1)
+
+typedef struct {
+    const char *name;           /* "--batch"; NULL ends a table */
+    const char *arg;            /* the value's name in the help ("B"); NULL for a flag */
+    cli_type type;              /* how the value is read */
+    size_t at;                  /* CLI_AT: where the value goes */
+    size_t given;               /* CLI_AT of an int set to 1 when the option appears; 0: none */
+    double min, max;            /* CLI_INT, CLI_FLOAT: the values accepted */
+    const char *const *choices; /* CLI_CHOICE: the names, NULL-terminated */
+    cli_parser *parse;          /* CLI_CUSTOM */
+    const char *def;            /* the default as typed, read like a value and shown in
+                                   the help; NULL: zero (the help says any other) */
+    const char *only;           /* a command's name: the option is that command's alone */
+    int required;               /* shown as required in the usage line (the command checks) */
+    const char *help;           /* lines separated by '\n' */
+} cli_opt;
+
+typedef struct {
+    const char *name;            /* "train" */
+    const char *positional;      /* the argument without a dash in the usage line
+                                    ("MODEL", "[KIND]"); NULL: none taken */
+    const char *positional_what; /* what it is, for "one model file only" */
+    size_t positional_at;        /* CLI_AT of its const char * */
+    const cli_opt *opts;         /* ended by a row whose name is NULL; NULL: no options */
+    const char *footer;          /* printed after the options by --help */
+} cli_command;
+
+/* The MODEL argument of every command but devices, read into the field `model` of
+ * `record`, the command's options struct. */
+#define CLI_MODEL(record)                                                                          \
+    .positional = "MODEL", .positional_what = "model file", .positional_at = CLI_AT(record, model)
+
+/* Rows several commands share, into the fields `batch` (long) and `devices`. */
+#define CLI_BATCH(record, text)                                                                    \
+    {                                                                                              \
+        .name = "--batch", .arg = "B", .type = CLI_INT, .at = CLI_AT(record, batch), .min = 1,     \
+        .max = 1 << 20, .def = "256", .help = text                                                 \
+    }
+#define CLI_DEVICES(record, text)                                                                  \
+    {                                                                                              \
+        .name = "--devices", .arg = "SPEC", .type = CLI_TEXT, .at = CLI_AT(record, devices),       \
+        .help = text                                                                               \
+    }
+
+/* A command reads its words in one call; one that takes an optional argument
+ * and no options (clnet layers [KIND]) needs only
+ *   typedef struct { const char *kind; } layers_options;
+ *   static const cli_command layers_cmd = {.name = "layers", .positional = "[KIND]",
+ *       .positional_what = "layer kind", .positional_at = CLI_AT(layers_options, kind)};
+ *   layers_options o = {0};
+ *   int rc;
+ *   if (!cli_parse(&layers_cmd, argc, argv, &o, &rc)) return rc;
+ * and --help then prints "usage: clnet layers [KIND]" and its footer. */
+
+/* Reads argv[0..argc) (the words after the command's name) into `dest`, the
+ * command's options struct, zeroed by the caller: the defaults first, then
+ * the options given. 1 to go on; 0 to stop with *exit_code 0 after --help,
+ * or 2 after a message on a bad command line. */
+int cli_parse(const cli_command *c, int argc, char **argv, void *dest, int *exit_code);
+
+/* The --help text: usage line, one entry per option, footer. */
+void cli_help(const cli_command *c, FILE *out);
+
+/* "clnet CMD: which model? ...": 2, the exit code, for a command without its MODEL. */
+int cli_which_model(const char *command);
 
 /* "--name VALUE" or "--name=VALUE" at argv[*i]: 1 and *value set (NULL when
  * the value is missing, after a message) when argv[*i] is that option. */
@@ -14,10 +101,20 @@ int cli_option(int argc, char **argv, int *i, const char *name, const char **val
 int cli_int(const char *name, const char *text, long min, long max, long *out);
 int cli_float(const char *name, const char *text, double min, double max, double *out);
 
-/* --data-npy X,Y[,TX,TY]: the paths into paths[0..*count); 0 after a
- * message unless there are 2 or 4. */
+/* --data-npy X,Y[,TX,TY]: a cli_parser whose dest is a cli_npy; it fails with
+ * a message unless there are 2 or 4 paths. */
 #define CLI_PATH_CAP 1024
-int cli_npy_files(const char *list, char paths[4][CLI_PATH_CAP], int *count);
+typedef struct {
+    char paths[4][CLI_PATH_CAP];
+    int count; /* 0: not given */
+} cli_npy;
+cli_parser cli_npy_files;
+
+/* ---- data.c ---- */
+
+/* 1 when ds's samples have the shape the net takes and its labels (if any) are within
+ * the net's classes; else 0 after a message that names the model file. */
+int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const char *model);
 
 /* ---- the commands (main in clnet.c calls these) ---- */
 

@@ -36,18 +36,28 @@ static void format_bytes(uint64_t bytes, char *out, size_t cap) {
         snprintf(out, cap, "%.0f MiB", (double)bytes / (1ull << 20));
 }
 
+typedef struct {
+    const char *devices;
+} devices_options;
+
+static const cli_opt devices_opts[] = {
+    CLI_DEVICES(devices_options, "all (default), gpu, cpu, a comma list of device numbers\n"
+                                 "(0,2), or platform=NAME; wins over $CLNET_DEVICES"),
+    {0},
+};
+
+static const cli_command devices_cmd = {
+    .name = "devices",
+    .opts = devices_opts,
+    .footer = "Lists the devices SPEC selects and checks that each runs clnet's kernels.\n",
+};
+
 int cmd_devices(int argc, char **argv) {
-    const char *spec = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (cli_option(argc, argv, &i, "--devices", &spec)) {
-            if (!spec) return 2;
-        } else {
-            fprintf(stderr, "clnet devices: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-    }
+    devices_options o = {0};
+    int rc = 0;
+    if (!cli_parse(&devices_cmd, argc, argv, &o, &rc)) return rc;
     clnet_runtime *rt = NULL;
-    if (clnet_runtime_create(&rt, spec) != CLNET_OK) {
+    if (clnet_runtime_create(&rt, o.devices) != CLNET_OK) {
         fprintf(stderr, "clnet: %s\n", clnet_last_error());
         return 1;
     }

@@ -7,111 +7,126 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PICTURED 16 /* samples drawn by --picture */
+#define PICTURED   16 /* samples drawn by --picture */
+#define TEXT_OF(n) #n
+#define NUMBER(n)  TEXT_OF(n) /* a macro's value as a string literal */
 
 typedef struct {
-    const char *model, *weights, *output, *input, *data, *data_npy, *split, *devices, *picture;
+    const char *model, *weights, *output, *input, *data, *devices, *picture;
+    cli_npy npy; /* --data-npy */
+    int train;   /* --split: 0 test, 1 train */
     long count, batch;
     double mean, std;
     int mean_given, std_given, probabilities;
 } options;
 
-static void usage(FILE *out) {
-    fprintf(
-        out,
-        "usage: clnet predict MODEL --weights FILE --output OUT.npy [options]\n"
-        "  --weights FILE      the checkpoint (or PyTorch-named safetensors) to run\n"
-        "  --output OUT.npy    where the outputs go: float32 (N, *the shape of the layer\n"
-        "                      the loss reads), the logits of a classifier, in input order\n"
-        "  --input X.npy       the samples (no labels): (N, C, spatial...) or (N, spatial...),\n"
-        "                      uint8 (divided by 255) or float32\n"
-        "  --data DIR          or an IDX data set folder (default $CLNET_DATA_DIR or\n"
-        "                      the Fashion-MNIST package's) ...\n"
-        "  --data-npy X,Y[,TX,TY]  ... or .npy samples and labels (a pair, or two)\n"
-        "  --split S           test (default) or train: which pair of --data/--data-npy\n"
-        "  --count N           only the first N samples\n"
-        "  --mean X --std Y    normalise as (x - X) / Y (default: what the checkpoint\n"
-        "                      recorded from training, else 0 and 1)\n"
-        "  --probabilities     softmax of the logits instead\n"
-        "  --picture FILE.svg  draw the first %d samples with their predicted (and true)\n"
-        "                      class\n"
-        "  --devices SPEC      which devices (see clnet devices); batches are split across\n"
-        "                      them as in evaluation\n"
-        "  --batch B           samples per pass (default 256)\n"
-        "stdout ends with\n"
-        "  predicted: count=<n> shape=<shape> output=<file> accuracy=<a or ->\n",
-        PICTURED);
-}
+#define AT(field) CLI_AT(options, field)
 
-static int parse(int argc, char **argv, options *o) {
+static const cli_opt predict_opts[] = {
+    {.name = "--weights",
+     .arg = "FILE",
+     .type = CLI_TEXT,
+     .at = AT(weights),
+     .required = 1,
+     .help = "the checkpoint (or PyTorch-named safetensors) to run"},
+    {.name = "--output",
+     .arg = "OUT.npy",
+     .type = CLI_TEXT,
+     .at = AT(output),
+     .required = 1,
+     .help = "where the outputs go: float32 (N, *the shape of the layer\n"
+             "the loss reads), the logits of a classifier, in input order"},
+    {.name = "--input",
+     .arg = "X.npy",
+     .type = CLI_TEXT,
+     .at = AT(input),
+     .help = "the samples (no labels): (N, C, spatial...) or (N, spatial...),\n"
+             "uint8 (divided by 255) or float32"},
+    {.name = "--data",
+     .arg = "DIR",
+     .type = CLI_TEXT,
+     .at = AT(data),
+     .help = "or an IDX data set folder (default $CLNET_DATA_DIR or\n"
+             "the Fashion-MNIST package's) ..."},
+    {.name = "--data-npy",
+     .arg = "X,Y[,TX,TY]",
+     .type = CLI_CUSTOM,
+     .at = AT(npy),
+     .parse = cli_npy_files,
+     .help = "... or .npy samples and labels (a pair, or two)"},
+    {.name = "--split",
+     .arg = "S",
+     .type = CLI_CHOICE,
+     .at = AT(train),
+     .choices = (const char *const[]){"test", "train", NULL},
+     .help = "test (default) or train: which pair of --data/--data-npy"},
+    {.name = "--count",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(count),
+     .min = 1,
+     .max = 2147483647L,
+     .help = "only the first N samples"},
+    {.name = "--mean",
+     .arg = "X",
+     .type = CLI_FLOAT,
+     .at = AT(mean),
+     .given = AT(mean_given),
+     .min = -1e3,
+     .max = 1e3,
+     .help = "normalise as (x - X) / Y, Y from --std (default: what the\n"
+             "checkpoint recorded from training, else 0 and 1)"},
+    {.name = "--std",
+     .arg = "Y",
+     .type = CLI_FLOAT,
+     .at = AT(std),
+     .given = AT(std_given),
+     .min = 1e-6,
+     .max = 1e3,
+     .help = "the Y of --mean"},
+    {.name = "--probabilities",
+     .type = CLI_FLAG,
+     .at = AT(probabilities),
+     .help = "softmax of the logits instead"},
+    {.name = "--picture",
+     .arg = "FILE.svg",
+     .type = CLI_TEXT,
+     .at = AT(picture),
+     .help = "draw the first " NUMBER(PICTURED) " samples with their predicted (and true)\n"
+                                                "class"},
+    CLI_DEVICES(options, "which devices (see clnet devices); batches are split across\n"
+                         "them as in evaluation"),
+    CLI_BATCH(options, "samples per pass"),
+    {0},
+};
+
+static const cli_command predict_cmd = {
+    .name = "predict",
+    CLI_MODEL(options),
+    .opts = predict_opts,
+    .footer = "stdout ends with\n"
+              "  predicted: count=<n> shape=<shape> output=<file> accuracy=<a or ->\n",
+};
+
+/* 1 to go on, else 0 with the exit code at *rc (0 after --help). */
+static int parse(int argc, char **argv, options *o, int *rc) {
     memset(o, 0, sizeof *o);
-    o->batch = 256;
-    o->split = "test";
-    for (int i = 0; i < argc; i++) {
-        const char *v = NULL;
-#define VALUE(name) (cli_option(argc, argv, &i, name, &v) && (v || (bad = 1)))
-        int bad = 0;
-        if (argv[i][0] != '-') {
-            if (o->model) {
-                fprintf(stderr, "clnet: one model file only ('%s' and '%s')\n", o->model, argv[i]);
-                return 2;
-            }
-            o->model = argv[i];
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return -1;
-        } else if (VALUE("--weights")) {
-            o->weights = v;
-        } else if (VALUE("--output")) {
-            o->output = v;
-        } else if (VALUE("--input")) {
-            o->input = v;
-        } else if (VALUE("--data")) {
-            o->data = v;
-        } else if (VALUE("--data-npy")) {
-            o->data_npy = v;
-        } else if (VALUE("--split")) {
-            if (strcmp(v, "test") != 0 && strcmp(v, "train") != 0) {
-                fprintf(stderr, "clnet: --split: expected test or train, got '%s'\n", v);
-                return 2;
-            }
-            o->split = v;
-        } else if (VALUE("--devices")) {
-            o->devices = v;
-        } else if (VALUE("--picture")) {
-            o->picture = v;
-        } else if (VALUE("--count")) {
-            if (!cli_int("--count", v, 1, 2147483647L, &o->count)) return 2;
-        } else if (VALUE("--batch")) {
-            if (!cli_int("--batch", v, 1, 1 << 20, &o->batch)) return 2;
-        } else if (VALUE("--mean")) {
-            if (!cli_float("--mean", v, -1e3, 1e3, &o->mean)) return 2;
-            o->mean_given = 1;
-        } else if (VALUE("--std")) {
-            if (!cli_float("--std", v, 1e-6, 1e3, &o->std)) return 2;
-            o->std_given = 1;
-        } else if (strcmp(argv[i], "--probabilities") == 0) {
-            o->probabilities = 1;
-        } else if (!bad) {
-            fprintf(stderr, "clnet predict: unknown option '%s' (clnet predict --help)\n", argv[i]);
-            return 2;
-        }
-        if (bad) return 2;
-#undef VALUE
-    }
+    if (!cli_parse(&predict_cmd, argc, argv, o, rc)) return 0;
+    *rc = 2;
     const char *missing = !o->model     ? "a model file (e.g. examples/models/lenet.cfg)"
                           : !o->weights ? "--weights FILE"
                           : !o->output  ? "--output OUT.npy"
                                         : NULL;
     if (missing) {
         fprintf(stderr, "clnet predict: needs %s (clnet predict --help)\n", missing);
-        return 2;
+        return 0;
     }
-    if (!!o->input + !!o->data + !!o->data_npy > 1) {
+    if (!!o->input + !!o->data + !!o->npy.count > 1) {
         fprintf(stderr, "clnet predict: give one of --input, --data and --data-npy\n");
-        return 2;
+        return 0;
     }
-    return 0;
+    *rc = 0;
+    return 1;
 }
 
 static int fail(const char *what) {
@@ -121,14 +136,12 @@ static int fail(const char *what) {
 
 /* The data set the options name: --input, a pair of --data-npy, or an IDX split. */
 static int load_inputs(const options *o, clnet_dataset **ds) {
-    if (o->input) return clnet_dataset_load_npy(ds, o->input, NULL) != CLNET_OK ? fail("input") : 0;
-    if (!o->data_npy)
-        return clnet_dataset_load(ds, o->data, o->split) != CLNET_OK ? fail("data") : 0;
-    char paths[4][CLI_PATH_CAP];
-    int count = 0;
-    if (!cli_npy_files(o->data_npy, paths, &count)) return 2;
-    int k = count == 4 && strcmp(o->split, "test") == 0 ? 2 : 0;
-    return clnet_dataset_load_npy(ds, paths[k], paths[k + 1]) != CLNET_OK ? fail("data") : 0;
+    const cli_npy *npy = &o->npy;
+    int k = npy->count == 4 && !o->train ? 2 : 0; /* the test pair comes second */
+    clnet_status s = o->input     ? clnet_dataset_load_npy(ds, o->input, NULL)
+                     : npy->count ? clnet_dataset_load_npy(ds, npy->paths[k], npy->paths[k + 1])
+                                  : clnet_dataset_load(ds, o->data, o->train ? "train" : "test");
+    return s != CLNET_OK ? fail(o->input ? "input" : "data") : 0;
 }
 
 /* The shape of one sample's output: that of the layer the loss reads. */
@@ -147,136 +160,154 @@ static int output_shape(const clnet_net *net, int64_t *shape) {
     return rank;
 }
 
-int cmd_predict(int argc, char **argv) {
+/* A prediction: the net, its inputs, and the outputs as they come. */
+typedef struct {
     options o;
-    int rc = parse(argc, argv, &o);
-    if (rc) return rc < 0 ? 0 : rc;
-    clnet_net *net = NULL;
-    clnet_dataset *ds = NULL;
-    clnet_runtime *rt = NULL;
-    clnet_loader *loader = NULL;
-    float *out = NULL, *pictured = NULL;
-    int *predicted = NULL;
-    int32_t *labels = NULL;
+    clnet_net *net;
+    clnet_dataset *ds;
+    clnet_runtime *rt;
+    clnet_loader *loader;
+    float *out;      /* (n, classes) */
+    float *pictured; /* (drawn, *sample's shape): the inputs --picture draws */
+    int *predicted;  /* (n) */
+    int32_t *labels; /* (n) */
+    int n, classes, labelled, drawn, correct;
+    size_t sample; /* the values of one sample */
+} prediction;
+
+static void prediction_free(prediction *p) {
+    free(p->out);
+    free(p->predicted);
+    free(p->labels);
+    free(p->pictured);
+    clnet_loader_free(p->loader);
+    clnet_net_free(p->net);
+    clnet_runtime_free(p->rt);
+    clnet_dataset_free(p->ds);
+}
+
+/* The net with its weights, the normalisation they were trained with unless --mean and
+ * --std say otherwise, and the inputs, checked against the net. */
+static int load(prediction *p) {
+    options *o = &p->o;
     clnet_progress progress;
-    if (clnet_net_load(&net, o.model) != CLNET_OK) {
-        rc = fail("model");
-        goto done;
-    }
-    if (clnet_net_load_weights(net, o.weights, &progress) != CLNET_OK) {
-        rc = fail("weights");
-        goto done;
-    }
-    if (!o.mean_given) o.mean = progress.std != 0 ? progress.mean : 0;
-    if (!o.std_given) o.std = progress.std != 0 ? progress.std : 1;
-    if ((rc = load_inputs(&o, &ds)) != 0) goto done;
-    char why[256];
-    if (!clnet_net_accepts(net, ds, why, sizeof why)) {
-        fprintf(stderr, "clnet: %s %s\n", o.model, why);
-        rc = 1;
-        goto done;
-    }
-    if (o.count && o.count < clnet_dataset_count(ds)) clnet_dataset_truncate(ds, (int)o.count);
-    int n = clnet_dataset_count(ds), classes = clnet_net_classes(net);
-    int labelled = clnet_dataset_labelled(ds);
-    if (labelled && clnet_dataset_classes(ds) > classes) {
-        fprintf(stderr, "clnet: the data has %d classes but %s predicts %d\n",
-                clnet_dataset_classes(ds), o.model, classes);
-        rc = 1;
-        goto done;
-    }
-    if (clnet_runtime_create(&rt, o.devices) != CLNET_OK) {
-        rc = fail("devices");
-        goto done;
-    }
-    int batch = o.batch < n ? (int)o.batch : n;
-    if (clnet_net_bind(net, rt, batch) != CLNET_OK) {
-        rc = fail("devices");
-        goto done;
-    }
+    if (clnet_net_load(&p->net, o->model) != CLNET_OK) return fail("model");
+    if (clnet_net_load_weights(p->net, o->weights, &progress) != CLNET_OK) return fail("weights");
+    if (!o->mean_given) o->mean = progress.std != 0 ? progress.mean : 0;
+    if (!o->std_given) o->std = progress.std != 0 ? progress.std : 1;
+    int rc = load_inputs(o, &p->ds);
+    if (rc) return rc;
+    if (!cli_data_fits(p->net, p->ds, o->model)) return 1;
+    if (o->count && o->count < clnet_dataset_count(p->ds))
+        clnet_dataset_truncate(p->ds, (int)o->count);
+    p->n = clnet_dataset_count(p->ds);
+    p->classes = clnet_net_classes(p->net);
+    p->labelled = clnet_dataset_labelled(p->ds);
+    return 0;
+}
+
+/* Devices, the loader in input order, and room for every output. */
+static int prepare(prediction *p) {
+    const options *o = &p->o;
+    int batch = o->batch < p->n ? (int)o->batch : p->n;
+    if (clnet_runtime_create(&p->rt, o->devices) != CLNET_OK ||
+        clnet_net_bind(p->net, p->rt, batch) != CLNET_OK)
+        return fail("devices");
     clnet_loader_config cfg = {
-        .batch = batch, .seed = 0, .shuffle = 0, .mean = (float)o.mean, .std = (float)o.std};
-    if (clnet_loader_create(&loader, ds, &cfg) != CLNET_OK) {
-        rc = fail("data");
-        goto done;
+        .batch = batch, .seed = 0, .shuffle = 0, .mean = (float)o->mean, .std = (float)o->std};
+    if (clnet_loader_create(&p->loader, p->ds, &cfg) != CLNET_OK) return fail("data");
+    int dims[4], rank = clnet_dataset_dims(p->ds, dims);
+    p->drawn = p->n < PICTURED ? p->n : PICTURED;
+    p->sample = 1;
+    for (int d = 0; d < rank; d++) p->sample *= (size_t)dims[d];
+    p->out = malloc((size_t)p->n * p->classes * sizeof *p->out);
+    p->predicted = malloc((size_t)p->n * sizeof *p->predicted);
+    p->labels = malloc((size_t)p->n * sizeof *p->labels);
+    p->pictured = malloc((size_t)p->drawn * p->sample * sizeof *p->pictured);
+    if (!p->out || !p->predicted || !p->labels || !p->pictured) {
+        fprintf(stderr, "clnet: out of memory for %d outputs\n", p->n);
+        return 1;
     }
-    int dims[4], rank = clnet_dataset_dims(ds, dims), drawn = n < PICTURED ? n : PICTURED;
-    size_t sample = 1; /* the values of one sample */
-    for (int d = 0; d < rank; d++) sample *= (size_t)dims[d];
-    out = malloc((size_t)n * classes * sizeof *out);
-    predicted = malloc((size_t)n * sizeof *predicted);
-    labels = malloc((size_t)n * sizeof *labels);
-    pictured = malloc((size_t)drawn * sample * sizeof *pictured);
-    if (!out || !predicted || !labels || !pictured) {
-        fprintf(stderr, "clnet: out of memory for %d outputs\n", n);
-        rc = 1;
-        goto done;
+    return 0;
+}
+
+/* Keeps batch b's winners and labels, and the inputs --picture draws. `first` is
+ * the index of b's first sample; `rows` are b's outputs (b.n, classes). */
+static void keep(prediction *p, const clnet_batch *b, int first, const float *rows) {
+    for (int i = 0; i < b->n; i++) {
+        const float *row = rows + (size_t)i * p->classes;
+        int best = 0;
+        for (int c = 1; c < p->classes; c++)
+            if (row[c] > row[best]) best = c;
+        p->predicted[first + i] = best;
+        p->labels[first + i] = b->labels[i];
+        p->correct += best == b->labels[i];
+        if (first + i < p->drawn)
+            memcpy(p->pictured + (size_t)(first + i) * p->sample, b->images + (size_t)i * p->sample,
+                   p->sample * sizeof *p->pictured);
     }
-    int correct = 0;
-    for (int done = 0; done < n;) {
+}
+
+static int predict_all(prediction *p) {
+    for (int done = 0; done < p->n;) {
         clnet_batch b;
-        if (clnet_loader_next(loader, &b) != CLNET_OK) {
-            rc = fail("data");
-            goto done;
-        }
-        float *dst = out + (size_t)done * classes;
-        clnet_status s = o.probabilities ? clnet_net_predict(net, b.images, b.n, dst)
-                                         : clnet_net_logits(net, b.images, b.n, dst);
-        if (s != CLNET_OK) {
-            rc = fail("prediction");
-            goto done;
-        }
-        for (int i = 0; i < b.n; i++) {
-            const float *row = dst + (size_t)i * classes;
-            int best = 0;
-            for (int c = 1; c < classes; c++)
-                if (row[c] > row[best]) best = c;
-            predicted[done + i] = best;
-            labels[done + i] = b.labels[i];
-            correct += best == b.labels[i];
-            if (done + i < drawn)
-                memcpy(pictured + (size_t)(done + i) * sample, b.images + (size_t)i * sample,
-                       sample * sizeof *pictured);
-        }
+        if (clnet_loader_next(p->loader, &b) != CLNET_OK) return fail("data");
+        float *dst = p->out + (size_t)done * p->classes;
+        clnet_status s = p->o.probabilities ? clnet_net_predict(p->net, b.images, b.n, dst)
+                                            : clnet_net_logits(p->net, b.images, b.n, dst);
+        if (s != CLNET_OK) return fail("prediction");
+        keep(p, &b, done, dst);
         done += b.n;
     }
-    int64_t shape[8] = {n};
-    int out_rank = 1 + output_shape(net, shape + 1);
-    if (clnet_write_npy(o.output, out, out_rank, shape) != CLNET_OK) {
-        rc = fail("output");
-        goto done;
-    }
+    return 0;
+}
+
+/* --picture: the first samples with their predicted (and true) classes; images only. */
+static int draw(const prediction *p) {
     int image[4];
-    if (o.picture && clnet_net_input_rank(net, image) != 3) {
+    if (clnet_net_input_rank(p->net, image) != 3) {
         fprintf(stderr,
                 "clnet: --picture: %s takes no images (channels, height, width); "
                 "nothing drawn\n",
-                o.model);
-    } else if (o.picture &&
-               clnet_write_predictions_svg(o.picture, pictured, image[0], image[1], image[2], drawn,
-                                           predicted, labelled ? labels : NULL) != CLNET_OK) {
-        rc = fail("picture");
-        goto done;
+                p->o.model);
+        return 0;
     }
+    if (clnet_write_predictions_svg(p->o.picture, p->pictured, image[0], image[1], image[2],
+                                    p->drawn, p->predicted,
+                                    p->labelled ? p->labels : NULL) != CLNET_OK)
+        return fail("picture");
+    return 0;
+}
+
+/* The .npy file, the picture, and the line on stdout. */
+static int write_outputs(const prediction *p) {
+    const options *o = &p->o;
+    int64_t shape[8] = {p->n};
+    int out_rank = 1 + output_shape(p->net, shape + 1), rc;
+    if (clnet_write_npy(o->output, p->out, out_rank, shape) != CLNET_OK) return fail("output");
+    if (o->picture && (rc = draw(p)) != 0) return rc;
     char text[160];
     size_t used = (size_t)snprintf(text, sizeof text, "(");
     for (int d = 0; d < out_rank && used < sizeof text; d++)
         used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld", d ? "," : "",
                                  (long long)shape[d]);
     if (used < sizeof text) snprintf(text + used, sizeof text - used, ")");
-    if (labelled)
-        printf("predicted: count=%d shape=%s output=%s accuracy=%.4f\n", n, text, o.output,
-               (double)correct / n);
+    if (p->labelled)
+        printf("predicted: count=%d shape=%s output=%s accuracy=%.4f\n", p->n, text, o->output,
+               (double)p->correct / p->n);
     else
-        printf("predicted: count=%d shape=%s output=%s accuracy=-\n", n, text, o.output);
-done:
-    free(out);
-    free(predicted);
-    free(labels);
-    free(pictured);
-    clnet_loader_free(loader);
-    clnet_net_free(net);
-    clnet_runtime_free(rt);
-    clnet_dataset_free(ds);
+        printf("predicted: count=%d shape=%s output=%s accuracy=-\n", p->n, text, o->output);
+    return 0;
+}
+
+int cmd_predict(int argc, char **argv) {
+    prediction *p = calloc(1, sizeof *p);
+    int rc = 1;
+    if (!p) return 1;
+    if (parse(argc, argv, &p->o, &rc) && (rc = load(p)) == 0 && (rc = prepare(p)) == 0 &&
+        (rc = predict_all(p)) == 0)
+        rc = write_outputs(p);
+    prediction_free(p);
+    free(p);
     return rc;
 }

@@ -30,45 +30,49 @@ static void print_report(const clnet_tune_report *r, void *user) {
     fflush(stdout);
 }
 
+typedef struct {
+    const char *model, *devices;
+    long batch;
+} tune_options;
+
+static const cli_opt tune_opts[] = {
+    CLI_BATCH(tune_options, "the batch the kernels are tuned for"),
+    CLI_DEVICES(tune_options, "which devices (see clnet devices): each is tuned"),
+    {0},
+};
+
+static const cli_command tune_cmd = {
+    .name = "tune",
+    CLI_MODEL(tune_options),
+    .opts = tune_opts,
+    .footer = "Measures every candidate of every tunable operation MODEL runs at that batch\n"
+              "on those devices and stores the fastest in the tuning database.\n",
+};
+
 int cmd_tune(int argc, char **argv) {
-    const char *model = NULL, *spec = NULL;
-    long batch = 256;
-    for (int i = 0; i < argc; i++) {
-        const char *v = NULL;
-        if (argv[i][0] != '-' && !model) {
-            model = argv[i];
-        } else if (cli_option(argc, argv, &i, "--devices", &v)) {
-            if (!v) return 2;
-            spec = v;
-        } else if (cli_option(argc, argv, &i, "--batch", &v)) {
-            if (!v || !cli_int("--batch", v, 1, 1 << 20, &batch)) return 2;
-        } else {
-            fprintf(stderr, "usage: clnet tune MODEL [--batch B] [--devices SPEC]\n");
-            return 2;
-        }
-    }
-    if (!model) {
-        fprintf(stderr, "clnet tune: which model? e.g. clnet tune examples/models/lenet.cfg\n");
-        return 2;
-    }
+    tune_options o = {0};
+    int rc = 0;
+    if (!cli_parse(&tune_cmd, argc, argv, &o, &rc)) return rc;
+    if (!o.model) return cli_which_model("tune");
     clnet_runtime *rt = NULL;
     clnet_net *net = NULL;
-    int rc = 1;
+    rc = 1;
     printer p = {{0}, 0};
-    if (clnet_runtime_create(&rt, spec) != CLNET_OK) {
+    if (clnet_runtime_create(&rt, o.devices) != CLNET_OK) {
         fprintf(stderr, "clnet tune: devices: %s\n", clnet_last_error());
         goto done;
     }
-    if (clnet_net_load(&net, model) != CLNET_OK || clnet_net_init(net, 1) != CLNET_OK ||
-        clnet_net_bind(net, rt, (int)batch) != CLNET_OK) {
-        fprintf(stderr, "clnet tune: %s: %s\n", model, clnet_last_error());
+    if (clnet_net_load(&net, o.model) != CLNET_OK || clnet_net_init(net, 1) != CLNET_OK ||
+        clnet_net_bind(net, rt, (int)o.batch) != CLNET_OK) {
+        fprintf(stderr, "clnet tune: %s: %s\n", o.model, clnet_last_error());
         goto done;
     }
     printf("tuning %s at batch %ld on %d device%s (times per call; the first call of each, "
            "which builds it, is not timed)\n",
-           model, batch, clnet_net_device_count(net), clnet_net_device_count(net) == 1 ? "" : "s");
+           o.model, o.batch, clnet_net_device_count(net),
+           clnet_net_device_count(net) == 1 ? "" : "s");
     fflush(stdout);
-    if (clnet_net_tune(net, (int)batch, print_report, &p) != CLNET_OK) {
+    if (clnet_net_tune(net, (int)o.batch, print_report, &p) != CLNET_OK) {
         fprintf(stderr, "clnet tune: %s\n", clnet_last_error());
         goto done;
     }

@@ -1,0 +1,327 @@
+/* The option table of `clnet train` and `clnet eval`, and the rules between options
+ * that no single row states. */
+#include "train_args.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define AT(field) CLI_AT(train_options, field)
+
+/* Train's options; eval reads those not marked `.only = "train"`. */
+static const cli_opt train_opts[] = {
+    {.name = "--data",
+     .arg = "DIR",
+     .type = CLI_TEXT,
+     .at = AT(data),
+     .help = "IDX data set folder (default $CLNET_DATA_DIR or " CLNET_DEFAULT_DATA_DIR ")"},
+    {.name = "--data-npy",
+     .arg = "X,Y[,TX,TY]",
+     .type = CLI_CUSTOM,
+     .at = AT(npy),
+     .parse = cli_npy_files,
+     .help = ".npy samples and labels instead of --data: the training\n"
+             "pair, then the test pair (needed unless --no-eval); clnet\n"
+             "eval takes the test pair, or the only pair"},
+    {.name = "--epochs",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(epochs),
+     .min = 1,
+     .max = 1000000,
+     .def = "10",
+     .only = "train",
+     .help = "epochs to train"},
+    {.name = "--steps",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(steps),
+     .given = AT(steps_given),
+     .min = 0,
+     .max = 1L << 40,
+     .only = "train",
+     .help = "stop once the net has taken N optimizer steps"},
+    CLI_BATCH(train_options, "samples per step"),
+    {.name = "--lr",
+     .arg = "X",
+     .type = CLI_FLOAT,
+     .at = AT(lr),
+     .min = 1e-12,
+     .max = 1e6,
+     .def = "0.1",
+     .only = "train",
+     .help = "learning rate"},
+    {.name = "--optimizer",
+     .arg = "NAME",
+     .type = CLI_CHOICE,
+     .at = AT(optimizer),
+     .choices = (const char *const[]){"sgd", "adam", "adamw", NULL}, /* clnet_optimizer's order */
+     .only = "train",
+     .help = "sgd (default), adam or adamw (as torch.optim)"},
+    {.name = "--beta1",
+     .arg = "B",
+     .type = CLI_FLOAT,
+     .at = AT(beta1),
+     .min = 0,
+     .max = 0.999999,
+     .def = "0.9",
+     .only = "train",
+     .help = "Adam/AdamW: decay of the gradients' average"},
+    {.name = "--beta2",
+     .arg = "B",
+     .type = CLI_FLOAT,
+     .at = AT(beta2),
+     .min = 0,
+     .max = 0.999999999,
+     .def = "0.999",
+     .only = "train",
+     .help = "Adam/AdamW: decay of the squares' average"},
+    {.name = "--eps",
+     .arg = "E",
+     .type = CLI_FLOAT,
+     .at = AT(eps),
+     .min = 1e-30,
+     .max = 1,
+     .def = "1e-8",
+     .only = "train",
+     .help = "Adam and AdamW: added to the denominator"},
+    {.name = "--momentum",
+     .arg = "M",
+     .type = CLI_FLOAT,
+     .at = AT(momentum),
+     .min = 0,
+     .max = 0.999999,
+     .def = "0",
+     .only = "train",
+     .help = "SGD momentum"},
+    {.name = "--nesterov",
+     .type = CLI_FLAG,
+     .at = AT(nesterov),
+     .only = "train",
+     .help = "Nesterov momentum"},
+    {.name = "--wd",
+     .arg = "W",
+     .type = CLI_FLOAT,
+     .at = AT(wd),
+     .given = AT(wd_given),
+     .min = 0,
+     .max = 1e3,
+     .only = "train",
+     .help = "weight decay (default 0; 0.01 with adamw, as PyTorch)"},
+    {.name = "--schedule",
+     .arg = "S",
+     .type = CLI_CHOICE,
+     .at = AT(schedule),
+     .choices = (const char *const[]){"constant", "step", "cosine", NULL}, /* clnet_schedule's */
+     .only = "train",
+     .help = "constant (default), step or cosine (over all epochs)"},
+    {.name = "--step-size",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(step_size),
+     .min = 1,
+     .max = 1L << 40,
+     .only = "train",
+     .help = "step schedule: steps between decays (default a third of the run)"},
+    {.name = "--gamma",
+     .arg = "G",
+     .type = CLI_FLOAT,
+     .at = AT(gamma),
+     .min = 1e-9,
+     .max = 1,
+     .def = "0.1",
+     .only = "train",
+     .help = "step schedule: decay factor"},
+    {.name = "--seed",
+     .arg = "S",
+     .type = CLI_INT,
+     .at = AT(seed),
+     .given = AT(seed_given),
+     .min = 0,
+     .max = 0x7fffffffL,
+     .def = "1",
+     .only = "train",
+     .help = "seed for initialisation and shuffling"},
+    {.name = "--mean",
+     .arg = "X",
+     .type = CLI_FLOAT,
+     .at = AT(mean),
+     .min = -1e3,
+     .max = 1e3,
+     .def = "0",
+     .help = "normalise images as (pixel/255 - X) / Y, Y from --std"},
+    {.name = "--std",
+     .arg = "Y",
+     .type = CLI_FLOAT,
+     .at = AT(std),
+     .min = 1e-6,
+     .max = 1e3,
+     .def = "1",
+     .help = "the Y of --mean"},
+    CLI_DEVICES(train_options, "which devices (see clnet devices); a step splits its batch\n"
+                               "across all of them by measured speed; under mpirun, each\n"
+                               "rank's own, and local-rank gives ranks that share a\n"
+                               "machine a device each"),
+    {.name = "--mpi-timeout",
+     .arg = "S",
+     .type = CLI_FLOAT,
+     .at = AT(mpi_timeout),
+     .min = 1,
+     .max = 1e6,
+     .help = "under mpirun: fail when the other ranks do not answer\n"
+             "within S seconds (default 300)"},
+    {.name = "--deterministic",
+     .type = CLI_FLAG,
+     .at = AT(deterministic),
+     .help = "a fixed, equal split: two runs give identical parameters"},
+    {.name = "--split",
+     .arg = "W0,W1,...",
+     .type = CLI_TEXT,
+     .at = AT(split),
+     .help = "a fixed split in these proportions (one per device);\n"
+             "W0,W1/V0,V1/...: several, one a step in turn"},
+    {.name = "--sync",
+     .arg = "MODE",
+     .type = CLI_CHOICE,
+     .at = AT(async),
+     .choices = (const char *const[]){"sync", "async", NULL},
+     .only = "train",
+     .help = "sync (default): every step uses every device; async:\n"
+             "parameter server, devices push gradients as they finish"},
+    {.name = "--staleness",
+     .arg = "K",
+     .type = CLI_INT,
+     .at = AT(staleness),
+     .min = 0,
+     .max = 1000000,
+     .def = "1",
+     .only = "train",
+     .help = "async: a push is at most K updates old"},
+    {.name = "--save",
+     .arg = "FILE",
+     .type = CLI_TEXT,
+     .at = AT(save),
+     .only = "train",
+     .help = "write a checkpoint at the end (and on Ctrl-C)"},
+    {.name = "--save-every",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(save_every),
+     .min = 1,
+     .max = 1L << 40,
+     .only = "train",
+     .help = "also every N steps (needs --save)"},
+    {.name = "--resume",
+     .arg = "FILE",
+     .type = CLI_TEXT,
+     .at = AT(resume),
+     .only = "train",
+     .help = "continue from a checkpoint (same command otherwise)"},
+    {.name = "--log",
+     .arg = "FILE.csv",
+     .type = CLI_TEXT,
+     .at = AT(log),
+     .only = "train",
+     .help = "per-epoch figures as CSV"},
+    {.name = "--step-log",
+     .arg = "FILE.csv",
+     .type = CLI_TEXT,
+     .at = AT(step_log),
+     .only = "train",
+     .help = "step,epoch,loss,lr,images_per_s every --log-every steps"},
+    {.name = "--log-every",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(log_every),
+     .given = AT(log_every_given),
+     .min = 1,
+     .max = 1L << 40,
+     .def = "1",
+     .only = "train",
+     .help = "steps between lines of --step-log, which it needs"},
+    {.name = "--plot",
+     .arg = "FILE.svg",
+     .type = CLI_TEXT,
+     .at = AT(plot),
+     .only = "train",
+     .help = "per-epoch loss and accuracy curves as SVG"},
+    {.name = "--no-eval",
+     .type = CLI_FLAG,
+     .at = AT(no_eval),
+     .only = "train",
+     .help = "do not evaluate the test set (test_accuracy=- in the lines)"},
+    {.name = "--train-limit",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(train_limit),
+     .min = 1,
+     .max = 1L << 30,
+     .only = "train",
+     .help = "use only the first N training images (quick runs)"},
+    {.name = "--test-limit",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(test_limit),
+     .min = 1,
+     .max = 1L << 30,
+     .help = "use only the first N test images"},
+    {.name = "--weights",
+     .arg = "FILE",
+     .type = CLI_TEXT,
+     .at = AT(weights),
+     .only = "eval",
+     .required = 1,
+     .help = "the checkpoint to evaluate"},
+    {0},
+};
+
+static const cli_command train_cmd = {
+    .name = "train",
+    CLI_MODEL(train_options),
+    .opts = train_opts,
+    .footer = "Progress goes to stderr; the last line on stdout is\n"
+              "  final: test_accuracy=<a> train_loss=<l> images_per_s=<n>\n",
+};
+
+static const cli_command eval_cmd = {
+    .name = "eval",
+    CLI_MODEL(train_options),
+    .opts = train_opts,
+    .footer = "The last lines on stdout are\n"
+              "  test_loss=<l>\n"
+              "  test_accuracy=<a>\n",
+};
+
+/* The rules between options, which no row of the table states alone. */
+static int check(train_options *o, int eval) {
+    if (!o->model) return cli_which_model(eval ? "eval" : "train");
+    if (eval && !o->weights) {
+        fprintf(stderr, "clnet eval: --weights FILE is required\n");
+        return 2;
+    }
+    if (o->save_every && !o->save) {
+        fprintf(stderr, "clnet: --save-every needs --save FILE\n");
+        return 2;
+    }
+    if (o->log_every_given && !o->step_log) {
+        fprintf(stderr, "clnet: --log-every needs --step-log FILE.csv\n");
+        return 2;
+    }
+    if (o->optimizer != CLNET_OPTIMIZER_SGD && (o->momentum > 0 || o->nesterov)) {
+        fprintf(stderr,
+                "clnet: --momentum and --nesterov are SGD's; %s uses --beta1 (default 0.9)\n",
+                o->optimizer == CLNET_OPTIMIZER_ADAM ? "adam" : "adamw");
+        return 2;
+    }
+    if (o->optimizer == CLNET_OPTIMIZER_ADAMW && !o->wd_given) o->wd = 0.01; /* PyTorch's */
+    if (o->nesterov && o->momentum == 0) {
+        fprintf(stderr, "clnet: --nesterov needs --momentum > 0\n");
+        return 2;
+    }
+    return 0;
+}
+
+int train_parse(int argc, char **argv, train_options *o, int eval, int *rc) {
+    memset(o, 0, sizeof *o);
+    if (!cli_parse(eval ? &eval_cmd : &train_cmd, argc, argv, o, rc)) return 0;
+    return (*rc = check(o, eval)) == 0;
+}

@@ -1,0 +1,22 @@
+/* The options of `clnet train` and `clnet eval` (train.c), read by train_args.c. */
+#ifndef CLNET_CLI_TRAIN_ARGS_H
+#define CLNET_CLI_TRAIN_ARGS_H
+
+#include "cli.h"
+
+typedef struct {
+    const char *model, *data, *devices, *save, *resume, *log, *plot, *weights, *step_log, *split;
+    cli_npy npy; /* --data-npy */
+    long epochs, steps, batch, save_every, train_limit, test_limit, step_size, log_every, seed;
+    long staleness;
+    double lr, momentum, wd, gamma, mean, std, beta1, beta2, eps, mpi_timeout;
+    int nesterov, no_eval, deterministic, async;
+    int optimizer, schedule; /* a clnet_optimizer, a clnet_schedule */
+    int steps_given, seed_given, wd_given, log_every_given;
+} train_options;
+
+/* The options of `clnet train` (eval 0) or `clnet eval` (1), checked against each
+ * other: 1 to go on, else 0 with the exit code at *rc (0 after --help). */
+int train_parse(int argc, char **argv, train_options *o, int eval, int *rc);
+
+#endif
