@@ -151,26 +151,52 @@ static clnet_status parse_inputs(clnet_node *node, const char *value) {
     return CLNET_OK;
 }
 
-/* The node of one line, its options parsed by its kind. */
+/* name= and input=, which every layer takes: parse_node reads them into the
+ * node itself (check_name, parse_inputs), so these rows only describe them. */
+static const clnet_option node_options[] = {
+    {.name = "name",
+     .type = CLNET_OPT_CUSTOM,
+     .expects = "letters, digits, '_', '.' and '-'",
+     .help = "the layer's name, which input= and checkpoints use"},
+    {.name = "input",
+     .type = CLNET_OPT_CUSTOM,
+     .expects = "layer names, comma separated",
+     .without = "the line before",
+     .help = "the layers it reads ('input': the model's input)"},
+    {0},
+};
+#define NODE_OPTIONS 2
+
+/* "unknown option 'x' for conv2d (it takes: name input filters ...)" */
+static clnet_status unknown_option(const clnet_kind *kind, const char *key) {
+    char common[32], own[512];
+    clnet_option_names(node_options, common, sizeof common);
+    clnet_option_names(kind->options, own, sizeof own);
+    return clnet_fail(CLNET_ERR_FORMAT, "unknown option '%s' for %s (it takes: %s%s%s)", key,
+                      kind->name, common, *own ? " " : "", own);
+}
+
+/* The node of one line, its options read through its kind's table. */
 static clnet_status parse_node(clnet_model *m, const clnet_kind *kind, const option *opts,
                                int nopts, clnet_node *node) {
     clnet_status status = CLNET_OK;
     memset(node, 0, sizeof *node);
     node->kind = kind;
     if (kind->defaults) kind->defaults(node->config.bytes);
+    TRY(clnet_option_defaults(kind->options, node->config.bytes));
     for (int i = 0; i < nopts; i++) {
         const char *k = opts[i].key, *v = opts[i].value;
-        int known = 1;
+        const clnet_option *o = clnet_option_find(kind->options, k);
         if (strcmp(k, "name") == 0) {
             TRY(check_name(v));
             snprintf(node->name, sizeof node->name, "%s", v);
         } else if (strcmp(k, "input") == 0) {
             TRY(parse_inputs(node, v));
+        } else if (!o) {
+            status = unknown_option(kind, k);
+            goto cleanup;
         } else {
-            if (kind->option) TRY(kind->option(node->config.bytes, k, v, &known));
-            if (!kind->option || !known)
-                FAIL(CLNET_ERR_FORMAT, "unknown option '%s' for %s (it takes: name input%s%s)", k,
-                     kind->name, *kind->keys ? " " : "", kind->keys);
+            TRY(clnet_option_set(o, node->config.bytes, v));
         }
     }
     if (kind->check) TRY(kind->check(node->config.bytes));

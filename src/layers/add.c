@@ -42,7 +42,6 @@ cleanup:
 
 const clnet_kind clnet_add_kind = {
     .name = "add",
-    .keys = "",
     .min_inputs = 2,
     .max_inputs = CLNET_MAX_INPUTS,
     .setup = setup,

@@ -58,7 +58,6 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
 
 const clnet_kind clnet_concat_kind = {
     .name = "concat",
-    .keys = "",
     .min_inputs = 2,
     .max_inputs = CLNET_MAX_INPUTS,
     .setup = setup,

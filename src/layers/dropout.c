@@ -8,32 +8,30 @@
 #include "layer.h"
 #include "program.h"
 
+#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 typedef struct {
-    float p;  /* 0.5 */
-    int seed; /* 0; mixed with the layer's name, so layers draw apart */
+    float p;
+    int seed; /* mixed with the layer's name, so layers draw apart */
     uint32_t key;
 } dropout_config;
 
-static void defaults(void *config) {
-    ((dropout_config *)config)->p = 0.5f;
-}
-
-static clnet_status option(void *config, const char *key, const char *value, int *known) {
-    dropout_config *c = config;
-    *known = 1;
-    if (strcmp(key, "p") == 0) {
-        clnet_status s = clnet_option_float(key, value, 0, &c->p);
-        if (s == CLNET_OK && c->p > 1)
-            return clnet_fail(CLNET_ERR_FORMAT, "p=%s: expected a probability, 0 to 1", value);
-        return s;
-    }
-    if (strcmp(key, "seed") == 0) return clnet_option_int(key, value, 0, &c->seed);
-    *known = 0;
-    return CLNET_OK;
-}
+static const clnet_option options[] = {
+    {.name = "p",
+     .type = CLNET_OPT_FLOAT,
+     .at = offsetof(dropout_config, p),
+     .max = 1,
+     .range = "a probability, 0 to 1",
+     .value = "0.5",
+     .help = "the probability that an element is zeroed in training"},
+    {.name = "seed",
+     .type = CLNET_OPT_INT,
+     .at = offsetof(dropout_config, seed),
+     .value = "0",
+     .help = "mixed with the layer's name into the mask's hash"},
+    {0},
+};
 
 static clnet_status setup(clnet_node *node) {
     dropout_config *c = CLNET_CONFIG(node, dropout_config);
@@ -72,12 +70,10 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
 
 const clnet_kind clnet_dropout_kind = {
     .name = "dropout",
-    .keys = "p seed",
+    .options = options,
     .min_inputs = 1,
     .max_inputs = 1,
     .config_size = sizeof(dropout_config),
-    .defaults = defaults,
-    .option = option,
     .setup = setup,
     .forward = forward,
     .backward = backward,

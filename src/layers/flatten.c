@@ -14,7 +14,6 @@ static clnet_status setup(clnet_node *node) {
 
 const clnet_kind clnet_flatten_kind = {
     .name = "flatten",
-    .keys = "",
     .min_inputs = 1,
     .max_inputs = 1,
     .is_view = 1,

@@ -35,7 +35,6 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
 const clnet_kind clnet_global_avgpool_kind = {
     .name = "global_avgpool",
     .stem = "pool",
-    .keys = "",
     .min_inputs = 1,
     .max_inputs = 1,
     .setup = setup,
@@ -63,7 +62,6 @@ static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
 const clnet_kind clnet_global_maxpool_kind = {
     .name = "global_maxpool",
     .stem = "pool",
-    .keys = "",
     .min_inputs = 1,
     .max_inputs = 1,
     .backward_reads = CLNET_READS_X,
