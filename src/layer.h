@@ -252,7 +252,7 @@ const clnet_kind *clnet_kind_find(const char *name);
 /* Built-in kind i (registry order), or NULL past the last: kinds added
  * with clnet_kind_register are not among them. */
 const clnet_kind *clnet_kind_builtin(int i);
-/* "conv2d, maxpool, ..." */
+/* "conv2d, maxpool, ...": every kind, built-in and registered */
 void clnet_kind_list(char *out, size_t cap);
 /* Adds a kind at run time (tests of the engine use kinds of their own). */
 clnet_status clnet_kind_register(const clnet_kind *kind);

@@ -218,6 +218,55 @@ cleanup:
     return status;
 }
 
+/* ---- the model-file reference: what each kind takes ------------------------------ */
+
+/* The kind named `name`, or CLNET_ERR_INVALID_ARGUMENT naming the known ones. */
+static clnet_status find_kind(const char *name, const clnet_kind **out) {
+    *out = name ? clnet_kind_find(name) : NULL;
+    if (*out) return CLNET_OK;
+    char known[512];
+    clnet_kind_list(known, sizeof known);
+    return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "unknown layer kind '%s' (known: %s)",
+                      name ? name : "(null)", known);
+}
+
+clnet_status clnet_layer_kind_options(const char *kind_name, int *count) {
+    const clnet_kind *kind = NULL;
+    clnet_status s = find_kind(kind_name, &kind);
+    if (s != CLNET_OK) return s;
+    if (!count) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_layer_kind_options: no count");
+    *count = NODE_OPTIONS;
+    for (const clnet_option *o = kind->options; o && o->name; o++) (*count)++;
+    return CLNET_OK;
+}
+
+clnet_status clnet_layer_kind_option(const char *kind_name, int i, clnet_layer_option_info *out) {
+    const clnet_kind *kind = NULL;
+    int count = 0;
+    clnet_status s = clnet_layer_kind_options(kind_name, &count);
+    if (s != CLNET_OK) return s;
+    if (!out || i < 0 || i >= count)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s has no option %d (it has %d)", kind_name,
+                          i, count);
+    find_kind(kind_name, &kind);
+    const clnet_option *o = i < NODE_OPTIONS ? &node_options[i] : &kind->options[i - NODE_OPTIONS];
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", o->name);
+    clnet_option_expects(o, out->type, sizeof out->type);
+    const char *stem = kind->stem ? kind->stem : kind->name;
+    if (o == &node_options[0] && kind->is_loss) /* default_name's rule */
+        snprintf(out->default_text, sizeof out->default_text, "%s", stem);
+    else if (o == &node_options[0])
+        snprintf(out->default_text, sizeof out->default_text, "%s1, %s2, ...", stem, stem);
+    else
+        snprintf(out->default_text, sizeof out->default_text, "%s",
+                 o->value     ? o->value
+                 : o->without ? o->without
+                              : "");
+    snprintf(out->help, sizeof out->help, "%s", o->help ? o->help : "");
+    return CLNET_OK;
+}
+
 /* ---- resolving: names, order, shapes, layout -------------------------------------- */
 
 clnet_shape clnet_model_source_shape(const clnet_model *m, int producer) {
