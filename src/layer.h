@@ -247,6 +247,20 @@ clnet_status clnet_pass_uses(const clnet_node *node, const clnet_pass *p, size_t
 /* A forward pass that runs no kernel (views: flatten, a fused relu). */
 clnet_status clnet_no_kernels(const clnet_node *node, const clnet_pass *p);
 
+/* The tables of two common sorts of kind (the fields not named are 0). A
+ * view: its output is its one input, reshaped in place; no kernel runs. */
+#define CLNET_VIEW_KIND(name_, setup_)                                                             \
+    {                                                                                              \
+        .name = name_, .min_inputs = 1, .max_inputs = 1, .is_view = 1, .setup = setup_,            \
+        .forward = clnet_no_kernels,                                                               \
+    }
+/* Two or more inputs joined into one output (add, concat). */
+#define CLNET_JOIN_KIND(name_, setup_, forward_, backward_)                                        \
+    {                                                                                              \
+        .name = name_, .min_inputs = 2, .max_inputs = CLNET_MAX_INPUTS, .setup = setup_,           \
+        .forward = forward_, .backward = backward_,                                                \
+    }
+
 /* The registry (layers.c). */
 const clnet_kind *clnet_kind_find(const char *name);
 /* Built-in kind i (registry order), or NULL past the last: kinds added

@@ -49,11 +49,4 @@ ACTIVATION(tanh)
 
 /* A relu that the layer before it runs (clnet_kind.fuse_relu): its output is
  * that layer's, and no kernel of its own runs. */
-const clnet_kind clnet_relu_fused_kind = {
-    .name = "relu",
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .is_view = 1,
-    .setup = setup,
-    .forward = clnet_no_kernels,
-};
+const clnet_kind clnet_relu_fused_kind = CLNET_VIEW_KIND("relu", setup);

@@ -120,13 +120,17 @@ static void pool_options(const clnet_node *node, const char *extra, char *out, s
     clnet_window_options(&c->win, more, out, cap);
 }
 
-/* kernels run over (x, y, plane * depth) of the output (forward) or input (backward) */
-static const size_t *range(const pool_config *c, int input, int n, size_t out[3]) {
-    const int *v = input ? c->win.in : c->win.out;
-    out[0] = (size_t)v[2];
-    out[1] = (size_t)v[1];
-    out[2] = (size_t)n * (size_t)c->win.c * (size_t)v[0];
-    return out;
+/* Runs kernel `name` (slot `slot`) over (x, y, plane * depth) of the output
+ * (forward) or of the input (backward: writing or adding dx as the graph
+ * says). */
+static clnet_status run(const clnet_node *node, const clnet_pass *p, int slot, const char *name,
+                        int backward, const clnet_arg *args, int nargs) {
+    const pool_config *c = CLNET_CONFIG(node, pool_config);
+    const int *v = backward ? c->win.in : c->win.out;
+    size_t range[3] = {(size_t)v[2], (size_t)v[1], (size_t)p->n * (size_t)c->win.c * (size_t)v[0]};
+    char opt[600];
+    pool_options(node, backward ? clnet_dx_options(p, 0) : "", opt, sizeof opt);
+    return clnet_pass_run(p, slot, "pool", opt, name, 3, range, NULL, args, nargs);
 }
 
 /* max pooling keeps the index of each window's maximum (int32) */
@@ -135,43 +139,27 @@ static size_t max_keep(const clnet_node *node, int n) {
 }
 
 static clnet_status max_forward(const clnet_node *node, const clnet_pass *p) {
-    const pool_config *c = CLNET_CONFIG(node, pool_config);
-    size_t r[3];
-    char opt[600];
-    pool_options(node, "", opt, sizeof opt);
-    return clnet_pass_run(p, 0, "pool", opt, "maxpool_forward", 3, range(c, 0, p->n, r), NULL,
-                          ARGS(U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y),
-                               MEM(p->keep), U32(p->keep_off)));
+    return run(node, p, 0, "maxpool_forward", 0,
+               ARGS(U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y), MEM(p->keep),
+                    U32(p->keep_off)));
 }
 
 static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
-    const pool_config *c = CLNET_CONFIG(node, pool_config);
-    size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
-    char opt[600];
-    pool_options(node, clnet_dx_options(p, 0), opt, sizeof opt);
-    return clnet_pass_run(p, 1, "pool", opt, "maxpool_backward", 3, range(c, 1, p->n, r), NULL,
-                          ARGS(U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->keep), U32(p->keep_off),
-                               MEM(p->dact), U32(p->dx[0])));
+    return run(node, p, 1, "maxpool_backward", 1,
+               ARGS(U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->keep), U32(p->keep_off),
+                    MEM(p->dact), U32(p->dx[0])));
 }
 
 static clnet_status avg_forward(const clnet_node *node, const clnet_pass *p) {
-    const pool_config *c = CLNET_CONFIG(node, pool_config);
-    size_t r[3];
-    char opt[600];
-    pool_options(node, "", opt, sizeof opt);
-    return clnet_pass_run(p, 2, "pool", opt, "avgpool_forward", 3, range(c, 0, p->n, r), NULL,
-                          ARGS(U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
+    return run(node, p, 2, "avgpool_forward", 0,
+               ARGS(U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
 }
 
 static clnet_status avg_backward(const clnet_node *node, const clnet_pass *p) {
-    const pool_config *c = CLNET_CONFIG(node, pool_config);
-    size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
-    char opt[600];
-    pool_options(node, clnet_dx_options(p, 0), opt, sizeof opt);
-    return clnet_pass_run(p, 3, "pool", opt, "avgpool_backward", 3, range(c, 1, p->n, r), NULL,
-                          ARGS(U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
+    return run(node, p, 3, "avgpool_backward", 1,
+               ARGS(U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
 }
 
 #define POOL_KIND(kind_name, options_, keep, fwd, bwd)                                             \
