@@ -165,7 +165,7 @@ static const clnet_option node_options[] = {
      .help = "the layers it reads ('input': the model's input)"},
     {0},
 };
-#define NODE_OPTIONS 2
+#define NODE_OPTIONS ((int)(sizeof node_options / sizeof node_options[0]) - 1)
 
 /* "unknown option 'x' for conv2d (it takes: name input filters ...)" */
 static clnet_status unknown_option(const clnet_kind *kind, const char *key) {
@@ -253,16 +253,14 @@ clnet_status clnet_layer_kind_option(const char *kind_name, int i, clnet_layer_o
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", o->name);
     clnet_option_expects(o, out->type, sizeof out->type);
-    const char *stem = kind->stem ? kind->stem : kind->name;
+    const char *stem = kind->stem ? kind->stem : kind->name, *fallback = o->without;
+    if (o->value) fallback = o->value;
     if (o == &node_options[0] && kind->is_loss) /* default_name's rule */
         snprintf(out->default_text, sizeof out->default_text, "%s", stem);
     else if (o == &node_options[0])
         snprintf(out->default_text, sizeof out->default_text, "%s1, %s2, ...", stem, stem);
     else
-        snprintf(out->default_text, sizeof out->default_text, "%s",
-                 o->value     ? o->value
-                 : o->without ? o->without
-                              : "");
+        snprintf(out->default_text, sizeof out->default_text, "%s", fallback ? fallback : "");
     snprintf(out->help, sizeof out->help, "%s", o->help ? o->help : "");
     return CLNET_OK;
 }
