@@ -50,6 +50,15 @@ inline float2 bn_group_sum(__local float2 *tmp, float2 v) {
     return total;
 }
 
+// Channel c's two pairs a and b, as the host reads them: a's hi at out[c], its
+// lo at out[C + c], b's at out[2C + c] and out[3C + c].
+inline void bn_store_pairs(__global float *out, uint C, uint c, float2 a, float2 b) {
+    out[c] = a.x;
+    out[C + c] = a.y;
+    out[2 * C + c] = b.x;
+    out[3 * C + c] = b.y;
+}
+
 // Per channel, in two passes over the share: the sum S1 = sum x, then, about
 // the shift m = S1 / count rounded to a float, Q = sum (x - m)^2 with every
 // subtraction and square exact (two-sum and fma). The host takes the mean
@@ -72,10 +81,7 @@ __kernel void bn_stats(uint n, uint C, uint S, __global const float *x, uint xof
     }
     const float2 q = bn_group_sum(tmp, acc);
     if (get_local_id(0) == 0) {
-        stats[soff + c] = s1.x;
-        stats[soff + C + c] = s1.y;
-        stats[soff + 2 * C + c] = q.x;
-        stats[soff + 3 * C + c] = q.y;
+        bn_store_pairs(stats + soff, C, c, s1, q);
         stats[soff + 4 * C + c] = m;
     }
 }
@@ -139,10 +145,7 @@ __kernel void bn_backward_sums(uint n, uint C, uint S, __global const float *x, 
     const float2 sum_dy = bn_group_sum(tmp, a);
     const float2 sum_dy_xhat = bn_group_sum(tmp, b);
     if (get_local_id(0) == 0) {
-        sums[soff + c] = sum_dy.x;
-        sums[soff + C + c] = sum_dy.y;
-        sums[soff + 2 * C + c] = sum_dy_xhat.x;
-        sums[soff + 3 * C + c] = sum_dy_xhat.y;
+        bn_store_pairs(sums + soff, C, c, sum_dy, sum_dy_xhat);
         const float gg = sum_dy_xhat.x + sum_dy_xhat.y, gb = sum_dy.x + sum_dy.y;
         grads[goff + c] = accumulate ? grads[goff + c] + gg : gg;
         grads[goff + C + c] = accumulate ? grads[goff + C + c] + gb : gb;

@@ -62,6 +62,41 @@ inline void clnet_window_span(uint o, uint s, uint p, uint k, uint size, int *lo
     *hi = min(start + (int)k, (int)size);
 }
 
+#ifdef WIN_C // programs built with a window geometry (clnet_window_options)
+// The inputs [lo[a], hi[a]) that window (od, oy, ox) covers along each axis
+// (clnet_window_span): the window without its padding.
+inline void clnet_window_spans(uint od, uint oy, uint ox, int lo[3], int hi[3]) {
+    clnet_window_span(od, WIN_sd, WIN_pd, WIN_KD, WIN_D, &lo[0], &hi[0]);
+    clnet_window_span(oy, WIN_sh, WIN_ph, WIN_KH, WIN_H, &lo[1], &hi[1]);
+    clnet_window_span(ox, WIN_sw, WIN_pw, WIN_KW, WIN_W, &lo[2], &hi[2]);
+}
+
+// The undilated windows that hold input (iz, iy, ix), [lo[a], hi[a]] along
+// each axis (clnet_windows_holding).
+inline void clnet_windows_holding_all(uint iz, uint iy, uint ix, int lo[3], int hi[3]) {
+    clnet_windows_holding((int)iz, (int)WIN_KD, (int)WIN_sd, (int)WIN_pd, (int)WIN_OD, &lo[0], &hi[0]);
+    clnet_windows_holding((int)iy, (int)WIN_KH, (int)WIN_sh, (int)WIN_ph, (int)WIN_OH, &lo[1], &hi[1]);
+    clnet_windows_holding((int)ix, (int)WIN_KW, (int)WIN_sw, (int)WIN_pw, (int)WIN_OW, &lo[2], &hi[2]);
+}
+
+// The gather loop of a dilated window op's backward pass: runs the statement
+// that follows for every tap (kd, ky, kx) that reads input (iz, iy, ix), in
+// tap order, with (oz, oy, ox) the window it belongs to (clnet_window_at).
+// Each `for` over a window runs once, or not at all where no window's tap
+// reads the input along that axis.
+#define CLNET_FOR_DILATED_TAPS(iz, iy, ix)                                                          \
+    for (uint kd = 0; kd < WIN_KD; kd++)                                                           \
+        for (int oz = clnet_window_at((int)(iz), kd, WIN_sd, WIN_pd, WIN_dd, WIN_OD); oz >= 0;     \
+             oz = -1)                                                                              \
+            for (uint ky = 0; ky < WIN_KH; ky++)                                                   \
+                for (int oy = clnet_window_at((int)(iy), ky, WIN_sh, WIN_ph, WIN_dh, WIN_OH);      \
+                     oy >= 0; oy = -1)                                                             \
+                    for (uint kx = 0; kx < WIN_KW; kx++)                                           \
+                        for (int ox = clnet_window_at((int)(ix), kx, WIN_sw, WIN_pw, WIN_dw,       \
+                                                      WIN_OW);                                     \
+                             ox >= 0; ox = -1)
+#endif
+
 // An input gradient written by a backward pass: overwritten, or added to when
 // another reader of the same tensor wrote it first. Which of the two is fixed
 // when the program is built (-DCLNET_ADD_DX=1 adds), so that the overwriting

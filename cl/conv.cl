@@ -58,38 +58,21 @@ __kernel void col2im(uint n, __global const float *col, uint coloff, __global fl
     __global const float *base = col + coloff + c * WIN_K * NP + b * WIN_OUT;
     float s = 0.0f;
 #if WIN_dd == 1 && WIN_dh == 1 && WIN_dw == 1
-    {
-        int oz_lo, oz_hi, oy_lo, oy_hi, ox_lo, ox_hi;
-        clnet_windows_holding((int)iz, (int)WIN_KD, (int)WIN_sd, (int)WIN_pd, (int)WIN_OD, &oz_lo, &oz_hi);
-        clnet_windows_holding((int)iy, (int)WIN_KH, (int)WIN_sh, (int)WIN_ph, (int)WIN_OH, &oy_lo, &oy_hi);
-        clnet_windows_holding((int)ix, (int)WIN_KW, (int)WIN_sw, (int)WIN_pw, (int)WIN_OW, &ox_lo, &ox_hi);
-        for (int oz = oz_lo; oz <= oz_hi; oz++) {
-            const uint kd = iz + WIN_pd - (uint)oz * WIN_sd;
-            for (int oy = oy_lo; oy <= oy_hi; oy++) {
-                const uint ky = iy + WIN_ph - (uint)oy * WIN_sh;
-                for (int ox = ox_lo; ox <= ox_hi; ox++) {
-                    const uint kx = ix + WIN_pw - (uint)ox * WIN_sw;
-                    s += base[((kd * WIN_KH + ky) * WIN_KW + kx) * NP + ((uint)oz * WIN_OH + (uint)oy) * WIN_OW + (uint)ox];
-                }
+    int lo[3], hi[3];
+    clnet_windows_holding_all(iz, iy, ix, lo, hi);
+    for (int oz = lo[0]; oz <= hi[0]; oz++) {
+        const uint kd = iz + WIN_pd - (uint)oz * WIN_sd;
+        for (int oy = lo[1]; oy <= hi[1]; oy++) {
+            const uint ky = iy + WIN_ph - (uint)oy * WIN_sh;
+            for (int ox = lo[2]; ox <= hi[2]; ox++) {
+                const uint kx = ix + WIN_pw - (uint)ox * WIN_sw;
+                s += base[((kd * WIN_KH + ky) * WIN_KW + kx) * NP + ((uint)oz * WIN_OH + (uint)oy) * WIN_OW + (uint)ox];
             }
         }
     }
 #else
-    {
-        for (uint kd = 0; kd < WIN_KD; kd++) {
-            const int oz = clnet_window_at((int)iz, kd, WIN_sd, WIN_pd, WIN_dd, WIN_OD);
-            if (oz < 0) continue;
-            for (uint ky = 0; ky < WIN_KH; ky++) {
-                const int oy = clnet_window_at((int)iy, ky, WIN_sh, WIN_ph, WIN_dh, WIN_OH);
-                if (oy < 0) continue;
-                for (uint kx = 0; kx < WIN_KW; kx++) {
-                    const int ox = clnet_window_at((int)ix, kx, WIN_sw, WIN_pw, WIN_dw, WIN_OW);
-                    if (ox < 0) continue;
-                    s += base[((kd * WIN_KH + ky) * WIN_KW + kx) * NP + ((uint)oz * WIN_OH + (uint)oy) * WIN_OW + (uint)ox];
-                }
-            }
-        }
-    }
+    CLNET_FOR_DILATED_TAPS(iz, iy, ix)
+        s += base[((kd * WIN_KH + ky) * WIN_KW + kx) * NP + ((uint)oz * WIN_OH + (uint)oy) * WIN_OW + (uint)ox];
 #endif
 #if COL2IM_BIAS
     s += bias[boff + c];

@@ -23,22 +23,14 @@ inline int clnet_dropout_keep(uint seed, uint t, uint s, uint e, float p) {
     return (float)(h >> 8) * (1.0f / 16777216.0f) >= p; // uniform in [0, 1), 24 bits
 }
 
-__kernel void dropout_forward(uint n, uint size, __global const float *x, uint xoff,
-                              __global float *y, uint yoff, float p, float scale, uint seed,
-                              uint step, uint first) {
+// Forward and backward are one map: y = x * keep * scale, and, forward being
+// that, dx = dy * keep * scale with the same mask. Forward runs it with
+// clnet_store_dx overwriting (no -DCLNET_ADD_DX), backward as the graph says.
+__kernel void dropout_apply(uint n, uint size, __global const float *x, uint xoff, __global float *y,
+                            uint yoff, float p, float scale, uint seed, uint step, uint first) {
     const uint e = get_global_id(0), b = get_global_id(1);
     if (e >= size || b >= n) return;
     const uint i = b * size + e;
-    y[yoff + i] = clnet_dropout_keep(seed, step, first + b, e, p) ? x[xoff + i] * scale : 0.0f;
-}
-
-// Forward was y = x * keep * scale, so dx = dy * keep * scale (the same mask).
-__kernel void dropout_backward(uint n, uint size, __global const float *dy, uint dyoff,
-                               __global float *dx, uint dxoff, float p, float scale, uint seed,
-                               uint step, uint first) {
-    const uint e = get_global_id(0), b = get_global_id(1);
-    if (e >= size || b >= n) return;
-    const uint i = b * size + e;
-    clnet_store_dx(dx + dxoff + i,
-                   clnet_dropout_keep(seed, step, first + b, e, p) ? dy[dyoff + i] * scale : 0.0f);
+    clnet_store_dx(y + yoff + i,
+                   clnet_dropout_keep(seed, step, first + b, e, p) ? x[xoff + i] * scale : 0.0f);
 }

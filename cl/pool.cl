@@ -25,15 +25,13 @@ __kernel void maxpool_forward(uint n, __global const float *x, uint xoff, __glob
     float best = -INFINITY;
     int where = -1;
 #if !POOL_DILATED
-    int zlo, zhi, ylo, yhi, xlo, xhi;
-    clnet_window_span(od, WIN_sd, WIN_pd, WIN_KD, WIN_D, &zlo, &zhi);
-    clnet_window_span(oy, WIN_sh, WIN_ph, WIN_KH, WIN_H, &ylo, &yhi);
-    clnet_window_span(ox, WIN_sw, WIN_pw, WIN_KW, WIN_W, &xlo, &xhi);
-    where = (zlo * (int)WIN_H + ylo) * (int)WIN_W + xlo;
+    int lo[3], hi[3];
+    clnet_window_spans(od, oy, ox, lo, hi);
+    where = (lo[0] * (int)WIN_H + lo[1]) * (int)WIN_W + lo[2];
     best = volume[where];
-    for (int iz = zlo; iz < zhi; iz++)
-        for (int iy = ylo; iy < yhi; iy++)
-            for (int ix = xlo; ix < xhi; ix++) {
+    for (int iz = lo[0]; iz < hi[0]; iz++)
+        for (int iy = lo[1]; iy < hi[1]; iy++)
+            for (int ix = lo[2]; ix < hi[2]; ix++) {
                 const int at = (iz * (int)WIN_H + iy) * (int)WIN_W + ix;
                 const float v = volume[at];
                 if (v > best) {
@@ -80,30 +78,18 @@ __kernel void maxpool_backward(uint n, __global const float *dy, uint dyoff, __g
     __global const int *a = arg + argoff + bc * WIN_OUT;
     float s = 0.0f;
 #if !POOL_DILATED
-    int oz_lo, oz_hi, oy_lo, oy_hi, ox_lo, ox_hi;
-    clnet_windows_holding((int)iz, (int)WIN_KD, (int)WIN_sd, (int)WIN_pd, (int)WIN_OD, &oz_lo, &oz_hi);
-    clnet_windows_holding((int)iy, (int)WIN_KH, (int)WIN_sh, (int)WIN_ph, (int)WIN_OH, &oy_lo, &oy_hi);
-    clnet_windows_holding((int)ix, (int)WIN_KW, (int)WIN_sw, (int)WIN_pw, (int)WIN_OW, &ox_lo, &ox_hi);
-    for (int oz = oz_lo; oz <= oz_hi; oz++)
-        for (int oy = oy_lo; oy <= oy_hi; oy++)
-            for (int ox = ox_lo; ox <= ox_hi; ox++) {
+    int lo[3], hi[3];
+    clnet_windows_holding_all(iz, iy, ix, lo, hi);
+    for (int oz = lo[0]; oz <= hi[0]; oz++)
+        for (int oy = lo[1]; oy <= hi[1]; oy++)
+            for (int ox = lo[2]; ox <= hi[2]; ox++) {
                 const int o = (oz * (int)WIN_OH + oy) * (int)WIN_OW + ox;
                 if (a[o] == me) s += g[o];
             }
 #else // the windows that hold (iz, iy, ix) at one of their taps
-    for (uint kd = 0; kd < WIN_KD; kd++) {
-        const int oz = clnet_window_at((int)iz, kd, WIN_sd, WIN_pd, WIN_dd, WIN_OD);
-        if (oz < 0) continue;
-        for (uint ky = 0; ky < WIN_KH; ky++) {
-            const int oy = clnet_window_at((int)iy, ky, WIN_sh, WIN_ph, WIN_dh, WIN_OH);
-            if (oy < 0) continue;
-            for (uint kx = 0; kx < WIN_KW; kx++) {
-                const int ox = clnet_window_at((int)ix, kx, WIN_sw, WIN_pw, WIN_dw, WIN_OW);
-                if (ox < 0) continue;
-                const int o = (oz * (int)WIN_OH + oy) * (int)WIN_OW + ox;
-                if (a[o] == me) s += g[o];
-            }
-        }
+    CLNET_FOR_DILATED_TAPS(iz, iy, ix) {
+        const int o = (oz * (int)WIN_OH + oy) * (int)WIN_OW + ox;
+        if (a[o] == me) s += g[o];
     }
 #endif
     clnet_store_dx(dx + dxoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s);
@@ -145,14 +131,12 @@ __kernel void avgpool_forward(uint n, __global const float *x, uint xoff, __glob
     if (ox >= WIN_OW || oy >= WIN_OH || z >= n * WIN_C * WIN_OD) return;
     const uint od = z % WIN_OD, bc = z / WIN_OD;
     __global const float *volume = x + xoff + bc * WIN_IN;
-    int zlo, zhi, ylo, yhi, xlo, xhi;
-    clnet_window_span(od, WIN_sd, WIN_pd, WIN_KD, WIN_D, &zlo, &zhi);
-    clnet_window_span(oy, WIN_sh, WIN_ph, WIN_KH, WIN_H, &ylo, &yhi);
-    clnet_window_span(ox, WIN_sw, WIN_pw, WIN_KW, WIN_W, &xlo, &xhi);
+    int lo[3], hi[3];
+    clnet_window_spans(od, oy, ox, lo, hi);
     float s = 0.0f;
-    for (int iz = zlo; iz < zhi; iz++)
-        for (int iy = ylo; iy < yhi; iy++)
-            for (int ix = xlo; ix < xhi; ix++) s += volume[(iz * (int)WIN_H + iy) * (int)WIN_W + ix];
+    for (int iz = lo[0]; iz < hi[0]; iz++)
+        for (int iy = lo[1]; iy < hi[1]; iy++)
+            for (int ix = lo[2]; ix < hi[2]; ix++) s += volume[(iz * (int)WIN_H + iy) * (int)WIN_W + ix];
     y[yoff + (z * WIN_OH + oy) * WIN_OW + ox] = s / avgpool_divisor(od, oy, ox);
 }
 
@@ -164,20 +148,18 @@ __kernel void avgpool_backward(uint n, __global const float *dy, uint dyoff, __g
     if (ix >= WIN_W || iy >= WIN_H || z >= n * WIN_C * WIN_D) return;
     const uint iz = z % WIN_D, bc = z / WIN_D;
     __global const float *g = dy + dyoff + bc * WIN_OUT;
-    int oz_lo, oz_hi, oy_lo, oy_hi, ox_lo, ox_hi;
-    clnet_windows_holding((int)iz, (int)WIN_KD, (int)WIN_sd, (int)WIN_pd, (int)WIN_OD, &oz_lo, &oz_hi);
-    clnet_windows_holding((int)iy, (int)WIN_KH, (int)WIN_sh, (int)WIN_ph, (int)WIN_OH, &oy_lo, &oy_hi);
-    clnet_windows_holding((int)ix, (int)WIN_KW, (int)WIN_sw, (int)WIN_pw, (int)WIN_OW, &ox_lo, &ox_hi);
+    int lo[3], hi[3];
+    clnet_windows_holding_all(iz, iy, ix, lo, hi);
     float s = 0.0f;
 #if POOL_COUNT_PAD && !POOL_CEIL // one divisor for every window
-    for (int oz = oz_lo; oz <= oz_hi; oz++)
-        for (int oy = oy_lo; oy <= oy_hi; oy++)
-            for (int ox = ox_lo; ox <= ox_hi; ox++) s += g[(oz * (int)WIN_OH + oy) * (int)WIN_OW + ox];
+    for (int oz = lo[0]; oz <= hi[0]; oz++)
+        for (int oy = lo[1]; oy <= hi[1]; oy++)
+            for (int ox = lo[2]; ox <= hi[2]; ox++) s += g[(oz * (int)WIN_OH + oy) * (int)WIN_OW + ox];
     s /= (float)WIN_K;
 #else
-    for (int oz = oz_lo; oz <= oz_hi; oz++)
-        for (int oy = oy_lo; oy <= oy_hi; oy++)
-            for (int ox = ox_lo; ox <= ox_hi; ox++)
+    for (int oz = lo[0]; oz <= hi[0]; oz++)
+        for (int oy = lo[1]; oy <= hi[1]; oy++)
+            for (int ox = lo[2]; ox <= hi[2]; ox++)
                 s += g[(oz * (int)WIN_OH + oy) * (int)WIN_OW + ox] / avgpool_divisor((uint)oz, (uint)oy, (uint)ox);
 #endif
     clnet_store_dx(dx + dxoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s);

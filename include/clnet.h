@@ -296,6 +296,28 @@ size_t clnet_net_param_count(const clnet_net *net);
 /* Floats of buffers (state that is saved and sent to devices, not trained). */
 size_t clnet_net_buffer_count(const clnet_net *net);
 int clnet_net_classes(const clnet_net *net); /* the loss layer's input size */
+
+/* ---- Layer kinds: the model-file reference (`clnet layers` prints it) ---- */
+
+/* One option a layer kind takes on a model-file line. */
+typedef struct {
+    char name[32];         /* the key: "filters" */
+    char type[96];         /* what it takes: "a whole number >= 1", "on or off" */
+    char default_text[64]; /* without it: "1", "on", "required", "the size" ("": nothing) */
+    char help[160];        /* one line */
+} clnet_layer_option_info;
+
+/* The kinds a model file may name: the built-in ones, then any added at run
+ * time; clnet_layer_kind_name gives NULL past the last. */
+int clnet_layer_kind_count(void);
+const char *clnet_layer_kind_name(int i);
+/* How many options a kind takes, name= and input= (which every kind takes)
+ * among them; CLNET_ERR_INVALID_ARGUMENT, naming the kinds, for a kind that
+ * does not exist. */
+clnet_status clnet_layer_kind_options(const char *kind, int *count);
+/* Option i (0 to count - 1) of a kind: name= and input= first, then the
+ * kind's own in the order it lists them. */
+clnet_status clnet_layer_kind_option(const char *kind, int i, clnet_layer_option_info *out);
 /* One sample's shape as the model's input line declares it (0s if none);
  * height and width are the last two spatial dimensions (1 where absent). */
 void clnet_net_input_shape(const clnet_net *net, int *channels, int *height, int *width);

@@ -65,6 +65,54 @@ typedef struct {
 
 typedef struct clnet_kind clnet_kind;
 
+/* ---- options: one table per kind, declared in its file ---- */
+
+typedef enum {
+    CLNET_OPT_INT,    /* int: a whole number >= min */
+    CLNET_OPT_FLOAT,  /* float: a number >= min; with `range`, also <= max (> min with above_min) */
+    CLNET_OPT_DIMS,   /* int[axes]: N (every axis) or one value per axis, each >= min */
+    CLNET_OPT_LIST,   /* int[3]: 1 to 3 values each >= min, how many at count_at (int) */
+    CLNET_OPT_CHOICE, /* int: the value of one of `choices` */
+    CLNET_OPT_CUSTOM, /* parse() reads it */
+} clnet_option_type;
+
+typedef struct {
+    const char *name; /* NULL ends a list */
+    int value;
+} clnet_choice;
+
+/* on=1 off=0; on=0 off=1 (an option stored as its opposite: bias=off sets
+ * no_bias); the initialisation rules of init= and bias_init=. */
+extern const clnet_choice clnet_on_off[], clnet_off_on[], clnet_init_choices[];
+
+typedef struct clnet_option clnet_option;
+/* One option of a kind: where its value goes in the kind's configuration,
+ * what it takes, its default, and a line of help (`clnet layers` prints
+ * them; the model-file parser reads the table). */
+struct clnet_option {
+    const char *name; /* the key; NULL ends the table */
+    clnet_option_type type;
+    size_t at; /* offsetof its value in the configuration */
+    /* The default, read as if every line gave it before its own options (so
+     * what `clnet layers` prints is what a node starts with); NULL: none,
+     * and `without` says what happens then ("required", "the size"). */
+    const char *value;
+    const char *without;
+    const char *help;
+    double min;                  /* INT, FLOAT, DIMS, LIST: the least value */
+    double max;                  /* FLOAT with range: the most */
+    int above_min;               /* FLOAT with range: min itself is refused too */
+    const char *range;           /* FLOAT: the words for what it takes, when max applies */
+    int axes;                    /* DIMS: 1, 2 or 3 */
+    size_t count_at;             /* LIST: offsetof the count of values given (int) */
+    const clnet_choice *choices; /* CHOICE */
+    size_t given_at;             /* CLNET_GIVEN: an int set to 1 when a line gives it (0: none) */
+    /* CUSTOM: parses value into config; `expects` says what it takes. */
+    clnet_status (*parse)(const clnet_option *o, void *config, const char *value);
+    const char *expects;
+};
+#define CLNET_GIVEN(type, field) (1 + offsetof(type, field))
+
 typedef struct clnet_node {
     const clnet_kind *kind;
     char name[CLNET_NAME_CAP];
@@ -135,7 +183,9 @@ enum { CLNET_READS_X = 1, CLNET_READS_Y = 2 };
 struct clnet_kind {
     const char *name; /* the model-file keyword */
     const char *stem; /* default node names stem1, stem2, ... (NULL: name) */
-    const char *keys; /* the options it takes, for messages */
+    /* The options it takes (name= and input= aside), one row each, ended
+     * by a row whose name is NULL (NULL: none). */
+    const clnet_option *options;
     int min_inputs, max_inputs;
     int is_loss;        /* the model's last node */
     int is_view;        /* the output is input 0 reshaped: same memory, no kernels */
@@ -144,11 +194,8 @@ struct clnet_kind {
      * must run in one pass, never as micro-batches. */
     int batch_stats;
     size_t config_size; /* must fit CLNET_CONFIG_CAP */
-    /* Fills the configuration's defaults (NULL: all zeros). */
+    /* Fills what no option sets (NULL: zeros); the options' defaults follow. */
     void (*defaults)(void *config);
-    /* One key=value option: sets *known to 0 for a key it does not take;
-     * CLNET_ERR_FORMAT with a message for a bad value. */
-    clnet_status (*option)(void *config, const char *key, const char *value, int *known);
     /* After all options (NULL: nothing to check). */
     clnet_status (*check)(const void *config);
     /* From node->in[] and the configuration: out, params, buffers. */
@@ -200,12 +247,26 @@ clnet_status clnet_pass_uses(const clnet_node *node, const clnet_pass *p, size_t
 /* A forward pass that runs no kernel (views: flatten, a fused relu). */
 clnet_status clnet_no_kernels(const clnet_node *node, const clnet_pass *p);
 
+/* The tables of two common sorts of kind (the fields not named are 0). A
+ * view: its output is its one input, reshaped in place; no kernel runs. */
+#define CLNET_VIEW_KIND(name_, setup_)                                                             \
+    {                                                                                              \
+        .name = name_, .min_inputs = 1, .max_inputs = 1, .is_view = 1, .setup = setup_,            \
+        .forward = clnet_no_kernels,                                                               \
+    }
+/* Two or more inputs joined into one output (add, concat). */
+#define CLNET_JOIN_KIND(name_, setup_, forward_, backward_)                                        \
+    {                                                                                              \
+        .name = name_, .min_inputs = 2, .max_inputs = CLNET_MAX_INPUTS, .setup = setup_,           \
+        .forward = forward_, .backward = backward_,                                                \
+    }
+
 /* The registry (layers.c). */
 const clnet_kind *clnet_kind_find(const char *name);
 /* Built-in kind i (registry order), or NULL past the last: kinds added
  * with clnet_kind_register are not among them. */
 const clnet_kind *clnet_kind_builtin(int i);
-/* "conv2d, maxpool, ..." */
+/* "conv2d, maxpool, ...": every kind, built-in and registered */
 void clnet_kind_list(char *out, size_t cap);
 /* Adds a kind at run time (tests of the engine use kinds of their own). */
 clnet_status clnet_kind_register(const clnet_kind *kind);
@@ -260,19 +321,29 @@ clnet_tensor *clnet_node_buffer(clnet_node *node, const char *suffix, clnet_dtyp
 
 /* Option values. Each returns CLNET_ERR_FORMAT with "key=value: expected
  * ..." on bad input. */
-clnet_status clnet_option_int(const char *key, const char *value, int min, int *out);
-clnet_status clnet_option_float(const char *key, const char *value, float min, float *out);
 /* "3" (every axis) or "3x5" (one value per axis: exactly `axes`); each >= min. */
 clnet_status clnet_option_dims(const char *key, const char *value, int axes, int min, int *out);
 
-/* "3", "3x5" or "3x5x7": 1 to 3 values, each >= min, *count of them (layers
- * whose rank comes from their input: pools). */
-clnet_status clnet_option_list(const char *key, const char *value, int min, int *out, int *count);
-/* Such a list laid out on three axes for the node's input (clnet_axes): one
- * value for every axis, or one per axis; none given (count 0) is `fill`.
- * Fails naming the node when the count does not match the input's rank. */
+/* Such a list (CLNET_OPT_LIST) laid out on three axes for the node's input
+ * (clnet_axes): one value for every axis, or one per axis; none given (count
+ * 0) is `fill`. Fails naming the node when the count does not match the
+ * input's rank. */
 clnet_status clnet_node_dims(const clnet_node *node, const char *key, const int *v, int count,
                              int fill, int out[3]);
+
+/* ---- option tables (options.c) ---- */
+
+/* The row of `table` (may be NULL) named `key`, or NULL. */
+const clnet_option *clnet_option_find(const clnet_option *table, const char *key);
+/* Reads a line's key=value into config (and marks it given). */
+clnet_status clnet_option_set(const clnet_option *o, void *config, const char *value);
+/* Reads every row's default value into config. */
+clnet_status clnet_option_defaults(const clnet_option *table, void *config);
+/* "filters size stride": the keys, space separated. */
+void clnet_option_names(const clnet_option *table, char *out, size_t cap);
+/* What the option takes: "a whole number >= 1", "on or off" (the words of
+ * its error messages). */
+void clnet_option_expects(const clnet_option *o, char *out, size_t cap);
 
 /* The init= std= bias_init= bias_std= bias= options of layers with a weight
  * and a bias. */
@@ -281,9 +352,26 @@ typedef struct {
     int std_given, bias_std_given, bias_init_given;
     int no_bias; /* bias=off: no bias tensor at all (PyTorch's bias=False) */
 } clnet_param_init;
-/* Takes the five keys above (sets *known to 0 for any other key). */
-clnet_status clnet_param_init_option(clnet_param_init *p, const char *key, const char *value,
-                                     int *known);
+/* Their rows, for a configuration type `cfg` with a clnet_param_init `field`
+ * (laid out by hand: clang-format folds a macro of initialisers badly). */
+// clang-format off
+#define CLNET_PARAM_INIT_OPTIONS(cfg, field)                                                       \
+    {.name = "bias", .type = CLNET_OPT_CHOICE, .at = offsetof(cfg, field.no_bias),                 \
+     .choices = clnet_off_on, .value = "on",                                                       \
+     .help = "off: no bias tensor (PyTorch's bias=False)"},                                        \
+    {.name = "init", .type = CLNET_OPT_CHOICE, .at = offsetof(cfg, field.weight.kind),             \
+     .choices = clnet_init_choices, .value = "kaiming",                                            \
+     .help = "the weight's initialisation (uniform_fan_in: PyTorch's default)"},                   \
+    {.name = "std", .type = CLNET_OPT_FLOAT, .at = offsetof(cfg, field.weight.std),                \
+     .given_at = CLNET_GIVEN(cfg, field.std_given),                                                \
+     .help = "the weight's standard deviation, which init=normal needs"},                          \
+    {.name = "bias_init", .type = CLNET_OPT_CHOICE, .at = offsetof(cfg, field.bias.kind),          \
+     .choices = clnet_init_choices, .given_at = CLNET_GIVEN(cfg, field.bias_init_given),           \
+     .value = "zeros", .help = "the bias's initialisation"},                                       \
+    {.name = "bias_std", .type = CLNET_OPT_FLOAT, .at = offsetof(cfg, field.bias.std),             \
+     .given_at = CLNET_GIVEN(cfg, field.bias_std_given),                                           \
+     .help = "the bias's standard deviation, which bias_init=normal needs"}
+// clang-format on
 /* init=normal needs std=, bias_init=normal needs bias_std=; bias=off takes
  * neither bias_init= nor bias_std=. */
 clnet_status clnet_param_init_check(const clnet_param_init *p);

@@ -55,11 +55,29 @@ const clnet_kind *clnet_kind_builtin(int i) {
     return i >= 0 && (size_t)i < BUILTIN ? builtin[i] : NULL;
 }
 
+int clnet_layer_kind_count(void) {
+    pthread_mutex_lock(&extra_lock);
+    int count = (int)BUILTIN + extra_count;
+    pthread_mutex_unlock(&extra_lock);
+    return count;
+}
+
+const char *clnet_layer_kind_name(int i) {
+    if (i < 0) return NULL;
+    if ((size_t)i < BUILTIN) return builtin[i]->name;
+    const char *name = NULL;
+    pthread_mutex_lock(&extra_lock);
+    if (i - (int)BUILTIN < extra_count) name = extra[i - BUILTIN]->name;
+    pthread_mutex_unlock(&extra_lock);
+    return name;
+}
+
 void clnet_kind_list(char *out, size_t cap) {
     size_t used = 0;
+    const char *name;
     out[0] = '\0';
-    for (size_t i = 0; i < BUILTIN && used < cap; i++)
-        used += (size_t)snprintf(out + used, cap - used, "%s%s", i ? ", " : "", builtin[i]->name);
+    for (int i = 0; (name = clnet_layer_kind_name(i)) && used < cap; i++)
+        used += (size_t)snprintf(out + used, cap - used, "%s%s", i ? ", " : "", name);
 }
 
 clnet_status clnet_kind_register(const clnet_kind *kind) {

@@ -151,26 +151,52 @@ static clnet_status parse_inputs(clnet_node *node, const char *value) {
     return CLNET_OK;
 }
 
-/* The node of one line, its options parsed by its kind. */
+/* name= and input=, which every layer takes: parse_node reads them into the
+ * node itself (check_name, parse_inputs), so these rows only describe them. */
+static const clnet_option node_options[] = {
+    {.name = "name",
+     .type = CLNET_OPT_CUSTOM,
+     .expects = "letters, digits, '_', '.' and '-'",
+     .help = "the layer's name, which input= and checkpoints use"},
+    {.name = "input",
+     .type = CLNET_OPT_CUSTOM,
+     .expects = "layer names, comma separated",
+     .without = "the line before",
+     .help = "the layers it reads ('input': the model's input)"},
+    {0},
+};
+#define NODE_OPTIONS ((int)(sizeof node_options / sizeof node_options[0]) - 1)
+
+/* "unknown option 'x' for conv2d (it takes: name input filters ...)" */
+static clnet_status unknown_option(const clnet_kind *kind, const char *key) {
+    char common[32], own[512];
+    clnet_option_names(node_options, common, sizeof common);
+    clnet_option_names(kind->options, own, sizeof own);
+    return clnet_fail(CLNET_ERR_FORMAT, "unknown option '%s' for %s (it takes: %s%s%s)", key,
+                      kind->name, common, *own ? " " : "", own);
+}
+
+/* The node of one line, its options read through its kind's table. */
 static clnet_status parse_node(clnet_model *m, const clnet_kind *kind, const option *opts,
                                int nopts, clnet_node *node) {
     clnet_status status = CLNET_OK;
     memset(node, 0, sizeof *node);
     node->kind = kind;
     if (kind->defaults) kind->defaults(node->config.bytes);
+    TRY(clnet_option_defaults(kind->options, node->config.bytes));
     for (int i = 0; i < nopts; i++) {
         const char *k = opts[i].key, *v = opts[i].value;
-        int known = 1;
+        const clnet_option *o = clnet_option_find(kind->options, k);
         if (strcmp(k, "name") == 0) {
             TRY(check_name(v));
             snprintf(node->name, sizeof node->name, "%s", v);
         } else if (strcmp(k, "input") == 0) {
             TRY(parse_inputs(node, v));
+        } else if (!o) {
+            status = unknown_option(kind, k);
+            goto cleanup;
         } else {
-            if (kind->option) TRY(kind->option(node->config.bytes, k, v, &known));
-            if (!kind->option || !known)
-                FAIL(CLNET_ERR_FORMAT, "unknown option '%s' for %s (it takes: name input%s%s)", k,
-                     kind->name, *kind->keys ? " " : "", kind->keys);
+            TRY(clnet_option_set(o, node->config.bytes, v));
         }
     }
     if (kind->check) TRY(kind->check(node->config.bytes));
@@ -190,6 +216,53 @@ static clnet_status parse_node(clnet_model *m, const clnet_kind *kind, const opt
         FAIL(CLNET_ERR_FORMAT, "a layer named '%s' already exists", node->name);
 cleanup:
     return status;
+}
+
+/* ---- the model-file reference: what each kind takes ------------------------------ */
+
+/* The kind named `name`, or CLNET_ERR_INVALID_ARGUMENT naming the known ones. */
+static clnet_status find_kind(const char *name, const clnet_kind **out) {
+    *out = name ? clnet_kind_find(name) : NULL;
+    if (*out) return CLNET_OK;
+    char known[512];
+    clnet_kind_list(known, sizeof known);
+    return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "unknown layer kind '%s' (known: %s)",
+                      name ? name : "(null)", known);
+}
+
+clnet_status clnet_layer_kind_options(const char *kind_name, int *count) {
+    const clnet_kind *kind = NULL;
+    clnet_status s = find_kind(kind_name, &kind);
+    if (s != CLNET_OK) return s;
+    if (!count) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_layer_kind_options: no count");
+    *count = NODE_OPTIONS;
+    for (const clnet_option *o = kind->options; o && o->name; o++) (*count)++;
+    return CLNET_OK;
+}
+
+clnet_status clnet_layer_kind_option(const char *kind_name, int i, clnet_layer_option_info *out) {
+    const clnet_kind *kind = NULL;
+    int count = 0;
+    clnet_status s = clnet_layer_kind_options(kind_name, &count);
+    if (s != CLNET_OK) return s;
+    if (!out || i < 0 || i >= count)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s has no option %d (it has %d)", kind_name,
+                          i, count);
+    find_kind(kind_name, &kind);
+    const clnet_option *o = i < NODE_OPTIONS ? &node_options[i] : &kind->options[i - NODE_OPTIONS];
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", o->name);
+    clnet_option_expects(o, out->type, sizeof out->type);
+    const char *stem = kind->stem ? kind->stem : kind->name, *fallback = o->without;
+    if (o->value) fallback = o->value;
+    if (o == &node_options[0] && kind->is_loss) /* default_name's rule */
+        snprintf(out->default_text, sizeof out->default_text, "%s", stem);
+    else if (o == &node_options[0])
+        snprintf(out->default_text, sizeof out->default_text, "%s1, %s2, ...", stem, stem);
+    else
+        snprintf(out->default_text, sizeof out->default_text, "%s", fallback ? fallback : "");
+    snprintf(out->help, sizeof out->help, "%s", o->help ? o->help : "");
+    return CLNET_OK;
 }
 
 /* ---- resolving: names, order, shapes, layout -------------------------------------- */

@@ -1,9 +1,11 @@
 /* Tests that need no OpenCL device: version, statuses, error messages, the
- * worker-thread error path, and the kernel cache file format. */
+ * worker-thread error path, the kernel cache file format, and the layer
+ * kinds' option tables. */
 #include "error.h"
 #include "harness.h"
 #include "kcache.h"
 #include "collective.h"
+#include "layer.h"
 #include "worker.h"
 
 #include <stdio.h>
@@ -329,6 +331,54 @@ START_TEST(cache_disabled_neither_reads_nor_writes) {
 }
 END_TEST
 
+/* Every kind's table is complete (help, what each option takes, a default
+ * that reads), names no option twice, and the public reference lists every
+ * built-in kind with name= and input= first. */
+START_TEST(layer_kinds_declare_their_options) {
+    int builtin = 0;
+    while (clnet_kind_builtin(builtin)) builtin++;
+    ck_assert_int_eq(clnet_layer_kind_count(), builtin);
+    ck_assert_ptr_null(clnet_layer_kind_name(builtin));
+    for (int k = 0; k < builtin; k++) {
+        const clnet_kind *kind = clnet_kind_builtin(k);
+        ck_assert_str_eq(clnet_layer_kind_name(k), kind->name);
+        unsigned char config[CLNET_CONFIG_CAP] = {0};
+        if (kind->defaults) kind->defaults(config);
+        ck_assert_msg(clnet_option_defaults(kind->options, config) == CLNET_OK, "%s: %s",
+                      kind->name, clnet_last_error());
+        for (const clnet_option *o = kind->options; o && o->name; o++) {
+            ck_assert_msg(o->help && *o->help, "%s %s: no help", kind->name, o->name);
+            ck_assert_msg(o->type != CLNET_OPT_CUSTOM || (o->parse && o->expects), "%s %s",
+                          kind->name, o->name);
+            ck_assert_msg(o->type != CLNET_OPT_DIMS || (o->axes >= 1 && o->axes <= 3), "%s %s",
+                          kind->name, o->name);
+            ck_assert_msg(clnet_option_find(kind->options, o->name) == o, "%s: %s twice",
+                          kind->name, o->name);
+            ck_assert(strcmp(o->name, "name") != 0 && strcmp(o->name, "input") != 0);
+        }
+        int count = 0;
+        clnet_layer_option_info info;
+        ck_assert_int_eq(clnet_layer_kind_options(kind->name, &count), CLNET_OK);
+        ck_assert_int_ge(count, 2);
+        for (int i = 0; i < count; i++) {
+            ck_assert_int_eq(clnet_layer_kind_option(kind->name, i, &info), CLNET_OK);
+            ck_assert(*info.name && *info.type && *info.help);
+            if (i < 2) ck_assert_str_eq(info.name, i == 0 ? "name" : "input");
+        }
+        ck_assert_int_eq(clnet_layer_kind_option(kind->name, count, &info),
+                         CLNET_ERR_INVALID_ARGUMENT);
+    }
+    int count = 0;
+    ck_assert_int_eq(clnet_layer_kind_options("lstm", &count), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(clnet_last_error(), "unknown layer kind 'lstm' (known: conv1d"));
+    clnet_layer_option_info info;
+    ck_assert_int_eq(clnet_layer_kind_option("conv2d", 4, &info), CLNET_OK);
+    ck_assert_str_eq(info.name, "stride");
+    ck_assert_str_eq(info.default_text, "1");
+    ck_assert_str_eq(info.type, "N or HxW, each >= 1");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("core");
     TCase *t = tcase_create("core");
@@ -343,6 +393,7 @@ int main(void) {
     tcase_add_test(t, cache_key_changes_with_source_options_and_device);
     tcase_add_test(t, cache_round_trip_and_every_damage_is_caught);
     tcase_add_test(t, cache_disabled_neither_reads_nor_writes);
+    tcase_add_test(t, layer_kinds_declare_their_options);
     suite_add_tcase(s, t);
     return test_run_suite(s);
 }

@@ -693,7 +693,6 @@ static clnet_status shift_backward(const clnet_node *node, const clnet_pass *p) 
 
 static const clnet_kind SHIFT = {
     .name = "test_shift",
-    .keys = "",
     .min_inputs = 1,
     .max_inputs = 1,
     .setup = shift_setup,

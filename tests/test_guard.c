@@ -101,7 +101,7 @@ static size_t shrinking_floats(const clnet_node *node, int n) {
 
 #define TEST_KIND(kind_name, work, fwd)                                                            \
     {                                                                                              \
-        .name = kind_name, .keys = "", .min_inputs = 1, .max_inputs = 1, .setup = same_shape,      \
+        .name = kind_name, .min_inputs = 1, .max_inputs = 1, .setup = same_shape,                  \
         .work_floats = work, .forward = fwd, .backward = identity_backward,                        \
     }
 

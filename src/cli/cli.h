@@ -124,5 +124,6 @@ int cmd_eval(int argc, char **argv);    /* train.c */
 int cmd_predict(int argc, char **argv); /* predict.c */
 int cmd_bench(int argc, char **argv);   /* bench.c */
 int cmd_tune(int argc, char **argv);    /* tune.c */
+int cmd_layers(int argc, char **argv);  /* layers.c */
 
 #endif

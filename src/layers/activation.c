@@ -36,7 +36,6 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
 #define ACTIVATION(id)                                                                             \
     const clnet_kind clnet_##id##_kind = {                                                         \
         .name = #id,                                                                               \
-        .keys = "",                                                                                \
         .min_inputs = 1,                                                                           \
         .max_inputs = 1,                                                                           \
         .backward_reads = CLNET_READS_Y,                                                           \
@@ -50,12 +49,4 @@ ACTIVATION(tanh)
 
 /* A relu that the layer before it runs (clnet_kind.fuse_relu): its output is
  * that layer's, and no kernel of its own runs. */
-const clnet_kind clnet_relu_fused_kind = {
-    .name = "relu",
-    .keys = "",
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .is_view = 1,
-    .setup = setup,
-    .forward = clnet_no_kernels,
-};
+const clnet_kind clnet_relu_fused_kind = CLNET_VIEW_KIND("relu", setup);

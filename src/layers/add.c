@@ -40,12 +40,4 @@ cleanup:
     return status;
 }
 
-const clnet_kind clnet_add_kind = {
-    .name = "add",
-    .keys = "",
-    .min_inputs = 2,
-    .max_inputs = CLNET_MAX_INPUTS,
-    .setup = setup,
-    .forward = forward,
-    .backward = backward,
-};
+const clnet_kind clnet_add_kind = CLNET_JOIN_KIND("add", setup, forward, backward);

@@ -26,46 +26,39 @@
 #include "program.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 typedef struct {
-    float eps;      /* 1e-5 */
-    float momentum; /* 0.1 */
-    int sync;       /* 1: statistics over every device's share */
+    float eps;
+    float momentum;
+    int sync; /* 1: statistics over every device's share */
 } bn_config;
 
-static void defaults(void *config) {
-    bn_config *c = config;
-    c->eps = 1e-5f;
-    c->momentum = 0.1f;
-    c->sync = 1;
-}
-
-static clnet_status option(void *config, const char *key, const char *value, int *known) {
-    bn_config *c = config;
-    *known = 1;
-    if (strcmp(key, "eps") == 0) {
-        clnet_status s = clnet_option_float(key, value, 0, &c->eps);
-        if (s == CLNET_OK && !(c->eps > 0))
-            return clnet_fail(CLNET_ERR_FORMAT, "eps=%s: expected a number > 0", value);
-        return s;
-    }
-    if (strcmp(key, "momentum") == 0) {
-        clnet_status s = clnet_option_float(key, value, 0, &c->momentum);
-        if (s == CLNET_OK && c->momentum > 1)
-            return clnet_fail(CLNET_ERR_FORMAT, "momentum=%s: expected 0 to 1", value);
-        return s;
-    }
-    if (strcmp(key, "sync") == 0) {
-        if (strcmp(value, "on") == 0 || strcmp(value, "off") == 0) {
-            c->sync = strcmp(value, "on") == 0;
-            return CLNET_OK;
-        }
-        return clnet_fail(CLNET_ERR_FORMAT, "sync=%s: expected on or off", value);
-    }
-    *known = 0;
-    return CLNET_OK;
-}
+static const clnet_option options[] = {
+    {.name = "eps",
+     .type = CLNET_OPT_FLOAT,
+     .at = offsetof(bn_config, eps),
+     .max = INFINITY,
+     .above_min = 1,
+     .range = "a number > 0",
+     .value = "1e-5",
+     .help = "added to the variance before its square root"},
+    {.name = "momentum",
+     .type = CLNET_OPT_FLOAT,
+     .at = offsetof(bn_config, momentum),
+     .max = 1,
+     .range = "0 to 1",
+     .value = "0.1",
+     .help = "how far the running statistics move towards a step's, once per step"},
+    {.name = "sync",
+     .type = CLNET_OPT_CHOICE,
+     .at = offsetof(bn_config, sync),
+     .choices = clnet_on_off,
+     .value = "on",
+     .help = "normalize with the statistics of every device's share (off: each its own)"},
+    {0},
+};
 
 static clnet_status setup(clnet_node *node) {
     clnet_shape in = node->in[0];
@@ -248,14 +241,12 @@ cleanup:
 const clnet_kind clnet_batchnorm_kind = {
     .name = "batchnorm",
     .stem = "bn",
-    .keys = "eps momentum sync",
+    .options = options,
     .min_inputs = 1,
     .max_inputs = 1,
     .backward_reads = CLNET_READS_X,
     .batch_stats = 1,
     .config_size = sizeof(bn_config),
-    .defaults = defaults,
-    .option = option,
     .setup = setup,
     .keep_floats = keep_floats,
     .work_floats = work_floats,

@@ -56,12 +56,4 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     return move(node, p, 1);
 }
 
-const clnet_kind clnet_concat_kind = {
-    .name = "concat",
-    .keys = "",
-    .min_inputs = 2,
-    .max_inputs = CLNET_MAX_INPUTS,
-    .setup = setup,
-    .forward = forward,
-    .backward = backward,
-};
+const clnet_kind clnet_concat_kind = CLNET_JOIN_KIND("concat", setup, forward, backward);

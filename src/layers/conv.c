@@ -21,6 +21,7 @@
 #include "layer.h"
 #include "program.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,8 +42,6 @@ typedef struct {
 static void defaults(conv_config *c, int rank, int transpose) {
     c->rank = rank;
     c->transpose = transpose;
-    for (int a = 0; a < 3; a++) c->s[a] = c->d[a] = 1;
-    c->groups = 1;
 }
 
 #define DEFAULTS(name, rank, transpose)                                                            \
@@ -56,25 +55,61 @@ DEFAULTS(defaults_t1, 1, 1)
 DEFAULTS(defaults_t2, 2, 1)
 DEFAULTS(defaults_t3, 3, 1)
 
-static clnet_status option(void *config, const char *key, const char *value, int *known) {
+/* pad=N (or one per axis), pad=same or pad=causal (check() refuses those
+ * where they do not apply, naming why) */
+static clnet_status parse_pad(const clnet_option *o, void *config, const char *value) {
     conv_config *c = config;
-    *known = 1;
-    if (strcmp(key, "filters") == 0) return clnet_option_int(key, value, 1, &c->filters);
-    if (strcmp(key, "size") == 0) return clnet_option_dims(key, value, c->rank, 1, c->k);
-    if (strcmp(key, "stride") == 0) return clnet_option_dims(key, value, c->rank, 1, c->s);
-    if (strcmp(key, "pad") == 0) {
-        c->pad_mode = strcmp(value, "same") == 0     ? PAD_SAME
-                      : strcmp(value, "causal") == 0 ? PAD_CAUSAL
-                                                     : PAD_GIVEN;
-        return c->pad_mode != PAD_GIVEN ? CLNET_OK
-                                        : clnet_option_dims(key, value, c->rank, 0, c->p);
-    }
-    if (strcmp(key, "dilation") == 0) return clnet_option_dims(key, value, c->rank, 1, c->d);
-    if (strcmp(key, "groups") == 0) return clnet_option_int(key, value, 1, &c->groups);
-    if (strcmp(key, "output_pad") == 0 && c->transpose)
-        return clnet_option_dims(key, value, c->rank, 0, c->out_pad);
-    return clnet_param_init_option(&c->init, key, value, known);
+    c->pad_mode = strcmp(value, "same") == 0     ? PAD_SAME
+                  : strcmp(value, "causal") == 0 ? PAD_CAUSAL
+                                                 : PAD_GIVEN;
+    return c->pad_mode != PAD_GIVEN ? CLNET_OK
+                                    : clnet_option_dims(o->name, value, o->axes, 0, c->p);
 }
+
+/* Tables of rows built by macros, laid out by hand (clang-format folds them badly). */
+// clang-format off
+#define DIMS(key, field, rank, least, value_, without_, what)                                      \
+    {.name = key, .type = CLNET_OPT_DIMS, .at = offsetof(conv_config, field), .axes = rank,        \
+     .min = least, .value = value_, .without = without_, .help = what}
+
+/* The options of a rank's convolution (transposed or not): pad= takes what
+ * `pad_expects` says, means `pad_help`. */
+#define CONV_OPTIONS(rank, pad_expects, pad_help)                                                  \
+    {.name = "filters", .type = CLNET_OPT_INT, .at = offsetof(conv_config, filters), .min = 1,     \
+     .without = "required", .help = "the output channels"},                                        \
+    DIMS("size", k, rank, 1, NULL, "required", "the kernel"),                                      \
+    DIMS("stride", s, rank, 1, "1", NULL, "the step between windows"),                             \
+    {.name = "pad", .type = CLNET_OPT_CUSTOM, .axes = rank, .parse = parse_pad,                    \
+     .expects = pad_expects, .value = "0", .help = pad_help},                                      \
+    DIMS("dilation", d, rank, 1, "1", NULL, "the kernel's taps this far apart"),                   \
+    {.name = "groups", .type = CLNET_OPT_INT, .at = offsetof(conv_config, groups), .min = 1,       \
+     .value = "1", .help = "channels and filters in this many independent groups (dividing both)"},\
+    CLNET_PARAM_INIT_OPTIONS(conv_config, init)
+
+#define TRANSPOSE_OPTIONS(rank, forms)                                                             \
+    CONV_OPTIONS(rank, forms ", each >= 0", "trimmed from each side of the output"),               \
+    DIMS("output_pad", out_pad, rank, 0, "0", NULL,                                                \
+         "added to the output's far side (PyTorch's output_padding)")
+// clang-format on
+
+#define SAME_HELP "; same: the input's size at stride 1 (PyTorch's padding='same')"
+static const clnet_option conv1_options[] = {
+    CONV_OPTIONS(1, "N, each >= 0, same or causal",
+                 "zeros before and after the signal" SAME_HELP "; causal: all before"),
+    {0},
+};
+static const clnet_option conv2_options[] = {
+    CONV_OPTIONS(2, "N or HxW, each >= 0, or same", "zeros around each axis" SAME_HELP),
+    {0},
+};
+static const clnet_option conv3_options[] = {
+    CONV_OPTIONS(3, "N or DxHxW, each >= 0, or same", "zeros around each axis" SAME_HELP),
+    {0},
+};
+
+static const clnet_option transpose1_options[] = {TRANSPOSE_OPTIONS(1, "N"), {0}};
+static const clnet_option transpose2_options[] = {TRANSPOSE_OPTIONS(2, "N or HxW"), {0}};
+static const clnet_option transpose3_options[] = {TRANSPOSE_OPTIONS(3, "N or DxHxW"), {0}};
 
 static clnet_status check(const void *config) {
     const conv_config *c = config;
@@ -177,11 +212,9 @@ static clnet_status setup(clnet_node *node) {
     int K = 1;
     for (int a = 0; a < c->rank; a++) K *= c->k[a], shape[2 + a] = c->k[a];
     int fan_in = (int)shape[1] * K, fan_out = (int)shape[0] * K;
-    clnet_init wi = c->init.weight, bi = c->init.bias;
-    if (wi.kind == CLNET_INIT_DEFAULT) wi.kind = CLNET_INIT_KAIMING;
-    if (bi.kind == CLNET_INIT_DEFAULT) bi.kind = CLNET_INIT_ZEROS;
-    clnet_node_param(node, "weight", 2 + c->rank, shape, wi, fan_in, fan_out);
-    if (!c->init.no_bias) clnet_node_param(node, "bias", 1, (int64_t[]){F}, bi, fan_in, fan_out);
+    clnet_node_param(node, "weight", 2 + c->rank, shape, c->init.weight, fan_in, fan_out);
+    if (!c->init.no_bias)
+        clnet_node_param(node, "bias", 1, (int64_t[]){F}, c->init.bias, fan_in, fan_out);
     return CLNET_OK;
 }
 
@@ -459,30 +492,30 @@ cleanup:
     return status;
 }
 
-#define CONV_KEYS "filters size stride pad dilation groups bias init std bias_init bias_std"
-
-#define CONV_KIND(kind_name, defaults_)                                                            \
+#define CONV_KIND(kind_name, defaults_, options_)                                                  \
     {                                                                                              \
-        .name = kind_name, .stem = "conv", .keys = CONV_KEYS, .min_inputs = 1,                     \
+        .name = kind_name, .stem = "conv", .options = options_, .min_inputs = 1,                   \
         .max_inputs = 1, /* x: each chunk's columns are made again; y: with a relu taken in */     \
             .backward_reads = CLNET_READS_X | CLNET_READS_Y, .config_size = sizeof(conv_config),   \
-        .defaults = defaults_, .option = option, .check = check, .setup = setup,                   \
-        .work_floats = work_floats, .forward = conv_forward, .backward = conv_backward,            \
-        .fuse_relu = fuse_relu,                                                                    \
+        .defaults = defaults_, .check = check, .setup = setup, .work_floats = work_floats,         \
+        .forward = conv_forward, .backward = conv_backward, .fuse_relu = fuse_relu,                \
     }
 
 /* backward reads x (the weight gradient's Xp), never y */
-#define TRANSPOSE_KIND(kind_name, defaults_)                                                       \
+#define TRANSPOSE_KIND(kind_name, defaults_, options_)                                             \
     {                                                                                              \
-        .name = kind_name, .stem = "deconv", .keys = CONV_KEYS " output_pad", .min_inputs = 1,     \
+        .name = kind_name, .stem = "deconv", .options = options_, .min_inputs = 1,                 \
         .max_inputs = 1, .backward_reads = CLNET_READS_X, .config_size = sizeof(conv_config),      \
-        .defaults = defaults_, .option = option, .check = check, .setup = setup,                   \
-        .work_floats = work_floats, .forward = transpose_forward, .backward = transpose_backward,  \
+        .defaults = defaults_, .check = check, .setup = setup, .work_floats = work_floats,         \
+        .forward = transpose_forward, .backward = transpose_backward,                              \
     }
 
-const clnet_kind clnet_conv1d_kind = CONV_KIND("conv1d", defaults1);
-const clnet_kind clnet_conv2d_kind = CONV_KIND("conv2d", defaults2);
-const clnet_kind clnet_conv3d_kind = CONV_KIND("conv3d", defaults3);
-const clnet_kind clnet_conv_transpose1d_kind = TRANSPOSE_KIND("conv_transpose1d", defaults_t1);
-const clnet_kind clnet_conv_transpose2d_kind = TRANSPOSE_KIND("conv_transpose2d", defaults_t2);
-const clnet_kind clnet_conv_transpose3d_kind = TRANSPOSE_KIND("conv_transpose3d", defaults_t3);
+const clnet_kind clnet_conv1d_kind = CONV_KIND("conv1d", defaults1, conv1_options);
+const clnet_kind clnet_conv2d_kind = CONV_KIND("conv2d", defaults2, conv2_options);
+const clnet_kind clnet_conv3d_kind = CONV_KIND("conv3d", defaults3, conv3_options);
+const clnet_kind clnet_conv_transpose1d_kind =
+    TRANSPOSE_KIND("conv_transpose1d", defaults_t1, transpose1_options);
+const clnet_kind clnet_conv_transpose2d_kind =
+    TRANSPOSE_KIND("conv_transpose2d", defaults_t2, transpose2_options);
+const clnet_kind clnet_conv_transpose3d_kind =
+    TRANSPOSE_KIND("conv_transpose3d", defaults_t3, transpose3_options);

@@ -8,32 +8,30 @@
 #include "layer.h"
 #include "program.h"
 
+#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 typedef struct {
-    float p;  /* 0.5 */
-    int seed; /* 0; mixed with the layer's name, so layers draw apart */
+    float p;
+    int seed; /* mixed with the layer's name, so layers draw apart */
     uint32_t key;
 } dropout_config;
 
-static void defaults(void *config) {
-    ((dropout_config *)config)->p = 0.5f;
-}
-
-static clnet_status option(void *config, const char *key, const char *value, int *known) {
-    dropout_config *c = config;
-    *known = 1;
-    if (strcmp(key, "p") == 0) {
-        clnet_status s = clnet_option_float(key, value, 0, &c->p);
-        if (s == CLNET_OK && c->p > 1)
-            return clnet_fail(CLNET_ERR_FORMAT, "p=%s: expected a probability, 0 to 1", value);
-        return s;
-    }
-    if (strcmp(key, "seed") == 0) return clnet_option_int(key, value, 0, &c->seed);
-    *known = 0;
-    return CLNET_OK;
-}
+static const clnet_option options[] = {
+    {.name = "p",
+     .type = CLNET_OPT_FLOAT,
+     .at = offsetof(dropout_config, p),
+     .max = 1,
+     .range = "a probability, 0 to 1",
+     .value = "0.5",
+     .help = "the probability that an element is zeroed in training"},
+    {.name = "seed",
+     .type = CLNET_OPT_INT,
+     .at = offsetof(dropout_config, seed),
+     .value = "0",
+     .help = "mixed with the layer's name into the mask's hash"},
+    {0},
+};
 
 static clnet_status setup(clnet_node *node) {
     dropout_config *c = CLNET_CONFIG(node, dropout_config);
@@ -44,40 +42,38 @@ static clnet_status setup(clnet_node *node) {
     return CLNET_OK;
 }
 
-/* The kernel's arguments after the tensors: p, scale, key, step, first sample. */
-#define MASK(c, p)                                                                                 \
-    F32((c)->p), F32((c)->p < 1 ? 1.0f / (1.0f - (c)->p) : 0.0f), U32((c)->key),                   \
-        U32((uint32_t)(p)->ctx->step), U32((uint32_t)(p)->ctx->first_sample)
+/* The mask applied to (n, size) at (t, in) into (t, out): forward's y, or,
+ * the same map, backward's dx (with `options`: overwritten or added to). */
+static clnet_status apply(const clnet_node *node, const clnet_pass *p, int slot,
+                          const char *options, cl_mem t, size_t in, size_t out) {
+    const dropout_config *c = CLNET_CONFIG(node, dropout_config);
+    size_t size = clnet_shape_size(node->out);
+    return clnet_pass_run(p, slot, "dropout", options, "dropout_apply", 2,
+                          (size_t[]){size, (size_t)p->n}, NULL,
+                          ARGS(U32(p->n), U32(size), MEM(t), U32(in), MEM(t), U32(out), F32(c->p),
+                               F32(c->p < 1 ? 1.0f / (1.0f - c->p) : 0.0f), U32(c->key),
+                               U32((uint32_t)p->ctx->step), U32((uint32_t)p->ctx->first_sample)));
+}
 
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
-    const dropout_config *c = CLNET_CONFIG(node, dropout_config);
     size_t size = clnet_shape_size(node->out);
     if (!p->ctx->train) /* evaluation: the identity */
         return clnet_copy_rows(p->d, clnet_pass_kept(p, 2), 1, (size_t)p->n * size, p->act, p->x[0],
                                0, p->act, p->y, 0, 0.0f);
-    return clnet_pass_run(
-        p, 0, "dropout", "", "dropout_forward", 2, (size_t[]){size, (size_t)p->n}, NULL,
-        ARGS(U32(p->n), U32(size), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y), MASK(c, p)));
+    return apply(node, p, 0, "", p->act, p->x[0], p->y);
 }
 
 static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
-    const dropout_config *c = CLNET_CONFIG(node, dropout_config);
-    size_t size = clnet_shape_size(node->out);
     if (!p->need_dx[0]) return CLNET_OK;
-    return clnet_pass_run(p, 1, "dropout", clnet_dx_options(p, 0), "dropout_backward", 2,
-                          (size_t[]){size, (size_t)p->n}, NULL,
-                          ARGS(U32(p->n), U32(size), MEM(p->dact), U32(p->dy), MEM(p->dact),
-                               U32(p->dx[0]), MASK(c, p)));
+    return apply(node, p, 1, clnet_dx_options(p, 0), p->dact, p->dy, p->dx[0]);
 }
 
 const clnet_kind clnet_dropout_kind = {
     .name = "dropout",
-    .keys = "p seed",
+    .options = options,
     .min_inputs = 1,
     .max_inputs = 1,
     .config_size = sizeof(dropout_config),
-    .defaults = defaults,
-    .option = option,
     .setup = setup,
     .forward = forward,
     .backward = backward,

@@ -12,12 +12,4 @@ static clnet_status setup(clnet_node *node) {
     return CLNET_OK;
 }
 
-const clnet_kind clnet_flatten_kind = {
-    .name = "flatten",
-    .keys = "",
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .is_view = 1,
-    .setup = setup,
-    .forward = clnet_no_kernels,
-};
+const clnet_kind clnet_flatten_kind = CLNET_VIEW_KIND("flatten", setup);

@@ -7,6 +7,8 @@
 #include "layer.h"
 #include "program.h"
 
+#include <stdio.h>
+
 static clnet_status setup(clnet_node *node) {
     clnet_shape in = node->in[0];
     if (in.ndim < 1) return clnet_node_fail(node, "takes inputs with spatial dimensions");
@@ -15,10 +17,13 @@ static clnet_status setup(clnet_node *node) {
     return CLNET_OK;
 }
 
+/* kernel "<kind>_forward", one work-item per plane */
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
+    char name[48];
+    snprintf(name, sizeof name, "%s_forward", node->kind->name);
     return clnet_pass_run(
-        p, 0, "global_pool", "", "global_avgpool_forward", 1, (size_t[]){planes}, NULL,
+        p, 0, "global_pool", "", name, 1, (size_t[]){planes}, NULL,
         ARGS(U32(planes), U32(S), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
 }
 
@@ -35,20 +40,12 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
 const clnet_kind clnet_global_avgpool_kind = {
     .name = "global_avgpool",
     .stem = "pool",
-    .keys = "",
     .min_inputs = 1,
     .max_inputs = 1,
     .setup = setup,
     .forward = forward,
     .backward = backward,
 };
-
-static clnet_status max_forward(const clnet_node *node, const clnet_pass *p) {
-    size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
-    return clnet_pass_run(
-        p, 0, "global_pool", "", "global_maxpool_forward", 1, (size_t[]){planes}, NULL,
-        ARGS(U32(planes), U32(S), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
-}
 
 /* reads x to find each plane's largest value again */
 static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
@@ -63,11 +60,10 @@ static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
 const clnet_kind clnet_global_maxpool_kind = {
     .name = "global_maxpool",
     .stem = "pool",
-    .keys = "",
     .min_inputs = 1,
     .max_inputs = 1,
     .backward_reads = CLNET_READS_X,
     .setup = setup,
-    .forward = max_forward,
+    .forward = forward,
     .backward = max_backward,
 };

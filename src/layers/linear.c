@@ -7,20 +7,24 @@
 #include "layer.h"
 #include "program.h"
 
+#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 typedef struct {
     int units;
     clnet_param_init init;
 } linear_config;
 
-static clnet_status option(void *config, const char *key, const char *value, int *known) {
-    linear_config *c = config;
-    *known = 1;
-    if (strcmp(key, "units") == 0) return clnet_option_int(key, value, 1, &c->units);
-    return clnet_param_init_option(&c->init, key, value, known);
-}
+static const clnet_option options[] = {
+    {.name = "units",
+     .type = CLNET_OPT_INT,
+     .at = offsetof(linear_config, units),
+     .min = 1,
+     .without = "required",
+     .help = "the outputs (PyTorch's out_features)"},
+    CLNET_PARAM_INIT_OPTIONS(linear_config, init),
+    {0},
+};
 
 static clnet_status check(const void *config) {
     const linear_config *c = config;
@@ -33,12 +37,10 @@ static clnet_status setup(clnet_node *node) {
     size_t in = clnet_shape_size(node->in[0]);
     if (in > INT32_MAX) return clnet_node_fail(node, "an input of %zu values is too large", in);
     node->out = clnet_shape_vector(c->units);
-    clnet_init w = c->init.weight, b = c->init.bias;
-    if (w.kind == CLNET_INIT_DEFAULT) w.kind = CLNET_INIT_KAIMING;
-    if (b.kind == CLNET_INIT_DEFAULT) b.kind = CLNET_INIT_ZEROS;
-    clnet_node_param(node, "weight", 2, (int64_t[]){c->units, (int64_t)in}, w, (int)in, c->units);
+    clnet_node_param(node, "weight", 2, (int64_t[]){c->units, (int64_t)in}, c->init.weight, (int)in,
+                     c->units);
     if (!c->init.no_bias)
-        clnet_node_param(node, "bias", 1, (int64_t[]){c->units}, b, (int)in, c->units);
+        clnet_node_param(node, "bias", 1, (int64_t[]){c->units}, c->init.bias, (int)in, c->units);
     return CLNET_OK;
 }
 
@@ -77,12 +79,11 @@ cleanup:
 const clnet_kind clnet_linear_kind = {
     .name = "linear",
     .stem = "fc",
-    .keys = "units bias init std bias_init bias_std",
+    .options = options,
     .min_inputs = 1,
     .max_inputs = 1,
     .backward_reads = CLNET_READS_X,
     .config_size = sizeof(linear_config),
-    .option = option,
     .check = check,
     .setup = setup,
     .forward = forward,

@@ -5,6 +5,7 @@
 #include "layer.h"
 #include "program.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,40 +18,40 @@ typedef struct {
     clnet_window win; /* set by setup; stride defaults to the window, dilation to 1 */
 } pool_config;
 
-static clnet_status on_off(const char *key, const char *value, int *out) {
-    if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
-        return clnet_fail(CLNET_ERR_FORMAT, "%s=%s: expected on or off", key, value);
-    *out = strcmp(value, "on") == 0;
-    return CLNET_OK;
-}
+/* A per-axis option: one value for every axis, or one per axis (setup lays
+ * them out for the input); none given leaves its count 0. Laid out by hand:
+ * clang-format folds macros of initialisers badly. */
+// clang-format off
+#define LIST(key, v, n, least, value_, without_, what)                                             \
+    {.name = key, .type = CLNET_OPT_LIST, .at = offsetof(pool_config, v),                          \
+     .count_at = offsetof(pool_config, n), .min = least, .value = value_, .without = without_,     \
+     .help = what}
+#define POOL_OPTIONS                                                                               \
+    LIST("size", k, nk, 1, NULL, "required", "the window"),                                        \
+    LIST("stride", s, ns, 1, NULL, "the size", "the step between windows"),                        \
+    LIST("pad", p, np, 0, "0", NULL, "zeros before and after each axis (smaller than the window)"),\
+    {.name = "ceil", .type = CLNET_OPT_CHOICE, .at = offsetof(pool_config, ceil),                  \
+     .choices = clnet_on_off, .value = "off",                                                      \
+     .help = "round the output size up (PyTorch's ceil_mode)"}
+// clang-format on
 
-static clnet_status option(void *config, const char *key, const char *value, int *known) {
-    pool_config *c = config;
-    *known = 1;
-    if (strcmp(key, "size") == 0) return clnet_option_list(key, value, 1, c->k, &c->nk);
-    if (strcmp(key, "stride") == 0) return clnet_option_list(key, value, 1, c->s, &c->ns);
-    if (strcmp(key, "pad") == 0) return clnet_option_list(key, value, 0, c->p, &c->np);
-    if (strcmp(key, "ceil") == 0) return on_off(key, value, &c->ceil);
-    *known = 0;
-    return CLNET_OK;
-}
-
-static clnet_status max_option(void *config, const char *key, const char *value, int *known) {
-    pool_config *c = config;
-    if (strcmp(key, "dilation") != 0) return option(config, key, value, known);
-    *known = 1;
-    return clnet_option_list(key, value, 1, c->d, &c->nd);
-}
-
-static clnet_status avg_option(void *config, const char *key, const char *value, int *known) {
-    pool_config *c = config;
-    if (strcmp(key, "count_pad") != 0) return option(config, key, value, known);
-    *known = 1;
-    int on = 1;
-    clnet_status s = on_off(key, value, &on);
-    c->no_count_pad = !on;
-    return s;
-}
+static const clnet_option max_options[] = {
+    POOL_OPTIONS,
+    LIST("dilation", d, nd, 1, "1", NULL, "the window's taps this far apart"),
+    {0},
+};
+/* stored as its opposite, no_count_pad, so that maxpool's zeros count them */
+static const clnet_option avg_options[] = {
+    POOL_OPTIONS,
+    {.name = "count_pad",
+     .type = CLNET_OPT_CHOICE,
+     .at = offsetof(pool_config, no_count_pad),
+     .choices = clnet_off_on,
+     .value = "on",
+     .help = "divide by the padded window (off: by the input's cells only; PyTorch's "
+             "count_include_pad)"},
+    {0},
+};
 
 /* Windows along an axis: floor or, in ceil mode, ceil of (in + 2p - k) / s, plus
  * one; in ceil mode a last window that would start past the input and its left
@@ -119,13 +120,17 @@ static void pool_options(const clnet_node *node, const char *extra, char *out, s
     clnet_window_options(&c->win, more, out, cap);
 }
 
-/* kernels run over (x, y, plane * depth) of the output (forward) or input (backward) */
-static const size_t *range(const pool_config *c, int input, int n, size_t out[3]) {
-    const int *v = input ? c->win.in : c->win.out;
-    out[0] = (size_t)v[2];
-    out[1] = (size_t)v[1];
-    out[2] = (size_t)n * (size_t)c->win.c * (size_t)v[0];
-    return out;
+/* Runs kernel `name` (slot `slot`) over (x, y, plane * depth) of the output
+ * (forward) or of the input (backward: writing or adding dx as the graph
+ * says). */
+static clnet_status run(const clnet_node *node, const clnet_pass *p, int slot, const char *name,
+                        int backward, const clnet_arg *args, int nargs) {
+    const pool_config *c = CLNET_CONFIG(node, pool_config);
+    const int *v = backward ? c->win.in : c->win.out;
+    size_t range[3] = {(size_t)v[2], (size_t)v[1], (size_t)p->n * (size_t)c->win.c * (size_t)v[0]};
+    char opt[600];
+    pool_options(node, backward ? clnet_dx_options(p, 0) : "", opt, sizeof opt);
+    return clnet_pass_run(p, slot, "pool", opt, name, 3, range, NULL, args, nargs);
 }
 
 /* max pooling keeps the index of each window's maximum (int32) */
@@ -134,53 +139,37 @@ static size_t max_keep(const clnet_node *node, int n) {
 }
 
 static clnet_status max_forward(const clnet_node *node, const clnet_pass *p) {
-    const pool_config *c = CLNET_CONFIG(node, pool_config);
-    size_t r[3];
-    char opt[600];
-    pool_options(node, "", opt, sizeof opt);
-    return clnet_pass_run(p, 0, "pool", opt, "maxpool_forward", 3, range(c, 0, p->n, r), NULL,
-                          ARGS(U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y),
-                               MEM(p->keep), U32(p->keep_off)));
+    return run(node, p, 0, "maxpool_forward", 0,
+               ARGS(U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y), MEM(p->keep),
+                    U32(p->keep_off)));
 }
 
 static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
-    const pool_config *c = CLNET_CONFIG(node, pool_config);
-    size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
-    char opt[600];
-    pool_options(node, clnet_dx_options(p, 0), opt, sizeof opt);
-    return clnet_pass_run(p, 1, "pool", opt, "maxpool_backward", 3, range(c, 1, p->n, r), NULL,
-                          ARGS(U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->keep), U32(p->keep_off),
-                               MEM(p->dact), U32(p->dx[0])));
+    return run(node, p, 1, "maxpool_backward", 1,
+               ARGS(U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->keep), U32(p->keep_off),
+                    MEM(p->dact), U32(p->dx[0])));
 }
 
 static clnet_status avg_forward(const clnet_node *node, const clnet_pass *p) {
-    const pool_config *c = CLNET_CONFIG(node, pool_config);
-    size_t r[3];
-    char opt[600];
-    pool_options(node, "", opt, sizeof opt);
-    return clnet_pass_run(p, 2, "pool", opt, "avgpool_forward", 3, range(c, 0, p->n, r), NULL,
-                          ARGS(U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
+    return run(node, p, 2, "avgpool_forward", 0,
+               ARGS(U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
 }
 
 static clnet_status avg_backward(const clnet_node *node, const clnet_pass *p) {
-    const pool_config *c = CLNET_CONFIG(node, pool_config);
-    size_t r[3];
     if (!p->need_dx[0]) return CLNET_OK;
-    char opt[600];
-    pool_options(node, clnet_dx_options(p, 0), opt, sizeof opt);
-    return clnet_pass_run(p, 3, "pool", opt, "avgpool_backward", 3, range(c, 1, p->n, r), NULL,
-                          ARGS(U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
+    return run(node, p, 3, "avgpool_backward", 1,
+               ARGS(U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
 }
 
-#define POOL_KIND(kind_name, keys_, option_, keep, fwd, bwd)                                       \
+#define POOL_KIND(kind_name, options_, keep, fwd, bwd)                                             \
     {                                                                                              \
-        .name = kind_name, .stem = "pool", .keys = keys_, .min_inputs = 1, .max_inputs = 1,        \
-        .config_size = sizeof(pool_config), .option = option_, .check = check, .setup = setup,     \
-        .keep_floats = keep, .forward = fwd, .backward = bwd,                                      \
+        .name = kind_name, .stem = "pool", .options = options_, .min_inputs = 1, .max_inputs = 1,  \
+        .config_size = sizeof(pool_config), .check = check, .setup = setup, .keep_floats = keep,   \
+        .forward = fwd, .backward = bwd,                                                           \
     }
 
-const clnet_kind clnet_maxpool_kind = POOL_KIND("maxpool", "size stride pad ceil dilation",
-                                                max_option, max_keep, max_forward, max_backward);
-const clnet_kind clnet_avgpool_kind = POOL_KIND("avgpool", "size stride pad ceil count_pad",
-                                                avg_option, NULL, avg_forward, avg_backward);
+const clnet_kind clnet_maxpool_kind =
+    POOL_KIND("maxpool", max_options, max_keep, max_forward, max_backward);
+const clnet_kind clnet_avgpool_kind =
+    POOL_KIND("avgpool", avg_options, NULL, avg_forward, avg_backward);

@@ -6,22 +6,26 @@
 #include "error.h"
 #include "layer.h"
 
-#include <string.h>
+#include <stddef.h>
 
 typedef struct {
     int v[5]; /* channels, depth, height, width, length (0: not given) */
 } reshape_config;
 
-static clnet_status option(void *config, const char *key, const char *value, int *known) {
-    reshape_config *c = config;
-    for (int k = 0; k < 5; k++)
-        if (strcmp(key, clnet_shape_keys[k]) == 0) {
-            *known = 1;
-            return clnet_option_int(key, value, 1, &c->v[k]);
-        }
-    *known = 0;
-    return CLNET_OK;
-}
+/* in clnet_shape_keys' order */
+#define SIZE(k, key, what)                                                                         \
+    {                                                                                              \
+        .name = key, .type = CLNET_OPT_INT, .at = offsetof(reshape_config, v) + (k) * sizeof(int), \
+        .min = 1, .help = what                                                                     \
+    }
+static const clnet_option options[] = {
+    SIZE(0, "channels", "the output's channels"),
+    SIZE(1, "depth", "a volume's depth (with height= and width=)"),
+    SIZE(2, "height", "an image's or a volume's height"),
+    SIZE(3, "width", "an image's or a volume's width"),
+    SIZE(4, "length", "a signal's length"),
+    {0},
+};
 
 static clnet_status check(const void *config) {
     if (!clnet_shape_from_sizes(((const reshape_config *)config)->v).c)
@@ -45,12 +49,11 @@ static clnet_status setup(clnet_node *node) {
 
 const clnet_kind clnet_reshape_kind = {
     .name = "reshape",
-    .keys = "channels depth height width length",
+    .options = options,
     .min_inputs = 1,
     .max_inputs = 1,
     .is_view = 1,
     .config_size = sizeof(reshape_config),
-    .option = option,
     .check = check,
     .setup = setup,
     .forward = clnet_no_kernels,

@@ -29,7 +29,6 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
 const clnet_kind clnet_softmax_xent_kind = {
     .name = "softmax_cross_entropy",
     .stem = "loss",
-    .keys = "",
     .min_inputs = 1,
     .max_inputs = 1,
     .is_loss = 1,

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `clnet layers`, the model-file reference: every kind the registry knows,
+# one kind's options with their defaults, and a clear failure for a kind
+# that does not exist. Needs no device.
+# usage: cli_layers_test.sh CLNET
+set -u
+clnet=$1
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; shift; printf '%s\n' "$@"; fail=1; }
+
+# The registry's kinds, as the library names them when refusing an unknown one.
+err=$("$clnet" layers no_such_kind 2>&1 >/dev/null); rc=$?
+if [ $rc -eq 2 ] && grep -q "unknown layer kind 'no_such_kind' (known: conv1d, " <<<"$err"; then
+  ok "an unknown kind fails (exit 2) and lists the kinds"
+else bad "unknown kind (exit $rc)" "$err"; fi
+known=$(sed -n 's/.*(known: \([^)]*\)).*/\1/p' <<<"$err" | tr -d ' ' | tr ',' '\n')
+
+all=$("$clnet" layers); rc=$?
+listed=$(grep -E '^[a-z]' <<<"$all")
+if [ $rc -eq 0 ] && [ -n "$known" ] && [ "$listed" = "$known" ]; then
+  ok "clnet layers lists every kind of the registry ($(wc -l <<<"$listed"))"
+else bad "clnet layers kinds (exit $rc)" "listed:" "$listed" "registry:" "$known"; fi
+for kind in $known; do
+  if ! grep -A4 -x "$kind" <<<"$all" | grep -qE '^  input +the line before'; then
+    bad "$kind's options (name= and input= first)" "$(grep -A6 -x "$kind" <<<"$all")"
+  fi
+done
+
+conv=$("$clnet" layers conv2d); rc=$?
+want=('^conv2d$' '^  filters +required +a whole number >= 1$' '^  size +required +N or HxW, each >= 1$'
+      '^  stride +1 +N or HxW, each >= 1$' '^  pad +0 +N or HxW, each >= 0, or same$'
+      '^  groups +1 ' '^  bias +on +on or off$' '^  init +kaiming +normal, xavier, ' '^  bias_init +zeros ')
+missing=()
+for w in "${want[@]}"; do grep -qE -- "$w" <<<"$conv" || missing+=("$w"); done
+if [ $rc -eq 0 ] && [ ${#missing[@]} -eq 0 ] && ! grep -q output_pad <<<"$conv"; then
+  ok "clnet layers conv2d shows its options and defaults"
+else bad "clnet layers conv2d (exit $rc), lacks: ${missing[*]}" "$conv"; fi
+
+if "$clnet" layers conv2d extra >/dev/null 2>&1; then bad "a second argument is refused"
+else ok "a second argument is refused"; fi
+exit $fail
