@@ -297,6 +297,12 @@ size_t clnet_net_param_count(const clnet_net *net);
 size_t clnet_net_buffer_count(const clnet_net *net);
 int clnet_net_classes(const clnet_net *net); /* the loss layer's input size */
 
+/* One sample's shape as the model's input line declares it (0s if none);
+ * height and width are the last two spatial dimensions (1 where absent). */
+void clnet_net_input_shape(const clnet_net *net, int *channels, int *height, int *width);
+/* The same as a rank (1 + spatial dimensions; 0 if none) and shape[4]. */
+int clnet_net_input_rank(const clnet_net *net, int shape[4]);
+
 /* ---- Layer kinds: the model-file reference (`clnet layers` prints it) ---- */
 
 /* One option a layer kind takes on a model-file line. */
@@ -318,11 +324,6 @@ clnet_status clnet_layer_kind_options(const char *kind, int *count);
 /* Option i (0 to count - 1) of a kind: name= and input= first, then the
  * kind's own in the order it lists them. */
 clnet_status clnet_layer_kind_option(const char *kind, int i, clnet_layer_option_info *out);
-/* One sample's shape as the model's input line declares it (0s if none);
- * height and width are the last two spatial dimensions (1 where absent). */
-void clnet_net_input_shape(const clnet_net *net, int *channels, int *height, int *width);
-/* The same as a rank (1 + spatial dimensions; 0 if none) and shape[4]. */
-int clnet_net_input_rank(const clnet_net *net, int shape[4]);
 
 /* A net's state: the optimizer steps it has taken, and the host's copy of
  * its parameters and buffers (what a checkpoint saves). */

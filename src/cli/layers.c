@@ -3,7 +3,6 @@
 #include "cli.h"
 
 #include <stdio.h>
-#include <string.h>
 
 /* A kind and its options, one per line (the key, its default, what it
  * takes), each with its help on a line of its own. */
@@ -26,16 +25,24 @@ static int print_kind(const char *kind) {
     return 0;
 }
 
+typedef struct {
+    const char *kind;
+} layers_options;
+
+static const cli_command layers_cmd = {
+    .name = "layers",
+    .positional = "[KIND]",
+    .positional_what = "layer kind",
+    .positional_at = CLI_AT(layers_options, kind),
+    .footer = "the layer kinds a model file may use, each with its options: its default,\n"
+              "what it takes and what it does (KIND: that kind alone)\n",
+};
+
 int cmd_layers(int argc, char **argv) {
-    if (argc > 1 || (argc == 1 && argv[0][0] == '-')) {
-        int help = argc == 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0);
-        fprintf(help ? stdout : stderr,
-                "usage: clnet layers [KIND]\n"
-                "the layer kinds a model file may use, each with its options: its default,\n"
-                "what it takes and what it does (KIND: that kind alone)\n");
-        return help ? 0 : 2;
-    }
-    if (argc == 1) return print_kind(argv[0]);
+    layers_options o = {0};
+    int rc;
+    if (!cli_parse(&layers_cmd, argc, argv, &o, &rc)) return rc;
+    if (o.kind) return print_kind(o.kind);
     const char *name;
     int status = 0;
     for (int i = 0; status == 0 && (name = clnet_layer_kind_name(i)); i++) {
