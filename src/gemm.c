@@ -40,12 +40,6 @@ static clnet_status transpose_kept(clnet_device *d, cl_kernel *kept, size_t rows
         ARGS(U32(rows), U32(cols), MEM(A), U32(aoff), U32(lda), MEM(B), U32(boff), U32(ldb)));
 }
 
-clnet_status clnet_transpose(clnet_device *d, size_t rows, size_t cols, cl_mem A, size_t aoff,
-                             size_t lda, cl_mem B, size_t boff, size_t ldb) {
-    cl_kernel k = NULL;
-    return transpose_kept(d, &k, rows, cols, A, aoff, lda, B, boff, ldb);
-}
-
 static clnet_status gemm_clblast(clnet_device *d, int ta, int tb, size_t M, size_t N, size_t K,
                                  float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
                                  size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
@@ -378,8 +372,9 @@ static clnet_status run_choice(clnet_device *d, const choice *ch, cl_kernel *kep
                                size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
                                size_t coff, size_t ldc) {
     clnet_status status = check_shape(s, aoff, lda, boff, ldb, coff, ldc);
+    double began = 0;
+    if (status == CLNET_OK) status = clnet_profile_begin(d, &began);
     if (status != CLNET_OK) return status;
-    double began = clnet_profile_begin(d);
     if (ch->tiled)
         status = clnet_gemm_tiled(d, kept, &ch->tp, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff,
                                   lda, B, boff, ldb, beta, C, coff, ldc);
@@ -388,11 +383,11 @@ static clnet_status run_choice(clnet_device *d, const choice *ch, cl_kernel *kep
                                             B, boff, ldb, beta, C, coff, ldc)
                              : gemm_own(d, ch, kept, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff,
                                         lda, B, boff, ldb, beta, C, coff, ldc);
-    if (began != 0) {
+    if (began != 0 && status == CLNET_OK) {
         char name[96];
         snprintf(name, sizeof name, "gemm %c%c %zux%zux%zu", s->ta ? 'T' : 'N', s->tb ? 'T' : 'N',
                  s->M, s->N, s->K);
-        clnet_profile_end(d, name, began);
+        status = clnet_profile_end(d, name, began);
     }
     return status;
 }

@@ -46,8 +46,4 @@ clnet_status clnet_gemm_pin(clnet_device *d, const char *key, int bucket, const 
 /* Forgets the choices made so far (after the database or pins changed). */
 void clnet_gemm_forget(clnet_device *d);
 
-/* B (cols x rows) = A^T for A (rows x cols), with offsets and leading dims. */
-clnet_status clnet_transpose(clnet_device *d, size_t rows, size_t cols, cl_mem A, size_t aoff,
-                             size_t lda, cl_mem B, size_t boff, size_t ldb);
-
 #endif

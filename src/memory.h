@@ -25,7 +25,8 @@ typedef struct {
 } clnet_staging;
 
 clnet_status clnet_staging_create(clnet_device *d, size_t bytes, clnet_staging *out);
-void clnet_staging_free(clnet_device *d, clnet_staging *s);
+/* Unmaps and releases s (released even when unmapping fails). */
+clnet_status clnet_staging_free(clnet_device *d, clnet_staging *s);
 
 /* Host access to n floats of a device buffer. Where the device shares memory
  * with the host (d->zero_copy), the buffer is mapped in place and nothing is

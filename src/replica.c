@@ -17,7 +17,8 @@ void clnet_replica_free(clnet_replica *r) {
         if (r->keeps[i]) clReleaseMemObject(r->keeps[i]);
     free(r->keeps);
     free(r->kernels); /* the handles belong to the device */
-    if (r->staging.mem) clnet_staging_free(r->d, &r->staging);
+    if (r->staging.mem && clnet_staging_free(r->d, &r->staging) != CLNET_OK)
+        clnet_warn("freeing a replica: %s", clnet_last_error());
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (*mems[i]) clReleaseMemObject(*mems[i]);
     clnet_plan_release(&r->plan);
@@ -172,8 +173,9 @@ clnet_status clnet_replica_stage(clnet_replica *r, const float *images, const in
         r->staged.images = images;
         r->staged.labels = labels;
         r->staged.n = n;
-        (void)clFlush(r->d->queue); /* start now (the load finds it in place either way) */
+        CL_CHECK(clFlush(r->d->queue), "clFlush"); /* start now */
     }
+cleanup:
     return status;
 }
 
@@ -316,13 +318,15 @@ static clnet_status timed(clnet_replica *r, int slot,
     r->d->site_node = node->name; /* names the layer of the GEMMs it runs */
     r->d->site_backward = slot & 1;
     r->d->site_train = p->ctx->train && !p->ctx->probe; /* what checkpoints record */
+    clnet_status status = CLNET_OK;
     if (!r->profile) return guarded(r, fn, node, p);
-    clFinish(r->d->queue);
+    CL_CHECK(clFinish(r->d->queue), "clFinish");
     double t0 = clnet_now();
-    clnet_status s = guarded(r, fn, node, p);
-    clFinish(r->d->queue);
+    TRY(guarded(r, fn, node, p));
+    CL_CHECK(clFinish(r->d->queue), "clFinish");
     r->profile[slot] += clnet_now() - t0;
-    return s;
+cleanup:
+    return status;
 }
 
 static clnet_status in_device(clnet_status s, const clnet_replica *r) {
