@@ -371,21 +371,31 @@ static const char *output_options(const clnet_node *node) {
     return table[has_bias(node)][CLNET_CONFIG(node, conv_config)->relu];
 }
 
-static int min_int(int a, int b) {
-    return a < b ? a : b;
+/* One chunk's share of a pass; beta is what its parameter gradients do
+ * (the pass's beta for the first chunk; later chunks add to the first's). */
+typedef clnet_status (*chunk_fn)(const clnet_node *node, const clnet_pass *p, const chunk *ch,
+                                 float beta);
+
+/* Runs fn over the pass's samples, chunk by chunk (chunk_samples). */
+static clnet_status each_chunk(const clnet_node *node, const clnet_pass *p, chunk_fn fn) {
+    int most = chunk_samples(node, p->n);
+    for (int b0 = 0; b0 < p->n; b0 += most) {
+        chunk ch = chunk_at(node, b0, p->n - b0 < most ? p->n - b0 : most);
+        clnet_status s = fn(node, p, &ch, b0 == 0 ? p->beta : 1.0f);
+        if (s != CLNET_OK) return s;
+    }
+    return CLNET_OK;
 }
 
 /* y = W . im2col(x) + bias (then the relu, if taken in) */
-static clnet_status conv_forward(const clnet_node *node, const clnet_pass *p) {
+static clnet_status conv_forward_chunk(const clnet_node *node, const clnet_pass *p, const chunk *ch,
+                                       float beta) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = chunk_samples(node, p->n);
-    for (int b0 = 0; b0 < p->n; b0 += most) {
-        chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
-        TRY(im2col(node, p, &ch, p->act, p->x[0]));
-        TRY(gemm_down(node, p, &ch));
-        TRY(from_gemm_layout(p, 1, output_options(node), &ch, v.Cs, v.Ps, p->act, p->y + ch.small));
-    }
+    (void)beta;
+    TRY(im2col(node, p, ch, p->act, p->x[0]));
+    TRY(gemm_down(node, p, ch));
+    TRY(from_gemm_layout(p, 1, output_options(node), ch, v.Cs, v.Ps, p->act, p->y + ch->small));
 cleanup:
     return status;
 }
@@ -393,40 +403,34 @@ cleanup:
 /* Forward was Sp = W . col (+ bias), col = im2col(x); so backward is, chunk
  * by chunk (and group by group), dW += dSp . col^T, dbias += row sums of dSp
  * (with a bias), dcol = W^T . dSp, dx = col2im(dcol). */
-static clnet_status conv_backward(const clnet_node *node, const clnet_pass *p) {
+static clnet_status conv_backward_chunk(const clnet_node *node, const clnet_pass *p,
+                                        const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = chunk_samples(node, p->n);
-    for (int b0 = 0; b0 < p->n; b0 += most) {
-        chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
-        float beta = b0 == 0 ? p->beta : 1.0f; /* later chunks add to the first's */
-        TRY(to_gemm_layout(p, 2, output_options(node), v.Cs, v.Ps, ch.s, p->dact, p->dy + ch.small,
-                           p->y + ch.small, 0));
-        if (has_bias(node))
-            TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, ch.NP, p->work, 0,
-                               p->grads, ch.bo, beta));
-        TRY(im2col(node, p, &ch, p->act, p->x[0]));
-        TRY(gemm_weight(node, p, &ch, beta));
-        if (!p->need_dx[0]) continue;
-        TRY(gemm_up(node, p, &ch)); /* over the columns, which the weight gradient has read */
-        TRY(col2im(node, p, 3, &ch, clnet_dx_options(p, 0), p->dact, p->dx[0]));
-    }
+    TRY(to_gemm_layout(p, 2, output_options(node), v.Cs, v.Ps, ch->s, p->dact, p->dy + ch->small,
+                       p->y + ch->small, 0));
+    if (has_bias(node))
+        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, ch->NP, p->work, 0,
+                           p->grads, ch->bo, beta));
+    TRY(im2col(node, p, ch, p->act, p->x[0]));
+    TRY(gemm_weight(node, p, ch, beta));
+    if (!p->need_dx[0]) return CLNET_OK;
+    TRY(gemm_up(node, p, ch)); /* over the columns, which the weight gradient has read */
+    TRY(col2im(node, p, 3, ch, clnet_dx_options(p, 0), p->dact, p->dx[0]));
 cleanup:
     return status;
 }
 
 /* The transposed convolution's forward is the convolution's input gradient:
  * y = col2im(W^T . x) + bias. */
-static clnet_status transpose_forward(const clnet_node *node, const clnet_pass *p) {
+static clnet_status transpose_forward_chunk(const clnet_node *node, const clnet_pass *p,
+                                            const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = chunk_samples(node, p->n);
-    for (int b0 = 0; b0 < p->n; b0 += most) {
-        chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
-        TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch.s, p->act, p->x[0] + ch.small, 0, 0));
-        TRY(gemm_up(node, p, &ch));
-        TRY(col2im(node, p, 3, &ch, has_bias(node) ? "-DCOL2IM_BIAS=1" : "", p->act, p->y));
-    }
+    (void)beta;
+    TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
+    TRY(gemm_up(node, p, ch));
+    TRY(col2im(node, p, 3, ch, has_bias(node) ? "-DCOL2IM_BIAS=1" : "", p->act, p->y));
 cleanup:
     return status;
 }
@@ -434,29 +438,41 @@ cleanup:
 /* Forward was dcol = W^T . Xp, y = col2im(dcol) + bias, Xp = x in GEMM
  * layout; so backward is, chunk by chunk, dbias += the sums of dy over
  * samples and positions, col = im2col(dy), dW += Xp . col^T, dXp = W . col. */
-static clnet_status transpose_backward(const clnet_node *node, const clnet_pass *p) {
+static clnet_status transpose_backward_chunk(const clnet_node *node, const clnet_pass *p,
+                                             const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = chunk_samples(node, p->n);
-    for (int b0 = 0; b0 < p->n; b0 += most) {
-        chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
-        float beta = b0 == 0 ? p->beta : 1.0f; /* later chunks add to the first's */
-        if (has_bias(node)) { /* dy in GEMM layout (Cb, s*Pb) over the column region */
-            TRY(to_gemm_layout(p, 6, "", v.Cb, v.Pb, ch.s, p->dact, p->dy + ch.big, 0, ch.col));
-            TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch.s * v.Pb,
-                               p->work, ch.col, p->grads, ch.bo, beta));
-        }
-        TRY(im2col(node, p, &ch, p->dact, p->dy));
-        TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch.s, p->act, p->x[0] + ch.small, 0, 0));
-        TRY(gemm_weight(node, p, &ch, beta));
-        if (!p->need_dx[0]) continue;
-        TRY(gemm_down(node, p, &ch)); /* over Xp, which the weight gradient has read */
-        char opt[64];
-        snprintf(opt, sizeof opt, "-DCONV_BIAS=0 %s", clnet_dx_options(p, 0));
-        TRY(from_gemm_layout(p, 1, opt, &ch, v.Cs, v.Ps, p->dact, p->dx[0] + ch.small));
+    if (has_bias(node)) { /* dy in GEMM layout (Cb, s*Pb) over the column region */
+        TRY(to_gemm_layout(p, 6, "", v.Cb, v.Pb, ch->s, p->dact, p->dy + ch->big, 0, ch->col));
+        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch->s * v.Pb,
+                           p->work, ch->col, p->grads, ch->bo, beta));
     }
+    TRY(im2col(node, p, ch, p->dact, p->dy));
+    TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
+    TRY(gemm_weight(node, p, ch, beta));
+    if (!p->need_dx[0]) return CLNET_OK;
+    TRY(gemm_down(node, p, ch)); /* over Xp, which the weight gradient has read */
+    char opt[64];
+    snprintf(opt, sizeof opt, "-DCONV_BIAS=0 %s", clnet_dx_options(p, 0));
+    TRY(from_gemm_layout(p, 1, opt, ch, v.Cs, v.Ps, p->dact, p->dx[0] + ch->small));
 cleanup:
     return status;
+}
+
+static clnet_status conv_forward(const clnet_node *node, const clnet_pass *p) {
+    return each_chunk(node, p, conv_forward_chunk);
+}
+
+static clnet_status conv_backward(const clnet_node *node, const clnet_pass *p) {
+    return each_chunk(node, p, conv_backward_chunk);
+}
+
+static clnet_status transpose_forward(const clnet_node *node, const clnet_pass *p) {
+    return each_chunk(node, p, transpose_forward_chunk);
+}
+
+static clnet_status transpose_backward(const clnet_node *node, const clnet_pass *p) {
+    return each_chunk(node, p, transpose_backward_chunk);
 }
 
 #define CONV_KEYS "filters size stride pad dilation groups bias init std bias_init bias_std"
