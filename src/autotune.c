@@ -260,8 +260,9 @@ clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, voi
         int count = d->gemm_npicks, start = nfound;
         free(shapes);
         shapes = clnet_malloc(((size_t)count + 1) * sizeof *shapes);
-        clnet_tune_entry *more = realloc(found, ((size_t)(nfound + count) + 1) * sizeof *found);
-        int *more_owner = realloc(owner, ((size_t)(nfound + count) + 1) * sizeof *owner);
+        clnet_tune_entry *more =
+            clnet_realloc(found, ((size_t)(nfound + count) + 1) * sizeof *found);
+        int *more_owner = clnet_realloc(owner, ((size_t)(nfound + count) + 1) * sizeof *owner);
         if (more) found = more;
         if (more_owner) owner = more_owner;
         if (!shapes || !more || !more_owner) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory tuning");
