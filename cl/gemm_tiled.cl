@@ -329,15 +329,15 @@ gemm_tiled(uint M, uint N, uint K, uint mb, float alpha, __global const float *A
 #endif
 
 // Packs X(x, k) = X[off + x * sx + k * sk] (x < X) into blocks of P along x:
-// out[(x / P) * K * P + k * P + x % P], x past X as zero. Work-item (b, k)
-// writes the P floats of block b at k. Gives PACK_A's A (X = M, P = MR) and
-// PACK_B's B (X = N, P = NR), from either orientation.
+// out[ooff + (x / P) * K * P + k * P + x % P], x past X as zero. Work-item
+// (b, k) writes the P floats of block b at k. Gives PACK_A's A (X = M,
+// P = MR) and PACK_B's B (X = N, P = NR), from either orientation.
 __kernel void pack(uint X, uint K, uint P, __global const float *src, uint off, uint sx, uint sk,
-                   __global float *out) {
+                   __global float *out, uint ooff) {
     const uint b = get_global_id(0), k = get_global_id(1);
     if (b * P >= X || k >= K) return;
     __global const float *s = src + off + k * sk;
-    __global float *o = out + b * K * P + k * P;
+    __global float *o = out + ooff + b * K * P + k * P;
     const uint x0 = b * P, n = min(P, X - x0);
     for (uint i = 0; i < n; i++) o[i] = s[(x0 + i) * sx];
     for (uint i = n; i < P; i++) o[i] = 0.0f;

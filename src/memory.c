@@ -122,17 +122,3 @@ cleanup:
     memset(view, 0, sizeof *view);
     return status;
 }
-
-clnet_status clnet_device_work(clnet_device *d, int slot, size_t bytes, cl_mem *out) {
-    clnet_status status = CLNET_OK;
-    if (d->work_bytes[slot] < bytes) {
-        if (d->work[slot]) clReleaseMemObject(d->work[slot]);
-        d->work[slot] = NULL;
-        d->work_bytes[slot] = 0;
-        TRY(clnet_buffer_create(d, bytes, &d->work[slot]));
-        d->work_bytes[slot] = bytes;
-    }
-    *out = d->work[slot];
-cleanup:
-    return status;
-}

@@ -42,9 +42,4 @@ clnet_status clnet_host_view_begin(clnet_device *d, cl_mem buf, size_t offset, s
                                    clnet_staging *staging, clnet_host_view *view);
 clnet_status clnet_host_view_end(clnet_device *d, clnet_host_view *view);
 
-/* A device scratch buffer of at least `bytes` (slot 0 to 4, see
- * clnet_device.work), grown on demand
- * and kept: after the first training step no more allocation happens. */
-clnet_status clnet_device_work(clnet_device *d, int slot, size_t bytes, cl_mem *out);
-
 #endif

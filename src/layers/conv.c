@@ -238,8 +238,35 @@ static size_t chunk_floats(const clnet_node *node, int s) {
     return v.Cs * (size_t)s * v.Ps + (size_t)s * col_per_sample(node);
 }
 
+/* The GEMMs of a chunk of s samples, group by group (see below). */
+static clnet_gemm_shape shape_down(const clnet_node *node, int s);
+static clnet_gemm_shape shape_up(const clnet_node *node, int s);
+static clnet_gemm_shape shape_weight(const clnet_node *node, int s);
+
+static size_t most(size_t a, size_t b) {
+    return a > b ? a : b;
+}
+
+/* Where a chunk's GEMMs and row sums take their scratch: after its regions. */
+static size_t gemm_at(const clnet_node *node, int s) {
+    return (chunk_floats(node, s) + 15) / 16 * 16;
+}
+
+/* The scratch of a chunk's GEMMs and of the bias gradient's row sums (they
+ * run one after another, so they share it). */
+static size_t gemm_floats(const clnet_node *node, int s) {
+    sides v = sides_of(node);
+    clnet_gemm_shape down = shape_down(node, s), up = shape_up(node, s),
+                     weight = shape_weight(node, s);
+    size_t sums = most(clnet_row_sums_floats(v.Cs, (size_t)s * v.Ps),
+                       clnet_row_sums_floats(v.Cb, (size_t)s * v.Pb));
+    return most(most(clnet_gemm_work_floats(&down), clnet_gemm_work_floats(&up)),
+                most(clnet_gemm_work_floats(&weight), sums));
+}
+
 static size_t work_floats(const clnet_node *node, int n) {
-    return chunk_floats(node, chunk_samples(node, n));
+    int s = chunk_samples(node, n);
+    return gemm_at(node, s) + gemm_floats(node, s);
 }
 
 /* Without a bias, the kernels that would add it are built with -DCONV_BIAS=0
@@ -301,48 +328,86 @@ static clnet_status col2im(const clnet_node *node, const clnet_pass *p, int slot
              U32(ch->bo)));
 }
 
-/* Sp (Cs, s*Ps) = W . col, group by group: group g's rows of W read the
- * rows of col of its channels. */
-static clnet_status gemm_down(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+/* The GEMM call sites of a node (clnet_pass_gemm). */
+enum { GEMM_DOWN, GEMM_UP, GEMM_WEIGHT };
+
+static clnet_gemm_shape shape_down(const clnet_node *node, int s) {
     sides v = sides_of(node);
     size_t Fg = v.Cs / v.G, CKg = v.Cb / v.G * v.K;
-    for (size_t g = 0; g < v.G; g++) {
-        clnet_status s =
-            clnet_gemm(p->d, &(clnet_gemm_shape){0, 0, Fg, ch->NP, CKg, 'N', ch->s}, 1.0f,
-                       p->params, ch->wo + g * Fg * CKg, CKg, p->work, ch->col + g * CKg * ch->NP,
-                       ch->NP, 0.0f, p->work, g * Fg * ch->NP, ch->NP);
-        if (s != CLNET_OK) return s;
+    return (clnet_gemm_shape){0, 0, Fg, (size_t)s * v.Ps, CKg, 'N', s};
+}
+
+static clnet_gemm_shape shape_up(const clnet_node *node, int s) {
+    sides v = sides_of(node);
+    size_t Fg = v.Cs / v.G, CKg = v.Cb / v.G * v.K;
+    return (clnet_gemm_shape){1, 0, CKg, (size_t)s * v.Ps, Fg, 'N', s};
+}
+
+static clnet_gemm_shape shape_weight(const clnet_node *node, int s) {
+    sides v = sides_of(node);
+    size_t Fg = v.Cs / v.G, CKg = v.Cb / v.G * v.K;
+    return (clnet_gemm_shape){0, 1, Fg, CKg, (size_t)s * v.Ps, 'K', s};
+}
+
+/* A GEMM operand of group 0 (`off`, leading dimension `ld`); group g's
+ * lies g * step further. */
+typedef struct {
+    cl_mem mem;
+    size_t off, step, ld;
+} operand;
+
+/* C = A . B (beta: what happens to C) at GEMM call site `site`, group by group. */
+static clnet_status per_group(const clnet_node *node, const clnet_pass *p, const chunk *ch,
+                              int site, const clnet_gemm_shape *s, operand a, operand b, float beta,
+                              operand c) {
+    for (size_t g = 0; g < sides_of(node).G; g++) {
+        clnet_status st =
+            clnet_pass_gemm(p, site, gemm_at(node, ch->s), s, 1.0f, a.mem, a.off + g * a.step, a.ld,
+                            b.mem, b.off + g * b.step, b.ld, beta, c.mem, c.off + g * c.step, c.ld);
+        if (st != CLNET_OK) return st;
     }
     return CLNET_OK;
 }
 
-/* dcol (Cb*K, s*Ps) = W^T . Sp, group by group, over the column region */
-static clnet_status gemm_up(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+/* The chunk's operands: W (its group's rows, Fg x CKg), Sp (Fg rows of a
+ * group) and the column region (CKg rows of a group). */
+static operand weight_of(const clnet_node *node, const chunk *ch, cl_mem mem) {
     sides v = sides_of(node);
     size_t Fg = v.Cs / v.G, CKg = v.Cb / v.G * v.K;
-    for (size_t g = 0; g < v.G; g++) {
-        clnet_status s =
-            clnet_gemm(p->d, &(clnet_gemm_shape){1, 0, CKg, ch->NP, Fg, 'N', ch->s}, 1.0f,
-                       p->params, ch->wo + g * Fg * CKg, CKg, p->work, g * Fg * ch->NP, ch->NP,
-                       0.0f, p->work, ch->col + g * CKg * ch->NP, ch->NP);
-        if (s != CLNET_OK) return s;
-    }
-    return CLNET_OK;
+    return (operand){mem, ch->wo, Fg * CKg, CKg};
+}
+
+static operand small_of(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+    sides v = sides_of(node);
+    return (operand){p->work, 0, v.Cs / v.G * ch->NP, ch->NP};
+}
+
+static operand col_of(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+    sides v = sides_of(node);
+    return (operand){p->work, ch->col, v.Cb / v.G * v.K * ch->NP, ch->NP};
+}
+
+/* Sp (Cs, s*Ps) = W . col, group by group: group g's rows of W read the
+ * rows of col of its channels. */
+static clnet_status gemm_down(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+    clnet_gemm_shape s = shape_down(node, ch->s);
+    return per_group(node, p, ch, GEMM_DOWN, &s, weight_of(node, ch, p->params),
+                     col_of(node, p, ch), 0.0f, small_of(node, p, ch));
+}
+
+/* dcol (Cb*K, s*Ps) = W^T . Sp, group by group, over the column region */
+static clnet_status gemm_up(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+    clnet_gemm_shape s = shape_up(node, ch->s);
+    return per_group(node, p, ch, GEMM_UP, &s, weight_of(node, ch, p->params),
+                     small_of(node, p, ch), 0.0f, col_of(node, p, ch));
 }
 
 /* dW (+)= Sp . col^T, group by group (beta 0 overwrites, 1 adds) */
 static clnet_status gemm_weight(const clnet_node *node, const clnet_pass *p, const chunk *ch,
                                 float beta) {
-    sides v = sides_of(node);
-    size_t Fg = v.Cs / v.G, CKg = v.Cb / v.G * v.K;
-    for (size_t g = 0; g < v.G; g++) {
-        clnet_status s =
-            clnet_gemm(p->d, &(clnet_gemm_shape){0, 1, Fg, CKg, ch->NP, 'K', ch->s}, 1.0f, p->work,
-                       g * Fg * ch->NP, ch->NP, p->work, ch->col + g * CKg * ch->NP, ch->NP, beta,
-                       p->grads, ch->wo + g * Fg * CKg, CKg);
-        if (s != CLNET_OK) return s;
-    }
-    return CLNET_OK;
+    clnet_gemm_shape s = shape_weight(node, ch->s);
+    return per_group(node, p, ch, GEMM_WEIGHT, &s, small_of(node, p, ch), col_of(node, p, ch), beta,
+                     weight_of(node, ch, p->grads));
 }
 
 /* (C, s*P) in work at `to` = the chunk's (s, C, P) tensor at (t, off); with
@@ -411,7 +476,7 @@ static clnet_status conv_backward_chunk(const clnet_node *node, const clnet_pass
                        p->y + ch->small, 0));
     if (has_bias(node))
         TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, ch->NP, p->work, 0,
-                           p->grads, ch->bo, beta));
+                           p->grads, ch->bo, beta, p->work, gemm_at(node, ch->s)));
     TRY(im2col(node, p, ch, p->act, p->x[0]));
     TRY(gemm_weight(node, p, ch, beta));
     if (!p->need_dx[0]) return CLNET_OK;
@@ -445,7 +510,8 @@ static clnet_status transpose_backward_chunk(const clnet_node *node, const clnet
     if (has_bias(node)) { /* dy in GEMM layout (Cb, s*Pb) over the column region */
         TRY(to_gemm_layout(p, 6, "", v.Cb, v.Pb, ch->s, p->dact, p->dy + ch->big, 0, ch->col));
         TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch->s * v.Pb,
-                           p->work, ch->col, p->grads, ch->bo, beta));
+                           p->work, ch->col, p->grads, ch->bo, beta, p->work,
+                           gemm_at(node, ch->s)));
     }
     TRY(im2col(node, p, ch, p->dact, p->dy));
     TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
