@@ -444,20 +444,22 @@ cleanup:
     return status;
 }
 
-clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float *probs) {
-    clnet_status s = need_bound(net, images, "clnet_net_predict");
+/* The outputs of n samples (probabilities, or with logits the loss's input)
+ * for the public call `what`. */
+static clnet_status outputs(clnet_net *net, const float *images, int n, float *out, int logits,
+                            const char *what) {
+    clnet_status s = need_bound(net, images, what);
     if (s != CLNET_OK) return s;
-    if (!probs || n < 0)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_predict: bad output");
-    return forward_all(net, images, NULL, n, probs, 0, NULL);
+    if (!out || n < 0) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s: bad output", what);
+    return forward_all(net, images, NULL, n, out, logits, NULL);
+}
+
+clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float *probs) {
+    return outputs(net, images, n, probs, 0, "clnet_net_predict");
 }
 
 clnet_status clnet_net_logits(clnet_net *net, const float *images, int n, float *logits) {
-    clnet_status s = need_bound(net, images, "clnet_net_logits");
-    if (s != CLNET_OK) return s;
-    if (!logits || n < 0)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_logits: bad output");
-    return forward_all(net, images, NULL, n, logits, 1, NULL);
+    return outputs(net, images, n, logits, 1, "clnet_net_logits");
 }
 
 clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const int32_t *labels,
