@@ -88,12 +88,15 @@ typedef struct {
     size_t in_count, out_count, nw, nb; /* n * per-sample sizes; weight and bias counts */
     cl_mem params, grads, act, dact, work;
     cl_kernel kernels[CLNET_NODE_KERNELS]; /* kept by the passes; the device owns them */
+    clnet_gemm_site gemms[CLNET_NODE_GEMMS];
+    clnet_gemm_record record; /* the GEMM choices the sites made */
 } rig;
 
 static void rig_free(rig *r) {
     cl_mem all[] = {r->params, r->grads, r->act, r->dact, r->work};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]) clReleaseMemObject(all[i]);
+    clnet_gemm_record_free(&r->record);
     clnet_net_free(r->net);
 }
 
@@ -157,18 +160,21 @@ static clnet_status rig_pass(rig *r, double *times) {
                     .dact = r->dact,
                     .dy = r->in_count,
                     .work = r->work,
+                    .work_cap = r->l->kind->work_floats ? r->l->kind->work_floats(r->l, r->n) : 0,
                     .kernels = r->kernels,
+                    .gemms = r->gemms,
                     .beta = 0.0f,
                     .want_grad = 1};
     p.need_dx[0] = 1;
-    r->d->site_node = r->l->name;
-    r->d->site_train = 1;
-    r->d->site_backward = 0;
+    for (int i = 0; i < CLNET_NODE_GEMMS; i++) {
+        r->gemms[i].record = &r->record;
+        r->gemms[i].layer = r->l->name;
+    }
     double t0 = clnet_now();
     clnet_status s = r->l->kind->forward(r->l, &p);
     if (s == CLNET_OK && times) s = finish(r->d);
     double t1 = clnet_now();
-    r->d->site_backward = 1;
+    p.backward = 1;
     if (s == CLNET_OK) s = r->l->kind->backward(r->l, &p);
     if (s == CLNET_OK && times) s = finish(r->d);
     if (times) times[0] = t1 - t0, times[1] = clnet_now() - t1;

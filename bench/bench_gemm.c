@@ -40,11 +40,14 @@ static const shape SHAPES[] = {
 static int run(clnet_device *d, const char *id, const shape *s, int reps, double *gflops) {
     size_t asz = s->M * s->K, bsz = s->K * s->N, csz = s->M * s->N;
     cl_mem a = NULL, b = NULL, c = NULL;
+    clnet_gemm_shape shape = {s->ta, s->tb, s->M, s->N, s->K, 0, 0};
+    clnet_gemm_scratch work = {NULL, 0, clnet_gemm_work_floats(&shape)};
     float *host = calloc(asz > bsz ? asz : bsz, sizeof(float));
     for (size_t i = 0; i < (asz > bsz ? asz : bsz); i++) host[i] = (float)(i % 13) * 0.01f;
     int ok = clnet_buffer_create(d, asz * 4, &a) == CLNET_OK &&
              clnet_buffer_create(d, bsz * 4, &b) == CLNET_OK &&
              clnet_buffer_create(d, csz * 4, &c) == CLNET_OK &&
+             clnet_buffer_create(d, work.floats * 4, &work.mem) == CLNET_OK &&
              clnet_buffer_write(d, a, 0, asz, host) == CLNET_OK &&
              clnet_buffer_write(d, b, 0, bsz, host) == CLNET_OK;
     size_t lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
@@ -53,8 +56,8 @@ static int run(clnet_device *d, const char *id, const shape *s, int reps, double
             clFinish(d->queue);
             *gflops = clnet_seconds();
         }
-        ok = clnet_gemm_with(d, id, &(clnet_gemm_shape){s->ta, s->tb, s->M, s->N, s->K, 0, 0}, 1.0f,
-                             a, 0, lda, b, 0, ldb, 0.0f, c, 0, s->N) == CLNET_OK;
+        ok = clnet_gemm_with(d, id, &shape, &work, 1.0f, a, 0, lda, b, 0, ldb, 0.0f, c, 0, s->N) ==
+             CLNET_OK;
     }
     if (ok) {
         clFinish(d->queue);
@@ -64,6 +67,7 @@ static int run(clnet_device *d, const char *id, const shape *s, int reps, double
     if (a) clReleaseMemObject(a);
     if (b) clReleaseMemObject(b);
     if (c) clReleaseMemObject(c);
+    if (work.mem) clReleaseMemObject(work.mem);
     free(host);
     return ok;
 }

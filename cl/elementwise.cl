@@ -35,9 +35,9 @@ __kernel void sum_partial(__global const float *x, uint xoff, uint n, __global f
 // out[m] = sum over n of X[m, n] (+ beta * out[m]); X is (M, N) row-major.
 // Two steps, in an order that depends only on M and N. row_sums_partial:
 // work-item (c, m) adds chunk c of row m (`chunk` floats, 16 at a time:
-// sixteen running sums, then added pairwise) into part[m * chunks + c].
+// sixteen running sums, then added pairwise) into part[poff + m * chunks + c].
 __kernel void row_sums_partial(uint M, uint N, uint chunk, __global const float *X, uint xoff,
-                               __global float *part) {
+                               __global float *part, uint poff) {
     const uint c = get_global_id(0), m = get_global_id(1), chunks = get_global_size(0);
     if (m >= M) return;
     const uint begin = c * chunk, end = min(N, begin + chunk);
@@ -50,16 +50,16 @@ __kernel void row_sums_partial(uint M, uint N, uint chunk, __global const float 
     float2 h2 = h4.lo + h4.hi;
     float s = h2.x + h2.y;
     for (; j < end; j++) s += row[j];
-    part[m * chunks + c] = s;
+    part[poff + m * chunks + c] = s;
 }
 
 // row_sums_finish: one work-item per row adds its chunks' sums in order.
-__kernel void row_sums_finish(uint M, uint chunks, __global const float *part, __global float *out,
-                              uint ooff, float beta) {
+__kernel void row_sums_finish(uint M, uint chunks, __global const float *part, uint poff,
+                              __global float *out, uint ooff, float beta) {
     const uint m = get_global_id(0);
     if (m >= M) return;
     float s = 0.0f;
-    for (uint c = 0; c < chunks; c++) s += part[m * chunks + c];
+    for (uint c = 0; c < chunks; c++) s += part[poff + m * chunks + c];
     out[ooff + m] = beta != 0.0f ? mad(beta, out[ooff + m], s) : s;
 }
 

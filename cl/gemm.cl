@@ -127,14 +127,14 @@ __kernel void gemm_nt(uint M, uint N, uint K, uint kchunk, float alpha,
         }
 }
 
-// C(m, n) = sum over chunks z of P[z * pstride + m * N + n], plus beta * C.
+// C(m, n) = sum over chunks z of P[poff + z * pstride + m * N + n], plus beta * C.
 // The partial products of split-K, added in chunk order (deterministic).
-__kernel void gemm_reduce(uint M, uint N, uint chunks, __global const float *P, uint pstride,
-                          float beta, __global float *C, uint coff, uint ldc) {
+__kernel void gemm_reduce(uint M, uint N, uint chunks, __global const float *P, uint poff,
+                          uint pstride, float beta, __global float *C, uint coff, uint ldc) {
     const uint n = get_global_id(0), m = get_global_id(1);
     if (n >= N || m >= M) return;
     float s = 0.0f;
-    for (uint z = 0; z < chunks; z++) s += P[z * pstride + m * N + n];
+    for (uint z = 0; z < chunks; z++) s += P[poff + z * pstride + m * N + n];
     __global float *c = C + coff + m * ldc + n;
     *c = beta != 0.0f ? mad(beta, *c, s) : s;
 }

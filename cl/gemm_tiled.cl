@@ -279,6 +279,22 @@ __kernel void gemm_tiled(uint M, uint N, uint K, uint mb, float alpha, __global 
 
 #define TM (WGM * MR)
 #define TN (WGN * NR)
+
+// The work-group's cooperative load of a KL x T tile, k-major, of X(x, k)
+// for x from x0 and k from k0 into local memory, out-of-range elements as
+// zero. X is packed into blocks of P along x (see pack) or read through
+// strides sx and sk; `packed` is a build-time constant, so the other branch
+// compiles away.
+inline void stage_tile(__local float *t, uint T, uint x0, uint X, uint k0, uint K,
+                       __global const float *src, uint sx, uint sk, uint P, int packed, uint lid) {
+    for (uint i = lid; i < KL * T; i += WGM * WGN) {
+        const uint k = k0 + i / T, x = x0 + i % T;
+        float v = 0.0f;
+        if (k < K && x < X)
+            v = packed ? src[(x / P) * K * P + k * P + x % P] : src[x * sx + k * sk];
+        t[i] = v;
+    }
+}
 __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1))) void
 gemm_tiled(uint M, uint N, uint K, uint mb, float alpha, __global const float *A, uint aoff,
            uint sam, uint sak, __global const float *B, uint boff, uint ldb, float beta,
@@ -293,31 +309,8 @@ gemm_tiled(uint M, uint N, uint K, uint mb, float alpha, __global const float *A
     for (uint r = 0; r < MR; r++)
         for (uint v = 0; v < NV; v++) acc[r][v] = (floatV)(0.0f);
     for (uint k0 = 0; k0 < K; k0 += KL) {
-        // cooperative loads, out-of-range elements as zero
-        for (uint i = lid; i < KL * TM; i += WGM * WGN) {
-            const uint k = k0 + i / TM, m = tm0 + i % TM;
-            float x = 0.0f;
-            if (k < K && m < M) {
-#if PACK_A
-                x = A[aoff + (m / MR) * K * MR + k * MR + m % MR];
-#else
-                x = A[aoff + m * sam + k * sak];
-#endif
-            }
-            al[i / TM][i % TM] = x;
-        }
-        for (uint i = lid; i < KL * TN; i += WGM * WGN) {
-            const uint k = k0 + i / TN, n = tn0 + i % TN;
-            float x = 0.0f;
-            if (k < K && n < N) {
-#if PACK_B
-                x = B[boff + (n / NR) * K * NR + k * NR + n % NR];
-#else
-                x = B[boff + k * ldb + n];
-#endif
-            }
-            bl[i / TN][i % TN] = x;
-        }
+        stage_tile(&al[0][0], TM, tm0, M, k0, K, A + aoff, sam, sak, MR, PACK_A, lid);
+        stage_tile(&bl[0][0], TN, tn0, N, k0, K, B + boff, 1, ldb, NR, PACK_B, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
         UNROLL(KU)
         for (uint k = 0; k < KL; k++) {
@@ -336,15 +329,15 @@ gemm_tiled(uint M, uint N, uint K, uint mb, float alpha, __global const float *A
 #endif
 
 // Packs X(x, k) = X[off + x * sx + k * sk] (x < X) into blocks of P along x:
-// out[(x / P) * K * P + k * P + x % P], x past X as zero. Work-item (b, k)
-// writes the P floats of block b at k. Gives PACK_A's A (X = M, P = MR) and
-// PACK_B's B (X = N, P = NR), from either orientation.
+// out[ooff + (x / P) * K * P + k * P + x % P], x past X as zero. Work-item
+// (b, k) writes the P floats of block b at k. Gives PACK_A's A (X = M,
+// P = MR) and PACK_B's B (X = N, P = NR), from either orientation.
 __kernel void pack(uint X, uint K, uint P, __global const float *src, uint off, uint sx, uint sk,
-                   __global float *out) {
+                   __global float *out, uint ooff) {
     const uint b = get_global_id(0), k = get_global_id(1);
     if (b * P >= X || k >= K) return;
     __global const float *s = src + off + k * sk;
-    __global float *o = out + b * K * P + k * P;
+    __global float *o = out + ooff + b * K * P + k * P;
     const uint x0 = b * P, n = min(P, X - x0);
     for (uint i = 0; i < n; i++) o[i] = s[(x0 + i) * sx];
     for (uint i = n; i < P; i++) o[i] = 0.0f;

@@ -46,7 +46,8 @@ static float *random_floats(size_t n, uint64_t seed) {
 /* The operands of one shape on one device, with random contents. */
 typedef struct {
     cl_mem a, b, c;
-    cl_mem evict; /* EVICT_BYTES written between cold timings (NULL: warm timings) */
+    clnet_gemm_scratch work; /* enough for every candidate */
+    cl_mem evict;            /* EVICT_BYTES written between cold timings (NULL: warm timings) */
     size_t lda, ldb, ldc, csize;
     float *ref, *got;
 } operands;
@@ -55,6 +56,7 @@ static void operands_free(operands *o) {
     if (o->a) clReleaseMemObject(o->a);
     if (o->b) clReleaseMemObject(o->b);
     if (o->c) clReleaseMemObject(o->c);
+    if (o->work.mem) clReleaseMemObject(o->work.mem);
     if (o->evict) clReleaseMemObject(o->evict);
     free(o->ref);
     free(o->got);
@@ -78,6 +80,8 @@ static clnet_status operands_make(clnet_device *d, const clnet_gemm_shape *s, op
     TRY(clnet_buffer_create(d, asize * sizeof(float), &o->a));
     TRY(clnet_buffer_create(d, bsize * sizeof(float), &o->b));
     TRY(clnet_buffer_create(d, o->csize * sizeof(float), &o->c));
+    o->work.floats = clnet_gemm_work_floats(s);
+    TRY(clnet_buffer_create(d, o->work.floats * sizeof(float), &o->work.mem));
     TRY(clnet_buffer_write(d, o->a, 0, asize, ha));
     TRY(clnet_buffer_write(d, o->b, 0, bsize, hb));
     const char *cold = getenv("CLNET_TUNE_COLD_MB");
@@ -93,7 +97,8 @@ cleanup:
 
 static clnet_status run_once(clnet_device *d, const char *id, const clnet_gemm_shape *s,
                              operands *o) {
-    return clnet_gemm_with(d, id, s, 1.0f, o->a, 0, o->lda, o->b, 0, o->ldb, 0.0f, o->c, 0, o->ldc);
+    return clnet_gemm_with(d, id, s, &o->work, 1.0f, o->a, 0, o->lda, o->b, 0, o->ldb, 0.0f, o->c,
+                           0, o->ldc);
 }
 
 /* The fastest of TIMINGS timings of repeated calls, in microseconds per call. */
@@ -257,15 +262,17 @@ clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, voi
 
     for (int i = 0; i < t->count; i++) {
         clnet_device *d = t->replicas[i]->d;
-        int count = d->gemm_npicks, start = nfound;
+        const clnet_gemm_record *made = &t->replicas[i]->gemm_record;
+        int count = clnet_gemm_record_count(made, d), start = nfound;
         free(shapes);
         shapes = clnet_malloc(((size_t)count + 1) * sizeof *shapes);
-        clnet_tune_entry *more = realloc(found, ((size_t)(nfound + count) + 1) * sizeof *found);
-        int *more_owner = realloc(owner, ((size_t)(nfound + count) + 1) * sizeof *owner);
+        clnet_tune_entry *more =
+            clnet_realloc(found, ((size_t)(nfound + count) + 1) * sizeof *found);
+        int *more_owner = clnet_realloc(owner, ((size_t)(nfound + count) + 1) * sizeof *owner);
         if (more) found = more;
         if (more_owner) owner = more_owner;
         if (!shapes || !more || !more_owner) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory tuning");
-        memcpy(shapes, d->gemm_picks, (size_t)count * sizeof *shapes);
+        memcpy(shapes, made->picks, (size_t)count * sizeof *shapes);
         for (int k = 0; k < count; k++) {
             char key[CLNET_TUNE_KEY_CAP];
             int bucket = 0, seen = 0;

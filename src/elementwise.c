@@ -93,18 +93,28 @@ cleanup:
 
 #define ROW_CHUNK 4096 /* floats one work-item of row_sums_partial adds */
 
+static size_t row_chunks(size_t N) {
+    return N ? (N + ROW_CHUNK - 1) / ROW_CHUNK : 1;
+}
+
+size_t clnet_row_sums_floats(size_t M, size_t N) {
+    return M * row_chunks(N);
+}
+
 clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
-                            size_t xoff, cl_mem out, size_t ooff, float beta) {
+                            size_t xoff, cl_mem out, size_t ooff, float beta, cl_mem part,
+                            size_t poff) {
     clnet_status status = CLNET_OK;
     cl_kernel k[2] = {NULL, NULL};
-    cl_mem part = NULL;
     if (!kept) kept = k;
-    size_t chunks = N ? (N + ROW_CHUNK - 1) / ROW_CHUNK : 1;
-    TRY(clnet_device_work(d, CLNET_WORK_REDUCE, M * chunks * sizeof(float), &part));
-    TRY(clnet_run_kept(d, &kept[0], FAMILY, "", "row_sums_partial", 2, (size_t[]){chunks, M}, NULL,
-                       ARGS(U32(M), U32(N), U32(ROW_CHUNK), MEM(X), U32(xoff), MEM(part))));
-    TRY(clnet_run_kept(d, &kept[1], FAMILY, "", "row_sums_finish", 1, (size_t[]){M}, NULL,
-                       ARGS(U32(M), U32(chunks), MEM(part), MEM(out), U32(ooff), F32(beta))));
+    size_t chunks = row_chunks(N);
+    TRY(check_range("row_sums", poff, M * chunks));
+    TRY(clnet_run_kept(
+        d, &kept[0], FAMILY, "", "row_sums_partial", 2, (size_t[]){chunks, M}, NULL,
+        ARGS(U32(M), U32(N), U32(ROW_CHUNK), MEM(X), U32(xoff), MEM(part), U32(poff))));
+    TRY(clnet_run_kept(
+        d, &kept[1], FAMILY, "", "row_sums_finish", 1, (size_t[]){M}, NULL,
+        ARGS(U32(M), U32(chunks), MEM(part), U32(poff), MEM(out), U32(ooff), F32(beta))));
 cleanup:
     return status;
 }

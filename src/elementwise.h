@@ -19,9 +19,12 @@ clnet_status clnet_reduction_local(clnet_device *d, cl_kernel *kept, const char 
 clnet_status clnet_sum(clnet_device *d, cl_mem x, size_t xoff, size_t n, float *out);
 
 /* out[ooff + m] = sum over n of X (M, N)[m, n] (+ beta * out): fixed order.
- * Runs two kernels: kept (may be NULL) has two slots. */
+ * Runs two kernels: kept (may be NULL) has two slots. Partial sums go to
+ * part from poff: clnet_row_sums_floats(M, N) floats of the caller's scratch. */
 clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
-                            size_t xoff, cl_mem out, size_t ooff, float beta);
+                            size_t xoff, cl_mem out, size_t ooff, float beta, cl_mem part,
+                            size_t poff);
+size_t clnet_row_sums_floats(size_t M, size_t N);
 /* out[ooff + j] = sum over m of X (M, N)[m, j] (+ beta * out). */
 clnet_status clnet_col_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
                             size_t xoff, cl_mem out, size_t ooff, float beta);

@@ -40,12 +40,6 @@ static clnet_status transpose_kept(clnet_device *d, cl_kernel *kept, size_t rows
         ARGS(U32(rows), U32(cols), MEM(A), U32(aoff), U32(lda), MEM(B), U32(boff), U32(ldb)));
 }
 
-clnet_status clnet_transpose(clnet_device *d, size_t rows, size_t cols, cl_mem A, size_t aoff,
-                             size_t lda, cl_mem B, size_t boff, size_t ldb) {
-    cl_kernel k = NULL;
-    return transpose_kept(d, &k, rows, cols, A, aoff, lda, B, boff, ldb);
-}
-
 static clnet_status gemm_clblast(clnet_device *d, int ta, int tb, size_t M, size_t N, size_t K,
                                  float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
                                  size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
@@ -127,36 +121,68 @@ int clnet_gemm_candidates(const clnet_device *d, char ids[][CLNET_GEMM_ID_CAP], 
     return n;
 }
 
-/* kept: [0] the product's kernel, [1] gemm_reduce, [2] transpose. */
-static clnet_status gemm_own(clnet_device *d, const choice *ch, cl_kernel *kept, int ta, int tb,
-                             size_t M, size_t N, size_t K, float alpha, cl_mem A, size_t aoff,
-                             size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
-                             size_t coff, size_t ldc) {
-    clnet_status status = CLNET_OK;
-    /* A B^T with a long k (a convolution's weight gradient): dot products
-     * along both rows beat transposing the large B; for short k (a linear
-     * layer's forward) transposing the small B and gemm_nn win. */
-    int nt = tb && !ta && K >= SPLIT_K_MIN;
-    if (tb && !nt) { /* A^T B^T: make B^T into scratch and use gemm_nn */
-        cl_mem bt = NULL;
-        TRY(clnet_device_work(d, 0, K * N * sizeof(float), &bt));
-        TRY(transpose_kept(d, &kept[2], N, K, B, boff, ldb, bt, 0, N));
-        B = bt;
-        boff = 0;
-        ldb = N;
-    }
+/* A B^T with a long k (a convolution's weight gradient): dot products
+ * along both rows beat transposing the large B; for short k (a linear
+ * layer's forward) transposing the small B and gemm_nn win. */
+static int own_nt(int ta, int tb, size_t K) {
+    return tb && !ta && K >= SPLIT_K_MIN;
+}
+
+/* The chunks of k split-K cuts a product into (1: not split). */
+static size_t own_chunks(size_t M, size_t N, size_t K) {
     size_t chunks = 1;
     if (K >= SPLIT_K_MIN && M * N <= SPLIT_K_MAX_OUTPUTS) {
         chunks = K / SPLIT_K_CHUNK;
         if (chunks > SPLIT_K_MAX_CHUNKS) chunks = SPLIT_K_MAX_CHUNKS;
     }
+    return chunks;
+}
+
+/* Scratch regions start on 64 bytes, as the arenas' tensors do. */
+static size_t aligned(size_t floats) {
+    return (floats + 15) / 16 * 16;
+}
+
+/* The own kernels' scratch: B^T (made by transposing), then the partial
+ * products of split-K. */
+static size_t own_floats(int ta, int tb, size_t M, size_t N, size_t K, size_t *partials_at) {
+    size_t bt = tb && !own_nt(ta, tb, K) ? aligned(K * N) : 0, chunks = own_chunks(M, N, K);
+    *partials_at = bt;
+    return bt + (chunks > 1 ? chunks * M * N : 0);
+}
+
+size_t clnet_gemm_work_floats(const clnet_gemm_shape *s) {
+    size_t at = 0, own = own_floats(s->ta, s->tb, s->M, s->N, s->K, &at);
+    size_t tiled = clnet_gemm_tiled_work_floats(s->M, s->N, s->K);
+    return own > tiled ? own : tiled;
+}
+
+/* kept: [0] the product's kernel, [1] gemm_reduce, [2] transpose. */
+static clnet_status gemm_own(clnet_device *d, const choice *ch, cl_kernel *kept,
+                             const clnet_gemm_scratch *work, int ta, int tb, size_t M, size_t N,
+                             size_t K, float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
+                             size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
+                             size_t ldc) {
+    clnet_status status = CLNET_OK;
+    size_t partials = 0;
+    if (own_floats(ta, tb, M, N, K, &partials) > work->floats)
+        FAIL(CLNET_ERR_GUARD, "gemm %zu x %zu x %zu: %zu floats of scratch are too few", M, N, K,
+             work->floats);
+    int nt = own_nt(ta, tb, K);
+    if (tb && !nt) { /* A^T B^T: make B^T into scratch and use gemm_nn */
+        TRY(transpose_kept(d, &kept[2], N, K, B, boff, ldb, work->mem, work->off, N));
+        B = work->mem;
+        boff = work->off;
+        ldb = N;
+    }
+    size_t chunks = own_chunks(M, N, K);
     size_t kchunk = (K + chunks - 1) / chunks;
     cl_mem out = C;
     size_t out_off = coff, out_ld = ldc, out_stride = 0;
     float out_beta = beta;
     if (chunks > 1) {
-        TRY(clnet_device_work(d, 1, chunks * M * N * sizeof(float), &out));
-        out_off = 0;
+        out = work->mem;
+        out_off = work->off + partials;
         out_ld = N;
         out_stride = M * N;
         out_beta = 0.0f;
@@ -187,8 +213,8 @@ static clnet_status gemm_own(clnet_device *d, const choice *ch, cl_kernel *kept,
                                 U32(out_stride))));
     if (chunks > 1) /* add the chunks' partial products into C, in order */
         TRY(clnet_run_kept(d, &kept[1], FAMILY, options, "gemm_reduce", 2, (size_t[]){N, M}, NULL,
-                           ARGS(U32(M), U32(N), U32(chunks), MEM(out), U32(M * N), F32(beta),
-                                MEM(C), U32(coff), U32(ldc))));
+                           ARGS(U32(M), U32(N), U32(chunks), MEM(out), U32(out_off), U32(M * N),
+                                F32(beta), MEM(C), U32(coff), U32(ldc))));
 cleanup:
     return status;
 }
@@ -243,9 +269,15 @@ cleanup:
 void clnet_gemm_close(clnet_device *d) {
     clnet_tune_table_free(&d->tuned);
     clnet_tune_table_free(&d->pinned);
-    free(d->gemm_picks);
-    d->gemm_picks = NULL;
-    d->gemm_npicks = d->gemm_cap = 0;
+}
+
+void clnet_gemm_record_free(clnet_gemm_record *r) {
+    free(r->picks);
+    *r = (clnet_gemm_record){0};
+}
+
+int clnet_gemm_record_count(const clnet_gemm_record *r, const clnet_device *d) {
+    return r->version == d->gemm_version ? r->count : 0;
 }
 
 void clnet_gemm_key(const clnet_gemm_shape *s, char *key, size_t cap, int *bucket) {
@@ -283,62 +315,75 @@ static int same_shape(const clnet_gemm_shape *a, const clnet_gemm_shape *b) {
            a->batch == b->batch && a->n == b->n;
 }
 
-/* The candidate for a shape: decided on the shape's first call, then kept. */
-static clnet_status pick(clnet_device *d, const clnet_gemm_shape *s, clnet_gemm_pick **out) {
-    for (int i = 0; i < d->gemm_npicks; i++)
-        if (same_shape(&d->gemm_picks[i].shape, s)) {
-            d->gemm_picks[i].train |= d->site_train;
-            *out = &d->gemm_picks[i];
-            return CLNET_OK;
-        }
-    clnet_gemm_pick p = {.shape = *s, .source = 'f'};
-    p.train = d->site_train;
-    if (d->site_node)
-        snprintf(p.site, sizeof p.site, "%s %s", d->site_node,
-                 d->site_backward ? "backward" : "forward");
+/* The candidate for a shape on d, and where the choice came from. */
+static void choose(clnet_device *d, const clnet_gemm_shape *s, clnet_gemm_pick *p) {
     char key[CLNET_TUNE_KEY_CAP];
     int bucket = 0;
     clnet_gemm_key(s, key, sizeof key, &bucket);
     const clnet_tune_entry *e = NULL;
+    p->source = 'f';
     if (d->gemm_force[0]) {
-        snprintf(p.id, sizeof p.id, "%s",
+        snprintf(p->id, sizeof p->id, "%s",
                  strcmp(d->gemm_force, "clblast") == 0
                      ? "clblast"
                      : (d->info.type == CLNET_DEVICE_CPU ? "own-tm8-wg1" : "own-tm8-wg0"));
-        p.source = 'e';
+        p->source = 'e';
     } else if ((e = clnet_tune_table_find(&d->pinned, key, bucket)) != NULL) {
-        snprintf(p.id, sizeof p.id, "%s", e->choice);
-        p.source = 'p';
+        snprintf(p->id, sizeof p->id, "%s", e->choice);
+        p->source = 'p';
     } else if ((e = clnet_tune_table_find(&d->tuned, key, bucket)) != NULL) {
-        snprintf(p.id, sizeof p.id, "%s", e->choice);
-        p.source = 'd';
+        snprintf(p->id, sizeof p->id, "%s", e->choice);
+        p->source = 'd';
     } else {
-        snprintf(p.id, sizeof p.id, "%s", fixed_rule(d, s));
+        snprintf(p->id, sizeof p->id, "%s", fixed_rule(d, s));
     }
     choice c;
-    if (!parse_id(d, p.id, &c)) { /* a database entry of an older space slipped through */
+    if (!parse_id(d, p->id, &c)) { /* a database entry of an older space slipped through */
         clnet_warn("device %d (%s): GEMM candidate '%s' for '%s' is unknown; using the fixed rule",
-                   d->info.index, d->info.name, p.id, key);
-        snprintf(p.id, sizeof p.id, "%s", fixed_rule(d, s));
-        p.source = 'f';
-        parse_id(d, p.id, &c);
+                   d->info.index, d->info.name, p->id, key);
+        snprintf(p->id, sizeof p->id, "%s", fixed_rule(d, s));
+        p->source = 'f';
+        parse_id(d, p->id, &c);
     }
-    _Static_assert(sizeof c <= sizeof p.choice, "clnet_gemm_pick.choice holds a choice");
-    memcpy(p.choice, &c, sizeof c);
-    if (d->gemm_npicks == d->gemm_cap) {
-        int cap = d->gemm_cap ? d->gemm_cap * 2 : 16;
-        clnet_gemm_pick *n = clnet_realloc(d->gemm_picks, (size_t)cap * sizeof *n);
-        if (!n) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for GEMM choices");
-        d->gemm_picks = n;
-        d->gemm_cap = cap;
+    _Static_assert(sizeof c <= sizeof p->choice, "clnet_gemm_pick.choice holds a choice");
+    memcpy(p->choice, &c, sizeof c);
+}
+
+/* The record's pick for a shape: the site's of its last call when the shape
+ * is the same, else found or made (a shape's first call) in the record. */
+static clnet_status pick(clnet_device *d, clnet_gemm_site *site, const clnet_gemm_shape *s,
+                         clnet_gemm_pick **out) {
+    clnet_gemm_record *r = site->record;
+    if (r->version != d->gemm_version) { /* the device's knowledge changed: choose again */
+        r->count = 0;
+        r->version = d->gemm_version;
     }
-    d->gemm_picks[d->gemm_npicks] = p;
-    *out = &d->gemm_picks[d->gemm_npicks++];
+    int i = site->version == r->version && site->pick < r->count ? site->pick : -1;
+    if (i < 0 || !same_shape(&r->picks[i].shape, s))
+        for (i = 0; i < r->count && !same_shape(&r->picks[i].shape, s); i++) continue;
+    if (i == r->count) {
+        if (r->count == r->cap) {
+            int cap = r->cap ? r->cap * 2 : 16;
+            clnet_gemm_pick *n = clnet_realloc(r->picks, (size_t)cap * sizeof *n);
+            if (!n) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for GEMM choices");
+            r->picks = n;
+            r->cap = cap;
+        }
+        clnet_gemm_pick *p = &r->picks[r->count++];
+        *p = (clnet_gemm_pick){.shape = *s};
+        snprintf(p->site, sizeof p->site, "%s %s", site->layer ? site->layer : "?",
+                 site->backward ? "backward" : "forward");
+        choose(d, s, p);
+    }
+    r->picks[i].train |= site->train;
+    site->pick = i;
+    site->version = r->version;
+    *out = &r->picks[i];
     return CLNET_OK;
 }
 
 void clnet_gemm_forget(clnet_device *d) {
-    d->gemm_npicks = 0;
+    d->gemm_version++;
 }
 
 clnet_status clnet_gemm_pin(clnet_device *d, const char *key, int bucket, const char *id) {
@@ -372,54 +417,80 @@ static clnet_status check_shape(const clnet_gemm_shape *s, size_t aoff, size_t l
     return CLNET_OK;
 }
 
-/* One candidate, with its kernels kept in kept[0..GEMM_KEPT). */
+/* One candidate, with its kernels kept in kept[0..GEMM_KEPT) and its
+ * scratch in `work`. */
 static clnet_status run_choice(clnet_device *d, const choice *ch, cl_kernel *kept,
-                               const clnet_gemm_shape *s, float alpha, cl_mem A, size_t aoff,
-                               size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
-                               size_t coff, size_t ldc) {
+                               const clnet_gemm_scratch *work, const clnet_gemm_shape *s,
+                               float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
+                               size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
+                               size_t ldc) {
     clnet_status status = check_shape(s, aoff, lda, boff, ldb, coff, ldc);
+    double began = 0;
+    if (status == CLNET_OK) status = clnet_profile_begin(d, &began);
     if (status != CLNET_OK) return status;
-    double began = clnet_profile_begin(d);
     if (ch->tiled)
-        status = clnet_gemm_tiled(d, kept, &ch->tp, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff,
-                                  lda, B, boff, ldb, beta, C, coff, ldc);
+        status = clnet_gemm_tiled(d, kept, &ch->tp, work, s->ta, s->tb, s->M, s->N, s->K, alpha, A,
+                                  aoff, lda, B, boff, ldb, beta, C, coff, ldc);
     else
         status = ch->clblast ? gemm_clblast(d, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff, lda,
                                             B, boff, ldb, beta, C, coff, ldc)
-                             : gemm_own(d, ch, kept, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff,
-                                        lda, B, boff, ldb, beta, C, coff, ldc);
-    if (began != 0) {
+                             : gemm_own(d, ch, kept, work, s->ta, s->tb, s->M, s->N, s->K, alpha, A,
+                                        aoff, lda, B, boff, ldb, beta, C, coff, ldc);
+    if (began != 0 && status == CLNET_OK) {
         char name[96];
         snprintf(name, sizeof name, "gemm %c%c %zux%zux%zu", s->ta ? 'T' : 'N', s->tb ? 'T' : 'N',
                  s->M, s->N, s->K);
-        clnet_profile_end(d, name, began);
+        status = clnet_profile_end(d, name, began);
     }
     return status;
 }
 
 clnet_status clnet_gemm_with(clnet_device *d, const char *id, const clnet_gemm_shape *s,
-                             float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B, size_t boff,
-                             size_t ldb, float beta, cl_mem C, size_t coff, size_t ldc) {
+                             const clnet_gemm_scratch *scratch, float alpha, cl_mem A, size_t aoff,
+                             size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
+                             size_t coff, size_t ldc) {
+    clnet_status status = CLNET_OK;
     choice c;
     cl_kernel kept[CLNET_GEMM_KEPT] = {NULL};
+    clnet_gemm_scratch own = {NULL, 0, 0};
     if (s->M == 0 || s->N == 0) return CLNET_OK;
     if (!parse_id(d, id, &c))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                           "'%s' is not a GEMM candidate of device %d (%s)", id, d->info.index,
                           d->info.name);
-    return run_choice(d, &c, kept, s, alpha, A, aoff, lda, B, boff, ldb, beta, C, coff, ldc);
+    if (!scratch) {
+        own.floats = clnet_gemm_work_floats(s);
+        TRY(clnet_buffer_create(d, own.floats * sizeof(float), &own.mem));
+        scratch = &own;
+    }
+    TRY(run_choice(d, &c, kept, scratch, s, alpha, A, aoff, lda, B, boff, ldb, beta, C, coff, ldc));
+cleanup:
+    if (own.mem) { /* the queue may still read it: released once it is done */
+        if (status == CLNET_OK) CL_CHECK(clFinish(d->queue), "clFinish");
+        clReleaseMemObject(own.mem);
+    }
+    return status;
 }
 
-/* The shape's pick keeps the candidate, parsed, and its kernels: after the
+/* The pick keeps the candidate, parsed, and its kernels: after a shape's
  * first call nothing is parsed or looked up by name. */
-clnet_status clnet_gemm(clnet_device *d, const clnet_gemm_shape *s, float alpha, cl_mem A,
-                        size_t aoff, size_t lda, cl_mem B, size_t boff, size_t ldb, float beta,
-                        cl_mem C, size_t coff, size_t ldc) {
-    clnet_gemm_pick *p = NULL;
+clnet_status clnet_gemm(clnet_device *d, clnet_gemm_site *site, const clnet_gemm_shape *s,
+                        float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B, size_t boff,
+                        size_t ldb, float beta, cl_mem C, size_t coff, size_t ldc) {
     if (s->M == 0 || s->N == 0) return CLNET_OK;
-    clnet_status status = pick(d, s, &p);
-    if (status != CLNET_OK) return status;
     choice c;
+    if (!site->record) { /* no record to keep it in: chosen for this call */
+        clnet_gemm_pick once = {.shape = *s};
+        cl_kernel kept[CLNET_GEMM_KEPT] = {NULL};
+        choose(d, s, &once);
+        memcpy(&c, once.choice, sizeof c);
+        return run_choice(d, &c, kept, &site->scratch, s, alpha, A, aoff, lda, B, boff, ldb, beta,
+                          C, coff, ldc);
+    }
+    clnet_gemm_pick *p = NULL;
+    clnet_status status = pick(d, site, s, &p);
+    if (status != CLNET_OK) return status;
     memcpy(&c, p->choice, sizeof c);
-    return run_choice(d, &c, p->kept, s, alpha, A, aoff, lda, B, boff, ldb, beta, C, coff, ldc);
+    return run_choice(d, &c, p->kept, &site->scratch, s, alpha, A, aoff, lda, B, boff, ldb, beta, C,
+                      coff, ldc);
 }

@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#define FAMILY      "gemm_tiled"
-#define SLOT_PACK_A 2
-#define SLOT_PACK_B 3
+#define FAMILY "gemm_tiled"
+/* The largest register tile any point may have (clnet_gemm_tiled_check):
+ * packing rounds rows of A up to MR and columns of B up to NR. */
+#define MR_MOST 16
+#define NR_MOST 64
 
 static int fits_u32(size_t v) {
     return v <= UINT_MAX;
@@ -80,29 +82,40 @@ static void options(const clnet_gemm_tiled_params *p, int pack_b, char *out, siz
         snprintf(out + n, cap - (size_t)n, " -DKC=%d", p->kc);
 }
 
+static size_t aligned(size_t floats) {
+    return (floats + 15) / 16 * 16;
+}
+
+size_t clnet_gemm_tiled_work_floats(size_t M, size_t N, size_t K) {
+    /* packed A, aligned, then packed B: M + N rows of k rounded up to tiles,
+     * whichever way round the product runs (C or C^T) */
+    return (M + N + MR_MOST - 1 + NR_MOST - 1) * K + 16;
+}
+
 /* Packs X(x, k) = src[off + x * sx + k * sk], x < X, into blocks of P along x
- * (zero-padded): the layout PACK_A / PACK_B read. */
+ * (zero-padded) at `at` in the scratch: the layout PACK_A / PACK_B read. */
 static clnet_status pack(clnet_device *d, cl_kernel *kept, const char *opts, size_t X, size_t K,
-                         size_t P, cl_mem src, size_t off, size_t sx, size_t sk, int slot,
-                         cl_mem *out) {
-    clnet_status status = CLNET_OK;
+                         size_t P, cl_mem src, size_t off, size_t sx, size_t sk,
+                         const clnet_gemm_scratch *work, size_t at) {
     size_t blocks = (X + P - 1) / P;
-    if (!fits_u32(blocks * P * K))
+    if (!fits_u32(work->off + at + blocks * P * K))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm_tiled: packed operand beyond 2^32");
-    TRY(clnet_device_work(d, slot, blocks * P * K * sizeof(float), out));
+    if (at + blocks * P * K > work->floats)
+        return clnet_fail(CLNET_ERR_GUARD, "gemm_tiled: %zu floats of scratch are too few",
+                          work->floats);
     /* a fixed work-group shape: PoCL compiles a kernel again for every new
      * local size, and one chosen by the driver would follow the shape */
-    TRY(clnet_run_kept(
-        d, kept, FAMILY, opts, "pack", 2, (size_t[]){blocks, K}, (size_t[]){1, 32},
-        ARGS(U32(X), U32(K), U32(P), MEM(src), U32(off), U32(sx), U32(sk), MEM(*out))));
-cleanup:
-    return status;
+    return clnet_run_kept(d, kept, FAMILY, opts, "pack", 2, (size_t[]){blocks, K},
+                          (size_t[]){1, 32},
+                          ARGS(U32(X), U32(K), U32(P), MEM(src), U32(off), U32(sx), U32(sk),
+                               MEM(work->mem), U32(work->off + at)));
 }
 
 clnet_status clnet_gemm_tiled(clnet_device *d, cl_kernel kept[3], const clnet_gemm_tiled_params *p,
-                              int ta, int tb, size_t M, size_t N, size_t K, float alpha, cl_mem A,
-                              size_t aoff, size_t lda, cl_mem B, size_t boff, size_t ldb,
-                              float beta, cl_mem C, size_t coff, size_t ldc) {
+                              const clnet_gemm_scratch *work, int ta, int tb, size_t M, size_t N,
+                              size_t K, float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
+                              size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
+                              size_t ldc) {
     clnet_status status = CLNET_OK;
     TRY(clnet_gemm_tiled_check(d, p));
     if (M == 0 || N == 0) return CLNET_OK;
@@ -136,13 +149,17 @@ clnet_status clnet_gemm_tiled(clnet_device *d, cl_kernel kept[3], const clnet_ge
     char opts[160];
     options(p, pack_b, opts, sizeof opts);
     size_t mr = (size_t)p->mr, nr = (size_t)p->nr;
+    size_t b_at = 0; /* packed B's place in the scratch, after packed A */
     if (p->pack_a) {
-        TRY(pack(d, &kept[0], opts, M, K, mr, A, aoff, sam, sak, SLOT_PACK_A, &A));
-        aoff = 0, sam = 0, sak = 0;
+        TRY(pack(d, &kept[0], opts, M, K, mr, A, aoff, sam, sak, work, 0));
+        A = work->mem;
+        aoff = work->off, sam = 0, sak = 0;
+        b_at = aligned((M + mr - 1) / mr * mr * K);
     }
     if (pack_b) {
-        TRY(pack(d, &kept[1], opts, N, K, nr, B, boff, sbn, sbk, SLOT_PACK_B, &B));
-        boff = 0, sbk = 0;
+        TRY(pack(d, &kept[1], opts, N, K, nr, B, boff, sbn, sbk, work, b_at));
+        B = work->mem;
+        boff = work->off + b_at, sbk = 0;
     }
 
     size_t mblocks = (M + mr - 1) / mr, panels = (N + nr - 1) / nr;

@@ -13,7 +13,7 @@
 #ifndef CLNET_GEMM_TILED_H
 #define CLNET_GEMM_TILED_H
 
-#include "device.h"
+#include "gemm.h"
 
 /* One point of the search space; the allowed values are documented with the
  * -D macros at the top of cl/gemm_tiled.cl. */
@@ -34,13 +34,18 @@ typedef struct {
 } clnet_gemm_tiled_params;
 
 /* C = alpha * op(A) op(B) + beta * C with the kernel built from p (cached per
- * option string). Uses device scratch slots 2 (packed A) and 3 (packed B).
+ * option string). Packed operands go to `work` (packed A, then packed B),
+ * which holds clnet_gemm_tiled_work_floats(M, N, K) floats.
  * kept: the caller's handles of the kernels it runs (see clnet_run_kept):
  * NULLs at first, the same array for the same p and transposes after. */
 clnet_status clnet_gemm_tiled(clnet_device *d, cl_kernel kept[3], const clnet_gemm_tiled_params *p,
-                              int ta, int tb, size_t M, size_t N, size_t K, float alpha, cl_mem A,
-                              size_t aoff, size_t lda, cl_mem B, size_t boff, size_t ldb,
-                              float beta, cl_mem C, size_t coff, size_t ldc);
+                              const clnet_gemm_scratch *work, int ta, int tb, size_t M, size_t N,
+                              size_t K, float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
+                              size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
+                              size_t ldc);
+
+/* The most scratch any point takes for an M x N x K product (floats). */
+size_t clnet_gemm_tiled_work_floats(size_t M, size_t N, size_t K);
 
 /* The declared search space for device d: writes up to cap points to out and
  * returns how many there are (call with cap 0 to count). CPUs get few points

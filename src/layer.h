@@ -16,6 +16,7 @@
 
 #include "collective.h"
 #include "device.h"
+#include "gemm.h"
 #include "program.h"
 #include "shape.h"
 
@@ -30,6 +31,7 @@
 #define CLNET_CONFIG_CAP   256
 #define CLNET_MODEL_INPUT  (-1) /* a node input that is the model's input */
 #define CLNET_NODE_KERNELS 16   /* kernels one node runs, forward and backward */
+#define CLNET_NODE_GEMMS   4    /* GEMM call sites of one node, forward and backward */
 
 typedef enum {
     CLNET_INIT_DEFAULT = 0, /* the kind's own default */
@@ -169,6 +171,9 @@ typedef struct {
     /* The node's kept kernels, CLNET_NODE_KERNELS slots (NULL until first
      * used; the pointer may be NULL: then kernels are looked up each time). */
     cl_kernel *kernels;
+    /* The node's GEMM call sites, CLNET_NODE_GEMMS slots, kept by the
+     * replica like its kernels (NULL: each call chooses afresh). */
+    clnet_gemm_site *gemms;
     void *host; /* host scratch shared by all nodes (kind->host_bytes) */
     /* loss nodes only */
     cl_mem labels;  /* (n) int32 */
@@ -238,6 +243,15 @@ clnet_status clnet_pass_run(const clnet_pass *p, int slot, const char *family, c
                             const clnet_arg *args, int nargs);
 /* The slot's handle for helpers that take one (NULL without kept kernels). */
 cl_kernel *clnet_pass_kept(const clnet_pass *p, int slot);
+
+/* A GEMM of this pass's node at call site `slot` (each GEMM of a layer file
+ * has its own, the same for every pass), with its scratch from `work_off`
+ * in p->work: the layer's work_floats counts clnet_gemm_work_floats(s)
+ * floats there. The site keeps its choice and kernels (gemm.h). */
+clnet_status clnet_pass_gemm(const clnet_pass *p, int slot, size_t work_off,
+                             const clnet_gemm_shape *s, float alpha, cl_mem A, size_t aoff,
+                             size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
+                             size_t coff, size_t ldc);
 
 /* States that the pass is about to use `work` floats of p->work and `keep`
  * floats of p->keep (from p->keep_off): CLNET_ERR_GUARD, naming the node, the

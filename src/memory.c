@@ -31,25 +31,29 @@ cleanup:
     return status;
 }
 
-clnet_status clnet_buffer_write(clnet_device *d, cl_mem buf, size_t offset, size_t n,
-                                const float *src) {
+/* A blocking copy of n floats between host memory and buf[offset..]. */
+static clnet_status copy(clnet_device *d, int write, cl_mem buf, size_t offset, size_t n,
+                         void *host) {
     clnet_status status = CLNET_OK;
+    size_t at = offset * sizeof(float), bytes = n * sizeof(float);
     if (n == 0) return CLNET_OK;
-    CL_CHECK(clEnqueueWriteBuffer(d->queue, buf, CL_TRUE, offset * sizeof(float), n * sizeof(float),
-                                  src, 0, NULL, NULL),
-             "clEnqueueWriteBuffer");
+    if (write)
+        CL_CHECK(clEnqueueWriteBuffer(d->queue, buf, CL_TRUE, at, bytes, host, 0, NULL, NULL),
+                 "clEnqueueWriteBuffer");
+    else
+        CL_CHECK(clEnqueueReadBuffer(d->queue, buf, CL_TRUE, at, bytes, host, 0, NULL, NULL),
+                 "clEnqueueReadBuffer");
 cleanup:
     return status;
 }
 
+clnet_status clnet_buffer_write(clnet_device *d, cl_mem buf, size_t offset, size_t n,
+                                const float *src) {
+    return copy(d, 1, buf, offset, n, (void *)src); /* only read from */
+}
+
 clnet_status clnet_buffer_read(clnet_device *d, cl_mem buf, size_t offset, size_t n, float *dst) {
-    clnet_status status = CLNET_OK;
-    if (n == 0) return CLNET_OK;
-    CL_CHECK(clEnqueueReadBuffer(d->queue, buf, CL_TRUE, offset * sizeof(float), n * sizeof(float),
-                                 dst, 0, NULL, NULL),
-             "clEnqueueReadBuffer");
-cleanup:
-    return status;
+    return copy(d, 0, buf, offset, n, dst);
 }
 
 clnet_status clnet_staging_create(clnet_device *d, size_t bytes, clnet_staging *out) {
@@ -66,17 +70,21 @@ clnet_status clnet_staging_create(clnet_device *d, size_t bytes, clnet_staging *
                                    bytes, 0, NULL, NULL, &err);
     CL_CHECK(err, "clEnqueueMapBuffer");
 cleanup:
-    if (status != CLNET_OK) clnet_staging_free(d, out);
+    if (status != CLNET_OK) (void)clnet_staging_free(d, out); /* the first failure tells */
     return status;
 }
 
-void clnet_staging_free(clnet_device *d, clnet_staging *s) {
+clnet_status clnet_staging_free(clnet_device *d, clnet_staging *s) {
+    clnet_status status = CLNET_OK;
     if (s->mem && s->data) {
-        clEnqueueUnmapMemObject(d->queue, s->mem, s->data, 0, NULL, NULL);
-        clFinish(d->queue);
+        CL_CHECK(clEnqueueUnmapMemObject(d->queue, s->mem, s->data, 0, NULL, NULL),
+                 "clEnqueueUnmapMemObject");
+        CL_CHECK(clFinish(d->queue), "clFinish");
     }
+cleanup: /* released whatever happened: the buffer is not used again */
     if (s->mem) clReleaseMemObject(s->mem);
     memset(s, 0, sizeof *s);
+    return status;
 }
 
 clnet_status clnet_host_view_begin(clnet_device *d, cl_mem buf, size_t offset, size_t n,
@@ -112,19 +120,5 @@ clnet_status clnet_host_view_end(clnet_device *d, clnet_host_view *view) {
     }
 cleanup:
     memset(view, 0, sizeof *view);
-    return status;
-}
-
-clnet_status clnet_device_work(clnet_device *d, int slot, size_t bytes, cl_mem *out) {
-    clnet_status status = CLNET_OK;
-    if (d->work_bytes[slot] < bytes) {
-        if (d->work[slot]) clReleaseMemObject(d->work[slot]);
-        d->work[slot] = NULL;
-        d->work_bytes[slot] = 0;
-        TRY(clnet_buffer_create(d, bytes, &d->work[slot]));
-        d->work_bytes[slot] = bytes;
-    }
-    *out = d->work[slot];
-cleanup:
     return status;
 }

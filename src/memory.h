@@ -25,7 +25,8 @@ typedef struct {
 } clnet_staging;
 
 clnet_status clnet_staging_create(clnet_device *d, size_t bytes, clnet_staging *out);
-void clnet_staging_free(clnet_device *d, clnet_staging *s);
+/* Unmaps and releases s (released even when unmapping fails). */
+clnet_status clnet_staging_free(clnet_device *d, clnet_staging *s);
 
 /* Host access to n floats of a device buffer. Where the device shares memory
  * with the host (d->zero_copy), the buffer is mapped in place and nothing is
@@ -40,10 +41,5 @@ typedef struct {
 clnet_status clnet_host_view_begin(clnet_device *d, cl_mem buf, size_t offset, size_t n,
                                    clnet_staging *staging, clnet_host_view *view);
 clnet_status clnet_host_view_end(clnet_device *d, clnet_host_view *view);
-
-/* A device scratch buffer of at least `bytes` (slot 0 to 4, see
- * clnet_device.work), grown on demand
- * and kept: after the first training step no more allocation happens. */
-clnet_status clnet_device_work(clnet_device *d, int slot, size_t bytes, cl_mem *out);
 
 #endif

@@ -3,10 +3,10 @@
  * calls down into the model, the optimizer, the checkpoint code and the
  * step driver; none of those calls back here. */
 #include "net.h"
-#include "gemm.h"
 #include "alloc.h"
 #include "async.h"
 #include "checkpoint.h"
+#include "choices.h"
 #include "data.h"
 #include "dist.h"
 #include "error.h"
@@ -205,95 +205,9 @@ clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_optimizer_config *cfg
 
 /* ---- devices ------------------------------------------------------------------------ */
 
-/* One recorded choice: "<key>\t<bucket>\t<candidate>\n". */
-typedef char choice_line[CLNET_TUNE_KEY_CAP + CLNET_GEMM_ID_CAP + 16];
-
-static int compare_lines(const void *a, const void *b) {
-    return strcmp(a, b);
-}
-
-/* The GEMM choices training passes made on the bound devices, for a
- * checkpoint (NULL when unbound): for each device a line "@<device>" (its
- * name, driver and platform), then a line "<key>\t<bucket>\t<candidate>"
- * per shape, sorted. Evaluation's shapes and calibration probes' are left
- * out, and the order shapes were first met in (which follows calibration's
- * timings) does not show, so the record depends only on the training done. */
-static clnet_status record_choices(const clnet_net *net, char **out) {
-    clnet_status status = CLNET_OK;
-    choice_line *lines = NULL;
-    char *text = NULL;
-    *out = NULL;
-    if (!net->trainer) return CLNET_OK;
-    size_t cap = 1, used = 0;
-    for (int i = 0; i < net->trainer->count; i++)
-        cap += sizeof(net->trainer->replicas[i]->d->tune_device) + 2 +
-               (size_t)net->trainer->replicas[i]->d->gemm_npicks * sizeof(choice_line);
-    text = clnet_malloc(cap);
-    if (!text) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
-    text[0] = '\0';
-    for (int i = 0; i < net->trainer->count; i++) {
-        const clnet_device *d = net->trainer->replicas[i]->d;
-        int equal_before = 0; /* an equal device listed already */
-        for (int j = 0; j < i; j++)
-            equal_before |= strcmp(net->trainer->replicas[j]->d->tune_device, d->tune_device) == 0;
-        if (equal_before) continue;
-        free(lines);
-        lines = clnet_malloc(((size_t)d->gemm_npicks + 1) * sizeof *lines);
-        if (!lines) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
-        int count = 0;
-        for (int k = 0; k < d->gemm_npicks; k++) {
-            if (!d->gemm_picks[k].train) continue;
-            char key[CLNET_TUNE_KEY_CAP];
-            int bucket = 0;
-            clnet_gemm_key(&d->gemm_picks[k].shape, key, sizeof key, &bucket);
-            snprintf(lines[count++], sizeof *lines, "%s\t%d\t%s\n", key, bucket,
-                     d->gemm_picks[k].id);
-        }
-        qsort(lines, (size_t)count, sizeof *lines, compare_lines);
-        used += (size_t)snprintf(text + used, cap - used, "@%s\n", d->tune_device);
-        for (int k = 0; k < count; k++)
-            used += (size_t)snprintf(text + used, cap - used, "%s", lines[k]);
-    }
-    *out = text;
-    text = NULL;
-cleanup:
-    free(lines);
-    free(text);
-    return status;
-}
-
-/* Pins a loaded checkpoint's GEMM choices on the bound devices they were
- * made on (the same name, driver and platform); others choose afresh. */
-static clnet_status pin_choices(clnet_net *net) { /* only warns */
-    if (!net->trainer || !net->gemm_choices) return CLNET_OK;
-    char device[512] = "";
-    for (const char *p = net->gemm_choices; *p;) {
-        const char *end = strchr(p, '\n');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        char line[512], *field[3];
-        int k = 0;
-        if (n < sizeof line) {
-            memcpy(line, p, n);
-            line[n] = '\0';
-            for (char *f = line; k < 3 && f; k++) {
-                field[k] = f;
-                f = strchr(f, '\t');
-                if (f) *f++ = '\0';
-            }
-        }
-        p += n + (end ? 1 : 0);
-        if (line[0] == '@' && n < sizeof line) {
-            snprintf(device, sizeof device, "%s", line + 1);
-            continue;
-        }
-        for (int i = 0; k == 3 && i < net->trainer->count; i++) {
-            clnet_device *d = net->trainer->replicas[i]->d;
-            if (strcmp(d->tune_device, device) != 0) continue;
-            if (clnet_gemm_pin(d, field[0], atoi(field[1]), field[2]) != CLNET_OK)
-                clnet_warn("the checkpoint's GEMM choice is not used: %s", clnet_last_error());
-        }
-    }
-    return CLNET_OK;
+/* Pins a loaded checkpoint's GEMM choices on the bound devices (choices.h). */
+static void pin_choices(clnet_net *net) {
+    if (net->trainer && net->gemm_choices) clnet_choices_pin(net->trainer, net->gemm_choices);
 }
 
 clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch) {
@@ -309,7 +223,7 @@ clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch) {
                           CLNET_MAX_DEVICES);
     unbind(net);
     TRY(clnet_trainer_create(&net->trainer, &net->model, rt, max_batch));
-    TRY(pin_choices(net));
+    pin_choices(net);
     TRY(clnet_step_broadcast(net->trainer, &net->model, 1));
     TRY(clnet_step_calibrate(net->trainer));
     /* calibration trains on probes: undo what they did to the buffers */
@@ -534,20 +448,22 @@ cleanup:
     return status;
 }
 
-clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float *probs) {
-    clnet_status s = need_bound(net, images, "clnet_net_predict");
+/* The outputs of n samples (probabilities, or with logits the loss's input)
+ * for the public call `what`. */
+static clnet_status outputs(clnet_net *net, const float *images, int n, float *out, int logits,
+                            const char *what) {
+    clnet_status s = need_bound(net, images, what);
     if (s != CLNET_OK) return s;
-    if (!probs || n < 0)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_predict: bad output");
-    return forward_all(net, images, NULL, n, probs, 0, NULL);
+    if (!out || n < 0) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s: bad output", what);
+    return forward_all(net, images, NULL, n, out, logits, NULL);
+}
+
+clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float *probs) {
+    return outputs(net, images, n, probs, 0, "clnet_net_predict");
 }
 
 clnet_status clnet_net_logits(clnet_net *net, const float *images, int n, float *logits) {
-    clnet_status s = need_bound(net, images, "clnet_net_logits");
-    if (s != CLNET_OK) return s;
-    if (!logits || n < 0)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_logits: bad output");
-    return forward_all(net, images, NULL, n, logits, 1, NULL);
+    return outputs(net, images, n, logits, 1, "clnet_net_logits");
 }
 
 clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const int32_t *labels,
@@ -608,7 +524,7 @@ clnet_status clnet_net_save(const clnet_net *cnet, const char *path,
         if (s != CLNET_OK) return s;
     }
     char *choices = NULL;
-    clnet_status s = record_choices(net, &choices);
+    clnet_status s = clnet_choices_record(net->trainer, &choices);
     if (s == CLNET_OK)
         s = clnet_checkpoint_save(&net->model, &net->optim, path, progress,
                                   choices ? choices : net->gemm_choices);
@@ -663,7 +579,7 @@ clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_prog
     if (s == CLNET_OK) {
         free(net->gemm_choices);
         net->gemm_choices = choices;
-        s = pin_choices(net);
+        pin_choices(net);
     }
     if (s == CLNET_OK && net->trainer) s = clnet_step_broadcast(net->trainer, &net->model, 1);
     return s;

@@ -81,10 +81,115 @@ size_t clnet_plan_largest(size_t (*size)(const clnet_node *, int), const clnet_n
     return most;
 }
 
+#define TENSOR(from) ((from) == CLNET_MODEL_INPUT ? N : (from))
+
+/* Scratch for planning: per tensor (N nodes, then the model's input). */
+typedef struct {
+    int *root;        /* the tensor owning its memory (a view's is its input's) */
+    int *grad;        /* 1: it needs a gradient */
+    int *written;     /* 1: its gradient has a writer so far */
+    span *act, *dact; /* lives and places in the two arenas */
+} planning;
+
+/* Which tensors need gradients: those with a parameter at or above them;
+ * and which nodes run a backward pass. */
+static void mark_gradients(clnet_plan *p, const clnet_model *m, planning *w) {
+    const int N = m->count;
+    w->root[N] = N; /* before the nodes: a view may read the model's input */
+    for (int i = 0; i < N; i++) {
+        const clnet_node *node = &m->nodes[i];
+        w->root[i] = node->kind->is_view ? w->root[TENSOR(node->inputs[0])] : i;
+        int any = node->param_count > 0;
+        for (int k = 0; k < node->ninputs; k++) {
+            int need = node->inputs[k] != CLNET_MODEL_INPUT && w->grad[node->inputs[k]];
+            p->need_dx[i * CLNET_MAX_INPUTS + k] = need;
+            any |= need;
+        }
+        w->grad[i] = any;
+        p->backward[i] = any && node->kind->backward != NULL; /* not views, not the loss */
+    }
+}
+
+/* Activations live from the forward that writes them to the last pass that
+ * reads them; the loss's output (the probabilities) to the end. */
+static void activation_lives(const clnet_plan *p, const clnet_model *m, planning *w) {
+    const int N = m->count;
+    span *act = w->act;
+    for (int t = 0; t <= N; t++) act[t].first = act[t].last = -1;
+    act[N] = (span){clnet_shape_size(m->input), 0, -1, -1};
+    for (int i = 0; i < N; i++) {
+        const clnet_node *node = &m->nodes[i];
+        int r = w->root[i], back = 2 * N - 1 - i;
+        if (r == i) act[i] = (span){clnet_shape_size(node->out), 0, i, i};
+        widen(&act[r], i);
+        if (node->kind->is_loss) widen(&act[r], 2 * N);
+        if (p->backward[i] && (node->kind->backward_reads & CLNET_READS_Y)) widen(&act[r], back);
+        for (int k = 0; k < node->ninputs; k++) {
+            int in = w->root[TENSOR(node->inputs[k])];
+            widen(&act[in], i);
+            if (p->backward[i] && (node->kind->backward_reads & CLNET_READS_X))
+                widen(&act[in], back);
+        }
+    }
+}
+
+/* Gradients live from the first pass that writes one (the loss writes its
+ * input's during the forward pass; others in backward order) to the
+ * producer's backward pass, which reads it. Writers in pass order decide who
+ * overwrites and who adds. */
+static void gradient_lives(clnet_plan *p, const clnet_model *m, planning *w) {
+    const int N = m->count;
+    span *dact = w->dact;
+    for (int t = 0; t <= N; t++) dact[t].first = dact[t].last = -1;
+    for (int i = N - 1; i >= 0; i--) {
+        const clnet_node *node = &m->nodes[i];
+        int back = node->kind->is_loss ? i : 2 * N - 1 - i;
+        if (node->kind->is_view) continue; /* its readers write its input's gradient */
+        for (int k = 0; k < node->ninputs; k++) {
+            if (!p->need_dx[i * CLNET_MAX_INPUTS + k]) continue;
+            int in = w->root[TENSOR(node->inputs[k])];
+            p->dx_beta[i * CLNET_MAX_INPUTS + k] = w->written[in] ? 1.0f : 0.0f;
+            w->written[in] = 1;
+            if (dact[in].first < 0) dact[in] = (span){w->act[in].size, 0, back, back};
+            widen(&dact[in], back);
+        }
+        if (p->backward[i]) widen(&dact[w->root[i]], 2 * N - 1 - i);
+    }
+}
+
+/* Places both arenas and gives each node its offsets, kept memory and the
+ * scratch they share. */
+static clnet_status place_all(clnet_plan *p, const clnet_model *m, planning *w) {
+    const int N = m->count, T = N + 1;
+    const size_t B = (size_t)p->batch;
+    for (int t = 0; t < T; t++) {
+        w->act[t].size = clnet_plan_span(p, w->act[t].size);
+        w->dact[t].size = w->dact[t].first < 0 ? 0 : clnet_plan_span(p, w->dact[t].size);
+        if (w->root[t] != t) w->act[t].size = w->dact[t].size = 0; /* a view: with its root */
+    }
+    p->act = place(w->act, T);
+    p->dact = place(w->dact, T);
+    if (p->act == (size_t)-1 || p->dact == (size_t)-1)
+        return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory planning the model");
+    p->act *= B;
+    p->dact *= B;
+    p->input = w->act[N].offset * B;
+    for (int i = 0; i < N; i++) {
+        const clnet_node *node = &m->nodes[i];
+        p->y[i] = w->act[w->root[i]].offset * B;
+        p->dy[i] = w->dact[w->root[i]].offset * B;
+        p->keep[i] = clnet_plan_largest(node->kind->keep_floats, node, p->batch);
+        p->keep_total += aligned(p->keep[i]);
+        size_t work = clnet_plan_largest(node->kind->work_floats, node, p->batch);
+        if (work > p->work) p->work = work;
+    }
+    return CLNET_OK;
+}
+#undef TENSOR
+
 clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
     clnet_status status = CLNET_OK;
     const int N = m->count, T = N + 1; /* tensor N is the model's input */
-    const size_t B = (size_t)batch;
     memset(p, 0, sizeof *p);
     p->nodes = N;
     p->batch = batch;
@@ -95,90 +200,22 @@ clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
     p->backward = clnet_calloc((size_t)N + 1, sizeof *p->backward);
     p->need_dx = clnet_calloc((size_t)N * CLNET_MAX_INPUTS + 1, sizeof *p->need_dx);
     p->dx_beta = clnet_calloc((size_t)N * CLNET_MAX_INPUTS + 1, sizeof *p->dx_beta);
-    int *root = clnet_calloc((size_t)T, sizeof *root); /* tensor -> the tensor owning its memory */
-    int *grad = clnet_calloc((size_t)T, sizeof *grad); /* tensor needs a gradient */
-    int *written = clnet_calloc((size_t)T, sizeof *written); /* its gradient has a writer so far */
-    span *act = clnet_calloc((size_t)T, sizeof *act), *dact = clnet_calloc((size_t)T, sizeof *dact);
-    if (!p->y || !p->dy || !p->keep || !p->backward || !p->need_dx || !p->dx_beta || !root ||
-        !grad || !written || !act || !dact)
+    planning w = {
+        .root = clnet_calloc((size_t)T, sizeof *w.root),
+        .grad = clnet_calloc((size_t)T, sizeof *w.grad),
+        .written = clnet_calloc((size_t)T, sizeof *w.written),
+        .act = clnet_calloc((size_t)T, sizeof *w.act),
+        .dact = clnet_calloc((size_t)T, sizeof *w.dact),
+    };
+    if (!p->y || !p->dy || !p->keep || !p->backward || !p->need_dx || !p->dx_beta || !w.root ||
+        !w.grad || !w.written || !w.act || !w.dact)
         FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory planning the model");
-
-#define TENSOR(from) ((from) == CLNET_MODEL_INPUT ? N : (from))
-    /* Which tensors need gradients: those with a parameter at or above them. */
-    root[N] = N; /* before the nodes: a view may read the model's input */
-    for (int i = 0; i < N; i++) {
-        const clnet_node *node = &m->nodes[i];
-        root[i] = node->kind->is_view ? root[TENSOR(node->inputs[0])] : i;
-        int any = node->param_count > 0;
-        for (int k = 0; k < node->ninputs; k++) {
-            int need = node->inputs[k] != CLNET_MODEL_INPUT && grad[node->inputs[k]];
-            p->need_dx[i * CLNET_MAX_INPUTS + k] = need;
-            any |= need;
-        }
-        grad[i] = any;
-        p->backward[i] = any && node->kind->backward != NULL; /* not views, not the loss */
-    }
-
-    /* Lives. Activations: from the forward that writes them to the last
-     * pass that reads them; the loss's output (the probabilities) to the end. */
-    for (int t = 0; t < T; t++) act[t].first = act[t].last = dact[t].first = dact[t].last = -1;
-    act[N] = (span){clnet_shape_size(m->input), 0, -1, -1};
-    for (int i = 0; i < N; i++) {
-        const clnet_node *node = &m->nodes[i];
-        int r = root[i], back = 2 * N - 1 - i;
-        if (r == i) act[i] = (span){clnet_shape_size(node->out), 0, i, i};
-        widen(&act[r], i);
-        if (node->kind->is_loss) widen(&act[r], 2 * N);
-        if (p->backward[i] && (node->kind->backward_reads & CLNET_READS_Y)) widen(&act[r], back);
-        for (int k = 0; k < node->ninputs; k++) {
-            int in = root[TENSOR(node->inputs[k])];
-            widen(&act[in], i);
-            if (p->backward[i] && (node->kind->backward_reads & CLNET_READS_X))
-                widen(&act[in], back);
-        }
-    }
-    /* Gradients: from the first pass that writes one (the loss writes its
-     * input's during the forward pass; others in backward order) to the
-     * producer's backward pass, which reads it. Writers in pass order decide
-     * who overwrites and who adds. */
-    for (int i = N - 1; i >= 0; i--) {
-        const clnet_node *node = &m->nodes[i];
-        int back = node->kind->is_loss ? i : 2 * N - 1 - i;
-        if (node->kind->is_view) continue; /* its readers write its input's gradient */
-        for (int k = 0; k < node->ninputs; k++) {
-            if (!p->need_dx[i * CLNET_MAX_INPUTS + k]) continue;
-            int in = root[TENSOR(node->inputs[k])];
-            p->dx_beta[i * CLNET_MAX_INPUTS + k] = written[in] ? 1.0f : 0.0f;
-            written[in] = 1;
-            if (dact[in].first < 0) dact[in] = (span){act[in].size, 0, back, back};
-            widen(&dact[in], back);
-        }
-        if (p->backward[i]) widen(&dact[root[i]], 2 * N - 1 - i);
-    }
-    for (int t = 0; t < T; t++) {
-        act[t].size = clnet_plan_span(p, act[t].size);
-        dact[t].size = dact[t].first < 0 ? 0 : clnet_plan_span(p, dact[t].size);
-        if (root[t] != t) act[t].size = dact[t].size = 0; /* a view: planned with its root */
-    }
-    p->act = place(act, T);
-    p->dact = place(dact, T);
-    if (p->act == (size_t)-1 || p->dact == (size_t)-1)
-        FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory planning the model");
-    p->act *= B;
-    p->dact *= B;
-    p->input = act[N].offset * B;
-    for (int i = 0; i < N; i++) {
-        const clnet_node *node = &m->nodes[i];
-        p->y[i] = act[root[i]].offset * B;
-        p->dy[i] = dact[root[i]].offset * B;
-        p->keep[i] = clnet_plan_largest(node->kind->keep_floats, node, batch);
-        p->keep_total += aligned(p->keep[i]);
-        size_t w = clnet_plan_largest(node->kind->work_floats, node, batch);
-        if (w > p->work) p->work = w;
-    }
-#undef TENSOR
+    mark_gradients(p, m, &w);
+    activation_lives(p, m, &w);
+    gradient_lives(p, m, &w);
+    TRY(place_all(p, m, &w));
 cleanup:
-    free(root), free(grad), free(written), free(act), free(dact);
+    free(w.root), free(w.grad), free(w.written), free(w.act), free(w.dact);
     if (status != CLNET_OK) clnet_plan_release(p);
     return status;
 }

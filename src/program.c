@@ -197,8 +197,10 @@ typedef struct {
     long calls;
 } profile_entry;
 static profile_entry profile[64];
-static int profile_count = -1; /* -1: not yet decided */
-static pthread_mutex_t profile_lock = PTHREAD_MUTEX_INITIALIZER;
+static int profile_count;
+static int profile_on; /* decided once (profile_decide): read without a lock after */
+static pthread_once_t profile_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t profile_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the table */
 
 static void profile_print(void) {
     double total = 0;
@@ -209,27 +211,27 @@ static void profile_print(void) {
                 profile[i].seconds, 100 * profile[i].seconds / (total > 0 ? total : 1));
 }
 
-static int profiling(void) {
-    pthread_mutex_lock(&profile_lock);
-    if (profile_count < 0) {
-        const char *env = getenv("CLNET_PROFILE");
-        profile_count = env && *env && strcmp(env, "0") != 0 ? 0 : -2;
-        if (profile_count == 0) atexit(profile_print);
-    }
-    int on = profile_count >= 0;
-    pthread_mutex_unlock(&profile_lock);
-    return on;
+static void profile_decide(void) {
+    const char *env = getenv("CLNET_PROFILE");
+    profile_on = env && *env && strcmp(env, "0") != 0;
+    if (profile_on) atexit(profile_print);
 }
 
-double clnet_profile_begin(clnet_device *d) {
-    if (!profiling()) return 0;
-    clFinish(d->queue);
-    return clnet_now();
+clnet_status clnet_profile_begin(clnet_device *d, double *began) {
+    clnet_status status = CLNET_OK;
+    *began = 0;
+    pthread_once(&profile_once, profile_decide);
+    if (!profile_on) return CLNET_OK;
+    CL_CHECK(clFinish(d->queue), "clFinish");
+    *began = clnet_now();
+cleanup:
+    return status;
 }
 
-void clnet_profile_end(clnet_device *d, const char *name, double began) {
-    if (began == 0) return;
-    clFinish(d->queue);
+clnet_status clnet_profile_end(clnet_device *d, const char *name, double began) {
+    clnet_status status = CLNET_OK;
+    if (began == 0) return CLNET_OK;
+    CL_CHECK(clFinish(d->queue), "clFinish");
     double t = clnet_now() - began;
     pthread_mutex_lock(&profile_lock);
     int i = 0;
@@ -241,6 +243,8 @@ void clnet_profile_end(clnet_device *d, const char *name, double began) {
         profile[i].calls++;
     }
     pthread_mutex_unlock(&profile_lock);
+cleanup:
+    return status;
 }
 
 clnet_status clnet_run(clnet_device *d, const char *family, const char *options, const char *name,
@@ -286,15 +290,17 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family
             goto cleanup;
         }
     }
-    double began = clnet_profile_begin(d);
+    double began = 0;
+    TRY(clnet_profile_begin(d, &began));
     cl_int err =
         clEnqueueNDRangeKernel(d->queue, k, (cl_uint)dims, NULL, rounded, local, 0, NULL, NULL);
-    clnet_profile_end(d, name, began);
     if (err != CL_SUCCESS) {
         status = clnet_fail_cl_at(err, "clEnqueueNDRangeKernel", __FILE__, __LINE__);
         clnet_error_context(status, "kernel '%s' of '%s.cl' on device %d (%s)", name, family,
                             d->info.index, d->info.name);
+        goto cleanup;
     }
+    TRY(clnet_profile_end(d, name, began));
 cleanup:
     return status;
 }

@@ -57,9 +57,10 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family
                             const size_t *local, const clnet_arg *args, int nargs);
 
 /* With CLNET_PROFILE=1 in the environment, kernels are timed one by one
- * (waiting for each) and a table goes to stderr at exit. begin returns 0
- * when profiling is off; end then does nothing. */
-double clnet_profile_begin(clnet_device *d);
-void clnet_profile_end(clnet_device *d, const char *name, double began);
+ * (waiting for each) and a table goes to stderr at exit. The environment is
+ * read once, so with profiling off a launch takes no lock. begin sets
+ * *began to 0 when profiling is off; end then does nothing. */
+clnet_status clnet_profile_begin(clnet_device *d, double *began);
+clnet_status clnet_profile_end(clnet_device *d, const char *name, double began);
 
 #endif

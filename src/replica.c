@@ -17,7 +17,10 @@ void clnet_replica_free(clnet_replica *r) {
         if (r->keeps[i]) clReleaseMemObject(r->keeps[i]);
     free(r->keeps);
     free(r->kernels); /* the handles belong to the device */
-    if (r->staging.mem) clnet_staging_free(r->d, &r->staging);
+    free(r->gemms);
+    clnet_gemm_record_free(&r->gemm_record);
+    if (r->staging.mem && clnet_staging_free(r->d, &r->staging) != CLNET_OK)
+        clnet_warn("freeing a replica: %s", clnet_last_error());
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (*mems[i]) clReleaseMemObject(*mems[i]);
     clnet_plan_release(&r->plan);
@@ -55,18 +58,12 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(clnet_plan_make(&r->plan, m, max_batch));
     const clnet_plan *p = &r->plan;
 
-    /* the GEMM's own scratch: a transposed operand, at most a node's kept
-     * memory plus its weights (counted, allocated by the GEMM on first use) */
-    size_t gemm_scratch = 0, largest_keep = 0;
-    for (int i = 0; i < m->count; i++) {
-        const clnet_node *node = &m->nodes[i];
-        size_t keep = p->keep[i];
-        if (keep + node->param_count > gemm_scratch) gemm_scratch = keep + node->param_count;
-        if (keep > largest_keep) largest_keep = keep;
-    }
+    size_t largest_keep = 0;
+    for (int i = 0; i < m->count; i++)
+        if (p->keep[i] > largest_keep) largest_keep = p->keep[i];
     size_t B = (size_t)max_batch;
-    size_t total = 2 * m->nparams + m->nbuffers + p->act + p->dact + p->keep_total + p->work +
-                   gemm_scratch + 3 * B;
+    size_t total =
+        2 * m->nparams + m->nbuffers + p->act + p->dact + p->keep_total + p->work + 3 * B;
     /* each node's kept memory is a buffer of its own: together they may
      * exceed the largest buffer a device allows */
     size_t largest = p->act > largest_keep ? p->act : largest_keep;
@@ -91,7 +88,11 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(clnet_buffer_create(d, p->dact * sizeof(float), &r->dact));
     r->keeps = clnet_calloc((size_t)m->count + 1, sizeof *r->keeps);
     r->kernels = clnet_calloc((size_t)m->count * CLNET_NODE_KERNELS + 1, sizeof *r->kernels);
-    if (!r->keeps || !r->kernels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    r->gemms = clnet_calloc((size_t)m->count * CLNET_NODE_GEMMS + 1, sizeof *r->gemms);
+    if (!r->keeps || !r->kernels || !r->gemms) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < m->count * CLNET_NODE_GEMMS; i++)
+        r->gemms[i] = (clnet_gemm_site){.record = &r->gemm_record,
+                                        .layer = m->nodes[i / CLNET_NODE_GEMMS].name};
     for (int i = 0; i < m->count; i++)
         if (p->keep[i]) TRY(clnet_buffer_create(d, p->keep[i] * sizeof(float), &r->keeps[i]));
     TRY(clnet_buffer_create(d, p->work * sizeof(float), &r->work));
@@ -172,8 +173,9 @@ clnet_status clnet_replica_stage(clnet_replica *r, const float *images, const in
         r->staged.images = images;
         r->staged.labels = labels;
         r->staged.n = n;
-        (void)clFlush(r->d->queue); /* start now (the load finds it in place either way) */
+        CL_CHECK(clFlush(r->d->queue), "clFlush"); /* start now */
     }
+cleanup:
     return status;
 }
 
@@ -200,6 +202,7 @@ static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i,
         .work_cap = p->work,
         .backward = backward,
         .kernels = r->kernels + (size_t)i * CLNET_NODE_KERNELS,
+        .gemms = r->gemms + (size_t)i * CLNET_NODE_GEMMS,
         .host = r->host,
         .beta = accumulate ? 1.0f : 0.0f,
         .labels = r->labels,
@@ -274,12 +277,7 @@ static int buffer_tails(const clnet_replica *r, clnet_guard_region *g) {
                {r->labels, "the labels"},
                {r->loss, "the per-sample losses"},
                {r->correct, "the per-sample answers"},
-               {r->d->scratch, "the device's reduction scratch"},
-               {r->d->work[0], "the device's GEMM scratch 0"},
-               {r->d->work[1], "the device's GEMM scratch 1"},
-               {r->d->work[2], "the device's GEMM scratch 2"},
-               {r->d->work[3], "the device's GEMM scratch 3"},
-               {r->d->work[4], "the device's GEMM scratch 4"}};
+               {r->d->scratch, "the device's reduction scratch"}};
     for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
         if (own[k].mem) g[count++] = clnet_guard_tail(own[k].mem, own[k].what);
     for (int i = 0; i < r->model->count; i++)
@@ -313,16 +311,15 @@ cleanup:
 static clnet_status timed(clnet_replica *r, int slot,
                           clnet_status (*fn)(const clnet_node *, const clnet_pass *),
                           const clnet_node *node, const clnet_pass *p) {
-    r->d->site_node = node->name; /* names the layer of the GEMMs it runs */
-    r->d->site_backward = slot & 1;
-    r->d->site_train = p->ctx->train && !p->ctx->probe; /* what checkpoints record */
+    clnet_status status = CLNET_OK;
     if (!r->profile) return guarded(r, fn, node, p);
-    clFinish(r->d->queue);
+    CL_CHECK(clFinish(r->d->queue), "clFinish");
     double t0 = clnet_now();
-    clnet_status s = guarded(r, fn, node, p);
-    clFinish(r->d->queue);
+    TRY(guarded(r, fn, node, p));
+    CL_CHECK(clFinish(r->d->queue), "clFinish");
     r->profile[slot] += clnet_now() - t0;
-    return s;
+cleanup:
+    return status;
 }
 
 static clnet_status in_device(clnet_status s, const clnet_replica *r) {

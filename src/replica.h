@@ -4,6 +4,7 @@
 #ifndef CLNET_REPLICA_H
 #define CLNET_REPLICA_H
 
+#include "gemm.h"
 #include "guard.h"
 #include "memory.h"
 #include "model.h"
@@ -19,6 +20,8 @@ typedef struct {
     cl_mem act, dact;              /* activation arenas */
     cl_mem *keeps;                 /* (model count) each node's kept memory, or NULL */
     cl_kernel *kernels;            /* (model count x CLNET_NODE_KERNELS) kept kernels */
+    clnet_gemm_site *gemms;        /* (model count x CLNET_NODE_GEMMS) GEMM call sites */
+    clnet_gemm_record gemm_record; /* the GEMM choices its passes made (checkpoints) */
     cl_mem work;                   /* scratch shared by all nodes */
     cl_mem labels, loss, correct;  /* (max_batch) each */
     clnet_staging staging;         /* gradients read to the host (discrete devices) */

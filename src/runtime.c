@@ -361,8 +361,6 @@ static void close_device(clnet_device *d) {
     }
     clnet_gemm_close(d);
     if (d->scratch) clReleaseMemObject(d->scratch);
-    for (size_t w = 0; w < sizeof d->work / sizeof d->work[0]; w++)
-        if (d->work[w]) clReleaseMemObject(d->work[w]);
     if (d->queue) clReleaseCommandQueue(d->queue);
     if (d->context) clReleaseContext(d->context);
     pthread_mutex_destroy(&d->lock);

@@ -3,6 +3,7 @@
 #include "alloc.h"
 #include "error.h"
 #include "fileio.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -161,33 +162,8 @@ cleanup:
 
 /* ---- writing ---- */
 
-typedef struct {
-    char *text;
-    size_t used, cap;
-    int failed;
-} out_text;
-
-static void append(out_text *o, const char *s) {
-    size_t n = strlen(s);
-    if (o->failed) return;
-    if (o->used + n + 1 > o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 4096;
-        while (cap < o->used + n + 1) cap *= 2;
-        char *t = realloc(o->text, cap);
-        if (!t) {
-            o->failed = 1;
-            return;
-        }
-        o->text = t;
-        o->cap = cap;
-    }
-    memcpy(o->text + o->used, s, n + 1);
-    o->used += n;
-}
-
 static void keep_other(void *user, const char *line) {
-    append(user, line);
-    append(user, "\n");
+    clnet_text_printf(user, "%s\n", line);
 }
 
 /* Replaces tabs and newlines in a name, so it stays one field. */
@@ -197,7 +173,7 @@ static void clean_field(const char *in, char *out, size_t cap) {
     out[i] = '\0';
 }
 
-static void append_entry(out_text *o, const char *device, const char *space,
+static void append_entry(clnet_text *o, const char *device, const char *space,
                          const clnet_tune_entry *e) {
     char line[LINE_CAP], dev[512];
     clean_field(device, dev, sizeof dev);
@@ -205,14 +181,14 @@ static void append_entry(out_text *o, const char *device, const char *space,
                      e->bucket, e->choice, e->us);
     if (n < 0 || (size_t)n + 12 >= sizeof line) return;
     snprintf(line + n, sizeof line - (size_t)n, "\t%08x\n", clnet_crc32(line, (size_t)n));
-    append(o, line);
+    clnet_text_str(o, line);
 }
 
 clnet_status clnet_tune_db_write(const char *path, const char *device, const char *space,
                                  const clnet_tune_entry *entries, int count) {
     clnet_status status = CLNET_OK;
     clnet_tune_table mine = {0};
-    out_text o = {0};
+    clnet_text o = {0};
     char *text = NULL, lock_path[4200];
     clnet_atomic_file f = {0};
     snprintf(lock_path, sizeof lock_path, "%s.lock", path);
@@ -236,13 +212,13 @@ clnet_status clnet_tune_db_write(const char *path, const char *device, const cha
     for (int i = 0; i < mine.count; i++) append_entry(&o, device, space, &mine.entries[i]);
     if (o.failed) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory writing %s", path);
     TRY(clnet_atomic_open(&f, path));
-    TRY(clnet_atomic_write(&f, o.text ? o.text : "", o.used));
+    TRY(clnet_atomic_write(&f, o.buf ? o.buf : "", o.len));
     TRY(clnet_atomic_commit(&f));
 cleanup:
     clnet_atomic_abort(&f);
     if (lock >= 0) close(lock); /* releases the lock */
     free(text);
-    free(o.text);
+    clnet_text_free(&o);
     clnet_tune_table_free(&mine);
     if (status != CLNET_OK) clnet_error_context(status, "saving tuned choices");
     return status;
@@ -258,7 +234,7 @@ clnet_status clnet_tune_table_set(clnet_tune_table *t, const clnet_tune_entry *e
         }
     if (t->count == t->cap) {
         int cap = t->cap ? t->cap * 2 : 16;
-        clnet_tune_entry *n = realloc(t->entries, (size_t)cap * sizeof *n);
+        clnet_tune_entry *n = clnet_realloc(t->entries, (size_t)cap * sizeof *n);
         if (!n) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for tuned choices");
         t->entries = n;
         t->cap = cap;

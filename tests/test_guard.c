@@ -83,20 +83,24 @@ static clnet_status scratch_overrun_forward(const clnet_node *node, const clnet_
     return status == CLNET_OK ? identity_forward(node, p) : status;
 }
 
+/* Scratch the short and shrinking kinds state, above the linear layer's
+ * (its GEMMs' scratch), so that theirs sizes the plan. */
+#define BIG 100
+
 /* declares one float less than it states it uses */
 static size_t short_floats(const clnet_node *node, int n) {
-    return scratch_floats(node, n) - 1;
+    return BIG * scratch_floats(node, n) - 1;
 }
 
 static clnet_status short_forward(const clnet_node *node, const clnet_pass *p) {
-    clnet_status status = clnet_pass_uses(node, p, floats(node, p), 0);
+    clnet_status status = clnet_pass_uses(node, p, BIG * floats(node, p), 0);
     return status == CLNET_OK ? identity_forward(node, p) : status;
 }
 
-/* scratch that shrinks as n grows: 100 - n floats */
+/* scratch that shrinks as n grows: 100 BIG - n floats */
 static size_t shrinking_floats(const clnet_node *node, int n) {
     (void)node;
-    return (size_t)(100 - n);
+    return (size_t)(100 * BIG - n);
 }
 
 #define TEST_KIND(kind_name, work, fwd)                                                            \
@@ -124,7 +128,7 @@ static void register_kinds(void) {
 
 /* The broken layer `kind` named "bad" between two convolutions, so that
  * tensors lie on both sides of its output in the arena; with alone, only
- * it and a linear layer (no other scratch). */
+ * it and a linear layer (whose GEMMs' scratch is below BIG's). */
 static clnet_net *net_with(const char *kind, clnet_runtime *rt, int alone) {
     char line[64];
     snprintf(line, sizeof line, "%s name=bad", kind);
@@ -214,14 +218,14 @@ START_TEST(a_short_scratch_is_caught_before_the_pass) {
     clnet_runtime *rt = test_one_device(0);
     clnet_net *net = net_with("test_short_scratch", rt, 1);
     char why[1024];
-    /* planned for BATCH * 36 - 1 floats: a pass over fewer samples fits */
+    /* planned for BIG * BATCH * 36 - 1 floats: a pass over fewer samples fits */
     ck_assert_int_eq(step(net, BATCH - 1, why, sizeof why), CLNET_OK);
     ck_assert_int_eq(step(net, BATCH, why, sizeof why), CLNET_ERR_GUARD);
     char expect[160];
     snprintf(expect, sizeof expect,
              "layer 'bad' (test_short_scratch): its forward pass over %d samples needs %d floats "
              "of scratch, and %d were planned",
-             BATCH, BATCH * 36, BATCH * 36 - 1);
+             BATCH, BIG * BATCH * 36, BIG * BATCH * 36 - 1);
     ck_assert_msg(strstr(why, expect), "%s", why);
     clnet_net_free(net);
     clnet_runtime_free(rt);
@@ -234,7 +238,7 @@ START_TEST(the_plan_holds_the_largest_scratch_of_any_pass) {
     const clnet_plan *p = &net->trainer->replicas[0]->plan;
     printf("  scratch planned: %zu floats (the kind's at the batch: %zu)\n", p->work,
            shrinking_floats(NULL, BATCH));
-    ck_assert_uint_eq(p->work, 99); /* a pass over 1 sample */
+    ck_assert_uint_eq(p->work, 100 * BIG - 1); /* a pass over 1 sample */
     char why[1024];
     for (int n = 1; n <= BATCH; n++) ck_assert_int_eq(step(net, n, why, sizeof why), CLNET_OK);
     clnet_net_free(net);

@@ -64,7 +64,7 @@ static void check_one(clnet_device *d, const char *id, const gemm_case *g, int t
     ck_assert_int_eq(clnet_buffer_write(d, dc, 0, csize, c), CLNET_OK);
     clnet_gemm_shape s = {ta, tb, M, N, K, 0, 0};
     clnet_status st =
-        clnet_gemm_with(d, id, &s, 1.5f, da, aoff, lda, db, boff, ldb, beta, dc, coff, ldc);
+        clnet_gemm_with(d, id, &s, NULL, 1.5f, da, aoff, lda, db, boff, ldb, beta, dc, coff, ldc);
     ck_assert_msg(st == CLNET_OK, "%s: %s", id, clnet_last_error());
     ck_assert_int_eq(clnet_buffer_read(d, dc, 0, csize, c), CLNET_OK);
     for (size_t i = 0; i < csize; i++) {
@@ -113,7 +113,7 @@ START_TEST(every_candidate_against_the_reference) {
         }
         /* an id that is no candidate is refused, not run */
         ck_assert_int_ne(clnet_gemm_with(d, "own-tm7-wg1", &(clnet_gemm_shape){0, 0, 1, 1, 1, 0, 0},
-                                         1, NULL, 0, 1, NULL, 0, 1, 0, NULL, 0, 1),
+                                         NULL, 1, NULL, 0, 1, NULL, 0, 1, 0, NULL, 0, 1),
                          CLNET_OK);
     }
     ck_assert_int_gt(checked, 0);
@@ -369,7 +369,9 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     int32_t y[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     test_random_floats(x, 8 * 784, 5);
     ck_assert_int_eq(clnet_net_train_step(net, x, y, 8, NULL), CLNET_OK);
-    for (int k = 0; k < d->gemm_npicks; k++) ck_assert_int_eq(d->gemm_picks[k].source, 'd');
+    const clnet_gemm_record *made = &net->trainer->replicas[0]->gemm_record;
+    ck_assert_int_eq(clnet_gemm_record_count(made, d), 11);
+    for (int k = 0; k < made->count; k++) ck_assert_int_eq(made->picks[k].source, 'd');
 
     /* a checkpoint records them; a resume on another runtime pins them */
     char ckpt[600];
@@ -386,8 +388,9 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     net = small_lenet(one, 8);
     ck_assert_int_eq(clnet_net_load_weights(net, ckpt, NULL), CLNET_OK);
     ck_assert_int_eq(clnet_net_train_step(net, x, y, 8, NULL), CLNET_OK);
-    ck_assert_int_eq(d->gemm_npicks, 11);
-    for (int k = 0; k < d->gemm_npicks; k++) ck_assert_int_eq(d->gemm_picks[k].source, 'p');
+    made = &net->trainer->replicas[0]->gemm_record;
+    ck_assert_int_eq(clnet_gemm_record_count(made, d), 11);
+    for (int k = 0; k < made->count; k++) ck_assert_int_eq(made->picks[k].source, 'p');
     clnet_net_free(net);
     clnet_runtime_free(one);
     unsetenv("CLNET_CACHE_DIR");

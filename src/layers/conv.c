@@ -271,8 +271,35 @@ static size_t chunk_floats(const clnet_node *node, int s) {
     return v.Cs * (size_t)s * v.Ps + (size_t)s * col_per_sample(node);
 }
 
+/* The GEMMs of a chunk of s samples, group by group (see below). */
+static clnet_gemm_shape shape_down(const clnet_node *node, int s);
+static clnet_gemm_shape shape_up(const clnet_node *node, int s);
+static clnet_gemm_shape shape_weight(const clnet_node *node, int s);
+
+static size_t most(size_t a, size_t b) {
+    return a > b ? a : b;
+}
+
+/* Where a chunk's GEMMs and row sums take their scratch: after its regions. */
+static size_t gemm_at(const clnet_node *node, int s) {
+    return (chunk_floats(node, s) + 15) / 16 * 16;
+}
+
+/* The scratch of a chunk's GEMMs and of the bias gradient's row sums (they
+ * run one after another, so they share it). */
+static size_t gemm_floats(const clnet_node *node, int s) {
+    sides v = sides_of(node);
+    clnet_gemm_shape down = shape_down(node, s), up = shape_up(node, s),
+                     weight = shape_weight(node, s);
+    size_t sums = most(clnet_row_sums_floats(v.Cs, (size_t)s * v.Ps),
+                       clnet_row_sums_floats(v.Cb, (size_t)s * v.Pb));
+    return most(most(clnet_gemm_work_floats(&down), clnet_gemm_work_floats(&up)),
+                most(clnet_gemm_work_floats(&weight), sums));
+}
+
 static size_t work_floats(const clnet_node *node, int n) {
-    return chunk_floats(node, chunk_samples(node, n));
+    int s = chunk_samples(node, n);
+    return gemm_at(node, s) + gemm_floats(node, s);
 }
 
 /* Without a bias, the kernels that would add it are built with -DCONV_BIAS=0
@@ -334,48 +361,86 @@ static clnet_status col2im(const clnet_node *node, const clnet_pass *p, int slot
              U32(ch->bo)));
 }
 
-/* Sp (Cs, s*Ps) = W . col, group by group: group g's rows of W read the
- * rows of col of its channels. */
-static clnet_status gemm_down(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+/* The GEMM call sites of a node (clnet_pass_gemm). */
+enum { GEMM_DOWN, GEMM_UP, GEMM_WEIGHT };
+
+static clnet_gemm_shape shape_down(const clnet_node *node, int s) {
     sides v = sides_of(node);
     size_t Fg = v.Cs / v.G, CKg = v.Cb / v.G * v.K;
-    for (size_t g = 0; g < v.G; g++) {
-        clnet_status s =
-            clnet_gemm(p->d, &(clnet_gemm_shape){0, 0, Fg, ch->NP, CKg, 'N', ch->s}, 1.0f,
-                       p->params, ch->wo + g * Fg * CKg, CKg, p->work, ch->col + g * CKg * ch->NP,
-                       ch->NP, 0.0f, p->work, g * Fg * ch->NP, ch->NP);
-        if (s != CLNET_OK) return s;
+    return (clnet_gemm_shape){0, 0, Fg, (size_t)s * v.Ps, CKg, 'N', s};
+}
+
+static clnet_gemm_shape shape_up(const clnet_node *node, int s) {
+    sides v = sides_of(node);
+    size_t Fg = v.Cs / v.G, CKg = v.Cb / v.G * v.K;
+    return (clnet_gemm_shape){1, 0, CKg, (size_t)s * v.Ps, Fg, 'N', s};
+}
+
+static clnet_gemm_shape shape_weight(const clnet_node *node, int s) {
+    sides v = sides_of(node);
+    size_t Fg = v.Cs / v.G, CKg = v.Cb / v.G * v.K;
+    return (clnet_gemm_shape){0, 1, Fg, CKg, (size_t)s * v.Ps, 'K', s};
+}
+
+/* A GEMM operand of group 0 (`off`, leading dimension `ld`); group g's
+ * lies g * step further. */
+typedef struct {
+    cl_mem mem;
+    size_t off, step, ld;
+} operand;
+
+/* C = A . B (beta: what happens to C) at GEMM call site `site`, group by group. */
+static clnet_status per_group(const clnet_node *node, const clnet_pass *p, const chunk *ch,
+                              int site, const clnet_gemm_shape *s, operand a, operand b, float beta,
+                              operand c) {
+    for (size_t g = 0; g < sides_of(node).G; g++) {
+        clnet_status st =
+            clnet_pass_gemm(p, site, gemm_at(node, ch->s), s, 1.0f, a.mem, a.off + g * a.step, a.ld,
+                            b.mem, b.off + g * b.step, b.ld, beta, c.mem, c.off + g * c.step, c.ld);
+        if (st != CLNET_OK) return st;
     }
     return CLNET_OK;
 }
 
-/* dcol (Cb*K, s*Ps) = W^T . Sp, group by group, over the column region */
-static clnet_status gemm_up(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+/* The chunk's operands: W (its group's rows, Fg x CKg), Sp (Fg rows of a
+ * group) and the column region (CKg rows of a group). */
+static operand weight_of(const clnet_node *node, const chunk *ch, cl_mem mem) {
     sides v = sides_of(node);
     size_t Fg = v.Cs / v.G, CKg = v.Cb / v.G * v.K;
-    for (size_t g = 0; g < v.G; g++) {
-        clnet_status s =
-            clnet_gemm(p->d, &(clnet_gemm_shape){1, 0, CKg, ch->NP, Fg, 'N', ch->s}, 1.0f,
-                       p->params, ch->wo + g * Fg * CKg, CKg, p->work, g * Fg * ch->NP, ch->NP,
-                       0.0f, p->work, ch->col + g * CKg * ch->NP, ch->NP);
-        if (s != CLNET_OK) return s;
-    }
-    return CLNET_OK;
+    return (operand){mem, ch->wo, Fg * CKg, CKg};
+}
+
+static operand small_of(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+    sides v = sides_of(node);
+    return (operand){p->work, 0, v.Cs / v.G * ch->NP, ch->NP};
+}
+
+static operand col_of(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+    sides v = sides_of(node);
+    return (operand){p->work, ch->col, v.Cb / v.G * v.K * ch->NP, ch->NP};
+}
+
+/* Sp (Cs, s*Ps) = W . col, group by group: group g's rows of W read the
+ * rows of col of its channels. */
+static clnet_status gemm_down(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+    clnet_gemm_shape s = shape_down(node, ch->s);
+    return per_group(node, p, ch, GEMM_DOWN, &s, weight_of(node, ch, p->params),
+                     col_of(node, p, ch), 0.0f, small_of(node, p, ch));
+}
+
+/* dcol (Cb*K, s*Ps) = W^T . Sp, group by group, over the column region */
+static clnet_status gemm_up(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+    clnet_gemm_shape s = shape_up(node, ch->s);
+    return per_group(node, p, ch, GEMM_UP, &s, weight_of(node, ch, p->params),
+                     small_of(node, p, ch), 0.0f, col_of(node, p, ch));
 }
 
 /* dW (+)= Sp . col^T, group by group (beta 0 overwrites, 1 adds) */
 static clnet_status gemm_weight(const clnet_node *node, const clnet_pass *p, const chunk *ch,
                                 float beta) {
-    sides v = sides_of(node);
-    size_t Fg = v.Cs / v.G, CKg = v.Cb / v.G * v.K;
-    for (size_t g = 0; g < v.G; g++) {
-        clnet_status s =
-            clnet_gemm(p->d, &(clnet_gemm_shape){0, 1, Fg, CKg, ch->NP, 'K', ch->s}, 1.0f, p->work,
-                       g * Fg * ch->NP, ch->NP, p->work, ch->col + g * CKg * ch->NP, ch->NP, beta,
-                       p->grads, ch->wo + g * Fg * CKg, CKg);
-        if (s != CLNET_OK) return s;
-    }
-    return CLNET_OK;
+    clnet_gemm_shape s = shape_weight(node, ch->s);
+    return per_group(node, p, ch, GEMM_WEIGHT, &s, small_of(node, p, ch), col_of(node, p, ch), beta,
+                     weight_of(node, ch, p->grads));
 }
 
 /* (C, s*P) in work at `to` = the chunk's (s, C, P) tensor at (t, off); with
@@ -404,21 +469,31 @@ static const char *output_options(const clnet_node *node) {
     return table[has_bias(node)][CLNET_CONFIG(node, conv_config)->relu];
 }
 
-static int min_int(int a, int b) {
-    return a < b ? a : b;
+/* One chunk's share of a pass; beta is what its parameter gradients do
+ * (the pass's beta for the first chunk; later chunks add to the first's). */
+typedef clnet_status (*chunk_fn)(const clnet_node *node, const clnet_pass *p, const chunk *ch,
+                                 float beta);
+
+/* Runs fn over the pass's samples, chunk by chunk (chunk_samples). */
+static clnet_status each_chunk(const clnet_node *node, const clnet_pass *p, chunk_fn fn) {
+    int most = chunk_samples(node, p->n);
+    for (int b0 = 0; b0 < p->n; b0 += most) {
+        chunk ch = chunk_at(node, b0, p->n - b0 < most ? p->n - b0 : most);
+        clnet_status s = fn(node, p, &ch, b0 == 0 ? p->beta : 1.0f);
+        if (s != CLNET_OK) return s;
+    }
+    return CLNET_OK;
 }
 
 /* y = W . im2col(x) + bias (then the relu, if taken in) */
-static clnet_status conv_forward(const clnet_node *node, const clnet_pass *p) {
+static clnet_status conv_forward_chunk(const clnet_node *node, const clnet_pass *p, const chunk *ch,
+                                       float beta) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = chunk_samples(node, p->n);
-    for (int b0 = 0; b0 < p->n; b0 += most) {
-        chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
-        TRY(im2col(node, p, &ch, p->act, p->x[0]));
-        TRY(gemm_down(node, p, &ch));
-        TRY(from_gemm_layout(p, 1, output_options(node), &ch, v.Cs, v.Ps, p->act, p->y + ch.small));
-    }
+    (void)beta;
+    TRY(im2col(node, p, ch, p->act, p->x[0]));
+    TRY(gemm_down(node, p, ch));
+    TRY(from_gemm_layout(p, 1, output_options(node), ch, v.Cs, v.Ps, p->act, p->y + ch->small));
 cleanup:
     return status;
 }
@@ -426,40 +501,34 @@ cleanup:
 /* Forward was Sp = W . col (+ bias), col = im2col(x); so backward is, chunk
  * by chunk (and group by group), dW += dSp . col^T, dbias += row sums of dSp
  * (with a bias), dcol = W^T . dSp, dx = col2im(dcol). */
-static clnet_status conv_backward(const clnet_node *node, const clnet_pass *p) {
+static clnet_status conv_backward_chunk(const clnet_node *node, const clnet_pass *p,
+                                        const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = chunk_samples(node, p->n);
-    for (int b0 = 0; b0 < p->n; b0 += most) {
-        chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
-        float beta = b0 == 0 ? p->beta : 1.0f; /* later chunks add to the first's */
-        TRY(to_gemm_layout(p, 2, output_options(node), v.Cs, v.Ps, ch.s, p->dact, p->dy + ch.small,
-                           p->y + ch.small, 0));
-        if (has_bias(node))
-            TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, ch.NP, p->work, 0,
-                               p->grads, ch.bo, beta));
-        TRY(im2col(node, p, &ch, p->act, p->x[0]));
-        TRY(gemm_weight(node, p, &ch, beta));
-        if (!p->need_dx[0]) continue;
-        TRY(gemm_up(node, p, &ch)); /* over the columns, which the weight gradient has read */
-        TRY(col2im(node, p, 3, &ch, clnet_dx_options(p, 0), p->dact, p->dx[0]));
-    }
+    TRY(to_gemm_layout(p, 2, output_options(node), v.Cs, v.Ps, ch->s, p->dact, p->dy + ch->small,
+                       p->y + ch->small, 0));
+    if (has_bias(node))
+        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, ch->NP, p->work, 0,
+                           p->grads, ch->bo, beta, p->work, gemm_at(node, ch->s)));
+    TRY(im2col(node, p, ch, p->act, p->x[0]));
+    TRY(gemm_weight(node, p, ch, beta));
+    if (!p->need_dx[0]) return CLNET_OK;
+    TRY(gemm_up(node, p, ch)); /* over the columns, which the weight gradient has read */
+    TRY(col2im(node, p, 3, ch, clnet_dx_options(p, 0), p->dact, p->dx[0]));
 cleanup:
     return status;
 }
 
 /* The transposed convolution's forward is the convolution's input gradient:
  * y = col2im(W^T . x) + bias. */
-static clnet_status transpose_forward(const clnet_node *node, const clnet_pass *p) {
+static clnet_status transpose_forward_chunk(const clnet_node *node, const clnet_pass *p,
+                                            const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = chunk_samples(node, p->n);
-    for (int b0 = 0; b0 < p->n; b0 += most) {
-        chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
-        TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch.s, p->act, p->x[0] + ch.small, 0, 0));
-        TRY(gemm_up(node, p, &ch));
-        TRY(col2im(node, p, 3, &ch, has_bias(node) ? "-DCOL2IM_BIAS=1" : "", p->act, p->y));
-    }
+    (void)beta;
+    TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
+    TRY(gemm_up(node, p, ch));
+    TRY(col2im(node, p, 3, ch, has_bias(node) ? "-DCOL2IM_BIAS=1" : "", p->act, p->y));
 cleanup:
     return status;
 }
@@ -467,29 +536,42 @@ cleanup:
 /* Forward was dcol = W^T . Xp, y = col2im(dcol) + bias, Xp = x in GEMM
  * layout; so backward is, chunk by chunk, dbias += the sums of dy over
  * samples and positions, col = im2col(dy), dW += Xp . col^T, dXp = W . col. */
-static clnet_status transpose_backward(const clnet_node *node, const clnet_pass *p) {
+static clnet_status transpose_backward_chunk(const clnet_node *node, const clnet_pass *p,
+                                             const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    int most = chunk_samples(node, p->n);
-    for (int b0 = 0; b0 < p->n; b0 += most) {
-        chunk ch = chunk_at(node, b0, min_int(most, p->n - b0));
-        float beta = b0 == 0 ? p->beta : 1.0f; /* later chunks add to the first's */
-        if (has_bias(node)) { /* dy in GEMM layout (Cb, s*Pb) over the column region */
-            TRY(to_gemm_layout(p, 6, "", v.Cb, v.Pb, ch.s, p->dact, p->dy + ch.big, 0, ch.col));
-            TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch.s * v.Pb,
-                               p->work, ch.col, p->grads, ch.bo, beta));
-        }
-        TRY(im2col(node, p, &ch, p->dact, p->dy));
-        TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch.s, p->act, p->x[0] + ch.small, 0, 0));
-        TRY(gemm_weight(node, p, &ch, beta));
-        if (!p->need_dx[0]) continue;
-        TRY(gemm_down(node, p, &ch)); /* over Xp, which the weight gradient has read */
-        char opt[64];
-        snprintf(opt, sizeof opt, "-DCONV_BIAS=0 %s", clnet_dx_options(p, 0));
-        TRY(from_gemm_layout(p, 1, opt, &ch, v.Cs, v.Ps, p->dact, p->dx[0] + ch.small));
+    if (has_bias(node)) { /* dy in GEMM layout (Cb, s*Pb) over the column region */
+        TRY(to_gemm_layout(p, 6, "", v.Cb, v.Pb, ch->s, p->dact, p->dy + ch->big, 0, ch->col));
+        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch->s * v.Pb,
+                           p->work, ch->col, p->grads, ch->bo, beta, p->work,
+                           gemm_at(node, ch->s)));
     }
+    TRY(im2col(node, p, ch, p->dact, p->dy));
+    TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
+    TRY(gemm_weight(node, p, ch, beta));
+    if (!p->need_dx[0]) return CLNET_OK;
+    TRY(gemm_down(node, p, ch)); /* over Xp, which the weight gradient has read */
+    char opt[64];
+    snprintf(opt, sizeof opt, "-DCONV_BIAS=0 %s", clnet_dx_options(p, 0));
+    TRY(from_gemm_layout(p, 1, opt, ch, v.Cs, v.Ps, p->dact, p->dx[0] + ch->small));
 cleanup:
     return status;
+}
+
+static clnet_status conv_forward(const clnet_node *node, const clnet_pass *p) {
+    return each_chunk(node, p, conv_forward_chunk);
+}
+
+static clnet_status conv_backward(const clnet_node *node, const clnet_pass *p) {
+    return each_chunk(node, p, conv_backward_chunk);
+}
+
+static clnet_status transpose_forward(const clnet_node *node, const clnet_pass *p) {
+    return each_chunk(node, p, transpose_forward_chunk);
+}
+
+static clnet_status transpose_backward(const clnet_node *node, const clnet_pass *p) {
+    return each_chunk(node, p, transpose_backward_chunk);
 }
 
 #define CONV_KIND(kind_name, defaults_, options_)                                                  \

@@ -44,12 +44,39 @@ static clnet_status setup(clnet_node *node) {
     return CLNET_OK;
 }
 
+/* The GEMM call sites (clnet_pass_gemm) and their shapes for n samples. */
+enum { GEMM_FORWARD, GEMM_WEIGHT, GEMM_DX };
+
+static clnet_gemm_shape gemm_shape(const clnet_node *node, int site, int n) {
+    size_t I = clnet_shape_size(node->in[0]), O = (size_t)node->out.c, N = (size_t)n;
+    switch (site) {
+    case GEMM_FORWARD:
+        return (clnet_gemm_shape){0, 1, N, O, I, 'M', n};
+    case GEMM_WEIGHT:
+        return (clnet_gemm_shape){1, 0, O, I, N, 'K', n};
+    default:
+        return (clnet_gemm_shape){0, 0, N, I, O, 'M', n};
+    }
+}
+
+/* The scratch of the GEMMs (one at a time). */
+static size_t work_floats(const clnet_node *node, int n) {
+    size_t most = 0;
+    for (int site = GEMM_FORWARD; site <= GEMM_DX; site++) {
+        clnet_gemm_shape s = gemm_shape(node, site, n);
+        size_t w = clnet_gemm_work_floats(&s);
+        if (w > most) most = w;
+    }
+    return most;
+}
+
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t I = clnet_shape_size(node->in[0]), O = (size_t)node->out.c, n = (size_t)p->n;
     size_t wo = node->params[0].offset;
-    TRY(clnet_gemm(p->d, &(clnet_gemm_shape){0, 1, n, O, I, 'M', p->n}, 1.0f, p->act, p->x[0], I,
-                   p->params, wo, I, 0.0f, p->act, p->y, O));
+    clnet_gemm_shape s = gemm_shape(node, GEMM_FORWARD, p->n);
+    TRY(clnet_pass_gemm(p, GEMM_FORWARD, 0, &s, 1.0f, p->act, p->x[0], I, p->params, wo, I, 0.0f,
+                        p->act, p->y, O));
     if (node->nparams > 1) /* the bias */
         TRY(clnet_pass_run(p, 0, "elementwise", "", "add_bias_cols", 1, (size_t[]){n * O}, NULL,
                            ARGS(U32(n), U32(O), MEM(p->act), U32(p->y), MEM(p->params),
@@ -64,14 +91,16 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t I = clnet_shape_size(node->in[0]), O = (size_t)node->out.c, n = (size_t)p->n;
     size_t wo = node->params[0].offset;
+    clnet_gemm_shape weight = gemm_shape(node, GEMM_WEIGHT, p->n),
+                     dx = gemm_shape(node, GEMM_DX, p->n);
     if (node->nparams > 1)
         TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 1), n, O, p->dact, p->dy, p->grads,
                            node->params[1].offset, p->beta));
-    TRY(clnet_gemm(p->d, &(clnet_gemm_shape){1, 0, O, I, n, 'K', p->n}, 1.0f, p->dact, p->dy, O,
-                   p->act, p->x[0], I, p->beta, p->grads, wo, I));
+    TRY(clnet_pass_gemm(p, GEMM_WEIGHT, 0, &weight, 1.0f, p->dact, p->dy, O, p->act, p->x[0], I,
+                        p->beta, p->grads, wo, I));
     if (p->need_dx[0])
-        TRY(clnet_gemm(p->d, &(clnet_gemm_shape){0, 0, n, I, O, 'M', p->n}, 1.0f, p->dact, p->dy, O,
-                       p->params, wo, I, p->dx_beta[0], p->dact, p->dx[0], I));
+        TRY(clnet_pass_gemm(p, GEMM_DX, 0, &dx, 1.0f, p->dact, p->dy, O, p->params, wo, I,
+                            p->dx_beta[0], p->dact, p->dx[0], I));
 cleanup:
     return status;
 }
@@ -86,6 +115,7 @@ const clnet_kind clnet_linear_kind = {
     .config_size = sizeof(linear_config),
     .check = check,
     .setup = setup,
+    .work_floats = work_floats,
     .forward = forward,
     .backward = backward,
 };

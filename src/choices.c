@@ -1,0 +1,99 @@
+/* A checkpoint's GEMM choices: recorded from the replicas, pinned on resume
+ * (choices.h). */
+#include "choices.h"
+#include "alloc.h"
+#include "error.h"
+#include "gemm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One recorded choice: "<key>\t<bucket>\t<candidate>\n". */
+typedef char choice_line[CLNET_TUNE_KEY_CAP + CLNET_GEMM_ID_CAP + 16];
+
+static int compare_lines(const void *a, const void *b) {
+    return strcmp(a, b);
+}
+
+/* 1 when a replica before i runs on a device equal to replica i's. */
+static int equal_before(const clnet_trainer *t, int i) {
+    for (int j = 0; j < i; j++)
+        if (strcmp(t->replicas[j]->d->tune_device, t->replicas[i]->d->tune_device) == 0) return 1;
+    return 0;
+}
+
+/* Evaluation's shapes and calibration probes' are left out, and the order
+ * shapes were first met in (which follows calibration's timings) does not
+ * show, so the record depends only on the training done. */
+clnet_status clnet_choices_record(const clnet_trainer *t, char **out) {
+    clnet_status status = CLNET_OK;
+    choice_line *lines = NULL;
+    char *text = NULL;
+    *out = NULL;
+    if (!t) return CLNET_OK;
+    size_t cap = 1, used = 0;
+    for (int i = 0; i < t->count; i++)
+        cap += sizeof(t->replicas[i]->d->tune_device) + 2 +
+               (size_t)clnet_gemm_record_count(&t->replicas[i]->gemm_record, t->replicas[i]->d) *
+                   sizeof(choice_line);
+    text = clnet_malloc(cap);
+    if (!text) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
+    text[0] = '\0';
+    for (int i = 0; i < t->count; i++) {
+        const clnet_device *d = t->replicas[i]->d;
+        const clnet_gemm_record *made = &t->replicas[i]->gemm_record;
+        int picks = clnet_gemm_record_count(made, d), count = 0;
+        if (equal_before(t, i)) continue;
+        free(lines);
+        lines = clnet_malloc(((size_t)picks + 1) * sizeof *lines);
+        if (!lines) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
+        for (int k = 0; k < picks; k++) {
+            if (!made->picks[k].train) continue;
+            char key[CLNET_TUNE_KEY_CAP];
+            int bucket = 0;
+            clnet_gemm_key(&made->picks[k].shape, key, sizeof key, &bucket);
+            snprintf(lines[count++], sizeof *lines, "%s\t%d\t%s\n", key, bucket, made->picks[k].id);
+        }
+        qsort(lines, (size_t)count, sizeof *lines, compare_lines);
+        used += (size_t)snprintf(text + used, cap - used, "@%s\n", d->tune_device);
+        for (int k = 0; k < count; k++)
+            used += (size_t)snprintf(text + used, cap - used, "%s", lines[k]);
+    }
+    *out = text;
+    text = NULL;
+cleanup:
+    free(lines);
+    free(text);
+    return status;
+}
+
+void clnet_choices_pin(clnet_trainer *t, const char *text) {
+    char device[512] = "";
+    for (const char *p = text; *p;) {
+        const char *end = strchr(p, '\n');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        char line[512], *field[3];
+        int k = 0;
+        if (n < sizeof line) {
+            memcpy(line, p, n);
+            line[n] = '\0';
+            for (char *f = line; k < 3 && f; k++) {
+                field[k] = f;
+                f = strchr(f, '\t');
+                if (f) *f++ = '\0';
+            }
+        }
+        p += n + (end ? 1 : 0);
+        if (n < sizeof line && line[0] == '@') {
+            snprintf(device, sizeof device, "%s", line + 1);
+            continue;
+        }
+        for (int i = 0; k == 3 && i < t->count; i++) {
+            clnet_device *d = t->replicas[i]->d;
+            if (strcmp(d->tune_device, device) != 0) continue;
+            if (clnet_gemm_pin(d, field[0], atoi(field[1]), field[2]) != CLNET_OK)
+                clnet_warn("the checkpoint's GEMM choice is not used: %s", clnet_last_error());
+        }
+    }
+}
