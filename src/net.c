@@ -174,7 +174,7 @@ const float *clnet_net_buffers(clnet_net *net) {
 }
 
 int64_t clnet_net_worst_staleness(const clnet_net *net) {
-    return net && net->trainer ? net->trainer->worst_staleness : 0;
+    return net ? clnet_async_worst_staleness(net->trainer) : 0;
 }
 
 /* ---- initialising, optimizer ------------------------------------------------------- */
@@ -318,7 +318,7 @@ cleanup:
 clnet_status clnet_net_mpi_stats(const clnet_net *net, clnet_mpi_stats *out) {
     if (!net || !out) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_mpi_stats: NULL");
     clnet_dist_stats d;
-    clnet_dist_get_stats(net->trainer ? net->trainer->dist : NULL, &d);
+    clnet_dist_get_stats(net->trainer ? net->trainer->ranks.dist : NULL, &d);
     double steps = d.steps ? (double)d.steps : 1;
     *out = (clnet_mpi_stats){.steps = (int64_t)d.steps,
                              .bytes_per_step = (double)d.bytes / steps,
@@ -328,22 +328,22 @@ clnet_status clnet_net_mpi_stats(const clnet_net *net, clnet_mpi_stats *out) {
 }
 
 int clnet_net_device_count(const clnet_net *net) {
-    return net && net->trainer ? net->trainer->total : 0;
+    return net && net->trainer ? net->trainer->ranks.total : 0;
 }
 
 clnet_status clnet_net_device_share(const clnet_net *net, int i, clnet_device_share *out) {
     if (!net || !out || i < 0 || i >= clnet_net_device_count(net))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "no bound device %d", i);
     const clnet_trainer *t = net->trainer;
-    const clnet_peer_device *p = &t->peers[i];
+    const clnet_peer_device *p = &t->ranks.peers[i];
     memset(out, 0, sizeof *out);
     out->device = p->index;
     out->rank = p->rank;
     snprintf(out->name, sizeof out->name, "%s", p->name);
-    out->share = t->balance.share[i];
-    out->micro_batch = t->caps[i];
-    out->images_per_s = t->balance.rate[i];
-    out->samples = t->balance.samples[i];
+    out->share = t->split.balance.share[i];
+    out->micro_batch = t->split.caps[i];
+    out->images_per_s = t->split.balance.rate[i];
+    out->samples = t->split.balance.samples[i];
     return CLNET_OK;
 }
 
@@ -356,15 +356,15 @@ clnet_status clnet_net_set_splits(clnet_net *net, const double *weights, int cou
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_set_splits: bind the net first");
     clnet_trainer *t = net->trainer;
     if (!weights) {
-        free(t->balance.weight);
-        t->balance.weight = NULL;
-        t->balance.rows = 0;
-        t->deterministic = 0;
+        free(t->split.balance.weight);
+        t->split.balance.weight = NULL;
+        t->split.balance.rows = 0;
+        t->split.deterministic = 0;
         return CLNET_OK;
     }
-    if (count != t->total)
+    if (count != t->ranks.total)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "a split of %d weights for %d devices", count,
-                          t->total);
+                          t->ranks.total);
     if (nsplits < 1)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%d splits: expected at least 1", nsplits);
     for (int r = 0; r < nsplits; r++) {
@@ -383,10 +383,10 @@ clnet_status clnet_net_set_splits(clnet_net *net, const double *weights, int cou
     double *w = clnet_malloc(total * sizeof *w);
     if (!w) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     memcpy(w, weights, total * sizeof *w);
-    free(t->balance.weight);
-    t->balance.weight = w;
-    t->balance.rows = nsplits;
-    t->deterministic = 1;
+    free(t->split.balance.weight);
+    t->split.balance.weight = w;
+    t->split.balance.rows = nsplits;
+    t->split.deterministic = 1;
     return CLNET_OK;
 }
 
@@ -473,11 +473,11 @@ clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, c
     TRY(need_bound(net, loader, "clnet_net_train_loader_step"));
     if (!batch) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_train_loader_step: batch is NULL");
     TRY(clnet_loader_next(loader, batch));
-    net->trainer->next_batch = loader_ahead;
-    net->trainer->next_arg = loader;
+    net->trainer->feed.next = loader_ahead;
+    net->trainer->feed.arg = loader;
     status = clnet_net_train_step(net, batch->images, batch->labels, batch->n, out);
-    net->trainer->next_batch = NULL;
-    net->trainer->next_arg = NULL;
+    net->trainer->feed.next = NULL;
+    net->trainer->feed.arg = NULL;
 cleanup:
     return status;
 }

@@ -63,13 +63,13 @@ static clnet_status run_share(clnet_trainer *t, int i) {
     clnet_status status = CLNET_OK;
     clnet_replica *r = t->replicas[i];
     const clnet_model *m = t->model;
-    clnet_ctx *ctx = &t->ctx[i];
+    clnet_ctx *ctx = &t->step.ctx[i];
     size_t in = clnet_shape_size(m->input);
-    int me = t->first + i; /* this replica among the devices of every rank */
+    int me = t->ranks.first + i; /* this replica among the devices of every rank */
     int classes = clnet_model_classes(m), share = t->step.shares[me], train = t->step.train;
     int buckets = train && !r->d->zero_copy;
     double t0 = clnet_now(); /* loss[i] and correct[i] start at 0 (run_all) */
-    if (train && t->balance.fault_step[me] == ctx->step)
+    if (train && t->split.balance.fault_step[me] == ctx->step)
         FAIL(CLNET_ERR_OPENCL, "injected fault (CLNET_FAULT) in step %lld", (long long)ctx->step);
     for (int done = 0; done < share; done += r->max_batch) {
         int n = share - done < r->max_batch ? share - done : r->max_batch;
@@ -102,12 +102,12 @@ static clnet_status run_share(clnet_trainer *t, int i) {
             if (m->nodes[node].param_count)
                 post(t, i, node, NULL, (const float *)p + m->nodes[node].param_off);
     }
-    clnet_balance_throttle(&t->balance, me, clnet_now() - t0);
+    clnet_balance_throttle(&t->split.balance, me, clnet_now() - t0);
 cleanup:
     t->step.seconds[me] = clnet_now() - t0;
     if (status != CLNET_OK) {
         clnet_error_context(status, "device %d (%s)", r->d->info.index, r->d->info.name);
-        clnet_local_group_abort(t->group); /* the others must not wait for this one */
+        clnet_local_group_abort(t->step.group); /* the others must not wait for this one */
     }
     pthread_mutex_lock(&t->step.lock);
     t->step.finished[i] = 1;
@@ -127,7 +127,7 @@ static clnet_status share_job(int i, void *arg) {
 static int wait_posted(clnet_trainer *t, int i, size_t k) {
     pthread_mutex_lock(&t->step.lock);
     while (!t->step.posted[k] && !t->step.finished[i]) {
-        if (!clnet_dist_progress(t->dist)) {
+        if (!clnet_dist_progress(t->ranks.dist)) {
             pthread_cond_wait(&t->step.changed, &t->step.lock);
             continue;
         }
@@ -158,7 +158,7 @@ static int reduce_bucket(clnet_trainer *t, int i, int node, int first, clnet_sta
             return 0;
         }
     }
-    float *dst = t->grad_sum + nd->param_off;
+    float *dst = t->step.grad_sum + nd->param_off;
     if (first)
         memcpy(dst, t->step.data[k], nd->param_count * sizeof(float));
     else
@@ -169,7 +169,8 @@ static int reduce_bucket(clnet_trainer *t, int i, int node, int first, clnet_sta
 /* MPI: node's bucket on its way to its sum over the ranks. */
 static clnet_status start_bucket(clnet_trainer *t, int node) {
     const clnet_node *nd = &t->model->nodes[node];
-    return clnet_dist_bucket_start(t->dist, t->grad_sum + nd->param_off, nd->param_count, nd->name);
+    return clnet_dist_bucket_start(t->ranks.dist, t->step.grad_sum + nd->param_off, nd->param_count,
+                                   nd->name);
 }
 
 /* This process's sum of node's bucket, then (MPI) its sum over the ranks
@@ -184,17 +185,17 @@ static clnet_status reduce_node(clnet_trainer *t, int node) {
             return status != CLNET_OK ? status : CLNET_ERR_INTERNAL; /* it failed */
         first = 0;
     }
-    if (first) memset(t->grad_sum + nd->param_off, 0, nd->param_count * sizeof(float));
-    return t->dist && t->overlap ? start_bucket(t, node) : CLNET_OK;
+    if (first) memset(t->step.grad_sum + nd->param_off, 0, nd->param_count * sizeof(float));
+    return t->ranks.dist && t->ranks.overlap ? start_bucket(t, node) : CLNET_OK;
 }
 
 /* With batch statistics a training share runs in one pass: caps the
  * shares at what each device holds, or refuses a batch that fits nowhere. */
 static clnet_status cap_shares(clnet_trainer *t, int n, int64_t step) {
     int room = 0;
-    for (int i = 0; i < t->total; i++) room += t->caps[i];
+    for (int i = 0; i < t->ranks.total; i++) room += t->split.caps[i];
     if (room >= n) {
-        clnet_balance_cap(&t->balance, step, t->caps, t->step.shares);
+        clnet_balance_cap(&t->split.balance, step, t->split.caps, t->step.shares);
         return CLNET_OK;
     }
     char list[1024];
@@ -206,20 +207,20 @@ static clnet_status cap_shares(clnet_trainer *t, int n, int64_t step) {
         double mib = (double)(p->act + p->dact + p->keep_total + p->work) * 4 / 1048576.0;
         if (mib / r->max_batch > per_sample) per_sample = mib / r->max_batch;
     }
-    for (int i = 0; i < t->total && used < sizeof list; i++) {
-        const clnet_peer_device *p = &t->peers[i];
+    for (int i = 0; i < t->ranks.total && used < sizeof list; i++) {
+        const clnet_peer_device *p = &t->ranks.peers[i];
         char where[32] = "";
-        if (t->dist) snprintf(where, sizeof where, "rank %d ", p->rank);
+        if (t->ranks.dist) snprintf(where, sizeof where, "rank %d ", p->rank);
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%sdevice %d (%s) %d",
-                                 i ? ", " : "", where, p->index, p->name, t->caps[i]);
+                                 i ? ", " : "", where, p->index, p->name, t->split.caps[i]);
     }
     return clnet_fail(CLNET_ERR_DEVICE_MEMORY,
                       "a training batch of %d samples does not fit: layer '%s' (%s) normalizes "
                       "each device's share in one pass, never in micro-batches, and the devices "
                       "hold %s: %d samples in all, about %.2f MiB of activations each; use a "
                       "batch of at most %d, or devices with more memory",
-                      n, t->batch_stats->name, t->batch_stats->kind->name, list, room, per_sample,
-                      room);
+                      n, t->split.batch_stats->name, t->split.batch_stats->kind->name, list, room,
+                      per_sample, room);
 }
 
 /* Batch statistics across ranks: every rank takes part in the layer's
@@ -232,14 +233,16 @@ static clnet_status every_rank_a_sample(clnet_trainer *t, int n) {
                           "a training batch of %d samples on %d ranks: layer '%s' (%s) normalizes "
                           "across every rank, and each needs a sample at least; use a batch of "
                           "at least %d",
-                          n, ranks, t->batch_stats->name, t->batch_stats->kind->name, ranks);
-    for (int i = 0; i < t->total; i++) total[t->peers[i].rank] += share[i];
-    for (int r = 0, at = 0; r < ranks; at += t->rank_count[r], r++) {
+                          n, ranks, t->split.batch_stats->name, t->split.batch_stats->kind->name,
+                          ranks);
+    for (int i = 0; i < t->ranks.total; i++) total[t->ranks.peers[i].rank] += share[i];
+    for (int r = 0, at = 0; r < ranks; at += t->ranks.rank_count[r], r++) {
         if (total[r]) continue;
         int donor = -1;
-        for (int i = 0; i < t->total; i++)
-            if (total[t->peers[i].rank] >= 2 && (donor < 0 || share[i] > share[donor])) donor = i;
-        share[donor]--, total[t->peers[donor].rank]--;
+        for (int i = 0; i < t->ranks.total; i++)
+            if (total[t->ranks.peers[i].rank] >= 2 && (donor < 0 || share[i] > share[donor]))
+                donor = i;
+        share[donor]--, total[t->ranks.peers[donor].rank]--;
         share[at]++, total[r]++;
     }
     return CLNET_OK;
@@ -253,13 +256,14 @@ static clnet_status every_rank_a_sample(clnet_trainer *t, int n) {
  * broadcast only makes sure). */
 static clnet_status split(clnet_trainer *t, int n, int64_t step, int train, int agree) {
     clnet_status status = CLNET_OK;
-    clnet_balance_split(&t->balance, n, step, t->step.shares);
-    if (train && t->batch_stats) TRY(cap_shares(t, n, step));
-    if (train && t->batch_stats && t->dist) TRY(every_rank_a_sample(t, n));
-    if (t->dist && agree)
-        TRY(clnet_dist_bcast(t->dist, CLNET_LANE_CONTROL, t->step.shares,
-                             (size_t)t->total * sizeof(int), 0, "sending the split from rank 0"));
-    for (int i = 0, off = 0; i < t->total; i++) {
+    clnet_balance_split(&t->split.balance, n, step, t->step.shares);
+    if (train && t->split.batch_stats) TRY(cap_shares(t, n, step));
+    if (train && t->split.batch_stats && t->ranks.dist) TRY(every_rank_a_sample(t, n));
+    if (t->ranks.dist && agree)
+        TRY(clnet_dist_bcast(t->ranks.dist, CLNET_LANE_CONTROL, t->step.shares,
+                             (size_t)t->ranks.total * sizeof(int), 0,
+                             "sending the split from rank 0"));
+    for (int i = 0, off = 0; i < t->ranks.total; i++) {
         t->step.offsets[i] = off;
         off += t->step.shares[i];
     }
@@ -271,7 +275,7 @@ cleanup:
  * of this process have combined theirs. */
 static clnet_status ranks_sum(void *arg, double *values, size_t n) {
     clnet_trainer *t = arg;
-    return clnet_dist_sum(t->dist, CLNET_LANE_BATCH, values, n,
+    return clnet_dist_sum(t->ranks.dist, CLNET_LANE_BATCH, values, n,
                           "summing batch statistics across ranks");
 }
 
@@ -279,8 +283,9 @@ static clnet_status ranks_gather(void *arg, const void *mine, size_t bytes, void
     clnet_trainer *t = arg;
     int counts[CLNET_MAX_DEVICES];
     (void)mine; /* already in place in all */
-    for (int r = 0; r < clnet_mpi_size(); r++) counts[r] = (int)((size_t)t->rank_active[r] * bytes);
-    return clnet_dist_allgatherv(t->dist, CLNET_LANE_BATCH, NULL, counts, all,
+    for (int r = 0; r < clnet_mpi_size(); r++)
+        counts[r] = (int)((size_t)t->ranks.rank_active[r] * bytes);
+    return clnet_dist_allgatherv(t->ranks.dist, CLNET_LANE_BATCH, NULL, counts, all,
                                  "gathering batch statistics across ranks");
 }
 
@@ -288,16 +293,16 @@ static clnet_status ranks_gather(void *arg, const void *mine, size_t bytes, void
  * and in an MPI job where they stand among all ranks' that do. */
 static void start_group(clnet_trainer *t, int taking) {
     clnet_outer_group outer = {ranks_sum, ranks_gather, t, 0, 0};
-    if (t->dist) {
-        memset(t->rank_active, 0, (size_t)clnet_mpi_size() * sizeof *t->rank_active);
-        for (int i = 0; i < t->total; i++)
-            t->rank_active[t->peers[i].rank] += t->step.shares[i] > 0;
+    if (t->ranks.dist) {
+        memset(t->ranks.rank_active, 0, (size_t)clnet_mpi_size() * sizeof *t->ranks.rank_active);
+        for (int i = 0; i < t->ranks.total; i++)
+            t->ranks.rank_active[t->ranks.peers[i].rank] += t->step.shares[i] > 0;
         for (int r = 0; r < clnet_mpi_size(); r++) {
-            if (r < clnet_mpi_rank()) outer.base += t->rank_active[r];
-            outer.total += t->rank_active[r];
+            if (r < clnet_mpi_rank()) outer.base += t->ranks.rank_active[r];
+            outer.total += t->ranks.rank_active[r];
         }
     }
-    clnet_local_group_reset(t->group, taking, t->coll, t->dist ? &outer : NULL);
+    clnet_local_group_reset(t->step.group, taking, t->step.coll, t->ranks.dist ? &outer : NULL);
 }
 
 /* MPI: the step's figures of every rank (loss, correct answers, each
@@ -306,30 +311,30 @@ static void start_group(clnet_trainer *t, int taking) {
 static clnet_status exchange_figures(clnet_trainer *t, double *loss, int *correct) {
     clnet_status status = CLNET_OK;
     int ranks = clnet_mpi_size(), bytes[CLNET_MAX_DEVICES], classes = clnet_model_classes(t->model);
-    double *mine = t->record + (2 * (size_t)clnet_mpi_rank() + (size_t)t->first);
+    double *mine = t->ranks.record + (2 * (size_t)clnet_mpi_rank() + (size_t)t->ranks.first);
     mine[0] = *loss;
     mine[1] = *correct;
-    memcpy(mine + 2, t->step.seconds + t->first, (size_t)t->count * sizeof(double));
-    for (int r = 0; r < ranks; r++) bytes[r] = (2 + t->rank_count[r]) * (int)sizeof(double);
-    TRY(clnet_dist_allgatherv(t->dist, CLNET_LANE_CONTROL, NULL, bytes, t->record,
+    memcpy(mine + 2, t->step.seconds + t->ranks.first, (size_t)t->count * sizeof(double));
+    for (int r = 0; r < ranks; r++) bytes[r] = (2 + t->ranks.rank_count[r]) * (int)sizeof(double);
+    TRY(clnet_dist_allgatherv(t->ranks.dist, CLNET_LANE_CONTROL, NULL, bytes, t->ranks.record,
                               "gathering the step's figures"));
     *loss = 0;
     *correct = 0;
     for (int r = 0, at = 0, dev = 0; r < ranks; r++) { /* in rank order */
-        *loss += t->record[at];
-        *correct += (int)t->record[at + 1];
-        memcpy(t->step.seconds + dev, t->record + at + 2,
-               (size_t)t->rank_count[r] * sizeof(double));
-        at += 2 + t->rank_count[r];
-        dev += t->rank_count[r];
+        *loss += t->ranks.record[at];
+        *correct += (int)t->ranks.record[at + 1];
+        memcpy(t->step.seconds + dev, t->ranks.record + at + 2,
+               (size_t)t->ranks.rank_count[r] * sizeof(double));
+        at += 2 + t->ranks.rank_count[r];
+        dev += t->ranks.rank_count[r];
     }
     if (t->step.probs) {
         for (int r = 0, dev = 0; r < ranks; r++) {
             int rows = 0;
-            for (int k = 0; k < t->rank_count[r]; k++) rows += t->step.shares[dev++];
+            for (int k = 0; k < t->ranks.rank_count[r]; k++) rows += t->step.shares[dev++];
             bytes[r] = rows * classes * (int)sizeof(float);
         }
-        TRY(clnet_dist_allgatherv(t->dist, CLNET_LANE_CONTROL, NULL, bytes, t->step.probs,
+        TRY(clnet_dist_allgatherv(t->ranks.dist, CLNET_LANE_CONTROL, NULL, bytes, t->step.probs,
                                   "gathering the outputs"));
     }
 cleanup:
@@ -350,7 +355,7 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     t->step.train = train;
     if ((status = split(t, n, step, train, 1)) != CLNET_OK) return status;
     for (int i = 0; i < R; i++) {
-        t->step.active[i] = t->step.shares[t->first + i] > 0;
+        t->step.active[i] = t->step.shares[t->ranks.first + i] > 0;
         t->step.finished[i] = !t->step.active[i];
         t->step.mapped[i] = NULL;
         t->step.loss[i] = 0; /* every replica's, so that an idle one adds nothing */
@@ -358,15 +363,16 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
         taking += t->step.active[i];
     }
     for (int node = 0; node < m->count; node++) buckets += m->nodes[node].param_count > 0;
-    if (train && t->dist &&
-        (status = clnet_dist_buckets_prepare(t->dist, m->nparams, buckets, t->deterministic)) !=
-            CLNET_OK)
+    if (train && t->ranks.dist &&
+        (status = clnet_dist_buckets_prepare(t->ranks.dist, m->nparams, buckets,
+                                             t->split.deterministic)) != CLNET_OK)
         return status;
     memset(t->step.posted, 0, (size_t)R * m->count * sizeof *t->step.posted);
     start_group(t, taking);
     for (int i = 0, rank = 0; i < R; i++) {
-        clnet_collective *c = t->step.active[i] ? &t->coll[rank++] : NULL;
-        t->ctx[i] = (clnet_ctx){.train = train, .d = t->replicas[i]->d, .coll = c, .step = step};
+        clnet_collective *c = t->step.active[i] ? &t->step.coll[rank++] : NULL;
+        t->step.ctx[i] =
+            (clnet_ctx){.train = train, .d = t->replicas[i]->d, .coll = c, .step = step};
     }
     clnet_workers_start(t->workers, share_job, t, t->step.active);
 
@@ -385,10 +391,11 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
         }
     if (status == CLNET_OK) status = reduce_status;
     for (int node = m->count - 1;
-         status == CLNET_OK && train && t->dist && !t->overlap && node >= 0;
+         status == CLNET_OK && train && t->ranks.dist && !t->ranks.overlap && node >= 0;
          node--) /* CLNET_MPI_OVERLAP=0: only now */
         if (m->nodes[node].param_count) status = start_bucket(t, node);
-    if (status == CLNET_OK && train && t->dist) status = clnet_dist_buckets_finish(t->dist, step);
+    if (status == CLNET_OK && train && t->ranks.dist)
+        status = clnet_dist_buckets_finish(t->ranks.dist, step);
     if (status != CLNET_OK) return status;
 
     double total_loss = 0;
@@ -397,11 +404,11 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
         total_loss += t->step.loss[i];
         total_correct += t->step.correct[i];
     }
-    if (t->dist && (status = exchange_figures(t, &total_loss, &total_correct)) != CLNET_OK)
+    if (t->ranks.dist && (status = exchange_figures(t, &total_loss, &total_correct)) != CLNET_OK)
         return status;
     if (loss) *loss = total_loss;
     if (correct) *correct = total_correct;
-    if (train) clnet_balance_update(&t->balance, t->step.shares, t->step.seconds);
+    if (train) clnet_balance_update(&t->split.balance, t->step.shares, t->step.seconds);
     return CLNET_OK;
 }
 
@@ -415,7 +422,7 @@ static void stage_next(clnet_trainer *t, int64_t step) {
     const float *images = NULL;
     const int32_t *labels = NULL;
     int n = 0;
-    if (!t->next_batch || !t->next_batch(t->next_arg, &images, &labels, &n)) return;
+    if (!t->feed.next || !t->feed.next(t->feed.arg, &images, &labels, &n)) return;
     /* no exchange between ranks here: a rank whose loader could not look
      * ahead does not come here, and the others must not wait for it */
     if (!images || !labels || n < 1 || n > t->max_batch || split(t, n, step, 1, 0) != CLNET_OK)
@@ -423,7 +430,7 @@ static void stage_next(clnet_trainer *t, int64_t step) {
     size_t in = clnet_shape_size(t->model->input);
     for (int i = 0; i < t->count; i++) {
         clnet_replica *r = t->replicas[i];
-        int share = t->step.shares[t->first + i], off = t->step.offsets[t->first + i];
+        int share = t->step.shares[t->ranks.first + i], off = t->step.offsets[t->ranks.first + i];
         int first = share < r->max_batch ? share : r->max_batch;
         if (share > 0) (void)clnet_replica_stage(r, images + (size_t)off * in, labels + off, first);
     }
@@ -439,12 +446,12 @@ static clnet_status settle(clnet_trainer *t, clnet_status s) {
 
 clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
                               const int32_t *labels, int n, double *loss, int *correct) {
-    clnet_status s = t->dist ? clnet_dist_begin_step(t->dist, o->step) : CLNET_OK;
+    clnet_status s = t->ranks.dist ? clnet_dist_begin_step(t->ranks.dist, o->step) : CLNET_OK;
     if (s == CLNET_OK) s = run_all(t, o->step, images, labels, n, 1, NULL, loss, correct);
     if (s == CLNET_OK) stage_next(t, o->step + 1);
     if (s == CLNET_OK) s = sync_idle_buffers(t, m);
     if (s != CLNET_OK) return settle(t, s);
-    clnet_optim_apply(o, m->params, t->grad_sum, m->nparams, n);
+    clnet_optim_apply(o, m->params, t->step.grad_sum, m->nparams, n);
     clnet_model_count_step(m);
     s = clnet_step_broadcast(t, m, 0);
     return s == CLNET_OK ? s : settle(t, s);
@@ -557,7 +564,7 @@ static clnet_status probe(int i, void *arg) {
     /* each device alone: no collective (a layer that needs one has none to call) */
     clnet_ctx ctx = {.train = 1, .d = r->d, .probe = 1};
     /* batch statistics need two samples (one value per channel has no variance) */
-    int first = t->batch_stats && r->max_batch >= 2 ? 2 : 1;
+    int first = t->split.batch_stats && r->max_batch >= 2 ? 2 : 1;
     double t1 = 0;
     for (int k = 0; k < 2; k++) { /* the first builds the kernels */
         double t0 = clnet_now();
@@ -580,7 +587,8 @@ static clnet_status probe(int i, void *arg) {
         } while (spent < PROBE_SECONDS && spent < CALIBRATION_SECONDS);
         rate = runs * m / spent;
     }
-    t->balance.rate[t->first + i] = rate / t->balance.throttle[t->first + i];
+    t->split.balance.rate[t->ranks.first + i] =
+        rate / t->split.balance.throttle[t->ranks.first + i];
 cleanup:
     if (status != CLNET_OK)
         clnet_error_context(status, "calibrating device %d (%s)", r->d->info.index,
@@ -591,13 +599,13 @@ cleanup:
 clnet_status clnet_step_calibrate(clnet_trainer *t) {
     clnet_status status = CLNET_OK;
     probe_job p = {.t = t};
-    if (t->total < 2) return CLNET_OK; /* nothing to balance */
+    if (t->ranks.total < 2) return CLNET_OK; /* nothing to balance */
     size_t in = clnet_shape_size(t->model->input);
     p.images = clnet_calloc((size_t)PROBE_MAX * in, sizeof(float));
     p.labels = clnet_calloc((size_t)PROBE_MAX, sizeof(int32_t));
     if (!p.images || !p.labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     TRY(clnet_workers_run(t->workers, probe, &p, NULL));
-    TRY(clnet_trainer_share(t, t->balance.rate, sizeof *t->balance.rate));
+    TRY(clnet_trainer_share(t, t->split.balance.rate, sizeof *t->split.balance.rate));
 cleanup:
     free(p.images);
     free(p.labels);
