@@ -24,7 +24,7 @@
 #include "alloc.h"
 #include "clock.h"
 #include "error.h"
-#include "step.h"
+#include "broadcast.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -403,7 +403,7 @@ static clnet_status settle(clnet_trainer *t) {
     struct clnet_async *a = t->async;
     clnet_model *m = a->model;
     clnet_optim *o = a->optim;
-    TRY(clnet_step_gather_buffers(t, m)); /* replica 0's: each moved its running statistics alone */
+    TRY(clnet_broadcast_gather(t, m)); /* replica 0's: each moved its running statistics alone */
     if (t->ranks.dist) {
         double figures[6] = {a->loss,         a->correct, a->samples, (double)a->worst_staleness,
                              (double)o->step, o->ready};
@@ -426,7 +426,7 @@ static clnet_status settle(clnet_trainer *t) {
                 TRY(clnet_dist_bcast(t->ranks.dist, CLNET_LANE_CONTROL, o->slot[k],
                                      m->nparams * sizeof(float), 0, what));
     }
-    TRY(clnet_step_broadcast(t, m, m->nbuffers > 0));
+    TRY(clnet_broadcast(t, m, m->nbuffers > 0));
 cleanup:
     return status;
 }

@@ -6,6 +6,8 @@
 #include "gemm.h"
 #include "alloc.h"
 #include "async.h"
+#include "broadcast.h"
+#include "calibrate.h"
 #include "checkpoint.h"
 #include "data.h"
 #include "dist.h"
@@ -168,8 +170,7 @@ const float *clnet_net_params(const clnet_net *net) {
 
 const float *clnet_net_buffers(clnet_net *net) {
     if (!net || !net->model.params) return NULL;
-    if (net->trainer && clnet_step_gather_buffers(net->trainer, &net->model) != CLNET_OK)
-        return NULL;
+    if (net->trainer && clnet_broadcast_gather(net->trainer, &net->model) != CLNET_OK) return NULL;
     return net->model.buffers;
 }
 
@@ -188,7 +189,7 @@ clnet_status clnet_net_init(clnet_net *net, uint64_t seed) {
         if (net->optim.slot[k]) memset(net->optim.slot[k], 0, net->model.nparams * sizeof(float));
     net->optim.ready = 0;
     net->optim.step = 0;
-    return net->trainer ? clnet_step_broadcast(net->trainer, &net->model, 1) : CLNET_OK;
+    return net->trainer ? clnet_broadcast(net->trainer, &net->model, 1) : CLNET_OK;
 }
 
 clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_sgd_config *cfg) {
@@ -306,10 +307,10 @@ clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch) {
     unbind(net);
     TRY(clnet_trainer_create(&net->trainer, &net->model, rt, max_batch));
     TRY(pin_choices(net));
-    TRY(clnet_step_broadcast(net->trainer, &net->model, 1));
-    TRY(clnet_step_calibrate(net->trainer));
+    TRY(clnet_broadcast(net->trainer, &net->model, 1));
+    TRY(clnet_calibrate(net->trainer));
     /* calibration trains on probes: undo what they did to the buffers */
-    if (net->model.nbuffers) TRY(clnet_step_broadcast(net->trainer, &net->model, 1));
+    if (net->model.nbuffers) TRY(clnet_broadcast(net->trainer, &net->model, 1));
 cleanup:
     if (status != CLNET_OK) unbind(net);
     return status;
@@ -600,7 +601,7 @@ clnet_status clnet_net_save(const clnet_net *cnet, const char *path,
                           "clnet_net_save: the net has no parameters yet");
     if (clnet_mpi_rank() != 0) return CLNET_OK; /* every rank holds the same: rank 0 writes */
     if (net->trainer) {                         /* buffers live on the devices while bound */
-        clnet_status s = clnet_step_gather_buffers(net->trainer, &net->model);
+        clnet_status s = clnet_broadcast_gather(net->trainer, &net->model);
         if (s != CLNET_OK) return s;
     }
     char *choices = NULL;
@@ -661,6 +662,6 @@ clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_prog
         net->gemm_choices = choices;
         s = pin_choices(net);
     }
-    if (s == CLNET_OK && net->trainer) s = clnet_step_broadcast(net->trainer, &net->model, 1);
+    if (s == CLNET_OK && net->trainer) s = clnet_broadcast(net->trainer, &net->model, 1);
     return s;
 }

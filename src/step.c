@@ -19,14 +19,13 @@
  * A step on N devices therefore equals a step on one device, up to float
  * rounding, whatever the split. Replicas exchange data during a pass only
  * through the collective in their execution context (collective.h). */
-#include "alloc.h"
 #include "step.h"
+#include "broadcast.h"
 #include "clock.h"
 #include "error.h"
 #include "hostmath.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -223,31 +222,6 @@ static clnet_status cap_shares(clnet_trainer *t, int n, int64_t step) {
                       per_sample, room);
 }
 
-/* Batch statistics across ranks: every rank takes part in the layer's
- * collectives, so every rank gets a sample at least, from the largest
- * share of a rank that has two or more. */
-static clnet_status every_rank_a_sample(clnet_trainer *t, int n) {
-    int ranks = clnet_mpi_size(), *share = t->step.shares, total[CLNET_MAX_DEVICES] = {0};
-    if (n < ranks)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "a training batch of %d samples on %d ranks: layer '%s' (%s) normalizes "
-                          "across every rank, and each needs a sample at least; use a batch of "
-                          "at least %d",
-                          n, ranks, t->split.batch_stats->name, t->split.batch_stats->kind->name,
-                          ranks);
-    for (int i = 0; i < t->ranks.total; i++) total[t->ranks.peers[i].rank] += share[i];
-    for (int r = 0, at = 0; r < ranks; at += t->ranks.rank_count[r], r++) {
-        if (total[r]) continue;
-        int donor = -1;
-        for (int i = 0; i < t->ranks.total; i++)
-            if (total[t->ranks.peers[i].rank] >= 2 && (donor < 0 || share[i] > share[donor]))
-                donor = i;
-        share[donor]--, total[t->ranks.peers[donor].rank]--;
-        share[at]++, total[r]++;
-    }
-    return CLNET_OK;
-}
-
 /* The shares of n samples of optimizer step `step` (t->step.shares) and where each begins
  * (t->step.offsets), for every device of every rank: a pure function of
  * the balancer's state, so a split made ahead (stage_next) is the one the
@@ -258,7 +232,8 @@ static clnet_status split(clnet_trainer *t, int n, int64_t step, int train, int 
     clnet_status status = CLNET_OK;
     clnet_balance_split(&t->split.balance, n, step, t->step.shares);
     if (train && t->split.batch_stats) TRY(cap_shares(t, n, step));
-    if (train && t->split.batch_stats && t->ranks.dist) TRY(every_rank_a_sample(t, n));
+    if (train && t->split.batch_stats && t->ranks.dist)
+        TRY(clnet_ranks_every_rank_a_sample(&t->ranks, n, t->step.shares, t->split.batch_stats));
     if (t->ranks.dist && agree)
         TRY(clnet_dist_bcast(t->ranks.dist, CLNET_LANE_CONTROL, t->step.shares,
                              (size_t)t->ranks.total * sizeof(int), 0,
@@ -266,76 +241,6 @@ static clnet_status split(clnet_trainer *t, int n, int64_t step, int train, int 
     for (int i = 0, off = 0; i < t->ranks.total; i++) {
         t->step.offsets[i] = off;
         off += t->step.shares[i];
-    }
-cleanup:
-    return status;
-}
-
-/* The collectives of a pass (batch norm) across ranks: after the devices
- * of this process have combined theirs. */
-static clnet_status ranks_sum(void *arg, double *values, size_t n) {
-    clnet_trainer *t = arg;
-    return clnet_dist_sum(t->ranks.dist, CLNET_LANE_BATCH, values, n,
-                          "summing batch statistics across ranks");
-}
-
-static clnet_status ranks_gather(void *arg, const void *mine, size_t bytes, void *all) {
-    clnet_trainer *t = arg;
-    int counts[CLNET_MAX_DEVICES];
-    (void)mine; /* already in place in all */
-    for (int r = 0; r < clnet_mpi_size(); r++)
-        counts[r] = (int)((size_t)t->ranks.rank_active[r] * bytes);
-    return clnet_dist_allgatherv(t->ranks.dist, CLNET_LANE_BATCH, NULL, counts, all,
-                                 "gathering batch statistics across ranks");
-}
-
-/* Sets up the collectives of a step: the local replicas that take part,
- * and in an MPI job where they stand among all ranks' that do. */
-static void start_group(clnet_trainer *t, int taking) {
-    clnet_outer_group outer = {ranks_sum, ranks_gather, t, 0, 0};
-    if (t->ranks.dist) {
-        memset(t->ranks.rank_active, 0, (size_t)clnet_mpi_size() * sizeof *t->ranks.rank_active);
-        for (int i = 0; i < t->ranks.total; i++)
-            t->ranks.rank_active[t->ranks.peers[i].rank] += t->step.shares[i] > 0;
-        for (int r = 0; r < clnet_mpi_size(); r++) {
-            if (r < clnet_mpi_rank()) outer.base += t->ranks.rank_active[r];
-            outer.total += t->ranks.rank_active[r];
-        }
-    }
-    clnet_local_group_reset(t->step.group, taking, t->step.coll, t->ranks.dist ? &outer : NULL);
-}
-
-/* MPI: the step's figures of every rank (loss, correct answers, each
- * device's seconds), so every rank sees the same totals and balances alike;
- * with probs, every rank's rows of it. */
-static clnet_status exchange_figures(clnet_trainer *t, double *loss, int *correct) {
-    clnet_status status = CLNET_OK;
-    int ranks = clnet_mpi_size(), bytes[CLNET_MAX_DEVICES], classes = clnet_model_classes(t->model);
-    double *mine = t->ranks.record + (2 * (size_t)clnet_mpi_rank() + (size_t)t->ranks.first);
-    mine[0] = *loss;
-    mine[1] = *correct;
-    memcpy(mine + 2, t->step.seconds + t->ranks.first, (size_t)t->count * sizeof(double));
-    for (int r = 0; r < ranks; r++) bytes[r] = (2 + t->ranks.rank_count[r]) * (int)sizeof(double);
-    TRY(clnet_dist_allgatherv(t->ranks.dist, CLNET_LANE_CONTROL, NULL, bytes, t->ranks.record,
-                              "gathering the step's figures"));
-    *loss = 0;
-    *correct = 0;
-    for (int r = 0, at = 0, dev = 0; r < ranks; r++) { /* in rank order */
-        *loss += t->ranks.record[at];
-        *correct += (int)t->ranks.record[at + 1];
-        memcpy(t->step.seconds + dev, t->ranks.record + at + 2,
-               (size_t)t->ranks.rank_count[r] * sizeof(double));
-        at += 2 + t->ranks.rank_count[r];
-        dev += t->ranks.rank_count[r];
-    }
-    if (t->step.probs) {
-        for (int r = 0, dev = 0; r < ranks; r++) {
-            int rows = 0;
-            for (int k = 0; k < t->ranks.rank_count[r]; k++) rows += t->step.shares[dev++];
-            bytes[r] = rows * classes * (int)sizeof(float);
-        }
-        TRY(clnet_dist_allgatherv(t->ranks.dist, CLNET_LANE_CONTROL, NULL, bytes, t->step.probs,
-                                  "gathering the outputs"));
     }
 cleanup:
     return status;
@@ -368,7 +273,9 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
                                              t->split.deterministic)) != CLNET_OK)
         return status;
     memset(t->step.posted, 0, (size_t)R * m->count * sizeof *t->step.posted);
-    start_group(t, taking);
+    clnet_outer_group outer;
+    if (t->ranks.dist) clnet_ranks_outer(&t->ranks, t->step.shares, &outer);
+    clnet_local_group_reset(t->step.group, taking, t->step.coll, t->ranks.dist ? &outer : NULL);
     for (int i = 0, rank = 0; i < R; i++) {
         clnet_collective *c = t->step.active[i] ? &t->step.coll[rank++] : NULL;
         t->step.ctx[i] =
@@ -404,15 +311,15 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
         total_loss += t->step.loss[i];
         total_correct += t->step.correct[i];
     }
-    if (t->ranks.dist && (status = exchange_figures(t, &total_loss, &total_correct)) != CLNET_OK)
+    if (t->ranks.dist && (status = clnet_ranks_exchange_figures(
+                              &t->ranks, t->step.shares, &total_loss, &total_correct,
+                              t->step.seconds, t->step.probs, clnet_model_classes(m))) != CLNET_OK)
         return status;
     if (loss) *loss = total_loss;
     if (correct) *correct = total_correct;
     if (train) clnet_balance_update(&t->split.balance, t->step.shares, t->step.seconds);
     return CLNET_OK;
 }
-
-static clnet_status sync_idle_buffers(clnet_trainer *t, clnet_model *m);
 
 /* The next step's batch, split as that step will split it: each device's
  * first micro-batch starts on its way while the host reduces, updates and
@@ -449,11 +356,11 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
     clnet_status s = t->ranks.dist ? clnet_dist_begin_step(t->ranks.dist, o->step) : CLNET_OK;
     if (s == CLNET_OK) s = run_all(t, o->step, images, labels, n, 1, NULL, loss, correct);
     if (s == CLNET_OK) stage_next(t, o->step + 1);
-    if (s == CLNET_OK) s = sync_idle_buffers(t, m);
+    if (s == CLNET_OK) s = clnet_broadcast_to_idle(t, m, t->step.active);
     if (s != CLNET_OK) return settle(t, s);
     clnet_optim_apply(o, m->params, t->step.grad_sum, m->nparams, n);
     clnet_model_count_step(m);
-    s = clnet_step_broadcast(t, m, 0);
+    s = clnet_broadcast(t, m, 0);
     return s == CLNET_OK ? s : settle(t, s);
 }
 
@@ -469,145 +376,4 @@ clnet_status clnet_step_logits(clnet_trainer *t, int64_t step, const float *imag
     clnet_status s = run_all(t, step, images, NULL, n, 0, logits, NULL, NULL);
     t->step.logits = 0;
     return s;
-}
-
-/* ---- parameters to every replica, buffers back ------------------------------------- */
-
-typedef struct {
-    clnet_trainer *t;
-    const clnet_model *m;
-    int buffers;
-} state_job;
-
-static clnet_status write_state(int i, void *arg) {
-    state_job *j = arg;
-    return clnet_replica_write_state(j->t->replicas[i], j->m->params,
-                                     j->buffers ? j->m->buffers : NULL);
-}
-
-clnet_status clnet_step_broadcast(clnet_trainer *t, const clnet_model *m, int buffers) {
-    state_job j = {t, m, buffers};
-    return clnet_workers_run(t->workers, write_state, &j, NULL);
-}
-
-static clnet_status read_buffers(int i, void *arg) {
-    state_job *j = arg;
-    return i ? CLNET_OK : clnet_replica_read_buffers(j->t->replicas[0], j->m->buffers);
-}
-
-/* Replicas without a share in the last step did not move their buffers
- * (running statistics): they get those of the first replica that did. */
-typedef struct {
-    clnet_trainer *t;
-    const float *buffers;
-} idle_job;
-
-static clnet_status write_idle(int i, void *arg) {
-    idle_job *j = arg;
-    clnet_replica *r = j->t->replicas[i];
-    if (j->t->step.active[i]) return CLNET_OK;
-    return clnet_buffer_write(r->d, r->buffers, 0, r->model->nbuffers, j->buffers);
-}
-
-static clnet_status sync_idle_buffers(clnet_trainer *t, clnet_model *m) {
-    int source = -1, idle = 0;
-    for (int i = 0; i < t->count; i++) {
-        if (t->step.active[i] && source < 0) source = i;
-        idle += !t->step.active[i];
-    }
-    if (!m->nbuffers || !idle || source < 0) return CLNET_OK;
-    clnet_status s = clnet_replica_read_buffers(t->replicas[source], m->buffers);
-    idle_job j = {t, m->buffers};
-    return s == CLNET_OK ? clnet_workers_run(t->workers, write_idle, &j, NULL) : s;
-}
-
-clnet_status clnet_step_gather_buffers(clnet_trainer *t, clnet_model *m) {
-    state_job j = {t, m, 1};
-    if (!m->nbuffers) return CLNET_OK;
-    return clnet_workers_run(t->workers, read_buffers, &j, NULL);
-}
-
-/* ---- calibration ------------------------------------------------------------------ */
-
-/* A probe may take this long before its rate is trusted, and calibration
- * stops growing probes after this much time per device. */
-#define PROBE_SECONDS       0.2
-#define CALIBRATION_SECONDS 2.0
-#define PROBE_MAX           32
-
-typedef struct {
-    clnet_trainer *t;
-    float *images;
-    int32_t *labels;
-} probe_job;
-
-/* One training pass of m samples on replica i, finished. */
-static clnet_status probe_run(clnet_replica *r, const clnet_ctx *ctx, const probe_job *p, int m) {
-    clnet_status status = CLNET_OK;
-    TRY(clnet_replica_load(r, p->images, p->labels, m));
-    TRY(clnet_replica_forward(r, ctx, m));
-    TRY(clnet_replica_backward(r, ctx, m, 0));
-    CL_CHECK(clFinish(r->d->queue), "clFinish");
-cleanup:
-    return status;
-}
-
-/* Times replica i on probes of one size, after a warm-up run of that size
- * (the first run of a size builds kernels, and CPU drivers compile
- * work-group functions): m samples, with m chosen from a 1-sample run so
- * that a probe takes about PROBE_SECONDS, at most PROBE_MAX samples. */
-static clnet_status probe(int i, void *arg) {
-    clnet_status status = CLNET_OK;
-    probe_job *p = arg;
-    clnet_trainer *t = p->t;
-    clnet_replica *r = t->replicas[i];
-    /* each device alone: no collective (a layer that needs one has none to call) */
-    clnet_ctx ctx = {.train = 1, .d = r->d, .probe = 1};
-    /* batch statistics need two samples (one value per channel has no variance) */
-    int first = t->split.batch_stats && r->max_batch >= 2 ? 2 : 1;
-    double t1 = 0;
-    for (int k = 0; k < 2; k++) { /* the first builds the kernels */
-        double t0 = clnet_now();
-        TRY(probe_run(r, &ctx, p, first));
-        t1 = (clnet_now() - t0) / first;
-    }
-    int m = t1 > 0 ? (int)(PROBE_SECONDS / t1) : PROBE_MAX;
-    if (m > PROBE_MAX) m = PROBE_MAX;
-    if (m > r->max_batch) m = r->max_batch;
-    if (m < first) m = first;
-    double rate = 1.0 / (t1 > 0 ? t1 : 1e-9);
-    if (m > 1) { /* warm up this size, then time it until it has taken long enough */
-        TRY(probe_run(r, &ctx, p, m));
-        int runs = 0;
-        double t0 = clnet_now(), spent = 0;
-        do {
-            TRY(probe_run(r, &ctx, p, m));
-            runs++;
-            spent = clnet_now() - t0;
-        } while (spent < PROBE_SECONDS && spent < CALIBRATION_SECONDS);
-        rate = runs * m / spent;
-    }
-    t->split.balance.rate[t->ranks.first + i] =
-        rate / t->split.balance.throttle[t->ranks.first + i];
-cleanup:
-    if (status != CLNET_OK)
-        clnet_error_context(status, "calibrating device %d (%s)", r->d->info.index,
-                            r->d->info.name);
-    return status;
-}
-
-clnet_status clnet_step_calibrate(clnet_trainer *t) {
-    clnet_status status = CLNET_OK;
-    probe_job p = {.t = t};
-    if (t->ranks.total < 2) return CLNET_OK; /* nothing to balance */
-    size_t in = clnet_shape_size(t->model->input);
-    p.images = clnet_calloc((size_t)PROBE_MAX * in, sizeof(float));
-    p.labels = clnet_calloc((size_t)PROBE_MAX, sizeof(int32_t));
-    if (!p.images || !p.labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
-    TRY(clnet_workers_run(t->workers, probe, &p, NULL));
-    TRY(clnet_trainer_share(t, t->split.balance.rate, sizeof *t->split.balance.rate));
-cleanup:
-    free(p.images);
-    free(p.labels);
-    return status;
 }

@@ -69,7 +69,7 @@ static void step_state_free(clnet_step_state *s) {
     clnet_local_group_free(s->group);
 }
 
-static void ranks_free(clnet_trainer_ranks *r) {
+static void ranks_free(clnet_ranks *r) {
     clnet_dist_free(r->dist);
     free(r->peers), free(r->rank_count), free(r->rank_active), free(r->record);
 }
@@ -84,15 +84,6 @@ void clnet_trainer_free(clnet_trainer *t) {
     step_state_free(&t->step);
     ranks_free(&t->ranks);
     free(t);
-}
-
-clnet_status clnet_trainer_share(clnet_trainer *t, void *items, size_t size) {
-    int ranks = clnet_mpi_size(), bytes[CLNET_MAX_DEVICES];
-    if (!t->ranks.dist) return CLNET_OK;
-    for (int r = 0; r < ranks; r++) bytes[r] = (int)((size_t)t->ranks.rank_count[r] * size);
-    unsigned char *mine = (unsigned char *)items + (size_t)t->ranks.first * size;
-    return clnet_dist_allgatherv(t->ranks.dist, CLNET_LANE_CONTROL, mine, bytes, items,
-                                 "sharing device facts between ranks");
 }
 
 /* In an MPI job: how many devices each rank has, and where this one's begin. */
@@ -151,13 +142,13 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
         p->index = d->info.index;
         snprintf(p->name, sizeof p->name, "%s", d->info.name);
     }
-    TRY(clnet_trainer_share(t, t->ranks.peers, sizeof *t->ranks.peers));
+    TRY(clnet_ranks_share(&t->ranks, t->ranks.peers, sizeof *t->ranks.peers));
     for (int i = 0; i < n; i++) {
         clnet_device *d = clnet_runtime_device(rt, i);
         TRY(fit_replica(m, d, max_batch, t->ranks.total, &t->replicas[i]));
         t->split.caps[t->ranks.first + i] = t->replicas[i]->max_batch;
     }
-    TRY(clnet_trainer_share(t, t->split.caps, sizeof *t->split.caps));
+    TRY(clnet_ranks_share(&t->ranks, t->split.caps, sizeof *t->split.caps));
     for (int i = m->count - 1; i >= 0; i--)
         if (m->nodes[i].kind->batch_stats) t->split.batch_stats = &m->nodes[i];
     for (int i = 0; i < t->ranks.total; i++) index[i] = t->ranks.peers[i].index;

@@ -7,33 +7,11 @@
 #define CLNET_TRAINER_H
 
 #include "balance.h"
-#include "collective.h"
-#include "dist.h"
+#include "ranks.h"
 #include "replica.h"
 #include "worker.h"
 
 #include <pthread.h>
-
-/* A device of any rank, as every rank knows it. */
-typedef struct {
-    int rank, index; /* its MPI rank, and its number in `clnet devices` there */
-    char name[128];
-} clnet_peer_device;
-
-/* Every device of every rank of an MPI job, in rank order, then device
- * order: this process's replica i is device first + i of total. In one
- * process dist is NULL, first is 0 and total is count. Arrays indexed by
- * device elsewhere (the balancer, caps, the step's shares, offsets and
- * seconds) cover all of them, and every rank holds the same values. */
-typedef struct {
-    clnet_dist *dist;
-    int first, total;
-    clnet_peer_device *peers; /* (total) */
-    int *rank_count;          /* (ranks) devices of each rank */
-    int *rank_active;         /* (ranks) devices of each rank with a share in the step */
-    double *record;           /* (2 ranks + total) the step's figures of every rank */
-    int overlap; /* gradients go across ranks while the backward pass runs (CLNET_MPI_OVERLAP) */
-} clnet_trainer_ranks;
 
 /* How a batch is split across the devices: the balancer, and the limits
  * a split must keep. */
@@ -92,7 +70,7 @@ typedef struct {
     clnet_replica **replicas;
     clnet_workers *workers; /* worker i drives replica i */
 
-    clnet_trainer_ranks ranks;
+    clnet_ranks ranks;
     clnet_trainer_split split;
     clnet_step_state step;
     clnet_trainer_feed feed;
@@ -107,8 +85,4 @@ typedef struct {
 clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, clnet_runtime *rt,
                                   int max_batch);
 void clnet_trainer_free(clnet_trainer *t);
-/* items holds one item of `size` bytes per device of every rank: each
- * rank's own (at t->first) go to every other rank. Nothing in one process. */
-clnet_status clnet_trainer_share(clnet_trainer *t, void *items, size_t size);
-
 #endif

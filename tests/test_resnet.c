@@ -27,7 +27,7 @@
 #include "harness.h"
 #include "net.h"
 #include "safetensors.h"
-#include "step.h"
+#include "broadcast.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -429,7 +429,7 @@ START_TEST(resnet18_logits_match_pytorch_in_training_and_evaluation) {
             if (t->dtype == CLNET_DTYPE_F32)
                 memcpy(m->buffers + t->offset, get(f, name, t->count), t->count * sizeof(float));
         }
-    ck_assert_int_eq(clnet_step_broadcast(net->trainer, m, 1), CLNET_OK);
+    ck_assert_int_eq(clnet_broadcast(net->trainer, m, 1), CLNET_OK);
     float probs[64 * 10];
     ck_assert_msg(clnet_net_predict(net, x, n, probs) == CLNET_OK, "%s", clnet_last_error());
     printf("  evaluation largest difference %.1e of the largest logit\n",
