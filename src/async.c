@@ -24,6 +24,7 @@
 #include "alloc.h"
 #include "clock.h"
 #include "error.h"
+#include "share.h"
 #include "broadcast.h"
 
 #include <stdio.h>
@@ -202,9 +203,10 @@ static void apply_push(clnet_trainer *t, int g, const float *grads, const reques
 static clnet_status compute(clnet_trainer *t, int i, async_device *d, int n, request_header *out) {
     clnet_status status = CLNET_OK;
     clnet_replica *r = t->replicas[i];
-    size_t in = clnet_shape_size(t->model->input);
     clnet_ctx ctx = {.train = 1, .d = r->d, .step = d->pulled};
-    double t0 = clnet_now();
+    clnet_share share = {.images = d->images, .labels = d->labels, .n = n};
+    double t0 = clnet_now(), loss = 0;
+    int correct = 0;
     *out = (request_header){.kind = PUSH, .device = t->ranks.first + i, .n = n};
     if (t->split.batch_stats && n > r->max_batch)
         FAIL(CLNET_ERR_DEVICE_MEMORY,
@@ -213,17 +215,9 @@ static clnet_status compute(clnet_trainer *t, int i, async_device *d, int n, req
              n, r->d->info.index, r->d->info.name, r->max_batch, t->split.batch_stats->name,
              t->split.batch_stats->kind->name, r->max_batch);
     TRY(clnet_replica_write_state(r, d->params, NULL));
-    for (int done = 0; done < n; done += r->max_batch) {
-        int m = n - done < r->max_batch ? n - done : r->max_batch;
-        double l = 0;
-        int c = 0;
-        TRY(clnet_replica_load(r, d->images + (size_t)done * in, d->labels + done, m));
-        TRY(clnet_replica_forward(r, &ctx, m));
-        TRY(clnet_replica_backward(r, &ctx, m, done > 0));
-        TRY(clnet_replica_results(r, m, 1, &l, &c, NULL, 0));
-        out->loss += l;
-        out->correct += c;
-    }
+    TRY(clnet_share_run(r, &ctx, &share, &loss, &correct));
+    out->loss = loss;
+    out->correct = correct;
     memset(d->grads, 0, t->model->nparams * sizeof(float));
     TRY(clnet_replica_add_grads(r, d->grads));
     clnet_balance_throttle(&t->split.balance, t->ranks.first + i, clnet_now() - t0);

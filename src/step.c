@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "error.h"
 #include "hostmath.h"
+#include "share.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -41,18 +42,24 @@ static void post(clnet_trainer *t, int i, int node, cl_event ev, const float *da
     pthread_mutex_unlock(&t->step.lock);
 }
 
-/* A discrete device: start reading node i's gradients to the host. */
-static clnet_status send_bucket(clnet_trainer *t, int r, int node) {
+/* A discrete device: starts reading a node's gradients to the host. */
+typedef struct {
+    clnet_trainer *t;
+    int i; /* the replica */
+} bucket_sender;
+
+static clnet_status send_bucket(void *arg, int node) {
     clnet_status status = CLNET_OK;
-    clnet_replica *rep = t->replicas[r];
-    const clnet_node *nd = &t->model->nodes[node];
+    bucket_sender *b = arg;
+    clnet_replica *rep = b->t->replicas[b->i];
+    const clnet_node *nd = &b->t->model->nodes[node];
     cl_event ev = NULL;
     CL_CHECK(clEnqueueReadBuffer(rep->d->queue, rep->grads, CL_FALSE, nd->param_off * sizeof(float),
                                  nd->param_count * sizeof(float), rep->staging.data + nd->param_off,
                                  0, NULL, &ev),
              "clEnqueueReadBuffer(gradient bucket)");
     CL_CHECK(clFlush(rep->d->queue), "clFlush");
-    post(t, r, node, ev, rep->staging.data + nd->param_off);
+    post(b->t, b->i, node, ev, rep->staging.data + nd->param_off);
 cleanup:
     return status;
 }
@@ -63,33 +70,23 @@ static clnet_status run_share(clnet_trainer *t, int i) {
     clnet_replica *r = t->replicas[i];
     const clnet_model *m = t->model;
     clnet_ctx *ctx = &t->step.ctx[i];
-    size_t in = clnet_shape_size(m->input);
     int me = t->ranks.first + i; /* this replica among the devices of every rank */
-    int classes = clnet_model_classes(m), share = t->step.shares[me], train = t->step.train;
-    int buckets = train && !r->d->zero_copy;
+    int train = t->step.train, off = t->step.offsets[me];
+    bucket_sender sender = {t, i};
+    clnet_share share = {
+        .images = t->step.images + (size_t)off * clnet_shape_size(m->input),
+        .labels = t->step.labels ? t->step.labels + off : NULL,
+        .probs = t->step.probs ? t->step.probs + (size_t)off * clnet_model_classes(m) : NULL,
+        .logits = t->step.logits,
+        .n = t->step.shares[me],
+        .first = off,
+        .node_done = train && !r->d->zero_copy ? send_bucket : NULL,
+        .arg = &sender,
+    };
     double t0 = clnet_now(); /* loss[i] and correct[i] start at 0 (run_all) */
     if (train && t->split.balance.fault_step[me] == ctx->step)
         FAIL(CLNET_ERR_OPENCL, "injected fault (CLNET_FAULT) in step %lld", (long long)ctx->step);
-    for (int done = 0; done < share; done += r->max_batch) {
-        int n = share - done < r->max_batch ? share - done : r->max_batch;
-        int last = done + n >= share;
-        size_t first = (size_t)t->step.offsets[me] + (size_t)done;
-        const int32_t *labels = t->step.labels ? t->step.labels + first : NULL;
-        double loss = 0;
-        int correct = 0;
-        ctx->first_sample = (int64_t)first;
-        TRY(clnet_replica_load(r, t->step.images + first * in, labels, n));
-        TRY(clnet_replica_forward(r, ctx, n));
-        for (int node = train ? m->count - 1 : -1; node >= 0; node--) {
-            TRY(clnet_replica_backward_node(r, ctx, n, node, done > 0));
-            if (last && buckets && m->nodes[node].param_count) TRY(send_bucket(t, i, node));
-        }
-        TRY(clnet_replica_results(r, n, labels != NULL, &loss, &correct,
-                                  t->step.probs ? t->step.probs + first * classes : NULL,
-                                  t->step.logits));
-        t->step.loss[i] += loss;
-        t->step.correct[i] += correct;
-    }
+    TRY(clnet_share_run(r, ctx, &share, &t->step.loss[i], &t->step.correct[i]));
     CL_CHECK(clFinish(r->d->queue), "clFinish");
     if (train && r->d->zero_copy) { /* map the whole gradient buffer in place */
         cl_int err = CL_SUCCESS;
