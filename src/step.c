@@ -243,6 +243,29 @@ cleanup:
     return status;
 }
 
+/* Gives back what the hand-over holds, whatever became of the step: the
+ * gradient buffers mapped in place and the buckets' events. An unmap that
+ * fails fails the step, unless it failed already: the first failure's
+ * message is the one to read. */
+static clnet_status release_handover(clnet_trainer *t, clnet_status status) {
+    for (int i = 0; i < t->count; i++) {
+        clnet_replica *r = t->replicas[i];
+        void *p = t->step.mapped[i];
+        t->step.mapped[i] = NULL;
+        cl_int err =
+            p ? clEnqueueUnmapMemObject(r->d->queue, r->grads, p, 0, NULL, NULL) : CL_SUCCESS;
+        if (err != CL_SUCCESS && status == CLNET_OK)
+            status =
+                clnet_fail_cl_at(err, "clEnqueueUnmapMemObject(gradients)", __FILE__, __LINE__);
+    }
+    for (size_t k = 0; k < (size_t)t->count * t->model->count; k++)
+        if (t->step.events[k]) {
+            clReleaseEvent(t->step.events[k]);
+            t->step.events[k] = NULL;
+        }
+    return status;
+}
+
 /* Splits n samples, starts every replica with a share, and with train
  * reduces the gradients while they arrive; waits for all. */
 static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
@@ -259,7 +282,6 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     for (int i = 0; i < R; i++) {
         t->step.active[i] = t->step.shares[t->ranks.first + i] > 0;
         t->step.finished[i] = !t->step.active[i];
-        t->step.mapped[i] = NULL;
         t->step.loss[i] = 0; /* every replica's, so that an idle one adds nothing */
         t->step.correct[i] = 0;
         taking += t->step.active[i];
@@ -284,16 +306,8 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     for (int node = m->count - 1; train && node >= 0 && reduce_status == CLNET_OK; node--)
         if (m->nodes[node].param_count) reduce_status = reduce_node(t, node);
     status = clnet_workers_wait(t->workers); /* the first failure in device order */
-    for (int i = 0; i < R; i++)
-        if (t->step.mapped[i])
-            clEnqueueUnmapMemObject(t->replicas[i]->d->queue, t->replicas[i]->grads,
-                                    t->step.mapped[i], 0, NULL, NULL);
-    for (size_t k = 0; k < (size_t)R * m->count; k++)
-        if (t->step.events[k]) {
-            clReleaseEvent(t->step.events[k]);
-            t->step.events[k] = NULL;
-        }
     if (status == CLNET_OK) status = reduce_status;
+    status = release_handover(t, status);
     for (int node = m->count - 1;
          status == CLNET_OK && train && t->ranks.dist && !t->ranks.overlap && node >= 0;
          node--) /* CLNET_MPI_OVERLAP=0: only now */
@@ -340,11 +354,13 @@ static void stage_next(clnet_trainer *t, int64_t step) {
     }
 }
 
-/* Waits for every device's queue: copies made ahead (stage_next) read the
- * caller's memory, which may be freed once the step returns. A step that ends
- * normally needs no wait: its parameter broadcast blocks behind them. */
+/* After a failed step s, waits for every device's queue: copies made ahead
+ * (stage_next) read the caller's memory, which may be freed once the step
+ * returns. A wait that fails too is not recorded: s's message is the one to
+ * read. A step that ends normally needs no wait: its parameter broadcast
+ * blocks behind them. */
 static clnet_status settle(clnet_trainer *t, clnet_status s) {
-    for (int i = 0; i < t->count; i++) clFinish(t->replicas[i]->d->queue);
+    for (int i = 0; i < t->count; i++) (void)clFinish(t->replicas[i]->d->queue);
     return s;
 }
 
