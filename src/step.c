@@ -1,6 +1,7 @@
 /* A synchronous training step, top to bottom. Called by the public API
- * (net.c); calls down into the balancer, the workers, the replicas and the
- * optimizer; nothing calls back up.
+ * (net.c); calls down into the balancer, the workers, each replica's share
+ * (share.c), the other ranks (ranks.c), the optimizer and the broadcast of
+ * the new parameters (broadcast.c); nothing calls back up.
  *
  *   1. split the global batch into shares (balance.c): contiguous ranges of
  *      sample indices, in proportion to each device's measured speed;

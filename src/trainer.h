@@ -25,8 +25,9 @@ typedef struct {
     int *caps; /* (total) */
 } clnet_trainer_split;
 
-/* A step in flight: step.c's alone (trainer.c only allocates it), so that
- * one file drives the step and no other writes into it mid-way. */
+/* A step in flight: step.c's alone (trainer.c only allocates it, tests
+ * read grad_sum after a step), so that one file drives the step and no
+ * other writes into it mid-way. */
 typedef struct {
     /* the batch, as the caller gave it */
     const float *images;
@@ -85,4 +86,5 @@ typedef struct {
 clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, clnet_runtime *rt,
                                   int max_batch);
 void clnet_trainer_free(clnet_trainer *t);
+
 #endif
