@@ -24,7 +24,8 @@
 #include "alloc.h"
 #include "clock.h"
 #include "error.h"
-#include "step.h"
+#include "share.h"
+#include "broadcast.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,13 +70,22 @@ struct clnet_async {
     int staleness, remaining, failed;
     double loss;
     int correct, samples;
+    int64_t worst_staleness; /* the oldest parameters a push was computed on, over every call */
+    /* (total) one push as the balancer sees it: that device's alone */
+    int *shares;
+    double *seconds;
 };
+
+int64_t clnet_async_worst_staleness(const clnet_trainer *t) {
+    return t && t->async ? t->async->worst_staleness : 0;
+}
 
 void clnet_async_free(clnet_trainer *t) {
     struct clnet_async *a = t ? t->async : NULL;
     if (!a) return;
-    for (int i = 0; i < t->total; i++) free(a->dev[i].in), free(a->dev[i].out);
+    for (int i = 0; a->dev && i < t->ranks.total; i++) free(a->dev[i].in), free(a->dev[i].out);
     free(a->dev);
+    free(a->shares), free(a->seconds);
     free(a->in);
     free(a->out);
     pthread_mutex_destroy(&a->lock);
@@ -100,11 +110,13 @@ static clnet_status make_state(clnet_trainer *t) {
     if (t->async) return CLNET_OK;
     struct clnet_async *a = clnet_calloc(1, sizeof *a);
     if (!a) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
-    a->dev = clnet_calloc((size_t)t->total, sizeof *a->dev);
+    a->dev = clnet_calloc((size_t)t->ranks.total, sizeof *a->dev);
+    a->shares = clnet_calloc((size_t)t->ranks.total, sizeof *a->shares);
+    a->seconds = clnet_calloc((size_t)t->ranks.total, sizeof *a->seconds);
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->changed, NULL);
     t->async = a;
-    if (!a->dev) {
+    if (!a->dev || !a->shares || !a->seconds) {
         clnet_async_free(t);
         return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     }
@@ -112,9 +124,9 @@ static clnet_status make_state(clnet_trainer *t) {
     a->in_bytes = sizeof(request_header) + np * sizeof(float);
     a->out_bytes = sizeof(reply_header) + (np + (size_t)t->max_batch * in) * sizeof(float) +
                    (size_t)t->max_batch * sizeof(int32_t);
-    int server = t->dist && clnet_mpi_rank() == 0;
+    int server = t->ranks.dist && clnet_mpi_rank() == 0;
     for (int i = 0; i < t->count; i++) {
-        async_device *d = &a->dev[t->first + i];
+        async_device *d = &a->dev[t->ranks.first + i];
         d->in = clnet_malloc(a->out_bytes);
         d->out = clnet_malloc(a->in_bytes);
         if (!d->in || !d->out) break;
@@ -122,7 +134,7 @@ static clnet_status make_state(clnet_trainer *t) {
     }
     if (server) a->in = clnet_malloc(a->in_bytes), a->out = clnet_malloc(a->out_bytes);
     for (int i = 0; i < t->count; i++)
-        if (!a->dev[t->first + i].in || !a->dev[t->first + i].out ||
+        if (!a->dev[t->ranks.first + i].in || !a->dev[t->ranks.first + i].out ||
             (server && (!a->in || !a->out))) {
             clnet_async_free(t);
             return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for the buffers of "
@@ -136,8 +148,8 @@ static clnet_status make_state(clnet_trainer *t) {
 static int may_pull(const clnet_trainer *t, int g) {
     const struct clnet_async *a = t->async;
     int computing = 1; /* g itself, once it starts */
-    for (int j = 0; j < t->total; j++) computing += j != g && a->dev[j].busy;
-    for (int j = 0; j < t->total; j++)
+    for (int j = 0; j < t->ranks.total; j++) computing += j != g && a->dev[j].busy;
+    for (int j = 0; j < t->ranks.total; j++)
         if (j != g && a->dev[j].busy &&
             (a->optim->step - a->dev[j].pulled) + (computing - 1) > a->staleness)
             return 0;
@@ -173,16 +185,16 @@ static int take_batch(clnet_trainer *t, int g, char *reply, clnet_status *status
 static void apply_push(clnet_trainer *t, int g, const float *grads, const request_header *r) {
     struct clnet_async *a = t->async;
     int64_t stale = a->optim->step - a->dev[g].pulled;
-    if (stale > t->worst_staleness) t->worst_staleness = stale;
+    if (stale > a->worst_staleness) a->worst_staleness = stale;
     a->dev[g].busy = 0;
     clnet_optim_apply(a->optim, a->model->params, grads, t->model->nparams, r->n);
     clnet_model_count_step(a->model);
     a->loss += r->loss;
     a->correct += r->correct;
     a->samples += r->n;
-    for (int j = 0; j < t->total; j++) /* the balancer sees this device alone */
-        t->step.shares[j] = j == g ? r->n : 0, t->step.seconds[j] = j == g ? r->seconds : 0;
-    clnet_balance_update(&t->balance, t->step.shares, t->step.seconds);
+    for (int j = 0; j < t->ranks.total; j++) /* the balancer sees this device alone */
+        a->shares[j] = j == g ? r->n : 0, a->seconds[j] = j == g ? r->seconds : 0;
+    clnet_balance_update(&t->split.balance, a->shares, a->seconds);
     pthread_cond_broadcast(&a->changed);
 }
 
@@ -191,31 +203,24 @@ static void apply_push(clnet_trainer *t, int g, const float *grads, const reques
 static clnet_status compute(clnet_trainer *t, int i, async_device *d, int n, request_header *out) {
     clnet_status status = CLNET_OK;
     clnet_replica *r = t->replicas[i];
-    size_t in = clnet_shape_size(t->model->input);
     clnet_ctx ctx = {.train = 1, .d = r->d, .step = d->pulled};
-    double t0 = clnet_now();
-    *out = (request_header){.kind = PUSH, .device = t->first + i, .n = n};
-    if (t->batch_stats && n > r->max_batch)
+    clnet_share share = {.images = d->images, .labels = d->labels, .n = n};
+    double t0 = clnet_now(), loss = 0;
+    int correct = 0;
+    *out = (request_header){.kind = PUSH, .device = t->ranks.first + i, .n = n};
+    if (t->split.batch_stats && n > r->max_batch)
         FAIL(CLNET_ERR_DEVICE_MEMORY,
              "a batch of %d samples does not fit device %d (%s), which holds %d, and layer '%s' "
              "(%s) normalizes a batch in one pass: use a batch of at most %d",
-             n, r->d->info.index, r->d->info.name, r->max_batch, t->batch_stats->name,
-             t->batch_stats->kind->name, r->max_batch);
+             n, r->d->info.index, r->d->info.name, r->max_batch, t->split.batch_stats->name,
+             t->split.batch_stats->kind->name, r->max_batch);
     TRY(clnet_replica_write_state(r, d->params, NULL));
-    for (int done = 0; done < n; done += r->max_batch) {
-        int m = n - done < r->max_batch ? n - done : r->max_batch;
-        double l = 0;
-        int c = 0;
-        TRY(clnet_replica_load(r, d->images + (size_t)done * in, d->labels + done, m));
-        TRY(clnet_replica_forward(r, &ctx, m));
-        TRY(clnet_replica_backward(r, &ctx, m, done > 0));
-        TRY(clnet_replica_results(r, m, 1, &l, &c, NULL, 0));
-        out->loss += l;
-        out->correct += c;
-    }
+    TRY(clnet_share_run(r, &ctx, &share, &loss, &correct));
+    out->loss = loss;
+    out->correct = correct;
     memset(d->grads, 0, t->model->nparams * sizeof(float));
     TRY(clnet_replica_add_grads(r, d->grads));
-    clnet_balance_throttle(&t->balance, t->first + i, clnet_now() - t0);
+    clnet_balance_throttle(&t->split.balance, t->ranks.first + i, clnet_now() - t0);
     out->seconds = clnet_now() - t0;
 cleanup:
     return status;
@@ -231,7 +236,7 @@ static void stop_all(struct clnet_async *a) {
 
 static clnet_status device_failed(clnet_trainer *t, int i, clnet_status status) {
     clnet_replica *r = t->replicas[i];
-    if (t->dist)
+    if (t->ranks.dist)
         clnet_error_context(status, "rank %d device %d (%s)", clnet_mpi_rank(), r->d->info.index,
                             r->d->info.name);
     else
@@ -245,7 +250,7 @@ static clnet_status device_failed(clnet_trainer *t, int i, clnet_status status) 
 static clnet_status device_loop(int i, void *arg) {
     clnet_trainer *t = arg;
     struct clnet_async *a = t->async;
-    int g = t->first + i;
+    int g = t->ranks.first + i;
     async_device *d = &a->dev[g];
     clnet_status status = CLNET_OK;
     for (;;) {
@@ -272,21 +277,21 @@ static clnet_status device_loop(int i, void *arg) {
 static clnet_status remote_loop(int i, void *arg) {
     clnet_trainer *t = arg;
     clnet_status status = CLNET_OK;
-    int g = t->first + i;
+    int g = t->ranks.first + i;
     async_device *d = &t->async->dev[g];
     request_header *h = (request_header *)d->out;
     const reply_header *rh = (const reply_header *)d->in;
     size_t push_bytes = sizeof *h + t->model->nparams * sizeof(float);
     for (;;) {
         *h = (request_header){.kind = PULL, .device = g};
-        TRY(clnet_dist_send(t->dist, 0, TAG_REQUEST, h, sizeof *h,
+        TRY(clnet_dist_send(t->ranks.dist, 0, TAG_REQUEST, h, sizeof *h,
                             "asking the parameter server (rank 0) for parameters"));
-        TRY(clnet_dist_recv(t->dist, 0, TAG_REPLY + g, d->in, t->async->out_bytes, NULL,
+        TRY(clnet_dist_recv(t->ranks.dist, 0, TAG_REPLY + g, d->in, t->async->out_bytes, NULL,
                             "waiting for parameters from the parameter server (rank 0)"));
         if (!rh->go) break;
         d->pulled = rh->pulled;
         TRY(compute(t, i, d, rh->n, h));
-        TRY(clnet_dist_send(t->dist, 0, TAG_REQUEST, h, push_bytes,
+        TRY(clnet_dist_send(t->ranks.dist, 0, TAG_REQUEST, h, push_bytes,
                             "pushing a gradient to the parameter server (rank 0)"));
     }
 cleanup:
@@ -297,12 +302,12 @@ cleanup:
 static void name_late(const clnet_trainer *t, char *text, size_t size) {
     size_t used = 0;
     text[0] = 0;
-    for (int g = 0; g < t->total && used + 1 < size; g++) {
+    for (int g = 0; g < t->ranks.total && used + 1 < size; g++) {
         const async_device *d = &t->async->dev[g];
-        if (!d->busy || t->peers[g].rank == 0) continue;
+        if (!d->busy || t->ranks.peers[g].rank == 0) continue;
         int n = snprintf(text + used, size - used, "%srank %d device %d (%s, pulled %.0f s ago)",
-                         used ? ", " : "", t->peers[g].rank, t->peers[g].index, t->peers[g].name,
-                         clnet_now() - d->since);
+                         used ? ", " : "", t->ranks.peers[g].rank, t->ranks.peers[g].index,
+                         t->ranks.peers[g].name, clnet_now() - d->since);
         if (n < 0) break;
         used += (size_t)n;
     }
@@ -315,7 +320,7 @@ static clnet_status take_request(clnet_trainer *t, int from, size_t got) {
     const request_header *h = (const request_header *)a->in;
     size_t push_bytes = sizeof *h + t->model->nparams * sizeof(float);
     int g = h->device;
-    if (got < sizeof *h || g < t->count || g >= t->total || t->peers[g].rank != from ||
+    if (got < sizeof *h || g < t->count || g >= t->ranks.total || t->ranks.peers[g].rank != from ||
         (h->kind == PULL && (a->dev[g].busy || a->dev[g].waiting)) ||
         (h->kind == PUSH && (!a->dev[g].busy || got != push_bytes || h->n <= 0)) ||
         (h->kind != PULL && h->kind != PUSH))
@@ -338,11 +343,11 @@ static clnet_status take_request(clnet_trainer *t, int from, size_t got) {
 static clnet_status serve(clnet_trainer *t) {
     struct clnet_async *a = t->async;
     clnet_status status = CLNET_OK;
-    int left = t->total - t->count; /* devices of other ranks not yet told to stop */
+    int left = t->ranks.total - t->count; /* devices of other ranks not yet told to stop */
     double quiet = clnet_now();
     while (left > 0) {
         int moved = 0;
-        for (int g = t->count; g < t->total; g++) {
+        for (int g = t->count; g < t->ranks.total; g++) {
             if (!a->dev[g].waiting) continue;
             pthread_mutex_lock(&a->lock);
             int go = may_pull(t, g) || a->remaining <= 0 || a->failed
@@ -357,12 +362,12 @@ static clnet_status serve(clnet_trainer *t) {
             a->dev[g].waiting = 0;
             left -= !go;
             moved = 1;
-            TRY(clnet_dist_send(t->dist, t->peers[g].rank, TAG_REPLY + g, a->out, bytes,
+            TRY(clnet_dist_send(t->ranks.dist, t->ranks.peers[g].rank, TAG_REPLY + g, a->out, bytes,
                                 "sending parameters to a device of another rank"));
         }
         int from = -1;
         size_t got = 0;
-        TRY(clnet_dist_poll(t->dist, TAG_REQUEST, a->in, a->in_bytes, &from, &got,
+        TRY(clnet_dist_poll(t->ranks.dist, TAG_REQUEST, a->in, a->in_bytes, &from, &got,
                             "waiting for the other ranks' devices"));
         if (from >= 0) TRY(take_request(t, from, got));
         moved |= from >= 0;
@@ -392,30 +397,30 @@ static clnet_status settle(clnet_trainer *t) {
     struct clnet_async *a = t->async;
     clnet_model *m = a->model;
     clnet_optim *o = a->optim;
-    TRY(clnet_step_gather_buffers(t, m)); /* replica 0's: each moved its running statistics alone */
-    if (t->dist) {
-        double figures[6] = {a->loss,         a->correct, a->samples, (double)t->worst_staleness,
+    TRY(clnet_broadcast_gather(t, m)); /* replica 0's: each moved its running statistics alone */
+    if (t->ranks.dist) {
+        double figures[6] = {a->loss,         a->correct, a->samples, (double)a->worst_staleness,
                              (double)o->step, o->ready};
         const char *what = "sharing the parameter server's state";
-        TRY(clnet_dist_bcast(t->dist, CLNET_LANE_CONTROL, figures, sizeof figures, 0, what));
+        TRY(clnet_dist_bcast(t->ranks.dist, CLNET_LANE_CONTROL, figures, sizeof figures, 0, what));
         a->loss = figures[0];
         a->correct = (int)figures[1];
         a->samples = (int)figures[2];
-        t->worst_staleness = (int64_t)figures[3];
+        a->worst_staleness = (int64_t)figures[3];
         o->step = (int64_t)figures[4];
         o->ready = (int)figures[5];
-        TRY(clnet_dist_bcast(t->dist, CLNET_LANE_CONTROL, m->params, m->nparams * sizeof(float), 0,
-                             what));
-        TRY(clnet_dist_bcast(t->dist, CLNET_LANE_CONTROL, m->buffers, m->nbuffers * sizeof(float),
-                             0, what));
-        TRY(clnet_dist_bcast(t->dist, CLNET_LANE_CONTROL, m->counters,
+        TRY(clnet_dist_bcast(t->ranks.dist, CLNET_LANE_CONTROL, m->params,
+                             m->nparams * sizeof(float), 0, what));
+        TRY(clnet_dist_bcast(t->ranks.dist, CLNET_LANE_CONTROL, m->buffers,
+                             m->nbuffers * sizeof(float), 0, what));
+        TRY(clnet_dist_bcast(t->ranks.dist, CLNET_LANE_CONTROL, m->counters,
                              m->ncounters * sizeof(int64_t), 0, what));
         for (int k = 0; k < CLNET_OPTIM_SLOTS; k++)
             if (o->slot[k])
-                TRY(clnet_dist_bcast(t->dist, CLNET_LANE_CONTROL, o->slot[k],
+                TRY(clnet_dist_bcast(t->ranks.dist, CLNET_LANE_CONTROL, o->slot[k],
                                      m->nparams * sizeof(float), 0, what));
     }
-    TRY(clnet_step_broadcast(t, m, m->nbuffers > 0));
+    TRY(clnet_broadcast(t, m, m->nbuffers > 0));
 cleanup:
     return status;
 }
@@ -434,8 +439,8 @@ clnet_status clnet_async_train(clnet_trainer *t, clnet_model *m, clnet_optim *o,
     a->failed = 0;
     a->loss = 0;
     a->correct = a->samples = 0;
-    for (int g = 0; g < t->total; g++) a->dev[g].busy = a->dev[g].waiting = 0;
-    if (!t->dist) {
+    for (int g = 0; g < t->ranks.total; g++) a->dev[g].busy = a->dev[g].waiting = 0;
+    if (!t->ranks.dist) {
         status = clnet_workers_run(t->workers, device_loop, t, NULL);
     } else if (clnet_mpi_rank() == 0) {
         clnet_workers_start(t->workers, device_loop, t, NULL);
@@ -446,7 +451,7 @@ clnet_status clnet_async_train(clnet_trainer *t, clnet_model *m, clnet_optim *o,
         status = clnet_workers_run(t->workers, remote_loop, t, NULL);
     }
     /* after a failure the ranks are not in step: the caller stops them all */
-    clnet_status s = status == CLNET_OK || !t->dist ? settle(t) : CLNET_OK;
+    clnet_status s = status == CLNET_OK || !t->ranks.dist ? settle(t) : CLNET_OK;
     if (status == CLNET_OK) status = s;
     *loss = a->loss;
     *correct = a->correct;

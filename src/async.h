@@ -10,6 +10,9 @@
 clnet_status clnet_async_train(clnet_trainer *t, clnet_model *m, clnet_optim *o,
                                clnet_loader *loader, int updates, int staleness, double *loss,
                                int *correct, int *samples);
+/* The most updates a push was ever applied after its parameters were
+ * pulled, over every call (0 before the first). */
+int64_t clnet_async_worst_staleness(const clnet_trainer *t);
 /* Frees t->async (call before freeing the trainer). */
 void clnet_async_free(clnet_trainer *t);
 

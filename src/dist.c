@@ -18,17 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if CLNET_HAVE_MPI
 #include <mpi.h>
-#endif
 
 /* The job, as clnet_mpi_init found it. */
 static struct {
     int rank, size;
     int started; /* clnet called MPI_Init (and so calls MPI_Finalize) */
-    double timeout;
     clnet_dist *world;
-} job = {0, 1, 0, 300.0, NULL};
+} job = {0, 1, 0, NULL};
 
 clnet_dist *clnet_dist_world(void) {
     return job.world;
@@ -41,127 +38,6 @@ int clnet_mpi_rank(void) {
 int clnet_mpi_size(void) {
     return job.size;
 }
-
-void clnet_mpi_set_timeout(double seconds) {
-    job.timeout = seconds > 0 ? seconds : 300.0;
-}
-
-double clnet_dist_timeout(void) {
-    return job.timeout;
-}
-
-/* The rank and size a launcher gave this process in its environment
- * (Open MPI's mpirun, or a PMI launcher such as MPICH's); size 1 if none. */
-static int launched(int *rank) {
-    static const char *vars[][2] = {{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"},
-                                    {"PMI_SIZE", "PMI_RANK"}};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *size = getenv(vars[i][0]), *r = getenv(vars[i][1]);
-        if (size && atoi(size) >= 1) {
-            *rank = r ? atoi(r) : 0;
-            return atoi(size);
-        }
-    }
-    *rank = 0;
-    return 1;
-}
-
-#if !CLNET_HAVE_MPI
-
-clnet_status clnet_mpi_init(int *rank, int *size) {
-    int r = 0, n = launched(&r);
-    if (rank) *rank = 0;
-    if (size) *size = 1;
-    if (n > 1)
-        return clnet_fail(CLNET_ERR_MPI,
-                          "this clnet was built without MPI (CLNET_MPI=OFF, or CMake found no "
-                          "MPI), but mpirun started it as rank %d of %d: rebuild it with Open MPI "
-                          "installed (scripts/deps.sh installs libopenmpi-dev), or run one "
-                          "process",
-                          r, n);
-    return CLNET_OK;
-}
-
-void clnet_mpi_finalize(void) {}
-void clnet_mpi_abort(int code) {
-    (void)code;
-}
-int clnet_mpi_available(void) {
-    return 0;
-}
-
-clnet_status clnet_dist_create(clnet_dist **out) {
-    *out = NULL;
-    return CLNET_OK;
-}
-void clnet_dist_free(clnet_dist *d) {
-    (void)d;
-}
-
-#define NO_MPI clnet_fail(CLNET_ERR_INTERNAL, "an MPI call in a build without MPI")
-clnet_status clnet_dist_bcast(clnet_dist *d, clnet_lane lane, void *buf, size_t bytes, int root,
-                              const char *what) {
-    (void)d, (void)lane, (void)buf, (void)bytes, (void)root, (void)what;
-    return NO_MPI;
-}
-clnet_status clnet_dist_allgather(clnet_dist *d, clnet_lane lane, const void *mine, size_t bytes,
-                                  void *all, const char *what) {
-    (void)d, (void)lane, (void)mine, (void)bytes, (void)all, (void)what;
-    return NO_MPI;
-}
-clnet_status clnet_dist_allgatherv(clnet_dist *d, clnet_lane lane, const void *mine,
-                                   const int *bytes, void *all, const char *what) {
-    (void)d, (void)lane, (void)mine, (void)bytes, (void)all, (void)what;
-    return NO_MPI;
-}
-clnet_status clnet_dist_sum(clnet_dist *d, clnet_lane lane, double *values, size_t n,
-                            const char *what) {
-    (void)d, (void)lane, (void)values, (void)n, (void)what;
-    return NO_MPI;
-}
-clnet_status clnet_dist_begin_step(clnet_dist *d, int64_t step) {
-    (void)d, (void)step;
-    return NO_MPI;
-}
-clnet_status clnet_dist_send(clnet_dist *d, int to, int tag, const void *buf, size_t bytes,
-                             const char *what) {
-    (void)d, (void)to, (void)tag, (void)buf, (void)bytes, (void)what;
-    return NO_MPI;
-}
-clnet_status clnet_dist_recv(clnet_dist *d, int from, int tag, void *buf, size_t bytes, size_t *got,
-                             const char *what) {
-    (void)d, (void)from, (void)tag, (void)buf, (void)bytes, (void)got, (void)what;
-    return NO_MPI;
-}
-clnet_status clnet_dist_poll(clnet_dist *d, int tag, void *buf, size_t bytes, int *from,
-                             size_t *got, const char *what) {
-    (void)d, (void)tag, (void)buf, (void)bytes, (void)got, (void)what;
-    *from = -1;
-    return NO_MPI;
-}
-clnet_status clnet_dist_buckets_prepare(clnet_dist *d, size_t floats, int buckets,
-                                        int deterministic) {
-    (void)d, (void)floats, (void)buckets, (void)deterministic;
-    return NO_MPI;
-}
-clnet_status clnet_dist_bucket_start(clnet_dist *d, float *data, size_t n, const char *name) {
-    (void)d, (void)data, (void)n, (void)name;
-    return NO_MPI;
-}
-int clnet_dist_progress(clnet_dist *d) {
-    (void)d;
-    return 0;
-}
-clnet_status clnet_dist_buckets_finish(clnet_dist *d, int64_t step) {
-    (void)d, (void)step;
-    return NO_MPI;
-}
-void clnet_dist_get_stats(const clnet_dist *d, clnet_dist_stats *out) {
-    (void)d;
-    memset(out, 0, sizeof *out);
-}
-
-#else /* CLNET_HAVE_MPI */
 
 /* A gradient bucket in flight. */
 typedef struct {
@@ -340,7 +216,7 @@ static clnet_status wait_request(clnet_dist *d, clnet_lane lane, MPI_Request *re
         MPI_CALL(MPI_Test(request, &done, st), what);
         if (done) return CLNET_OK;
         double waited = clnet_now() - start;
-        if (waited > job.timeout) return timed_out(d, lane, what, waited);
+        if (waited > clnet_dist_timeout()) return timed_out(d, lane, what, waited);
         if (spins > 200) {
             if (spins % 64 == 0) listen(d);
             clnet_sleep(50e-6);
@@ -356,7 +232,7 @@ static clnet_status dist_make(clnet_dist **out, MPI_Comm parent);
 
 clnet_status clnet_mpi_init(int *rank, int *size) {
     clnet_status status = CLNET_OK;
-    int r = 0, n = launched(&r), initialized = 0, provided = 0;
+    int r = 0, n = clnet_job_launched(&r), initialized = 0, provided = 0;
     if (rank) *rank = job.rank;
     if (size) *size = job.size;
     if (job.world || n <= 1) return CLNET_OK; /* joined already, or a plain run */
@@ -661,7 +537,7 @@ clnet_status clnet_dist_buckets_finish(clnet_dist *d, int64_t step) {
         if (left < 0) return CLNET_ERR_MPI;
         if (left == 0) break;
         double waited = clnet_now() - start;
-        if (waited > job.timeout) {
+        if (waited > clnet_dist_timeout()) {
             const char *name = "?";
             for (int k = d->nbuckets - 1; k >= 0; k--)
                 if (!d->buckets[k].done) name = d->buckets[k].name;
@@ -688,5 +564,3 @@ void clnet_dist_get_stats(const clnet_dist *d, clnet_dist_stats *out) {
     memset(out, 0, sizeof *out);
     if (d) *out = d->stats;
 }
-
-#endif

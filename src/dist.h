@@ -1,4 +1,5 @@
-/* Several processes: the MPI level of the coordinator (see dist.c).
+/* Several processes: the MPI level of the coordinator (dist.c with MPI,
+ * dist_none.c without; job.c in both).
  *
  * A job started by mpirun has R ranks; each drives its own devices as one
  * process does, and the ranks meet here. Every call below is collective:
@@ -40,6 +41,11 @@ clnet_dist *clnet_dist_world(void);
 
 /* How long a wait may last (clnet_mpi_set_timeout), in seconds. */
 double clnet_dist_timeout(void);
+
+/* The size of the job a launcher (mpirun, or a PMI launcher) started this
+ * process in, from its environment, and *rank this process's; 1 and 0 when
+ * none did. */
+int clnet_job_launched(int *rank);
 
 /* A group for one bound net, with lanes of its own; *out is NULL in a job
  * of one rank. Collective. */

@@ -22,14 +22,7 @@
 #define CLNET_GEMM_H
 
 #include "device.h"
-
-/* A GEMM's shape. */
-typedef struct {
-    int ta, tb; /* 1: op(A) = A^T, op(B) = B^T */
-    size_t M, N, K;
-    char batch; /* 'M', 'N' or 'K': that dimension is n times a per-sample size; 0: none */
-    int n;      /* the samples, when batch is set */
-} clnet_gemm_shape;
+#include "gemm_shape.h"
 
 #define CLNET_GEMM_ID_CAP CLNET_TUNE_CHOICE_CAP
 #define CLNET_GEMM_KEPT   4 /* kernels one GEMM candidate runs */
@@ -58,12 +51,6 @@ typedef struct {
 void clnet_gemm_record_free(clnet_gemm_record *r);
 /* How many of r's picks stand on device d (0 after clnet_gemm_forget). */
 int clnet_gemm_record_count(const clnet_gemm_record *r, const clnet_device *d);
-
-/* Where a GEMM's scratch lies: `floats` floats of `mem` from `off`. */
-typedef struct {
-    cl_mem mem;
-    size_t off, floats;
-} clnet_gemm_scratch;
 
 /* The most scratch (floats) any candidate takes for shape s: a transposed
  * operand and split-K's partial products (cl/gemm.cl), or packed operands

@@ -13,7 +13,8 @@
 #ifndef CLNET_GEMM_TILED_H
 #define CLNET_GEMM_TILED_H
 
-#include "gemm.h"
+#include "device.h"
+#include "gemm_shape.h"
 
 /* One point of the search space; the allowed values are documented with the
  * -D macros at the top of cl/gemm_tiled.cl. */

@@ -5,6 +5,8 @@
 #include "net.h"
 #include "alloc.h"
 #include "async.h"
+#include "broadcast.h"
+#include "calibrate.h"
 #include "checkpoint.h"
 #include "choices.h"
 #include "data.h"
@@ -168,13 +170,12 @@ const float *clnet_net_params(const clnet_net *net) {
 
 const float *clnet_net_buffers(clnet_net *net) {
     if (!net || !net->model.params) return NULL;
-    if (net->trainer && clnet_step_gather_buffers(net->trainer, &net->model) != CLNET_OK)
-        return NULL;
+    if (net->trainer && clnet_broadcast_gather(net->trainer, &net->model) != CLNET_OK) return NULL;
     return net->model.buffers;
 }
 
 int64_t clnet_net_worst_staleness(const clnet_net *net) {
-    return net && net->trainer ? net->trainer->worst_staleness : 0;
+    return net ? clnet_async_worst_staleness(net->trainer) : 0;
 }
 
 /* ---- initialising, optimizer ------------------------------------------------------- */
@@ -188,7 +189,7 @@ clnet_status clnet_net_init(clnet_net *net, uint64_t seed) {
         if (net->optim.slot[k]) memset(net->optim.slot[k], 0, net->model.nparams * sizeof(float));
     net->optim.ready = 0;
     net->optim.step = 0;
-    return net->trainer ? clnet_step_broadcast(net->trainer, &net->model, 1) : CLNET_OK;
+    return net->trainer ? clnet_broadcast(net->trainer, &net->model, 1) : CLNET_OK;
 }
 
 clnet_status clnet_net_set_optimizer(clnet_net *net, const clnet_optimizer_config *cfg) {
@@ -224,10 +225,10 @@ clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch) {
     unbind(net);
     TRY(clnet_trainer_create(&net->trainer, &net->model, rt, max_batch));
     pin_choices(net);
-    TRY(clnet_step_broadcast(net->trainer, &net->model, 1));
-    TRY(clnet_step_calibrate(net->trainer));
+    TRY(clnet_broadcast(net->trainer, &net->model, 1));
+    TRY(clnet_calibrate(net->trainer));
     /* calibration trains on probes: undo what they did to the buffers */
-    if (net->model.nbuffers) TRY(clnet_step_broadcast(net->trainer, &net->model, 1));
+    if (net->model.nbuffers) TRY(clnet_broadcast(net->trainer, &net->model, 1));
 cleanup:
     if (status != CLNET_OK) unbind(net);
     return status;
@@ -236,7 +237,7 @@ cleanup:
 clnet_status clnet_net_mpi_stats(const clnet_net *net, clnet_mpi_stats *out) {
     if (!net || !out) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_mpi_stats: NULL");
     clnet_dist_stats d;
-    clnet_dist_get_stats(net->trainer ? net->trainer->dist : NULL, &d);
+    clnet_dist_get_stats(net->trainer ? net->trainer->ranks.dist : NULL, &d);
     double steps = d.steps ? (double)d.steps : 1;
     *out = (clnet_mpi_stats){.steps = (int64_t)d.steps,
                              .bytes_per_step = (double)d.bytes / steps,
@@ -246,22 +247,22 @@ clnet_status clnet_net_mpi_stats(const clnet_net *net, clnet_mpi_stats *out) {
 }
 
 int clnet_net_device_count(const clnet_net *net) {
-    return net && net->trainer ? net->trainer->total : 0;
+    return net && net->trainer ? net->trainer->ranks.total : 0;
 }
 
 clnet_status clnet_net_device_share(const clnet_net *net, int i, clnet_device_share *out) {
     if (!net || !out || i < 0 || i >= clnet_net_device_count(net))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "no bound device %d", i);
     const clnet_trainer *t = net->trainer;
-    const clnet_peer_device *p = &t->peers[i];
+    const clnet_peer_device *p = &t->ranks.peers[i];
     memset(out, 0, sizeof *out);
     out->device = p->index;
     out->rank = p->rank;
     snprintf(out->name, sizeof out->name, "%s", p->name);
-    out->share = t->balance.share[i];
-    out->micro_batch = t->caps[i];
-    out->images_per_s = t->balance.rate[i];
-    out->samples = t->balance.samples[i];
+    out->share = t->split.balance.share[i];
+    out->micro_batch = t->split.caps[i];
+    out->images_per_s = t->split.balance.rate[i];
+    out->samples = t->split.balance.samples[i];
     return CLNET_OK;
 }
 
@@ -274,15 +275,15 @@ clnet_status clnet_net_set_splits(clnet_net *net, const double *weights, int cou
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_set_splits: bind the net first");
     clnet_trainer *t = net->trainer;
     if (!weights) {
-        free(t->balance.weight);
-        t->balance.weight = NULL;
-        t->balance.rows = 0;
-        t->deterministic = 0;
+        free(t->split.balance.weight);
+        t->split.balance.weight = NULL;
+        t->split.balance.rows = 0;
+        t->split.deterministic = 0;
         return CLNET_OK;
     }
-    if (count != t->total)
+    if (count != t->ranks.total)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "a split of %d weights for %d devices", count,
-                          t->total);
+                          t->ranks.total);
     if (nsplits < 1)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%d splits: expected at least 1", nsplits);
     for (int r = 0; r < nsplits; r++) {
@@ -301,10 +302,10 @@ clnet_status clnet_net_set_splits(clnet_net *net, const double *weights, int cou
     double *w = clnet_malloc(total * sizeof *w);
     if (!w) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     memcpy(w, weights, total * sizeof *w);
-    free(t->balance.weight);
-    t->balance.weight = w;
-    t->balance.rows = nsplits;
-    t->deterministic = 1;
+    free(t->split.balance.weight);
+    t->split.balance.weight = w;
+    t->split.balance.rows = nsplits;
+    t->split.deterministic = 1;
     return CLNET_OK;
 }
 
@@ -391,11 +392,11 @@ clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, c
     TRY(need_bound(net, loader, "clnet_net_train_loader_step"));
     if (!batch) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_train_loader_step: batch is NULL");
     TRY(clnet_loader_next(loader, batch));
-    net->trainer->next_batch = loader_ahead;
-    net->trainer->next_arg = loader;
+    net->trainer->feed.next = loader_ahead;
+    net->trainer->feed.arg = loader;
     status = clnet_net_train_step(net, batch->images, batch->labels, batch->n, out);
-    net->trainer->next_batch = NULL;
-    net->trainer->next_arg = NULL;
+    net->trainer->feed.next = NULL;
+    net->trainer->feed.arg = NULL;
 cleanup:
     return status;
 }
@@ -520,7 +521,7 @@ clnet_status clnet_net_save(const clnet_net *cnet, const char *path,
                           "clnet_net_save: the net has no parameters yet");
     if (clnet_mpi_rank() != 0) return CLNET_OK; /* every rank holds the same: rank 0 writes */
     if (net->trainer) {                         /* buffers live on the devices while bound */
-        clnet_status s = clnet_step_gather_buffers(net->trainer, &net->model);
+        clnet_status s = clnet_broadcast_gather(net->trainer, &net->model);
         if (s != CLNET_OK) return s;
     }
     char *choices = NULL;
@@ -581,6 +582,6 @@ clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_prog
         net->gemm_choices = choices;
         pin_choices(net);
     }
-    if (s == CLNET_OK && net->trainer) s = clnet_step_broadcast(net->trainer, &net->model, 1);
+    if (s == CLNET_OK && net->trainer) s = clnet_broadcast(net->trainer, &net->model, 1);
     return s;
 }

@@ -1,6 +1,7 @@
 /* A synchronous training step, top to bottom. Called by the public API
- * (net.c); calls down into the balancer, the workers, the replicas and the
- * optimizer; nothing calls back up.
+ * (net.c); calls down into the balancer, the workers, each replica's share
+ * (share.c), the other ranks (ranks.c), the optimizer and the broadcast of
+ * the new parameters (broadcast.c); nothing calls back up.
  *
  *   1. split the global batch into shares (balance.c): contiguous ranges of
  *      sample indices, in proportion to each device's measured speed;
@@ -19,14 +20,14 @@
  * A step on N devices therefore equals a step on one device, up to float
  * rounding, whatever the split. Replicas exchange data during a pass only
  * through the collective in their execution context (collective.h). */
-#include "alloc.h"
 #include "step.h"
+#include "broadcast.h"
 #include "clock.h"
 #include "error.h"
 #include "hostmath.h"
+#include "share.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -42,18 +43,24 @@ static void post(clnet_trainer *t, int i, int node, cl_event ev, const float *da
     pthread_mutex_unlock(&t->step.lock);
 }
 
-/* A discrete device: start reading node i's gradients to the host. */
-static clnet_status send_bucket(clnet_trainer *t, int r, int node) {
+/* A discrete device: starts reading a node's gradients to the host. */
+typedef struct {
+    clnet_trainer *t;
+    int i; /* the replica */
+} bucket_sender;
+
+static clnet_status send_bucket(void *arg, int node) {
     clnet_status status = CLNET_OK;
-    clnet_replica *rep = t->replicas[r];
-    const clnet_node *nd = &t->model->nodes[node];
+    bucket_sender *b = arg;
+    clnet_replica *rep = b->t->replicas[b->i];
+    const clnet_node *nd = &b->t->model->nodes[node];
     cl_event ev = NULL;
     CL_CHECK(clEnqueueReadBuffer(rep->d->queue, rep->grads, CL_FALSE, nd->param_off * sizeof(float),
                                  nd->param_count * sizeof(float), rep->staging.data + nd->param_off,
                                  0, NULL, &ev),
              "clEnqueueReadBuffer(gradient bucket)");
     CL_CHECK(clFlush(rep->d->queue), "clFlush");
-    post(t, r, node, ev, rep->staging.data + nd->param_off);
+    post(b->t, b->i, node, ev, rep->staging.data + nd->param_off);
 cleanup:
     return status;
 }
@@ -63,34 +70,24 @@ static clnet_status run_share(clnet_trainer *t, int i) {
     clnet_status status = CLNET_OK;
     clnet_replica *r = t->replicas[i];
     const clnet_model *m = t->model;
-    clnet_ctx *ctx = &t->ctx[i];
-    size_t in = clnet_shape_size(m->input);
-    int me = t->first + i; /* this replica among the devices of every rank */
-    int classes = clnet_model_classes(m), share = t->step.shares[me], train = t->step.train;
-    int buckets = train && !r->d->zero_copy;
+    clnet_ctx *ctx = &t->step.ctx[i];
+    int me = t->ranks.first + i; /* this replica among the devices of every rank */
+    int train = t->step.train, off = t->step.offsets[me];
+    bucket_sender sender = {t, i};
+    clnet_share share = {
+        .images = t->step.images + (size_t)off * clnet_shape_size(m->input),
+        .labels = t->step.labels ? t->step.labels + off : NULL,
+        .probs = t->step.probs ? t->step.probs + (size_t)off * clnet_model_classes(m) : NULL,
+        .logits = t->step.logits,
+        .n = t->step.shares[me],
+        .first = off,
+        .node_done = train && !r->d->zero_copy ? send_bucket : NULL,
+        .arg = &sender,
+    };
     double t0 = clnet_now(); /* loss[i] and correct[i] start at 0 (run_all) */
-    if (train && t->balance.fault_step[me] == ctx->step)
+    if (train && t->split.balance.fault_step[me] == ctx->step)
         FAIL(CLNET_ERR_OPENCL, "injected fault (CLNET_FAULT) in step %lld", (long long)ctx->step);
-    for (int done = 0; done < share; done += r->max_batch) {
-        int n = share - done < r->max_batch ? share - done : r->max_batch;
-        int last = done + n >= share;
-        size_t first = (size_t)t->step.offsets[me] + (size_t)done;
-        const int32_t *labels = t->step.labels ? t->step.labels + first : NULL;
-        double loss = 0;
-        int correct = 0;
-        ctx->first_sample = (int64_t)first;
-        TRY(clnet_replica_load(r, t->step.images + first * in, labels, n));
-        TRY(clnet_replica_forward(r, ctx, n));
-        for (int node = train ? m->count - 1 : -1; node >= 0; node--) {
-            TRY(clnet_replica_backward_node(r, ctx, n, node, done > 0));
-            if (last && buckets && m->nodes[node].param_count) TRY(send_bucket(t, i, node));
-        }
-        TRY(clnet_replica_results(r, n, labels != NULL, &loss, &correct,
-                                  t->step.probs ? t->step.probs + first * classes : NULL,
-                                  t->step.logits));
-        t->step.loss[i] += loss;
-        t->step.correct[i] += correct;
-    }
+    TRY(clnet_share_run(r, ctx, &share, &t->step.loss[i], &t->step.correct[i]));
     CL_CHECK(clFinish(r->d->queue), "clFinish");
     if (train && r->d->zero_copy) { /* map the whole gradient buffer in place */
         cl_int err = CL_SUCCESS;
@@ -102,12 +99,12 @@ static clnet_status run_share(clnet_trainer *t, int i) {
             if (m->nodes[node].param_count)
                 post(t, i, node, NULL, (const float *)p + m->nodes[node].param_off);
     }
-    clnet_balance_throttle(&t->balance, me, clnet_now() - t0);
+    clnet_balance_throttle(&t->split.balance, me, clnet_now() - t0);
 cleanup:
     t->step.seconds[me] = clnet_now() - t0;
     if (status != CLNET_OK) {
         clnet_error_context(status, "device %d (%s)", r->d->info.index, r->d->info.name);
-        clnet_local_group_abort(t->group); /* the others must not wait for this one */
+        clnet_local_group_abort(t->step.group); /* the others must not wait for this one */
     }
     pthread_mutex_lock(&t->step.lock);
     t->step.finished[i] = 1;
@@ -127,7 +124,7 @@ static clnet_status share_job(int i, void *arg) {
 static int wait_posted(clnet_trainer *t, int i, size_t k) {
     pthread_mutex_lock(&t->step.lock);
     while (!t->step.posted[k] && !t->step.finished[i]) {
-        if (!clnet_dist_progress(t->dist)) {
+        if (!clnet_dist_progress(t->ranks.dist)) {
             pthread_cond_wait(&t->step.changed, &t->step.lock);
             continue;
         }
@@ -158,7 +155,7 @@ static int reduce_bucket(clnet_trainer *t, int i, int node, int first, clnet_sta
             return 0;
         }
     }
-    float *dst = t->grad_sum + nd->param_off;
+    float *dst = t->step.grad_sum + nd->param_off;
     if (first)
         memcpy(dst, t->step.data[k], nd->param_count * sizeof(float));
     else
@@ -169,7 +166,8 @@ static int reduce_bucket(clnet_trainer *t, int i, int node, int first, clnet_sta
 /* MPI: node's bucket on its way to its sum over the ranks. */
 static clnet_status start_bucket(clnet_trainer *t, int node) {
     const clnet_node *nd = &t->model->nodes[node];
-    return clnet_dist_bucket_start(t->dist, t->grad_sum + nd->param_off, nd->param_count, nd->name);
+    return clnet_dist_bucket_start(t->ranks.dist, t->step.grad_sum + nd->param_off, nd->param_count,
+                                   nd->name);
 }
 
 /* This process's sum of node's bucket, then (MPI) its sum over the ranks
@@ -184,17 +182,17 @@ static clnet_status reduce_node(clnet_trainer *t, int node) {
             return status != CLNET_OK ? status : CLNET_ERR_INTERNAL; /* it failed */
         first = 0;
     }
-    if (first) memset(t->grad_sum + nd->param_off, 0, nd->param_count * sizeof(float));
-    return t->dist && t->overlap ? start_bucket(t, node) : CLNET_OK;
+    if (first) memset(t->step.grad_sum + nd->param_off, 0, nd->param_count * sizeof(float));
+    return t->ranks.dist && t->ranks.overlap ? start_bucket(t, node) : CLNET_OK;
 }
 
 /* With batch statistics a training share runs in one pass: caps the
  * shares at what each device holds, or refuses a batch that fits nowhere. */
 static clnet_status cap_shares(clnet_trainer *t, int n, int64_t step) {
     int room = 0;
-    for (int i = 0; i < t->total; i++) room += t->caps[i];
+    for (int i = 0; i < t->ranks.total; i++) room += t->split.caps[i];
     if (room >= n) {
-        clnet_balance_cap(&t->balance, step, t->caps, t->step.shares);
+        clnet_balance_cap(&t->split.balance, step, t->split.caps, t->step.shares);
         return CLNET_OK;
     }
     char list[1024];
@@ -206,43 +204,20 @@ static clnet_status cap_shares(clnet_trainer *t, int n, int64_t step) {
         double mib = (double)(p->act + p->dact + p->keep_total + p->work) * 4 / 1048576.0;
         if (mib / r->max_batch > per_sample) per_sample = mib / r->max_batch;
     }
-    for (int i = 0; i < t->total && used < sizeof list; i++) {
-        const clnet_peer_device *p = &t->peers[i];
+    for (int i = 0; i < t->ranks.total && used < sizeof list; i++) {
+        const clnet_peer_device *p = &t->ranks.peers[i];
         char where[32] = "";
-        if (t->dist) snprintf(where, sizeof where, "rank %d ", p->rank);
+        if (t->ranks.dist) snprintf(where, sizeof where, "rank %d ", p->rank);
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%sdevice %d (%s) %d",
-                                 i ? ", " : "", where, p->index, p->name, t->caps[i]);
+                                 i ? ", " : "", where, p->index, p->name, t->split.caps[i]);
     }
     return clnet_fail(CLNET_ERR_DEVICE_MEMORY,
                       "a training batch of %d samples does not fit: layer '%s' (%s) normalizes "
                       "each device's share in one pass, never in micro-batches, and the devices "
                       "hold %s: %d samples in all, about %.2f MiB of activations each; use a "
                       "batch of at most %d, or devices with more memory",
-                      n, t->batch_stats->name, t->batch_stats->kind->name, list, room, per_sample,
-                      room);
-}
-
-/* Batch statistics across ranks: every rank takes part in the layer's
- * collectives, so every rank gets a sample at least, from the largest
- * share of a rank that has two or more. */
-static clnet_status every_rank_a_sample(clnet_trainer *t, int n) {
-    int ranks = clnet_mpi_size(), *share = t->step.shares, total[CLNET_MAX_DEVICES] = {0};
-    if (n < ranks)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "a training batch of %d samples on %d ranks: layer '%s' (%s) normalizes "
-                          "across every rank, and each needs a sample at least; use a batch of "
-                          "at least %d",
-                          n, ranks, t->batch_stats->name, t->batch_stats->kind->name, ranks);
-    for (int i = 0; i < t->total; i++) total[t->peers[i].rank] += share[i];
-    for (int r = 0, at = 0; r < ranks; at += t->rank_count[r], r++) {
-        if (total[r]) continue;
-        int donor = -1;
-        for (int i = 0; i < t->total; i++)
-            if (total[t->peers[i].rank] >= 2 && (donor < 0 || share[i] > share[donor])) donor = i;
-        share[donor]--, total[t->peers[donor].rank]--;
-        share[at]++, total[r]++;
-    }
-    return CLNET_OK;
+                      n, t->split.batch_stats->name, t->split.batch_stats->kind->name, list, room,
+                      per_sample, room);
 }
 
 /* The shares of n samples of optimizer step `step` (t->step.shares) and where each begins
@@ -253,13 +228,15 @@ static clnet_status every_rank_a_sample(clnet_trainer *t, int n) {
  * broadcast only makes sure). */
 static clnet_status split(clnet_trainer *t, int n, int64_t step, int train, int agree) {
     clnet_status status = CLNET_OK;
-    clnet_balance_split(&t->balance, n, step, t->step.shares);
-    if (train && t->batch_stats) TRY(cap_shares(t, n, step));
-    if (train && t->batch_stats && t->dist) TRY(every_rank_a_sample(t, n));
-    if (t->dist && agree)
-        TRY(clnet_dist_bcast(t->dist, CLNET_LANE_CONTROL, t->step.shares,
-                             (size_t)t->total * sizeof(int), 0, "sending the split from rank 0"));
-    for (int i = 0, off = 0; i < t->total; i++) {
+    clnet_balance_split(&t->split.balance, n, step, t->step.shares);
+    if (train && t->split.batch_stats) TRY(cap_shares(t, n, step));
+    if (train && t->split.batch_stats && t->ranks.dist)
+        TRY(clnet_ranks_every_rank_a_sample(&t->ranks, n, t->step.shares, t->split.batch_stats));
+    if (t->ranks.dist && agree)
+        TRY(clnet_dist_bcast(t->ranks.dist, CLNET_LANE_CONTROL, t->step.shares,
+                             (size_t)t->ranks.total * sizeof(int), 0,
+                             "sending the split from rank 0"));
+    for (int i = 0, off = 0; i < t->ranks.total; i++) {
         t->step.offsets[i] = off;
         off += t->step.shares[i];
     }
@@ -267,72 +244,26 @@ cleanup:
     return status;
 }
 
-/* The collectives of a pass (batch norm) across ranks: after the devices
- * of this process have combined theirs. */
-static clnet_status ranks_sum(void *arg, double *values, size_t n) {
-    clnet_trainer *t = arg;
-    return clnet_dist_sum(t->dist, CLNET_LANE_BATCH, values, n,
-                          "summing batch statistics across ranks");
-}
-
-static clnet_status ranks_gather(void *arg, const void *mine, size_t bytes, void *all) {
-    clnet_trainer *t = arg;
-    int counts[CLNET_MAX_DEVICES];
-    (void)mine; /* already in place in all */
-    for (int r = 0; r < clnet_mpi_size(); r++) counts[r] = (int)((size_t)t->rank_active[r] * bytes);
-    return clnet_dist_allgatherv(t->dist, CLNET_LANE_BATCH, NULL, counts, all,
-                                 "gathering batch statistics across ranks");
-}
-
-/* Sets up the collectives of a step: the local replicas that take part,
- * and in an MPI job where they stand among all ranks' that do. */
-static void start_group(clnet_trainer *t, int taking) {
-    clnet_outer_group outer = {ranks_sum, ranks_gather, t, 0, 0};
-    if (t->dist) {
-        memset(t->rank_active, 0, (size_t)clnet_mpi_size() * sizeof *t->rank_active);
-        for (int i = 0; i < t->total; i++)
-            t->rank_active[t->peers[i].rank] += t->step.shares[i] > 0;
-        for (int r = 0; r < clnet_mpi_size(); r++) {
-            if (r < clnet_mpi_rank()) outer.base += t->rank_active[r];
-            outer.total += t->rank_active[r];
+/* Gives back what the hand-over holds, whatever became of the step: the
+ * gradient buffers mapped in place and the buckets' events. An unmap that
+ * fails fails the step, unless it failed already: the first failure's
+ * message is the one to read. */
+static clnet_status release_handover(clnet_trainer *t, clnet_status status) {
+    for (int i = 0; i < t->count; i++) {
+        clnet_replica *r = t->replicas[i];
+        void *p = t->step.mapped[i];
+        t->step.mapped[i] = NULL;
+        cl_int err =
+            p ? clEnqueueUnmapMemObject(r->d->queue, r->grads, p, 0, NULL, NULL) : CL_SUCCESS;
+        if (err != CL_SUCCESS && status == CLNET_OK)
+            status =
+                clnet_fail_cl_at(err, "clEnqueueUnmapMemObject(gradients)", __FILE__, __LINE__);
+    }
+    for (size_t k = 0; k < (size_t)t->count * t->model->count; k++)
+        if (t->step.events[k]) {
+            clReleaseEvent(t->step.events[k]);
+            t->step.events[k] = NULL;
         }
-    }
-    clnet_local_group_reset(t->group, taking, t->coll, t->dist ? &outer : NULL);
-}
-
-/* MPI: the step's figures of every rank (loss, correct answers, each
- * device's seconds), so every rank sees the same totals and balances alike;
- * with probs, every rank's rows of it. */
-static clnet_status exchange_figures(clnet_trainer *t, double *loss, int *correct) {
-    clnet_status status = CLNET_OK;
-    int ranks = clnet_mpi_size(), bytes[CLNET_MAX_DEVICES], classes = clnet_model_classes(t->model);
-    double *mine = t->record + (2 * (size_t)clnet_mpi_rank() + (size_t)t->first);
-    mine[0] = *loss;
-    mine[1] = *correct;
-    memcpy(mine + 2, t->step.seconds + t->first, (size_t)t->count * sizeof(double));
-    for (int r = 0; r < ranks; r++) bytes[r] = (2 + t->rank_count[r]) * (int)sizeof(double);
-    TRY(clnet_dist_allgatherv(t->dist, CLNET_LANE_CONTROL, NULL, bytes, t->record,
-                              "gathering the step's figures"));
-    *loss = 0;
-    *correct = 0;
-    for (int r = 0, at = 0, dev = 0; r < ranks; r++) { /* in rank order */
-        *loss += t->record[at];
-        *correct += (int)t->record[at + 1];
-        memcpy(t->step.seconds + dev, t->record + at + 2,
-               (size_t)t->rank_count[r] * sizeof(double));
-        at += 2 + t->rank_count[r];
-        dev += t->rank_count[r];
-    }
-    if (t->step.probs) {
-        for (int r = 0, dev = 0; r < ranks; r++) {
-            int rows = 0;
-            for (int k = 0; k < t->rank_count[r]; k++) rows += t->step.shares[dev++];
-            bytes[r] = rows * classes * (int)sizeof(float);
-        }
-        TRY(clnet_dist_allgatherv(t->dist, CLNET_LANE_CONTROL, NULL, bytes, t->step.probs,
-                                  "gathering the outputs"));
-    }
-cleanup:
     return status;
 }
 
@@ -350,23 +281,25 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     t->step.train = train;
     if ((status = split(t, n, step, train, 1)) != CLNET_OK) return status;
     for (int i = 0; i < R; i++) {
-        t->step.active[i] = t->step.shares[t->first + i] > 0;
+        t->step.active[i] = t->step.shares[t->ranks.first + i] > 0;
         t->step.finished[i] = !t->step.active[i];
-        t->step.mapped[i] = NULL;
         t->step.loss[i] = 0; /* every replica's, so that an idle one adds nothing */
         t->step.correct[i] = 0;
         taking += t->step.active[i];
     }
     for (int node = 0; node < m->count; node++) buckets += m->nodes[node].param_count > 0;
-    if (train && t->dist &&
-        (status = clnet_dist_buckets_prepare(t->dist, m->nparams, buckets, t->deterministic)) !=
-            CLNET_OK)
+    if (train && t->ranks.dist &&
+        (status = clnet_dist_buckets_prepare(t->ranks.dist, m->nparams, buckets,
+                                             t->split.deterministic)) != CLNET_OK)
         return status;
     memset(t->step.posted, 0, (size_t)R * m->count * sizeof *t->step.posted);
-    start_group(t, taking);
+    clnet_outer_group outer;
+    if (t->ranks.dist) clnet_ranks_outer(&t->ranks, t->step.shares, &outer);
+    clnet_local_group_reset(t->step.group, taking, t->step.coll, t->ranks.dist ? &outer : NULL);
     for (int i = 0, rank = 0; i < R; i++) {
-        clnet_collective *c = t->step.active[i] ? &t->coll[rank++] : NULL;
-        t->ctx[i] = (clnet_ctx){.train = train, .d = t->replicas[i]->d, .coll = c, .step = step};
+        clnet_collective *c = t->step.active[i] ? &t->step.coll[rank++] : NULL;
+        t->step.ctx[i] =
+            (clnet_ctx){.train = train, .d = t->replicas[i]->d, .coll = c, .step = step};
     }
     clnet_workers_start(t->workers, share_job, t, t->step.active);
 
@@ -374,21 +307,14 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     for (int node = m->count - 1; train && node >= 0 && reduce_status == CLNET_OK; node--)
         if (m->nodes[node].param_count) reduce_status = reduce_node(t, node);
     status = clnet_workers_wait(t->workers); /* the first failure in device order */
-    for (int i = 0; i < R; i++)
-        if (t->step.mapped[i])
-            clEnqueueUnmapMemObject(t->replicas[i]->d->queue, t->replicas[i]->grads,
-                                    t->step.mapped[i], 0, NULL, NULL);
-    for (size_t k = 0; k < (size_t)R * m->count; k++)
-        if (t->step.events[k]) {
-            clReleaseEvent(t->step.events[k]);
-            t->step.events[k] = NULL;
-        }
     if (status == CLNET_OK) status = reduce_status;
+    status = release_handover(t, status);
     for (int node = m->count - 1;
-         status == CLNET_OK && train && t->dist && !t->overlap && node >= 0;
+         status == CLNET_OK && train && t->ranks.dist && !t->ranks.overlap && node >= 0;
          node--) /* CLNET_MPI_OVERLAP=0: only now */
         if (m->nodes[node].param_count) status = start_bucket(t, node);
-    if (status == CLNET_OK && train && t->dist) status = clnet_dist_buckets_finish(t->dist, step);
+    if (status == CLNET_OK && train && t->ranks.dist)
+        status = clnet_dist_buckets_finish(t->ranks.dist, step);
     if (status != CLNET_OK) return status;
 
     double total_loss = 0;
@@ -397,15 +323,15 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
         total_loss += t->step.loss[i];
         total_correct += t->step.correct[i];
     }
-    if (t->dist && (status = exchange_figures(t, &total_loss, &total_correct)) != CLNET_OK)
+    if (t->ranks.dist && (status = clnet_ranks_exchange_figures(
+                              &t->ranks, t->step.shares, &total_loss, &total_correct,
+                              t->step.seconds, t->step.probs, clnet_model_classes(m))) != CLNET_OK)
         return status;
     if (loss) *loss = total_loss;
     if (correct) *correct = total_correct;
-    if (train) clnet_balance_update(&t->balance, t->step.shares, t->step.seconds);
+    if (train) clnet_balance_update(&t->split.balance, t->step.shares, t->step.seconds);
     return CLNET_OK;
 }
-
-static clnet_status sync_idle_buffers(clnet_trainer *t, clnet_model *m);
 
 /* The next step's batch, split as that step will split it: each device's
  * first micro-batch starts on its way while the host reduces, updates and
@@ -415,7 +341,7 @@ static void stage_next(clnet_trainer *t, int64_t step) {
     const float *images = NULL;
     const int32_t *labels = NULL;
     int n = 0;
-    if (!t->next_batch || !t->next_batch(t->next_arg, &images, &labels, &n)) return;
+    if (!t->feed.next || !t->feed.next(t->feed.arg, &images, &labels, &n)) return;
     /* no exchange between ranks here: a rank whose loader could not look
      * ahead does not come here, and the others must not wait for it */
     if (!images || !labels || n < 1 || n > t->max_batch || split(t, n, step, 1, 0) != CLNET_OK)
@@ -423,30 +349,32 @@ static void stage_next(clnet_trainer *t, int64_t step) {
     size_t in = clnet_shape_size(t->model->input);
     for (int i = 0; i < t->count; i++) {
         clnet_replica *r = t->replicas[i];
-        int share = t->step.shares[t->first + i], off = t->step.offsets[t->first + i];
+        int share = t->step.shares[t->ranks.first + i], off = t->step.offsets[t->ranks.first + i];
         int first = share < r->max_batch ? share : r->max_batch;
         if (share > 0) (void)clnet_replica_stage(r, images + (size_t)off * in, labels + off, first);
     }
 }
 
-/* Waits for every device's queue: copies made ahead (stage_next) read the
- * caller's memory, which may be freed once the step returns. A step that ends
- * normally needs no wait: its parameter broadcast blocks behind them. */
+/* After a failed step s, waits for every device's queue: copies made ahead
+ * (stage_next) read the caller's memory, which may be freed once the step
+ * returns. A wait that fails too is not recorded: s's message is the one to
+ * read. A step that ends normally needs no wait: its parameter broadcast
+ * blocks behind them. */
 static clnet_status settle(clnet_trainer *t, clnet_status s) {
-    for (int i = 0; i < t->count; i++) clFinish(t->replicas[i]->d->queue);
+    for (int i = 0; i < t->count; i++) (void)clFinish(t->replicas[i]->d->queue);
     return s;
 }
 
 clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
                               const int32_t *labels, int n, double *loss, int *correct) {
-    clnet_status s = t->dist ? clnet_dist_begin_step(t->dist, o->step) : CLNET_OK;
+    clnet_status s = t->ranks.dist ? clnet_dist_begin_step(t->ranks.dist, o->step) : CLNET_OK;
     if (s == CLNET_OK) s = run_all(t, o->step, images, labels, n, 1, NULL, loss, correct);
     if (s == CLNET_OK) stage_next(t, o->step + 1);
-    if (s == CLNET_OK) s = sync_idle_buffers(t, m);
+    if (s == CLNET_OK) s = clnet_broadcast_to_idle(t, m, t->step.active);
     if (s != CLNET_OK) return settle(t, s);
-    clnet_optim_apply(o, m->params, t->grad_sum, m->nparams, n);
+    clnet_optim_apply(o, m->params, t->step.grad_sum, m->nparams, n);
     clnet_model_count_step(m);
-    s = clnet_step_broadcast(t, m, 0);
+    s = clnet_broadcast(t, m, 0);
     return s == CLNET_OK ? s : settle(t, s);
 }
 
@@ -462,144 +390,4 @@ clnet_status clnet_step_logits(clnet_trainer *t, int64_t step, const float *imag
     clnet_status s = run_all(t, step, images, NULL, n, 0, logits, NULL, NULL);
     t->step.logits = 0;
     return s;
-}
-
-/* ---- parameters to every replica, buffers back ------------------------------------- */
-
-typedef struct {
-    clnet_trainer *t;
-    const clnet_model *m;
-    int buffers;
-} state_job;
-
-static clnet_status write_state(int i, void *arg) {
-    state_job *j = arg;
-    return clnet_replica_write_state(j->t->replicas[i], j->m->params,
-                                     j->buffers ? j->m->buffers : NULL);
-}
-
-clnet_status clnet_step_broadcast(clnet_trainer *t, const clnet_model *m, int buffers) {
-    state_job j = {t, m, buffers};
-    return clnet_workers_run(t->workers, write_state, &j, NULL);
-}
-
-static clnet_status read_buffers(int i, void *arg) {
-    state_job *j = arg;
-    return i ? CLNET_OK : clnet_replica_read_buffers(j->t->replicas[0], j->m->buffers);
-}
-
-/* Replicas without a share in the last step did not move their buffers
- * (running statistics): they get those of the first replica that did. */
-typedef struct {
-    clnet_trainer *t;
-    const float *buffers;
-} idle_job;
-
-static clnet_status write_idle(int i, void *arg) {
-    idle_job *j = arg;
-    clnet_replica *r = j->t->replicas[i];
-    if (j->t->step.active[i]) return CLNET_OK;
-    return clnet_buffer_write(r->d, r->buffers, 0, r->model->nbuffers, j->buffers);
-}
-
-static clnet_status sync_idle_buffers(clnet_trainer *t, clnet_model *m) {
-    int source = -1, idle = 0;
-    for (int i = 0; i < t->count; i++) {
-        if (t->step.active[i] && source < 0) source = i;
-        idle += !t->step.active[i];
-    }
-    if (!m->nbuffers || !idle || source < 0) return CLNET_OK;
-    clnet_status s = clnet_replica_read_buffers(t->replicas[source], m->buffers);
-    idle_job j = {t, m->buffers};
-    return s == CLNET_OK ? clnet_workers_run(t->workers, write_idle, &j, NULL) : s;
-}
-
-clnet_status clnet_step_gather_buffers(clnet_trainer *t, clnet_model *m) {
-    state_job j = {t, m, 1};
-    if (!m->nbuffers) return CLNET_OK;
-    return clnet_workers_run(t->workers, read_buffers, &j, NULL);
-}
-
-/* ---- calibration ------------------------------------------------------------------ */
-
-/* A probe may take this long before its rate is trusted, and calibration
- * stops growing probes after this much time per device. */
-#define PROBE_SECONDS       0.2
-#define CALIBRATION_SECONDS 2.0
-#define PROBE_MAX           32
-
-typedef struct {
-    clnet_trainer *t;
-    float *images;
-    int32_t *labels;
-} probe_job;
-
-/* One training pass of m samples on replica i, finished. */
-static clnet_status probe_run(clnet_replica *r, const clnet_ctx *ctx, const probe_job *p, int m) {
-    clnet_status status = CLNET_OK;
-    TRY(clnet_replica_load(r, p->images, p->labels, m));
-    TRY(clnet_replica_forward(r, ctx, m));
-    TRY(clnet_replica_backward(r, ctx, m, 0));
-    CL_CHECK(clFinish(r->d->queue), "clFinish");
-cleanup:
-    return status;
-}
-
-/* Times replica i on probes of one size, after a warm-up run of that size
- * (the first run of a size builds kernels, and CPU drivers compile
- * work-group functions): m samples, with m chosen from a 1-sample run so
- * that a probe takes about PROBE_SECONDS, at most PROBE_MAX samples. */
-static clnet_status probe(int i, void *arg) {
-    clnet_status status = CLNET_OK;
-    probe_job *p = arg;
-    clnet_trainer *t = p->t;
-    clnet_replica *r = t->replicas[i];
-    /* each device alone: no collective (a layer that needs one has none to call) */
-    clnet_ctx ctx = {.train = 1, .d = r->d, .probe = 1};
-    /* batch statistics need two samples (one value per channel has no variance) */
-    int first = t->batch_stats && r->max_batch >= 2 ? 2 : 1;
-    double t1 = 0;
-    for (int k = 0; k < 2; k++) { /* the first builds the kernels */
-        double t0 = clnet_now();
-        TRY(probe_run(r, &ctx, p, first));
-        t1 = (clnet_now() - t0) / first;
-    }
-    int m = t1 > 0 ? (int)(PROBE_SECONDS / t1) : PROBE_MAX;
-    if (m > PROBE_MAX) m = PROBE_MAX;
-    if (m > r->max_batch) m = r->max_batch;
-    if (m < first) m = first;
-    double rate = 1.0 / (t1 > 0 ? t1 : 1e-9);
-    if (m > 1) { /* warm up this size, then time it until it has taken long enough */
-        TRY(probe_run(r, &ctx, p, m));
-        int runs = 0;
-        double t0 = clnet_now(), spent = 0;
-        do {
-            TRY(probe_run(r, &ctx, p, m));
-            runs++;
-            spent = clnet_now() - t0;
-        } while (spent < PROBE_SECONDS && spent < CALIBRATION_SECONDS);
-        rate = runs * m / spent;
-    }
-    t->balance.rate[t->first + i] = rate / t->balance.throttle[t->first + i];
-cleanup:
-    if (status != CLNET_OK)
-        clnet_error_context(status, "calibrating device %d (%s)", r->d->info.index,
-                            r->d->info.name);
-    return status;
-}
-
-clnet_status clnet_step_calibrate(clnet_trainer *t) {
-    clnet_status status = CLNET_OK;
-    probe_job p = {.t = t};
-    if (t->total < 2) return CLNET_OK; /* nothing to balance */
-    size_t in = clnet_shape_size(t->model->input);
-    p.images = clnet_calloc((size_t)PROBE_MAX * in, sizeof(float));
-    p.labels = clnet_calloc((size_t)PROBE_MAX, sizeof(int32_t));
-    if (!p.images || !p.labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
-    TRY(clnet_workers_run(t->workers, probe, &p, NULL));
-    TRY(clnet_trainer_share(t, t->balance.rate, sizeof *t->balance.rate));
-cleanup:
-    free(p.images);
-    free(p.labels);
-    return status;
 }

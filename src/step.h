@@ -19,13 +19,5 @@ clnet_status clnet_step_forward(clnet_trainer *t, int64_t step, const float *ima
 /* Forward only: the loss layer's input (the logits), (n, classes). */
 clnet_status clnet_step_logits(clnet_trainer *t, int64_t step, const float *images, int n,
                                float *logits);
-/* m's parameters to every replica, and with buffers its float buffers too
- * (binding, initialising, loading: buffers otherwise live on the devices). */
-clnet_status clnet_step_broadcast(clnet_trainer *t, const clnet_model *m, int buffers);
-/* The first replica's float buffers back into m (before saving). */
-clnet_status clnet_step_gather_buffers(clnet_trainer *t, clnet_model *m);
-/* Measures each replica's speed on probes bounded in time (a device
- * thousands of times slower costs seconds), for the first split. */
-clnet_status clnet_step_calibrate(clnet_trainer *t);
 
 #endif

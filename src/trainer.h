@@ -1,83 +1,81 @@
 /* The training state of a bound net, apart from the model: one replica per
- * device with its persistent worker thread, the load balancer, the summed
- * gradient, the collective group, and everything a step needs, allocated
- * here once so that a steady-state step allocates nothing. step.c drives
+ * device with its persistent worker thread, where the devices of every rank
+ * stand, the load balancer, and everything a step needs, allocated here
+ * once so that a steady-state step allocates nothing. step.c drives
  * synchronous steps over it, async.c the parameter server. */
 #ifndef CLNET_TRAINER_H
 #define CLNET_TRAINER_H
 
 #include "balance.h"
-#include "collective.h"
-#include "dist.h"
+#include "ranks.h"
 #include "replica.h"
 #include "worker.h"
 
 #include <pthread.h>
 
-/* A device of any rank, as every rank knows it. */
+/* How a batch is split across the devices: the balancer, and the limits
+ * a split must keep. */
 typedef struct {
-    int rank, index; /* its MPI rank, and its number in `clnet devices` there */
-    char name[128];
-} clnet_peer_device;
+    clnet_balance balance;
+    int deterministic; /* a fixed split: runs repeat bit for bit */
+    /* The first node with batch statistics (batch norm), or NULL: then a
+     * training share runs in one pass, so shares are capped at caps[i], the
+     * most samples device i holds. */
+    const clnet_node *batch_stats;
+    int *caps; /* (total) */
+} clnet_trainer_split;
+
+/* A step in flight: step.c's alone (trainer.c only allocates it, tests
+ * read grad_sum after a step), so that one file drives the step and no
+ * other writes into it mid-way. */
+typedef struct {
+    /* the batch, as the caller gave it */
+    const float *images;
+    const int32_t *labels;
+    float *probs;
+    int logits; /* probs gets the loss layer's input instead of its output */
+    int train;
+    /* the shares and what each replica made of its own */
+    int *shares, *offsets;            /* (total) */
+    int *active, *correct, *finished; /* (count) */
+    double *loss;                     /* (count) */
+    double *seconds;                  /* (total) */
+    /* the gradient buckets' hand-over from the workers to the reducer */
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int *posted;        /* [replica * nodes + node]: bucket ready */
+    cl_event *events;   /* its transfer, or NULL when mapped in place */
+    const float **data; /* where the host reads it */
+    void **mapped;      /* (count) host-unified replicas: the whole gradient buffer */
+    float *grad_sum;    /* (nparams) the summed gradient */
+    /* the replicas' passes: their collectives and execution contexts */
+    clnet_local_group *group; /* collectives across the replicas of a step */
+    clnet_collective *coll;   /* (count) each taking replica's view of the group */
+    clnet_ctx *ctx;           /* (count) */
+} clnet_step_state;
+
+/* Where a training step learns the batch of the step after it (next NULL:
+ * nowhere): 1 with its images, labels and n, or 0. Its first micro-batches
+ * go to the devices while the host updates the parameters
+ * (clnet_replica_stage); the memory must stay unchanged until then. */
+typedef struct {
+    int (*next)(void *arg, const float **images, const int32_t **labels, int *n);
+    void *arg;
+} clnet_trainer_feed;
 
 typedef struct {
     const clnet_model *model;
+    int max_batch; /* the global batch the net is bound for */
+    /* this process's devices */
     int count; /* replicas, one per device, in device order */
     clnet_replica **replicas;
     clnet_workers *workers; /* worker i drives replica i */
-    /* Every device of every rank of an MPI job, in rank order, then device
-     * order: this process's replica i is device first + i of total. In one
-     * process dist is NULL, first is 0 and total is count. Arrays indexed
-     * by device below (balance, caps, the step's shares, offsets and
-     * seconds) cover all of them, and every rank holds the same values. */
-    clnet_dist *dist;
-    int first, total;
-    clnet_peer_device *peers; /* (total) */
-    int *rank_count;          /* (ranks) devices of each rank */
-    int *rank_active;         /* (ranks) devices of each rank with a share in the step */
-    double *record;           /* (2 ranks + total) the step's figures of every rank */
-    int overlap; /* gradients go across ranks while the backward pass runs (CLNET_MPI_OVERLAP) */
-    clnet_balance balance;
-    int max_batch;            /* the global batch the net is bound for */
-    int deterministic;        /* a fixed split: runs repeat bit for bit */
-    int64_t worst_staleness;  /* async: the oldest parameters a push was computed on */
-    float *grad_sum;          /* (nparams) the step's summed gradient */
-    clnet_local_group *group; /* collectives across the replicas of a step */
-    clnet_collective *coll;   /* (count) each taking replica's view of the group */
-    clnet_ctx *ctx;           /* (count) each replica's execution context */
-    /* The first node with batch statistics (batch norm), or NULL: then a
-     * training share runs in one pass, so shares are capped at caps[i], the
-     * most samples replica i holds. */
-    const clnet_node *batch_stats;
-    int *caps; /* (total) */
 
-    /* A step in flight (step.c): shares, results, the bucket hand-over. */
-    struct {
-        const float *images;
-        const int32_t *labels;
-        float *probs;
-        int logits; /* probs gets the loss layer's input instead of its output */
-        int train;
-        int *shares, *offsets;            /* (total) */
-        int *active, *correct, *finished; /* (count) */
-        double *loss;                     /* (count) */
-        double *seconds;                  /* (total) */
-        pthread_mutex_t lock;
-        pthread_cond_t changed;
-        int *posted;        /* [replica * nodes + node]: bucket ready */
-        cl_event *events;   /* its transfer, or NULL when mapped in place */
-        const float **data; /* where the host reads it */
-        void **mapped;      /* (count) host-unified replicas: the whole gradient buffer */
-    } step;
-
-    /* Where a training step learns the batch of the step after it (NULL:
-     * nowhere): 1 with its images, labels and n, or 0. Its first
-     * micro-batches go to the devices while the host updates the parameters
-     * (clnet_replica_stage); the memory must stay unchanged until then. */
-    int (*next_batch)(void *arg, const float **images, const int32_t **labels, int *n);
-    void *next_arg;
-
-    /* Asynchronous training's buffers (async.c), made on its first use and
+    clnet_ranks ranks;
+    clnet_trainer_split split;
+    clnet_step_state step;
+    clnet_trainer_feed feed;
+    /* Asynchronous training's state (async.c), made on its first use and
      * freed by clnet_async_free before the trainer. */
     struct clnet_async *async;
 } clnet_trainer;
@@ -88,8 +86,5 @@ typedef struct {
 clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, clnet_runtime *rt,
                                   int max_batch);
 void clnet_trainer_free(clnet_trainer *t);
-/* items holds one item of `size` bytes per device of every rank: each
- * rank's own (at t->first) go to every other rank. Nothing in one process. */
-clnet_status clnet_trainer_share(clnet_trainer *t, void *items, size_t size);
 
 #endif

@@ -145,7 +145,7 @@ START_TEST(dag_matches_the_reference_and_its_finite_differences_on_every_device)
         ck_assert_int_eq(clnet_net_train_step(net, x, y, N_DAG, &r), CLNET_OK);
         double dprobs = rel_diff(probs, probs_ref, N_DAG * 4);
         double dloss = fabs(r.loss * N_DAG - loss_ref) / fabs(loss_ref);
-        double dgrad = rel_diff(net->trainer->grad_sum, dp, np);
+        double dgrad = rel_diff(net->trainer->step.grad_sum, dp, np);
         printf("%-24.24s DAG: probabilities %.1e, loss %.1e, gradients %.1e (relative to the "
                "double reference)\n",
                info.name, dprobs, dloss, dgrad);
@@ -155,8 +155,8 @@ START_TEST(dag_matches_the_reference_and_its_finite_differences_on_every_device)
             const clnet_node *node = &net->model.nodes[i];
             for (int t = 0; t < node->nparams; t++) {
                 const clnet_tensor *ten = &node->params[t];
-                double d =
-                    rel_diff(net->trainer->grad_sum + ten->offset, dp + ten->offset, ten->count);
+                double d = rel_diff(net->trainer->step.grad_sum + ten->offset, dp + ten->offset,
+                                    ten->count);
                 ck_assert_msg(d < 1e-4, "%s.%s: gradient differs by %g", node->name, ten->suffix,
                               d);
             }
@@ -215,7 +215,7 @@ START_TEST(a_view_of_the_model_input_shares_its_memory) {
     clnet_runtime *one = test_one_device(0);
     ck_assert_int_eq(clnet_net_bind(net, one, N), CLNET_OK);
     ck_assert_int_eq(clnet_net_train_step(net, x, y, N, NULL), CLNET_OK);
-    double d = rel_diff(net->trainer->grad_sum, dp, np);
+    double d = rel_diff(net->trainer->step.grad_sum, dp, np);
     ck_assert_msg(d < 1e-5, "gradients differ by %g", d);
     clnet_net_free(net);
     clnet_runtime_free(one);

@@ -27,7 +27,7 @@
 #include "harness.h"
 #include "net.h"
 #include "safetensors.h"
-#include "step.h"
+#include "broadcast.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -275,7 +275,7 @@ static w16_run run_w16(clnet_runtime *rt, const double *split, const char *what)
                    check_logits(f, net, n, "logits"));
         ck_assert_msg(dloss <= TOLERANCE, "the loss %g differs from PyTorch's %g", r.loss, *loss);
         /* grad_sum is the sum over the batch; PyTorch's the gradient of the mean loss */
-        check_params(f, net, "grad.", net->trainer->grad_sum, 1.0f / (float)n);
+        check_params(f, net, "grad.", net->trainer->step.grad_sum, 1.0f / (float)n);
     }
 
     /* the steps' updates */
@@ -312,7 +312,7 @@ static w16_run run_w16(clnet_runtime *rt, const double *split, const char *what)
     printf("  buffers  largest difference %.1e of the tensor's largest value after %d steps\n",
            worst, steps);
     for (int i = 0; i < net->trainer->count && i < 2; i++)
-        out.samples[i] = net->trainer->balance.samples[i];
+        out.samples[i] = net->trainer->split.balance.samples[i];
 
     if (one) { /* the updated parameters on the device: a training-mode pass on the first batch */
         clnet_replica *rep = net->trainer->replicas[0];
@@ -429,7 +429,7 @@ START_TEST(resnet18_logits_match_pytorch_in_training_and_evaluation) {
             if (t->dtype == CLNET_DTYPE_F32)
                 memcpy(m->buffers + t->offset, get(f, name, t->count), t->count * sizeof(float));
         }
-    ck_assert_int_eq(clnet_step_broadcast(net->trainer, m, 1), CLNET_OK);
+    ck_assert_int_eq(clnet_broadcast(net->trainer, m, 1), CLNET_OK);
     float probs[64 * 10];
     ck_assert_msg(clnet_net_predict(net, x, n, probs) == CLNET_OK, "%s", clnet_last_error());
     printf("  evaluation largest difference %.1e of the largest logit\n",

@@ -727,8 +727,8 @@ static void check_reference(clnet_net *net, const graph *g, const float *x, cons
     o->ref_loss = fabs(r->loss * n - loss) / fmax(fabs(loss), 1e-30);
     float *dpf = malloc(np * sizeof *dpf);
     for (size_t i = 0; i < np; i++) dpf[i] = (float)dp[i];
-    o->ref_grad =
-        worst_tensor(o->params, o->nparams, net->trainer->grad_sum, dpf, rms(dpf, np), o->ref_at);
+    o->ref_grad = worst_tensor(o->params, o->nparams, net->trainer->step.grad_sum, dpf,
+                               rms(dpf, np), o->ref_at);
     free(xd), free(dp), free(dpf);
 }
 

@@ -97,7 +97,7 @@ static run_result run(clnet_runtime *rt, const double *split, const char *const 
     ck_assert_ptr_nonnull(buffers);
     memcpy(r.buffers, buffers, nb * sizeof(float));
     for (int i = 0; i < net->trainer->count && i < 2; i++)
-        r.samples[i] = net->trainer->balance.samples[i];
+        r.samples[i] = net->trainer->split.balance.samples[i];
     free(x), free(y);
     clnet_net_free(net);
     return r;
