@@ -38,12 +38,16 @@ cleanup:
     return status;
 }
 
-clnet_guard_region clnet_guard_tail(cl_mem mem, const char *what) {
+clnet_status clnet_guard_tail(cl_mem mem, const char *what, clnet_guard_region *out) {
+    clnet_status status = CLNET_OK;
     size_t bytes = 0;
-    clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
+    CL_CHECK(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL),
+             "clGetMemObjectInfo(CL_MEM_SIZE)");
     size_t floats = bytes / sizeof(float);
     size_t from = floats > CLNET_GUARD_FLOATS ? floats - CLNET_GUARD_FLOATS : 0;
-    return (clnet_guard_region){mem, 0, from, floats, what};
+    *out = (clnet_guard_region){mem, 0, from, floats, what};
+cleanup:
+    return status;
 }
 
 /* Reads go out in batches without waiting, one wait a batch: a pass has

@@ -38,8 +38,8 @@ typedef struct {
 clnet_status clnet_guard_fill(clnet_device *d, const clnet_guard_region *r, int count);
 
 /* The last CLNET_GUARD_FLOATS floats of a buffer made by
- * clnet_buffer_create: its own guard. */
-clnet_guard_region clnet_guard_tail(cl_mem mem, const char *what);
+ * clnet_buffer_create: its own guard, in *out. */
+clnet_status clnet_guard_tail(cl_mem mem, const char *what, clnet_guard_region *out);
 
 /* Waits for the queue and reads every region back; when any no longer holds
  * the pattern, fails with CLNET_ERR_GUARD naming each such region, where it

@@ -24,7 +24,8 @@ clnet_status clnet_buffer_create(clnet_device *d, size_t bytes, cl_mem *out) {
     *out = clCreateBuffer(d->context, flags, bytes, NULL, &err);
     CL_CHECK(err, "clCreateBuffer");
     if (guard) {
-        clnet_guard_region tail = clnet_guard_tail(*out, "");
+        clnet_guard_region tail;
+        TRY(clnet_guard_tail(*out, "", &tail));
         TRY(clnet_guard_fill(d, &tail, 1));
     }
 cleanup:

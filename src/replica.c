@@ -262,9 +262,10 @@ static int pass_tails(const clnet_replica *r, const clnet_node *node, const clne
     return count;
 }
 
-/* Every buffer's own guard: the replica's and the device's scratch. */
-static int buffer_tails(const clnet_replica *r, clnet_guard_region *g) {
-    int count = 0;
+/* Every buffer's own guard: the replica's and the device's scratch, after
+ * the *count regions of g there are. */
+static clnet_status buffer_tails(const clnet_replica *r, clnet_guard_region *g, int *count) {
+    clnet_status status = CLNET_OK;
     const struct {
         cl_mem mem;
         const char *what;
@@ -279,10 +280,12 @@ static int buffer_tails(const clnet_replica *r, clnet_guard_region *g) {
                {r->correct, "the per-sample answers"},
                {r->d->scratch, "the device's reduction scratch"}};
     for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
-        if (own[k].mem) g[count++] = clnet_guard_tail(own[k].mem, own[k].what);
+        if (own[k].mem) TRY(clnet_guard_tail(own[k].mem, own[k].what, &g[(*count)++]));
     for (int i = 0; i < r->model->count; i++)
-        if (r->keeps[i]) g[count++] = clnet_guard_tail(r->keeps[i], "a layer's kept memory");
-    return count;
+        if (r->keeps[i])
+            TRY(clnet_guard_tail(r->keeps[i], "a layer's kept memory", &g[(*count)++]));
+cleanup:
+    return status;
 }
 
 /* Runs fn, and with guards on fills the pass's tails first and checks them
@@ -298,7 +301,7 @@ static clnet_status guarded(clnet_replica *r,
     int count = pass_tails(r, node, p, r->guards);
     TRY(clnet_guard_fill(r->d, r->guards, count));
     TRY(fn(node, p));
-    count += buffer_tails(r, r->guards + count);
+    TRY(buffer_tails(r, r->guards, &count));
     char where[CLNET_NAME_CAP + 96];
     snprintf(where, sizeof where, "the %s pass of layer '%s' (%s) over %d samples",
              p->backward ? "backward" : "forward", node->name, node->kind->name, p->n);
