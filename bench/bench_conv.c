@@ -114,7 +114,7 @@ static clnet_status rig_create(rig *r, clnet_device *d, const shape *s) {
     r->out_count = (size_t)r->n * clnet_shape_size(l->out);
     r->nw = l->params[0].count;
     r->nb = l->nparams > 1 ? l->params[1].count : 0;
-    size_t work = l->kind->work_floats ? l->kind->work_floats(l, r->n) : 0;
+    size_t work = l->kind->work_floats ? l->kind->work_floats(l, d, r->n) : 0;
     size_t io = r->in_count + r->out_count;
     if ((st = clnet_buffer_create(d, l->param_count * sizeof(float), &r->params)) != CLNET_OK ||
         (st = clnet_buffer_create(d, l->param_count * sizeof(float), &r->grads)) != CLNET_OK ||
@@ -160,7 +160,8 @@ static clnet_status rig_pass(rig *r, double *times) {
                     .dact = r->dact,
                     .dy = r->in_count,
                     .work = r->work,
-                    .work_cap = r->l->kind->work_floats ? r->l->kind->work_floats(r->l, r->n) : 0,
+                    .work_cap =
+                        r->l->kind->work_floats ? r->l->kind->work_floats(r->l, r->d, r->n) : 0,
                     .kernels = r->kernels,
                     .gemms = r->gemms,
                     .beta = 0.0f,

@@ -303,6 +303,7 @@ clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, voi
                 TRY(clnet_tune_table_set(&d->tuned, &found[j]));
     }
     for (int i = 0; i < t->count; i++) clnet_gemm_forget(t->replicas[i]->d);
+    TRY(clnet_trainer_fit_work(t)); /* the scratch of what was chosen, before the next step */
 cleanup:
     free(x);
     free(y);

@@ -92,14 +92,7 @@ static int parse_id(const clnet_device *d, const char *id, choice *c) {
         c->clblast = 1;
         return 1;
     }
-    if (strncmp(id, "tiled-", 6) == 0) {
-        clnet_gemm_tiled_params space[MAX_TILED];
-        int n = clnet_gemm_tiled_space(d, space, MAX_TILED);
-        if (clnet_gemm_tiled_parse(id, &c->tp) != CLNET_OK) return 0;
-        for (int i = 0; i < n && i < MAX_TILED; i++)
-            if (memcmp(&space[i], &c->tp, sizeof c->tp) == 0) return c->tiled = 1;
-        return 0;
-    }
+    if (strncmp(id, "tiled-", 6) == 0) return c->tiled = clnet_gemm_tiled_known(d, id, &c->tp);
     char tail = 0;
     if (sscanf(id, "own-tm%d-wg%d%c", &c->tm, &c->wg, &tail) != 2 || (c->wg != 0 && c->wg != 1))
         return 0;
@@ -315,38 +308,58 @@ static int same_shape(const clnet_gemm_shape *a, const clnet_gemm_shape *b) {
            a->batch == b->batch && a->n == b->n;
 }
 
-/* The candidate for a shape on d, and where the choice came from. */
-static void choose(clnet_device *d, const clnet_gemm_shape *s, clnet_gemm_pick *p) {
+/* The candidate for a shape on d (its id, parsed into *c), and where the
+ * choice came from; with warn, says so when a database entry names none. */
+static char choose_id(const clnet_device *d, const clnet_gemm_shape *s, int warn,
+                      char id[CLNET_GEMM_ID_CAP], choice *c) {
     char key[CLNET_TUNE_KEY_CAP];
     int bucket = 0;
     clnet_gemm_key(s, key, sizeof key, &bucket);
     const clnet_tune_entry *e = NULL;
-    p->source = 'f';
+    char source = 'f';
     if (d->gemm_force[0]) {
-        snprintf(p->id, sizeof p->id, "%s",
+        snprintf(id, CLNET_GEMM_ID_CAP, "%s",
                  strcmp(d->gemm_force, "clblast") == 0
                      ? "clblast"
                      : (d->info.type == CLNET_DEVICE_CPU ? "own-tm8-wg1" : "own-tm8-wg0"));
-        p->source = 'e';
+        source = 'e';
     } else if ((e = clnet_tune_table_find(&d->pinned, key, bucket)) != NULL) {
-        snprintf(p->id, sizeof p->id, "%s", e->choice);
-        p->source = 'p';
+        snprintf(id, CLNET_GEMM_ID_CAP, "%s", e->choice);
+        source = 'p';
     } else if ((e = clnet_tune_table_find(&d->tuned, key, bucket)) != NULL) {
-        snprintf(p->id, sizeof p->id, "%s", e->choice);
-        p->source = 'd';
+        snprintf(id, CLNET_GEMM_ID_CAP, "%s", e->choice);
+        source = 'd';
     } else {
-        snprintf(p->id, sizeof p->id, "%s", fixed_rule(d, s));
+        snprintf(id, CLNET_GEMM_ID_CAP, "%s", fixed_rule(d, s));
     }
+    if (!parse_id(d, id, c)) { /* a database entry of an older space slipped through */
+        if (warn)
+            clnet_warn("device %d (%s): GEMM candidate '%s' for '%s' is unknown; using the fixed "
+                       "rule",
+                       d->info.index, d->info.name, id, key);
+        snprintf(id, CLNET_GEMM_ID_CAP, "%s", fixed_rule(d, s));
+        source = 'f';
+        parse_id(d, id, c);
+    }
+    return source;
+}
+
+static void choose(const clnet_device *d, const clnet_gemm_shape *s, clnet_gemm_pick *p) {
     choice c;
-    if (!parse_id(d, p->id, &c)) { /* a database entry of an older space slipped through */
-        clnet_warn("device %d (%s): GEMM candidate '%s' for '%s' is unknown; using the fixed rule",
-                   d->info.index, d->info.name, p->id, key);
-        snprintf(p->id, sizeof p->id, "%s", fixed_rule(d, s));
-        p->source = 'f';
-        parse_id(d, p->id, &c);
-    }
+    p->source = choose_id(d, s, 1, p->id, &c);
     _Static_assert(sizeof c <= sizeof p->choice, "clnet_gemm_pick.choice holds a choice");
     memcpy(p->choice, &c, sizeof c);
+}
+
+size_t clnet_gemm_chosen_work_floats(const clnet_device *d, const clnet_gemm_shape *s) {
+    if (!d) return clnet_gemm_work_floats(s);
+    if (s->M == 0 || s->N == 0) return 0; /* clnet_gemm runs nothing */
+    char id[CLNET_GEMM_ID_CAP];
+    choice c;
+    size_t at = 0;
+    choose_id(d, s, 0, id, &c);
+    if (c.tiled) return clnet_gemm_tiled_scratch(&c.tp, s->ta, s->tb, s->M, s->N, s->K);
+    return c.clblast ? 0 : own_floats(s->ta, s->tb, s->M, s->N, s->K, &at);
 }
 
 /* The record's pick for a shape: the site's of its last call when the shape

@@ -15,7 +15,7 @@
  * A GEMM call names its call site (clnet_gemm_site): a layer's product,
  * owned by the replica next to the layer's kept kernels. The site carries
  * the scratch its candidates may use (a region of the replica's planned
- * scratch, clnet_gemm_work_floats) and finds its choice in the replica's
+ * scratch, clnet_gemm_chosen_work_floats) and finds its choice in the replica's
  * record of choices (clnet_gemm_record): made on a shape's first call, kept
  * with its kernels, and what a checkpoint records. */
 #ifndef CLNET_GEMM_H
@@ -56,6 +56,10 @@ int clnet_gemm_record_count(const clnet_gemm_record *r, const clnet_device *d);
  * operand and split-K's partial products (cl/gemm.cl), or packed operands
  * (cl/gemm_tiled.cl). Whatever the device chooses fits in it. */
 size_t clnet_gemm_work_floats(const clnet_gemm_shape *s);
+/* The scratch (floats) of the candidate device d chooses for shape s now
+ * (the rules above; nothing runs): what a call of it takes while d's choices
+ * stand (d->gemm_version). d NULL: clnet_gemm_work_floats. */
+size_t clnet_gemm_chosen_work_floats(const clnet_device *d, const clnet_gemm_shape *s);
 
 /* One GEMM call site of a layer. `record` and `layer` are fixed when the
  * replica is made; the caller sets the rest before each call (clnet_pass_gemm). */

@@ -92,6 +92,24 @@ size_t clnet_gemm_tiled_work_floats(size_t M, size_t N, size_t K) {
     return (M + N + MR_MOST - 1 + NR_MOST - 1) * K + 16;
 }
 
+/* The kernel wants B contiguous along n. When it is not, C^T = op(B)^T
+ * op(A)^T may be: with op(A) = A^T it is free (B's new role is A, read
+ * through strides, and A's rows are contiguous), otherwise packing the
+ * smaller of the two costs least. C^T is then stored with strides. */
+static int runs_as_ct(int ta, int tb, size_t M, size_t N) {
+    return tb && (ta || M < N);
+}
+
+size_t clnet_gemm_tiled_scratch(const clnet_gemm_tiled_params *p, int ta, int tb, size_t M,
+                                size_t N, size_t K) {
+    int ct = runs_as_ct(ta, tb, M, N);
+    size_t rows = ct ? N : M, cols = ct ? M : N, mr = (size_t)p->mr, nr = (size_t)p->nr;
+    /* B's stride along n is then a leading dimension (1 only when k is) */
+    int pack_b = p->pack_b || (tb && !ta);
+    size_t a = p->pack_a ? aligned((rows + mr - 1) / mr * mr * K) : 0;
+    return a + (pack_b ? (cols + nr - 1) / nr * nr * K : 0);
+}
+
 /* Packs X(x, k) = src[off + x * sx + k * sk], x < X, into blocks of P along x
  * (zero-padded) at `at` in the scratch: the layout PACK_A / PACK_B read. */
 static clnet_status pack(clnet_device *d, cl_kernel *kept, const char *opts, size_t X, size_t K,
@@ -130,11 +148,8 @@ clnet_status clnet_gemm_tiled(clnet_device *d, cl_kernel kept[3], const clnet_ge
     size_t sam = ta ? 1 : lda, sak = ta ? lda : 1;
     size_t sbk = tb ? 1 : ldb, sbn = tb ? ldb : 1;
     size_t csm = ldc, csn = 1;
-    /* The kernel wants B contiguous along n. When it is not, C^T = op(B)^T
-     * op(A)^T may be: with op(A) = A^T it is free (B's new role is A, read
-     * through strides, and A's rows are contiguous), otherwise packing the
-     * smaller of the two costs least. C^T is then stored with strides. */
-    if (tb && (ta || M < N)) {
+    /* C^T when B is not contiguous along n (runs_as_ct) */
+    if (runs_as_ct(ta, tb, M, N)) {
         size_t t;
         t = M, M = N, N = t;
         cl_mem tm = A;
@@ -219,12 +234,27 @@ static const char *const SPACE_GPU[] = {
     "tiled-m4n4v4k0c0a0b0l0w16x16u1",  "tiled-m8n8v4k0c0a1b1l0w16x16u1",
 };
 
-int clnet_gemm_tiled_space(const clnet_device *d, clnet_gemm_tiled_params *out, int cap) {
+/* The ids of d's space (those too big for d among them); returns how many. */
+static int space_ids(const clnet_device *d, const char *const **ids) {
     int cpu = d->info.type == CLNET_DEVICE_CPU;
-    const char *const *ids = cpu ? SPACE_CPU : SPACE_GPU;
-    int n = cpu ? (int)(sizeof SPACE_CPU / sizeof *SPACE_CPU)
-                : (int)(sizeof SPACE_GPU / sizeof *SPACE_GPU);
-    int count = 0;
+    *ids = cpu ? SPACE_CPU : SPACE_GPU;
+    return cpu ? (int)(sizeof SPACE_CPU / sizeof *SPACE_CPU)
+               : (int)(sizeof SPACE_GPU / sizeof *SPACE_GPU);
+}
+
+int clnet_gemm_tiled_known(const clnet_device *d, const char *id, clnet_gemm_tiled_params *out) {
+    const char *const *ids = NULL;
+    int n = space_ids(d, &ids);
+    for (int i = 0; i < n; i++) /* ids are canonical: one spelling per point */
+        if (strcmp(ids[i], id) == 0)
+            return clnet_gemm_tiled_parse(id, out) == CLNET_OK &&
+                   clnet_gemm_tiled_check(d, out) == CLNET_OK;
+    return 0;
+}
+
+int clnet_gemm_tiled_space(const clnet_device *d, clnet_gemm_tiled_params *out, int cap) {
+    const char *const *ids = NULL;
+    int n = space_ids(d, &ids), count = 0;
     for (int i = 0; i < n; i++) {
         clnet_gemm_tiled_params p;
         if (clnet_gemm_tiled_parse(ids[i], &p) != CLNET_OK) continue; /* a typo above */

@@ -47,11 +47,19 @@ clnet_status clnet_gemm_tiled(clnet_device *d, cl_kernel kept[3], const clnet_ge
 
 /* The most scratch any point takes for an M x N x K product (floats). */
 size_t clnet_gemm_tiled_work_floats(size_t M, size_t N, size_t K);
+/* The scratch point p takes for it, with these transposes (floats): its
+ * packed operands, whatever the leading dimensions. */
+size_t clnet_gemm_tiled_scratch(const clnet_gemm_tiled_params *p, int ta, int tb, size_t M,
+                                size_t N, size_t K);
 
 /* The declared search space for device d: writes up to cap points to out and
  * returns how many there are (call with cap 0 to count). CPUs get few points
  * (each build costs about a second on PoCL), GPUs more. */
 int clnet_gemm_tiled_space(const clnet_device *d, clnet_gemm_tiled_params *out, int cap);
+
+/* 1 when id is a point of d's space, described in *out (a quick check: no
+ * other point is parsed). */
+int clnet_gemm_tiled_known(const clnet_device *d, const char *id, clnet_gemm_tiled_params *out);
 
 /* A stable short id for p, "tiled-m8n32v16k0c0a0b0l0w1x1u1": m MR, n NR,
  * v VW, k KC, c mc, a PACK_A, b PACK_B, l KL, w WGM x WGN, u KU. */

@@ -206,16 +206,19 @@ struct clnet_kind {
     /* From node->in[] and the configuration: out, params, buffers. */
     clnet_status (*setup)(clnet_node *node);
     /* Floats kept from forward to backward, and scratch, that a pass over n
-     * samples uses (NULL: 0). The contract: a pass over n samples uses at
-     * most what these give for n, which the replica checks against the plan
-     * before every pass (clnet_pass_uses). Memory is planned with the
-     * largest they give for any n from 1 to the replica's batch (plan.c), so
-     * they need not grow with n: shares are unequal, change from step to
+     * samples on device d uses (NULL: 0). The contract: a pass over n samples
+     * uses at most what these give for n, which the replica checks against
+     * the plan before every pass (clnet_pass_uses). Memory is planned with
+     * the largest they give for any n from 1 to the replica's batch (plan.c),
+     * so they need not grow with n: shares are unequal, change from step to
      * step, and a last batch is partial, and a pass over fewer samples may
      * well use more (a convolution's chunks hold fewer samples when there
-     * are more of them to share out evenly). */
-    size_t (*keep_floats)(const clnet_node *node, int n);
-    size_t (*work_floats)(const clnet_node *node, int n);
+     * are more of them to share out evenly). A GEMM's scratch is what d's
+     * choice for its shape takes (clnet_gemm_chosen_work_floats): when d's
+     * choices change, the replica plans its scratch again before the next
+     * pass (clnet_replica_fit_work). */
+    size_t (*keep_floats)(const clnet_node *node, const clnet_device *d, int n);
+    size_t (*work_floats)(const clnet_node *node, const clnet_device *d, int n);
     /* Host scratch for a pass on a step shared by up to `ranks` replicas (NULL: 0). */
     size_t (*host_bytes)(const clnet_node *node, int ranks);
     clnet_status (*forward)(const clnet_node *node, const clnet_pass *p);
@@ -246,8 +249,9 @@ cl_kernel *clnet_pass_kept(const clnet_pass *p, int slot);
 
 /* A GEMM of this pass's node at call site `slot` (each GEMM of a layer file
  * has its own, the same for every pass), with its scratch from `work_off`
- * in p->work: the layer's work_floats counts clnet_gemm_work_floats(s)
- * floats there. The site keeps its choice and kernels (gemm.h). */
+ * in p->work: the layer's work_floats counts
+ * clnet_gemm_chosen_work_floats(d, s) floats there. The site keeps its choice and kernels (gemm.h).
+ */
 clnet_status clnet_pass_gemm(const clnet_pass *p, int slot, size_t work_off,
                              const clnet_gemm_shape *s, float alpha, cl_mem A, size_t aoff,
                              size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,

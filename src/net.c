@@ -206,9 +206,12 @@ clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_optimizer_config *cfg
 
 /* ---- devices ------------------------------------------------------------------------ */
 
-/* Pins a loaded checkpoint's GEMM choices on the bound devices (choices.h). */
-static void pin_choices(clnet_net *net) {
-    if (net->trainer && net->gemm_choices) clnet_choices_pin(net->trainer, net->gemm_choices);
+/* Pins a loaded checkpoint's GEMM choices on the bound devices (choices.h),
+ * and fits the replicas' scratch to them now rather than in a step. */
+static clnet_status pin_choices(clnet_net *net) {
+    if (!net->trainer || !net->gemm_choices) return CLNET_OK;
+    clnet_choices_pin(net->trainer, net->gemm_choices);
+    return clnet_trainer_fit_work(net->trainer);
 }
 
 clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch) {
@@ -224,7 +227,7 @@ clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch) {
                           CLNET_MAX_DEVICES);
     unbind(net);
     TRY(clnet_trainer_create(&net->trainer, &net->model, rt, max_batch));
-    pin_choices(net);
+    TRY(pin_choices(net));
     TRY(clnet_broadcast(net->trainer, &net->model, 1));
     TRY(clnet_calibrate(net->trainer));
     /* calibration trains on probes: undo what they did to the buffers */
@@ -580,7 +583,7 @@ clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_prog
     if (s == CLNET_OK) {
         free(net->gemm_choices);
         net->gemm_choices = choices;
-        pin_choices(net);
+        s = pin_choices(net);
     }
     if (s == CLNET_OK && net->trainer) s = clnet_broadcast(net->trainer, &net->model, 1);
     return s;

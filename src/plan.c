@@ -71,12 +71,21 @@ size_t clnet_plan_span(const clnet_plan *p, size_t size) {
     return aligned(size) + p->guard;
 }
 
-size_t clnet_plan_largest(size_t (*size)(const clnet_node *, int), const clnet_node *node,
+size_t clnet_plan_largest(clnet_size_fn size, const clnet_node *node, const clnet_device *d,
                           int batch) {
     size_t most = 0;
     for (int n = 1; size && n <= batch; n++) {
-        size_t v = size(node, n);
+        size_t v = size(node, d, n);
         if (v > most) most = v;
+    }
+    return most;
+}
+
+size_t clnet_plan_work(const clnet_model *m, const clnet_device *d, int batch) {
+    size_t most = 0;
+    for (int i = 0; i < m->count; i++) {
+        size_t work = clnet_plan_largest(m->nodes[i].kind->work_floats, &m->nodes[i], d, batch);
+        if (work > most) most = work;
     }
     return most;
 }
@@ -159,7 +168,8 @@ static void gradient_lives(clnet_plan *p, const clnet_model *m, planning *w) {
 
 /* Places both arenas and gives each node its offsets, kept memory and the
  * scratch they share. */
-static clnet_status place_all(clnet_plan *p, const clnet_model *m, planning *w) {
+static clnet_status place_all(clnet_plan *p, const clnet_model *m, const clnet_device *d,
+                              planning *w) {
     const int N = m->count, T = N + 1;
     const size_t B = (size_t)p->batch;
     for (int t = 0; t < T; t++) {
@@ -178,16 +188,16 @@ static clnet_status place_all(clnet_plan *p, const clnet_model *m, planning *w) 
         const clnet_node *node = &m->nodes[i];
         p->y[i] = w->act[w->root[i]].offset * B;
         p->dy[i] = w->dact[w->root[i]].offset * B;
-        p->keep[i] = clnet_plan_largest(node->kind->keep_floats, node, p->batch);
+        p->keep[i] = clnet_plan_largest(node->kind->keep_floats, node, d, p->batch);
         p->keep_total += aligned(p->keep[i]);
-        size_t work = clnet_plan_largest(node->kind->work_floats, node, p->batch);
-        if (work > p->work) p->work = work;
     }
+    p->work = clnet_plan_work(m, d, p->batch);
     return CLNET_OK;
 }
 #undef TENSOR
 
-clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
+clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, const clnet_device *d,
+                             int batch) {
     clnet_status status = CLNET_OK;
     const int N = m->count, T = N + 1; /* tensor N is the model's input */
     memset(p, 0, sizeof *p);
@@ -213,7 +223,7 @@ clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch) {
     mark_gradients(p, m, &w);
     activation_lives(p, m, &w);
     gradient_lives(p, m, &w);
-    TRY(place_all(p, m, &w));
+    TRY(place_all(p, m, d, &w));
 cleanup:
     free(w.root), free(w.grad), free(w.written), free(w.act), free(w.dact);
     if (status != CLNET_OK) clnet_plan_release(p);

@@ -32,17 +32,22 @@ typedef struct {
     int batch;
 } clnet_plan;
 
-/* Sizes hold for every pass of 1 to `batch` samples: a kind's keep and
- * scratch are the largest its keep_floats and work_floats give for any of
- * them (the contract in layer.h). */
-clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, int batch);
+/* Sizes hold for every pass of 1 to `batch` samples on device d: a kind's
+ * keep and scratch are the largest its keep_floats and work_floats give for
+ * any of them (the contract in layer.h), the scratch for d's GEMM choices as
+ * they stand. */
+clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, const clnet_device *d, int batch);
 /* Floats a tensor of `size` floats per sample is planned for per sample
  * (rounded up, plus the guard). */
 size_t clnet_plan_span(const clnet_plan *p, size_t size);
-/* The most a kind's size function (keep_floats, work_floats) gives for a
- * pass of 1 to batch samples (0 without one). */
-size_t clnet_plan_largest(size_t (*size)(const clnet_node *, int), const clnet_node *node,
+/* A kind's size function: keep_floats, work_floats (layer.h). */
+typedef size_t (*clnet_size_fn)(const clnet_node *node, const clnet_device *d, int n);
+/* The most one gives for a pass of 1 to batch samples on d (0 without one). */
+size_t clnet_plan_largest(clnet_size_fn size, const clnet_node *node, const clnet_device *d,
                           int batch);
+/* The largest scratch of any node of m (the plan's `work`) for d's GEMM
+ * choices as they stand. */
+size_t clnet_plan_work(const clnet_model *m, const clnet_device *d, int batch);
 void clnet_plan_release(clnet_plan *p);
 
 #endif

@@ -55,7 +55,8 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     r->host = clnet_malloc(host);
     if (!r->loss_host || !r->correct_host || !r->host)
         FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
-    TRY(clnet_plan_make(&r->plan, m, max_batch));
+    r->work_version = d->gemm_version;
+    TRY(clnet_plan_make(&r->plan, m, d, max_batch));
     const clnet_plan *p = &r->plan;
 
     size_t largest_keep = 0;
@@ -108,6 +109,34 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     r = NULL;
 cleanup:
     clnet_replica_free(r);
+    return status;
+}
+
+clnet_status clnet_replica_fit_work(clnet_replica *r) {
+    clnet_status status = CLNET_OK;
+    clnet_device *d = r->d;
+    cl_mem more = NULL;
+    if (r->work_version == d->gemm_version) return CLNET_OK;
+    size_t work = clnet_plan_work(r->model, d, r->max_batch);
+    if (work > r->plan.work) {
+        size_t bytes = r->bytes + (work - r->plan.work) * sizeof(float);
+        if ((uint64_t)bytes > d->info.global_mem_bytes ||
+            (uint64_t)work * sizeof(float) > d->info.max_alloc_bytes || work > UINT32_MAX)
+            FAIL(CLNET_ERR_DEVICE_MEMORY,
+                 "the GEMMs chosen now on device %d (%s) need %.1f MiB of scratch at batch %d "
+                 "(the net %.1f MiB), more than the device allows: use a smaller batch",
+                 d->info.index, d->info.name, mib(work), r->max_batch, (double)bytes / 1048576.0);
+        TRY(clnet_buffer_create(d, work * sizeof(float), &more));
+        /* the queue may still use the old one: OpenCL frees it once done */
+        CL_CHECK(clReleaseMemObject(r->work), "clReleaseMemObject(scratch)");
+        r->work = more;
+        more = NULL;
+        r->bytes = bytes;
+        r->plan.work = work;
+    }
+    r->work_version = d->gemm_version;
+cleanup:
+    if (more) clReleaseMemObject(more);
     return status;
 }
 
@@ -249,10 +278,10 @@ static int pass_tails(const clnet_replica *r, const clnet_node *node, const clne
             tensor_tail(r, g, &count, r->dact, p->dx[k], clnet_shape_size(node->in[k]), p->n,
                         input_names[k]);
     if (p->keep && !p->backward) {
-        size_t keep = node->kind->keep_floats ? node->kind->keep_floats(node, p->n) : 0;
+        size_t keep = node->kind->keep_floats ? node->kind->keep_floats(node, r->d, p->n) : 0;
         g[count++] = (clnet_guard_region){p->keep, 0, keep, p->keep_cap, "its kept memory"};
     }
-    size_t work = node->kind->work_floats ? node->kind->work_floats(node, p->n) : 0;
+    size_t work = node->kind->work_floats ? node->kind->work_floats(node, r->d, p->n) : 0;
     g[count++] = (clnet_guard_region){r->work, 0, work, p->work_cap, "the scratch"};
     if (node->kind->is_loss && !p->backward) {
         size_t B = (size_t)r->max_batch;
@@ -294,8 +323,8 @@ static clnet_status guarded(clnet_replica *r,
                             clnet_status (*fn)(const clnet_node *, const clnet_pass *),
                             const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
-    size_t work = node->kind->work_floats ? node->kind->work_floats(node, p->n) : 0;
-    size_t keep = node->kind->keep_floats ? node->kind->keep_floats(node, p->n) : 0;
+    size_t work = node->kind->work_floats ? node->kind->work_floats(node, r->d, p->n) : 0;
+    size_t keep = node->kind->keep_floats ? node->kind->keep_floats(node, r->d, p->n) : 0;
     TRY(clnet_pass_uses(node, p, work, keep));
     if (!r->guards) return fn(node, p);
     int count = pass_tails(r, node, p, r->guards);
@@ -331,6 +360,8 @@ static clnet_status in_device(clnet_status s, const clnet_replica *r) {
 }
 
 clnet_status clnet_replica_forward(clnet_replica *r, const clnet_ctx *ctx, int n) {
+    clnet_status fit = clnet_replica_fit_work(r); /* nothing to do unless d's choices changed */
+    if (fit != CLNET_OK) return in_device(fit, r);
     for (int i = 0; i < r->model->count; i++) {
         const clnet_node *node = &r->model->nodes[i];
         clnet_pass p = make_pass(r, ctx, i, n, 0, 0);

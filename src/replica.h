@@ -22,7 +22,8 @@ typedef struct {
     cl_kernel *kernels;            /* (model count x CLNET_NODE_KERNELS) kept kernels */
     clnet_gemm_site *gemms;        /* (model count x CLNET_NODE_GEMMS) GEMM call sites */
     clnet_gemm_record gemm_record; /* the GEMM choices its passes made (checkpoints) */
-    cl_mem work;                   /* scratch shared by all nodes */
+    cl_mem work;                   /* scratch shared by all nodes (plan.work floats) */
+    unsigned work_version;         /* the device's gemm_version plan.work was sized under */
     cl_mem labels, loss, correct;  /* (max_batch) each */
     clnet_staging staging;         /* gradients read to the host (discrete devices) */
     float *loss_host;              /* (max_batch) */
@@ -48,6 +49,13 @@ typedef struct {
 clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, clnet_device *d,
                                   int max_batch, int ranks);
 void clnet_replica_free(clnet_replica *r);
+
+/* Sizes the scratch again when the device's GEMM choices changed since it
+ * was planned (d->gemm_version: pins, tuning), and grows it when the
+ * candidates chosen now take more; nothing when they did not change. Every
+ * forward pass calls it first; call it between steps so that no step
+ * allocates. */
+clnet_status clnet_replica_fit_work(clnet_replica *r);
 
 /* The model's parameters, and its float buffers when buffers is not NULL,
  * to the device. Buffers live on the devices while a net is bound (layers

@@ -162,3 +162,11 @@ cleanup:
     clnet_trainer_free(t);
     return status;
 }
+
+clnet_status clnet_trainer_fit_work(clnet_trainer *t) {
+    for (int i = 0; t && i < t->count; i++) {
+        clnet_status s = clnet_replica_fit_work(t->replicas[i]);
+        if (s != CLNET_OK) return s;
+    }
+    return CLNET_OK;
+}

@@ -86,5 +86,8 @@ typedef struct {
 clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, clnet_runtime *rt,
                                   int max_batch);
 void clnet_trainer_free(clnet_trainer *t);
+/* Every replica's scratch fitted to its device's GEMM choices as they stand
+ * (clnet_replica_fit_work): between steps, after pins or tuning. */
+clnet_status clnet_trainer_fit_work(clnet_trainer *t);
 
 #endif

@@ -65,8 +65,8 @@ void rig_create_input(layer_rig *r, clnet_device *d, const char *input, const ch
     free(start);
     r->act = buffer(d, r->in_count + r->out_count);
     r->dact = buffer(d, r->in_count + r->out_count);
-    r->keep = buffer(d, l->kind->keep_floats ? l->kind->keep_floats(l, n) : 0);
-    r->work = buffer(d, l->kind->work_floats ? l->kind->work_floats(l, n) : 0);
+    r->keep = buffer(d, l->kind->keep_floats ? l->kind->keep_floats(l, d, n) : 0);
+    r->work = buffer(d, l->kind->work_floats ? l->kind->work_floats(l, d, n) : 0);
     r->host = malloc(l->kind->host_bytes ? l->kind->host_bytes(l, 1) : 1);
     ck_assert(r->host != NULL);
     r->labels = buffer(d, (size_t)n);
@@ -101,6 +101,9 @@ void rig_get_buffers(layer_rig *r, float *v) {
  * is its input). */
 static clnet_pass pass(layer_rig *r, const clnet_ctx *ctx) {
     size_t out = r->l->kind->is_view ? 0 : r->in_count;
+    const clnet_kind *k = r->l->kind;
+    size_t keep = k->keep_floats ? k->keep_floats(r->l, r->d, r->n) : 0,
+           work = k->work_floats ? k->work_floats(r->l, r->d, r->n) : 0;
     clnet_pass p = {.ctx = ctx,
                     .d = r->d,
                     .n = r->n,
@@ -113,8 +116,8 @@ static clnet_pass pass(layer_rig *r, const clnet_ctx *ctx) {
                     .dy = out,
                     .keep = r->keep,
                     .work = r->work,
-                    .keep_cap = r->l->kind->keep_floats ? r->l->kind->keep_floats(r->l, r->n) : 0,
-                    .work_cap = r->l->kind->work_floats ? r->l->kind->work_floats(r->l, r->n) : 0,
+                    .keep_cap = keep,
+                    .work_cap = work,
                     .host = r->host,
                     .beta = 0.0f,
                     .labels = r->labels,

@@ -9,7 +9,10 @@
  *    scratch check fails the pass before it runs, with both sizes;
  *  - plans hold for every pass of 1 to the planned batch: a kind whose scratch
  *    shrinks as n grows (as a convolution's chunks do) is planned for its
- *    largest.
+ *    largest;
+ *  - GEMM scratch is planned for the candidates chosen: pinning greedier ones
+ *    grows it between steps, and a pass that would need more than planned
+ *    fails before it runs.
  * Runs on the configuration's first device. */
 #include "error.h"
 #include "harness.h"
@@ -73,7 +76,8 @@ static clnet_status identity_forward(const clnet_node *node, const clnet_pass *p
 }
 
 /* scratch: one float per value of the pass */
-static size_t scratch_floats(const clnet_node *node, int n) {
+static size_t scratch_floats(const clnet_node *node, const clnet_device *d, int n) {
+    (void)d;
     return (size_t)n * clnet_shape_size(node->out);
 }
 
@@ -88,8 +92,8 @@ static clnet_status scratch_overrun_forward(const clnet_node *node, const clnet_
 #define BIG 100
 
 /* declares one float less than it states it uses */
-static size_t short_floats(const clnet_node *node, int n) {
-    return BIG * scratch_floats(node, n) - 1;
+static size_t short_floats(const clnet_node *node, const clnet_device *d, int n) {
+    return BIG * scratch_floats(node, d, n) - 1;
 }
 
 static clnet_status short_forward(const clnet_node *node, const clnet_pass *p) {
@@ -98,8 +102,8 @@ static clnet_status short_forward(const clnet_node *node, const clnet_pass *p) {
 }
 
 /* scratch that shrinks as n grows: 100 BIG - n floats */
-static size_t shrinking_floats(const clnet_node *node, int n) {
-    (void)node;
+static size_t shrinking_floats(const clnet_node *node, const clnet_device *d, int n) {
+    (void)node, (void)d;
     return (size_t)(100 * BIG - n);
 }
 
@@ -237,10 +241,92 @@ START_TEST(the_plan_holds_the_largest_scratch_of_any_pass) {
     clnet_net *net = net_with("test_shrinking", rt, 1);
     const clnet_plan *p = &net->trainer->replicas[0]->plan;
     printf("  scratch planned: %zu floats (the kind's at the batch: %zu)\n", p->work,
-           shrinking_floats(NULL, BATCH));
+           shrinking_floats(NULL, NULL, BATCH));
     ck_assert_uint_eq(p->work, 100 * BIG - 1); /* a pass over 1 sample */
     char why[1024];
     for (int n = 1; n <= BATCH; n++) ck_assert_int_eq(step(net, n, why, sizeof why), CLNET_OK);
+    clnet_net_free(net);
+    clnet_runtime_free(rt);
+}
+END_TEST
+
+/* ---- GEMM choices that change after planning --------------------------------------------- */
+
+/* A net whose scratch is its GEMMs', stepped once so that its replica's
+ * record holds their shapes. */
+static clnet_net *gemm_net(clnet_runtime *rt) {
+    const char *lines[] = {"input channels=1 height=6 width=6", "conv2d name=c1 filters=2 size=3",
+                           "flatten", "linear name=fc units=3", "softmax_cross_entropy"};
+    clnet_net *net = NULL;
+    char why[1024];
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
+        ck_assert_msg(clnet_net_add(net, lines[i]) == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_net_init(net, 3), CLNET_OK);
+    ck_assert_msg(clnet_net_bind(net, rt, BATCH) == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_int_eq(step(net, BATCH, why, sizeof why), CLNET_OK);
+    return net;
+}
+
+/* Pins, for every shape the replica ran, the candidate that takes the most
+ * scratch (as a checkpoint or a tuning run may). */
+static void pin_greediest(clnet_replica *r) {
+    clnet_device *d = r->d;
+    int count = clnet_gemm_record_count(&r->gemm_record, d);
+    clnet_gemm_shape *shapes = calloc((size_t)count + 1, sizeof *shapes);
+    ck_assert_ptr_nonnull(shapes);
+    for (int i = 0; i < count; i++) shapes[i] = r->gemm_record.picks[i].shape;
+    char ids[64][CLNET_GEMM_ID_CAP];
+    int n = clnet_gemm_candidates(d, ids, 64);
+    for (int i = 0; i < count; i++) {
+        char key[CLNET_TUNE_KEY_CAP];
+        int bucket = 0, best = 0;
+        size_t most = 0;
+        clnet_gemm_key(&shapes[i], key, sizeof key, &bucket);
+        for (int c = 0; c < n; c++) {
+            ck_assert_int_eq(clnet_gemm_pin(d, key, bucket, ids[c]), CLNET_OK);
+            size_t w = clnet_gemm_chosen_work_floats(d, &shapes[i]);
+            if (w > most) most = w, best = c;
+        }
+        ck_assert_int_eq(clnet_gemm_pin(d, key, bucket, ids[best]), CLNET_OK);
+    }
+    free(shapes);
+}
+
+START_TEST(scratch_is_planned_for_the_gemms_chosen_and_grows_when_choices_change) {
+    clnet_runtime *rt = test_one_device(0);
+    clnet_net *net = gemm_net(rt);
+    clnet_replica *r = net->trainer->replicas[0];
+    size_t planned = r->plan.work, bytes = r->bytes;
+    ck_assert_uint_eq(planned, clnet_plan_work(r->model, r->d, BATCH));
+    pin_greediest(r);
+    ck_assert_int_eq(clnet_trainer_fit_work(net->trainer), CLNET_OK); /* as after a load */
+    printf("  scratch: %zu floats planned, %zu for the greediest candidates\n", planned,
+           r->plan.work);
+    ck_assert_uint_gt(r->plan.work, planned);
+    ck_assert_uint_eq(r->plan.work, clnet_plan_work(r->model, r->d, BATCH));
+    ck_assert_uint_eq(r->bytes - bytes, (r->plan.work - planned) * sizeof(float));
+    clnet_counters before, after;
+    clnet_debug_counters(&before);
+    char why[1024];
+    for (int n = BATCH; n >= 1; n -= 3) ck_assert_int_eq(step(net, n, why, sizeof why), CLNET_OK);
+    clnet_debug_counters(&after);
+    ck_assert_uint_eq(after.device_allocs, before.device_allocs);
+    clnet_net_free(net);
+    clnet_runtime_free(rt);
+}
+END_TEST
+
+START_TEST(a_pass_whose_gemms_need_more_scratch_than_planned_fails_before_it_runs) {
+    clnet_runtime *rt = test_one_device(0);
+    clnet_net *net = gemm_net(rt);
+    clnet_replica *r = net->trainer->replicas[0];
+    pin_greediest(r);
+    r->work_version = r->d->gemm_version; /* as if the scratch had been fitted */
+    char why[1024];
+    ck_assert_int_eq(step(net, BATCH, why, sizeof why), CLNET_ERR_GUARD);
+    const char *words[] = {"floats of scratch", "were planned"};
+    expect_words(why, words, 2);
     clnet_net_free(net);
     clnet_runtime_free(rt);
 }
@@ -255,6 +341,8 @@ int main(void) {
     tcase_add_test(c, a_layer_writing_past_its_scratch_fails_the_step);
     tcase_add_test(c, a_short_scratch_is_caught_before_the_pass);
     tcase_add_test(c, the_plan_holds_the_largest_scratch_of_any_pass);
+    tcase_add_test(c, scratch_is_planned_for_the_gemms_chosen_and_grows_when_choices_change);
+    tcase_add_test(c, a_pass_whose_gemms_need_more_scratch_than_planned_fails_before_it_runs);
     suite_add_tcase(s, c);
     return test_run_suite(s);
 }

@@ -76,15 +76,15 @@ static clnet_status setup(clnet_node *node) {
 }
 
 /* keep: the mean and 1/std that normalized (backward reads them) */
-static size_t keep_floats(const clnet_node *node, int n) {
-    (void)n;
+static size_t keep_floats(const clnet_node *node, const clnet_device *d, int n) {
+    (void)d, (void)n;
     return 2 * (size_t)node->in[0].c;
 }
 
 /* work: [0, 5C) what the statistics kernels write, [5C, 7C) what the host sends back */
 #define SENT(C) (5 * (C))
-static size_t work_floats(const clnet_node *node, int n) {
-    (void)n;
+static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) {
+    (void)d, (void)n;
     return 7 * (size_t)node->in[0].c;
 }
 

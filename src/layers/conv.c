@@ -287,19 +287,20 @@ static size_t gemm_at(const clnet_node *node, int s) {
 
 /* The scratch of a chunk's GEMMs and of the bias gradient's row sums (they
  * run one after another, so they share it). */
-static size_t gemm_floats(const clnet_node *node, int s) {
+static size_t gemm_floats(const clnet_node *node, const clnet_device *d, int s) {
     sides v = sides_of(node);
     clnet_gemm_shape down = shape_down(node, s), up = shape_up(node, s),
                      weight = shape_weight(node, s);
     size_t sums = most(clnet_row_sums_floats(v.Cs, (size_t)s * v.Ps),
                        clnet_row_sums_floats(v.Cb, (size_t)s * v.Pb));
-    return most(most(clnet_gemm_work_floats(&down), clnet_gemm_work_floats(&up)),
-                most(clnet_gemm_work_floats(&weight), sums));
+    return most(
+        most(clnet_gemm_chosen_work_floats(d, &down), clnet_gemm_chosen_work_floats(d, &up)),
+        most(clnet_gemm_chosen_work_floats(d, &weight), sums));
 }
 
-static size_t work_floats(const clnet_node *node, int n) {
+static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) {
     int s = chunk_samples(node, n);
-    return gemm_at(node, s) + gemm_floats(node, s);
+    return gemm_at(node, s) + gemm_floats(node, d, s);
 }
 
 /* Without a bias, the kernels that would add it are built with -DCONV_BIAS=0

@@ -60,11 +60,11 @@ static clnet_gemm_shape gemm_shape(const clnet_node *node, int site, int n) {
 }
 
 /* The scratch of the GEMMs (one at a time). */
-static size_t work_floats(const clnet_node *node, int n) {
+static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) {
     size_t most = 0;
     for (int site = GEMM_FORWARD; site <= GEMM_DX; site++) {
         clnet_gemm_shape s = gemm_shape(node, site, n);
-        size_t w = clnet_gemm_work_floats(&s);
+        size_t w = clnet_gemm_chosen_work_floats(d, &s);
         if (w > most) most = w;
     }
     return most;

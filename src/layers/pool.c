@@ -134,7 +134,8 @@ static clnet_status run(const clnet_node *node, const clnet_pass *p, int slot, c
 }
 
 /* max pooling keeps the index of each window's maximum (int32) */
-static size_t max_keep(const clnet_node *node, int n) {
+static size_t max_keep(const clnet_node *node, const clnet_device *d, int n) {
+    (void)d;
     return (size_t)n * clnet_shape_size(node->out);
 }
 
