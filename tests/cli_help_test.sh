@@ -1,13 +1,36 @@
 #!/usr/bin/env bash
-# `clnet layers`, the model-file reference: every kind the registry knows,
-# one kind's options with their defaults, and a clear failure for a kind
-# that does not exist. Needs no device.
-# usage: cli_layers_test.sh CLNET
+# The program's own reference. Every command's --help (from its option
+# table): usage on stdout, exit 0, its options listed; an unknown option
+# refused with exit 2. Then `clnet layers`, the model-file reference: every
+# kind the registry knows, one kind's options with their defaults, and a
+# clear failure for a kind that does not exist. Needs no device.
+# usage: cli_help_test.sh CLNET
 set -u
 clnet=$1
 fail=0
 ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1"; shift; printf '%s\n' "$@"; fail=1; }
+
+# Each command with options its table must list.
+declare -A options=(
+  [devices]="--devices"
+  [train]="--data --data-npy --epochs --steps --batch --lr --optimizer --momentum --wd --schedule --seed --devices --split --save --resume --no-eval"
+  [eval]="--data --data-npy --batch --devices --weights"
+  [predict]="--weights --output --batch --devices"
+  [bench]="--devices --batch --steps --rounds"
+  [tune]="--batch --devices"
+  [layers]="")
+for cmd in "${!options[@]}"; do
+  out=$("$clnet" "$cmd" --help 2>/dev/null); rc=$?
+  lacks=()
+  for o in ${options[$cmd]}; do grep -qE -- "^  $o( |=|$)" <<<"$out" || lacks+=("$o"); done
+  if [ $rc -eq 0 ] && grep -q "^usage: clnet $cmd" <<<"$out" && [ ${#lacks[@]} -eq 0 ]; then
+    ok "clnet $cmd --help lists its options"
+  else bad "clnet $cmd --help (exit $rc), lacks: ${lacks[*]}" "$out"; fi
+  "$clnet" "$cmd" --no-such-option >/dev/null 2>&1; rc=$?
+  if [ $rc -eq 2 ]; then ok "clnet $cmd refuses an unknown option (exit 2)"
+  else bad "clnet $cmd --no-such-option exits $rc, not 2"; fi
+done
 
 # The registry's kinds, as the library names them when refusing an unknown one.
 err=$("$clnet" layers no_such_kind 2>&1 >/dev/null); rc=$?
