@@ -4,6 +4,7 @@
 #include "alloc.h"
 #include "error.h"
 #include "gemm.h"
+#include "text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,17 +30,10 @@ static int equal_before(const clnet_trainer *t, int i) {
 clnet_status clnet_choices_record(const clnet_trainer *t, char **out) {
     clnet_status status = CLNET_OK;
     choice_line *lines = NULL;
-    char *text = NULL;
+    clnet_text text = {0};
     *out = NULL;
     if (!t) return CLNET_OK;
-    size_t cap = 1, used = 0;
-    for (int i = 0; i < t->count; i++)
-        cap += sizeof(t->replicas[i]->d->tune_device) + 2 +
-               (size_t)clnet_gemm_record_count(&t->replicas[i]->gemm_record, t->replicas[i]->d) *
-                   sizeof(choice_line);
-    text = clnet_malloc(cap);
-    if (!text) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
-    text[0] = '\0';
+    clnet_text_add(&text, "", 0); /* no choices is "", not NULL */
     for (int i = 0; i < t->count; i++) {
         const clnet_device *d = t->replicas[i]->d;
         const clnet_gemm_record *made = &t->replicas[i]->gemm_record;
@@ -56,15 +50,15 @@ clnet_status clnet_choices_record(const clnet_trainer *t, char **out) {
             snprintf(lines[count++], sizeof *lines, "%s\t%d\t%s\n", key, bucket, made->picks[k].id);
         }
         qsort(lines, (size_t)count, sizeof *lines, compare_lines);
-        used += (size_t)snprintf(text + used, cap - used, "@%s\n", d->tune_device);
-        for (int k = 0; k < count; k++)
-            used += (size_t)snprintf(text + used, cap - used, "%s", lines[k]);
+        clnet_text_printf(&text, "@%s\n", d->tune_device);
+        for (int k = 0; k < count; k++) clnet_text_str(&text, lines[k]);
     }
-    *out = text;
-    text = NULL;
+    if (text.failed) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
+    *out = text.buf;
+    text.buf = NULL;
 cleanup:
     free(lines);
-    free(text);
+    clnet_text_free(&text);
     return status;
 }
 
