@@ -101,7 +101,6 @@ static clnet_status run_once(clnet_device *d, const char *id, const clnet_gemm_s
                            0, o->ldc);
 }
 
-/* The fastest of TIMINGS timings of repeated calls, in microseconds per call. */
 /* The fastest of COLD_CALLS calls, each after other data filled the caches. */
 static clnet_status time_cold(clnet_device *d, const char *id, const clnet_gemm_shape *s,
                               operands *o, double *us) {
@@ -123,6 +122,7 @@ cleanup:
     return status;
 }
 
+/* The fastest of TIMINGS timings of repeated calls, in microseconds per call. */
 static clnet_status time_candidate(clnet_device *d, const char *id, const clnet_gemm_shape *s,
                                    operands *o, double *us) {
     clnet_status status = CLNET_OK;
