@@ -324,6 +324,10 @@ clnet_status clnet_layer_kind_options(const char *kind, int *count);
 /* Option i (0 to count - 1) of a kind: name= and input= first, then the
  * kind's own in the order it lists them. */
 clnet_status clnet_layer_kind_option(const char *kind, int i, clnet_layer_option_info *out);
+/* What a kind computes, in a paragraph (the shapes it takes and makes, its
+ * tensors, PyTorch's counterpart), in *about: static text, "" for a kind
+ * added at run time without one. */
+clnet_status clnet_layer_kind_about(const char *kind, const char **about);
 
 /* A net's state: the optimizer steps it has taken, and the host's copy of
  * its parameters and buffers (what a checkpoint saves). */

@@ -188,6 +188,9 @@ enum { CLNET_READS_X = 1, CLNET_READS_Y = 2 };
 struct clnet_kind {
     const char *name; /* the model-file keyword */
     const char *stem; /* default node names stem1, stem2, ... (NULL: name) */
+    /* What the kind computes, for `clnet layers` and the model-file
+     * reference: shapes taken and made, tensors, PyTorch's counterpart. */
+    const char *about;
     /* The options it takes (name= and input= aside), one row each, ended
      * by a row whose name is NULL (NULL: none). */
     const clnet_option *options;
@@ -267,16 +270,16 @@ clnet_status clnet_no_kernels(const clnet_node *node, const clnet_pass *p);
 
 /* The tables of two common sorts of kind (the fields not named are 0). A
  * view: its output is its one input, reshaped in place; no kernel runs. */
-#define CLNET_VIEW_KIND(name_, setup_)                                                             \
+#define CLNET_VIEW_KIND(name_, about_, setup_)                                                     \
     {                                                                                              \
-        .name = name_, .min_inputs = 1, .max_inputs = 1, .is_view = 1, .setup = setup_,            \
-        .forward = clnet_no_kernels,                                                               \
+        .name = name_, .about = about_, .min_inputs = 1, .max_inputs = 1, .is_view = 1,            \
+        .setup = setup_, .forward = clnet_no_kernels,                                              \
     }
 /* Two or more inputs joined into one output (add, concat). */
-#define CLNET_JOIN_KIND(name_, setup_, forward_, backward_)                                        \
+#define CLNET_JOIN_KIND(name_, about_, setup_, forward_, backward_)                                \
     {                                                                                              \
-        .name = name_, .min_inputs = 2, .max_inputs = CLNET_MAX_INPUTS, .setup = setup_,           \
-        .forward = forward_, .backward = backward_,                                                \
+        .name = name_, .about = about_, .min_inputs = 2, .max_inputs = CLNET_MAX_INPUTS,           \
+        .setup = setup_, .forward = forward_, .backward = backward_,                               \
     }
 
 /* The registry (layers.c). */

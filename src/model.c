@@ -265,6 +265,15 @@ clnet_status clnet_layer_kind_option(const char *kind_name, int i, clnet_layer_o
     return CLNET_OK;
 }
 
+clnet_status clnet_layer_kind_about(const char *kind_name, const char **about) {
+    const clnet_kind *kind = NULL;
+    clnet_status s = find_kind(kind_name, &kind);
+    if (s != CLNET_OK) return s;
+    if (!about) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_layer_kind_about: no about");
+    *about = kind->about ? kind->about : "";
+    return CLNET_OK;
+}
+
 /* ---- resolving: names, order, shapes, layout -------------------------------------- */
 
 clnet_shape clnet_model_source_shape(const clnet_model *m, int producer) {

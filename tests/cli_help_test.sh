@@ -45,8 +45,14 @@ if [ $rc -eq 0 ] && [ -n "$known" ] && [ "$listed" = "$known" ]; then
   ok "clnet layers lists every kind of the registry ($(wc -l <<<"$listed"))"
 else bad "clnet layers kinds (exit $rc)" "listed:" "$listed" "registry:" "$known"; fi
 for kind in $known; do
-  if ! grep -A4 -x "$kind" <<<"$all" | grep -qE '^  input +the line before'; then
-    bad "$kind's options (name= and input= first)" "$(grep -A6 -x "$kind" <<<"$all")"
+  # the kind's block: its name, what it computes, then its options
+  block=$(awk -v k="$kind" '$0 == k {on = 1; next} on && /^$/ {exit} on' <<<"$all")
+  first=$(head -1 <<<"$block")
+  if ! grep -qE '^  [^ ]' <<<"$first" || grep -qE '^  option +default' <<<"$first"; then
+    bad "$kind says what it computes before its options" "$block"
+  fi
+  if ! grep -A3 -E '^  option +default +takes$' <<<"$block" | grep -qE '^  input +the line before'; then
+    bad "$kind's options (name= and input= first)" "$block"
   fi
 done
 

@@ -356,6 +356,9 @@ START_TEST(layer_kinds_declare_their_options) {
                           kind->name, o->name);
             ck_assert(strcmp(o->name, "name") != 0 && strcmp(o->name, "input") != 0);
         }
+        const char *about = NULL;
+        ck_assert_int_eq(clnet_layer_kind_about(kind->name, &about), CLNET_OK);
+        ck_assert_msg(about == kind->about && strlen(about) > 20, "%s: no about", kind->name);
         int count = 0;
         clnet_layer_option_info info;
         ck_assert_int_eq(clnet_layer_kind_options(kind->name, &count), CLNET_OK);
@@ -371,6 +374,9 @@ START_TEST(layer_kinds_declare_their_options) {
     int count = 0;
     ck_assert_int_eq(clnet_layer_kind_options("lstm", &count), CLNET_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(clnet_last_error(), "unknown layer kind 'lstm' (known: conv1d"));
+    const char *about = NULL;
+    ck_assert_int_eq(clnet_layer_kind_about("lstm", &about), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_layer_kind_about("relu", NULL), CLNET_ERR_INVALID_ARGUMENT);
     clnet_layer_option_info info;
     ck_assert_int_eq(clnet_layer_kind_option("conv2d", 4, &info), CLNET_OK);
     ck_assert_str_eq(info.name, "stride");

@@ -3,16 +3,37 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <string.h>
 
-/* A kind and its options, one per line (the key, its default, what it
- * takes), each with its help on a line of its own. */
+/* Text in lines of at most `width` characters, each after `indent`
+ * spaces, broken at spaces (a word longer than a line stands alone). */
+static void print_wrapped(const char *text, int indent, int width) {
+    while (*text) {
+        int len = (int)strlen(text), cut = len;
+        if (len > width) {
+            cut = width;
+            while (cut > 0 && text[cut] != ' ') cut--;
+            if (cut == 0) cut = (int)strcspn(text, " ");
+        }
+        printf("%*s%.*s\n", indent, "", cut, text);
+        text += cut;
+        while (*text == ' ') text++;
+    }
+}
+
+/* A kind: what it computes, then its options, one per line (the key, its
+ * default, what it takes), each with its help on a line of its own. */
 static int print_kind(const char *kind) {
     int count = 0;
-    if (clnet_layer_kind_options(kind, &count) != CLNET_OK) {
+    const char *about = "";
+    if (clnet_layer_kind_options(kind, &count) != CLNET_OK ||
+        clnet_layer_kind_about(kind, &about) != CLNET_OK) {
         fprintf(stderr, "clnet layers: %s\n", clnet_last_error());
         return 2;
     }
-    printf("%s\n  %-12s %-24s %s\n", kind, "option", "default", "takes");
+    printf("%s\n", kind);
+    print_wrapped(about, 2, 76);
+    printf("  %-12s %-24s %s\n", "option", "default", "takes");
     for (int i = 0; i < count; i++) {
         clnet_layer_option_info o;
         if (clnet_layer_kind_option(kind, i, &o) != CLNET_OK) {

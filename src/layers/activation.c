@@ -33,9 +33,10 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
 }
 
 /* backward reads the forward's output (each derivative needs only y) */
-#define ACTIVATION(id)                                                                             \
+#define ACTIVATION(id, about_)                                                                     \
     const clnet_kind clnet_##id##_kind = {                                                         \
         .name = #id,                                                                               \
+        .about = about_,                                                                           \
         .min_inputs = 1,                                                                           \
         .max_inputs = 1,                                                                           \
         .backward_reads = CLNET_READS_Y,                                                           \
@@ -43,10 +44,12 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
         .forward = forward,                                                                        \
         .backward = backward,                                                                      \
     };
-ACTIVATION(relu)
-ACTIVATION(sigmoid)
-ACTIVATION(tanh)
+ACTIVATION(relu, "max(0, x) element by element, any shape. A relu whose input no other layer "
+                 "reads runs inside a convolution before it (CLNET_FUSE=off keeps it apart; "
+                 "the results are the same).")
+ACTIVATION(sigmoid, "1 / (1 + exp(-x)) element by element, any shape.")
+ACTIVATION(tanh, "tanh(x) element by element, any shape.")
 
 /* A relu that the layer before it runs (clnet_kind.fuse_relu): its output is
  * that layer's, and no kernel of its own runs. */
-const clnet_kind clnet_relu_fused_kind = CLNET_VIEW_KIND("relu", setup);
+const clnet_kind clnet_relu_fused_kind = CLNET_VIEW_KIND("relu", NULL, setup);

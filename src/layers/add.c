@@ -40,4 +40,8 @@ cleanup:
     return status;
 }
 
-const clnet_kind clnet_add_kind = CLNET_JOIN_KIND("add", setup, forward, backward);
+const clnet_kind clnet_add_kind =
+    CLNET_JOIN_KIND("add",
+                    "Two or more inputs of the same shape, summed element by element: a residual "
+                    "connection (add input=relu1,res).",
+                    setup, forward, backward);

@@ -240,6 +240,15 @@ cleanup:
 
 const clnet_kind clnet_batchnorm_kind = {
     .name = "batchnorm",
+    .about =
+        "Normalizes each channel with the batch's mean and biased variance in training, with the "
+        "running statistics in evaluation, then scales and shifts it: PyTorch's BatchNorm1d/2d/3d"
+        " for any input (C), (C, L), (C, H, W) or (C, D, H, W). Parameters weight (1) and bias "
+        "(0), buffers running_mean, running_var and num_batches_tracked, per channel. The running"
+        " statistics move by momentum towards the batch mean and the unbiased variance, once per "
+        "step. Training needs more than one value per channel. sync=on: the statistics cover the "
+        "whole batch across devices and MPI ranks, so a step on N devices is a step on one; "
+        "sync=off: each device normalizes with its own share (as nn.DataParallel).",
     .stem = "bn",
     .options = options,
     .min_inputs = 1,

@@ -56,4 +56,8 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     return move(node, p, 1);
 }
 
-const clnet_kind clnet_concat_kind = CLNET_JOIN_KIND("concat", setup, forward, backward);
+const clnet_kind clnet_concat_kind =
+    CLNET_JOIN_KIND("concat",
+                    "Two or more inputs with the same spatial size, joined along channels in the "
+                    "order input= lists them (torch.cat along dimension 1).",
+                    setup, forward, backward);

@@ -575,9 +575,9 @@ static clnet_status transpose_backward(const clnet_node *node, const clnet_pass 
     return each_chunk(node, p, transpose_backward_chunk);
 }
 
-#define CONV_KIND(kind_name, defaults_, options_)                                                  \
+#define CONV_KIND(kind_name, about_, defaults_, options_)                                          \
     {                                                                                              \
-        .name = kind_name, .stem = "conv", .options = options_, .min_inputs = 1,                   \
+        .name = kind_name, .about = about_, .stem = "conv", .options = options_, .min_inputs = 1,  \
         .max_inputs = 1, /* x: each chunk's columns are made again; y: with a relu taken in */     \
             .backward_reads = CLNET_READS_X | CLNET_READS_Y, .config_size = sizeof(conv_config),   \
         .defaults = defaults_, .check = check, .setup = setup, .work_floats = work_floats,         \
@@ -585,20 +585,54 @@ static clnet_status transpose_backward(const clnet_node *node, const clnet_pass 
     }
 
 /* backward reads x (the weight gradient's Xp), never y */
-#define TRANSPOSE_KIND(kind_name, defaults_, options_)                                             \
+#define TRANSPOSE_KIND(kind_name, about_, defaults_, options_)                                     \
     {                                                                                              \
-        .name = kind_name, .stem = "deconv", .options = options_, .min_inputs = 1,                 \
-        .max_inputs = 1, .backward_reads = CLNET_READS_X, .config_size = sizeof(conv_config),      \
-        .defaults = defaults_, .check = check, .setup = setup, .work_floats = work_floats,         \
-        .forward = transpose_forward, .backward = transpose_backward,                              \
+        .name = kind_name, .about = about_, .stem = "deconv", .options = options_,                 \
+        .min_inputs = 1, .max_inputs = 1, .backward_reads = CLNET_READS_X,                         \
+        .config_size = sizeof(conv_config), .defaults = defaults_, .check = check, .setup = setup, \
+        .work_floats = work_floats, .forward = transpose_forward, .backward = transpose_backward,  \
     }
 
-const clnet_kind clnet_conv1d_kind = CONV_KIND("conv1d", defaults1, conv1_options);
-const clnet_kind clnet_conv2d_kind = CONV_KIND("conv2d", defaults2, conv2_options);
-const clnet_kind clnet_conv3d_kind = CONV_KIND("conv3d", defaults3, conv3_options);
+/* What every convolution shares, after the shapes of its rank. */
+#define CONV_ABOUT                                                                                 \
+    " Options with one value per axis take one number for every axis or one per axis "             \
+    "(3x5). groups=G splits channels and filters into G independent groups (G dividing "           \
+    "both; G equal to the channels is depthwise); dilation=d spaces the taps d apart, so "         \
+    "a kernel spans d(k-1)+1 inputs; pad=same keeps the size at stride 1 (PyTorch's "              \
+    "padding='same', the odd zero after the input)."
+#define TRANSPOSE_ABOUT                                                                            \
+    " The gradient of a convolution run forward: each input spreads its window into an output "    \
+    "of (in-1)*stride - 2*pad + dilation*(size-1) + output_pad + 1 per axis. Weight (channels, "   \
+    "filters/groups, k...), bias (filters)."
+
+const clnet_kind clnet_conv1d_kind =
+    CONV_KIND("conv1d",
+              "A convolution over signals: (C, L) in, (filters, L') out; weight (filters, "
+              "C/groups, k), bias (filters), as PyTorch's Conv1d. pad=causal puts d(k-1) zeros "
+              "before the signal and none after, so no output reads a later input." CONV_ABOUT,
+              defaults1, conv1_options);
+const clnet_kind clnet_conv2d_kind =
+    CONV_KIND("conv2d",
+              "A convolution over images: (C, H, W) in, (filters, H', W') out; weight (filters, "
+              "C/groups, kh, kw), bias (filters), as PyTorch's Conv2d." CONV_ABOUT,
+              defaults2, conv2_options);
+const clnet_kind clnet_conv3d_kind =
+    CONV_KIND("conv3d",
+              "A convolution over volumes: (C, D, H, W) in, (filters, D', H', W') out; weight "
+              "(filters, C/groups, kd, kh, kw), bias (filters), as PyTorch's Conv3d." CONV_ABOUT,
+              defaults3, conv3_options);
 const clnet_kind clnet_conv_transpose1d_kind =
-    TRANSPOSE_KIND("conv_transpose1d", defaults_t1, transpose1_options);
+    TRANSPOSE_KIND("conv_transpose1d",
+                   "A transposed convolution over signals (C, L), as PyTorch's "
+                   "ConvTranspose1d." TRANSPOSE_ABOUT,
+                   defaults_t1, transpose1_options);
 const clnet_kind clnet_conv_transpose2d_kind =
-    TRANSPOSE_KIND("conv_transpose2d", defaults_t2, transpose2_options);
+    TRANSPOSE_KIND("conv_transpose2d",
+                   "A transposed convolution over images (C, H, W), as PyTorch's "
+                   "ConvTranspose2d." TRANSPOSE_ABOUT,
+                   defaults_t2, transpose2_options);
 const clnet_kind clnet_conv_transpose3d_kind =
-    TRANSPOSE_KIND("conv_transpose3d", defaults_t3, transpose3_options);
+    TRANSPOSE_KIND("conv_transpose3d",
+                   "A transposed convolution over volumes (C, D, H, W), as PyTorch's "
+                   "ConvTranspose3d." TRANSPOSE_ABOUT,
+                   defaults_t3, transpose3_options);

@@ -70,6 +70,11 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
 
 const clnet_kind clnet_dropout_kind = {
     .name = "dropout",
+    .about =
+        "In training each element is zeroed with probability p and the rest scaled by 1/(1-p); in"
+        " evaluation the identity. The mask is a hash of the seed, the layer's name, the step, "
+        "the sample's index in the global batch and the element, so N devices draw the mask one "
+        "device draws, whatever the split, and nothing is kept for backward.",
     .options = options,
     .min_inputs = 1,
     .max_inputs = 1,

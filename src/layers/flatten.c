@@ -12,4 +12,8 @@ static clnet_status setup(clnet_node *node) {
     return CLNET_OK;
 }
 
-const clnet_kind clnet_flatten_kind = CLNET_VIEW_KIND("flatten", setup);
+const clnet_kind clnet_flatten_kind =
+    CLNET_VIEW_KIND("flatten",
+                    "The input as one vector of its values in channel, depth, height, width order "
+                    "(PyTorch's nn.Flatten); no kernel runs.",
+                    setup);

@@ -39,6 +39,10 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
 
 const clnet_kind clnet_global_avgpool_kind = {
     .name = "global_avgpool",
+    .about =
+        "The mean of each channel over all its spatial positions (PyTorch's "
+        "AdaptiveAvgPool1d/2d/3d(1)): (C, H, W) -> (C, 1, 1), which linear and flatten read as C "
+        "values.",
     .stem = "pool",
     .min_inputs = 1,
     .max_inputs = 1,
@@ -59,6 +63,9 @@ static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
 
 const clnet_kind clnet_global_maxpool_kind = {
     .name = "global_maxpool",
+    .about = "The largest value of each channel over all its spatial positions (PyTorch's "
+             "AdaptiveMaxPool1d/2d/3d(1)), shaped as global_avgpool's output; the gradient goes to "
+             "that value, the first where several are equal (a NaN wins), as PyTorch does.",
     .stem = "pool",
     .min_inputs = 1,
     .max_inputs = 1,

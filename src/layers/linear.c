@@ -107,6 +107,9 @@ cleanup:
 
 const clnet_kind clnet_linear_kind = {
     .name = "linear",
+    .about =
+        "A fully connected layer: reads any input as one vector in channel, depth, height, width "
+        "order and gives units values; weight (units, inputs), bias (units), as PyTorch's Linear.",
     .stem = "fc",
     .options = options,
     .min_inputs = 1,

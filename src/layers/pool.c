@@ -163,14 +163,24 @@ static clnet_status avg_backward(const clnet_node *node, const clnet_pass *p) {
                ARGS(U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
 }
 
-#define POOL_KIND(kind_name, options_, keep, fwd, bwd)                                             \
+#define POOL_KIND(kind_name, about_, options_, keep, fwd, bwd)                                     \
     {                                                                                              \
-        .name = kind_name, .stem = "pool", .options = options_, .min_inputs = 1, .max_inputs = 1,  \
-        .config_size = sizeof(pool_config), .check = check, .setup = setup, .keep_floats = keep,   \
-        .forward = fwd, .backward = bwd,                                                           \
+        .name = kind_name, .about = about_, .stem = "pool", .options = options_, .min_inputs = 1,  \
+        .max_inputs = 1, .config_size = sizeof(pool_config), .check = check, .setup = setup,       \
+        .keep_floats = keep, .forward = fwd, .backward = bwd,                                      \
     }
 
 const clnet_kind clnet_maxpool_kind =
-    POOL_KIND("maxpool", max_options, max_keep, max_forward, max_backward);
+    POOL_KIND("maxpool",
+              "The largest value of each window, per channel, over the input's 1, 2 or 3 "
+              "spatial axes (PyTorch's MaxPool1d/2d/3d); the gradient goes to that value, the "
+              "first where several are equal. ceil=on rounds the output size up, keeping a "
+              "last window that starts inside the input or its left padding (ceil_mode).",
+              max_options, max_keep, max_forward, max_backward);
 const clnet_kind clnet_avgpool_kind =
-    POOL_KIND("avgpool", avg_options, NULL, avg_forward, avg_backward);
+    POOL_KIND("avgpool",
+              "The mean of each window, per channel, over the input's 1, 2 or 3 spatial axes "
+              "(PyTorch's AvgPool1d/2d/3d). Padded zeros count (count_pad=on, PyTorch's "
+              "default): a window divides by its cells up to the padded edge; count_pad=off "
+              "divides by the input's own cells (count_include_pad=False).",
+              avg_options, NULL, avg_forward, avg_backward);

@@ -49,6 +49,9 @@ static clnet_status setup(clnet_node *node) {
 
 const clnet_kind clnet_reshape_kind = {
     .name = "reshape",
+    .about =
+        "The same values in the same order with another shape (PyTorch's view), e.g. a volume's "
+        "channels and depth read as an image's channels; no kernel runs.",
     .options = options,
     .min_inputs = 1,
     .max_inputs = 1,

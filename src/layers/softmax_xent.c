@@ -28,6 +28,9 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
 
 const clnet_kind clnet_softmax_xent_kind = {
     .name = "softmax_cross_entropy",
+    .about = "The loss: softmax and cross-entropy against the labels, fused and numerically stable "
+             "(log-sum-exp), over the C values of its input; it counts the correct answers. The "
+             "model's last layer, the one no layer reads.",
     .stem = "loss",
     .min_inputs = 1,
     .max_inputs = 1,
