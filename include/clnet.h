@@ -780,8 +780,8 @@ double clnet_seconds(void);
 
 /* ---- Environment ------------------------------------------------------------
  *
- * Every variable clnet reads (tests/env_vars_test.sh checks this table
- * against the sources and the README):
+ * Every variable clnet reads (the test env_vars, scripts/check_env.py, checks
+ * this table against the sources and docs/environment.md):
  *
  *   CLNET_DEVICES=SPEC       the devices when a program passes none
  *                            (clnet_runtime_create; --devices wins)

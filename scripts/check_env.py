@@ -4,8 +4,8 @@
 The table is the "Environment" section of include/clnet.h: one line per
 variable, "CLNET_NAME=VALUE  meaning". Every "CLNET_..." string literal in
 the library's sources (what getenv reads) must have a row; every row must be
-read somewhere; and the README's table of environment variables must list
-the same names. Prints what differs and exits 1.
+read somewhere; and the table of docs/environment.md (its section "clnet's
+own") must list the same names. Prints what differs and exits 1.
 usage: check_env.py REPO_DIR"""
 import os
 import re
@@ -34,10 +34,10 @@ for folder, _, files in os.walk(os.path.join(root, "src")):
             for m in re.finditer(r'(?:getenv|parse_pairs)\("(CLNET_[A-Z0-9_]+)"', text):
                 read_by_sources.add(m.group(1))
 
-readme = read("README.md")
-start = readme.index("## Environment variables")
-end = readme.find("\n## ", start + 1)
-documented = set(re.findall(r"^\| `(CLNET_[A-Z0-9_]+)", readme[start:end], re.M))
+page = read("docs/environment.md")
+start = page.index("## clnet's own")
+end = page.find("\n## ", start + 1)
+documented = set(re.findall(r"^\| `(CLNET_[A-Z0-9_]+)", page[start:end], re.M))
 
 problems = []
 for name in sorted(read_by_sources - table):
@@ -45,10 +45,10 @@ for name in sorted(read_by_sources - table):
 for name in sorted(table - read_by_sources):
     problems.append(f"{name} has a row in include/clnet.h but nothing in src/ reads it")
 for name in sorted(table ^ documented):
-    where = "README.md's table" if name in table else "include/clnet.h's table"
+    where = "docs/environment.md's table" if name in table else "include/clnet.h's table"
     problems.append(f"{name} is missing from {where}")
 for p in problems:
     print(p)
 print(f"{len(table)} variables in the table, {len(read_by_sources)} read by the sources, "
-      f"{len(documented)} in the README: {'ok' if not problems else 'differ'}")
+      f"{len(documented)} in docs/environment.md: {'ok' if not problems else 'differ'}")
 sys.exit(1 if problems else 0)

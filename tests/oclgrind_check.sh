@@ -6,7 +6,7 @@
 #   --expect-build-failures  the test builds broken kernels on purpose: allow
 #                            clBuildProgram's CL_BUILD_PROGRAM_FAILURE reports
 # Not OCLGRIND_UNINITIALIZED: Oclgrind 21.10's uninitialised-value check
-# reports clnet's correct kernels (see the README's "Tests").
+# reports clnet's correct kernels (see docs/troubleshooting.md, "Oclgrind").
 # usage: oclgrind_check.sh [--expect-build-failures] COMMAND...
 set -u
 export OCLGRIND_CHECK_API=1 OCLGRIND_DATA_RACES=1
