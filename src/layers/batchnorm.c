@@ -179,7 +179,10 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     } else {
         memcpy(merged, mine, triple * sizeof(double));
     }
-    if (merged[0] < 2)
+    /* A calibration probe is timed and thrown away: a device probed alone
+     * with one sample may hold one value per channel, which a step never
+     * normalizes with (the step's batch covers every device). */
+    if (merged[0] < 2 && !ctx->probe)
         FAIL(CLNET_ERR_INVALID_ARGUMENT,
              "batch norm in training needs more than one value per channel (a batch of %.0f)",
              merged[0]);
@@ -190,7 +193,7 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
         v.f[c] = (float)norm[1 + c];
         v.f[C + c] = (float)(1.0 / sqrt(norm[1 + C + c] / norm[0] + cfg->eps));
         v.f[2 * C + c] = (float)merged[1 + c];
-        v.f[3 * C + c] = (float)(merged[1 + C + c] / (merged[0] - 1));
+        v.f[3 * C + c] = (float)(merged[1 + C + c] / (merged[0] > 1 ? merged[0] - 1 : 1));
     }
     TRY(clnet_buffer_write(p->d, p->keep, p->keep_off, 2 * C, v.f));
     TRY(clnet_buffer_write(p->d, p->work, SENT(C), 2 * C, v.f + 2 * C));
