@@ -192,7 +192,8 @@ void clnet_runtime_free(clnet_runtime *rt);
  * rank makes them, in the same order, with the same arguments): binding,
  * clnet_net_set_split, training and evaluation steps, clnet_net_evaluate,
  * clnet_net_predict, clnet_net_logits, clnet_net_load_weights and
- * clnet_net_train_async. Each global batch is split across every device of
+ * clnet_net_train_async. clnet_net_tune is for one process (clnet tune
+ * refuses under mpirun with several ranks). Each global batch is split across every device of
  * every rank (each device takes a fixed range of the batch's samples, so
  * every rank must be given the same batch), the gradients are summed on
  * each rank's host and then across ranks, and every rank applies the same
@@ -257,9 +258,9 @@ void clnet_mpi_set_timeout(double seconds);
  *
  * The kinds of layers and their options (names, types, defaults, one line
  * of help each): `clnet layers` prints them all, `clnet layers KIND` one.
- * Layers with parameters take init= normal (with std=), xavier, kaiming or
- * zeros for the weight, and bias_init= (bias_std= with normal) for the bias;
- * the defaults are kaiming and zeros. When a tensor is read by several
+ * Layers with parameters take init= normal (with std=), xavier, kaiming,
+ * zeros or uniform_fan_in (PyTorch's default) for the weight, and bias_init= (bias_std= with
+ * normal) for the bias; the defaults are kaiming and zeros. When a tensor is read by several
  * layers, its gradient is the sum of what each sends back. */
 
 clnet_status clnet_net_create(clnet_net **out);
@@ -313,8 +314,9 @@ typedef struct {
     char help[160];        /* one line */
 } clnet_layer_option_info;
 
-/* The kinds a model file may name: the built-in ones, then any added at run
- * time; clnet_layer_kind_name gives NULL past the last. */
+/* The kinds a model file may name: the built-in ones (then any the
+ * library's tests register internally); clnet_layer_kind_name gives NULL
+ * past the last. */
 int clnet_layer_kind_count(void);
 const char *clnet_layer_kind_name(int i);
 /* How many options a kind takes, name= and input= (which every kind takes)
@@ -570,7 +572,7 @@ clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch);
  * device's measured speed (a smoothed estimate, re-balanced as it changes;
  * bind measures it first on small probes bounded in time), runs them
  * concurrently, adds the replicas' gradient sums on the host in a fixed device
- * order and applies SGD once: a step on N devices equals a step on one, up to
+ * order and applies the optimizer once: a step on N devices equals a step on one, up to
  * float rounding. A device too slow to earn one sample gets no share. A device
  * whose share does not fit its memory runs it in micro-batches. */
 typedef struct {
@@ -711,7 +713,8 @@ clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_prog
  * the candidate the tuning database names for the device, driver, operation,
  * per-sample shape and batch bucket (power of two), or a fixed rule when it
  * names none. The database is tune.db in the kernel cache's folder
- * ($CLNET_CACHE_DIR; see clnet_runtime_create); deleting it is safe.
+ * ($CLNET_CACHE_DIR, else $XDG_CACHE_HOME/clnet or ~/.cache/clnet; see the
+ * Environment table); deleting it is safe.
  * Training never times anything itself: the choices of a run come from the
  * database or the rules, and a checkpoint records them ("gemm_choices" in
  * its metadata) for a resume to use again. */
@@ -731,8 +734,9 @@ typedef void (*clnet_tune_fn)(const clnet_tune_report *r, void *user);
 
 /* Measures every candidate of every tunable operation the bound net runs,
  * at a step of `batch` samples split over its devices as training splits it:
- * trains one step on random data first (the parameters change: tune a net
- * made for it), then times each candidate on each shape, checks the
+ * trains two steps on random data first, one that settles the split and
+ * one that records the shapes (the parameters change: tune a net made for
+ * it), then times each candidate on each shape, checks the
  * candidates' results against each other, stores each shape's fastest
  * correct candidate in the database and uses it from then on. `report`
  * (may be NULL) hears of every measurement. With CLNET_TUNE=off in the
