@@ -193,9 +193,9 @@ void clnet_runtime_free(clnet_runtime *rt);
  * clnet_net_set_split, training and evaluation steps, clnet_net_evaluate,
  * clnet_net_predict, clnet_net_logits, clnet_net_load_weights and
  * clnet_net_train_async. clnet_net_tune is for one process (clnet tune
- * refuses under mpirun with several ranks). Each global batch is split across every device of
- * every rank (each device takes a fixed range of the batch's samples, so
- * every rank must be given the same batch), the gradients are summed on
+ * refuses under mpirun with several ranks). Each global batch is split
+ * across every device of every rank (each device takes a fixed range of the
+ * batch's samples, so every rank must be given the same batch), the gradients are summed on
  * each rank's host and then across ranks, and every rank applies the same
  * update. clnet_net_device_count and clnet_net_device_share then count the
  * devices of all ranks. clnet_net_save writes on rank 0 only (the other
@@ -259,9 +259,10 @@ void clnet_mpi_set_timeout(double seconds);
  * The kinds of layers and their options (names, types, defaults, one line
  * of help each): `clnet layers` prints them all, `clnet layers KIND` one.
  * Layers with parameters take init= normal (with std=), xavier, kaiming,
- * zeros or uniform_fan_in (PyTorch's default) for the weight, and bias_init= (bias_std= with
- * normal) for the bias; the defaults are kaiming and zeros. When a tensor is read by several
- * layers, its gradient is the sum of what each sends back. */
+ * zeros or uniform_fan_in (PyTorch's default) for the weight, and
+ * bias_init= (bias_std= with normal) for the bias; the defaults are kaiming
+ * and zeros. When a tensor is read by several layers, its gradient is the
+ * sum of what each sends back. */
 
 clnet_status clnet_net_create(clnet_net **out);
 /* Adds one model-file line (a comment or blank line adds nothing). An
