@@ -61,14 +61,14 @@ extern "C" {
 #endif
 
 #define CLNET_VERSION_MAJOR 0
-#define CLNET_VERSION_MINOR 2
+#define CLNET_VERSION_MINOR 3
 #define CLNET_VERSION_PATCH 0
 
 /* The most devices one training job uses, over all its ranks (and so the
  * most ranks). */
 #define CLNET_MAX_DEVICES 64
 
-/* The library's version as "MAJOR.MINOR.PATCH", e.g. "0.2.0". */
+/* The library's version as "MAJOR.MINOR.PATCH", e.g. "0.3.0". */
 const char *clnet_version(void);
 
 /* Status codes: one list makes both the enum and clnet_status_string()

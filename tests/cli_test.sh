@@ -18,7 +18,7 @@ check() { # name, expected exit (0 or nonzero), pattern, command...
 }
 check "devices lists and checks" 0 ' ok$' "$clnet" devices
 check "devices footer" 0 'selected, 0 failed the check' "$clnet" devices
-check "version" 0 '^clnet 0\.2\.0 \(MPI: (yes|no)' "$clnet" version
+check "version" 0 '^clnet 0\.3\.0 \(MPI: (yes|no)' "$clnet" version
 check "unknown device spec" 1 "unknown device selection 'nope'" "$clnet" devices --devices nope
 check "spec via environment" 1 "unknown device selection 'bad'" env CLNET_DEVICES=bad "$clnet" devices
 check "--devices wins over environment" 0 ' ok$' env CLNET_DEVICES=bad "$clnet" devices --devices all

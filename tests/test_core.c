@@ -20,7 +20,7 @@ START_TEST(version_matches_the_macros) {
     snprintf(want, sizeof want, "%d.%d.%d", CLNET_VERSION_MAJOR, CLNET_VERSION_MINOR,
              CLNET_VERSION_PATCH);
     ck_assert_str_eq(clnet_version(), want);
-    ck_assert_str_eq(clnet_version(), "0.2.0");
+    ck_assert_str_eq(clnet_version(), "0.3.0");
 }
 END_TEST
 

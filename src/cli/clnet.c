@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "layers") == 0) return cmd_layers(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("clnet %s (MPI: %s)\n", clnet_version(),
-               clnet_mpi_available() ? "yes, under mpirun" : "no, built without it");
+               clnet_mpi_available() ? "yes, for mpirun jobs" : "no, built without it");
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
