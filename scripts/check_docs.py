@@ -18,9 +18,10 @@
       Runs every shell block of the pages that runs clnet: ```sh blocks
       whole, and the `$ ` lines of ```console blocks (the rest is output).
       Each page's blocks run in order in one scratch folder where
-      `build/clnet` and `clnet` are CLNET and examples/, tests/, bench/,
-      scripts/ and include/ are the repository's. HTML comments on the lines
-      right above a block's fence change what runs:
+      `build/clnet` and `clnet` are CLNET and examples/, bench/, scripts/,
+      include/ and cl/ are copies of the repository's (tests/ is linked).
+      HTML comments on the lines right above a block's fence change what
+      runs:
 
           <!-- doc-test: skip: REASON -->      not run (a reason is required)
           <!-- doc-test: sub "OLD" "NEW" -->   replace OLD by NEW first (shorter runs)
@@ -42,7 +43,11 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BLOCK_SECONDS = 300  # one block's limit
-LINKED = ("examples", "tests", "bench", "scripts", "include", "cl")
+# The repository's folders a block may read: copied, so that a block that
+# edits what it finds (a broken kernel for a demonstration) edits a copy;
+# tests/ (fixtures, 10 MB) is linked and must only be read.
+COPIED = ("examples", "bench", "scripts", "include", "cl")
+LINKED = ("tests",)
 
 
 def pages():
@@ -206,6 +211,8 @@ def scratch_folder(clnet):
     folder = tempfile.mkdtemp(prefix="clnet-docs-")
     os.mkdir(os.path.join(folder, "build"))
     os.symlink(os.path.abspath(clnet), os.path.join(folder, "build", "clnet"))
+    for name in COPIED:
+        shutil.copytree(os.path.join(ROOT, name), os.path.join(folder, name), symlinks=True)
     for name in LINKED:
         os.symlink(os.path.join(ROOT, name), os.path.join(folder, name))
     return folder

@@ -81,12 +81,26 @@ clnet_status clnet_fail_cl_at(cl_int err, const char *call, const char *file, in
     return clnet_fail_at(s, file, line, "%s failed: %s (%d)", call, clnet_cl_error_name(err), err);
 }
 
+/* Whether the message already names this context: as one of its
+ * "context: " segments, or at its head more precisely ("training step 0: "
+ * for "training step"). Levels that each name the device then name it once. */
+static int says_already(const char *message, const char *prefix) {
+    size_t n = strlen(prefix);
+    if (n == 0) return 1;
+    if (strncmp(message, prefix, n) == 0 && (message[n] == ':' || message[n] == ' ')) return 1;
+    for (const char *at = strstr(message, prefix); at; at = strstr(at + 1, prefix))
+        if (at >= message + 2 && at[-2] == ':' && at[-1] == ' ' && strncmp(at + n, ": ", 2) == 0)
+            return 1;
+    return 0;
+}
+
 clnet_status clnet_error_context(clnet_status s, const char *fmt, ...) {
     char prefix[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
+    if (says_already(thread_message, prefix)) return s;
     size_t n = strlen(prefix) + strlen(thread_message) + 3;
     char *all = clnet_malloc(n);
     if (!all) return s;

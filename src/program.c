@@ -90,8 +90,9 @@ clnet_status clnet_program_build(clnet_device *d, const char *label, const char 
             log = build_log(d, p);
             status = clnet_fail(CLNET_ERR_BUILD,
                                 "building kernels '%s' with options '%s' failed: "
-                                "clBuildProgram returned %s (%d); build log:\n",
+                                "clBuildProgram returned %s (%d); the build log follows",
                                 label, all_options, clnet_cl_error_name(err), err);
+            clnet_error_append("\n");
             clnet_error_append(log && *log ? log : "(the driver gave no build log)");
             goto cleanup;
         }
