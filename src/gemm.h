@@ -8,8 +8,9 @@
  *   1. $CLNET_GEMM=own|clblast (a backend forced for every shape),
  *   2. choices pinned by a resumed checkpoint (clnet_gemm_pin),
  *   3. the tuning database (tune.h; written by `clnet tune`),
- *   4. the fixed rule: CLBlast on GPUs, the tiled point
- *      "tiled-m6n64v16k256c0a0b0l0w1x1u2" on CPUs, "own-tm8-wg0" elsewhere
+ *   4. the fixed rule: CLBlast on GPUs; on CPUs the tiled point
+ *      "tiled-m6n64v16k256c0a0b0l0w1x1u2", or "own-tm16-wg0" for a long k
+ *      into a small C (gemm.c, fixed_rule); "own-tm8-wg0" elsewhere
  *      (untuned CLBlast reaches a few GFLOP/s on PoCL).
  * Nothing is timed while training: only clnet_net_tune measures.
  *
