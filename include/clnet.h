@@ -776,6 +776,9 @@ typedef struct {
     uint64_t device_allocs; /* device buffers created */
     uint64_t builds;        /* kernel programs built (from source or a cached binary) */
     uint64_t lookups;       /* kernels looked up by name in a device's tables */
+    /* launches of a kernel at a work-group size its device had not run it
+     * at before: CPU drivers (PoCL) compile a work-group function for each */
+    uint64_t first_launches;
 } clnet_counters;
 void clnet_debug_counters(clnet_counters *out);
 
@@ -792,7 +795,9 @@ double clnet_seconds(void);
  *                            (clnet_runtime_create; --devices wins)
  *   CLNET_DATA_DIR=DIR       the folder clnet_dataset_load reads when given
  *                            none (default CLNET_DEFAULT_DATA_DIR)
- *   CLNET_CACHE=off          keeps no built kernels on disk (0 too)
+ *   CLNET_CACHE=off|all      off: keeps no built kernels on disk (0 too);
+ *                            all: stores them for drivers with a cache of
+ *                            their own too (PoCL, NVIDIA; clnet warm)
  *   CLNET_CACHE_DIR=DIR      the folder of built kernels and the tuning
  *                            database (default $XDG_CACHE_HOME/clnet, else
  *                            ~/.cache/clnet)

@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-static atomic_ullong host_allocs, device_allocs, threads, builds, lookups;
+static atomic_ullong host_allocs, device_allocs, threads, builds, lookups, first_launches;
 
 void *clnet_malloc(size_t bytes) {
     atomic_fetch_add_explicit(&host_allocs, 1, memory_order_relaxed);
@@ -38,6 +38,10 @@ void clnet_count_lookup(void) {
     atomic_fetch_add_explicit(&lookups, 1, memory_order_relaxed);
 }
 
+void clnet_count_first_launch(void) {
+    atomic_fetch_add_explicit(&first_launches, 1, memory_order_relaxed);
+}
+
 void clnet_debug_counters(clnet_counters *out) {
     if (!out) return;
     out->host_allocs = atomic_load(&host_allocs);
@@ -45,4 +49,5 @@ void clnet_debug_counters(clnet_counters *out) {
     out->threads = atomic_load(&threads);
     out->builds = atomic_load(&builds);
     out->lookups = atomic_load(&lookups);
+    out->first_launches = atomic_load(&first_launches);
 }

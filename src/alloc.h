@@ -17,5 +17,6 @@ void clnet_count_device_alloc(void);
 /* Counts one program build and one kernel look-up by name (program.c). */
 void clnet_count_build(void);
 void clnet_count_lookup(void);
+void clnet_count_first_launch(void);
 
 #endif

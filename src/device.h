@@ -11,6 +11,9 @@
 /* Where built kernel binaries are kept on disk. */
 typedef struct {
     int enabled;
+    /* CLNET_CACHE=all: store every driver's binaries, those of drivers with
+     * a cache of their own too (clnet warm; see clnet_program_stores) */
+    int store_all;
     char dir[4096];
 } clnet_cache_config;
 
@@ -51,8 +54,13 @@ typedef struct clnet_device {
     clnet_tune_table tuned;  /* the database's entries for this device */
     clnet_tune_table pinned; /* a resumed checkpoint's choices */
     unsigned gemm_version;   /* bumped when they change: choices are made again */
-    unsigned cache_hits;     /* programs loaded from the binary cache */
-    unsigned cache_stores;   /* programs built from source and stored */
+    /* The (kernel, work-group size) pairs launched so far, an open-addressing
+     * table (clnet_run_kept): a new pair is a first launch, which a CPU
+     * driver compiles for. Grows only when a new pair comes. */
+    struct clnet_launched *launched;
+    size_t launched_cap, launched_count;
+    unsigned cache_hits;   /* programs loaded from the binary cache */
+    unsigned cache_stores; /* programs built from source and stored */
 } clnet_device;
 
 struct clnet_runtime {

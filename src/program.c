@@ -39,6 +39,21 @@ static cl_program program_from_binary(clnet_device *d, const unsigned char *bin,
     return NULL;
 }
 
+/* Whether a program built from source is read back into clnet's disk cache.
+ * Not with CLNET_CACHE=off, and not on drivers that keep a cache of their
+ * own (PoCL, NVIDIA) unless CLNET_CACHE=all: reading a binary back is slow
+ * there (PoCL compiles every kernel of the program at a work-group size no
+ * launch uses: half of LeNet's cold start on a 2-core CPU), and the driver's
+ * cache already serves the next run. What is stored is always loaded. */
+int clnet_program_stores(const clnet_device *d) {
+    static const char *const own_cache[] = {"Portable Computing Language", "NVIDIA CUDA"};
+    if (!d->cache || !d->cache->enabled) return 0;
+    if (d->cache->store_all) return 1;
+    for (size_t i = 0; i < sizeof own_cache / sizeof own_cache[0]; i++)
+        if (strstr(d->info.platform_name, own_cache[i])) return 0;
+    return 1;
+}
+
 static void store_binary(clnet_device *d, cl_program p, const char *key) {
     size_t len = 0;
     if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS ||
@@ -96,7 +111,7 @@ clnet_status clnet_program_build(clnet_device *d, const char *label, const char 
             clnet_error_append(log && *log ? log : "(the driver gave no build log)");
             goto cleanup;
         }
-        store_binary(d, p, key);
+        if (clnet_program_stores(d)) store_binary(d, p, key);
     }
     *out = p;
     p = NULL;
@@ -248,6 +263,49 @@ cleanup:
     return status;
 }
 
+/* ---- first launches: a kernel at a work-group size the device has not run it at ---- */
+
+struct clnet_launched {
+    cl_kernel kernel; /* NULL: a free slot */
+    size_t local[3];  /* 0s: the driver's choice */
+};
+
+static size_t launched_slot(const struct clnet_launched *t, size_t cap, cl_kernel k,
+                            const size_t *local) {
+    uintptr_t h = (uintptr_t)k * 2654435761u ^ local[0] * 40503u ^ local[1] * 97u ^ local[2];
+    size_t i = h & (cap - 1);
+    while (t[i].kernel && !(t[i].kernel == k && memcmp(t[i].local, local, sizeof t[i].local) == 0))
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+/* Counts the launch when the pair is new (clnet_count_first_launch). A
+ * table that cannot grow only stops counting. */
+static void note_launch(clnet_device *d, cl_kernel k, int dims, const size_t *local) {
+    size_t key[3] = {0, 0, 0};
+    for (int i = 0; local && i < dims; i++) key[i] = local[i];
+    if (d->launched) {
+        size_t i = launched_slot(d->launched, d->launched_cap, k, key);
+        if (d->launched[i].kernel) return; /* seen: the steady state */
+    }
+    if (2 * (d->launched_count + 1) > d->launched_cap) { /* grow to keep probes short */
+        size_t cap = d->launched_cap ? 2 * d->launched_cap : 256;
+        struct clnet_launched *t = clnet_calloc(cap, sizeof *t);
+        if (!t) return;
+        for (size_t i = 0; i < d->launched_cap; i++)
+            if (d->launched[i].kernel)
+                t[launched_slot(t, cap, d->launched[i].kernel, d->launched[i].local)] =
+                    d->launched[i];
+        free(d->launched);
+        d->launched = t, d->launched_cap = cap;
+    }
+    size_t i = launched_slot(d->launched, d->launched_cap, k, key);
+    d->launched[i].kernel = k;
+    memcpy(d->launched[i].local, key, sizeof key);
+    d->launched_count++;
+    clnet_count_first_launch();
+}
+
 clnet_status clnet_run(clnet_device *d, const char *family, const char *options, const char *name,
                        int dims, const size_t *global, const size_t *local, const clnet_arg *args,
                        int nargs) {
@@ -301,6 +359,7 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family
                             d->info.index, d->info.name);
         goto cleanup;
     }
+    note_launch(d, k, dims, local);
     TRY(clnet_profile_end(d, name, began));
 cleanup:
     return status;

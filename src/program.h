@@ -5,11 +5,17 @@
 #include "device.h"
 
 /* Builds `source` for device d with `options` (-D defines; -cl-std=CL1.2 is
- * added), loading the binary from the disk cache when a sound entry exists
- * and storing it there otherwise. `label` names the source in messages. A
- * compile error gives CLNET_ERR_BUILD with the full build log. */
+ * added), loading the binary from the disk cache when a sound entry exists,
+ * else from source, then storing it when clnet_program_stores(d). `label`
+ * names the source in messages. A compile error gives CLNET_ERR_BUILD with
+ * the full build log. */
 clnet_status clnet_program_build(clnet_device *d, const char *label, const char *source,
                                  const char *options, cl_program *out);
+
+/* 1 when programs built from source for d go into clnet's disk cache: not
+ * with CLNET_CACHE=off, nor on drivers that keep a cache of their own
+ * (PoCL, NVIDIA) unless CLNET_CACHE=all. */
+int clnet_program_stores(const clnet_device *d);
 
 /* The kernel `name` of kernel family `family` (cl/<family>.cl) built with
  * `options`. Programs and kernels are made on first use and kept by the

@@ -360,6 +360,7 @@ static void close_device(clnet_device *d) {
         p = next;
     }
     clnet_gemm_close(d);
+    free(d->launched);
     if (d->scratch) clReleaseMemObject(d->scratch);
     if (d->queue) clReleaseCommandQueue(d->queue);
     if (d->context) clReleaseContext(d->context);
@@ -372,6 +373,7 @@ static void cache_config_from_env(clnet_cache_config *cfg) {
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
     cfg->enabled = 1;
+    cfg->store_all = off && strcasecmp(off, "all") == 0;
     if (off && (strcasecmp(off, "off") == 0 || strcmp(off, "0") == 0)) cfg->enabled = 0;
     if (dir && *dir)
         snprintf(cfg->dir, sizeof cfg->dir, "%s", dir);

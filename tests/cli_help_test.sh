@@ -19,6 +19,7 @@ declare -A options=(
   [predict]="--weights --output --batch --devices"
   [bench]="--devices --batch --steps --rounds"
   [tune]="--batch --devices"
+  [warm]="--batch --devices"
   [layers]="")
 for cmd in "${!options[@]}"; do
   out=$("$clnet" "$cmd" --help 2>/dev/null); rc=$?

@@ -229,4 +229,17 @@ err=$("$clnet" train "$work/short.cfg" --train-limit 640 --no-eval --steps 1 2>&
 if [[ $line =~ ^final:\ test_accuracy=0\.[0-9]{4} ]] && grep -q "takes 1x783 inputs (783 values) but the data set's samples are 1x28x28 (784)" <<<"$err"; then
   ok "IDX images feed a 1x784 input; a 1x783 one is refused naming both shapes"
 else bad "IDX images as rows" "$line" "$err"; fi
+# Kernel binaries: PoCL keeps its own cache, so a plain run stores none in
+# clnet's (reading a binary back costs more than it saves); `clnet warm`
+# stores them, and the next run loads them and stores nothing more.
+cache="$work/kernel-cache"
+short=(train "$models/lenet.cfg" --batch 16 --steps 1 --train-limit 32 --no-eval)
+bins() { find "$cache" -name '*.clbin' 2>/dev/null | wc -l; }
+CLNET_CACHE_DIR=$cache "$clnet" "${short[@]}" >/dev/null 2>&1; plain=$(bins)
+warm=$(CLNET_CACHE_DIR=$cache "$clnet" warm "$models/lenet.cfg" --batch 16 2>&1); stored=$(bins)
+CLNET_CACHE_DIR=$cache "$clnet" "${short[@]}" >/dev/null 2>&1; after=$(bins)
+if [ "$plain" -eq 0 ] && [ "$stored" -gt 0 ] && [ "$after" -eq "$stored" ] &&
+   grep -qE "^warmed .* at batch 16 on 1 device in .* s: [0-9]+ programs built" <<<"$warm"; then
+  ok "a plain run stores no binary on PoCL; clnet warm stores $stored, which the next run uses"
+else bad "clnet warm (plain $plain, warmed $stored, after $after)" "$warm"; fi
 exit $fail

@@ -266,8 +266,8 @@ static void fresh_cache_dir(void) {
     unsetenv("CLNET_CACHE");
 }
 
-/* The single cache file in the folder (fails unless exactly one). */
-static void only_cache_file(char *path, size_t cap) {
+/* How many cache files the folder holds; the last one's path in path. */
+static int cache_files(char *path, size_t cap) {
     DIR *dir = opendir(cache_dir);
     ck_assert_ptr_nonnull(dir);
     int found = 0;
@@ -278,7 +278,12 @@ static void only_cache_file(char *path, size_t cap) {
             found++;
         }
     closedir(dir);
-    ck_assert_int_eq(found, 1);
+    return found;
+}
+
+/* The single cache file in the folder (fails unless exactly one). */
+static void only_cache_file(char *path, size_t cap) {
+    ck_assert_int_eq(cache_files(path, cap), 1);
 }
 
 /* Builds TEST_SOURCE on device dev of a new runtime, runs it, and returns
@@ -329,8 +334,16 @@ START_TEST(kernel_cache_cold_warm_and_damaged_entries) {
     clnet_runtime *rt = test_runtime();
     for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
         fresh_cache_dir();
-        ck_assert_msg(!build_and_run(dev), "cold build claims a cache hit");
         char path[512];
+        if (!clnet_program_stores(clnet_runtime_device(rt, dev))) {
+            /* a driver with a cache of its own (PoCL): clnet reads no binary
+             * back and keeps none, warm or cold, unless CLNET_CACHE=all
+             * (clnet warm), with which the rest runs */
+            ck_assert_msg(!build_and_run(dev) && !build_and_run(dev), "a cache hit");
+            ck_assert_int_eq(cache_files(path, sizeof path), 0);
+            setenv("CLNET_CACHE", "all", 1);
+        }
+        ck_assert_msg(!build_and_run(dev), "cold build claims a cache hit");
         only_cache_file(path, sizeof path);
         struct stat st;
         ck_assert_msg(build_and_run(dev), "warm build did not use the cache");

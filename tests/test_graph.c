@@ -451,6 +451,7 @@ static void expect_steady(clnet_runtime *rt, const double *split, const char *wh
            (unsigned long long)(after.lookups - before.lookups));
     ck_assert_uint_eq(after.threads, before.threads);
     ck_assert_uint_eq(after.builds, before.builds);
+    ck_assert_uint_eq(after.first_launches, before.first_launches);
     ck_assert_uint_eq(after.lookups, before.lookups);
     ck_assert_uint_eq(after.host_allocs, before.host_allocs);
     ck_assert_uint_eq(after.device_allocs, before.device_allocs);
@@ -513,6 +514,48 @@ START_TEST(a_residual_lenet_learns) {
     free(x);
     clnet_net_free(net);
     clnet_runtime_free(one);
+}
+END_TEST
+
+/* ---- what a cold start builds ------------------------------------------------------------- */
+
+/* What LeNet's first training step costs a cold process on a CPU device:
+ * the programs it builds and the kernels it launches at a work-group size
+ * not run before (PoCL compiles a work-group function for each). The
+ * counts are fixed here so that a change that adds programs or launch
+ * shapes says so: update them on purpose, with the start-up figures of
+ * docs/performance.md. A database of its own: tuned choices change them. */
+enum { LENET_BUILDS = 11, LENET_FIRST_LAUNCHES = 24 };
+
+START_TEST(a_lenet_step_builds_what_it_is_known_to) {
+    char dir[256];
+    test_make_dir(dir, sizeof dir);
+    setenv("CLNET_CACHE_DIR", dir, 1);
+    clnet_runtime *one = test_one_device(0);
+    clnet_net *net = NULL;
+    ck_assert_int_eq(clnet_net_load(&net, CLNET_MODEL_DIR "/lenet.cfg"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_init(net, 1), CLNET_OK);
+    enum { N = 64 };
+    float *x = malloc((size_t)N * 784 * sizeof(float));
+    int32_t y[N];
+    batch_data(net, N, 5, x, y);
+    clnet_counters before, after;
+    clnet_debug_counters(&before);
+    ck_assert_msg(clnet_net_bind(net, one, N) == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_net_train_step(net, x, y, N, NULL), CLNET_OK);
+    clnet_debug_counters(&after);
+    unsigned long long builds = after.builds - before.builds,
+                       first = after.first_launches - before.first_launches;
+    printf("a cold LeNet step at batch %d: %llu programs built, %llu first launches\n", N, builds,
+           first);
+    ck_assert_msg(builds == LENET_BUILDS, "LeNet's step built %llu programs, not %d", builds,
+                  LENET_BUILDS);
+    ck_assert_msg(first == LENET_FIRST_LAUNCHES, "LeNet's step made %llu first launches, not %d",
+                  first, LENET_FIRST_LAUNCHES);
+    free(x);
+    clnet_net_free(net);
+    clnet_runtime_free(one);
+    unsetenv("CLNET_CACHE_DIR");
 }
 END_TEST
 
@@ -801,6 +844,7 @@ int main(void) {
     TCase *fast = tcase_create("fast"); /* a device fast enough for a LeNet */
     tcase_set_timeout(fast, 0);
     tcase_add_test(fast, a_residual_lenet_learns);
+    tcase_add_test(fast, a_lenet_step_builds_what_it_is_known_to);
     suite_add_tcase(s, fast);
     TCase *multi = tcase_create("multi"); /* two devices */
     tcase_set_timeout(multi, 0);

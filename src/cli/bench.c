@@ -157,18 +157,10 @@ static void bench_free(bench *b) {
 /* A batch of random samples of the model's input shape, labels over its classes. */
 static int make_data(bench_data *d, const char *model) {
     clnet_net *probe = NULL;
-    int ch = 0, h = 0, w = 0;
     if (clnet_net_load(&probe, model) != CLNET_OK) return fail(model);
-    clnet_net_input_shape(probe, &ch, &h, &w);
-    size_t count = (size_t)d->batch * ch * h * w;
-    d->x = malloc(count * sizeof *d->x);
-    d->y = malloc((size_t)d->batch * sizeof *d->y);
-    if (d->x && d->y) {
-        for (size_t i = 0; i < count; i++) d->x[i] = (float)((i * 2654435761u) % 256) / 255.0f;
-        for (long i = 0; i < d->batch; i++) d->y[i] = (int32_t)(i % clnet_net_classes(probe));
-    }
+    int ok = cli_random_batch(probe, d->batch, &d->x, &d->y);
     clnet_net_free(probe);
-    return d->x && d->y ? 0 : 1;
+    return ok ? 0 : 1;
 }
 
 static int set_up_alone(bench *b) {

@@ -116,6 +116,10 @@ cli_parser cli_npy_files;
  * the net's classes; else 0 after a message that names the model file. */
 int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const char *model);
 
+/* A batch of n made-up samples of net's input shape (values in [0, 1]) and
+ * labels over its classes, in *x and *y (free both); 0 when out of memory. */
+int cli_random_batch(const clnet_net *net, long n, float **x, int32_t **y);
+
 /* ---- the commands (main in clnet.c calls these) ---- */
 
 int cmd_devices(int argc, char **argv); /* clnet.c */
@@ -125,5 +129,6 @@ int cmd_predict(int argc, char **argv); /* predict.c */
 int cmd_bench(int argc, char **argv);   /* bench.c */
 int cmd_tune(int argc, char **argv);    /* tune.c */
 int cmd_layers(int argc, char **argv);  /* layers.c */
+int cmd_warm(int argc, char **argv);    /* warm.c */
 
 #endif

@@ -22,6 +22,9 @@ static void usage(FILE *out) {
             "                             training speed of each device alone and together\n"
             "  tune MODEL [--batch B] [--devices SPEC]\n"
             "                             measure each kernel candidate, store the fastest\n"
+            "  warm MODEL [--batch B] [--devices SPEC]\n"
+            "                             build and cache every kernel MODEL uses: the next run\n"
+            "                             starts warm\n"
             "  layers [KIND]              the layer kinds of model files and their options\n"
             "  version                    print the version, and whether MPI is built in\n"
             "  help                       print this text\n"
@@ -124,6 +127,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "bench") == 0) return alone(cmd) ? cmd_bench(argc - 2, argv + 2) : 2;
     if (strcmp(cmd, "tune") == 0) return alone(cmd) ? cmd_tune(argc - 2, argv + 2) : 2;
     if (strcmp(cmd, "layers") == 0) return cmd_layers(argc - 2, argv + 2);
+    if (strcmp(cmd, "warm") == 0) return alone(cmd) ? cmd_warm(argc - 2, argv + 2) : 2;
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("clnet %s (MPI: %s)\n", clnet_version(),
                clnet_mpi_available() ? "yes, for mpirun jobs" : "no, built without it");
