@@ -3,7 +3,8 @@
 
 The entries are the top-level names of the tracked files (git ls-files) and
 of the untracked files that git does not ignore (git ls-files --others
---exclude-standard). One that is not in EXPECTED fails the check, named, so
+--exclude-standard), less CMake build folders of any name (a CMakeCache.txt
+inside). One that is not in EXPECTED fails the check, named, so
 that a stray file (an empty file named 0 from a mistyped redirection, a
 checkpoint of an interrupted run) is caught before it is committed.
 Outside a git checkout the check cannot run: it says so and exits 77 (skip).
@@ -55,14 +56,17 @@ def main():
         print(f"check_root: git ls-files failed in {root}")
         return 1
     names = {path.split(b"/")[0].decode(errors="replace") for path in listing.split(b"\0") if path}
-    unexpected = sorted(names - EXPECTED)
+    # a build folder of any name (cmake -B out) is the user's, not the repository's
+    builds = {n for n in names - EXPECTED if os.path.isfile(os.path.join(root, n, "CMakeCache.txt"))}
+    unexpected = sorted(names - EXPECTED - builds)
     if unexpected:
         for name in unexpected:
             print(f"check_root: unexpected entry at the repository root: {name!r}")
         print(f"{len(unexpected)} unexpected; remove it (or ignore it in .gitignore), or add it "
               "to EXPECTED in scripts/check_root.py if it belongs there")
         return 1
-    print(f"ok: the {len(names)} root entries are the expected ones")
+    print(f"ok: the {len(names - builds)} root entries are the expected ones"
+          + (f" (and the build folders {', '.join(sorted(builds))})" if builds else ""))
     return 0
 
 
