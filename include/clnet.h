@@ -195,10 +195,11 @@ void clnet_runtime_free(clnet_runtime *rt);
  * clnet_net_train_async. clnet_net_tune is for one process (clnet tune
  * refuses under mpirun with several ranks). Each global batch is split
  * across every device of every rank (each device takes a fixed range of the
- * batch's samples, so every rank must be given the same batch), the gradients are summed on
- * each rank's host and then across ranks, and every rank applies the same
- * update. clnet_net_device_count and clnet_net_device_share then count the
- * devices of all ranks. clnet_net_save writes on rank 0 only (the other
+ * batch's samples, so every rank must be given the same batch), the
+ * gradients are summed on each rank's host and then across ranks, and every
+ * rank applies the same update. clnet_net_device_count and
+ * clnet_net_device_share then count the devices of all ranks. clnet_net_save
+ * writes on rank 0 only (the other
  * ranks return CLNET_OK at once); clnet_net_load_weights reads the file on
  * rank 0 only and sends it to the others, so only rank 0 needs it.
  *
@@ -573,8 +574,8 @@ clnet_status clnet_net_bind(clnet_net *net, clnet_runtime *rt, int max_batch);
  * device's measured speed (a smoothed estimate, re-balanced as it changes;
  * bind measures it first on small probes bounded in time), runs them
  * concurrently, adds the replicas' gradient sums on the host in a fixed device
- * order and applies the optimizer once: a step on N devices equals a step on one, up to
- * float rounding. A device too slow to earn one sample gets no share. A device
+ * order and applies the optimizer once: a step on N devices equals a step
+ * on one, up to float rounding. A device too slow to earn one sample gets no share. A device
  * whose share does not fit its memory runs it in micro-batches. */
 typedef struct {
     int device; /* the number `clnet devices` shows (on its rank's machine) */

@@ -52,9 +52,15 @@ int cmd_warm(int argc, char **argv) {
         goto done;
     }
     if (clnet_net_load(&net, o.model) != CLNET_OK || clnet_net_init(net, 1) != CLNET_OK ||
-        clnet_net_bind(net, rt, (int)o.batch) != CLNET_OK ||
-        !cli_random_batch(net, o.batch, &x, &y) ||
-        clnet_net_train_step(net, x, y, (int)o.batch, NULL) != CLNET_OK ||
+        clnet_net_bind(net, rt, (int)o.batch) != CLNET_OK) {
+        fprintf(stderr, "clnet warm: %s: %s\n", o.model, clnet_last_error());
+        goto done;
+    }
+    if (!cli_random_batch(net, o.batch, &x, &y)) {
+        fprintf(stderr, "clnet warm: out of memory for a batch of %ld\n", o.batch);
+        goto done;
+    }
+    if (clnet_net_train_step(net, x, y, (int)o.batch, NULL) != CLNET_OK ||
         clnet_net_evaluate_batch(net, x, y, (int)o.batch, NULL) != CLNET_OK) {
         fprintf(stderr, "clnet warm: %s: %s\n", o.model, clnet_last_error());
         goto done;
