@@ -19,11 +19,14 @@ inline float clnet_group_sum(__local float *tmp, float v) {
 }
 
 // Window geometry. Convolution and pooling kernels work on three spatial axes
-// (depth, height, width); a signal or an image leads with axes of size 1. Their
-// geometry is fixed when the program is built (clnet_window_options defines
-// each of these as a constant), so that divisions by strides and sizes become
-// multiplications, loops over a window have known trip counts, and the axes of
-// size 1 cost nothing:
+// (depth, height, width); a signal or an image leads with axes of size 1. Each
+// such kernel takes the geometry as its first argument, a clnet_win, and reads
+// it through the WIN_ names below. A program may instead fix some of them when
+// it is built (clnet_window_options defines the window's shape, stride,
+// padding and dilation as constants): loops over a window then have known trip
+// counts, divisions by a stride become multiplications, and the axes of size 1
+// cost nothing. Sizes stay arguments, so one program serves every layer with
+// the same window.
 //   WIN_C                    channels of the side the windows read
 //   WIN_D, WIN_H, WIN_W      that side's size
 //   WIN_KD, WIN_KH, WIN_KW   the kernel (window)
@@ -31,6 +34,67 @@ inline float clnet_group_sum(__local float *tmp, float v) {
 //   WIN_pd, WIN_ph, WIN_pw   padding before the input
 //   WIN_dd, WIN_dh, WIN_dw   dilation: taps that far apart
 //   WIN_OD, WIN_OH, WIN_OW   the windows along each axis (the output's size)
+// The fields' order is the host's (clnet_win_arg in src/layer.h).
+typedef struct {
+    uint c, d, h, w, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow;
+} clnet_win;
+#ifndef WIN_C
+#define WIN_C win.c
+#endif
+#ifndef WIN_D
+#define WIN_D win.d
+#endif
+#ifndef WIN_H
+#define WIN_H win.h
+#endif
+#ifndef WIN_W
+#define WIN_W win.w
+#endif
+#ifndef WIN_KD
+#define WIN_KD win.kd
+#endif
+#ifndef WIN_KH
+#define WIN_KH win.kh
+#endif
+#ifndef WIN_KW
+#define WIN_KW win.kw
+#endif
+#ifndef WIN_sd
+#define WIN_sd win.sd
+#endif
+#ifndef WIN_sh
+#define WIN_sh win.sh
+#endif
+#ifndef WIN_sw
+#define WIN_sw win.sw
+#endif
+#ifndef WIN_pd
+#define WIN_pd win.pd
+#endif
+#ifndef WIN_ph
+#define WIN_ph win.ph
+#endif
+#ifndef WIN_pw
+#define WIN_pw win.pw
+#endif
+#ifndef WIN_dd
+#define WIN_dd win.dd
+#endif
+#ifndef WIN_dh
+#define WIN_dh win.dh
+#endif
+#ifndef WIN_dw
+#define WIN_dw win.dw
+#endif
+#ifndef WIN_OD
+#define WIN_OD win.od
+#endif
+#ifndef WIN_OH
+#define WIN_OH win.oh
+#endif
+#ifndef WIN_OW
+#define WIN_OW win.ow
+#endif
 #define WIN_K   (WIN_KD * WIN_KH * WIN_KW)
 #define WIN_IN  (WIN_D * WIN_H * WIN_W)
 #define WIN_OUT (WIN_OD * WIN_OH * WIN_OW)
@@ -62,10 +126,9 @@ inline void clnet_window_span(uint o, uint s, uint p, uint k, uint size, int *lo
     *hi = min(start + (int)k, (int)size);
 }
 
-#ifdef WIN_C // programs built with a window geometry (clnet_window_options)
 // The inputs [lo[a], hi[a]) that window (od, oy, ox) covers along each axis
 // (clnet_window_span): the window without its padding.
-inline void clnet_window_spans(uint od, uint oy, uint ox, int lo[3], int hi[3]) {
+inline void clnet_window_spans(clnet_win win, uint od, uint oy, uint ox, int lo[3], int hi[3]) {
     clnet_window_span(od, WIN_sd, WIN_pd, WIN_KD, WIN_D, &lo[0], &hi[0]);
     clnet_window_span(oy, WIN_sh, WIN_ph, WIN_KH, WIN_H, &lo[1], &hi[1]);
     clnet_window_span(ox, WIN_sw, WIN_pw, WIN_KW, WIN_W, &lo[2], &hi[2]);
@@ -73,7 +136,7 @@ inline void clnet_window_spans(uint od, uint oy, uint ox, int lo[3], int hi[3]) 
 
 // The undilated windows that hold input (iz, iy, ix), [lo[a], hi[a]] along
 // each axis (clnet_windows_holding).
-inline void clnet_windows_holding_all(uint iz, uint iy, uint ix, int lo[3], int hi[3]) {
+inline void clnet_windows_holding_all(clnet_win win, uint iz, uint iy, uint ix, int lo[3], int hi[3]) {
     clnet_windows_holding((int)iz, (int)WIN_KD, (int)WIN_sd, (int)WIN_pd, (int)WIN_OD, &lo[0], &hi[0]);
     clnet_windows_holding((int)iy, (int)WIN_KH, (int)WIN_sh, (int)WIN_ph, (int)WIN_OH, &lo[1], &hi[1]);
     clnet_windows_holding((int)ix, (int)WIN_KW, (int)WIN_sw, (int)WIN_pw, (int)WIN_OW, &lo[2], &hi[2]);
@@ -95,7 +158,6 @@ inline void clnet_windows_holding_all(uint iz, uint iy, uint ix, int lo[3], int 
                         for (int ox = clnet_window_at((int)(ix), kx, WIN_sw, WIN_pw, WIN_dw,       \
                                                       WIN_OW);                                     \
                              ox >= 0; ox = -1)
-#endif
 
 // An input gradient written by a backward pass: overwritten, or added to when
 // another reader of the same tensor wrote it first. Which of the two is fixed

@@ -11,13 +11,11 @@
 // transposed convolution's output, go the other way (col2im).
 // Every work-item writes one element: no atomics, the same result every run.
 
-// im2col and col2im are in the programs built with a window's geometry only
-// (conv_output and conv_grad_output need none).
-#ifdef WIN_C
 // One work-item per window (ox, oy, (b*C + c)*OD + od): it writes that
 // window's K entries of col. Dimension 0 runs along ox, so neighbouring
 // work-items write neighbouring columns.
-__kernel void im2col(uint n, __global const float *x, uint xoff, __global float *col, uint coloff) {
+__kernel void im2col(clnet_win win, uint n, __global const float *x, uint xoff,
+                     __global float *col, uint coloff) {
     const uint ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
     if (ox >= WIN_OW || oy >= WIN_OH || z >= n * WIN_C * WIN_OD) return;
     const uint od = z % WIN_OD, bc = z / WIN_OD, b = bc / WIN_C, c = bc % WIN_C, NP = n * WIN_OUT;
@@ -50,36 +48,37 @@ __kernel void im2col(uint n, __global const float *x, uint xoff, __global float 
 #ifndef COL2IM_BIAS
 #define COL2IM_BIAS 0
 #endif
-__kernel void col2im(uint n, __global const float *col, uint coloff, __global float *x, uint xoff,
-                     __global const float *bias, uint boff) {
+__kernel void col2im(clnet_win win, uint n, __global const float *col, uint coloff,
+                     __global float *x, uint xoff, __global const float *bias, uint boff) {
     const uint ix = get_global_id(0), iy = get_global_id(1), z = get_global_id(2);
     if (ix >= WIN_W || iy >= WIN_H || z >= n * WIN_C * WIN_D) return;
     const uint iz = z % WIN_D, bc = z / WIN_D, b = bc / WIN_C, c = bc % WIN_C, NP = n * WIN_OUT;
     __global const float *base = col + coloff + c * WIN_K * NP + b * WIN_OUT;
     float s = 0.0f;
-#if WIN_dd == 1 && WIN_dh == 1 && WIN_dw == 1
-    int lo[3], hi[3];
-    clnet_windows_holding_all(iz, iy, ix, lo, hi);
-    for (int oz = lo[0]; oz <= hi[0]; oz++) {
-        const uint kd = iz + WIN_pd - (uint)oz * WIN_sd;
-        for (int oy = lo[1]; oy <= hi[1]; oy++) {
-            const uint ky = iy + WIN_ph - (uint)oy * WIN_sh;
-            for (int ox = lo[2]; ox <= hi[2]; ox++) {
-                const uint kx = ix + WIN_pw - (uint)ox * WIN_sw;
-                s += base[((kd * WIN_KH + ky) * WIN_KW + kx) * NP + ((uint)oz * WIN_OH + (uint)oy) * WIN_OW + (uint)ox];
+    if (WIN_dd * WIN_dh * WIN_dw == 1) { // no dilation (each is at least 1)
+        int lo[3], hi[3];
+        clnet_windows_holding_all(win, iz, iy, ix, lo, hi);
+        for (int oz = lo[0]; oz <= hi[0]; oz++) {
+            const uint kd = iz + WIN_pd - (uint)oz * WIN_sd;
+            for (int oy = lo[1]; oy <= hi[1]; oy++) {
+                const uint ky = iy + WIN_ph - (uint)oy * WIN_sh;
+                for (int ox = lo[2]; ox <= hi[2]; ox++) {
+                    const uint kx = ix + WIN_pw - (uint)ox * WIN_sw;
+                    s += base[((kd * WIN_KH + ky) * WIN_KW + kx) * NP +
+                              ((uint)oz * WIN_OH + (uint)oy) * WIN_OW + (uint)ox];
+                }
             }
         }
+    } else {
+        CLNET_FOR_DILATED_TAPS(iz, iy, ix)
+            s += base[((kd * WIN_KH + ky) * WIN_KW + kx) * NP +
+                      ((uint)oz * WIN_OH + (uint)oy) * WIN_OW + (uint)ox];
     }
-#else
-    CLNET_FOR_DILATED_TAPS(iz, iy, ix)
-        s += base[((kd * WIN_KH + ky) * WIN_KW + kx) * NP + ((uint)oz * WIN_OH + (uint)oy) * WIN_OW + (uint)ox];
-#endif
 #if COL2IM_BIAS
     s += bias[boff + c];
 #endif
     clnet_store_dx(x + xoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s);
 }
-#endif
 
 // y[b, f, p] = Yp[f, b*P + p] + bias[f]: from the GEMM's layout to NCHW (a
 // convolution's output, or a transposed convolution's input gradient, which is

@@ -36,10 +36,12 @@ __kernel void sum_partial(__global const float *x, uint xoff, uint n, __global f
 // Two steps, in an order that depends only on M and N. row_sums_partial:
 // work-item (c, m) adds chunk c of row m (`chunk` floats, 16 at a time:
 // sixteen running sums, then added pairwise) into part[poff + m * chunks + c].
-__kernel void row_sums_partial(uint M, uint N, uint chunk, __global const float *X, uint xoff,
-                               __global float *part, uint poff) {
-    const uint c = get_global_id(0), m = get_global_id(1), chunks = get_global_size(0);
-    if (m >= M) return;
+// The range may be rounded up past chunks and M (a work-group size that does
+// not divide them): those work-items do nothing.
+__kernel void row_sums_partial(uint M, uint N, uint chunk, uint chunks, __global const float *X,
+                               uint xoff, __global float *part, uint poff) {
+    const uint c = get_global_id(0), m = get_global_id(1);
+    if (m >= M || c >= chunks) return;
     const uint begin = c * chunk, end = min(N, begin + chunk);
     __global const float *row = X + xoff + m * N;
     float16 acc = (float16)(0.0f);

@@ -16,8 +16,8 @@
 #ifndef POOL_DILATED
 #define POOL_DILATED 0
 #endif
-__kernel void maxpool_forward(uint n, __global const float *x, uint xoff, __global float *y,
-                              uint yoff, __global int *arg, uint argoff) {
+__kernel void maxpool_forward(clnet_win win, uint n, __global const float *x, uint xoff,
+                              __global float *y, uint yoff, __global int *arg, uint argoff) {
     const uint ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
     if (ox >= WIN_OW || oy >= WIN_OH || z >= n * WIN_C * WIN_OD) return;
     const uint od = z % WIN_OD, bc = z / WIN_OD;
@@ -26,7 +26,7 @@ __kernel void maxpool_forward(uint n, __global const float *x, uint xoff, __glob
     int where = -1;
 #if !POOL_DILATED
     int lo[3], hi[3];
-    clnet_window_spans(od, oy, ox, lo, hi);
+    clnet_window_spans(win, od, oy, ox, lo, hi);
     where = (lo[0] * (int)WIN_H + lo[1]) * (int)WIN_W + lo[2];
     best = volume[where];
     for (int iz = lo[0]; iz < hi[0]; iz++)
@@ -68,8 +68,9 @@ __kernel void maxpool_forward(uint n, __global const float *x, uint xoff, __glob
 
 // Forward was y = x[arg], so backward gives each input the sum of dy over the
 // windows whose maximum it was. Gather form: one work-item per input element.
-__kernel void maxpool_backward(uint n, __global const float *dy, uint dyoff, __global const int *arg,
-                               uint argoff, __global float *dx, uint dxoff) {
+__kernel void maxpool_backward(clnet_win win, uint n, __global const float *dy, uint dyoff,
+                               __global const int *arg, uint argoff, __global float *dx,
+                               uint dxoff) {
     const uint ix = get_global_id(0), iy = get_global_id(1), z = get_global_id(2);
     if (ix >= WIN_W || iy >= WIN_H || z >= n * WIN_C * WIN_D) return;
     const uint iz = z % WIN_D, bc = z / WIN_D;
@@ -79,7 +80,7 @@ __kernel void maxpool_backward(uint n, __global const float *dy, uint dyoff, __g
     float s = 0.0f;
 #if !POOL_DILATED
     int lo[3], hi[3];
-    clnet_windows_holding_all(iz, iy, ix, lo, hi);
+    clnet_windows_holding_all(win, iz, iy, ix, lo, hi);
     for (int oz = lo[0]; oz <= hi[0]; oz++)
         for (int oy = lo[1]; oy <= hi[1]; oy++)
             for (int ox = lo[2]; ox <= hi[2]; ox++) {
@@ -115,7 +116,7 @@ inline int avgpool_cells(uint o, uint s, uint p, uint k, uint size) {
 #endif
 }
 
-inline float avgpool_divisor(uint od, uint oy, uint ox) {
+inline float avgpool_divisor(clnet_win win, uint od, uint oy, uint ox) {
 #if POOL_COUNT_PAD && !POOL_CEIL
     return (float)WIN_K;
 #else
@@ -125,31 +126,31 @@ inline float avgpool_divisor(uint od, uint oy, uint ox) {
 #endif
 }
 
-__kernel void avgpool_forward(uint n, __global const float *x, uint xoff, __global float *y,
-                              uint yoff) {
+__kernel void avgpool_forward(clnet_win win, uint n, __global const float *x, uint xoff,
+                              __global float *y, uint yoff) {
     const uint ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
     if (ox >= WIN_OW || oy >= WIN_OH || z >= n * WIN_C * WIN_OD) return;
     const uint od = z % WIN_OD, bc = z / WIN_OD;
     __global const float *volume = x + xoff + bc * WIN_IN;
     int lo[3], hi[3];
-    clnet_window_spans(od, oy, ox, lo, hi);
+    clnet_window_spans(win, od, oy, ox, lo, hi);
     float s = 0.0f;
     for (int iz = lo[0]; iz < hi[0]; iz++)
         for (int iy = lo[1]; iy < hi[1]; iy++)
             for (int ix = lo[2]; ix < hi[2]; ix++) s += volume[(iz * (int)WIN_H + iy) * (int)WIN_W + ix];
-    y[yoff + (z * WIN_OH + oy) * WIN_OW + ox] = s / avgpool_divisor(od, oy, ox);
+    y[yoff + (z * WIN_OH + oy) * WIN_OW + ox] = s / avgpool_divisor(win, od, oy, ox);
 }
 
 // Forward was y = sum(window) / divisor, so each input gets dy / divisor from
 // every window that holds it.
-__kernel void avgpool_backward(uint n, __global const float *dy, uint dyoff, __global float *dx,
-                               uint dxoff) {
+__kernel void avgpool_backward(clnet_win win, uint n, __global const float *dy, uint dyoff,
+                               __global float *dx, uint dxoff) {
     const uint ix = get_global_id(0), iy = get_global_id(1), z = get_global_id(2);
     if (ix >= WIN_W || iy >= WIN_H || z >= n * WIN_C * WIN_D) return;
     const uint iz = z % WIN_D, bc = z / WIN_D;
     __global const float *g = dy + dyoff + bc * WIN_OUT;
     int lo[3], hi[3];
-    clnet_windows_holding_all(iz, iy, ix, lo, hi);
+    clnet_windows_holding_all(win, iz, iy, ix, lo, hi);
     float s = 0.0f;
 #if POOL_COUNT_PAD && !POOL_CEIL // one divisor for every window
     for (int oz = lo[0]; oz <= hi[0]; oz++)
@@ -160,7 +161,7 @@ __kernel void avgpool_backward(uint n, __global const float *dy, uint dyoff, __g
     for (int oz = lo[0]; oz <= hi[0]; oz++)
         for (int oy = lo[1]; oy <= hi[1]; oy++)
             for (int ox = lo[2]; ox <= hi[2]; ox++)
-                s += g[(oz * (int)WIN_OH + oy) * (int)WIN_OW + ox] / avgpool_divisor((uint)oz, (uint)oy, (uint)ox);
+                s += g[(oz * (int)WIN_OH + oy) * (int)WIN_OW + ox] / avgpool_divisor(win, (uint)oz, (uint)oy, (uint)ox);
 #endif
     clnet_store_dx(dx + dxoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s);
 }

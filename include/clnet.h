@@ -797,8 +797,8 @@ double clnet_seconds(void);
  *   CLNET_DATA_DIR=DIR       the folder clnet_dataset_load reads when given
  *                            none (default CLNET_DEFAULT_DATA_DIR)
  *   CLNET_CACHE=off|all      off: keeps no built kernels on disk (0 too);
- *                            all: stores them for drivers with a cache of
- *                            their own too (PoCL, NVIDIA; clnet warm)
+ *                            all: stores PoCL's too, which by default are
+ *                            left to PoCL's own cache (clnet warm)
  *   CLNET_CACHE_DIR=DIR      the folder of built kernels and the tuning
  *                            database (default $XDG_CACHE_HOME/clnet, else
  *                            ~/.cache/clnet)
@@ -819,6 +819,9 @@ double clnet_seconds(void);
  *                            and a pass that writes past what was planned
  *                            for it fails with CLNET_ERR_GUARD (2-3x slower)
  *   CLNET_PROFILE=1          prints each kernel's calls and time at exit
+ *   CLNET_STARTUP=1          prints at exit each program built and each
+ *                            kernel's first launch, timed (clnet bench
+ *                            MODEL --startup)
  *   CLNET_THROTTLE=I:F[,..]  tests: device I runs F times slower
  *   CLNET_FAULT=I:S          tests: device I fails in optimizer step S
  *                            (0-based) */

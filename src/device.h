@@ -11,8 +11,8 @@
 /* Where built kernel binaries are kept on disk. */
 typedef struct {
     int enabled;
-    /* CLNET_CACHE=all: store every driver's binaries, those of drivers with
-     * a cache of their own too (clnet warm; see clnet_program_stores) */
+    /* CLNET_CACHE=all: store every driver's binaries, PoCL's too (clnet
+     * warm; see clnet_program_stores) */
     int store_all;
     char dir[4096];
 } clnet_cache_config;

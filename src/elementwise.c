@@ -109,9 +109,9 @@ clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N
     if (!kept) kept = k;
     size_t chunks = row_chunks(N);
     TRY(check_range("row_sums", poff, M * chunks));
-    TRY(clnet_run_kept(
-        d, &kept[0], FAMILY, "", "row_sums_partial", 2, (size_t[]){chunks, M}, NULL,
-        ARGS(U32(M), U32(N), U32(ROW_CHUNK), MEM(X), U32(xoff), MEM(part), U32(poff))));
+    TRY(clnet_run_kept(d, &kept[0], FAMILY, "", "row_sums_partial", 2, (size_t[]){chunks, M}, NULL,
+                       ARGS(U32(M), U32(N), U32(ROW_CHUNK), U32(chunks), MEM(X), U32(xoff),
+                            MEM(part), U32(poff))));
     TRY(clnet_run_kept(
         d, &kept[1], FAMILY, "", "row_sums_finish", 1, (size_t[]){M}, NULL,
         ARGS(U32(M), U32(chunks), MEM(part), U32(poff), MEM(out), U32(ooff), F32(beta))));

@@ -328,9 +328,26 @@ clnet_shape clnet_shape_from_sizes(const int v[5]);
 /* One option's `rank` values (v) laid out on three axes: on the last `rank`
  * of out, `fill` on the others (a signal's size=5 is 1x1x5). */
 void clnet_axes(int rank, const int *v, int fill, int out[3]);
-/* The build options that fix a window op's geometry at compile time (the
- * WIN_* constants of cl/common.cl), then `extra` (may be NULL or ""). */
+/* The build options that fix a window op's window at compile time (its shape,
+ * stride, padding and dilation: WIN_* constants of cl/common.cl), then
+ * `extra` (may be NULL or ""). Sizes are not fixed: they come in the kernel's
+ * clnet_win argument, so layers with one window share a program. */
 void clnet_window_options(const clnet_window *w, const char *extra, char *out, size_t cap);
+/* Whether clnet_window_options fixes w's geometry (layers.c says when). */
+int clnet_window_fixed(const clnet_window *w);
+/* The work-group size for a window op's kernel over `range` (3 dims):
+ * whole rows where its geometry is fixed (clnet_rows_local), else NULL. */
+static inline const size_t *clnet_window_local(const clnet_window *w, const clnet_pass *p,
+                                               const size_t *range, size_t shape[3]) {
+    return clnet_window_fixed(w) ? clnet_rows_local(p->d, 3, range, shape) : NULL;
+}
+/* A window op's geometry as its kernels' first argument (cl/common.cl's
+ * clnet_win, field for field): WIN(w) in ARGS. */
+typedef struct {
+    cl_uint v[19]; /* c, in[3], k[3], s[3], p[3], d[3], out[3] */
+} clnet_win_arg;
+clnet_win_arg clnet_window_arg(const clnet_window *w);
+#define WIN(w) ((clnet_arg){sizeof(clnet_win_arg), (clnet_win_arg[]){clnet_window_arg(w)}})
 /* "3x3" from the first n values. */
 void clnet_dims_text(const int *v, int n, char *out, size_t cap);
 /* Declares parameter tensor `suffix` of node (count from the shape). */

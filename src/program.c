@@ -5,6 +5,7 @@
 #include "error.h"
 #include "kcache.h"
 #include "sources.h"
+#include "startup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,18 +41,17 @@ static cl_program program_from_binary(clnet_device *d, const unsigned char *bin,
 }
 
 /* Whether a program built from source is read back into clnet's disk cache.
- * Not with CLNET_CACHE=off, and not on drivers that keep a cache of their
- * own (PoCL, NVIDIA) unless CLNET_CACHE=all: reading a binary back is slow
- * there (PoCL compiles every kernel of the program at a work-group size no
- * launch uses: half of LeNet's cold start on a 2-core CPU), and the driver's
- * cache already serves the next run. What is stored is always loaded. */
+ * Not with CLNET_CACHE=off, and not on PoCL unless CLNET_CACHE=all: reading
+ * a binary back is slow there (PoCL compiles every kernel of the program at
+ * a work-group size no launch uses: half of LeNet's cold start on a 2-core
+ * CPU), and PoCL's own cache already serves the next run. Elsewhere it is
+ * cheap (NVIDIA H200: about 1 ms a program, where building one takes
+ * 120-220 ms) and clnet's cache loads a little faster than the driver's
+ * (resnet18_w16's 24 programs: 7-10 ms against 45 ms). What is stored is
+ * always loaded. */
 int clnet_program_stores(const clnet_device *d) {
-    static const char *const own_cache[] = {"Portable Computing Language", "NVIDIA CUDA"};
     if (!d->cache || !d->cache->enabled) return 0;
-    if (d->cache->store_all) return 1;
-    for (size_t i = 0; i < sizeof own_cache / sizeof own_cache[0]; i++)
-        if (strstr(d->info.platform_name, own_cache[i])) return 0;
-    return 1;
+    return d->cache->store_all || !strstr(d->info.platform_name, "Portable Computing Language");
 }
 
 static void store_binary(clnet_device *d, cl_program p, const char *key) {
@@ -82,7 +82,10 @@ clnet_status clnet_program_build(clnet_device *d, const char *label, const char 
      * same program, and its reference counts break when two devices run one
      * concurrently (an assertion in pocl_release_dlhandle_cache aborts the
      * process). A define naming the device makes each device's program its
-     * own. */
+     * own. Re-checked without it (PoCL 3.1, two `basic` devices, 2026-11-26):
+     * convolutions' backward passes wrote past their buffers (CLNET_GUARD in
+     * multi.pocl2 and resnet_multi.pocl2), so devices of one driver do not
+     * share programs. */
     char device_option[64] = "";
     if (strstr(d->info.platform_name, "Portable Computing Language"))
         snprintf(device_option, sizeof device_option, " -DCLNET_DEVICE_INDEX=%d", d->info.index);
@@ -93,9 +96,11 @@ clnet_status clnet_program_build(clnet_device *d, const char *label, const char 
     key = clnet_kcache_key(d, source, all_options);
     if (!key) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory building '%s'", label);
 
+    double began = clnet_now(), readback = 0;
+    int from_cache = 0;
     if (clnet_kcache_load(d->cache, key, &bin, &bin_len)) {
         p = program_from_binary(d, bin, bin_len, all_options, label);
-        if (p) d->cache_hits++;
+        if (p) d->cache_hits++, from_cache = 1;
     }
     if (!p) {
         p = clCreateProgramWithSource(d->context, 1, &source, NULL, &err);
@@ -111,8 +116,13 @@ clnet_status clnet_program_build(clnet_device *d, const char *label, const char 
             clnet_error_append(log && *log ? log : "(the driver gave no build log)");
             goto cleanup;
         }
-        if (clnet_program_stores(d)) store_binary(d, p, key);
+        if (clnet_program_stores(d)) {
+            double built = clnet_now();
+            store_binary(d, p, key);
+            readback = clnet_now() - built;
+        }
     }
+    clnet_startup_program(d, label, options, from_cache, clnet_now() - began - readback, readback);
     *out = p;
     p = NULL;
 cleanup:
@@ -279,15 +289,23 @@ static size_t launched_slot(const struct clnet_launched *t, size_t cap, cl_kerne
     return i;
 }
 
-/* Counts the launch when the pair is new (clnet_count_first_launch). A
+static void launch_key(int dims, const size_t *local, size_t key[3]) {
+    key[0] = key[1] = key[2] = 0;
+    for (int i = 0; local && i < dims; i++) key[i] = local[i];
+}
+
+/* Whether k has run on d at that work-group size. */
+static int launched_before(const clnet_device *d, cl_kernel k, int dims, const size_t *local) {
+    size_t key[3];
+    launch_key(dims, local, key);
+    return d->launched && d->launched[launched_slot(d->launched, d->launched_cap, k, key)].kernel;
+}
+
+/* Counts a launch that was not launched_before (clnet_count_first_launch). A
  * table that cannot grow only stops counting. */
 static void note_launch(clnet_device *d, cl_kernel k, int dims, const size_t *local) {
-    size_t key[3] = {0, 0, 0};
-    for (int i = 0; local && i < dims; i++) key[i] = local[i];
-    if (d->launched) {
-        size_t i = launched_slot(d->launched, d->launched_cap, k, key);
-        if (d->launched[i].kernel) return; /* seen: the steady state */
-    }
+    size_t key[3];
+    launch_key(dims, local, key);
     if (2 * (d->launched_count + 1) > d->launched_cap) { /* grow to keep probes short */
         size_t cap = d->launched_cap ? 2 * d->launched_cap : 256;
         struct clnet_launched *t = clnet_calloc(cap, sizeof *t);
@@ -306,6 +324,16 @@ static void note_launch(clnet_device *d, cl_kernel k, int dims, const size_t *lo
     clnet_count_first_launch();
 }
 
+const size_t *clnet_rows_local(const clnet_device *d, int dims, const size_t *global,
+                               size_t shape[3]) {
+    if (d->info.type != CLNET_DEVICE_CPU || dims < 2) return NULL;
+    shape[0] = global[0] <= 256 ? global[0] : 64;
+    shape[1] = 256 / shape[0] < global[1] ? 256 / shape[0] : global[1];
+    if (shape[1] < 1) shape[1] = 1;
+    shape[2] = 1;
+    return shape;
+}
+
 clnet_status clnet_run(clnet_device *d, const char *family, const char *options, const char *name,
                        int dims, const size_t *global, const size_t *local, const clnet_arg *args,
                        int nargs) {
@@ -321,18 +349,15 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family
     size_t rounded[3] = {1, 1, 1}, shape[3] = {1, 1, 1};
     if (!local && d->info.type == CLNET_DEVICE_CPU) {
         /* CPU drivers run a work-group as a loop and compile one for every
-         * work-group size they meet (PoCL: a noticeable pause each time), so
-         * the size must not follow the batch: 64 for 1-D ranges; for more
-         * dimensions whole rows (a layer's width, fixed), up to about 256
-         * work-items. Left to themselves, drivers pick sizes that change with
-         * the global size, and tiny groups for small multi-dimensional ranges. */
-        if (dims == 1) {
-            shape[0] = 64;
-        } else {
-            shape[0] = global[0] <= 256 ? global[0] : 64;
-            shape[1] = 256 / shape[0] < global[1] ? 256 / shape[0] : global[1];
-            if (shape[1] < 1) shape[1] = 1;
-        }
+         * work-group size they meet (PoCL: about 0.1-0.4 s each time), so
+         * each kernel gets one size whatever the layer and the batch: 64
+         * for 1-D ranges, 32x4 for more (of 16x4, 32x4, 32x8 and 64x4, the
+         * fastest for LeNet's convolution permutes on the EPYC VM, as fast
+         * as whole rows). Left to themselves,
+         * drivers pick sizes that change with the global size, and tiny
+         * groups for small multi-dimensional ranges. */
+        shape[0] = dims == 1 ? 64 : 32;
+        shape[1] = dims == 1 ? 1 : 4;
         local = shape;
     }
     for (int i = 0; i < dims; i++) {
@@ -349,7 +374,12 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family
             goto cleanup;
         }
     }
-    double began = 0;
+    int first = !launched_before(d, k, dims, local);
+    double began = 0, first_began = 0;
+    if (first && clnet_startup_on()) { /* timed alone: what the driver compiles for it */
+        CL_CHECK(clFinish(d->queue), "clFinish");
+        first_began = clnet_now();
+    }
     TRY(clnet_profile_begin(d, &began));
     cl_int err =
         clEnqueueNDRangeKernel(d->queue, k, (cl_uint)dims, NULL, rounded, local, 0, NULL, NULL);
@@ -359,7 +389,11 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family
                             d->info.index, d->info.name);
         goto cleanup;
     }
-    note_launch(d, k, dims, local);
+    if (first) note_launch(d, k, dims, local);
+    if (first_began != 0) {
+        CL_CHECK(clFinish(d->queue), "clFinish");
+        clnet_startup_launch(d, family, name, dims, local, clnet_now() - first_began);
+    }
     TRY(clnet_profile_end(d, name, began));
 cleanup:
     return status;

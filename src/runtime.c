@@ -1,11 +1,13 @@
 /* Device discovery, the device selection spec, and one context + queue per
  * selected device. */
 #include "alloc.h"
+#include "clock.h"
 #include "device.h"
 #include "elementwise.h"
 #include "error.h"
 #include "gemm.h"
 #include "memory.h"
+#include "startup.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -395,6 +397,7 @@ clnet_status clnet_runtime_create(clnet_runtime **out, const char *device_spec) 
     if (!device_spec) device_spec = getenv("CLNET_DEVICES");
     if (!device_spec || !*device_spec) device_spec = "all";
 
+    double began = clnet_now();
     TRY(discover(&cands, &ncand));
     TRY(select_devices(cands, ncand, device_spec));
     rt = clnet_calloc(1, sizeof *rt);
@@ -410,6 +413,7 @@ clnet_status clnet_runtime_create(clnet_runtime **out, const char *device_spec) 
         pthread_mutex_init(&d->lock, NULL);
         TRY(open_device(d, &cands[i], i, &rt->cache));
     }
+    clnet_startup_devices(rt->count, clnet_now() - began);
     *out = rt;
     rt = NULL;
 cleanup:

@@ -242,4 +242,17 @@ if [ "$plain" -eq 0 ] && [ "$stored" -gt 0 ] && [ "$after" -eq "$stored" ] &&
    grep -qE "^warmed .* at batch 16 on 1 device in .* s: [0-9]+ programs built" <<<"$warm"; then
   ok "a plain run stores no binary on PoCL; clnet warm stores $stored, which the next run uses"
 else bad "clnet warm (plain $plain, warmed $stored, after $after)" "$warm"; fi
+# The start-up report: one line per program built and per first launch, as
+# many as the summary counts, and a cold build (an empty PoCL cache) whose
+# kernels compile without a warning.
+report=$(CLNET_CACHE_DIR="$work/startup-cache" POCL_CACHE_DIR="$work/startup-pocl" \
+  "$clnet" bench "$models/lenet.cfg" --startup --batch 16 2>&1)
+built=$(sed -nE 's/^first step and evaluation of .* ([0-9]+) programs built, ([0-9]+) kernels first launched$/\1/p' <<<"$report")
+launched=$(sed -nE 's/^first step and evaluation of .* ([0-9]+) programs built, ([0-9]+) kernels first launched$/\2/p' <<<"$report")
+rows=$(grep -cE '^ +[0-9]+  [a-z_]+ +[0-9.]+ +[0-9.]+  (source|cache) ' <<<"$report")
+firsts=$(grep -cE '^ +[0-9]+  [a-z_]+ +[0-9.]+  [a-z_0-9]+ \[' <<<"$report")
+if [ -n "$built" ] && [ "$built" -gt 0 ] && [ "$rows" -eq "$built" ] && [ "$firsts" -eq "$launched" ] &&
+   grep -qE "^total: opening [0-9]+ devices?" <<<"$report" && ! grep -qi "warning" <<<"$report"; then
+  ok "clnet bench --startup lists its $built programs and $launched first launches, no compiler warning"
+else bad "clnet bench --startup (programs $built/$rows, launches $launched/$firsts)" "$report"; fi
 exit $fail

@@ -100,6 +100,7 @@ static void print_shares(const config *c, double ips) {
 typedef struct {
     const char *model, *devices;
     long batch, steps, rounds;
+    int startup;
 } bench_options;
 
 static const cli_opt bench_opts[] = {
@@ -121,6 +122,10 @@ static const cli_opt bench_opts[] = {
      .max = 15,
      .def = "3",
      .help = "rounds; each figure is the median of its rounds"},
+    {.name = "--startup",
+     .type = CLI_FLAG,
+     .at = CLI_AT(bench_options, startup),
+     .help = "instead: what a first step costs, program by program (CLNET_STARTUP=1)"},
     {0},
 };
 
@@ -130,7 +135,12 @@ static const cli_command bench_cmd = {
     .opts = bench_opts,
     .footer = "Training speed on random data of each device alone and of all together; the\n"
               "last line is\n"
-              "  aggregate: images_per_s=<n> efficiency=<e> equal_split_efficiency=<e>\n",
+              "  aggregate: images_per_s=<n> efficiency=<e> equal_split_efficiency=<e>\n"
+              "With --startup, one training step and one evaluation on all the devices\n"
+              "instead, then a report on stderr of each program built (family, options,\n"
+              "seconds), each binary read back for clnet's cache, and each kernel's first\n"
+              "launch at a work-group size (waited for); run it with empty caches to see a\n"
+              "cold start.\n",
 };
 
 /* A benchmark: its configurations, set up side by side. */
@@ -249,7 +259,15 @@ int cmd_bench(int argc, char **argv) {
     if (!b) return 1;
     if (cli_parse(&bench_cmd, argc, argv, &b->o, &rc)) {
         b->d = (bench_data){.batch = b->o.batch, .steps = b->o.steps, .rounds = b->o.rounds};
-        rc = b->o.model ? run_bench(b) : cli_which_model("bench");
+        if (!b->o.model) {
+            rc = cli_which_model("bench");
+        } else if (b->o.startup) {
+            setenv("CLNET_STARTUP", "1", 1); /* the library prints its report at exit */
+            rc = cli_first_step("bench", "first step and evaluation of", b->o.model, b->o.batch,
+                                b->o.devices);
+        } else {
+            rc = run_bench(b);
+        }
     }
     bench_free(b);
     free(b);

@@ -120,6 +120,15 @@ int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const char *mod
  * labels over its classes, in *x and *y (free both); 0 when out of memory. */
 int cli_random_batch(const clnet_net *net, long n, float **x, int32_t **y);
 
+/* ---- warm.c ---- */
+
+/* A first training step and evaluation of `model` at `batch` on `devices`,
+ * on made-up data, then "DONE MODEL at batch B on N devices in S s: P
+ * programs built, L kernels first launched". 0 on success, else 1 after a
+ * message "clnet COMMAND: ...". */
+int cli_first_step(const char *command, const char *done, const char *model, long batch,
+                   const char *devices);
+
 /* ---- the commands (main in clnet.c calls these) ---- */
 
 int cmd_devices(int argc, char **argv); /* clnet.c */

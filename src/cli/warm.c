@@ -32,13 +32,8 @@ static const cli_command warm_cmd = {
               "use at that batch on those devices, so that the next run starts warm.\n",
 };
 
-int cmd_warm(int argc, char **argv) {
-    warm_options o = {0};
-    int rc = 0;
-    if (!cli_parse(&warm_cmd, argc, argv, &o, &rc)) return rc;
-    if (!o.model) return cli_which_model("warm");
-    const char *cache = getenv("CLNET_CACHE");
-    if (!cache || !*cache) setenv("CLNET_CACHE", "all", 1); /* CLNET_CACHE=off stays off */
+int cli_first_step(const char *command, const char *done, const char *model, long batch,
+                   const char *devices) {
     clnet_runtime *rt = NULL;
     clnet_net *net = NULL;
     float *x = NULL;
@@ -46,29 +41,29 @@ int cmd_warm(int argc, char **argv) {
     clnet_counters before, after;
     clnet_debug_counters(&before);
     double began = clnet_seconds();
-    rc = 1;
-    if (clnet_runtime_create(&rt, o.devices) != CLNET_OK) {
-        fprintf(stderr, "clnet warm: devices: %s\n", clnet_last_error());
+    int rc = 1;
+    if (clnet_runtime_create(&rt, devices) != CLNET_OK) {
+        fprintf(stderr, "clnet %s: devices: %s\n", command, clnet_last_error());
         goto done;
     }
-    if (clnet_net_load(&net, o.model) != CLNET_OK || clnet_net_init(net, 1) != CLNET_OK ||
-        clnet_net_bind(net, rt, (int)o.batch) != CLNET_OK) {
-        fprintf(stderr, "clnet warm: %s: %s\n", o.model, clnet_last_error());
+    if (clnet_net_load(&net, model) != CLNET_OK || clnet_net_init(net, 1) != CLNET_OK ||
+        clnet_net_bind(net, rt, (int)batch) != CLNET_OK) {
+        fprintf(stderr, "clnet %s: %s: %s\n", command, model, clnet_last_error());
         goto done;
     }
-    if (!cli_random_batch(net, o.batch, &x, &y)) {
-        fprintf(stderr, "clnet warm: out of memory for a batch of %ld\n", o.batch);
+    if (!cli_random_batch(net, batch, &x, &y)) {
+        fprintf(stderr, "clnet %s: out of memory for a batch of %ld\n", command, batch);
         goto done;
     }
-    if (clnet_net_train_step(net, x, y, (int)o.batch, NULL) != CLNET_OK ||
-        clnet_net_evaluate_batch(net, x, y, (int)o.batch, NULL) != CLNET_OK) {
-        fprintf(stderr, "clnet warm: %s: %s\n", o.model, clnet_last_error());
+    if (clnet_net_train_step(net, x, y, (int)batch, NULL) != CLNET_OK ||
+        clnet_net_evaluate_batch(net, x, y, (int)batch, NULL) != CLNET_OK) {
+        fprintf(stderr, "clnet %s: %s: %s\n", command, model, clnet_last_error());
         goto done;
     }
     clnet_debug_counters(&after);
-    printf("warmed %s at batch %ld on %d device%s in %.1f s: %llu programs built, %llu kernels "
+    printf("%s %s at batch %ld on %d device%s in %.1f s: %llu programs built, %llu kernels "
            "first launched\n",
-           o.model, o.batch, clnet_net_device_count(net),
+           done, model, batch, clnet_net_device_count(net),
            clnet_net_device_count(net) == 1 ? "" : "s", clnet_seconds() - began,
            (unsigned long long)(after.builds - before.builds),
            (unsigned long long)(after.first_launches - before.first_launches));
@@ -79,4 +74,14 @@ done:
     clnet_net_free(net);
     clnet_runtime_free(rt);
     return rc;
+}
+
+int cmd_warm(int argc, char **argv) {
+    warm_options o = {0};
+    int rc = 0;
+    if (!cli_parse(&warm_cmd, argc, argv, &o, &rc)) return rc;
+    if (!o.model) return cli_which_model("warm");
+    const char *cache = getenv("CLNET_CACHE");
+    if (!cache || !*cache) setenv("CLNET_CACHE", "all", 1); /* CLNET_CACHE=off stays off */
+    return cli_first_step("warm", "warmed", o.model, o.batch, o.devices);
 }

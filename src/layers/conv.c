@@ -343,10 +343,11 @@ static clnet_status im2col(const clnet_node *node, const clnet_pass *p, const ch
     const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
     char opt[600];
     clnet_window_options(w, "", opt, sizeof opt);
+    size_t range[3] = {(size_t)w->out[2], (size_t)w->out[1], (size_t)ch->s * w->c * w->out[0]},
+           shape[3];
     return clnet_pass_run(
-        p, 0, "conv", opt, "im2col", 3,
-        (size_t[]){(size_t)w->out[2], (size_t)w->out[1], (size_t)ch->s * w->c * w->out[0]}, NULL,
-        ARGS(U32(ch->s), MEM(big), U32(off + ch->big), MEM(p->work), U32(ch->col)));
+        p, 0, "conv", opt, "im2col", 3, range, clnet_window_local(w, p, range, shape),
+        ARGS(WIN(w), U32(ch->s), MEM(big), U32(off + ch->big), MEM(p->work), U32(ch->col)));
 }
 
 /* The chunk's big-side tensor (slot `slot`) = col2im of the column region,
@@ -356,11 +357,12 @@ static clnet_status col2im(const clnet_node *node, const clnet_pass *p, int slot
     const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
     char opt[600];
     clnet_window_options(w, extra, opt, sizeof opt);
-    return clnet_pass_run(
-        p, slot, "conv", opt, "col2im", 3,
-        (size_t[]){(size_t)w->in[2], (size_t)w->in[1], (size_t)ch->s * w->c * w->in[0]}, NULL,
-        ARGS(U32(ch->s), MEM(p->work), U32(ch->col), MEM(big), U32(off + ch->big), MEM(p->params),
-             U32(ch->bo)));
+    size_t range[3] = {(size_t)w->in[2], (size_t)w->in[1], (size_t)ch->s * w->c * w->in[0]},
+           shape[3];
+    return clnet_pass_run(p, slot, "conv", opt, "col2im", 3, range,
+                          clnet_window_local(w, p, range, shape),
+                          ARGS(WIN(w), U32(ch->s), MEM(p->work), U32(ch->col), MEM(big),
+                               U32(off + ch->big), MEM(p->params), U32(ch->bo)));
 }
 
 /* The GEMM call sites of a node (clnet_pass_gemm). */

@@ -122,7 +122,7 @@ static void pool_options(const clnet_node *node, const char *extra, char *out, s
 
 /* Runs kernel `name` (slot `slot`) over (x, y, plane * depth) of the output
  * (forward) or of the input (backward: writing or adding dx as the graph
- * says). */
+ * says), with the window's geometry before `args` (at most 7). */
 static clnet_status run(const clnet_node *node, const clnet_pass *p, int slot, const char *name,
                         int backward, const clnet_arg *args, int nargs) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
@@ -130,7 +130,11 @@ static clnet_status run(const clnet_node *node, const clnet_pass *p, int slot, c
     size_t range[3] = {(size_t)v[2], (size_t)v[1], (size_t)p->n * (size_t)c->win.c * (size_t)v[0]};
     char opt[600];
     pool_options(node, backward ? clnet_dx_options(p, 0) : "", opt, sizeof opt);
-    return clnet_pass_run(p, slot, "pool", opt, name, 3, range, NULL, args, nargs);
+    clnet_arg all[8] = {WIN(&c->win)}; /* the geometry, then args */
+    for (int i = 0; i < nargs && i + 1 < 8; i++) all[i + 1] = args[i];
+    size_t shape[3];
+    return clnet_pass_run(p, slot, "pool", opt, name, 3, range,
+                          clnet_window_local(&c->win, p, range, shape), all, nargs + 1);
 }
 
 /* max pooling keeps the index of each window's maximum (int32) */
