@@ -3,13 +3,14 @@
 
     /usr/bin/python3 bench/pytorch_lenet.py [--epochs N] [--batch B] [--lr X] [--momentum M]
         [--nesterov] [--wd W] [--schedule constant|step|cosine] [--seed S] [--threads T]
-        [--steps N] [--data DIR]
+        [--steps N] [--no-eval] [--data DIR]
 
 The options and their defaults mirror `clnet train`: 10 epochs, batch 256, lr 0.1, plain SGD
 (momentum 0, no weight decay) with mean cross-entropy, batches reshuffled every epoch and the
 last partial batch kept. Schedules are per optimizer step: cosine anneals from lr to 0 over all
 epochs x batches steps, step multiplies by 0.1 every third of those steps. --steps stops after
-that many optimizer steps (a partial epoch). --threads defaults to every core this process may
+that many optimizer steps (a partial epoch); --no-eval skips the test set (as `clnet train
+--no-eval`: for timing a whole short process). --threads defaults to every core this process may
 use. The net is built here directly (not parsed from the cfg): conv 20@3x3, ReLU, avgpool 2/2,
 conv 50@5x5, ReLU, avgpool 2/2, flatten, linear 128, ReLU, linear 10; weights from N(0, 0.01^2),
 biases zero. Images are scaled to [0, 1], nothing else.
@@ -200,6 +201,7 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=positive_int, default=len(os.sched_getaffinity(0)))
     p.add_argument("--steps", type=int, default=-1, help="stop after N optimizer steps")
+    p.add_argument("--no-eval", action="store_true", help="never evaluate the test set")
     p.add_argument("--mean", type=float, default=0.0, help="images = (pixel/255 - mean) / std")
     p.add_argument("--std", type=float, default=1.0)
     p.add_argument("--data", default=os.environ.get("CLNET_DATA_DIR", DEFAULT_DATA))
@@ -274,7 +276,7 @@ def main():
         samples += seen
         done = seen == n
         last_loss = loss_sum / seen
-        test_acc = accuracy(net.eval(), test_x, test_y, 1000) if done else math.nan
+        test_acc = accuracy(net.eval(), test_x, test_y, 1000) if done and not args.no_eval else math.nan
         print(
             f"epoch {epoch + 1}{'' if done else ' (partial)'}: train_loss={last_loss:.4f} "
             f"train_accuracy={correct / seen:.4f} "
@@ -283,7 +285,7 @@ def main():
             f"images_per_s={seen / epoch_train:.0f}",
             file=sys.stderr,
         )
-    if math.isnan(test_acc):
+    if math.isnan(test_acc) and not args.no_eval:
         test_acc = accuracy(net.eval(), test_x, test_y, 1000)
     ips = samples / train_seconds if train_seconds > 0 else 0.0
     print(f"final: test_accuracy={test_acc:.4f} train_loss={last_loss:.4f} images_per_s={ips:.0f}")
