@@ -177,6 +177,7 @@ void clnet_window_options(const clnet_window *w, const char *extra, char *out, s
                      w->c, w->in[0], w->in[1], w->in[2], w->k[0], w->k[1], w->k[2], w->s[0],
                      w->s[1], w->s[2], w->p[0], w->p[1], w->p[2], w->d[0], w->d[1], w->d[2],
                      w->out[0], w->out[1], w->out[2]);
+    if (n < 0 || (size_t)n >= cap) n = 0; /* then the kernels read their clnet_win alone */
     snprintf(out + n, cap - (size_t)n, "%s%s", n && extra && *extra ? " " : "", extra ? extra : "");
 }
 

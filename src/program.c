@@ -353,9 +353,9 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family
          * each kernel gets one size whatever the layer and the batch: 64
          * for 1-D ranges, 32x4 for more (of 16x4, 32x4, 32x8 and 64x4, the
          * fastest for LeNet's convolution permutes on the EPYC VM, as fast
-         * as whole rows). Left to themselves,
-         * drivers pick sizes that change with the global size, and tiny
-         * groups for small multi-dimensional ranges. */
+         * as whole rows). Left to themselves, drivers pick sizes that change
+         * with the global size, and tiny groups for small multi-dimensional
+         * ranges. */
         shape[0] = dims == 1 ? 64 : 32;
         shape[1] = dims == 1 ? 1 : 4;
         local = shape;
