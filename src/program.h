@@ -56,9 +56,9 @@ clnet_status clnet_run(clnet_device *d, const char *family, const char *options,
  * dimensions, in shape; NULL (the default sizes) otherwise. For kernels
  * built for one layer's sizes (a window op's fixed geometry), where the
  * compiler then knows that no work-item of a row falls outside the range:
- * measured faster than the default 32x4 there (PoCL 3.1, EPYC VM, LeNet at
- * batch 256: 12% a step). Other kernels keep the default size, which the
- * driver compiles once for every layer. */
+ * one fixed 16x4 size for every kernel, these included, made LeNet's step
+ * about 12% slower (PoCL 3.1, EPYC VM, batch 256). Other kernels keep the
+ * default size, which the driver compiles once for every layer. */
 const size_t *clnet_rows_local(const clnet_device *d, int dims, const size_t *global,
                                size_t shape[3]);
 
