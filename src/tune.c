@@ -107,7 +107,7 @@ typedef struct {
 
 static clnet_status scan_text(scan *s, char *text) {
     clnet_status status = CLNET_OK;
-    int number = 0;
+    int number = 0, stale = 0;
     char copy[LINE_CAP];
     for (char *line = text; line && *line;) {
         char *nl = strchr(line, '\n');
@@ -130,15 +130,18 @@ static clnet_status scan_text(scan *s, char *text) {
         } else if (strcmp(l.field[1], s->device) != 0) {
             if (s->other) s->other(s->other_user, copy);
         } else if (strcmp(l.field[2], s->space) != 0) {
-            clnet_warn("tuning database %s, line %d: '%s' on %s was measured with other kernels "
-                       "(stale); discarded (clnet tune measures it again)",
-                       s->path, number, e.key, s->device);
+            stale++; /* one warning for them all, below: a changed kernel stales every line */
             s->discarded++;
         } else {
             if (s->mine) TRY(s->mine(s->mine_user, &e));
         }
         line = nl ? nl + 1 : NULL;
     }
+    if (stale)
+        clnet_warn("tuning database %s: %d entr%s on %s %s measured with other kernels (stale); "
+                   "discarded (clnet tune measures %s again)",
+                   s->path, stale, stale == 1 ? "y" : "ies", s->device, stale == 1 ? "was" : "were",
+                   stale == 1 ? "it" : "them");
 cleanup:
     return status;
 }
