@@ -122,7 +122,11 @@ static void pool_options(const clnet_node *node, const char *extra, char *out, s
 
 /* Runs kernel `name` (slot `slot`) over (x, y, plane * depth) of the output
  * (forward) or of the input (backward: writing or adding dx as the graph
- * says), with the window's geometry before `args` (at most 7). */
+ * says). Every pool kernel takes the window's geometry first: WIN(win_of(node)). */
+static const clnet_window *win_of(const clnet_node *node) {
+    return &CLNET_CONFIG(node, pool_config)->win;
+}
+
 static clnet_status run(const clnet_node *node, const clnet_pass *p, int slot, const char *name,
                         int backward, const clnet_arg *args, int nargs) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
@@ -130,11 +134,9 @@ static clnet_status run(const clnet_node *node, const clnet_pass *p, int slot, c
     size_t range[3] = {(size_t)v[2], (size_t)v[1], (size_t)p->n * (size_t)c->win.c * (size_t)v[0]};
     char opt[600];
     pool_options(node, backward ? clnet_dx_options(p, 0) : "", opt, sizeof opt);
-    clnet_arg all[8] = {WIN(&c->win)}; /* the geometry, then args */
-    for (int i = 0; i < nargs && i + 1 < 8; i++) all[i + 1] = args[i];
     size_t shape[3];
     return clnet_pass_run(p, slot, "pool", opt, name, 3, range,
-                          clnet_window_local(&c->win, p, range, shape), all, nargs + 1);
+                          clnet_window_local(&c->win, p, range, shape), args, nargs);
 }
 
 /* max pooling keeps the index of each window's maximum (int32) */
@@ -145,26 +147,28 @@ static size_t max_keep(const clnet_node *node, const clnet_device *d, int n) {
 
 static clnet_status max_forward(const clnet_node *node, const clnet_pass *p) {
     return run(node, p, 0, "maxpool_forward", 0,
-               ARGS(U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y), MEM(p->keep),
-                    U32(p->keep_off)));
+               ARGS(WIN(win_of(node)), U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y),
+                    MEM(p->keep), U32(p->keep_off)));
 }
 
 static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
     if (!p->need_dx[0]) return CLNET_OK;
     return run(node, p, 1, "maxpool_backward", 1,
-               ARGS(U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->keep), U32(p->keep_off),
-                    MEM(p->dact), U32(p->dx[0])));
+               ARGS(WIN(win_of(node)), U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->keep),
+                    U32(p->keep_off), MEM(p->dact), U32(p->dx[0])));
 }
 
 static clnet_status avg_forward(const clnet_node *node, const clnet_pass *p) {
-    return run(node, p, 2, "avgpool_forward", 0,
-               ARGS(U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
+    return run(
+        node, p, 2, "avgpool_forward", 0,
+        ARGS(WIN(win_of(node)), U32(p->n), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
 }
 
 static clnet_status avg_backward(const clnet_node *node, const clnet_pass *p) {
     if (!p->need_dx[0]) return CLNET_OK;
-    return run(node, p, 3, "avgpool_backward", 1,
-               ARGS(U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
+    return run(
+        node, p, 3, "avgpool_backward", 1,
+        ARGS(WIN(win_of(node)), U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
 }
 
 #define POOL_KIND(kind_name, about_, options_, keep, fwd, bwd)                                     \
