@@ -1,6 +1,6 @@
 // Activations, elementwise over x, y (count). Backward passes use the
 // forward's output y, which is all each derivative needs. dx is overwritten,
-// or added to when built with -DCLNET_ADD_DX=1 (clnet_store_dx).
+// or added to with add = 1 (clnet_store_dx).
 
 __kernel void relu_forward(uint count, __global const float *x, uint xoff, __global float *y,
                            uint yoff) {
@@ -10,9 +10,10 @@ __kernel void relu_forward(uint count, __global const float *x, uint xoff, __glo
 
 // Forward was y = max(x, 0), so dx = dy where y > 0, else 0.
 __kernel void relu_backward(uint count, __global const float *dy, uint dyoff,
-                            __global const float *y, uint yoff, __global float *dx, uint dxoff) {
+                            __global const float *y, uint yoff, __global float *dx, uint dxoff,
+                            uint add) {
     const uint i = get_global_id(0);
-    if (i < count) clnet_store_dx(dx + dxoff + i, y[yoff + i] > 0.0f ? dy[dyoff + i] : 0.0f);
+    if (i < count) clnet_store_dx(dx + dxoff + i, y[yoff + i] > 0.0f ? dy[dyoff + i] : 0.0f, add);
 }
 
 __kernel void sigmoid_forward(uint count, __global const float *x, uint xoff, __global float *y,
@@ -23,11 +24,12 @@ __kernel void sigmoid_forward(uint count, __global const float *x, uint xoff, __
 
 // Forward was y = 1 / (1 + e^-x), so dy/dx = y (1 - y).
 __kernel void sigmoid_backward(uint count, __global const float *dy, uint dyoff,
-                               __global const float *y, uint yoff, __global float *dx, uint dxoff) {
+                               __global const float *y, uint yoff, __global float *dx, uint dxoff,
+                            uint add) {
     const uint i = get_global_id(0);
     if (i < count) {
         const float v = y[yoff + i];
-        clnet_store_dx(dx + dxoff + i, dy[dyoff + i] * v * (1.0f - v));
+        clnet_store_dx(dx + dxoff + i, dy[dyoff + i] * v * (1.0f - v), add);
     }
 }
 
@@ -39,10 +41,11 @@ __kernel void tanh_forward(uint count, __global const float *x, uint xoff, __glo
 
 // Forward was y = tanh(x), so dy/dx = 1 - y^2.
 __kernel void tanh_backward(uint count, __global const float *dy, uint dyoff,
-                            __global const float *y, uint yoff, __global float *dx, uint dxoff) {
+                            __global const float *y, uint yoff, __global float *dx, uint dxoff,
+                            uint add) {
     const uint i = get_global_id(0);
     if (i < count) {
         const float v = y[yoff + i];
-        clnet_store_dx(dx + dxoff + i, dy[dyoff + i] * (1.0f - v * v));
+        clnet_store_dx(dx + dxoff + i, dy[dyoff + i] * (1.0f - v * v), add);
     }
 }

@@ -157,12 +157,12 @@ __kernel void bn_backward_sums(uint n, uint C, uint S, __global const float *x, 
 __kernel void bn_backward_dx(uint n, uint C, uint S, __global const float *x, uint xoff,
                              __global const float *dy, uint dyoff, __global float *dx, uint dxoff,
                              __global const float *norm, uint noff, __global const float *means,
-                             uint moff, __global const float *params, uint poff) {
+                             uint moff, __global const float *params, uint poff, uint add) {
     const uint s = get_global_id(0), bc = get_global_id(1);
     if (s >= S || bc >= n * C) return;
     const uint c = bc % C, i = bc * S + s;
     const float invstd = norm[noff + C + c];
     const float xhat = (x[xoff + i] - norm[noff + c]) * invstd;
     const float g = dy[dyoff + i] - means[moff + c] - xhat * means[moff + C + c];
-    clnet_store_dx(&dx[dxoff + i], params[poff + c] * invstd * g);
+    clnet_store_dx(&dx[dxoff + i], params[poff + c] * invstd * g, add);
 }

@@ -159,19 +159,13 @@ inline void clnet_windows_holding_all(clnet_win win, uint iz, uint iy, uint ix, 
                                                       WIN_OW);                                     \
                              ox >= 0; ox = -1)
 
-// An input gradient written by a backward pass: overwritten, or added to when
-// another reader of the same tensor wrote it first. Which of the two is fixed
-// when the program is built (-DCLNET_ADD_DX=1 adds), so that the overwriting
-// kernels never read what is there, which may be garbage: a runtime choice
-// lets the compiler load it anyway (Oclgrind's uninitialised-value check
-// rightly reports that).
-#ifndef CLNET_ADD_DX
-#define CLNET_ADD_DX 0
-#endif
-inline void clnet_store_dx(__global float *dst, float v) {
-#if CLNET_ADD_DX
-    *dst += v;
-#else
+// An input gradient written by a backward pass: overwritten (add == 0), or
+// added to (add == 1) when another reader of the same tensor wrote it first.
+// `add` is a kernel argument, the same for every work-item, so that both uses
+// share one program (a build option made each use a program of its own). The
+// old value is loaded only when adding: overwriting never reads what is there,
+// which may be garbage.
+inline void clnet_store_dx(__global float *dst, float v, uint add) {
+    if (add) v += *dst;
     *dst = v;
-#endif
 }

@@ -42,14 +42,12 @@ __kernel void im2col(clnet_win win, uint n, __global const float *x, uint xoff,
 // filled from x[b, c, iz, iy, ix]: the gather form of col2im, one work-item
 // per element of x, (ix, iy, (b*C + c)*D + iz). Without dilation the windows
 // that hold an input form a range along each axis; with it, each tap is tried
-// in turn. Built with -DCOL2IM_BIAS=1 it adds bias[c] (a transposed
-// convolution's output); the store is clnet_store_dx's (-DCLNET_ADD_DX=1 adds
-// to what is there).
-#ifndef COL2IM_BIAS
-#define COL2IM_BIAS 0
-#endif
+// in turn. With has_bias it adds bias[c] (a transposed convolution's output;
+// bias is read only then); the store is clnet_store_dx's (add = 1 adds to
+// what is there).
 __kernel void col2im(clnet_win win, uint n, __global const float *col, uint coloff,
-                     __global float *x, uint xoff, __global const float *bias, uint boff) {
+                     __global float *x, uint xoff, __global const float *bias, uint boff,
+                     uint has_bias, uint add) {
     const uint ix = get_global_id(0), iy = get_global_id(1), z = get_global_id(2);
     if (ix >= WIN_W || iy >= WIN_H || z >= n * WIN_C * WIN_D) return;
     const uint iz = z % WIN_D, bc = z / WIN_D, b = bc / WIN_C, c = bc % WIN_C, NP = n * WIN_OUT;
@@ -74,53 +72,51 @@ __kernel void col2im(clnet_win win, uint n, __global const float *col, uint colo
             s += base[((kd * WIN_KH + ky) * WIN_KW + kx) * NP +
                       ((uint)oz * WIN_OH + (uint)oy) * WIN_OW + (uint)ox];
     }
-#if COL2IM_BIAS
-    s += bias[boff + c];
-#endif
-    clnet_store_dx(x + xoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s);
+    if (has_bias) s += bias[boff + c];
+    clnet_store_dx(x + xoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s, add);
 }
 
-// y[b, f, p] = Yp[f, b*P + p] + bias[f]: from the GEMM's layout to NCHW (a
-// convolution's output, or a transposed convolution's input gradient, which is
-// built with -DCONV_BIAS=0 and may add to dx with -DCLNET_ADD_DX=1).
-// A convolution without a bias (bias=off) builds this with -DCONV_BIAS=0 and
-// never reads `bias`. One that took in the relu after it (the relu reads
-// nothing else of it) builds both kernels with -DCONV_RELU=1: y = max(., 0),
-// and the output gradient passes only where y > 0, exactly as the relu's own
-// kernels would have done.
-#ifndef CONV_BIAS
-#define CONV_BIAS 1
-#endif
-#ifndef CONV_RELU
-#define CONV_RELU 0
-#endif
+// y[b, f, p] = Yp[f, b*P + p] (+ bias[f] with has_bias; bias is read only
+// then): from the GEMM's layout to NCHW, a convolution's output or a
+// transposed convolution's input gradient (which adds to dx with add = 1). A
+// convolution that took in the relu after it (the relu reads nothing else of
+// it) runs this with relu = 1, y = max(., 0), and conv_grad_output_relu
+// below: the output gradient passes only where y > 0, exactly as the relu's
+// own kernels would have done.
+// The flags are arguments, the same for every work-item, so that every use
+// shares one program.
 __kernel void conv_output(uint n, uint F, uint P, __global const float *Yp, uint ypoff,
-                          __global const float *bias, uint boff, __global float *y, uint yoff) {
+                          __global const float *bias, uint boff, __global float *y, uint yoff,
+                          uint has_bias, uint relu, uint add) {
     const uint p = get_global_id(0), f = get_global_id(1), b = get_global_id(2);
     if (p >= P || f >= F || b >= n) return;
-#if CONV_BIAS
-    const float v = Yp[ypoff + f * (n * P) + b * P + p] + bias[boff + f];
-#else
-    const float v = Yp[ypoff + f * (n * P) + b * P + p];
-#endif
-#if CONV_RELU
-    clnet_store_dx(y + yoff + (b * F + f) * P + p, fmax(v, 0.0f));
-#else
-    clnet_store_dx(y + yoff + (b * F + f) * P + p, v);
-#endif
+    float v = Yp[ypoff + f * (n * P) + b * P + p];
+    if (has_bias) v += bias[boff + f];
+    clnet_store_dx(y + yoff + (b * F + f) * P + p, relu ? fmax(v, 0.0f) : v, add);
 }
 
-// dYp[f, b*P + p] = dy[b, f, p]: the output gradient in the GEMM's layout
-// (where y > 0 only, with the relu taken in; y is read only then).
-__kernel void conv_grad_output(uint n, uint F, uint P, __global const float *dy, uint dyoff,
-                               __global const float *y, uint yoff, __global float *dYp,
-                               uint dypoff) {
+// dYp[f, b*P + p] = dy[b, f, p]: the output gradient in the GEMM's layout;
+// conv_grad_output_relu passes it where y > 0 only (y is read only there).
+// Two kernels rather than a relu argument: PoCL takes twice as long to compile
+// the work-group function of a load behind a run-time condition (0.24 s
+// against 0.13 s).
+inline void grad_to_gemm_layout(uint n, uint F, uint P, __global const float *dy, uint dyoff,
+                                __global const float *y, uint yoff, __global float *dYp,
+                                uint dypoff, const int relu) {
     const uint p = get_global_id(0), f = get_global_id(1), b = get_global_id(2);
     if (p >= P || f >= F || b >= n) return;
     const uint at = (b * F + f) * P + p;
-#if CONV_RELU
-    dYp[dypoff + f * (n * P) + b * P + p] = y[yoff + at] > 0.0f ? dy[dyoff + at] : 0.0f;
-#else
-    dYp[dypoff + f * (n * P) + b * P + p] = dy[dyoff + at];
-#endif
+    dYp[dypoff + f * (n * P) + b * P + p] = !relu || y[yoff + at] > 0.0f ? dy[dyoff + at] : 0.0f;
+}
+
+__kernel void conv_grad_output(uint n, uint F, uint P, __global const float *dy, uint dyoff,
+                               __global const float *y, uint yoff, __global float *dYp,
+                               uint dypoff) {
+    grad_to_gemm_layout(n, F, P, dy, dyoff, y, yoff, dYp, dypoff, 0);
+}
+
+__kernel void conv_grad_output_relu(uint n, uint F, uint P, __global const float *dy, uint dyoff,
+                                    __global const float *y, uint yoff, __global float *dYp,
+                                    uint dypoff) {
+    grad_to_gemm_layout(n, F, P, dy, dyoff, y, yoff, dYp, dypoff, 1);
 }

@@ -25,12 +25,13 @@ inline int clnet_dropout_keep(uint seed, uint t, uint s, uint e, float p) {
 
 // Forward and backward are one map: y = x * keep * scale, and, forward being
 // that, dx = dy * keep * scale with the same mask. Forward runs it with
-// clnet_store_dx overwriting (no -DCLNET_ADD_DX), backward as the graph says.
+// add = 0 (clnet_store_dx overwriting), backward as the graph says.
 __kernel void dropout_apply(uint n, uint size, __global const float *x, uint xoff, __global float *y,
-                            uint yoff, float p, float scale, uint seed, uint step, uint first) {
+                            uint yoff, float p, float scale, uint seed, uint step, uint first,
+                            uint add) {
     const uint e = get_global_id(0), b = get_global_id(1);
     if (e >= size || b >= n) return;
     const uint i = b * size + e;
     clnet_store_dx(y + yoff + i,
-                   clnet_dropout_keep(seed, step, first + b, e, p) ? x[xoff + i] * scale : 0.0f);
+                   clnet_dropout_keep(seed, step, first + b, e, p) ? x[xoff + i] * scale : 0.0f, add);
 }

@@ -13,9 +13,12 @@
 //   A(m, k): PACK_A == 0: A[aoff + m * sam + k * sak], any strides (op(A)
 //            for free). PACK_A == 1: packed by `pack` into row blocks of MR:
 //            A[aoff + (m / MR) * K * MR + k * MR + m % MR], rows past M zero.
-//   B(k, n): PACK_B == 0: B[boff + k * ldb + n]. PACK_B == 1: packed into
-//            column panels of NR: B[boff + (n / NR) * K * NR + k * NR + n % NR],
-//            columns past N zero (so no edge case in the inner loop).
+//   B(k, n): packed_b == 0: B[boff + k * ldb + n]. packed_b == 1: packed
+//            into column panels of NR: B[boff + (n / NR) * K * NR + k * NR +
+//            n % NR], columns past N zero (so no edge case in the inner loop).
+//            packed_b is an argument, so that both layouts share one program
+//            (measured: no slower than a build-time constant); LOCAL == 1
+//            fixes it at build time instead (-DPACK_B, see there).
 //   C(m, n): C[coff + m * csm + n * csn]; csn == 1 stores whole vectors, any
 //            other value (a transposed C) stores scalars.
 //
@@ -30,7 +33,7 @@
 //           in L1 while A streams from L2 (GotoBLAS's loop order). C holds
 //           the partial sums between blocks.
 //   PACK_A  0 or 1: the layout of A above.
-//   PACK_B  0 or 1: the layout of B above.
+//   PACK_B  0 or 1: the layout of B above, LOCAL == 1 only.
 //   LOCAL   0 or 1: 1 stages tiles of A (WGM*MR x KL) and B (KL x WGN*NR) in
 //           local memory, loaded by the whole work-group (for GPUs). Needs the
 //           work-group shape (WGN, WGM, 1) given at launch; the runtime row
@@ -209,20 +212,17 @@ inline void store_tile(floatV acc[MR][NV], __global float *C, uint coff, uint cs
 
 __kernel void gemm_tiled(uint M, uint N, uint K, uint mb, float alpha, __global const float *A,
                          uint aoff, uint sam, uint sak, __global const float *B, uint boff,
-                         uint ldb, float beta, __global float *C, uint coff, uint csm, uint csn) {
+                         uint ldb, uint packed_b, float beta, __global float *C, uint coff,
+                         uint csm, uint csn) {
     const uint n0 = get_global_id(0) * NR;
     const uint ib0 = get_global_id(1) * mb;
     const uint nblocks = (M + MR - 1) / MR;
     if (n0 >= N || ib0 >= nblocks) return;
     const uint ib1 = min(nblocks, ib0 + mb);
     const uint ncols = min((uint)NR, N - n0);
-#if PACK_B
-    __global const float *bp = B + boff + get_global_id(0) * K * NR;
-#define BSTEP NR
-#else
-    __global const float *bp = B + boff + n0;
-#define BSTEP ldb
-#endif
+    __global const float *bp = B + boff + (packed_b ? get_global_id(0) * K * NR : n0);
+    const uint bstep = packed_b ? NR : ldb;
+#define BSTEP bstep
 #if PACK_A
 #define ASTEP MR
 #else
@@ -247,7 +247,7 @@ __kernel void gemm_tiled(uint M, uint N, uint K, uint mb, float alpha, __global 
             __global const float *bk = bp + k0 * BSTEP;
             FOR_R(DECL_ACCS, _)
             uint k = k0;
-            if (PACK_B || ncols == NR) {
+            if (packed_b || ncols == NR) {
                 for (; k + KU <= k1; k += KU) {
                     FOR_K(STEP_AT, _)
                     ak += KU * ASTEP;
@@ -283,8 +283,8 @@ __kernel void gemm_tiled(uint M, uint N, uint K, uint mb, float alpha, __global 
 // The work-group's cooperative load of a KL x T tile, k-major, of X(x, k)
 // for x from x0 and k from k0 into local memory, out-of-range elements as
 // zero. X is packed into blocks of P along x (see pack) or read through
-// strides sx and sk; `packed` is a build-time constant, so the other branch
-// compiles away.
+// strides sx and sk; `packed` is a build-time constant (PACK_A, PACK_B), so
+// the other branch compiles away: the kernel ignores its packed_b argument.
 inline void stage_tile(__local float *t, uint T, uint x0, uint X, uint k0, uint K,
                        __global const float *src, uint sx, uint sk, uint P, int packed, uint lid) {
     for (uint i = lid; i < KL * T; i += WGM * WGN) {
@@ -297,8 +297,8 @@ inline void stage_tile(__local float *t, uint T, uint x0, uint X, uint k0, uint 
 }
 __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1))) void
 gemm_tiled(uint M, uint N, uint K, uint mb, float alpha, __global const float *A, uint aoff,
-           uint sam, uint sak, __global const float *B, uint boff, uint ldb, float beta,
-           __global float *C, uint coff, uint csm, uint csn) {
+           uint sam, uint sak, __global const float *B, uint boff, uint ldb, uint packed_b,
+           float beta, __global float *C, uint coff, uint csm, uint csn) {
     __local float al[KL][TM]; // A(m, k) of the tile, k-major so a column is contiguous
     __local float bl[KL][TN];
     const uint lx = get_local_id(0), ly = get_local_id(1);

@@ -40,19 +40,19 @@ __kernel void global_maxpool_forward(uint planes, uint S, __global const float *
 // place is found again from x. One work-item per plane.
 __kernel void global_maxpool_backward(uint planes, uint S, __global const float *x, uint xoff,
                                       __global const float *dy, uint dyoff, __global float *dx,
-                                      uint dxoff) {
+                                      uint dxoff, uint add) {
     const uint bc = get_global_id(0);
     if (bc >= planes) return;
     const uint best = global_argmax(x + xoff + bc * S, S);
     const float g = dy[dyoff + bc];
-    for (uint i = 0; i < S; i++) clnet_store_dx(dx + dxoff + bc * S + i, i == best ? g : 0.0f);
+    for (uint i = 0; i < S; i++) clnet_store_dx(dx + dxoff + bc * S + i, i == best ? g : 0.0f, add);
 }
 
 // Forward was y = sum(plane) / S, so backward is dx = dy / S at every position
 // of the plane. Work-items run over (position, b*C + c).
 __kernel void global_avgpool_backward(uint planes, uint S, __global const float *dy, uint dyoff,
-                                      __global float *dx, uint dxoff) {
+                                      __global float *dx, uint dxoff, uint add) {
     const uint i = get_global_id(0), bc = get_global_id(1);
     if (i >= S || bc >= planes) return;
-    clnet_store_dx(dx + dxoff + bc * S + i, dy[dyoff + bc] / (float)S);
+    clnet_store_dx(dx + dxoff + bc * S + i, dy[dyoff + bc] / (float)S, add);
 }

@@ -70,7 +70,7 @@ __kernel void maxpool_forward(clnet_win win, uint n, __global const float *x, ui
 // windows whose maximum it was. Gather form: one work-item per input element.
 __kernel void maxpool_backward(clnet_win win, uint n, __global const float *dy, uint dyoff,
                                __global const int *arg, uint argoff, __global float *dx,
-                               uint dxoff) {
+                               uint dxoff, uint add) {
     const uint ix = get_global_id(0), iy = get_global_id(1), z = get_global_id(2);
     if (ix >= WIN_W || iy >= WIN_H || z >= n * WIN_C * WIN_D) return;
     const uint iz = z % WIN_D, bc = z / WIN_D;
@@ -93,7 +93,7 @@ __kernel void maxpool_backward(clnet_win win, uint n, __global const float *dy, 
         if (a[o] == me) s += g[o];
     }
 #endif
-    clnet_store_dx(dx + dxoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s);
+    clnet_store_dx(dx + dxoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s, add);
 }
 
 // Average pooling's divisor along one axis, for the window starting at t = o*s - p.
@@ -144,7 +144,7 @@ __kernel void avgpool_forward(clnet_win win, uint n, __global const float *x, ui
 // Forward was y = sum(window) / divisor, so each input gets dy / divisor from
 // every window that holds it.
 __kernel void avgpool_backward(clnet_win win, uint n, __global const float *dy, uint dyoff,
-                               __global float *dx, uint dxoff) {
+                               __global float *dx, uint dxoff, uint add) {
     const uint ix = get_global_id(0), iy = get_global_id(1), z = get_global_id(2);
     if (ix >= WIN_W || iy >= WIN_H || z >= n * WIN_C * WIN_D) return;
     const uint iz = z % WIN_D, bc = z / WIN_D;
@@ -163,5 +163,5 @@ __kernel void avgpool_backward(clnet_win win, uint n, __global const float *dy, 
             for (int ox = lo[2]; ox <= hi[2]; ox++)
                 s += g[(oz * (int)WIN_OH + oy) * (int)WIN_OW + ox] / avgpool_divisor(win, (uint)oz, (uint)oy, (uint)ox);
 #endif
-    clnet_store_dx(dx + dxoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s);
+    clnet_store_dx(dx + dxoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s, add);
 }

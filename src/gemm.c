@@ -189,8 +189,11 @@ static clnet_status gemm_own(clnet_device *d, const choice *ch, cl_kernel *kept,
     size_t cols = nt ? (N + NT_N - 1) / NT_N : (N + 7) / 8;
     size_t local[3], global[3] = {cols, rows, chunks};
     int use_local = ch->wg;
-    char options[32];
-    snprintf(options, sizeof options, "-DGEMM_TM=%d", ch->tm);
+    /* only gemm_nn reads GEMM_TM, and its default (8) needs no option: the
+     * others, and gemm_nn at 8, run from the program without options, which
+     * other small families share (sources.c) */
+    char options[32] = "";
+    if (!nt && ch->tm != 8) snprintf(options, sizeof options, "-DGEMM_TM=%d", ch->tm);
     if (!kept[0]) TRY(clnet_kernel_get(d, FAMILY, options, name, &kept[0]));
     local_size(d, kept[0], rows, local);
     if (nt)

@@ -70,14 +70,16 @@ clnet_status clnet_gemm_tiled_parse(const char *id, clnet_gemm_tiled_params *out
 }
 
 /* The -D options of p's program; pack_b is the one actually used (a B that is
- * not contiguous along n forces it). Macros a variant does not read are left
- * out, so equal programs share one cache entry. */
+ * not contiguous along n forces it), fixed at build time only with local
+ * tiles (LOCAL == 1): otherwise the kernel takes it as an argument, and both
+ * layouts share one program. Macros a variant does not read are left out, so
+ * equal programs share one cache entry. */
 static void options(const clnet_gemm_tiled_params *p, int pack_b, char *out, size_t cap) {
-    int n = snprintf(out, cap, "-DMR=%d -DNV=%d -DVW=%d -DPACK_A=%d -DPACK_B=%d -DKU=%d", p->mr,
-                     p->nr / p->vw, p->vw, p->pack_a, pack_b, p->ku);
+    int n = snprintf(out, cap, "-DMR=%d -DNV=%d -DVW=%d -DPACK_A=%d -DKU=%d", p->mr, p->nr / p->vw,
+                     p->vw, p->pack_a, p->ku);
     if (p->kl)
-        snprintf(out + n, cap - (size_t)n, " -DLOCAL=1 -DKL=%d -DWGM=%d -DWGN=%d", p->kl, p->wgm,
-                 p->wgn);
+        snprintf(out + n, cap - (size_t)n, " -DPACK_B=%d -DLOCAL=1 -DKL=%d -DWGM=%d -DWGN=%d",
+                 pack_b, p->kl, p->wgm, p->wgn);
     else
         snprintf(out + n, cap - (size_t)n, " -DKC=%d", p->kc);
 }
@@ -111,7 +113,7 @@ size_t clnet_gemm_tiled_scratch(const clnet_gemm_tiled_params *p, int ta, int tb
 }
 
 /* Packs X(x, k) = src[off + x * sx + k * sk], x < X, into blocks of P along x
- * (zero-padded) at `at` in the scratch: the layout PACK_A / PACK_B read. */
+ * (zero-padded) at `at` in the scratch: the layout PACK_A and packed_b read. */
 static clnet_status pack(clnet_device *d, cl_kernel *kept, const char *opts, size_t X, size_t K,
                          size_t P, cl_mem src, size_t off, size_t sx, size_t sk,
                          const clnet_gemm_scratch *work, size_t at) {
@@ -190,8 +192,8 @@ clnet_status clnet_gemm_tiled(clnet_device *d, cl_kernel kept[3], const clnet_ge
     }
     TRY(clnet_run_kept(d, &kept[2], FAMILY, opts, "gemm_tiled", 2, global, local,
                        ARGS(U32(M), U32(N), U32(K), U32(mb), F32(alpha), MEM(A), U32(aoff),
-                            U32(sam), U32(sak), MEM(B), U32(boff), U32(sbk), F32(beta), MEM(C),
-                            U32(coff), U32(csm), U32(csn))));
+                            U32(sam), U32(sak), MEM(B), U32(boff), U32(sbk), U32(pack_b), F32(beta),
+                            MEM(C), U32(coff), U32(csm), U32(csn))));
 cleanup:
     return status;
 }

@@ -26,8 +26,9 @@ typedef struct {
     int mc;     /* rows of C per work-item, a multiple of mr (0: all of M);
                    a runtime value, no rebuild; kl == 0 only */
     int pack_a; /* PACK_A: pack A into row blocks first (0 or 1) */
-    int pack_b; /* PACK_B: pack B into column panels first (0 or 1); a B that
-                   is not contiguous along n is packed whatever this says */
+    int pack_b; /* pack B into column panels first (0 or 1): the kernel's
+                   packed_b argument, PACK_B with kl > 0; a B that is not
+                   contiguous along n is packed whatever this says */
     int kl;     /* KL: k step of local-memory tiles, 1..64 (0: LOCAL == 0) */
     int wgm;    /* work-group shape: WGM rows x WGN columns of tiles */
     int wgn;

@@ -233,11 +233,11 @@ struct clnet_kind {
     int (*fuse_relu)(clnet_node *node);
 };
 
-/* The build options of a backward kernel that writes input k's gradient
- * through clnet_store_dx (cl/common.cl): "" overwrites, "-DCLNET_ADD_DX=1"
- * adds (a program of its own, built when a graph first needs it). */
-static inline const char *clnet_dx_options(const clnet_pass *p, int k) {
-    return p->dx_beta[k] != 0.0f ? "-DCLNET_ADD_DX=1" : "";
+/* The `add` argument of a backward kernel that writes input k's gradient
+ * through clnet_store_dx (cl/common.cl): 0 overwrites, 1 adds to what another
+ * reader of the input wrote first. */
+static inline uint32_t clnet_dx_add(const clnet_pass *p, int k) {
+    return p->dx_beta[k] != 0.0f;
 }
 
 /* A kernel of this pass's node, kept in slot `slot` of the node's kernels

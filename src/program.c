@@ -176,8 +176,9 @@ clnet_status clnet_kernel_get(clnet_device *d, const char *family, const char *o
     if (!options) options = "";
     clnet_count_lookup();
     pthread_mutex_lock(&d->lock);
-    clnet_program *p = find_program(d, family, options);
-    if (!p) TRY(add_program(d, family, options, &p));
+    const char *program = clnet_program_of(family, options);
+    clnet_program *p = find_program(d, program, options);
+    if (!p) TRY(add_program(d, program, options, &p));
     for (k = p->kernels; k; k = k->next)
         if (strcmp(k->name, name) == 0) break;
     if (!k) {

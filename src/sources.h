@@ -13,10 +13,16 @@ typedef struct {
 /* Every cl/<family>.cl file, ended by an entry whose family is NULL. */
 extern const clnet_embedded_source clnet_embedded_sources[];
 
-/* The text a family's programs are built from: common.cl, then <family>.cl,
- * each introduced by a #line so build logs name the right file. Reads files
- * from $CLNET_KERNEL_DIR instead when that is set (for kernel development).
- * The caller frees *out. */
+/* The program that holds a kernel of `family` built with `options`: the
+ * family's own, or, for a few small families without options, the one
+ * program they share (sources.c says which, and what it saves). */
+#define CLNET_SHARED_PROGRAM "shared"
+const char *clnet_program_of(const char *family, const char *options);
+
+/* The text a program is built from: common.cl, then <family>.cl (for
+ * CLNET_SHARED_PROGRAM, each family it holds), each introduced by a #line
+ * so build logs name the right file. Reads files from $CLNET_KERNEL_DIR
+ * instead when that is set (for kernel development). The caller frees *out. */
 clnet_status clnet_kernel_source(const char *family, char **out);
 
 #endif

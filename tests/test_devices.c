@@ -6,6 +6,7 @@
 #include "memory.h"
 #include "worker.h"
 #include "program.h"
+#include "sources.h"
 #include "ref/elementwise_ref.h"
 
 #include <dirent.h>
@@ -388,30 +389,43 @@ START_TEST(build_errors_carry_the_build_log) {
 }
 END_TEST
 
+static void write_kernel_file(const char *dir, const char *family, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.cl", dir, family);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
 /* CLNET_KERNEL_DIR replaces the embedded sources; a broken family there gives
- * a build error that names the file (through the #line the loader adds). */
+ * a build error that names the file (through the #line the loader adds), and
+ * a missing one an I/O error that names it. */
 START_TEST(kernel_dir_override_and_its_errors) {
     char dir[] = "/tmp/clnet-test-kdir-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    char path[512];
-    snprintf(path, sizeof path, "%s/common.cl", dir);
-    FILE *f = fopen(path, "w");
-    fputs("// empty common\n", f);
-    fclose(f);
-    snprintf(path, sizeof path, "%s/elementwise.cl", dir);
-    f = fopen(path, "w");
-    fputs("__kernel void fill(__global float *x) {\n  x[0] = oops;\n}\n", f);
-    fclose(f);
+    write_kernel_file(dir, "elementwise",
+                      "__kernel void fill(__global float *x) {\n  x[0] = oops;\n}\n");
+    /* elementwise.cl shares a program with other families (sources.c):
+     * first without them, then with the ones built in */
     setenv("CLNET_KERNEL_DIR", dir, 1);
     setenv("CLNET_CACHE", "off", 1);
     clnet_runtime *rt = NULL;
     ck_assert_int_eq(clnet_runtime_create(&rt, "0"), CLNET_OK);
     clnet_status s = clnet_runtime_device_check(rt, 0);
     clnet_runtime_free(rt);
+    ck_assert_int_eq(s, CLNET_ERR_IO);
+    ck_assert_msg(strstr(clnet_last_error(), dir) && strstr(clnet_last_error(), ".cl"), "%s",
+                  clnet_last_error());
+    for (const clnet_embedded_source *e = clnet_embedded_sources; e->family; e++)
+        if (strcmp(e->family, "elementwise") != 0) write_kernel_file(dir, e->family, e->text);
+    ck_assert_int_eq(clnet_runtime_create(&rt, "0"), CLNET_OK);
+    s = clnet_runtime_device_check(rt, 0);
+    clnet_runtime_free(rt);
     unsetenv("CLNET_KERNEL_DIR");
     unsetenv("CLNET_CACHE");
     ck_assert_int_eq(s, CLNET_ERR_BUILD);
-    ck_assert_msg(strstr(clnet_last_error(), "'elementwise'"), "%s", clnet_last_error());
+    ck_assert_msg(strstr(clnet_last_error(), "elementwise.cl:2"), "%s", clnet_last_error());
     ck_assert_msg(strstr(clnet_last_error(), "oops"), "%s", clnet_last_error());
     /* a missing folder is an I/O error that names the path */
     setenv("CLNET_KERNEL_DIR", "/nonexistent/kernels", 1);

@@ -20,9 +20,9 @@ static clnet_status run(const clnet_node *node, const clnet_pass *p, int backwar
         return clnet_pass_run(p, 0, "activation", "", name, 1, (size_t[]){c}, NULL,
                               ARGS(U32(c), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
     if (!p->need_dx[0]) return CLNET_OK;
-    return clnet_pass_run(p, 1, "activation", clnet_dx_options(p, 0), name, 1, (size_t[]){c}, NULL,
+    return clnet_pass_run(p, 1, "activation", "", name, 1, (size_t[]){c}, NULL,
                           ARGS(U32(c), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->y),
-                               MEM(p->dact), U32(p->dx[0])));
+                               MEM(p->dact), U32(p->dx[0]), U32(clnet_dx_add(p, 0))));
 }
 
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {

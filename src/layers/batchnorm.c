@@ -232,11 +232,11 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     if (cfg->sync && p->ctx->coll) TRY(p->ctx->coll->sum(p->ctx->coll, sums, 1 + 2 * C));
     for (size_t i = 0; i < 2 * C; i++) v.f[i] = (float)(sums[1 + i] / sums[0]);
     TRY(clnet_buffer_write(p->d, p->work, SENT(C), 2 * C, v.f));
-    TRY(clnet_pass_run(p, 4, "batchnorm", clnet_dx_options(p, 0), "bn_backward_dx", 2,
-                       (size_t[]){v.S, v.n * C}, NULL,
+    TRY(clnet_pass_run(p, 4, "batchnorm", "", "bn_backward_dx", 2, (size_t[]){v.S, v.n * C}, NULL,
                        ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact),
                             U32(p->dy), MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off),
-                            MEM(p->work), U32(SENT(C)), MEM(p->params), U32(v.weight))));
+                            MEM(p->work), U32(SENT(C)), MEM(p->params), U32(v.weight),
+                            U32(clnet_dx_add(p, 0)))));
 cleanup:
     return status;
 }

@@ -304,8 +304,8 @@ static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) 
     return gemm_at(node, s) + gemm_floats(node, d, s);
 }
 
-/* Without a bias, the kernels that would add it are built with -DCONV_BIAS=0
- * (or without -DCOL2IM_BIAS=1) and never read one. */
+/* Without a bias, the kernels that would add it run with their has_bias
+ * argument 0 and never read one. */
 static int has_bias(const clnet_node *node) {
     return node->nparams > 1;
 }
@@ -351,18 +351,19 @@ static clnet_status im2col(const clnet_node *node, const clnet_pass *p, const ch
 }
 
 /* The chunk's big-side tensor (slot `slot`) = col2im of the column region,
- * with `extra` build options (the bias, or adding to an input gradient). */
+ * plus the bias (with_bias), or added to what is there (add: an input
+ * gradient that another reader wrote first). */
 static clnet_status col2im(const clnet_node *node, const clnet_pass *p, int slot, const chunk *ch,
-                           const char *extra, cl_mem big, size_t off) {
+                           uint32_t with_bias, uint32_t add, cl_mem big, size_t off) {
     const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
     char opt[600];
-    clnet_window_options(w, extra, opt, sizeof opt);
+    clnet_window_options(w, "", opt, sizeof opt);
     size_t range[3] = {(size_t)w->in[2], (size_t)w->in[1], (size_t)ch->s * w->c * w->in[0]},
            shape[3];
-    return clnet_pass_run(p, slot, "conv", opt, "col2im", 3, range,
-                          clnet_window_local(w, p, range, shape),
-                          ARGS(WIN(w), U32(ch->s), MEM(p->work), U32(ch->col), MEM(big),
-                               U32(off + ch->big), MEM(p->params), U32(ch->bo)));
+    return clnet_pass_run(
+        p, slot, "conv", opt, "col2im", 3, range, clnet_window_local(w, p, range, shape),
+        ARGS(WIN(w), U32(ch->s), MEM(p->work), U32(ch->col), MEM(big), U32(off + ch->big),
+             MEM(p->params), U32(ch->bo), U32(with_bias), U32(add)));
 }
 
 /* The GEMM call sites of a node (clnet_pass_gemm). */
@@ -448,29 +449,33 @@ static clnet_status gemm_weight(const clnet_node *node, const clnet_pass *p, con
 }
 
 /* (C, s*P) in work at `to` = the chunk's (s, C, P) tensor at (t, off); with
- * the relu taken in (options "-DCONV_RELU=1"), only where y > 0. */
-static clnet_status to_gemm_layout(const clnet_pass *p, int slot, const char *options, size_t C,
-                                   size_t P, int s, cl_mem t, size_t off, size_t y, size_t to) {
+ * the relu taken in (relu), only where y > 0. */
+static clnet_status to_gemm_layout(const clnet_pass *p, int slot, int relu, size_t C, size_t P,
+                                   int s, cl_mem t, size_t off, size_t y, size_t to) {
     return clnet_pass_run(
-        p, slot, "conv", options, "conv_grad_output", 3, (size_t[]){P, C, (size_t)s}, NULL,
+        p, slot, "conv", "", relu ? "conv_grad_output_relu" : "conv_grad_output", 3,
+        (size_t[]){P, C, (size_t)s}, NULL,
         ARGS(U32(s), U32(C), U32(P), MEM(t), U32(off), MEM(p->act), U32(y), MEM(p->work), U32(to)));
 }
 
-/* The chunk's (s, C, P) tensor at (t, off) = Sp, plus `options`' bias, relu or
- * addition to what is there. */
-static clnet_status from_gemm_layout(const clnet_pass *p, int slot, const char *options,
-                                     const chunk *ch, size_t C, size_t P, cl_mem t, size_t off) {
-    return clnet_pass_run(p, slot, "conv", options, "conv_output", 3,
-                          (size_t[]){P, C, (size_t)ch->s}, NULL,
-                          ARGS(U32(ch->s), U32(C), U32(P), MEM(p->work), U32(0), MEM(p->params),
-                               U32(ch->bo), MEM(t), U32(off)));
+/* What conv_output does besides moving Sp: add the bias, apply the relu, add
+ * to what is there. */
+typedef struct {
+    uint32_t bias, relu, add;
+} output_flags;
+
+/* The chunk's (s, C, P) tensor at (t, off) = Sp, with `f`. */
+static clnet_status from_gemm_layout(const clnet_pass *p, int slot, output_flags f, const chunk *ch,
+                                     size_t C, size_t P, cl_mem t, size_t off) {
+    return clnet_pass_run(
+        p, slot, "conv", "", "conv_output", 3, (size_t[]){P, C, (size_t)ch->s}, NULL,
+        ARGS(U32(ch->s), U32(C), U32(P), MEM(p->work), U32(0), MEM(p->params), U32(ch->bo), MEM(t),
+             U32(off), U32(f.bias), U32(f.relu), U32(f.add)));
 }
 
-/* The options of a convolution's conv_output and conv_grad_output: bias, relu. */
-static const char *output_options(const clnet_node *node) {
-    static const char *const table[2][2] = {{"-DCONV_BIAS=0", "-DCONV_BIAS=0 -DCONV_RELU=1"},
-                                            {"", "-DCONV_RELU=1"}};
-    return table[has_bias(node)][CLNET_CONFIG(node, conv_config)->relu];
+/* Whether a convolution took in the relu after it (conv_config's relu). */
+static uint32_t took_relu(const clnet_node *node) {
+    return CLNET_CONFIG(node, conv_config)->relu != 0;
 }
 
 /* One chunk's share of a pass; beta is what its parameter gradients do
@@ -497,7 +502,8 @@ static clnet_status conv_forward_chunk(const clnet_node *node, const clnet_pass 
     (void)beta;
     TRY(im2col(node, p, ch, p->act, p->x[0]));
     TRY(gemm_down(node, p, ch));
-    TRY(from_gemm_layout(p, 1, output_options(node), ch, v.Cs, v.Ps, p->act, p->y + ch->small));
+    output_flags f = {.bias = has_bias(node), .relu = took_relu(node)};
+    TRY(from_gemm_layout(p, 1, f, ch, v.Cs, v.Ps, p->act, p->y + ch->small));
 cleanup:
     return status;
 }
@@ -509,7 +515,7 @@ static clnet_status conv_backward_chunk(const clnet_node *node, const clnet_pass
                                         const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    TRY(to_gemm_layout(p, 2, output_options(node), v.Cs, v.Ps, ch->s, p->dact, p->dy + ch->small,
+    TRY(to_gemm_layout(p, 2, took_relu(node), v.Cs, v.Ps, ch->s, p->dact, p->dy + ch->small,
                        p->y + ch->small, 0));
     if (has_bias(node))
         TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, ch->NP, p->work, 0,
@@ -518,7 +524,7 @@ static clnet_status conv_backward_chunk(const clnet_node *node, const clnet_pass
     TRY(gemm_weight(node, p, ch, beta));
     if (!p->need_dx[0]) return CLNET_OK;
     TRY(gemm_up(node, p, ch)); /* over the columns, which the weight gradient has read */
-    TRY(col2im(node, p, 3, ch, clnet_dx_options(p, 0), p->dact, p->dx[0]));
+    TRY(col2im(node, p, 3, ch, 0, clnet_dx_add(p, 0), p->dact, p->dx[0]));
 cleanup:
     return status;
 }
@@ -530,9 +536,9 @@ static clnet_status transpose_forward_chunk(const clnet_node *node, const clnet_
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
     (void)beta;
-    TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
+    TRY(to_gemm_layout(p, 2, 0, v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
     TRY(gemm_up(node, p, ch));
-    TRY(col2im(node, p, 3, ch, has_bias(node) ? "-DCOL2IM_BIAS=1" : "", p->act, p->y));
+    TRY(col2im(node, p, 3, ch, has_bias(node), 0, p->act, p->y));
 cleanup:
     return status;
 }
@@ -545,19 +551,18 @@ static clnet_status transpose_backward_chunk(const clnet_node *node, const clnet
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
     if (has_bias(node)) { /* dy in GEMM layout (Cb, s*Pb) over the column region */
-        TRY(to_gemm_layout(p, 6, "", v.Cb, v.Pb, ch->s, p->dact, p->dy + ch->big, 0, ch->col));
+        TRY(to_gemm_layout(p, 6, 0, v.Cb, v.Pb, ch->s, p->dact, p->dy + ch->big, 0, ch->col));
         TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch->s * v.Pb,
                            p->work, ch->col, p->grads, ch->bo, beta, p->work,
                            gemm_at(node, ch->s)));
     }
     TRY(im2col(node, p, ch, p->dact, p->dy));
-    TRY(to_gemm_layout(p, 2, "", v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
+    TRY(to_gemm_layout(p, 2, 0, v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
     TRY(gemm_weight(node, p, ch, beta));
     if (!p->need_dx[0]) return CLNET_OK;
     TRY(gemm_down(node, p, ch)); /* over Xp, which the weight gradient has read */
-    char opt[64];
-    snprintf(opt, sizeof opt, "-DCONV_BIAS=0 %s", clnet_dx_options(p, 0));
-    TRY(from_gemm_layout(p, 1, opt, ch, v.Cs, v.Ps, p->dact, p->dx[0] + ch->small));
+    output_flags f = {.add = clnet_dx_add(p, 0)};
+    TRY(from_gemm_layout(p, 1, f, ch, v.Cs, v.Ps, p->dact, p->dx[0] + ch->small));
 cleanup:
     return status;
 }

@@ -43,16 +43,16 @@ static clnet_status setup(clnet_node *node) {
 }
 
 /* The mask applied to (n, size) at (t, in) into (t, out): forward's y, or,
- * the same map, backward's dx (with `options`: overwritten or added to). */
-static clnet_status apply(const clnet_node *node, const clnet_pass *p, int slot,
-                          const char *options, cl_mem t, size_t in, size_t out) {
+ * the same map, backward's dx (overwritten, or added to with add = 1). */
+static clnet_status apply(const clnet_node *node, const clnet_pass *p, int slot, uint32_t add,
+                          cl_mem t, size_t in, size_t out) {
     const dropout_config *c = CLNET_CONFIG(node, dropout_config);
     size_t size = clnet_shape_size(node->out);
-    return clnet_pass_run(p, slot, "dropout", options, "dropout_apply", 2,
-                          (size_t[]){size, (size_t)p->n}, NULL,
-                          ARGS(U32(p->n), U32(size), MEM(t), U32(in), MEM(t), U32(out), F32(c->p),
-                               F32(c->p < 1 ? 1.0f / (1.0f - c->p) : 0.0f), U32(c->key),
-                               U32((uint32_t)p->ctx->step), U32((uint32_t)p->ctx->first_sample)));
+    return clnet_pass_run(
+        p, slot, "dropout", "", "dropout_apply", 2, (size_t[]){size, (size_t)p->n}, NULL,
+        ARGS(U32(p->n), U32(size), MEM(t), U32(in), MEM(t), U32(out), F32(c->p),
+             F32(c->p < 1 ? 1.0f / (1.0f - c->p) : 0.0f), U32(c->key), U32((uint32_t)p->ctx->step),
+             U32((uint32_t)p->ctx->first_sample), U32(add)));
 }
 
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
@@ -60,12 +60,12 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     if (!p->ctx->train) /* evaluation: the identity */
         return clnet_copy_rows(p->d, clnet_pass_kept(p, 2), 1, (size_t)p->n * size, p->act, p->x[0],
                                0, p->act, p->y, 0, 0.0f);
-    return apply(node, p, 0, "", p->act, p->x[0], p->y);
+    return apply(node, p, 0, 0, p->act, p->x[0], p->y);
 }
 
 static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     if (!p->need_dx[0]) return CLNET_OK;
-    return apply(node, p, 1, clnet_dx_options(p, 0), p->dact, p->dy, p->dx[0]);
+    return apply(node, p, 1, clnet_dx_add(p, 0), p->dact, p->dy, p->dx[0]);
 }
 
 const clnet_kind clnet_dropout_kind = {

@@ -110,13 +110,13 @@ cleanup:
 }
 
 /* The program's options: the window fixed at compile time, ceil mode,
- * count_pad and dilation, and `extra` ("" or an input gradient's options). */
-static void pool_options(const clnet_node *node, const char *extra, char *out, size_t cap) {
+ * count_pad and dilation. */
+static void pool_options(const clnet_node *node, char *out, size_t cap) {
     const pool_config *c = CLNET_CONFIG(node, pool_config);
     const int *d = c->win.d;
     char more[120];
-    snprintf(more, sizeof more, "-DPOOL_CEIL=%d -DPOOL_COUNT_PAD=%d -DPOOL_DILATED=%d%s%s", c->ceil,
-             !c->no_count_pad, d[0] * d[1] * d[2] != 1, *extra ? " " : "", extra);
+    snprintf(more, sizeof more, "-DPOOL_CEIL=%d -DPOOL_COUNT_PAD=%d -DPOOL_DILATED=%d", c->ceil,
+             !c->no_count_pad, d[0] * d[1] * d[2] != 1);
     clnet_window_options(&c->win, more, out, cap);
 }
 
@@ -133,7 +133,7 @@ static clnet_status run(const clnet_node *node, const clnet_pass *p, int slot, c
     const int *v = backward ? c->win.in : c->win.out;
     size_t range[3] = {(size_t)v[2], (size_t)v[1], (size_t)p->n * (size_t)c->win.c * (size_t)v[0]};
     char opt[600];
-    pool_options(node, backward ? clnet_dx_options(p, 0) : "", opt, sizeof opt);
+    pool_options(node, opt, sizeof opt);
     size_t shape[3];
     return clnet_pass_run(p, slot, "pool", opt, name, 3, range,
                           clnet_window_local(&c->win, p, range, shape), args, nargs);
@@ -155,7 +155,7 @@ static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
     if (!p->need_dx[0]) return CLNET_OK;
     return run(node, p, 1, "maxpool_backward", 1,
                ARGS(WIN(win_of(node)), U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->keep),
-                    U32(p->keep_off), MEM(p->dact), U32(p->dx[0])));
+                    U32(p->keep_off), MEM(p->dact), U32(p->dx[0]), U32(clnet_dx_add(p, 0))));
 }
 
 static clnet_status avg_forward(const clnet_node *node, const clnet_pass *p) {
@@ -166,9 +166,9 @@ static clnet_status avg_forward(const clnet_node *node, const clnet_pass *p) {
 
 static clnet_status avg_backward(const clnet_node *node, const clnet_pass *p) {
     if (!p->need_dx[0]) return CLNET_OK;
-    return run(
-        node, p, 3, "avgpool_backward", 1,
-        ARGS(WIN(win_of(node)), U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->dact), U32(p->dx[0])));
+    return run(node, p, 3, "avgpool_backward", 1,
+               ARGS(WIN(win_of(node)), U32(p->n), MEM(p->dact), U32(p->dy), MEM(p->dact),
+                    U32(p->dx[0]), U32(clnet_dx_add(p, 0))));
 }
 
 #define POOL_KIND(kind_name, about_, options_, keep, fwd, bwd)                                     \
