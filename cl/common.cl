@@ -21,12 +21,12 @@ inline float clnet_group_sum(__local float *tmp, float v) {
 // Window geometry. Convolution and pooling kernels work on three spatial axes
 // (depth, height, width); a signal or an image leads with axes of size 1. Each
 // such kernel takes the geometry as its first argument, a clnet_win, and reads
-// it through the WIN_ names below. A program may instead fix some of them when
-// it is built (clnet_window_options defines the window's shape, stride,
-// padding and dilation as constants): loops over a window then have known trip
-// counts, divisions by a stride become multiplications, and the axes of size 1
-// cost nothing. Sizes stay arguments, so one program serves every layer with
-// the same window.
+// it through the WIN_ names below. A layer with much window work builds a
+// program that fixes them all instead (clnet_window_options defines each as a
+// constant; src/layers.c says when): loops over a window then have known trip
+// counts, divisions by strides and sizes become multiplications, and the axes
+// of size 1 cost nothing. Small layers share one program that reads the
+// argument.
 //   WIN_C                    channels of the side the windows read
 //   WIN_D, WIN_H, WIN_W      that side's size
 //   WIN_KD, WIN_KH, WIN_KW   the kernel (window)

@@ -328,10 +328,11 @@ clnet_shape clnet_shape_from_sizes(const int v[5]);
 /* One option's `rank` values (v) laid out on three axes: on the last `rank`
  * of out, `fill` on the others (a signal's size=5 is 1x1x5). */
 void clnet_axes(int rank, const int *v, int fill, int out[3]);
-/* The build options that fix a window op's window at compile time (its shape,
- * stride, padding and dilation: WIN_* constants of cl/common.cl), then
- * `extra` (may be NULL or ""). Sizes are not fixed: they come in the kernel's
- * clnet_win argument, so layers with one window share a program. */
+/* The build options of a window op's program: where clnet_window_fixed(w),
+ * its whole geometry as the WIN_* constants of cl/common.cl (sizes, window,
+ * stride, padding, dilation); else none, and the kernels read it from their
+ * clnet_win argument, so small layers share one program. Then `extra` (may
+ * be NULL or ""). */
 void clnet_window_options(const clnet_window *w, const char *extra, char *out, size_t cap);
 /* Whether clnet_window_options fixes w's geometry (layers.c says when). */
 int clnet_window_fixed(const clnet_window *w);
