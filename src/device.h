@@ -32,6 +32,11 @@ typedef struct clnet_program {
     clnet_kernel_entry *kernels;
 } clnet_program;
 
+/* The convolution algorithms (src/layers/conv.c), by name in $CLNET_CONV:
+ * auto (the rules), im2col, direct. */
+enum { CLNET_CONV_AUTO, CLNET_CONV_IM2COL, CLNET_CONV_DIRECT, CLNET_CONV_ALGOS };
+extern const char *const clnet_conv_algo_names[CLNET_CONV_ALGOS];
+
 typedef struct clnet_device {
     clnet_device_info info;
     cl_platform_id platform;
@@ -49,6 +54,7 @@ typedef struct clnet_device {
     cl_mem scratch;
     /* GEMM (gemm.c): what the device knows about choosing candidates */
     char gemm_force[16];     /* $CLNET_GEMM ("own", "clblast") or "" */
+    int conv_force;          /* $CLNET_CONV: a CLNET_CONV_* algorithm, or CLNET_CONV_AUTO */
     char tune_device[400];   /* this device in the tuning database */
     char tune_space[20];     /* the fingerprint of its GEMM candidates */
     clnet_tune_table tuned;  /* the database's entries for this device */

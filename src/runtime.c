@@ -323,6 +323,22 @@ static void query_info(const candidate *c, int index, clnet_device_info *info) {
     if (strstr(ext, "cl_khr_fp64")) info->fp64 = 1;
 }
 
+const char *const clnet_conv_algo_names[CLNET_CONV_ALGOS] = {"auto", "im2col", "direct"};
+
+/* $CLNET_CONV: the convolution algorithm forced on every layer, or auto. */
+static clnet_status read_conv_force(clnet_device *d) {
+    const char *env = getenv("CLNET_CONV");
+    d->conv_force = CLNET_CONV_AUTO;
+    if (!env || !*env) return CLNET_OK;
+    for (int a = 0; a < CLNET_CONV_ALGOS; a++)
+        if (strcasecmp(env, clnet_conv_algo_names[a]) == 0) {
+            d->conv_force = a;
+            return CLNET_OK;
+        }
+    return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                      "CLNET_CONV='%s': expected auto, im2col or direct", env);
+}
+
 static clnet_status open_device(clnet_device *d, const candidate *c, int index,
                                 const clnet_cache_config *cache) {
     clnet_status status = CLNET_OK;
@@ -333,6 +349,7 @@ static clnet_status open_device(clnet_device *d, const candidate *c, int index,
     d->zero_copy = d->info.host_unified_memory;
     d->cache = cache;
     TRY(clnet_gemm_open(d));
+    TRY(read_conv_force(d));
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
     d->context = clCreateContext(props, 1, &c->id, NULL, NULL, &err);
     CL_CHECK(err, "clCreateContext");

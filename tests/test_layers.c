@@ -752,6 +752,23 @@ static void run_case(clnet_device *d, const layer_row *row, const layer_case *t,
     free(w), free(b), free(dw), free(dwr), free(db), free(dbr);
 }
 
+/* A convolution's case runs once per algorithm (device.h's CLNET_CONV_*),
+ * unless $CLNET_CONV forces one: each against the reference. */
+static void run_algorithms(clnet_device *d, const layer_row *row, const layer_case *t,
+                           uint64_t seed) {
+    int forced = d->conv_force;
+    if (strncmp(row->kind, "conv", 4) != 0 || forced != CLNET_CONV_AUTO) {
+        run_case(d, row, t, seed);
+        return;
+    }
+    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++) {
+        d->conv_force = a;
+        printf("[%s] ", clnet_conv_algo_names[a]);
+        run_case(d, row, t, seed);
+    }
+    d->conv_force = forced;
+}
+
 START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
     clnet_runtime *rt = test_runtime();
     for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
@@ -764,7 +781,7 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
                     skipped++;
                     continue;
                 }
-                run_case(d, &TABLE[i], &TABLE[i].cases[c], seed);
+                run_algorithms(d, &TABLE[i], &TABLE[i].cases[c], seed);
             }
         if (skipped)
             printf("%d large cases left out on %s, a slow simulator (they run on the others)\n",

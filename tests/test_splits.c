@@ -643,6 +643,7 @@ typedef struct {
     double rows[MAX_ROWS][MAX_DEV];
     int micro;      /* CLNET_MICRO_BATCH for the N-device run (0: none) */
     int batch_norm; /* 1: a share that exceeds the micro-batch is refused, not split */
+    int conv;       /* the convolution algorithm on every device (CLNET_CONV_*) */
 } recipe;
 
 typedef struct {
@@ -921,6 +922,24 @@ static void draw_row(rng *r, int D, int n, double *w) {
     }
 }
 
+/* The convolution algorithm of case `index` (CLNET_CONV_*): auto or each
+ * one in turn, drawn apart from the rest of the case so that adding it kept
+ * every older case as it was; what $CLNET_CONV forces where it is set. */
+static int conv_algorithm(uint64_t seed, int index) {
+    if (getenv("CLNET_CONV") && *getenv("CLNET_CONV")) return CLNET_CONV_AUTO;
+    rng r = {seed * 0x2545f4914f6cdd1dull + (uint64_t)index * 0x9e3779b97f4a7c15ull + 1};
+    return (int)(next(&r) % CLNET_CONV_ALGOS);
+}
+
+/* Runs rt's devices with algorithm a (CLNET_CONV_AUTO: as $CLNET_CONV says,
+ * which the devices read when they opened). */
+static void force_conv(clnet_runtime *rt, int a) {
+    const char *env = getenv("CLNET_CONV");
+    if (a == CLNET_CONV_AUTO && env && *env) return;
+    for (int i = 0; i < clnet_runtime_device_count(rt); i++)
+        clnet_runtime_device(rt, i)->conv_force = a;
+}
+
 /* sim >= 0: device `sim` is a simulator: it takes the larger share of a
  * few samples, and the other device at least one sample of every pass. */
 static void draw_case(gen_case *c, uint64_t seed, int index, int D, int sim) {
@@ -938,6 +957,7 @@ static void draw_case(gen_case *c, uint64_t seed, int index, int D, int sim) {
     rc->classes = classes;
     rc->init_seed = next(&r) % 1000;
     rc->data_seed = next(&r) % 100000;
+    rc->conv = conv_algorithm(seed, index);
     rc->steps = 2;
     int n = draw_batch(&r, flavor, c->g.out[0].rank);
     if (c->g.two && n < 2) n = 2;
@@ -1034,6 +1054,7 @@ static void print_recipe(const char *label, const graph *g, const recipe *rc, in
     }
     if (rc->nrows > 1) printf(" (changing)");
     if (rc->micro) printf(" micro %d", rc->micro);
+    if (rc->conv) printf(" | conv %s", clnet_conv_algo_names[rc->conv]);
     printf(" | ");
 }
 
@@ -1081,6 +1102,8 @@ static int check_case(const char *label, const char *replay, const graph *g, con
 
     outcome base = {.ok = 1}, multi, again = {0};
     verdict v = {"", 0};
+    force_conv(one(), rc->conv);
+    force_conv(all, rc->conv);
     if (!unsynced || ref) run(one(), rc, ref, 0, &base);
     run(all, rc, NULL, 1, &multi);
     if (unsynced && multi.ok) run(all, rc, NULL, 1, &again);

@@ -236,6 +236,23 @@ static sides sides_of(const clnet_node *node) {
     return v;
 }
 
+/* The algorithms (device.h's CLNET_CONV_*; $CLNET_CONV forces one):
+ *   im2col  the column matrix and the device's GEMMs, group by group: any shape;
+ *   direct  cl/conv_direct.cl, each pass one launch over the whole layer whose
+ *           work-items loop over a group's channels: for groups of few
+ *           channels (depthwise), where im2col runs a thin GEMM per group.
+ * The rule looks at the layer's shape alone, never at the samples of a
+ * pass, so every split of a batch runs the same algorithm. */
+#define DIRECT_MAX_GROUP 8 /* channels per group, on either side */
+
+static int algo_of(const clnet_node *node, const clnet_device *d) {
+    if (d && d->conv_force != CLNET_CONV_AUTO) return d->conv_force;
+    sides v = sides_of(node);
+    return v.G > 1 && v.Cb / v.G <= DIRECT_MAX_GROUP && v.Cs / v.G <= DIRECT_MAX_GROUP
+               ? CLNET_CONV_DIRECT
+               : CLNET_CONV_IM2COL;
+}
+
 /* The batch runs through im2col and the GEMMs in chunks of samples whose
  * column matrix holds at most CHUNK_FLOATS floats (at least one sample a
  * chunk): it stays in the CPU's caches between im2col and the GEMM that reads
@@ -246,19 +263,25 @@ static sides sides_of(const clnet_node *node) {
  * additions does too. */
 #define CHUNK_FLOATS (3u << 20) /* 12 MiB: best of 1, 2, 3, 4, 6 and 8 Mi floats here */
 
-/* A sample's share of the column region: its columns or, for a transposed
- * convolution's bias gradient, its output gradient in GEMM layout. */
-static size_t col_per_sample(const clnet_node *node) {
+/* A sample's share of the column region: its columns (im2col) or its
+ * parts of the weight gradient (direct) or, for a transposed convolution's
+ * bias gradient, its output gradient in GEMM layout. */
+static size_t col_per_sample(const clnet_node *node, int algo) {
     sides v = sides_of(node);
-    size_t col = v.Cb * v.K * v.Ps, big = v.Cb * v.Pb;
-    return CLNET_CONFIG(node, conv_config)->transpose && big > col ? big : col;
+    size_t col = algo == CLNET_CONV_DIRECT ? v.Cs * (v.Cb / v.G) * v.K : v.Cb * v.K * v.Ps;
+    size_t big = CLNET_CONFIG(node, conv_config)->transpose ? v.Cb * v.Pb : 0;
+    return big > col ? big : col;
 }
 
 /* Samples per chunk for a pass over n: as equal as the chunks can be. Not
  * monotonic in n (64 samples run as two chunks of 32, 51 as one of 51): the
- * plan takes the largest scratch over every n a pass can run (plan.c). */
-static int chunk_samples(const clnet_node *node, int n) {
-    size_t per = col_per_sample(node), most = per ? CHUNK_FLOATS / per : (size_t)n;
+ * plan takes the largest scratch over every n a pass can run (plan.c). The
+ * direct algorithm counts its small side in GEMM layout too: it has no
+ * column matrix to keep in cache, only memory to bound. */
+static int chunk_samples(const clnet_node *node, int algo, int n) {
+    size_t per = col_per_sample(node, algo);
+    if (algo == CLNET_CONV_DIRECT) per += sides_of(node).Cs * sides_of(node).Ps;
+    size_t most = per ? CHUNK_FLOATS / per : (size_t)n;
     if (most < 1) most = 1;
     size_t chunks = ((size_t)n + most - 1) / most;
     if (chunks < 1) chunks = 1;
@@ -267,9 +290,9 @@ static int chunk_samples(const clnet_node *node, int n) {
 
 /* A chunk of s samples' scratch: its small side in GEMM layout (Cs, s*Ps),
  * then its column region. */
-static size_t chunk_floats(const clnet_node *node, int s) {
+static size_t chunk_floats(const clnet_node *node, int algo, int s) {
     sides v = sides_of(node);
-    return v.Cs * (size_t)s * v.Ps + (size_t)s * col_per_sample(node);
+    return v.Cs * (size_t)s * v.Ps + (size_t)s * col_per_sample(node, algo);
 }
 
 /* The GEMMs of a chunk of s samples, group by group (see below). */
@@ -282,26 +305,35 @@ static size_t most(size_t a, size_t b) {
 }
 
 /* Where a chunk's GEMMs and row sums take their scratch: after its regions. */
-static size_t gemm_at(const clnet_node *node, int s) {
-    return (chunk_floats(node, s) + 15) / 16 * 16;
+static size_t gemm_at(const clnet_node *node, int algo, int s) {
+    return (chunk_floats(node, algo, s) + 15) / 16 * 16;
 }
 
-/* The scratch of a chunk's GEMMs and of the bias gradient's row sums (they
- * run one after another, so they share it). */
-static size_t gemm_floats(const clnet_node *node, const clnet_device *d, int s) {
+/* The scratch of a chunk's GEMMs (im2col) and of the bias gradient's row
+ * sums (they run one after another, so they share it). */
+static size_t gemm_floats(const clnet_node *node, const clnet_device *d, int algo, int s) {
     sides v = sides_of(node);
-    clnet_gemm_shape down = shape_down(node, s), up = shape_up(node, s),
-                     weight = shape_weight(node, s);
     size_t sums = most(clnet_row_sums_floats(v.Cs, (size_t)s * v.Ps),
                        clnet_row_sums_floats(v.Cb, (size_t)s * v.Pb));
+    if (algo == CLNET_CONV_DIRECT) return sums;
+    clnet_gemm_shape down = shape_down(node, s), up = shape_up(node, s),
+                     weight = shape_weight(node, s);
     return most(
         most(clnet_gemm_chosen_work_floats(d, &down), clnet_gemm_chosen_work_floats(d, &up)),
         most(clnet_gemm_chosen_work_floats(d, &weight), sums));
 }
 
+static size_t algo_work_floats(const clnet_node *node, const clnet_device *d, int algo, int n) {
+    int s = chunk_samples(node, algo, n);
+    return gemm_at(node, algo, s) + gemm_floats(node, d, algo, s);
+}
+
+/* Without a device (a plan made before one is chosen), the most that any
+ * algorithm takes. */
 static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) {
-    int s = chunk_samples(node, n);
-    return gemm_at(node, s) + gemm_floats(node, d, s);
+    if (d) return algo_work_floats(node, d, algo_of(node, d), n);
+    return most(algo_work_floats(node, NULL, CLNET_CONV_IM2COL, n),
+                algo_work_floats(node, NULL, CLNET_CONV_DIRECT, n));
 }
 
 /* Without a bias, the kernels that would add it run with their has_bias
@@ -319,16 +351,18 @@ static int fuse_relu(clnet_node *node) {
 
 /* What a chunk of samples b0 .. b0+s-1 works on. */
 typedef struct {
+    int algo; /* CLNET_CONV_IM2COL or CLNET_CONV_DIRECT */
     int s;
     size_t NP;         /* s * Ps: the columns of its matrices */
     size_t small, big; /* its samples' offsets in small- and big-side tensors */
     size_t col;        /* its column region in work, after Sp */
+    size_t gemm;       /* its GEMMs' and row sums' scratch in work (gemm_at) */
     size_t wo, bo;     /* the weight and the bias in the parameters */
 } chunk;
 
-static chunk chunk_at(const clnet_node *node, int b0, int s) {
+static chunk chunk_at(const clnet_node *node, int algo, int b0, int s) {
     sides v = sides_of(node);
-    chunk ch = {.s = s, .NP = (size_t)s * v.Ps};
+    chunk ch = {.algo = algo, .s = s, .NP = (size_t)s * v.Ps, .gemm = gemm_at(node, algo, s)};
     ch.small = v.Cs * v.Ps * (size_t)b0;
     ch.big = v.Cb * v.Pb * (size_t)b0;
     ch.col = v.Cs * ch.NP;
@@ -400,8 +434,8 @@ static clnet_status per_group(const clnet_node *node, const clnet_pass *p, const
                               operand c) {
     for (size_t g = 0; g < sides_of(node).G; g++) {
         clnet_status st =
-            clnet_pass_gemm(p, site, gemm_at(node, ch->s), s, 1.0f, a.mem, a.off + g * a.step, a.ld,
-                            b.mem, b.off + g * b.step, b.ld, beta, c.mem, c.off + g * c.step, c.ld);
+            clnet_pass_gemm(p, site, ch->gemm, s, 1.0f, a.mem, a.off + g * a.step, a.ld, b.mem,
+                            b.off + g * b.step, b.ld, beta, c.mem, c.off + g * c.step, c.ld);
         if (st != CLNET_OK) return st;
     }
     return CLNET_OK;
@@ -483,11 +517,14 @@ static uint32_t took_relu(const clnet_node *node) {
 typedef clnet_status (*chunk_fn)(const clnet_node *node, const clnet_pass *p, const chunk *ch,
                                  float beta);
 
-/* Runs fn over the pass's samples, chunk by chunk (chunk_samples). */
-static clnet_status each_chunk(const clnet_node *node, const clnet_pass *p, chunk_fn fn) {
-    int most = chunk_samples(node, p->n);
+/* Runs the algorithm's chunk function over the pass's samples, chunk by
+ * chunk (chunk_samples): the node's algorithm on the pass's device. */
+static clnet_status each_chunk(const clnet_node *node, const clnet_pass *p, chunk_fn im2col_fn,
+                               chunk_fn direct_fn) {
+    int algo = algo_of(node, p->d), most = chunk_samples(node, algo, p->n);
+    chunk_fn fn = algo == CLNET_CONV_DIRECT ? direct_fn : im2col_fn;
     for (int b0 = 0; b0 < p->n; b0 += most) {
-        chunk ch = chunk_at(node, b0, p->n - b0 < most ? p->n - b0 : most);
+        chunk ch = chunk_at(node, algo, b0, p->n - b0 < most ? p->n - b0 : most);
         clnet_status s = fn(node, p, &ch, b0 == 0 ? p->beta : 1.0f);
         if (s != CLNET_OK) return s;
     }
@@ -519,7 +556,7 @@ static clnet_status conv_backward_chunk(const clnet_node *node, const clnet_pass
                        p->y + ch->small, 0));
     if (has_bias(node))
         TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, ch->NP, p->work, 0,
-                           p->grads, ch->bo, beta, p->work, gemm_at(node, ch->s)));
+                           p->grads, ch->bo, beta, p->work, ch->gemm));
     TRY(im2col(node, p, ch, p->act, p->x[0]));
     TRY(gemm_weight(node, p, ch, beta));
     if (!p->need_dx[0]) return CLNET_OK;
@@ -553,8 +590,7 @@ static clnet_status transpose_backward_chunk(const clnet_node *node, const clnet
     if (has_bias(node)) { /* dy in GEMM layout (Cb, s*Pb) over the column region */
         TRY(to_gemm_layout(p, 6, 0, v.Cb, v.Pb, ch->s, p->dact, p->dy + ch->big, 0, ch->col));
         TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch->s * v.Pb,
-                           p->work, ch->col, p->grads, ch->bo, beta, p->work,
-                           gemm_at(node, ch->s)));
+                           p->work, ch->col, p->grads, ch->bo, beta, p->work, ch->gemm));
     }
     TRY(im2col(node, p, ch, p->dact, p->dy));
     TRY(to_gemm_layout(p, 2, 0, v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
@@ -567,20 +603,162 @@ cleanup:
     return status;
 }
 
+/* ---- the direct algorithm (cl/conv_direct.cl) ---- */
+
+/* The small side as the direct kernels read it: the chunk's sample 0 at
+ * `off`, then strides per sample (sb) and per channel (sf). */
+typedef struct {
+    cl_mem mem;
+    size_t off, sb, sf;
+} small_view;
+
+/* (n, Cs, P) at (mem, off) */
+static small_view small_nchw(const clnet_node *node, cl_mem mem, size_t off) {
+    sides v = sides_of(node);
+    return (small_view){mem, off, v.Cs * v.Ps, v.Ps};
+}
+
+/* Sp, the GEMM layout (Cs, s * P), at the start of work */
+static small_view small_gemm(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+    return (small_view){p->work, 0, sides_of(node).Ps, ch->NP};
+}
+
+/* The program's options: the window's, and where they fix the geometry, the
+ * channels per group as well. */
+static void direct_options(const clnet_node *node, char *opt, size_t cap) {
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    sides v = sides_of(node);
+    char extra[64] = "";
+    if (clnet_window_fixed(w))
+        snprintf(extra, sizeof extra, "-DCONV_CBG=%zuu -DCONV_FG=%zuu", v.Cb / v.G, v.Cs / v.G);
+    clnet_window_options(w, extra, opt, cap);
+}
+
+/* The kernels' arguments after the window: samples, small channels, channels per group */
+#define DIRECT_SIZES(ch, v) U32((ch)->s), U32((v).Cs), U32((v).Cb / (v).G), U32((v).Cs / (v).G)
+
+/* small (+)= W . windows(big), with the flags' bias, relu and add */
+static clnet_status direct_down(const clnet_node *node, const clnet_pass *p, const chunk *ch,
+                                small_view s, cl_mem big, size_t big_off, output_flags f) {
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    sides v = sides_of(node);
+    char opt[700];
+    direct_options(node, opt, sizeof opt);
+    size_t range[2] = {(size_t)w->out[1], (size_t)ch->s * v.Cs * w->out[0]};
+    return clnet_pass_run(p, 7, "conv_direct", opt, "direct_down", 2, range, NULL,
+                          ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(big), U32(big_off), MEM(p->params),
+                               U32(ch->wo), MEM(s.mem), U32(s.off), U32(s.sb), U32(s.sf),
+                               MEM(p->params), U32(ch->bo), U32(f.bias), U32(f.relu), U32(f.add)));
+}
+
+/* big (+)= the windows' sums of W^T . small, with the flags' bias and add */
+static clnet_status direct_up(const clnet_node *node, const clnet_pass *p, const chunk *ch,
+                              small_view s, cl_mem big, size_t big_off, output_flags f) {
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    sides v = sides_of(node);
+    char opt[700];
+    direct_options(node, opt, sizeof opt);
+    size_t range[2] = {(size_t)w->in[1], (size_t)ch->s * v.Cb * w->in[0]};
+    return clnet_pass_run(p, 8, "conv_direct", opt, "direct_up", 2, range, NULL,
+                          ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
+                               U32(s.sf), MEM(p->params), U32(ch->wo), MEM(big), U32(big_off),
+                               MEM(p->params), U32(ch->bo), U32(f.bias), U32(f.add)));
+}
+
+/* dW (+)= small . windows(big)^T: one part per sample in the column region,
+ * then their sum in sample order (beta: 0 overwrites dW, 1 adds) */
+static clnet_status direct_weight(const clnet_node *node, const clnet_pass *p, const chunk *ch,
+                                  small_view s, cl_mem big, size_t big_off, float beta) {
+    clnet_status status = CLNET_OK;
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    sides v = sides_of(node);
+    size_t per = v.Cs * (v.Cb / v.G);
+    char opt[700];
+    direct_options(node, opt, sizeof opt);
+    TRY(clnet_pass_run(p, 9, "conv_direct", opt, "direct_weight_partial", 3,
+                       (size_t[]){v.K, per, (size_t)ch->s}, NULL,
+                       ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
+                            U32(s.sf), MEM(big), U32(big_off), MEM(p->work), U32(ch->col))));
+    TRY(clnet_pass_run(p, 10, "conv_direct", opt, "direct_weight_sum", 1, (size_t[]){per * v.K},
+                       NULL,
+                       ARGS(U32(ch->s), U32(per * v.K), MEM(p->work), U32(ch->col), F32(beta),
+                            MEM(p->grads), U32(ch->wo))));
+cleanup:
+    return status;
+}
+
+/* y = W . windows(x) + bias (then the relu, if taken in), in place */
+static clnet_status direct_conv_forward_chunk(const clnet_node *node, const clnet_pass *p,
+                                              const chunk *ch, float beta) {
+    (void)beta;
+    output_flags f = {.bias = has_bias(node), .relu = took_relu(node)};
+    return direct_down(node, p, ch, small_nchw(node, p->act, p->y + ch->small), p->act,
+                       p->x[0] + ch->big, f);
+}
+
+/* dSp = dy in GEMM layout (only where y > 0 with the relu taken in), its row
+ * sums for the bias, then dW and dx straight from it and x. */
+static clnet_status direct_conv_backward_chunk(const clnet_node *node, const clnet_pass *p,
+                                               const chunk *ch, float beta) {
+    clnet_status status = CLNET_OK;
+    sides v = sides_of(node);
+    TRY(to_gemm_layout(p, 2, took_relu(node), v.Cs, v.Ps, ch->s, p->dact, p->dy + ch->small,
+                       p->y + ch->small, 0));
+    if (has_bias(node))
+        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, ch->NP, p->work, 0,
+                           p->grads, ch->bo, beta, p->work, ch->gemm));
+    small_view dsp = small_gemm(node, p, ch);
+    TRY(direct_weight(node, p, ch, dsp, p->act, p->x[0] + ch->big, beta));
+    if (!p->need_dx[0]) return CLNET_OK;
+    output_flags f = {.add = clnet_dx_add(p, 0)};
+    TRY(direct_up(node, p, ch, dsp, p->dact, p->dx[0] + ch->big, f));
+cleanup:
+    return status;
+}
+
+/* y = the windows' sums of W^T . x, + bias */
+static clnet_status direct_transpose_forward_chunk(const clnet_node *node, const clnet_pass *p,
+                                                   const chunk *ch, float beta) {
+    (void)beta;
+    output_flags f = {.bias = has_bias(node)};
+    return direct_up(node, p, ch, small_nchw(node, p->act, p->x[0] + ch->small), p->act,
+                     p->y + ch->big, f);
+}
+
+/* dbias as im2col's path has it, then dW and dx straight from x and dy. */
+static clnet_status direct_transpose_backward_chunk(const clnet_node *node, const clnet_pass *p,
+                                                    const chunk *ch, float beta) {
+    clnet_status status = CLNET_OK;
+    sides v = sides_of(node);
+    if (has_bias(node)) { /* dy in GEMM layout (Cb, s*Pb) over the column region */
+        TRY(to_gemm_layout(p, 6, 0, v.Cb, v.Pb, ch->s, p->dact, p->dy + ch->big, 0, ch->col));
+        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch->s * v.Pb,
+                           p->work, ch->col, p->grads, ch->bo, beta, p->work, ch->gemm));
+    }
+    small_view x = small_nchw(node, p->act, p->x[0] + ch->small);
+    TRY(direct_weight(node, p, ch, x, p->dact, p->dy + ch->big, beta));
+    if (!p->need_dx[0]) return CLNET_OK;
+    output_flags f = {.add = clnet_dx_add(p, 0)};
+    TRY(direct_down(node, p, ch, small_nchw(node, p->dact, p->dx[0] + ch->small), p->dact,
+                    p->dy + ch->big, f));
+cleanup:
+    return status;
+}
+
 static clnet_status conv_forward(const clnet_node *node, const clnet_pass *p) {
-    return each_chunk(node, p, conv_forward_chunk);
+    return each_chunk(node, p, conv_forward_chunk, direct_conv_forward_chunk);
 }
 
 static clnet_status conv_backward(const clnet_node *node, const clnet_pass *p) {
-    return each_chunk(node, p, conv_backward_chunk);
+    return each_chunk(node, p, conv_backward_chunk, direct_conv_backward_chunk);
 }
 
 static clnet_status transpose_forward(const clnet_node *node, const clnet_pass *p) {
-    return each_chunk(node, p, transpose_forward_chunk);
+    return each_chunk(node, p, transpose_forward_chunk, direct_transpose_forward_chunk);
 }
 
 static clnet_status transpose_backward(const clnet_node *node, const clnet_pass *p) {
-    return each_chunk(node, p, transpose_backward_chunk);
+    return each_chunk(node, p, transpose_backward_chunk, direct_transpose_backward_chunk);
 }
 
 #define CONV_KIND(kind_name, about_, defaults_, options_)                                          \
