@@ -1,5 +1,7 @@
 /* Forward + backward throughput of single convolution layers (conv1d,
- * conv3d, conv_transpose2d, depthwise conv2d) on every selected device:
+ * conv3d, conv_transpose2d, depthwise conv2d, ResNet-18's 3x3 layers) on
+ * every selected device, each with the algorithm the device chooses for it
+ * (CLNET_CONV forces one):
  *
  *   build/bench/bench_conv [REPS] [SHAPE-FILTER]
  *
@@ -14,8 +16,9 @@
  *
  * from the median pass (and the median forward and backward), counting
  * 2*MACs forward and 4*MACs backward (input and weight gradients), then the
- * shapes and checksums of one pass on fixed inputs, which bench/conv_torch.py
- * prints for the same computation. Keep SHAPES in step with conv_torch.py. */
+ * shapes, the algorithm, and checksums of one pass on fixed inputs, which
+ * bench/conv_torch.py prints for the same computation. Keep SHAPES in step
+ * with conv_torch.py. */
 #include "clock.h"
 #include "device.h"
 #include "error.h"
@@ -50,6 +53,23 @@ static const shape SHAPES[] = {
      "conv2d filters=64 size=3 pad=1 groups=64"},
     {"dwconv2d_128x28x28_k3_s2", 32, "input channels=128 height=28 width=28",
      "conv2d filters=128 size=3 stride=2 pad=1 groups=128"},
+    /* ResNet-18's 3x3 convolutions (d2l's, on 28x28 Fashion-MNIST) at batch 128 */
+    {"resnet_stem_1x28x28", 128, "input channels=1 height=28 width=28",
+     "conv2d filters=64 size=3 pad=1"},
+    {"resnet_64x28x28", 128, "input channels=64 height=28 width=28",
+     "conv2d filters=64 size=3 pad=1"},
+    {"resnet_64x28x28_s2", 128, "input channels=64 height=28 width=28",
+     "conv2d filters=128 size=3 stride=2 pad=1"},
+    {"resnet_128x14x14", 128, "input channels=128 height=14 width=14",
+     "conv2d filters=128 size=3 pad=1"},
+    {"resnet_128x14x14_s2", 128, "input channels=128 height=14 width=14",
+     "conv2d filters=256 size=3 stride=2 pad=1"},
+    {"resnet_256x7x7", 128, "input channels=256 height=7 width=7",
+     "conv2d filters=256 size=3 pad=1"},
+    {"resnet_256x7x7_s2", 128, "input channels=256 height=7 width=7",
+     "conv2d filters=512 size=3 stride=2 pad=1"},
+    {"resnet_512x4x4", 128, "input channels=512 height=4 width=4",
+     "conv2d filters=512 size=3 pad=1"},
 };
 
 /* The fixed inputs both programs use: element i of a tensor is
@@ -251,15 +271,18 @@ static int bench(clnet_device *d, const shape *s, int reps) {
     int transpose = strncmp(r.l->kind->name, "conv_transpose", 14) == 0;
     double macs = (double)r.nw * (double)s->batch *
                   (double)clnet_shape_spatial(transpose ? r.l->in[0] : r.l->out);
-    char x[96], y[96], w[64];
+    char x[96], y[96], w[64], key[CLNET_TUNE_KEY_CAP];
     dims(s->batch, r.l->in[0], x, sizeof x);
     dims(s->batch, r.l->out, y, sizeof y);
     weight_dims(&r.l->params[0], w, sizeof w);
+    int algos[CLNET_CONV_ALGOS], algo = 0;
+    r.l->kind->algorithms(r.l, d, key, sizeof key, algos, &algo);
     printf("clnet: %-26s | %9.1f samples/s | %7.2f GFLOP/s | %8.2f ms (forward %.2f, backward "
-           "%.2f) | batch %d | x %s -> y %s | w %s | GFLOP %.3f | check y=%.6g dx=%.6g dw=%.6g "
-           "db=%.6g\n",
+           "%.2f) | batch %d | x %s -> y %s | w %s | algo %s | GFLOP %.3f | check y=%.6g "
+           "dx=%.6g dw=%.6g db=%.6g\n",
            s->name, s->batch / med, 6 * macs / med * 1e-9, 1e3 * med, 1e3 * fwd, 1e3 * bwd,
-           s->batch, x, y, w, 6 * macs * 1e-9, sums[0], sums[1], sums[2], sums[3]);
+           s->batch, x, y, w, clnet_conv_algo_names[algo], 6 * macs * 1e-9, sums[0], sums[1],
+           sums[2], sums[3]);
     fflush(stdout);
     free(t);
     rig_free(&r);

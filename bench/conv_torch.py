@@ -3,6 +3,11 @@
 the CPU: the baseline of build/bench/bench_conv.
 
     /usr/bin/python3 bench/conv_torch.py [REPS] [SHAPE-FILTER] [--threads T]
+                                         [--device cuda]
+
+--device cuda runs the layers on the GPU instead (float32, TF32 off, cuDNN's
+choice of algorithm with benchmark mode on; each timing ends with
+torch.cuda.synchronize()): the baseline of bench_conv on an NVIDIA device.
 
 The same shapes, batches and passes as bench_conv: y = conv(x, w, b), then
 y.backward(dy) with x, w and b all wanting gradients (dx, dW, db), float32,
@@ -44,6 +49,18 @@ SHAPES = [
      dict(kernel=3, padding=1, groups=64)),
     ("dwconv2d_128x28x28_k3_s2", 32, (128, 28, 28), "conv2d", 128,
      dict(kernel=3, stride=2, padding=1, groups=128)),
+    # ResNet-18's 3x3 convolutions (d2l's, on 28x28 Fashion-MNIST) at batch 128
+    ("resnet_stem_1x28x28", 128, (1, 28, 28), "conv2d", 64, dict(kernel=3, padding=1)),
+    ("resnet_64x28x28", 128, (64, 28, 28), "conv2d", 64, dict(kernel=3, padding=1)),
+    ("resnet_64x28x28_s2", 128, (64, 28, 28), "conv2d", 128,
+     dict(kernel=3, stride=2, padding=1)),
+    ("resnet_128x14x14", 128, (128, 14, 14), "conv2d", 128, dict(kernel=3, padding=1)),
+    ("resnet_128x14x14_s2", 128, (128, 14, 14), "conv2d", 256,
+     dict(kernel=3, stride=2, padding=1)),
+    ("resnet_256x7x7", 128, (256, 7, 7), "conv2d", 256, dict(kernel=3, padding=1)),
+    ("resnet_256x7x7_s2", 128, (256, 7, 7), "conv2d", 512,
+     dict(kernel=3, stride=2, padding=1)),
+    ("resnet_512x4x4", 128, (512, 4, 4), "conv2d", 512, dict(kernel=3, padding=1)),
 ]
 
 
@@ -61,6 +78,14 @@ def dims(t):
     return "x".join(str(s) for s in t.shape)
 
 
+DEVICE = "cpu"
+
+
+def sync():
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
 def bench(name, batch, in_shape, fn, filters, opt, reps):
     c, spatial = in_shape[0], in_shape[1:]
     k = (opt["kernel"],) * len(spatial)
@@ -69,24 +94,27 @@ def bench(name, batch, in_shape, fn, filters, opt, reps):
     # PyTorch's weight layouts: (F, C/G, k...) or, transposed, (C, F/G, k...)
     w_shape = (c, filters // groups) + k if transpose else (filters, c // groups) + k
     fan_in = int(np.prod(w_shape[1:]))
-    x = fill((batch,) + tuple(in_shape)).requires_grad_()
-    w = fill(w_shape, 1.0 / np.sqrt(fan_in)).requires_grad_()
-    b = fill((filters,)).requires_grad_()
+    x = fill((batch,) + tuple(in_shape)).to(DEVICE).requires_grad_()
+    w = fill(w_shape, 1.0 / np.sqrt(fan_in)).to(DEVICE).requires_grad_()
+    b = fill((filters,)).to(DEVICE).requires_grad_()
     kw = {key: v for key, v in opt.items() if key != "kernel"}
     f = getattr(F, fn)
 
     def step(times=None):
         x.grad = w.grad = b.grad = None  # bench_conv overwrites its gradients too
+        sync()
         t0 = time.perf_counter()
         y = f(x, w, b, **kw)
+        sync()
         t1 = time.perf_counter()
         y.backward(dy)
+        sync()
         if times is not None:
             times.append((t1 - t0, time.perf_counter() - t1))
         return y
 
     with torch.no_grad():
-        dy = fill(f(x, w, b, **kw).shape)
+        dy = fill(f(x, w, b, **kw).shape).to(DEVICE)
     for _ in range(2):
         step()
     times = []
@@ -113,11 +141,21 @@ def main():
     ap.add_argument("reps", nargs="?", type=int, default=10)
     ap.add_argument("filter", nargs="?", default="")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a = ap.parse_args()
+    global DEVICE
+    DEVICE = a.device
     torch.set_num_threads(a.threads)
-    print("torch %s, %d threads, oneDNN %s, OMP_WAIT_POLICY=%s" %
-          (torch.__version__, torch.get_num_threads(), torch.backends.mkldnn.is_available(),
-           os.environ.get("OMP_WAIT_POLICY", "(unset)")))
+    if DEVICE == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
+        print("torch %s, %s, cuDNN %s, TF32 off" % (torch.__version__,
+              torch.cuda.get_device_name(0), torch.backends.cudnn.version()))
+    else:
+        print("torch %s, %d threads, oneDNN %s, OMP_WAIT_POLICY=%s" %
+              (torch.__version__, torch.get_num_threads(), torch.backends.mkldnn.is_available(),
+               os.environ.get("OMP_WAIT_POLICY", "(unset)")))
     for s in SHAPES:
         if a.filter in s[0]:
             bench(*s, max(a.reps, 1))

@@ -14,14 +14,16 @@ rounds=${4:-4}
 shift $(($# < 4 ? $# : 4))
 [ "${1:-}" = "--" ] && shift
 recipe=(--batch "$batch" --lr 0.05 --momentum 0.9 --wd 5e-4)
-ours=() theirs=()
+ours=() theirs=() ratios=()
 for r in $(seq 1 "$rounds"); do
     a=$(build/clnet train "examples/models/$model.cfg" "${recipe[@]}" --steps "$steps" --no-eval \
         "$@" 2>/dev/null | sed -n 's/^final: .*images_per_s=\([0-9]*\).*/\1/p')
     b=$(/usr/bin/python3 bench/pytorch_lenet.py --model "$model" "${recipe[@]}" --steps "$steps" \
         --threads 2 2>/dev/null | sed -n 's/^final: .*images_per_s=\([0-9]*\).*/\1/p')
-    echo "round $r: clnet $a images/s, PyTorch $b images/s, ratio $(awk "BEGIN{printf \"%.3f\", $a/$b}")"
-    ours+=("$a") theirs+=("$b")
+    ratio=$(awk "BEGIN{printf \"%.3f\", $a/$b}")
+    echo "round $r: clnet $a images/s, PyTorch $b images/s, ratio $ratio"
+    ours+=("$a") theirs+=("$b") ratios+=("$ratio")
 done
 printf '%s\n' "${ours[@]}" | sort -n | awk '{v[NR]=$1} END{m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "clnet median %.0f images/s\n", m}'
 printf '%s\n' "${theirs[@]}" | sort -n | awk '{v[NR]=$1} END{m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "PyTorch median %.0f images/s\n", m}'
+printf '%s\n' "${ratios[@]}" | sort -n | awk '{v[NR]=$1} END{m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "median ratio %.3f\n", m}'

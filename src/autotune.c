@@ -223,6 +223,131 @@ cleanup:
     return status;
 }
 
+/* ---- convolution algorithms -------------------------------------------------------------- */
+
+/* Node i's passes on replica r over n samples with the device's current
+ * choices: a first run that builds and launches its kernels, then the
+ * fastest of TIMINGS runs of about TIME_TARGET seconds each. */
+static clnet_status time_node(clnet_replica *r, int i, int n, double *us) {
+    clnet_status status = CLNET_OK;
+    clnet_ctx ctx = {.train = 1, .d = r->d};
+    double once = 0, best = -1;
+    TRY(clnet_replica_time_node(r, &ctx, i, n, 1, &once));
+    int reps = once > 0 && once < TIME_TARGET ? (int)(TIME_TARGET / once) + 1 : 1;
+    for (int k = 0; k < TIMINGS; k++) {
+        double t = 0;
+        TRY(clnet_replica_time_node(r, &ctx, i, n, reps, &t));
+        if (best < 0 || t < best) best = t;
+    }
+    *us = best * 1e6;
+cleanup:
+    return status;
+}
+
+/* Times every algorithm that can run node i (a convolution) on replica r,
+ * over its share n of the last step: *winner gets the fastest (its choice
+ * empty when none ran). The device runs each in turn as if $CLNET_CONV
+ * named it, its scratch fitted to it. */
+static clnet_status tune_node(clnet_replica *r, int i, int n, const reporter *rep,
+                              clnet_tune_entry *winner) {
+    clnet_device *d = r->d;
+    const clnet_node *node = &r->model->nodes[i];
+    int algos[CLNET_CONV_ALGOS], chosen = 0, forced = d->conv_force, best = -1;
+    double us[CLNET_CONV_ALGOS];
+    char verdict[CLNET_CONV_ALGOS][160];
+    memset(winner, 0, sizeof *winner);
+    int count = node->kind->algorithms(node, d, winner->key, sizeof winner->key, algos, &chosen);
+    for (int k = 0; k < count; k++) {
+        d->conv_force = algos[k];
+        clnet_gemm_forget(d); /* plans the scratch again for this algorithm */
+        verdict[k][0] = '\0';
+        if (time_node(r, i, n, &us[k]) != CLNET_OK) {
+            snprintf(verdict[k], sizeof verdict[k], "failed: %.140s", clnet_last_error());
+            us[k] = -1;
+            continue;
+        }
+        if (best < 0 || us[k] < us[best]) best = k;
+    }
+    d->conv_force = forced;
+    clnet_gemm_forget(d);
+    for (int k = 0; k < count; k++)
+        say(rep, d, node->name, winner->key, 0, clnet_conv_algo_names[algos[k]], us[k],
+            k == best ? "chosen" : verdict[k]);
+    if (best >= 0) {
+        snprintf(winner->choice, sizeof winner->choice, "%s", clnet_conv_algo_names[algos[best]]);
+        winner->us = us[best];
+    }
+    return CLNET_OK;
+}
+
+/* The entries of tuned that a device equal to replica i's measured (owner). */
+static int measured_on_equal(const clnet_trainer *t, const clnet_tune_entry *found,
+                             const int *owner, int nfound, int i, const char *key, int bucket) {
+    for (int j = 0; j < nfound; j++)
+        if (found[j].bucket == bucket && strcmp(found[j].key, key) == 0 &&
+            strcmp(t->replicas[owner[j]]->d->tune_device, t->replicas[i]->d->tune_device) == 0)
+            return 1;
+    return 0;
+}
+
+/* Chooses every convolution's algorithm on every device (a device equal to
+ * one measured before takes its choices), appending the winners to found
+ * and owner (room for one per node and replica) and setting them in the
+ * devices' tables, so that the GEMMs tuned after are the chosen
+ * algorithms'. $CLNET_CONV, which overrides any choice, skips a device. */
+static clnet_status tune_convolutions(clnet_trainer *t, const reporter *rep,
+                                      clnet_tune_entry *found, int *owner, int *nfound) {
+    clnet_status status = CLNET_OK;
+    for (int i = 0; i < t->count; i++) {
+        clnet_replica *r = t->replicas[i];
+        int n = t->step.shares[t->ranks.first + i];
+        if (r->d->conv_force != CLNET_CONV_AUTO || n < 1) continue;
+        for (int k = 0; k < r->model->count; k++) {
+            const clnet_node *node = &r->model->nodes[k];
+            char key[CLNET_TUNE_KEY_CAP];
+            int algos[CLNET_CONV_ALGOS], chosen = 0;
+            if (!node->kind->algorithms) continue;
+            node->kind->algorithms(node, r->d, key, sizeof key, algos, &chosen);
+            if (measured_on_equal(t, found, owner, *nfound, i, key, 0)) continue;
+            TRY(tune_node(r, k, n, rep, &found[*nfound]));
+            if (found[*nfound].choice[0]) owner[(*nfound)++] = i;
+        }
+    }
+    for (int j = 0; j < *nfound; j++)
+        for (int i = 0; i < t->count; i++)
+            if (strcmp(t->replicas[owner[j]]->d->tune_device, t->replicas[i]->d->tune_device) == 0)
+                TRY(clnet_tune_table_set(&t->replicas[i]->d->tuned, &found[j]));
+    for (int i = 0; i < t->count; i++) clnet_gemm_forget(t->replicas[i]->d);
+cleanup:
+    return status;
+}
+
+/* Writes each device's measured entries (found[j], measured on replica
+ * owner[j]) to the database in its kernel cache's folder. */
+static clnet_status write_database(const clnet_trainer *t, const clnet_tune_entry *found,
+                                   const int *owner, int nfound) {
+    clnet_status status = CLNET_OK;
+    clnet_tune_entry *mine = clnet_malloc(((size_t)nfound + 1) * sizeof *mine);
+    if (!mine) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory tuning");
+    for (int i = 0; i < t->count; i++) {
+        const clnet_device *d = t->replicas[i]->d;
+        int count = 0;
+        for (int j = 0; j < nfound; j++)
+            if (owner[j] == i) mine[count++] = found[j];
+        if (count && d->cache && d->cache->enabled) {
+            char path[4200];
+            clnet_tune_db_path(d->cache->dir, path, sizeof path);
+            TRY(clnet_tune_db_write(path, d->tune_device, d->tune_space, mine, count));
+        } else if (count) {
+            clnet_warn("the kernel cache is off (CLNET_CACHE=off): tuned choices serve this "
+                       "process only");
+        }
+    }
+cleanup:
+    free(mine);
+    return status;
+}
+
 /* Random images and labels for the step that shows which shapes run. */
 static clnet_status random_batch(const clnet_net *net, int batch, float **x, int32_t **y) {
     size_t per = clnet_shape_size(net->model.input);
@@ -255,15 +380,20 @@ clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, voi
     clnet_trainer *t = net->trainer;
     TRY(random_batch(net, batch, &x, &y));
     /* The first step settles the split (calibration runs probes of its own);
-     * the second shows the shapes of a steady step. */
+     * the second fills the arenas the convolutions are timed on; the third,
+     * with their algorithms chosen, shows the GEMM shapes of a steady step. */
     TRY(clnet_net_train_step(net, x, y, batch, NULL));
-    for (int i = 0; i < t->count; i++) clnet_gemm_forget(t->replicas[i]->d);
+    TRY(clnet_net_train_step(net, x, y, batch, NULL));
+    found = clnet_malloc(((size_t)t->count * (size_t)net->model.count + 1) * sizeof *found);
+    owner = clnet_malloc(((size_t)t->count * (size_t)net->model.count + 1) * sizeof *owner);
+    if (!found || !owner) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory tuning");
+    TRY(tune_convolutions(t, &rep, found, owner, &nfound));
     TRY(clnet_net_train_step(net, x, y, batch, NULL));
 
     for (int i = 0; i < t->count; i++) {
         clnet_device *d = t->replicas[i]->d;
         const clnet_gemm_record *made = &t->replicas[i]->gemm_record;
-        int count = clnet_gemm_record_count(made, d), start = nfound;
+        int count = clnet_gemm_record_count(made, d);
         free(shapes);
         shapes = clnet_malloc(((size_t)count + 1) * sizeof *shapes);
         clnet_tune_entry *more =
@@ -275,26 +405,15 @@ clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, voi
         memcpy(shapes, made->picks, (size_t)count * sizeof *shapes);
         for (int k = 0; k < count; k++) {
             char key[CLNET_TUNE_KEY_CAP];
-            int bucket = 0, seen = 0;
+            int bucket = 0;
             clnet_gemm_key(&shapes[k].shape, key, sizeof key, &bucket);
             /* measured already, on this device or an equal one before it */
-            for (int j = 0; j < nfound && !seen; j++)
-                seen = found[j].bucket == bucket && strcmp(found[j].key, key) == 0 &&
-                       strcmp(t->replicas[owner[j]]->d->tune_device, d->tune_device) == 0;
-            if (seen) continue;
+            if (measured_on_equal(t, found, owner, nfound, i, key, bucket)) continue;
             TRY(tune_shape(d, &shapes[k], &rep, &found[nfound]));
             if (found[nfound].choice[0]) owner[nfound++] = i;
         }
-        if (nfound > start && d->cache && d->cache->enabled) {
-            char path[4200];
-            clnet_tune_db_path(d->cache->dir, path, sizeof path);
-            TRY(clnet_tune_db_write(path, d->tune_device, d->tune_space, found + start,
-                                    nfound - start));
-        } else if (nfound > start) {
-            clnet_warn("the kernel cache is off (CLNET_CACHE=off): tuned choices serve this "
-                       "process only");
-        }
     }
+    TRY(write_database(t, found, owner, nfound));
     /* every device uses what was measured on it or on a device equal to it */
     for (int i = 0; i < t->count; i++) {
         clnet_device *d = t->replicas[i]->d;

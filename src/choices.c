@@ -1,5 +1,5 @@
-/* A checkpoint's GEMM choices: recorded from the replicas, pinned on resume
- * (choices.h). */
+/* A checkpoint's GEMM and convolution choices: recorded from the replicas,
+ * pinned on resume (choices.h). */
 #include "choices.h"
 #include "alloc.h"
 #include "error.h"
@@ -24,6 +24,36 @@ static int equal_before(const clnet_trainer *t, int i) {
     return 0;
 }
 
+/* The algorithm each convolution of replica r runs with (layer.h's
+ * algorithms): "<key>\t0\t<algorithm>" lines. Returns how many. */
+static int record_algorithms(const clnet_replica *r, choice_line *lines) {
+    int count = 0;
+    for (int k = 0; k < r->model->count; k++) {
+        const clnet_node *node = &r->model->nodes[k];
+        char key[CLNET_TUNE_KEY_CAP];
+        int algos[CLNET_CONV_ALGOS], chosen = 0;
+        if (!node->kind->algorithms) continue;
+        node->kind->algorithms(node, r->d, key, sizeof key, algos, &chosen);
+        snprintf(lines[count++], sizeof *lines, "%s\t0\t%s\n", key, clnet_conv_algo_names[chosen]);
+    }
+    return count;
+}
+
+/* A convolution's algorithm, pinned on d: one of device.h's names. */
+static clnet_status pin_algorithm(clnet_device *d, const char *key, const char *name) {
+    clnet_tune_entry e = {.bucket = 0};
+    int known = 0;
+    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++)
+        known |= strcmp(name, clnet_conv_algo_names[a]) == 0;
+    if (!known || strlen(key) >= sizeof e.key || strlen(name) >= sizeof e.choice)
+        return clnet_fail(CLNET_ERR_FORMAT, "convolution algorithm '%s' (for '%s') is unknown",
+                          name, key);
+    strcpy(e.key, key);
+    strcpy(e.choice, name);
+    clnet_gemm_forget(d);
+    return clnet_tune_table_set(&d->pinned, &e);
+}
+
 /* Evaluation's shapes and calibration probes' are left out, and the order
  * shapes were first met in (which follows calibration's timings) does not
  * show, so the record depends only on the training done. */
@@ -40,8 +70,9 @@ clnet_status clnet_choices_record(const clnet_trainer *t, char **out) {
         int picks = clnet_gemm_record_count(made, d), count = 0;
         if (equal_before(t, i)) continue;
         free(lines);
-        lines = clnet_malloc(((size_t)picks + 1) * sizeof *lines);
+        lines = clnet_malloc(((size_t)picks + (size_t)t->model->count + 1) * sizeof *lines);
         if (!lines) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
+        count = record_algorithms(t->replicas[i], lines);
         for (int k = 0; k < picks; k++) {
             if (!made->picks[k].train) continue;
             char key[CLNET_TUNE_KEY_CAP];
@@ -86,8 +117,12 @@ void clnet_choices_pin(clnet_trainer *t, const char *text) {
         for (int i = 0; k == 3 && i < t->count; i++) {
             clnet_device *d = t->replicas[i]->d;
             if (strcmp(d->tune_device, device) != 0) continue;
-            if (clnet_gemm_pin(d, field[0], atoi(field[1]), field[2]) != CLNET_OK)
-                clnet_warn("the checkpoint's GEMM choice is not used: %s", clnet_last_error());
+            int gemm = strncmp(field[0], "gemm ", 5) == 0;
+            clnet_status s = gemm ? clnet_gemm_pin(d, field[0], atoi(field[1]), field[2])
+                                  : pin_algorithm(d, field[0], field[2]);
+            if (s != CLNET_OK)
+                clnet_warn("the checkpoint's %s choice is not used: %s",
+                           gemm ? "GEMM" : "convolution", clnet_last_error());
         }
     }
 }

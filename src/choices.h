@@ -1,9 +1,10 @@
-/* The GEMM choices a checkpoint records (gemm.h): written from what the
- * bound devices' training passes chose, and pinned again on resume, so a
- * resumed run multiplies with the very candidates it trained with. The text
- * is, for each distinct device, a line "@<device>" (its name, driver and
- * platform as the tuning database names it), then one line
- * "<key>\t<bucket>\t<candidate>" per shape, sorted. */
+/* The GEMM choices a checkpoint records (gemm.h), and each convolution's
+ * algorithm (layer.h's algorithms): written from what the bound devices'
+ * training passes chose, and pinned again on resume, so a resumed run
+ * computes with the very candidates it trained with. The text is, for each
+ * distinct device, a line "@<device>" (its name, driver and platform as the
+ * tuning database names it), then one line "<key>\t<bucket>\t<candidate>"
+ * per shape or convolution ("gemm ..." keys are GEMMs'), sorted. */
 #ifndef CLNET_CHOICES_H
 #define CLNET_CHOICES_H
 

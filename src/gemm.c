@@ -231,8 +231,10 @@ clnet_status clnet_gemm_open(clnet_device *d) {
     /* The fingerprint: the kernels' source, the candidates, the CLBlast
      * version: an entry measured over anything else is stale. */
     uint64_t h = CLNET_FNV_BASIS;
-    static const char *const families[] = {FAMILY, "gemm_tiled"};
-    for (int f = 0; f < 2; f++) {
+    /* the convolutions' algorithms are entries of the database too */
+    static const char *const families[] = {FAMILY, "gemm_tiled", "conv", "conv_direct",
+                                           "conv_implicit"};
+    for (int f = 0; f < (int)(sizeof families / sizeof *families); f++) {
         if (clnet_kernel_source(families[f], &source) == CLNET_OK) {
             h = clnet_fnv1a(source, strlen(source), h);
         } else { /* $CLNET_KERNEL_DIR lacks it: building will say so; fingerprint ours */

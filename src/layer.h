@@ -30,7 +30,7 @@
 #define CLNET_NAME_CAP     64 /* node names, with the terminating NUL */
 #define CLNET_CONFIG_CAP   256
 #define CLNET_MODEL_INPUT  (-1) /* a node input that is the model's input */
-#define CLNET_NODE_KERNELS 16   /* kernels one node runs, forward and backward */
+#define CLNET_NODE_KERNELS 24   /* kernels one node runs, forward and backward */
 #define CLNET_NODE_GEMMS   4    /* GEMM call sites of one node, forward and backward */
 
 typedef enum {
@@ -231,6 +231,13 @@ struct clnet_kind {
      * that is > 0); returns 1 if it did (NULL: never). clnet_model_finish
      * then makes the relu node a view (clnet_relu_fused_kind). */
     int (*fuse_relu)(clnet_node *node);
+    /* The algorithms a tuner chooses between (convolutions: device.h's
+     * CLNET_CONV_*; NULL: none): writes the node's key in the tuning
+     * database to key, the algorithms that can run it to algos (at most
+     * CLNET_CONV_ALGOS - 1; returns how many), and the one device d runs
+     * it with now to *chosen. */
+    int (*algorithms)(const clnet_node *node, const clnet_device *d, char *key, size_t cap,
+                      int *algos, int *chosen);
 };
 
 /* The `add` argument of a backward kernel that writes input k's gradient

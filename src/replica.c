@@ -383,6 +383,26 @@ clnet_status clnet_replica_backward_node(clnet_replica *r, const clnet_ctx *ctx,
     return CLNET_OK;
 }
 
+clnet_status clnet_replica_time_node(clnet_replica *r, const clnet_ctx *ctx, int i, int n, int reps,
+                                     double *seconds) {
+    clnet_status status = CLNET_OK;
+    const clnet_node *node = &r->model->nodes[i];
+    TRY(clnet_replica_fit_work(r));
+    CL_CHECK(clFinish(r->d->queue), "clFinish");
+    double t0 = clnet_now();
+    for (int k = 0; k < reps; k++) {
+        clnet_pass p = make_pass(r, ctx, i, n, 0, 0);
+        TRY(guarded(r, node->kind->forward, node, &p));
+        if (!r->plan.backward[i] || !node->kind->backward) continue;
+        p = make_pass(r, ctx, i, n, 1, 0);
+        TRY(guarded(r, node->kind->backward, node, &p));
+    }
+    CL_CHECK(clFinish(r->d->queue), "clFinish");
+    *seconds = (clnet_now() - t0) / (reps > 0 ? reps : 1);
+cleanup:
+    return in_device(status, r);
+}
+
 clnet_status clnet_replica_backward(clnet_replica *r, const clnet_ctx *ctx, int n, int accumulate) {
     for (int i = r->model->count - 1; i >= 0; i--) {
         clnet_status s = clnet_replica_backward_node(r, ctx, n, i, accumulate);

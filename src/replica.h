@@ -85,6 +85,12 @@ clnet_status clnet_replica_backward_node(clnet_replica *r, const clnet_ctx *ctx,
                                          int accumulate);
 /* Every node's backward pass, last to first. */
 clnet_status clnet_replica_backward(clnet_replica *r, const clnet_ctx *ctx, int n, int accumulate);
+/* A tuner's timing: node i's forward and backward passes over the n samples
+ * the arenas hold (a step's), `reps` times, waiting for the device; the
+ * scratch fitted first to what the device chooses now. *seconds: one
+ * forward and backward. The node's output and gradients are overwritten. */
+clnet_status clnet_replica_time_node(clnet_replica *r, const clnet_ctx *ctx, int i, int n, int reps,
+                                     double *seconds);
 /* After a pass with labels: the summed loss and the count of correct
  * answers; probs (n, classes) when not NULL: the loss layer's output (the
  * probabilities), or with logits its input. Blocking. */

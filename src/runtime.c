@@ -323,7 +323,8 @@ static void query_info(const candidate *c, int index, clnet_device_info *info) {
     if (strstr(ext, "cl_khr_fp64")) info->fp64 = 1;
 }
 
-const char *const clnet_conv_algo_names[CLNET_CONV_ALGOS] = {"auto", "im2col", "direct"};
+const char *const clnet_conv_algo_names[CLNET_CONV_ALGOS] = {"auto", "im2col", "direct",
+                                                             "implicit"};
 
 /* $CLNET_CONV: the convolution algorithm forced on every layer, or auto. */
 static clnet_status read_conv_force(clnet_device *d) {
@@ -336,7 +337,7 @@ static clnet_status read_conv_force(clnet_device *d) {
             return CLNET_OK;
         }
     return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                      "CLNET_CONV='%s': expected auto, im2col or direct", env);
+                      "CLNET_CONV='%s': expected auto, im2col, direct or implicit", env);
 }
 
 static clnet_status open_device(clnet_device *d, const candidate *c, int index,

@@ -83,9 +83,9 @@ flatten
 linear name=fc units=10
 softmax_cross_entropy
 M
-same_as_one() { # name model batch splits...
-  local name=$1 model=$2 batch=$3
-  shift 3
+same_as_one() { # name model batch tolerance splits...
+  local name=$1 model=$2 batch=$3 tolerance=$4
+  shift 4
   local base=(train "$model" --batch "$batch" --lr 1e-6 --momentum 0.9 --seed 2 --no-eval
               --train-limit 2048 --steps 3)
   if ! out=$("$clnet" "${base[@]}" --devices 0 --save "$work/$name.one.st" 2>&1); then
@@ -95,13 +95,23 @@ same_as_one() { # name model batch splits...
     if ! out=$("$clnet" "${base[@]}" --split "$split" --save "$work/$name.split.st" 2>&1); then
       bad "$name with --split $split" "$out"; continue
     fi
-    if cmp=$("$compare" - "$work/$name.one.st" "$work/$name.split.st" 1e-4 bias-by-weight 2>&1)
+    if cmp=$("$compare" - "$work/$name.one.st" "$work/$name.split.st" "$tolerance" bias-by-weight 2>&1)
     then ok "$name, batch $batch, --split $split takes one device's steps ($(tail -1 <<<"$cmp"))"
     else bad "$name, --split $split against one device" "$cmp"; fi
   done
 }
-same_as_one two_convs "$work/two_convs.cfg" 64 1,4 4,1 1,3/3,1/0,1
-same_as_one resnet18_w16 "$models/resnet18_w16.cfg" 32 1,4 3,1 1,4/3,1/1,0
+same_as_one two_convs "$work/two_convs.cfg" 64 1e-4 1,4 4,1 1,3/3,1/0,1
+# ResNet-18 at init is ill-conditioned in float32: its convolutions' small
+# weights leave many activations within rounding of a relu's kink, and
+# batch norm's bias and weight gradients are sums that cancel, so the
+# rounding of another split (or another convolution algorithm on one
+# device) moves some of them by 1e-3 to 1e-2 relative. Measured on the EPYC
+# VM, 2026-11-26, seeds 2-5 with splits 1,4 and 3,1: the split beyond 1e-4
+# of one device in 3 of 6 runs with CLNET_CONV=im2col (up to 3.7e-3, the
+# algorithm of clnet 0.3) and 1 of 5 with implicit (3.8e-3).
+# A wrong share or a lost sample moves them by far more; the generated cases
+# of test_splits hold small graphs to 1e-4.
+same_as_one resnet18_w16 "$models/resnet18_w16.cfg" 32 2e-2 1,4 3,1 1,4/3,1/1,0
 
 out=$("$clnet" bench "$models/lenet.cfg" --batch 32 --steps 2 2>&1)
 rc=$?

@@ -1,7 +1,9 @@
 #include "layer_rig.h"
+#include "elementwise.h"
 #include "memory.h"
 #include "net.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,12 +100,15 @@ void rig_get_buffers(layer_rig *r, float *v) {
 }
 
 /* The inputs from 0, back to back, and the output after them (a view's output
- * is its input). */
+ * is its input). The scratch is filled with NaN first: a pass that reads
+ * scratch it did not write (a training step leaves other layers' data
+ * there) shows in its results. */
 static clnet_pass pass(layer_rig *r, const clnet_ctx *ctx) {
     size_t out = r->l->kind->is_view ? 0 : r->in_count;
     const clnet_kind *k = r->l->kind;
     size_t keep = k->keep_floats ? k->keep_floats(r->l, r->d, r->n) : 0,
            work = k->work_floats ? k->work_floats(r->l, r->d, r->n) : 0;
+    if (work) ck_assert_int_eq(clnet_fill(r->d, r->work, 0, work, NAN), CLNET_OK);
     clnet_pass p = {.ctx = ctx,
                     .d = r->d,
                     .n = r->n,

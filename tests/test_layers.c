@@ -326,6 +326,8 @@ static const layer_row TABLE[] = {
            {"conv2d filters=8 size=1 stride=2 bias=off", 1, IMAGE(4, 13, 11)},
            /* 1.2 Mi column floats a sample: chunks of 2, 2, 2 and 1 samples (conv2d.c) */
            {"conv2d filters=4 size=3 pad=1", 7, IMAGE(64, 46, 46), 1},
+           /* ResNet's 7x7 stage with a small share (its grid has a lead and a shared gap) */
+           {"conv2d filters=8 size=3 pad=1", 6, IMAGE(8, 7, 7)},
            /* dilation and groups (PyTorch's Conv2d) */
            {"conv2d filters=3 size=3 pad=1 dilation=3", 2, IMAGE(2, 11, 9)},
            {"conv2d filters=6 size=3 stride=2 pad=1 groups=2", 2, IMAGE(4, 7, 6)},

@@ -342,6 +342,24 @@ static void listen(const clnet_tune_report *r, void *user) {
     if (!h->first_layer[0]) snprintf(h->first_layer, sizeof h->first_layer, "%s", r->layer);
 }
 
+/* Each of the net's `count` convolutions runs the algorithm table t names for it. */
+static void expect_algorithms(const clnet_net *net, const clnet_tune_table *t, int count) {
+    const clnet_replica *r = net->trainer->replicas[0];
+    int seen = 0;
+    for (int i = 0; i < net->model.count; i++) {
+        const clnet_node *node = &net->model.nodes[i];
+        char key[CLNET_TUNE_KEY_CAP];
+        int algos[CLNET_CONV_ALGOS], chosen = 0;
+        if (!node->kind->algorithms) continue;
+        node->kind->algorithms(node, r->d, key, sizeof key, algos, &chosen);
+        const clnet_tune_entry *e = clnet_tune_table_find(t, key, 0);
+        ck_assert_msg(e != NULL, "no entry for %s", key);
+        ck_assert_str_eq(e->choice, clnet_conv_algo_names[chosen]);
+        seen++;
+    }
+    ck_assert_int_eq(seen, count);
+}
+
 START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     char dir[512], path[600];
     test_make_dir(dir, sizeof dir);
@@ -358,23 +376,36 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     unsetenv("CLNET_TUNE");
 
     heard h = {0};
-    setenv("CLNET_TUNE_COLD_MB", "0.5", 1); /* conv1's products are timed cold, the rest warm */
+    setenv("CLNET_TUNE_COLD_MB", "0.5", 1); /* large products are timed cold, the rest warm */
     ck_assert_msg(clnet_net_tune(net, 8, listen, &h) == CLNET_OK, "%s", clnet_last_error());
     unsetenv("CLNET_TUNE_COLD_MB");
-    /* 11 GEMM shapes a step: 3 per layer, but conv1 computes no dx */
-    ck_assert_int_eq(h.chosen, 11);
-    ck_assert_int_ge(h.measured, 11 * 2);
-    ck_assert_ptr_nonnull(strstr(h.first_layer, "conv1 forward"));
+    /* first each convolution's algorithm (conv1 first), then the GEMM
+     * shapes of a step with those algorithms */
+    ck_assert_ptr_nonnull(strstr(h.first_layer, "conv1"));
     clnet_tune_table t = {0};
     ck_assert_int_eq(clnet_tune_db_read(path, d->tune_device, d->tune_space, &t, NULL), CLNET_OK);
-    ck_assert_int_eq(t.count, 11);
-    /* the net uses the choices right away: a step picks from the database */
+    ck_assert_int_eq(t.count, h.chosen);
+    int convs = 0;
+    for (int k = 0; k < t.count; k++) {
+        if (strncmp(t.entries[k].key, "gemm ", 5) == 0) continue;
+        convs++;
+        ck_assert_msg(strcmp(t.entries[k].choice, "im2col") == 0 ||
+                          strcmp(t.entries[k].choice, "direct") == 0 ||
+                          strcmp(t.entries[k].choice, "implicit") == 0,
+                      "%s: %s", t.entries[k].key, t.entries[k].choice);
+    }
+    ck_assert_int_eq(convs, 2);
+    ck_assert_int_ge(h.measured, 2 * 2 + (t.count - convs) * 2);
+    /* the net uses the choices right away: every convolution runs the
+     * database's algorithm, every GEMM shape of a step its candidate */
     float x[8 * 784];
     int32_t y[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     test_random_floats(x, 8 * 784, 5);
     ck_assert_int_eq(clnet_net_train_step(net, x, y, 8, NULL), CLNET_OK);
+    expect_algorithms(net, &t, 2);
     const clnet_gemm_record *made = &net->trainer->replicas[0]->gemm_record;
-    ck_assert_int_eq(clnet_gemm_record_count(made, d), 11);
+    int gemms = clnet_gemm_record_count(made, d);
+    ck_assert_int_eq(gemms, t.count - convs);
     for (int k = 0; k < made->count; k++) ck_assert_int_eq(made->picks[k].source, 'd');
 
     /* a checkpoint records them; a resume on another runtime pins them */
@@ -383,7 +414,6 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     ck_assert_int_eq(clnet_net_save(net, ckpt, NULL), CLNET_OK);
     clnet_net_free(net);
     clnet_runtime_free(one);
-    clnet_tune_table_free(&t);
 
     remove(path); /* the database is gone: only the checkpoint knows */
     one = test_one_device(0);
@@ -392,11 +422,14 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     net = small_lenet(one, 8);
     ck_assert_int_eq(clnet_net_load_weights(net, ckpt, NULL), CLNET_OK);
     ck_assert_int_eq(clnet_net_train_step(net, x, y, 8, NULL), CLNET_OK);
+    ck_assert_int_eq(d->pinned.count, t.count);
+    expect_algorithms(net, &d->pinned, 2);
     made = &net->trainer->replicas[0]->gemm_record;
-    ck_assert_int_eq(clnet_gemm_record_count(made, d), 11);
+    ck_assert_int_eq(clnet_gemm_record_count(made, d), gemms);
     for (int k = 0; k < made->count; k++) ck_assert_int_eq(made->picks[k].source, 'p');
     clnet_net_free(net);
     clnet_runtime_free(one);
+    clnet_tune_table_free(&t);
     unsetenv("CLNET_CACHE_DIR");
 }
 END_TEST

@@ -245,13 +245,79 @@ static sides sides_of(const clnet_node *node) {
  * pass, so every split of a batch runs the same algorithm. */
 #define DIRECT_MAX_GROUP 8 /* channels per group, on either side */
 
-static int algo_of(const clnet_node *node, const clnet_device *d) {
-    if (d && d->conv_force != CLNET_CONV_AUTO) return d->conv_force;
-    sides v = sides_of(node);
-    return v.G > 1 && v.Cb / v.G <= DIRECT_MAX_GROUP && v.Cs / v.G <= DIRECT_MAX_GROUP
-               ? CLNET_CONV_DIRECT
-               : CLNET_CONV_IM2COL;
+/* The share of the implicit algorithm's grid positions that are outputs
+ * (the rest is padding it computes and drops): ResNet-18's 3x3 layers on
+ * 28x28 0.87, 14x14 0.87, 7x7 0.77, 4x4 0.64. */
+static double implicit_useful(const clnet_node *node);
+/* Below this, im2col: on the EPYC VM the implicit algorithm ran ResNet-18's
+ * 4x4 layer at 0.84x im2col's speed, its 7x7 layer at 1.04x. */
+#define IMPLICIT_MIN_USEFUL 0.7
+/* and the GEMM's k (a group's input channels x taps) at least this: below,
+ * its micro-kernel has little to do per output, and its program (0.8 s to
+ * build cold on PoCL, 0.9 s more at first launches) costs a short run more
+ * than it saves. LeNet's first convolution (k = 9) stays on im2col. */
+#define IMPLICIT_MIN_K 32
+
+/* Whether the implicit algorithm applies: a convolution (not transposed) at stride 1. */
+static int implicit_fits(const clnet_node *node) {
+    const conv_config *c = CLNET_CONFIG(node, conv_config);
+    return !c->transpose && c->win.s[0] == 1 && c->win.s[1] == 1 && c->win.s[2] == 1;
 }
+
+/* Whether algorithm a can run the node (im2col and direct run anything). */
+static int applies(const clnet_node *node, int a) {
+    return a != CLNET_CONV_IMPLICIT || implicit_fits(node);
+}
+
+/* The node's key in the tuning database: its kind, its shape in and out,
+ * and its window ("conv2d 64x28x28>64x28x28 k3x3 s1x1 p1x1 d1x1 g1"); no
+ * sample count: one choice serves every share of a batch. */
+static void tune_key(const clnet_node *node, char *key, size_t cap) {
+    const conv_config *c = CLNET_CONFIG(node, conv_config);
+    const clnet_window *w = &c->win;
+    char in[48], out[48], k[48], st[48], pd[48], dl[48];
+    clnet_shape_format(node->in[0], in, sizeof in);
+    clnet_shape_format(node->out, out, sizeof out);
+    clnet_dims_text(w->k + 3 - c->rank, c->rank, k, sizeof k);
+    clnet_dims_text(w->s + 3 - c->rank, c->rank, st, sizeof st);
+    clnet_dims_text(w->p + 3 - c->rank, c->rank, pd, sizeof pd);
+    clnet_dims_text(w->d + 3 - c->rank, c->rank, dl, sizeof dl);
+    snprintf(key, cap, "%s %s>%s k%s s%s p%s d%s g%d", node->kind->name, in, out, k, st, pd, dl,
+             c->groups);
+}
+
+/* The algorithm an entry of d's tables names for the node (pinned by a
+ * checkpoint first, then the tuning database), or CLNET_CONV_AUTO. */
+static int algo_entry(const clnet_node *node, const clnet_device *d) {
+    if (!d->pinned.count && !d->tuned.count) return CLNET_CONV_AUTO;
+    char key[CLNET_TUNE_KEY_CAP];
+    tune_key(node, key, sizeof key);
+    const clnet_tune_entry *e = clnet_tune_table_find(&d->pinned, key, 0);
+    if (!e) e = clnet_tune_table_find(&d->tuned, key, 0);
+    for (int a = CLNET_CONV_AUTO + 1; e && a < CLNET_CONV_ALGOS; a++)
+        if (strcmp(e->choice, clnet_conv_algo_names[a]) == 0 && applies(node, a)) return a;
+    return CLNET_CONV_AUTO;
+}
+
+/* $CLNET_CONV, else the checkpoint's or the database's choice, else the rules. */
+static int algo_of(const clnet_node *node, const clnet_device *d) {
+    int forced = d ? d->conv_force : CLNET_CONV_AUTO;
+    if (forced != CLNET_CONV_AUTO) return applies(node, forced) ? forced : CLNET_CONV_IM2COL;
+    int entry = d ? algo_entry(node, d) : CLNET_CONV_AUTO;
+    if (entry != CLNET_CONV_AUTO) return entry;
+    sides v = sides_of(node);
+    if (v.G > 1 && v.Cb / v.G <= DIRECT_MAX_GROUP && v.Cs / v.G <= DIRECT_MAX_GROUP)
+        return CLNET_CONV_DIRECT;
+    if (d && d->info.type == CLNET_DEVICE_CPU && implicit_fits(node) &&
+        implicit_useful(node) >= IMPLICIT_MIN_USEFUL && v.Cb / v.G * v.K >= IMPLICIT_MIN_K)
+        return CLNET_CONV_IMPLICIT;
+    return CLNET_CONV_IM2COL;
+}
+
+/* The implicit algorithm's scratch for a chunk of s samples (floats), and
+ * the length of its rows on the forward grid. */
+static size_t implicit_floats(const clnet_node *node, int s);
+static size_t implicit_row(const clnet_node *node, int s);
 
 /* The batch runs through im2col and the GEMMs in chunks of samples whose
  * column matrix holds at most CHUNK_FLOATS floats (at least one sample a
@@ -281,6 +347,8 @@ static size_t col_per_sample(const clnet_node *node, int algo) {
 static int chunk_samples(const clnet_node *node, int algo, int n) {
     size_t per = col_per_sample(node, algo);
     if (algo == CLNET_CONV_DIRECT) per += sides_of(node).Cs * sides_of(node).Ps;
+    if (algo == CLNET_CONV_IMPLICIT) /* what a sample adds: the weight's copies are per chunk */
+        per = implicit_floats(node, 2) - implicit_floats(node, 1);
     size_t most = per ? CHUNK_FLOATS / per : (size_t)n;
     if (most < 1) most = 1;
     size_t chunks = ((size_t)n + most - 1) / most;
@@ -292,6 +360,7 @@ static int chunk_samples(const clnet_node *node, int algo, int n) {
  * then its column region. */
 static size_t chunk_floats(const clnet_node *node, int algo, int s) {
     sides v = sides_of(node);
+    if (algo == CLNET_CONV_IMPLICIT) return implicit_floats(node, s);
     return v.Cs * (size_t)s * v.Ps + (size_t)s * col_per_sample(node, algo);
 }
 
@@ -315,6 +384,8 @@ static size_t gemm_floats(const clnet_node *node, const clnet_device *d, int alg
     sides v = sides_of(node);
     size_t sums = most(clnet_row_sums_floats(v.Cs, (size_t)s * v.Ps),
                        clnet_row_sums_floats(v.Cb, (size_t)s * v.Pb));
+    if (algo == CLNET_CONV_IMPLICIT) /* over the forward grid's rows */
+        return most(sums, clnet_row_sums_floats(v.Cs, implicit_row(node, s)));
     if (algo == CLNET_CONV_DIRECT) return sums;
     clnet_gemm_shape down = shape_down(node, s), up = shape_up(node, s),
                      weight = shape_weight(node, s);
@@ -332,8 +403,10 @@ static size_t algo_work_floats(const clnet_node *node, const clnet_device *d, in
  * algorithm takes. */
 static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) {
     if (d) return algo_work_floats(node, d, algo_of(node, d), n);
-    return most(algo_work_floats(node, NULL, CLNET_CONV_IM2COL, n),
-                algo_work_floats(node, NULL, CLNET_CONV_DIRECT, n));
+    size_t floats = most(algo_work_floats(node, NULL, CLNET_CONV_IM2COL, n),
+                         algo_work_floats(node, NULL, CLNET_CONV_DIRECT, n));
+    return implicit_fits(node) ? most(floats, algo_work_floats(node, NULL, CLNET_CONV_IMPLICIT, n))
+                               : floats;
 }
 
 /* Without a bias, the kernels that would add it run with their has_bias
@@ -351,7 +424,8 @@ static int fuse_relu(clnet_node *node) {
 
 /* What a chunk of samples b0 .. b0+s-1 works on. */
 typedef struct {
-    int algo; /* CLNET_CONV_IM2COL or CLNET_CONV_DIRECT */
+    int algo;  /* CLNET_CONV_IM2COL, _DIRECT or _IMPLICIT */
+    int first; /* the pass's first chunk */
     int s;
     size_t NP;         /* s * Ps: the columns of its matrices */
     size_t small, big; /* its samples' offsets in small- and big-side tensors */
@@ -362,7 +436,11 @@ typedef struct {
 
 static chunk chunk_at(const clnet_node *node, int algo, int b0, int s) {
     sides v = sides_of(node);
-    chunk ch = {.algo = algo, .s = s, .NP = (size_t)s * v.Ps, .gemm = gemm_at(node, algo, s)};
+    chunk ch = {.algo = algo,
+                .first = b0 == 0,
+                .s = s,
+                .NP = (size_t)s * v.Ps,
+                .gemm = gemm_at(node, algo, s)};
     ch.small = v.Cs * v.Ps * (size_t)b0;
     ch.big = v.Cb * v.Pb * (size_t)b0;
     ch.col = v.Cs * ch.NP;
@@ -517,12 +595,20 @@ static uint32_t took_relu(const clnet_node *node) {
 typedef clnet_status (*chunk_fn)(const clnet_node *node, const clnet_pass *p, const chunk *ch,
                                  float beta);
 
-/* Runs the algorithm's chunk function over the pass's samples, chunk by
- * chunk (chunk_samples): the node's algorithm on the pass's device. */
-static clnet_status each_chunk(const clnet_node *node, const clnet_pass *p, chunk_fn im2col_fn,
-                               chunk_fn direct_fn) {
+/* A pass's chunk function for each algorithm, by CLNET_CONV_* (NULL for
+ * one that never runs the pass: implicit, a transposed convolution's). */
+typedef struct {
+    chunk_fn fn[CLNET_CONV_ALGOS];
+} chunk_fns;
+
+/* Runs the chunk function of the node's algorithm on the pass's device over
+ * the pass's samples, chunk by chunk (chunk_samples). */
+static clnet_status each_chunk(const clnet_node *node, const clnet_pass *p, const chunk_fns *fns) {
     int algo = algo_of(node, p->d), most = chunk_samples(node, algo, p->n);
-    chunk_fn fn = algo == CLNET_CONV_DIRECT ? direct_fn : im2col_fn;
+    chunk_fn fn = fns->fn[algo];
+    if (!fn)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "conv.c: no %s pass for '%s'",
+                          clnet_conv_algo_names[algo], node->name);
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, algo, b0, p->n - b0 < most ? p->n - b0 : most);
         clnet_status s = fn(node, p, &ch, b0 == 0 ? p->beta : 1.0f);
@@ -745,20 +831,356 @@ cleanup:
     return status;
 }
 
+/* ---- the implicit-GEMM algorithm (cl/conv_implicit.cl) ---- */
+
+/* A grid of cl/conv_implicit.cl: a source tensor laid out so that the taps
+ * of consecutive outputs are consecutive. Along each axis an output o reads
+ * the source at o - pad + t * d for its taps t. Rows of the source sit one
+ * after another with a gap of zeros between them as wide as the most a
+ * window reaches past either end (PyTorch's 'same' 3x3: one column, where
+ * padding each row on both sides would take two): size src + gap, the
+ * source at 0, outputs at 0 .. out - 1. Where outputs outnumber that
+ * (padding wider than the kernel), each row is padded on both sides
+ * instead: size out + span, the source at pad. */
+typedef struct {
+    size_t d[3], P;    /* sizes, P = d[0] * d[1] * d[2] */
+    int shift[3];      /* where the source starts along each axis */
+    size_t tap[3];     /* a tap's step along each axis: dilation x the grid's plane, row, 1 */
+    long base;         /* the offset of tap 0 of output 0 from the grid's start (<= 0 mostly) */
+    size_t lead, most; /* zeros before the grid for base; the largest tap offset after it */
+} grid;
+
+static grid make_grid(const clnet_window *w, const int *src, const int *out, int backward) {
+    grid g = {.P = 1};
+    int pad[3];
+    for (int a = 0; a < 3; a++) {
+        int span = w->d[a] * (w->k[a] - 1);
+        pad[a] = backward ? span - w->p[a] : w->p[a]; /* the input gradient reverses the taps */
+        int after = out[a] - 1 + span - pad[a] - (src[a] - 1),
+            gap = pad[a] > after ? pad[a] : after;
+        if (gap < 0) gap = 0;
+        int shared = out[a] <= src[a] + gap;
+        g.d[a] = (size_t)(shared ? src[a] + gap : out[a] + span);
+        g.shift[a] = shared ? 0 : pad[a];
+        g.P *= g.d[a];
+    }
+    g.tap[0] = (size_t)w->d[0] * g.d[1] * g.d[2];
+    g.tap[1] = (size_t)w->d[1] * g.d[2];
+    g.tap[2] = (size_t)w->d[2];
+    g.base = 0;
+    g.most = 0;
+    for (int a = 0; a < 3; a++) {
+        g.base += (long)(g.shift[a] - pad[a]) * (long)(g.tap[a] / (size_t)w->d[a]);
+        g.most += (size_t)(w->k[a] - 1) * g.tap[a];
+    }
+    g.lead = g.base < 0 ? (size_t)-g.base : 0;
+    return g;
+}
+
+/* The forward's grid: x, every window of y inside. */
+static grid forward_grid(const clnet_node *node) {
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    return make_grid(w, w->in, w->out, 0);
+}
+
+/* The input gradient's grid: dy, read by dx's windows with the taps reversed. */
+static grid backward_grid(const clnet_node *node) {
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    return make_grid(w, w->out, w->in, 1);
+}
+
+/* Whether the input gradient reads dy from the forward's grid of dy (the
+ * weight gradient's dYp) as it is: both grids alike, PyTorch's 'same'. */
+static int same_grids(const grid *f, const grid *b) {
+    for (int a = 0; a < 3; a++)
+        if (f->d[a] != b->d[a] || f->shift[a] != 0 || b->shift[a] != 0) return 0;
+    return f->base == b->base;
+}
+
+/* Register tiles: the CPU rule's for the GEMM (6 x 64 of float16s, k in
+ * blocks of 256); smaller ones elsewhere (a first version for GPUs, untuned). */
+typedef struct {
+    int mr, nv, vw, kc, wr;
+} implicit_tile;
+
+#define NR_MOST 64   /* the widest tile: the grids' slack holds one past the end */
+#define WGRAD_Q 4096 /* grid positions per part of the weight gradient */
+
+static implicit_tile tile_of(const clnet_node *node, const clnet_device *d) {
+    int cpu = !d || d->info.type == CLNET_DEVICE_CPU;
+    implicit_tile t = cpu ? (implicit_tile){6, 4, 16, 256, 0} : (implicit_tile){4, 1, 4, 0, 0};
+    int taps = (int)sides_of(node).K;
+    t.wr = 24 / taps < 1 ? 1 : 24 / taps > 8 ? 8 : 24 / taps; /* WR x taps accumulators */
+    return t;
+}
+
+static void implicit_options(const clnet_node *node, const clnet_device *d, char *opt, size_t cap) {
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    implicit_tile t = tile_of(node, d);
+    snprintf(opt, cap, "-DMR=%d -DNV=%d -DVW=%d -DKC=%d -DIKD=%d -DIKH=%d -DIKW=%d -DWR=%d", t.mr,
+             t.nv, t.vw, t.kc, w->k[0], w->k[1], w->k[2], t.wr);
+}
+
+static size_t round16(size_t v) {
+    return (v + 15) / 16 * 16;
+}
+
+/* The zeros after a grid of `rows` floats a channel: one tile past the
+ * last, and the taps' reach. */
+static size_t slack(const grid *g) {
+    return NR_MOST + 16 + g->most;
+}
+
+/* A chunk's regions (offsets in work, floats), in order: the reversed
+ * weight of the input gradient (first, where every chunk finds it: the
+ * pass's first chunk makes it), the small side on the forward grid (Yp,
+ * dYp: Cs rows of ld, after the grid's lead), x on it (lead before, slack
+ * after), the weight gradient's parts, then dy on the input gradient's grid
+ * (unless it reads dYp) and its result (Cb rows of ldb). */
+typedef struct {
+    grid f, b;
+    int same; /* same_grids */
+    size_t ld, ldb, chunks;
+    size_t wf, yp, xp, parts, dyp, dxp, end;
+} implicit_layout;
+
+static implicit_layout layout_of(const clnet_node *node, int s) {
+    sides v = sides_of(node);
+    implicit_layout l = {.f = forward_grid(node), .b = backward_grid(node)};
+    l.same = same_grids(&l.f, &l.b);
+    l.ld = round16((size_t)s * l.f.P + (l.same ? l.f.lead : 0));
+    l.ldb = round16((size_t)s * l.b.P);
+    l.chunks = (l.ld + WGRAD_Q - 1) / WGRAD_Q;
+    l.wf = 0;
+    l.yp = round16(l.wf + v.Cb * (v.Cs / v.G) * v.K + l.f.lead);
+    l.xp = round16(l.yp + v.Cs * l.ld + slack(&l.f) + l.f.lead);
+    l.parts = round16(l.xp + v.Cb * (size_t)s * l.f.P + slack(&l.f));
+    l.dyp = round16(l.parts + l.chunks * v.Cs * (v.Cb / v.G) * v.K + l.b.lead);
+    l.dxp = l.same ? l.dyp : round16(l.dyp + v.Cs * (size_t)s * l.b.P + slack(&l.b));
+    l.end = round16(l.dxp + v.Cb * l.ldb);
+    return l;
+}
+
+static size_t implicit_floats(const clnet_node *node, int s) {
+    return layout_of(node, s).end;
+}
+
+static size_t implicit_row(const clnet_node *node, int s) {
+    return layout_of(node, s).ld;
+}
+
+static double implicit_useful(const clnet_node *node) {
+    return (double)sides_of(node).Ps / (double)forward_grid(node).P;
+}
+
+/* A strided (n, C, D, H, W) view: src[off + b * sb + c * sc + z * sz + y * sy + x]. */
+typedef struct {
+    cl_mem mem;
+    size_t off, sb, sc, sz, sy;
+    const int *size; /* D, H, W */
+} view;
+
+static view nchw_view(cl_mem mem, size_t off, size_t C, const int *size) {
+    size_t plane = (size_t)size[1] * size[2], volume = plane * size[0];
+    return (view){mem, off, C * volume, volume, plane, (size_t)size[2], size};
+}
+
+/* What the implicit kernels of one chunk share: the program's options. */
+typedef struct {
+    const clnet_pass *p;
+    const chunk *ch;
+    implicit_layout l;
+    implicit_tile t;
+    char opt[160];
+} implicit_run;
+
+static implicit_run implicit_begin(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
+    implicit_run r = {.p = p, .ch = ch, .l = layout_of(node, ch->s), .t = tile_of(node, p->d)};
+    implicit_options(node, p->d, r.opt, sizeof r.opt);
+    return r;
+}
+
+/* grid g (at work + to, lead zeros before) = the view of C channels, zeros
+ * around, then its slack */
+static clnet_status pad(const implicit_run *r, size_t C, view src, const grid *g, size_t to) {
+    size_t rows = C * (size_t)r->ch->s * g->d[0];
+    return clnet_pass_run(
+        r->p, 11, "conv_implicit", r->opt, "implicit_pad", 2, (size_t[]){g->d[1], rows + 1}, NULL,
+        ARGS(U32(r->ch->s), U32(C), U32(src.size[0]), U32(src.size[1]), U32(src.size[2]),
+             U32(g->shift[0]), U32(g->shift[1]), U32(g->shift[2]), U32(g->d[0]), U32(g->d[1]),
+             U32(g->d[2]), MEM(src.mem), U32(src.off), U32(src.sb), U32(src.sc), U32(src.sz),
+             U32(src.sy), MEM(r->p->work), U32(to), U32(g->lead), U32(slack(g))));
+}
+
+/* C (M x the grid's positions, rows of ldc at work + c) = A (M x CH * K,
+ * rows of lda) . the windows of CH channels of grid g (at work + x, channel
+ * stride xcs) */
+static clnet_status implicit_product(const implicit_run *r, size_t M, size_t CH, cl_mem A, size_t a,
+                                     size_t lda, const grid *g, size_t x, size_t xcs, size_t c,
+                                     size_t ldc) {
+    const clnet_pass *p = r->p;
+    size_t N = (size_t)r->ch->s * g->P, nr = (size_t)(r->t.nv * r->t.vw);
+    size_t mblocks = (M + (size_t)r->t.mr - 1) / (size_t)r->t.mr;
+    int cpu = p->d->info.type == CLNET_DEVICE_CPU;
+    size_t mb = cpu ? mblocks : 1; /* CPUs: a work-item runs down all of C's rows */
+    return clnet_pass_run(
+        p, 12, "conv_implicit", r->opt, "implicit_gemm", 2,
+        (size_t[]){(N + nr - 1) / nr, (mblocks + mb - 1) / mb}, cpu ? (size_t[]){1, 1} : NULL,
+        ARGS(U32(M), U32(N), U32(CH), U32(mb), MEM(A), U32(a), U32(lda), MEM(p->work),
+             U32((size_t)((long)x + g->base)), U32(xcs), U32(g->tap[0]), U32(g->tap[1]),
+             U32(g->tap[2]), F32(0.0f), MEM(p->work), U32(c), U32(ldc)));
+}
+
+/* (n, F, out...) at (t, off) = the valid positions of grid g's result (F
+ * rows of ld at work + from), with the flags' bias, relu and add */
+static clnet_status from_grid(const implicit_run *r, size_t F, const int *out, const grid *g,
+                              size_t ld, size_t from, cl_mem t, size_t off, output_flags f) {
+    const clnet_pass *p = r->p;
+    return clnet_pass_run(p, 13, "conv_implicit", r->opt, "implicit_output", 2,
+                          (size_t[]){(size_t)out[1], (size_t)r->ch->s * F * out[0]}, NULL,
+                          ARGS(U32(r->ch->s), U32(F), U32(out[0]), U32(out[1]), U32(out[2]),
+                               U32(g->d[1]), U32(g->d[2]), U32(g->P), U32(ld), MEM(p->work),
+                               U32(from), MEM(p->params), U32(r->ch->bo), MEM(t), U32(off),
+                               U32(f.bias), U32(f.relu), U32(f.add)));
+}
+
+/* y = W . the windows of x's grid, group by group, + bias (then the relu) */
+static clnet_status implicit_forward_chunk(const clnet_node *node, const clnet_pass *p,
+                                           const chunk *ch, float beta) {
+    clnet_status status = CLNET_OK;
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    sides v = sides_of(node);
+    implicit_run r = implicit_begin(node, p, ch);
+    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, xcs = (size_t)ch->s * r.l.f.P;
+    (void)beta;
+    TRY(pad(&r, v.Cb, nchw_view(p->act, p->x[0] + ch->big, v.Cb, w->in), &r.l.f, r.l.xp));
+    for (size_t g = 0; g < v.G; g++)
+        TRY(implicit_product(&r, Fg, Cg, p->params, ch->wo + g * Fg * Cg * v.K, Cg * v.K, &r.l.f,
+                             r.l.xp + g * Cg * xcs, xcs, r.l.yp + g * Fg * r.l.ld, r.l.ld));
+    output_flags f = {.bias = has_bias(node), .relu = took_relu(node)};
+    TRY(from_grid(&r, v.Cs, w->out, &r.l.f, r.l.ld, r.l.yp, p->act, p->y + ch->small, f));
+cleanup:
+    return status;
+}
+
+/* dW (+)= dYp . the windows of x's grid^T, group by group: parts of
+ * WGRAD_Q grid positions, then their sum in order. */
+static clnet_status implicit_weight(const clnet_node *node, const implicit_run *r, float beta) {
+    clnet_status status = CLNET_OK;
+    const clnet_pass *p = r->p;
+    const grid *f = &r->l.f;
+    sides v = sides_of(node);
+    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, xcs = (size_t)r->ch->s * f->P;
+    size_t wr = (size_t)r->t.wr, count = Fg * Cg * v.K;
+    for (size_t g = 0; g < v.G; g++) {
+        TRY(clnet_pass_run(p, 14, "conv_implicit", r->opt, "implicit_wgrad", 3,
+                           (size_t[]){Cg, (Fg + wr - 1) / wr, r->l.chunks}, NULL,
+                           ARGS(U32(Fg), U32(Cg), U32(r->l.ld), U32(WGRAD_Q), MEM(p->work),
+                                U32(r->l.yp + g * Fg * r->l.ld), U32(r->l.ld), MEM(p->work),
+                                U32((size_t)((long)(r->l.xp + g * Cg * xcs) + f->base)), U32(xcs),
+                                U32(f->tap[0]), U32(f->tap[1]), U32(f->tap[2]), MEM(p->work),
+                                U32(r->l.parts))));
+        TRY(clnet_pass_run(p, 15, "conv_implicit", r->opt, "implicit_wgrad_sum", 1,
+                           (size_t[]){count}, NULL,
+                           ARGS(U32(count), U32(r->l.chunks), MEM(p->work), U32(r->l.parts),
+                                F32(beta), MEM(p->grads), U32(r->ch->wo + g * count))));
+    }
+cleanup:
+    return status;
+}
+
+/* dx = the reversed, transposed W . the windows of dy's grid, group by
+ * group: dYp itself where the grids are alike, else dYp moved to the
+ * input gradient's grid */
+static clnet_status implicit_input_grad(const clnet_node *node, const implicit_run *r) {
+    clnet_status status = CLNET_OK;
+    const clnet_pass *p = r->p;
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    sides v = sides_of(node);
+    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G;
+    const grid *f = &r->l.f;
+    size_t dy = r->l.yp, ycs = r->l.ld;
+    if (!r->l.same) {
+        view from = {p->work, r->l.yp, f->P, r->l.ld, f->d[1] * f->d[2], f->d[2], w->out};
+        TRY(pad(r, v.Cs, from, &r->l.b, r->l.dyp));
+        dy = r->l.dyp, ycs = (size_t)r->ch->s * r->l.b.P;
+    }
+    if (r->ch->first)
+        TRY(clnet_pass_run(p, 16, "conv_implicit", r->opt, "implicit_flip", 1,
+                           (size_t[]){v.Cb * Fg * v.K}, NULL,
+                           ARGS(U32(v.G), U32(Fg), U32(Cg), U32(v.K), MEM(p->params),
+                                U32(r->ch->wo), MEM(p->work), U32(r->l.wf))));
+    for (size_t g = 0; g < v.G; g++)
+        TRY(implicit_product(r, Cg, Fg, p->work, r->l.wf + g * Cg * Fg * v.K, Fg * v.K, &r->l.b,
+                             dy + g * Fg * ycs, ycs, r->l.dxp + g * Cg * r->l.ldb, r->l.ldb));
+    output_flags o = {.add = clnet_dx_add(p, 0)};
+    TRY(from_grid(r, v.Cb, w->in, &r->l.b, r->l.ldb, r->l.dxp, p->dact, p->dx[0] + r->ch->big, o));
+cleanup:
+    return status;
+}
+
+/* dYp = dy on the forward grid (only where y > 0 with the relu taken in;
+ * zeros elsewhere, and before it for the input gradient's reach), its row
+ * sums for the bias, x's grid again, then dW and dx. */
+static clnet_status implicit_backward_chunk(const clnet_node *node, const clnet_pass *p,
+                                            const chunk *ch, float beta) {
+    clnet_status status = CLNET_OK;
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    sides v = sides_of(node);
+    implicit_run r = implicit_begin(node, p, ch);
+    const grid *f = &r.l.f;
+    size_t lead = r.l.same ? f->lead : 0;
+    TRY(clnet_pass_run(p, 17, "conv_implicit", r.opt,
+                       took_relu(node) ? "implicit_to_grid_relu" : "implicit_to_grid", 2,
+                       (size_t[]){f->d[1], v.Cs * (size_t)ch->s * f->d[0] + v.Cs}, NULL,
+                       ARGS(U32(ch->s), U32(v.Cs), U32(w->out[0]), U32(w->out[1]), U32(w->out[2]),
+                            U32(f->d[0]), U32(f->d[1]), U32(f->d[2]), U32(r.l.ld), MEM(p->dact),
+                            U32(p->dy + ch->small), MEM(p->act), U32(p->y + ch->small),
+                            MEM(p->work), U32(r.l.yp), U32(lead), U32(slack(f)))));
+    if (has_bias(node))
+        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, r.l.ld, p->work, r.l.yp,
+                           p->grads, ch->bo, beta, p->work, ch->gemm));
+    TRY(pad(&r, v.Cb, nchw_view(p->act, p->x[0] + ch->big, v.Cb, w->in), f, r.l.xp));
+    TRY(implicit_weight(node, &r, beta));
+    if (p->need_dx[0]) TRY(implicit_input_grad(node, &r));
+cleanup:
+    return status;
+}
+
 static clnet_status conv_forward(const clnet_node *node, const clnet_pass *p) {
-    return each_chunk(node, p, conv_forward_chunk, direct_conv_forward_chunk);
+    static const chunk_fns fns = {{[CLNET_CONV_IM2COL] = conv_forward_chunk,
+                                   [CLNET_CONV_DIRECT] = direct_conv_forward_chunk,
+                                   [CLNET_CONV_IMPLICIT] = implicit_forward_chunk}};
+    return each_chunk(node, p, &fns);
 }
 
 static clnet_status conv_backward(const clnet_node *node, const clnet_pass *p) {
-    return each_chunk(node, p, conv_backward_chunk, direct_conv_backward_chunk);
+    static const chunk_fns fns = {{[CLNET_CONV_IM2COL] = conv_backward_chunk,
+                                   [CLNET_CONV_DIRECT] = direct_conv_backward_chunk,
+                                   [CLNET_CONV_IMPLICIT] = implicit_backward_chunk}};
+    return each_chunk(node, p, &fns);
 }
 
 static clnet_status transpose_forward(const clnet_node *node, const clnet_pass *p) {
-    return each_chunk(node, p, transpose_forward_chunk, direct_transpose_forward_chunk);
+    static const chunk_fns fns = {{[CLNET_CONV_IM2COL] = transpose_forward_chunk,
+                                   [CLNET_CONV_DIRECT] = direct_transpose_forward_chunk}};
+    return each_chunk(node, p, &fns);
 }
 
 static clnet_status transpose_backward(const clnet_node *node, const clnet_pass *p) {
-    return each_chunk(node, p, transpose_backward_chunk, direct_transpose_backward_chunk);
+    static const chunk_fns fns = {{[CLNET_CONV_IM2COL] = transpose_backward_chunk,
+                                   [CLNET_CONV_DIRECT] = direct_transpose_backward_chunk}};
+    return each_chunk(node, p, &fns);
+}
+
+static int algorithms(const clnet_node *node, const clnet_device *d, char *key, size_t cap,
+                      int *algos, int *chosen) {
+    int n = 0;
+    tune_key(node, key, cap);
+    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++)
+        if (applies(node, a)) algos[n++] = a;
+    *chosen = algo_of(node, d);
+    return n;
 }
 
 #define CONV_KIND(kind_name, about_, defaults_, options_)                                          \
@@ -768,6 +1190,7 @@ static clnet_status transpose_backward(const clnet_node *node, const clnet_pass 
             .backward_reads = CLNET_READS_X | CLNET_READS_Y, .config_size = sizeof(conv_config),   \
         .defaults = defaults_, .check = check, .setup = setup, .work_floats = work_floats,         \
         .forward = conv_forward, .backward = conv_backward, .fuse_relu = fuse_relu,                \
+        .algorithms = algorithms,                                                                  \
     }
 
 /* backward reads x (the weight gradient's Xp), never y */
@@ -777,6 +1200,7 @@ static clnet_status transpose_backward(const clnet_node *node, const clnet_pass 
         .min_inputs = 1, .max_inputs = 1, .backward_reads = CLNET_READS_X,                         \
         .config_size = sizeof(conv_config), .defaults = defaults_, .check = check, .setup = setup, \
         .work_floats = work_floats, .forward = transpose_forward, .backward = transpose_backward,  \
+        .algorithms = algorithms,                                                                  \
     }
 
 /* What every convolution shares, after the shapes of its rank. */

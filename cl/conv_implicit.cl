@@ -1,0 +1,248 @@
+// Implicit-GEMM convolution (src/layers/conv.c's "implicit" algorithm), for
+// convolutions at stride 1: the GEMM reads its B operand straight from the
+// input instead of from a column matrix, with the register micro-kernel of
+// the tiled GEMM (this family's program is cl/gemm_tiled.cl followed by this
+// file, built with a tiled GEMM's -D options).
+//
+// The input is first copied into a zero-padded grid, channel-major:
+//   xp[(c * n + b) * P + (z * GH + y) * GW + x],  P = GD * GH * GW
+// where every window of the output lies inside the grid. Output position
+// (od, oy, ox) is grid position q = (od * GH + oy) * GW + ox, and its tap
+// (kd, ky, kx) reads grid position q + kd * isd + ky * ish + kx * isw (the
+// tap strides: dilation times the grid's plane, row and 1). So along q the
+// taps of consecutive outputs are consecutive: B(k, q), k = c * IK + tap, is
+// a shifted view of channel c's grid, loaded as whole vectors. The GEMM
+// computes every grid position, those past the output's rows and columns
+// too (what the padding costs: (GW - OW) / GW of a row), and a last kernel
+// moves the valid ones out. A slack of zeros after the grid keeps the last
+// tile's loads inside the buffer.
+//
+// Compile-time parameters: the tiled GEMM's (MR, NV, VW, KC), and the taps
+// IKD, IKH, IKW; WR, the rows of a weight-gradient work-item. The tap
+// strides and every size are arguments, so layers with the same kernel size
+// share one program.
+
+#ifndef IKD
+#define IKD 1
+#endif
+#ifndef IKH
+#define IKH 1
+#endif
+#ifndef IKW
+#define IKW 1
+#endif
+#ifndef WR
+#define WR 1
+#endif
+#define IK (IKD * IKH * IKW)
+
+#if LOCAL == 0
+
+// C(m, q) = sum over k of A(m, k) B(k, q) (+ beta * C; C holds the partial
+// sums between k blocks), A(m, k) = A[aoff + m * sam + k], B as above for
+// channels 0 .. CH-1 of X from xoff, channel stride xcs. Work-item (x, y):
+// columns x * NR .., row blocks y * mb .. y * mb + mb - 1 (of MR rows), as
+// gemm_tiled; k is blocked by whole channels (KC / IK of them).
+__kernel void implicit_gemm(uint M, uint N, uint CH, uint mb, __global const float *A, uint aoff,
+                            uint sam, __global const float *X, uint xoff, uint xcs, uint isd,
+                            uint ish, uint isw, float beta, __global float *C, uint coff,
+                            uint csm) {
+    const uint n0 = get_global_id(0) * NR, ib0 = get_global_id(1) * mb;
+    const uint nblocks = (M + MR - 1) / MR;
+    if (n0 >= N || ib0 >= nblocks) return;
+    const uint ib1 = min(nblocks, ib0 + mb);
+    const uint cc = KC == 0 ? CH : max(1u, (uint)KC / IK);
+    uint tap_at[IK]; // each tap's offset in a channel's grid
+#pragma unroll
+    for (uint t = 0; t < IK; t++)
+        tap_at[t] = t / (IKW * IKH) * isd + t / IKW % IKH * ish + t % IKW * isw;
+#define A_AT(r, i) ak[(i) + arow##r]
+    for (uint c0 = 0; c0 < CH; c0 += cc) {
+        const uint c1 = min(CH, c0 + cc);
+        for (uint ib = ib0; ib < ib1; ib++) {
+            const uint m0 = ib * MR;
+            FOR_R(DECL_AROW, _)
+            __global const float *ak = A + aoff + c0 * IK;
+            __global const float *xc = X + xoff + c0 * xcs + n0;
+            FOR_R(DECL_ACCS, _)
+            for (uint c = c0; c < c1; c++, xc += xcs, ak += IK) {
+                for (uint t = 0; t < IK; t++) {
+                    __global const float *bk = xc + tap_at[t];
+                    FOR_V(LOAD_B, bk)
+                    FOR_R(FMA_ROW, t)
+                }
+            }
+            floatV acc[MR][NV];
+            FOR_R(SAVE_ACCS, _)
+            store_tile(acc, C, coff, csm, 1, M, N, m0, n0, 1.0f, beta, c0 == 0);
+        }
+    }
+#undef A_AT
+}
+
+#endif
+
+// Zeros before (lead) and after (tail) a grid of `count` floats at xoff.
+inline void zero_around(__global float *xp, uint xoff, uint count, uint lead, uint tail) {
+    for (uint i = 0; i < lead; i++) xp[xoff - lead + i] = 0.0f;
+    for (uint i = 0; i < tail; i++) xp[xoff + count + i] = 0.0f;
+}
+
+// The grid of a strided (n, C, SD, SH, SW) view, src[soff + b * sb + c * sc
+// + z * szs + y * sys + x], shifted by (lz, ly, lx) (negative: cropped) into
+// the channel-major grid above (GD, GH, GW) at xoff, zeros around; `lead`
+// zeros before it and `tail` after. One work-item per grid row
+// (y, (c * n + b) * GD + z); the row after the last writes lead and tail.
+__kernel void implicit_pad(uint n, uint C, uint SD, uint SH, uint SW, int lz, int ly, int lx,
+                           uint GD, uint GH, uint GW, __global const float *src, uint soff,
+                           uint sb, uint sc, uint szs, uint sys, __global float *xp, uint xoff,
+                           uint lead, uint tail) {
+    const uint y = get_global_id(0), z = get_global_id(1), rows = C * n * GD;
+    if (y >= GH || z > rows) return;
+    if (z == rows) {
+        if (y == 0) zero_around(xp, xoff, rows * GH * GW, lead, tail);
+        return;
+    }
+    const uint cb = z / GD, b = cb % n, c = cb / n;
+    const int sz = (int)(z % GD) - lz, sy = (int)y - ly;
+    __global float *out = xp + xoff + (z * GH + y) * GW;
+    if (sz < 0 || sz >= (int)SD || sy < 0 || sy >= (int)SH) {
+        for (uint x = 0; x < GW; x++) out[x] = 0.0f;
+        return;
+    }
+    __global const float *row = src + soff + b * sb + c * sc + (uint)sz * szs + (uint)sy * sys;
+    for (uint x = 0; x < GW; x++) {
+        const int sx = (int)x - lx;
+        out[x] = sx >= 0 && sx < (int)SW ? row[sx] : 0.0f;
+    }
+}
+
+// y[b, f, od, oy, ox] = Yp[f * ld + b * P + (od * GH + oy) * GW + ox]
+// (+ bias[f] with has_bias), through max(., 0) with relu, stored by
+// clnet_store_dx (add): the valid grid positions of the GEMM's result, in
+// NCDHW. One work-item per output row (oy, (b * F + f) * OD + od).
+__kernel void implicit_output(uint n, uint F, uint OD, uint OH, uint OW, uint GH, uint GW, uint P,
+                              uint ld, __global const float *Yp, uint ypoff,
+                              __global const float *bias, uint boff, __global float *y, uint yoff,
+                              uint has_bias, uint relu, uint add) {
+    const uint oy = get_global_id(0), z = get_global_id(1);
+    if (oy >= OH || z >= n * F * OD) return;
+    const uint od = z % OD, bf = z / OD, b = bf / F, f = bf % F;
+    __global const float *src = Yp + ypoff + f * ld + b * P + (od * GH + oy) * GW;
+    __global float *dst = y + yoff + (z * OH + oy) * OW;
+    const float bv = has_bias ? bias[boff + f] : 0.0f;
+    for (uint ox = 0; ox < OW; ox++) {
+        const float v = src[ox] + bv;
+        clnet_store_dx(dst + ox, relu ? fmax(v, 0.0f) : v, add);
+    }
+}
+
+// The inverse: dYp[f * ld + b * P + (od * GH + oy) * GW + ox] = dy[b, f, od,
+// oy, ox] (only where y > 0 with relu), zero at every other grid position,
+// from n * P to ld, `lead` floats before and `tail` after (the input
+// gradient reads them as a grid). One work-item per grid row (gy, (f * n +
+// b) * GD + gz); the F rows after the last zero the rest.
+inline void to_grid(uint n, uint F, uint OD, uint OH, uint OW, uint GD, uint GH, uint GW, uint ld,
+                    __global const float *dy, uint dyoff, __global const float *y, uint yoff,
+                    __global float *dYp, uint dypoff, uint lead, uint tail, const int relu) {
+    const uint gy = get_global_id(0), z = get_global_id(1), rows = F * n * GD, P = GD * GH * GW;
+    if (gy >= GH || z >= rows + F) return;
+    if (z >= rows) {
+        if (gy != 0) return;
+        for (uint i = n * P; i < ld; i++) dYp[dypoff + (z - rows) * ld + i] = 0.0f;
+        if (z == rows) zero_around(dYp, dypoff, F * ld, lead, tail);
+        return;
+    }
+    const uint gz = z % GD, fb = z / GD, b = fb % n, f = fb / n;
+    __global float *out = dYp + dypoff + f * ld + b * P + (gz * GH + gy) * GW;
+    if (gz >= OD || gy >= OH) {
+        for (uint x = 0; x < GW; x++) out[x] = 0.0f;
+        return;
+    }
+    const uint at = ((b * F + f) * OD + gz) * OH * OW + gy * OW;
+    for (uint x = 0; x < GW; x++)
+        out[x] = x < OW && (!relu || y[yoff + at + x] > 0.0f) ? dy[dyoff + at + x] : 0.0f;
+}
+
+__kernel void implicit_to_grid(uint n, uint F, uint OD, uint OH, uint OW, uint GD, uint GH, uint GW,
+                               uint ld, __global const float *dy, uint dyoff,
+                               __global const float *y, uint yoff, __global float *dYp,
+                               uint dypoff, uint lead, uint tail) {
+    to_grid(n, F, OD, OH, OW, GD, GH, GW, ld, dy, dyoff, y, yoff, dYp, dypoff, lead, tail, 0);
+}
+
+__kernel void implicit_to_grid_relu(uint n, uint F, uint OD, uint OH, uint OW, uint GD, uint GH,
+                                    uint GW, uint ld, __global const float *dy, uint dyoff,
+                                    __global const float *y, uint yoff, __global float *dYp,
+                                    uint dypoff, uint lead, uint tail) {
+    to_grid(n, F, OD, OH, OW, GD, GH, GW, ld, dy, dyoff, y, yoff, dYp, dypoff, lead, tail, 1);
+}
+
+// The weight of the input gradient's convolution: each group's W (Fg, Cbg,
+// K) transposed and its taps reversed, wf[(g * Cbg + c) * Fg * K + f * K + t]
+// = w[((g * Fg + f) * Cbg + c) * K + K - 1 - t]. One work-item per element.
+__kernel void implicit_flip(uint G, uint Fg, uint Cbg, uint K, __global const float *w, uint woff,
+                            __global float *wf, uint wfoff) {
+    const uint e = get_global_id(0);
+    if (e >= G * Cbg * Fg * K) return;
+    const uint t = e % K, f = e / K % Fg, c = e / (K * Fg) % Cbg, g = e / (K * Fg * Cbg);
+    wf[wfoff + e] = w[woff + ((g * Fg + f) * Cbg + c) * K + K - 1 - t];
+}
+
+// The weight gradient's parts: part[poff + (z * M + m) * CH * IK + c * IK +
+// tap] = the sum over q in chunk z (q from z * chunk, fewer than L) of
+// A[aoff + m * lda + q] * X[xoff + c * xcs + q + tap's offset]: A the output
+// gradient on the grid (zero off the outputs), X the input's grid. One
+// work-item per (channel c, WR rows from y * WR, chunk z), holding WR x IK
+// vector accumulators; chunk and L are multiples of VW (the rows of A are
+// padded with zeros to ld).
+__kernel void implicit_wgrad(uint M, uint CH, uint L, uint chunk, __global const float *A,
+                             uint aoff, uint lda, __global const float *X, uint xoff, uint xcs,
+                             uint isd, uint ish, uint isw, __global float *part, uint poff) {
+    const uint c = get_global_id(0), m0 = get_global_id(1) * WR, z = get_global_id(2);
+    if (c >= CH || m0 >= M || z * chunk >= L) return;
+    const uint q1 = min(L, z * chunk + chunk);
+    floatV acc[WR][IK];
+    uint tap_at[IK];
+    __global const float *arow[WR];
+#pragma unroll
+    for (uint r = 0; r < WR; r++) {
+        arow[r] = A + aoff + min(m0 + r, M - 1) * lda;
+#pragma unroll
+        for (uint t = 0; t < IK; t++) acc[r][t] = (floatV)(0.0f);
+    }
+#pragma unroll
+    for (uint t = 0; t < IK; t++)
+        tap_at[t] = t / (IKW * IKH) * isd + t / IKW % IKH * ish + t % IKW * isw;
+    __global const float *xc = X + xoff + c * xcs;
+    for (uint q = z * chunk; q < q1; q += VW) {
+        floatV a[WR];
+#pragma unroll
+        for (uint r = 0; r < WR; r++) a[r] = VLOAD(arow[r] + q);
+#pragma unroll
+        for (uint t = 0; t < IK; t++) {
+            const floatV x = VLOAD(xc + q + tap_at[t]);
+#pragma unroll
+            for (uint r = 0; r < WR; r++) acc[r][t] = MADD(a[r], x, acc[r][t]);
+        }
+    }
+    for (uint r = 0; r < WR && m0 + r < M; r++)
+        for (uint t = 0; t < IK; t++) {
+            float lanes[VW], s = 0.0f;
+            VSTORE(acc[r][t], lanes);
+            for (uint i = 0; i < VW; i++) s += lanes[i];
+            part[poff + (z * M + m0 + r) * CH * IK + c * IK + t] = s;
+        }
+}
+
+// dW[woff + e] = the sum of the chunks' parts in chunk order, plus beta * dW
+// (beta 0: dW is not read, 1: added to); e over the M * CH * IK elements.
+__kernel void implicit_wgrad_sum(uint count, uint chunks, __global const float *part, uint poff,
+                                 float beta, __global float *dw, uint woff) {
+    const uint e = get_global_id(0);
+    if (e >= count) return;
+    float s = 0.0f;
+    for (uint z = 0; z < chunks; z++) s += part[poff + z * count + e];
+    if (beta != 0.0f) s += beta * dw[woff + e];
+    dw[woff + e] = s;
+}
