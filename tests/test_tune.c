@@ -7,6 +7,7 @@
  *
  * Cases: candidates (every configuration), database (no device; forks, so
  * it runs in a process that has done no OpenCL work), net (one device). */
+#include "choices.h"
 #include "gemm.h"
 #include "harness.h"
 #include "memory.h"
@@ -427,6 +428,13 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     made = &net->trainer->replicas[0]->gemm_record;
     ck_assert_int_eq(clnet_gemm_record_count(made, d), gemms);
     for (int k = 0; k < made->count; k++) ck_assert_int_eq(made->picks[k].source, 'p');
+    /* a checkpoint naming an algorithm this clnet lacks: a warning, nothing pinned */
+    char text[700];
+    snprintf(text, sizeof text, "@%s\nconv2d 1x28x28>6x28x28 k5x5 s1x1 p2x2 d1x1 g1\t0\twinograd\n",
+             d->tune_device);
+    clnet_choices_pin(net->trainer, text);
+    ck_assert_int_eq(d->pinned.count, t.count);
+    expect_algorithms(net, &d->pinned, 2);
     clnet_net_free(net);
     clnet_runtime_free(one);
     clnet_tune_table_free(&t);
