@@ -275,8 +275,7 @@ static int bench(clnet_device *d, const shape *s, int reps) {
     dims(s->batch, r.l->in[0], x, sizeof x);
     dims(s->batch, r.l->out, y, sizeof y);
     weight_dims(&r.l->params[0], w, sizeof w);
-    int algos[CLNET_CONV_ALGOS], algo = 0;
-    r.l->kind->algorithms(r.l, d, key, sizeof key, algos, &algo);
+    int algo = clnet_node_algorithm(r.l, d, key, sizeof key);
     printf("clnet: %-26s | %9.1f samples/s | %7.2f GFLOP/s | %8.2f ms (forward %.2f, backward "
            "%.2f) | batch %d | x %s -> y %s | w %s | algo %s | GFLOP %.3f | check y=%.6g "
            "dx=%.6g dw=%.6g db=%.6g\n",

@@ -13,7 +13,8 @@
 //   down: small = W . windows(big)         (conv forward, transpose dx)
 //   up:   big = the sum over the windows that read it  (conv dx, transpose forward)
 //   weight: dW[fs, cbl, tap] = sum over samples and windows of small * big,
-//           one partial per sample, then summed in sample order
+//           one part per sample (summed in sample order by elementwise.cl's
+//           col_sums)
 // Every work-item writes its own elements: no atomics, the same result every run.
 //
 // CONV_CBG and CONV_FG (channels per group on the big and small sides) are
@@ -173,16 +174,4 @@ __kernel void direct_weight_partial(clnet_win win, uint n, uint cs, uint cbg, ui
     const float4 s4 = s8.lo + s8.hi;
     const float2 s2 = s4.lo + s4.hi;
     part[poff + (b * cs * CONV_CBG + e) * WIN_K + tap] = s + (s2.x + s2.y);
-}
-
-// dW[woff + e] = the sum of the n samples' parts (direct_weight_partial), in
-// sample order, plus beta * dW (beta 0: dW is not read, 1: added to).
-__kernel void direct_weight_sum(uint n, uint count, __global const float *part, uint poff,
-                                float beta, __global float *dw, uint woff) {
-    const uint e = get_global_id(0);
-    if (e >= count) return;
-    float s = 0.0f;
-    for (uint b = 0; b < n; b++) s += part[poff + b * count + e];
-    if (beta != 0.0f) s += beta * dw[woff + e];
-    dw[woff + e] = s;
 }

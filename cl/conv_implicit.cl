@@ -195,7 +195,8 @@ __kernel void implicit_flip(uint G, uint Fg, uint Cbg, uint K, __global const fl
 // gradient on the grid (zero off the outputs), X the input's grid. One
 // work-item per (channel c, WR rows from y * WR, chunk z), holding WR x IK
 // vector accumulators; chunk and L are multiples of VW (the rows of A are
-// padded with zeros to ld).
+// padded with zeros to ld). elementwise.cl's col_sums adds the parts in
+// chunk order.
 __kernel void implicit_wgrad(uint M, uint CH, uint L, uint chunk, __global const float *A,
                              uint aoff, uint lda, __global const float *X, uint xoff, uint xcs,
                              uint isd, uint ish, uint isw, __global float *part, uint poff) {
@@ -233,16 +234,4 @@ __kernel void implicit_wgrad(uint M, uint CH, uint L, uint chunk, __global const
             for (uint i = 0; i < VW; i++) s += lanes[i];
             part[poff + (z * M + m0 + r) * CH * IK + c * IK + t] = s;
         }
-}
-
-// dW[woff + e] = the sum of the chunks' parts in chunk order, plus beta * dW
-// (beta 0: dW is not read, 1: added to); e over the M * CH * IK elements.
-__kernel void implicit_wgrad_sum(uint count, uint chunks, __global const float *part, uint poff,
-                                 float beta, __global float *dw, uint woff) {
-    const uint e = get_global_id(0);
-    if (e >= count) return;
-    float s = 0.0f;
-    for (uint z = 0; z < chunks; z++) s += part[poff + z * count + e];
-    if (beta != 0.0f) s += beta * dw[woff + e];
-    dw[woff + e] = s;
 }

@@ -303,12 +303,11 @@ static clnet_status tune_convolutions(clnet_trainer *t, const reporter *rep,
         int n = t->step.shares[t->ranks.first + i];
         if (r->d->conv_force != CLNET_CONV_AUTO || n < 1) continue;
         for (int k = 0; k < r->model->count; k++) {
-            const clnet_node *node = &r->model->nodes[k];
             char key[CLNET_TUNE_KEY_CAP];
-            int algos[CLNET_CONV_ALGOS], chosen = 0;
-            if (!node->kind->algorithms) continue;
-            node->kind->algorithms(node, r->d, key, sizeof key, algos, &chosen);
-            if (measured_on_equal(t, found, owner, *nfound, i, key, 0)) continue;
+            if (clnet_node_algorithm(&r->model->nodes[k], r->d, key, sizeof key) ==
+                    CLNET_CONV_AUTO ||
+                measured_on_equal(t, found, owner, *nfound, i, key, 0))
+                continue;
             TRY(tune_node(r, k, n, rep, &found[*nfound]));
             if (found[*nfound].choice[0]) owner[(*nfound)++] = i;
         }

@@ -29,12 +29,11 @@ static int equal_before(const clnet_trainer *t, int i) {
 static int record_algorithms(const clnet_replica *r, choice_line *lines) {
     int count = 0;
     for (int k = 0; k < r->model->count; k++) {
-        const clnet_node *node = &r->model->nodes[k];
         char key[CLNET_TUNE_KEY_CAP];
-        int algos[CLNET_CONV_ALGOS], chosen = 0;
-        if (!node->kind->algorithms) continue;
-        node->kind->algorithms(node, r->d, key, sizeof key, algos, &chosen);
-        snprintf(lines[count++], sizeof *lines, "%s\t0\t%s\n", key, clnet_conv_algo_names[chosen]);
+        int chosen = clnet_node_algorithm(&r->model->nodes[k], r->d, key, sizeof key);
+        if (chosen != CLNET_CONV_AUTO)
+            snprintf(lines[count++], sizeof *lines, "%s\t0\t%s\n", key,
+                     clnet_conv_algo_names[chosen]);
     }
     return count;
 }

@@ -240,6 +240,15 @@ struct clnet_kind {
                       int *algos, int *chosen);
 };
 
+/* The algorithm device d runs node with now (kind->algorithms), its key in
+ * the tuning database to key; CLNET_CONV_AUTO for a node without a choice. */
+static inline int clnet_node_algorithm(const clnet_node *node, const clnet_device *d, char *key,
+                                       size_t cap) {
+    int algos[CLNET_CONV_ALGOS], chosen = CLNET_CONV_AUTO;
+    if (node->kind->algorithms) node->kind->algorithms(node, d, key, cap, algos, &chosen);
+    return chosen;
+}
+
 /* The `add` argument of a backward kernel that writes input k's gradient
  * through clnet_store_dx (cl/common.cl): 0 overwrites, 1 adds to what another
  * reader of the input wrote first. */

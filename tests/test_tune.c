@@ -348,11 +348,9 @@ static void expect_algorithms(const clnet_net *net, const clnet_tune_table *t, i
     const clnet_replica *r = net->trainer->replicas[0];
     int seen = 0;
     for (int i = 0; i < net->model.count; i++) {
-        const clnet_node *node = &net->model.nodes[i];
         char key[CLNET_TUNE_KEY_CAP];
-        int algos[CLNET_CONV_ALGOS], chosen = 0;
-        if (!node->kind->algorithms) continue;
-        node->kind->algorithms(node, r->d, key, sizeof key, algos, &chosen);
+        int chosen = clnet_node_algorithm(&net->model.nodes[i], r->d, key, sizeof key);
+        if (chosen == CLNET_CONV_AUTO) continue;
         const clnet_tune_entry *e = clnet_tune_table_find(t, key, 0);
         ck_assert_msg(e != NULL, "no entry for %s", key);
         ck_assert_str_eq(e->choice, clnet_conv_algo_names[chosen]);

@@ -631,11 +631,11 @@ cleanup:
     return status;
 }
 
-/* Forward was Sp = W . col (+ bias), col = im2col(x); so backward is, chunk
- * by chunk (and group by group), dW += dSp . col^T, dbias += row sums of dSp
- * (with a bias), dcol = W^T . dSp, dx = col2im(dcol). */
-static clnet_status conv_backward_chunk(const clnet_node *node, const clnet_pass *p,
-                                        const chunk *ch, float beta) {
+/* A convolution's backward begins with dSp, dy in GEMM layout (Cs, s*Ps)
+ * at the start of work (only where y > 0 with the relu taken in), and with
+ * a bias its row sums, the bias gradient. */
+static clnet_status output_grad(const clnet_node *node, const clnet_pass *p, const chunk *ch,
+                                float beta) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
     TRY(to_gemm_layout(p, 2, took_relu(node), v.Cs, v.Ps, ch->s, p->dact, p->dy + ch->small,
@@ -643,6 +643,31 @@ static clnet_status conv_backward_chunk(const clnet_node *node, const clnet_pass
     if (has_bias(node))
         TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, ch->NP, p->work, 0,
                            p->grads, ch->bo, beta, p->work, ch->gemm));
+cleanup:
+    return status;
+}
+
+/* A transposed convolution's bias gradient: the sums of dy over samples and
+ * positions, through dy in GEMM layout (Cb, s*Pb) over the column region. */
+static clnet_status transpose_bias_grad(const clnet_node *node, const clnet_pass *p,
+                                        const chunk *ch, float beta) {
+    clnet_status status = CLNET_OK;
+    sides v = sides_of(node);
+    if (!has_bias(node)) return CLNET_OK;
+    TRY(to_gemm_layout(p, 6, 0, v.Cb, v.Pb, ch->s, p->dact, p->dy + ch->big, 0, ch->col));
+    TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch->s * v.Pb, p->work,
+                       ch->col, p->grads, ch->bo, beta, p->work, ch->gemm));
+cleanup:
+    return status;
+}
+
+/* Forward was Sp = W . col (+ bias), col = im2col(x); so backward is, chunk
+ * by chunk (and group by group), dW += dSp . col^T, dbias += row sums of dSp
+ * (with a bias), dcol = W^T . dSp, dx = col2im(dcol). */
+static clnet_status conv_backward_chunk(const clnet_node *node, const clnet_pass *p,
+                                        const chunk *ch, float beta) {
+    clnet_status status = CLNET_OK;
+    TRY(output_grad(node, p, ch, beta));
     TRY(im2col(node, p, ch, p->act, p->x[0]));
     TRY(gemm_weight(node, p, ch, beta));
     if (!p->need_dx[0]) return CLNET_OK;
@@ -673,11 +698,7 @@ static clnet_status transpose_backward_chunk(const clnet_node *node, const clnet
                                              const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    if (has_bias(node)) { /* dy in GEMM layout (Cb, s*Pb) over the column region */
-        TRY(to_gemm_layout(p, 6, 0, v.Cb, v.Pb, ch->s, p->dact, p->dy + ch->big, 0, ch->col));
-        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch->s * v.Pb,
-                           p->work, ch->col, p->grads, ch->bo, beta, p->work, ch->gemm));
-    }
+    TRY(transpose_bias_grad(node, p, ch, beta));
     TRY(im2col(node, p, ch, p->dact, p->dy));
     TRY(to_gemm_layout(p, 2, 0, v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
     TRY(gemm_weight(node, p, ch, beta));
@@ -752,7 +773,8 @@ static clnet_status direct_up(const clnet_node *node, const clnet_pass *p, const
 }
 
 /* dW (+)= small . windows(big)^T: one part per sample in the column region,
- * then their sum in sample order (beta: 0 overwrites dW, 1 adds) */
+ * then their sum in sample order (clnet_col_sums; beta: 0 overwrites dW, 1
+ * adds) */
 static clnet_status direct_weight(const clnet_node *node, const clnet_pass *p, const chunk *ch,
                                   small_view s, cl_mem big, size_t big_off, float beta) {
     clnet_status status = CLNET_OK;
@@ -765,10 +787,8 @@ static clnet_status direct_weight(const clnet_node *node, const clnet_pass *p, c
                        (size_t[]){v.K, per, (size_t)ch->s}, NULL,
                        ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
                             U32(s.sf), MEM(big), U32(big_off), MEM(p->work), U32(ch->col))));
-    TRY(clnet_pass_run(p, 10, "conv_direct", opt, "direct_weight_sum", 1, (size_t[]){per * v.K},
-                       NULL,
-                       ARGS(U32(ch->s), U32(per * v.K), MEM(p->work), U32(ch->col), F32(beta),
-                            MEM(p->grads), U32(ch->wo))));
+    TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 10), (size_t)ch->s, per * v.K, p->work, ch->col,
+                       p->grads, ch->wo, beta));
 cleanup:
     return status;
 }
@@ -787,12 +807,7 @@ static clnet_status direct_conv_forward_chunk(const clnet_node *node, const clne
 static clnet_status direct_conv_backward_chunk(const clnet_node *node, const clnet_pass *p,
                                                const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
-    sides v = sides_of(node);
-    TRY(to_gemm_layout(p, 2, took_relu(node), v.Cs, v.Ps, ch->s, p->dact, p->dy + ch->small,
-                       p->y + ch->small, 0));
-    if (has_bias(node))
-        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, ch->NP, p->work, 0,
-                           p->grads, ch->bo, beta, p->work, ch->gemm));
+    TRY(output_grad(node, p, ch, beta));
     small_view dsp = small_gemm(node, p, ch);
     TRY(direct_weight(node, p, ch, dsp, p->act, p->x[0] + ch->big, beta));
     if (!p->need_dx[0]) return CLNET_OK;
@@ -815,12 +830,7 @@ static clnet_status direct_transpose_forward_chunk(const clnet_node *node, const
 static clnet_status direct_transpose_backward_chunk(const clnet_node *node, const clnet_pass *p,
                                                     const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
-    sides v = sides_of(node);
-    if (has_bias(node)) { /* dy in GEMM layout (Cb, s*Pb) over the column region */
-        TRY(to_gemm_layout(p, 6, 0, v.Cb, v.Pb, ch->s, p->dact, p->dy + ch->big, 0, ch->col));
-        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch->s * v.Pb,
-                           p->work, ch->col, p->grads, ch->bo, beta, p->work, ch->gemm));
-    }
+    TRY(transpose_bias_grad(node, p, ch, beta));
     small_view x = small_nchw(node, p->act, p->x[0] + ch->small);
     TRY(direct_weight(node, p, ch, x, p->dact, p->dy + ch->big, beta));
     if (!p->need_dx[0]) return CLNET_OK;
@@ -1064,7 +1074,7 @@ cleanup:
 }
 
 /* dW (+)= dYp . the windows of x's grid^T, group by group: parts of
- * WGRAD_Q grid positions, then their sum in order. */
+ * WGRAD_Q grid positions, then their sum in order (clnet_col_sums). */
 static clnet_status implicit_weight(const clnet_node *node, const implicit_run *r, float beta) {
     clnet_status status = CLNET_OK;
     const clnet_pass *p = r->p;
@@ -1080,10 +1090,8 @@ static clnet_status implicit_weight(const clnet_node *node, const implicit_run *
                                 U32((size_t)((long)(r->l.xp + g * Cg * xcs) + f->base)), U32(xcs),
                                 U32(f->tap[0]), U32(f->tap[1]), U32(f->tap[2]), MEM(p->work),
                                 U32(r->l.parts))));
-        TRY(clnet_pass_run(p, 15, "conv_implicit", r->opt, "implicit_wgrad_sum", 1,
-                           (size_t[]){count}, NULL,
-                           ARGS(U32(count), U32(r->l.chunks), MEM(p->work), U32(r->l.parts),
-                                F32(beta), MEM(p->grads), U32(r->ch->wo + g * count))));
+        TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 15), r->l.chunks, count, p->work, r->l.parts,
+                           p->grads, r->ch->wo + g * count, beta));
     }
 cleanup:
     return status;
