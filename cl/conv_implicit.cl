@@ -40,14 +40,18 @@
 
 // C(m, q) = sum over k of A(m, k) B(k, q) (+ beta * C; C holds the partial
 // sums between k blocks), A(m, k) = A[aoff + m * sam + k], B as above for
-// channels 0 .. CH-1 of X from xoff, channel stride xcs. Work-item (x, y):
+// channels 0 .. CH-1 of X from xoff, channel stride xcs. Work-item (x, y, g):
 // columns x * NR .., row blocks y * mb .. y * mb + mb - 1 (of MR rows), as
-// gemm_tiled; k is blocked by whole channels (KC / IK of them).
+// gemm_tiled, of group g, whose A, X and C start gsa, gsx and gsc further
+// on; k is blocked by whole channels (KC / IK of them).
 __kernel void implicit_gemm(uint M, uint N, uint CH, uint mb, __global const float *A, uint aoff,
-                            uint sam, __global const float *X, uint xoff, uint xcs, uint isd,
-                            uint ish, uint isw, float beta, __global float *C, uint coff,
-                            uint csm) {
-    const uint n0 = get_global_id(0) * NR, ib0 = get_global_id(1) * mb;
+                            uint sam, uint gsa, __global const float *X, uint xoff, uint xcs,
+                            uint gsx, uint isd, uint ish, uint isw, float beta,
+                            __global float *C, uint coff, uint csm, uint gsc) {
+    const uint n0 = get_global_id(0) * NR, ib0 = get_global_id(1) * mb, g = get_global_id(2);
+    aoff += g * gsa;
+    xoff += g * gsx;
+    coff += g * gsc;
     const uint nblocks = (M + MR - 1) / MR;
     if (n0 >= N || ib0 >= nblocks) return;
     const uint ib1 = min(nblocks, ib0 + mb);
@@ -189,19 +193,23 @@ __kernel void implicit_flip(uint G, uint Fg, uint Cbg, uint K, __global const fl
     wf[wfoff + e] = w[woff + ((g * Fg + f) * Cbg + c) * K + K - 1 - t];
 }
 
-// The weight gradient's parts: part[poff + (z * M + m) * CH * IK + c * IK +
-// tap] = the sum over q in chunk z (q from z * chunk, fewer than L) of
-// A[aoff + m * lda + q] * X[xoff + c * xcs + q + tap's offset]: A the output
+// The weight gradient's parts, G groups of M rows and CH channels:
+// part[poff + (z * G * M + g * M + m) * CH * IK + c * IK + tap] = the sum
+// over q in chunk z (q from z * chunk, fewer than L) of A[aoff + (g * M + m)
+// * lda + q] * X[xoff + (g * CH + c) * xcs + q + tap's offset]: A the output
 // gradient on the grid (zero off the outputs), X the input's grid. One
-// work-item per (channel c, WR rows from y * WR, chunk z), holding WR x IK
-// vector accumulators; chunk and L are multiples of VW (the rows of A are
-// padded with zeros to ld). elementwise.cl's col_sums adds the parts in
-// chunk order.
-__kernel void implicit_wgrad(uint M, uint CH, uint L, uint chunk, __global const float *A,
+// work-item per (channel g * CH + c, WR rows from y * WR, chunk z), holding
+// WR x IK vector accumulators; chunk and L are multiples of VW (the rows of
+// A are padded with zeros to ld). elementwise.cl's col_sums adds the parts
+// in chunk order.
+__kernel void implicit_wgrad(uint M, uint CH, uint G, uint L, uint chunk, __global const float *A,
                              uint aoff, uint lda, __global const float *X, uint xoff, uint xcs,
                              uint isd, uint ish, uint isw, __global float *part, uint poff) {
-    const uint c = get_global_id(0), m0 = get_global_id(1) * WR, z = get_global_id(2);
-    if (c >= CH || m0 >= M || z * chunk >= L) return;
+    const uint gc = get_global_id(0), m0 = get_global_id(1) * WR, z = get_global_id(2);
+    if (gc >= G * CH || m0 >= M || z * chunk >= L) return;
+    const uint g = gc / CH, c = gc % CH;
+    aoff += g * M * lda;
+    poff += (z * G + g) * M * CH * IK;
     const uint q1 = min(L, z * chunk + chunk);
     floatV acc[WR][IK];
     uint tap_at[IK];
@@ -215,7 +223,7 @@ __kernel void implicit_wgrad(uint M, uint CH, uint L, uint chunk, __global const
 #pragma unroll
     for (uint t = 0; t < IK; t++)
         tap_at[t] = t / (IKW * IKH) * isd + t / IKW % IKH * ish + t % IKW * isw;
-    __global const float *xc = X + xoff + c * xcs;
+    __global const float *xc = X + xoff + gc * xcs;
     for (uint q = z * chunk; q < q1; q += VW) {
         floatV a[WR];
 #pragma unroll
@@ -232,6 +240,6 @@ __kernel void implicit_wgrad(uint M, uint CH, uint L, uint chunk, __global const
             float lanes[VW], s = 0.0f;
             VSTORE(acc[r][t], lanes);
             for (uint i = 0; i < VW; i++) s += lanes[i];
-            part[poff + (z * M + m0 + r) * CH * IK + c * IK + t] = s;
+            part[poff + (m0 + r) * CH * IK + c * IK + t] = s;
         }
 }

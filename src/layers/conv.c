@@ -1022,23 +1022,25 @@ static clnet_status pad(const implicit_run *r, size_t C, view src, const grid *g
              U32(src.sy), MEM(r->p->work), U32(to), U32(g->lead), U32(slack(g))));
 }
 
-/* C (M x the grid's positions, rows of ldc at work + c) = A (M x CH * K,
- * rows of lda) . the windows of CH channels of grid g (at work + x, channel
- * stride xcs) */
-static clnet_status implicit_product(const implicit_run *r, size_t M, size_t CH, cl_mem A, size_t a,
-                                     size_t lda, const grid *g, size_t x, size_t xcs, size_t c,
-                                     size_t ldc) {
+/* For each of G groups: C (M x the grid's positions, rows of ldc at work +
+ * c) = A (M x CH * K, rows of lda, at a) . the windows of CH channels of grid
+ * g (at work + x, channel stride xcs), the groups' operands one after
+ * another (A's M rows, x's CH channels, C's M rows), in one launch */
+static clnet_status implicit_product(const implicit_run *r, size_t G, size_t M, size_t CH, cl_mem A,
+                                     size_t a, size_t lda, const grid *g, size_t x, size_t xcs,
+                                     size_t c, size_t ldc) {
     const clnet_pass *p = r->p;
     size_t N = (size_t)r->ch->s * g->P, nr = (size_t)(r->t.nv * r->t.vw);
     size_t mblocks = (M + (size_t)r->t.mr - 1) / (size_t)r->t.mr;
     int cpu = p->d->info.type == CLNET_DEVICE_CPU;
     size_t mb = cpu ? mblocks : 1; /* CPUs: a work-item runs down all of C's rows */
     return clnet_pass_run(
-        p, 12, "conv_implicit", r->opt, "implicit_gemm", 2,
-        (size_t[]){(N + nr - 1) / nr, (mblocks + mb - 1) / mb}, cpu ? (size_t[]){1, 1} : NULL,
-        ARGS(U32(M), U32(N), U32(CH), U32(mb), MEM(A), U32(a), U32(lda), MEM(p->work),
-             U32((size_t)((long)x + g->base)), U32(xcs), U32(g->tap[0]), U32(g->tap[1]),
-             U32(g->tap[2]), F32(0.0f), MEM(p->work), U32(c), U32(ldc)));
+        p, 12, "conv_implicit", r->opt, "implicit_gemm", 3,
+        (size_t[]){(N + nr - 1) / nr, (mblocks + mb - 1) / mb, G}, cpu ? (size_t[]){1, 1, 1} : NULL,
+        ARGS(U32(M), U32(N), U32(CH), U32(mb), MEM(A), U32(a), U32(lda), U32(M * lda), MEM(p->work),
+             U32((size_t)((long)x + g->base)), U32(xcs), U32(CH * xcs), U32(g->tap[0]),
+             U32(g->tap[1]), U32(g->tap[2]), F32(0.0f), MEM(p->work), U32(c), U32(ldc),
+             U32(M * ldc)));
 }
 
 /* (n, F, out...) at (t, off) = the valid positions of grid g's result (F
@@ -1054,7 +1056,7 @@ static clnet_status from_grid(const implicit_run *r, size_t F, const int *out, c
                                U32(f.bias), U32(f.relu), U32(f.add)));
 }
 
-/* y = W . the windows of x's grid, group by group, + bias (then the relu) */
+/* y = W . the windows of x's grid, every group in one launch, + bias (then the relu) */
 static clnet_status implicit_forward_chunk(const clnet_node *node, const clnet_pass *p,
                                            const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
@@ -1064,41 +1066,37 @@ static clnet_status implicit_forward_chunk(const clnet_node *node, const clnet_p
     size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, xcs = (size_t)ch->s * r.l.f.P;
     (void)beta;
     TRY(pad(&r, v.Cb, nchw_view(p->act, p->x[0] + ch->big, v.Cb, w->in), &r.l.f, r.l.xp));
-    for (size_t g = 0; g < v.G; g++)
-        TRY(implicit_product(&r, Fg, Cg, p->params, ch->wo + g * Fg * Cg * v.K, Cg * v.K, &r.l.f,
-                             r.l.xp + g * Cg * xcs, xcs, r.l.yp + g * Fg * r.l.ld, r.l.ld));
+    TRY(implicit_product(&r, v.G, Fg, Cg, p->params, ch->wo, Cg * v.K, &r.l.f, r.l.xp, xcs, r.l.yp,
+                         r.l.ld));
     output_flags f = {.bias = has_bias(node), .relu = took_relu(node)};
     TRY(from_grid(&r, v.Cs, w->out, &r.l.f, r.l.ld, r.l.yp, p->act, p->y + ch->small, f));
 cleanup:
     return status;
 }
 
-/* dW (+)= dYp . the windows of x's grid^T, group by group: parts of
- * WGRAD_Q grid positions, then their sum in order (clnet_col_sums). */
+/* dW (+)= dYp . the windows of x's grid^T, every group in one launch: parts
+ * of WGRAD_Q grid positions, then their sum in order (clnet_col_sums). */
 static clnet_status implicit_weight(const clnet_node *node, const implicit_run *r, float beta) {
     clnet_status status = CLNET_OK;
     const clnet_pass *p = r->p;
     const grid *f = &r->l.f;
     sides v = sides_of(node);
     size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, xcs = (size_t)r->ch->s * f->P;
-    size_t wr = (size_t)r->t.wr, count = Fg * Cg * v.K;
-    for (size_t g = 0; g < v.G; g++) {
-        TRY(clnet_pass_run(p, 14, "conv_implicit", r->opt, "implicit_wgrad", 3,
-                           (size_t[]){Cg, (Fg + wr - 1) / wr, r->l.chunks}, NULL,
-                           ARGS(U32(Fg), U32(Cg), U32(r->l.ld), U32(WGRAD_Q), MEM(p->work),
-                                U32(r->l.yp + g * Fg * r->l.ld), U32(r->l.ld), MEM(p->work),
-                                U32((size_t)((long)(r->l.xp + g * Cg * xcs) + f->base)), U32(xcs),
-                                U32(f->tap[0]), U32(f->tap[1]), U32(f->tap[2]), MEM(p->work),
-                                U32(r->l.parts))));
-        TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 15), r->l.chunks, count, p->work, r->l.parts,
-                           p->grads, r->ch->wo + g * count, beta));
-    }
+    size_t wr = (size_t)r->t.wr;
+    TRY(clnet_pass_run(p, 14, "conv_implicit", r->opt, "implicit_wgrad", 3,
+                       (size_t[]){v.Cb, (Fg + wr - 1) / wr, r->l.chunks}, NULL,
+                       ARGS(U32(Fg), U32(Cg), U32(v.G), U32(r->l.ld), U32(WGRAD_Q), MEM(p->work),
+                            U32(r->l.yp), U32(r->l.ld), MEM(p->work),
+                            U32((size_t)((long)r->l.xp + f->base)), U32(xcs), U32(f->tap[0]),
+                            U32(f->tap[1]), U32(f->tap[2]), MEM(p->work), U32(r->l.parts))));
+    TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 15), r->l.chunks, v.Cs * Cg * v.K, p->work,
+                       r->l.parts, p->grads, r->ch->wo, beta));
 cleanup:
     return status;
 }
 
-/* dx = the reversed, transposed W . the windows of dy's grid, group by
- * group: dYp itself where the grids are alike, else dYp moved to the
+/* dx = the reversed, transposed W . the windows of dy's grid, every group
+ * in one launch: dYp itself where the grids are alike, else dYp moved to the
  * input gradient's grid */
 static clnet_status implicit_input_grad(const clnet_node *node, const implicit_run *r) {
     clnet_status status = CLNET_OK;
@@ -1118,9 +1116,8 @@ static clnet_status implicit_input_grad(const clnet_node *node, const implicit_r
                            (size_t[]){v.Cb * Fg * v.K}, NULL,
                            ARGS(U32(v.G), U32(Fg), U32(Cg), U32(v.K), MEM(p->params),
                                 U32(r->ch->wo), MEM(p->work), U32(r->l.wf))));
-    for (size_t g = 0; g < v.G; g++)
-        TRY(implicit_product(r, Cg, Fg, p->work, r->l.wf + g * Cg * Fg * v.K, Fg * v.K, &r->l.b,
-                             dy + g * Fg * ycs, ycs, r->l.dxp + g * Cg * r->l.ldb, r->l.ldb));
+    TRY(implicit_product(r, v.G, Cg, Fg, p->work, r->l.wf, Fg * v.K, &r->l.b, dy, ycs, r->l.dxp,
+                         r->l.ldb));
     output_flags o = {.add = clnet_dx_add(p, 0)};
     TRY(from_grid(r, v.Cb, w->in, &r->l.b, r->l.ldb, r->l.dxp, p->dact, p->dx[0] + r->ch->big, o));
 cleanup:
