@@ -1,8 +1,8 @@
-// Implicit-GEMM convolution (src/layers/conv.c's "implicit" algorithm), for
-// convolutions at stride 1: the GEMM reads its B operand straight from the
-// input instead of from a column matrix, with the register micro-kernel of
-// the tiled GEMM (this family's program is cl/gemm_tiled.cl followed by this
-// file, built with a tiled GEMM's -D options).
+// Implicit-GEMM convolution (src/layers/conv.c's "implicit" algorithm): the
+// GEMM reads its B operand straight from the input instead of from a column
+// matrix, with the register micro-kernel of the tiled GEMM (this family's
+// program is cl/gemm_tiled.cl followed by this file, built with a tiled
+// GEMM's -D options).
 //
 // The input is first copied into a zero-padded grid, channel-major:
 //   xp[(c * n + b) * P + (z * GH + y) * GW + x],  P = GD * GH * GW
@@ -16,6 +16,16 @@
 // too (what the padding costs: (GW - OW) / GW of a row), and a last kernel
 // moves the valid ones out. A slack of zeros after the grid keeps the last
 // tile's loads inside the buffer.
+//
+// At stride s the padded input is split into s phases along each axis, one
+// grid each, one after another for every channel: along an axis, padded
+// position u is phase u % s's position u / s. Output o's tap reaching u = o
+// * s + k * d past the window's start then lies in phase k * d % s at o + k
+// * d / s: along q the taps are again consecutive, each in its own phase's
+// grid. The input gradient runs one product per phase of its result (the
+// taps whose k * d % s is that phase), reading the output gradient's grid
+// backwards: input position o * s + phase gets the output gradient at o - k
+// * d / s from each of them.
 //
 // Compile-time parameters: the tiled GEMM's (MR, NV, VW, KC), and the taps
 // IKD, IKH, IKW; WR, the rows of a weight-gradient work-item. The tap
@@ -36,17 +46,40 @@
 #endif
 #define IK (IKD * IKH * IKW)
 
+// Tap t = (kd, ky, kx) reaches u = k * dil past its window's start along
+// each axis (x, y, z of the vectors: depth, height, width): phase u % stride
+// of the grid, u / stride steps of `step` on. Its offset in a channel's
+// grids is the sum of those steps plus its phase's index times step.w (the
+// grids of one channel follow each other).
+inline int tap_offset(uint t, int4 dil, int4 stride, int4 step) {
+    const int4 k = (int4)((int)(t / (IKW * IKH)), (int)(t / IKW % IKH), (int)(t % IKW), 0);
+    const int4 u = k * dil;
+    const int4 reach = u / stride, phase = u % stride;
+    return reach.x * step.x + reach.y * step.y + reach.z * step.z +
+           ((phase.x * stride.y + phase.y) * stride.z + phase.z) * step.w;
+}
+
+// Whether tap t reads phase `want` (want.w = 0: every tap does).
+inline int tap_in(uint t, int4 dil, int4 stride, int4 want) {
+    const int4 k = (int4)((int)(t / (IKW * IKH)), (int)(t / IKW % IKH), (int)(t % IKW), 0);
+    const int4 phase = k * dil % stride;
+    return want.w == 0 || (phase.x == want.x && phase.y == want.y && phase.z == want.z);
+}
+
 #if LOCAL == 0
 
 // C(m, q) = sum over k of A(m, k) B(k, q) (+ beta * C; C holds the partial
 // sums between k blocks), A(m, k) = A[aoff + m * sam + k], B as above for
-// channels 0 .. CH-1 of X from xoff, channel stride xcs. Work-item (x, y, g):
-// columns x * NR .., row blocks y * mb .. y * mb + mb - 1 (of MR rows), as
+// channels 0 .. CH-1 of X from xoff, channel stride xcs, over the taps that
+// read phase `want` (tap_in), each at its tap_offset; with want.w = 2 the
+// taps run backwards along A (tap t is A's column IK - 1 - t: the input
+// gradient's product over the reversed weight). Work-item (x, y, g): columns
+// x * NR .., row blocks y * mb .. y * mb + mb - 1 (of MR rows), as
 // gemm_tiled, of group g, whose A, X and C start gsa, gsx and gsc further
 // on; k is blocked by whole channels (KC / IK of them).
 __kernel void implicit_gemm(uint M, uint N, uint CH, uint mb, __global const float *A, uint aoff,
                             uint sam, uint gsa, __global const float *X, uint xoff, uint xcs,
-                            uint gsx, uint isd, uint ish, uint isw, float beta,
+                            uint gsx, int4 dil, int4 stride, int4 step, int4 want, float beta,
                             __global float *C, uint coff, uint csm, uint gsc) {
     const uint n0 = get_global_id(0) * NR, ib0 = get_global_id(1) * mb, g = get_global_id(2);
     aoff += g * gsa;
@@ -56,10 +89,14 @@ __kernel void implicit_gemm(uint M, uint N, uint CH, uint mb, __global const flo
     if (n0 >= N || ib0 >= nblocks) return;
     const uint ib1 = min(nblocks, ib0 + mb);
     const uint cc = KC == 0 ? CH : max(1u, (uint)KC / IK);
-    uint tap_at[IK]; // each tap's offset in a channel's grid
-#pragma unroll
+    int tap_at[IK];  // each tap's offset in a channel's grids
+    uint tap_k[IK]; // and its column of A
+    uint taps = 0;
     for (uint t = 0; t < IK; t++)
-        tap_at[t] = t / (IKW * IKH) * isd + t / IKW % IKH * ish + t % IKW * isw;
+        if (tap_in(t, dil, stride, want)) {
+            tap_at[taps] = tap_offset(t, dil, stride, step);
+            tap_k[taps++] = want.w == 2 ? IK - 1 - t : t;
+        }
 #define A_AT(r, i) ak[(i) + arow##r]
     for (uint c0 = 0; c0 < CH; c0 += cc) {
         const uint c1 = min(CH, c0 + cc);
@@ -70,8 +107,9 @@ __kernel void implicit_gemm(uint M, uint N, uint CH, uint mb, __global const flo
             __global const float *xc = X + xoff + c0 * xcs + n0;
             FOR_R(DECL_ACCS, _)
             for (uint c = c0; c < c1; c++, xc += xcs, ak += IK) {
-                for (uint t = 0; t < IK; t++) {
-                    __global const float *bk = xc + tap_at[t];
+                for (uint j = 0; j < taps; j++) {
+                    __global const float *bk = xc + tap_at[j];
+                    const uint t = tap_k[j];
                     FOR_V(LOAD_B, bk)
                     FOR_R(FMA_ROW, t)
                 }
@@ -92,23 +130,28 @@ inline void zero_around(__global float *xp, uint xoff, uint count, uint lead, ui
     for (uint i = 0; i < tail; i++) xp[xoff + count + i] = 0.0f;
 }
 
-// The grid of a strided (n, C, SD, SH, SW) view, src[soff + b * sb + c * sc
-// + z * szs + y * sys + x], shifted by (lz, ly, lx) (negative: cropped) into
-// the channel-major grid above (GD, GH, GW) at xoff, zeros around; `lead`
-// zeros before it and `tail` after. One work-item per grid row
-// (y, (c * n + b) * GD + z); the row after the last writes lead and tail.
+// The grids of a strided (n, C, SD, SH, SW) view, src[soff + b * sb + c *
+// sc + z * szs + y * sys + x], shifted by (lz, ly, lx) (negative: cropped)
+// and split into st.x * st.y * st.z phases (st: the stride along depth,
+// height, width), into the channel-major grids above (GD, GH, GW a phase) at
+// xoff, zeros around: grid position (z, y, x) of phase (pz, py, px) holds
+// the view at (z * st.x + pz - lz, ...). `lead` zeros before them and `tail`
+// after. One work-item per grid row (y, ((c * phases + phase) * n + b) * GD
+// + z); the row after the last writes lead and tail.
 __kernel void implicit_pad(uint n, uint C, uint SD, uint SH, uint SW, int lz, int ly, int lx,
-                           uint GD, uint GH, uint GW, __global const float *src, uint soff,
-                           uint sb, uint sc, uint szs, uint sys, __global float *xp, uint xoff,
-                           uint lead, uint tail) {
-    const uint y = get_global_id(0), z = get_global_id(1), rows = C * n * GD;
+                           uint4 st, uint GD, uint GH, uint GW, __global const float *src,
+                           uint soff, uint sb, uint sc, uint szs, uint sys, __global float *xp,
+                           uint xoff, uint lead, uint tail) {
+    const uint phases = st.x * st.y * st.z;
+    const uint y = get_global_id(0), z = get_global_id(1), rows = C * phases * n * GD;
     if (y >= GH || z > rows) return;
     if (z == rows) {
         if (y == 0) zero_around(xp, xoff, rows * GH * GW, lead, tail);
         return;
     }
-    const uint cb = z / GD, b = cb % n, c = cb / n;
-    const int sz = (int)(z % GD) - lz, sy = (int)y - ly;
+    const uint b = z / GD % n, ph = z / GD / n % phases, c = z / GD / n / phases;
+    const int px = (int)(ph % st.z), py = (int)(ph / st.z % st.y), pz = (int)(ph / st.z / st.y);
+    const int sz = (int)(z % GD * st.x) + pz - lz, sy = (int)(y * st.y) + py - ly;
     __global float *out = xp + xoff + (z * GH + y) * GW;
     if (sz < 0 || sz >= (int)SD || sy < 0 || sy >= (int)SH) {
         for (uint x = 0; x < GW; x++) out[x] = 0.0f;
@@ -116,7 +159,7 @@ __kernel void implicit_pad(uint n, uint C, uint SD, uint SH, uint SW, int lz, in
     }
     __global const float *row = src + soff + b * sb + c * sc + (uint)sz * szs + (uint)sy * sys;
     for (uint x = 0; x < GW; x++) {
-        const int sx = (int)x - lx;
+        const int sx = (int)(x * st.z) + px - lx;
         out[x] = sx >= 0 && sx < (int)SW ? row[sx] : 0.0f;
     }
 }
@@ -125,18 +168,27 @@ __kernel void implicit_pad(uint n, uint C, uint SD, uint SH, uint SW, int lz, in
 // (+ bias[f] with has_bias), through max(., 0) with relu, stored by
 // clnet_store_dx (add): the valid grid positions of the GEMM's result, in
 // NCDHW. One work-item per output row (oy, (b * F + f) * OD + od).
-__kernel void implicit_output(uint n, uint F, uint OD, uint OH, uint OW, uint GH, uint GW, uint P,
-                              uint ld, __global const float *Yp, uint ypoff,
-                              __global const float *bias, uint boff, __global float *y, uint yoff,
-                              uint has_bias, uint relu, uint add) {
+//
+// With strides st (> 1: the input gradient's products, one per phase of it,
+// pst floats apart): output position o + lo along an axis is phase (o + lo)
+// % st's grid position (o + lo) / st, zero past the grid's GD, GH, GW.
+__kernel void implicit_output(uint n, uint F, uint OD, uint OH, uint OW, uint GD, uint GH, uint GW,
+                              uint P, uint ld, uint4 st, uint4 lo, uint pst,
+                              __global const float *Yp, uint ypoff, __global const float *bias,
+                              uint boff, __global float *y, uint yoff, uint has_bias, uint relu,
+                              uint add) {
     const uint oy = get_global_id(0), z = get_global_id(1);
     if (oy >= OH || z >= n * F * OD) return;
     const uint od = z % OD, bf = z / OD, b = bf / F, f = bf % F;
-    __global const float *src = Yp + ypoff + f * ld + b * P + (od * GH + oy) * GW;
+    const uint uz = od + lo.x, uy = oy + lo.y, gz = uz / st.x, gy = uy / st.y;
+    const uint phzy = (uz % st.x * st.y + uy % st.y) * st.z;
+    __global const float *src = Yp + ypoff + f * ld + b * P + (gz * GH + gy) * GW;
     __global float *dst = y + yoff + (z * OH + oy) * OW;
     const float bv = has_bias ? bias[boff + f] : 0.0f;
+    const int inside = gz < GD && gy < GH;
     for (uint ox = 0; ox < OW; ox++) {
-        const float v = src[ox] + bv;
+        const uint ux = ox + lo.z, gx = ux / st.z;
+        const float v = inside && gx < GW ? src[(phzy + ux % st.z) * pst + gx] + bv : bv;
         clnet_store_dx(dst + ox, relu ? fmax(v, 0.0f) : v, add);
     }
 }
@@ -204,7 +256,7 @@ __kernel void implicit_flip(uint G, uint Fg, uint Cbg, uint K, __global const fl
 // in chunk order.
 __kernel void implicit_wgrad(uint M, uint CH, uint G, uint L, uint chunk, __global const float *A,
                              uint aoff, uint lda, __global const float *X, uint xoff, uint xcs,
-                             uint isd, uint ish, uint isw, __global float *part, uint poff) {
+                             int4 dil, int4 stride, int4 step, __global float *part, uint poff) {
     const uint gc = get_global_id(0), m0 = get_global_id(1) * WR, z = get_global_id(2);
     if (gc >= G * CH || m0 >= M || z * chunk >= L) return;
     const uint g = gc / CH, c = gc % CH;
@@ -212,7 +264,7 @@ __kernel void implicit_wgrad(uint M, uint CH, uint G, uint L, uint chunk, __glob
     poff += (z * G + g) * M * CH * IK;
     const uint q1 = min(L, z * chunk + chunk);
     floatV acc[WR][IK];
-    uint tap_at[IK];
+    int tap_at[IK];
     __global const float *arow[WR];
 #pragma unroll
     for (uint r = 0; r < WR; r++) {
@@ -222,7 +274,7 @@ __kernel void implicit_wgrad(uint M, uint CH, uint G, uint L, uint chunk, __glob
     }
 #pragma unroll
     for (uint t = 0; t < IK; t++)
-        tap_at[t] = t / (IKW * IKH) * isd + t / IKW % IKH * ish + t % IKW * isw;
+        tap_at[t] = tap_offset(t, dil, stride, step);
     __global const float *xc = X + xoff + gc * xcs;
     for (uint q = z * chunk; q < q1; q += VW) {
         floatV a[WR];

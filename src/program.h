@@ -40,6 +40,7 @@ typedef struct {
 #define I32(v)       ((clnet_arg){sizeof(cl_int), &(cl_int){(cl_int)(v)}})
 #define F32(v)       ((clnet_arg){sizeof(cl_float), &(cl_float){(cl_float)(v)}})
 #define MEM(v)       ((clnet_arg){sizeof(cl_mem), &(cl_mem){(v)}})
+#define VEC4(v)      ((clnet_arg){sizeof(v), &(v)}) /* a cl_int4 or cl_uint4 lvalue */
 #define LOCAL(bytes) ((clnet_arg){(bytes), NULL})
 #define ARGS(...)                                                                                  \
     (clnet_arg[]){__VA_ARGS__}, (int)(sizeof((clnet_arg[]){__VA_ARGS__}) / sizeof(clnet_arg))

@@ -258,15 +258,11 @@ static double implicit_useful(const clnet_node *node);
  * than it saves. LeNet's first convolution (k = 9) stays on im2col. */
 #define IMPLICIT_MIN_K 32
 
-/* Whether the implicit algorithm applies: a convolution (not transposed) at stride 1. */
-static int implicit_fits(const clnet_node *node) {
+/* Whether the node is a convolution at stride 1, where the rules have
+ * timed the implicit algorithm (it runs every convolution). */
+static int plain(const clnet_node *node) {
     const conv_config *c = CLNET_CONFIG(node, conv_config);
     return !c->transpose && c->win.s[0] == 1 && c->win.s[1] == 1 && c->win.s[2] == 1;
-}
-
-/* Whether algorithm a can run the node (im2col and direct run anything). */
-static int applies(const clnet_node *node, int a) {
-    return a != CLNET_CONV_IMPLICIT || implicit_fits(node);
 }
 
 /* The node's key in the tuning database: its kind, its shape in and out,
@@ -295,20 +291,20 @@ static int algo_entry(const clnet_node *node, const clnet_device *d) {
     const clnet_tune_entry *e = clnet_tune_table_find(&d->pinned, key, 0);
     if (!e) e = clnet_tune_table_find(&d->tuned, key, 0);
     for (int a = CLNET_CONV_AUTO + 1; e && a < CLNET_CONV_ALGOS; a++)
-        if (strcmp(e->choice, clnet_conv_algo_names[a]) == 0 && applies(node, a)) return a;
+        if (strcmp(e->choice, clnet_conv_algo_names[a]) == 0) return a;
     return CLNET_CONV_AUTO;
 }
 
 /* $CLNET_CONV, else the checkpoint's or the database's choice, else the rules. */
 static int algo_of(const clnet_node *node, const clnet_device *d) {
     int forced = d ? d->conv_force : CLNET_CONV_AUTO;
-    if (forced != CLNET_CONV_AUTO) return applies(node, forced) ? forced : CLNET_CONV_IM2COL;
+    if (forced != CLNET_CONV_AUTO) return forced;
     int entry = d ? algo_entry(node, d) : CLNET_CONV_AUTO;
     if (entry != CLNET_CONV_AUTO) return entry;
     sides v = sides_of(node);
     if (v.G > 1 && v.Cb / v.G <= DIRECT_MAX_GROUP && v.Cs / v.G <= DIRECT_MAX_GROUP)
         return CLNET_CONV_DIRECT;
-    if (d && d->info.type == CLNET_DEVICE_CPU && implicit_fits(node) &&
+    if (d && d->info.type == CLNET_DEVICE_CPU && plain(node) &&
         implicit_useful(node) >= IMPLICIT_MIN_USEFUL && v.Cb / v.G * v.K >= IMPLICIT_MIN_K)
         return CLNET_CONV_IMPLICIT;
     return CLNET_CONV_IM2COL;
@@ -317,7 +313,7 @@ static int algo_of(const clnet_node *node, const clnet_device *d) {
 /* The implicit algorithm's scratch for a chunk of s samples (floats), and
  * the length of its rows on the forward grid. */
 static size_t implicit_floats(const clnet_node *node, int s);
-static size_t implicit_row(const clnet_node *node, int s);
+static size_t implicit_sums_floats(const clnet_node *node, int s);
 
 /* The batch runs through im2col and the GEMMs in chunks of samples whose
  * column matrix holds at most CHUNK_FLOATS floats (at least one sample a
@@ -384,8 +380,8 @@ static size_t gemm_floats(const clnet_node *node, const clnet_device *d, int alg
     sides v = sides_of(node);
     size_t sums = most(clnet_row_sums_floats(v.Cs, (size_t)s * v.Ps),
                        clnet_row_sums_floats(v.Cb, (size_t)s * v.Pb));
-    if (algo == CLNET_CONV_IMPLICIT) /* over the forward grid's rows */
-        return most(sums, clnet_row_sums_floats(v.Cs, implicit_row(node, s)));
+    if (algo == CLNET_CONV_IMPLICIT) /* over the grids' rows */
+        return most(sums, implicit_sums_floats(node, s));
     if (algo == CLNET_CONV_DIRECT) return sums;
     clnet_gemm_shape down = shape_down(node, s), up = shape_up(node, s),
                      weight = shape_weight(node, s);
@@ -403,10 +399,10 @@ static size_t algo_work_floats(const clnet_node *node, const clnet_device *d, in
  * algorithm takes. */
 static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) {
     if (d) return algo_work_floats(node, d, algo_of(node, d), n);
-    size_t floats = most(algo_work_floats(node, NULL, CLNET_CONV_IM2COL, n),
-                         algo_work_floats(node, NULL, CLNET_CONV_DIRECT, n));
-    return implicit_fits(node) ? most(floats, algo_work_floats(node, NULL, CLNET_CONV_IMPLICIT, n))
-                               : floats;
+    size_t floats = 0;
+    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++)
+        floats = most(floats, algo_work_floats(node, NULL, a, n));
+    return floats;
 }
 
 /* Without a bias, the kernels that would add it run with their has_bias
@@ -851,40 +847,72 @@ cleanup:
  * padding each row on both sides would take two): size src + gap, the
  * source at 0, outputs at 0 .. out - 1. Where outputs outnumber that
  * (padding wider than the kernel), each row is padded on both sides
- * instead: size out + span, the source at pad. */
+ * instead: size out + span, the source at pad.
+ *
+ * At stride s > 1 the padded source is split into s phases along the axis
+ * (cl/conv_implicit.cl says how), each padded on both sides: size out +
+ * span / s a phase, outputs at 0 .. out - 1 of every phase's grid. */
 typedef struct {
-    size_t d[3], P;    /* sizes, P = d[0] * d[1] * d[2] */
-    int shift[3];      /* where the source starts along each axis */
-    size_t tap[3];     /* a tap's step along each axis: dilation x the grid's plane, row, 1 */
-    long base;         /* the offset of tap 0 of output 0 from the grid's start (<= 0 mostly) */
-    size_t lead, most; /* zeros before the grid for base; the largest tap offset after it */
+    size_t d[3], P;        /* a phase's sizes, P = d[0] * d[1] * d[2] */
+    int shift[3];          /* where the source starts along each axis */
+    int stride[3], dil[3]; /* the phases along each axis, and the dilation */
+    size_t phases;         /* stride[0] * stride[1] * stride[2] */
+    long base;             /* the offset of tap 0 of output 0 from the grid's start (<= 0 mostly) */
+    size_t lead, most, back; /* zeros before the grid for base; the largest tap offset after it;
+                              * zeros the input gradient needs before the output gradient
+                              * on this grid, to read it backwards (strided) */
 } grid;
 
 static grid make_grid(const clnet_window *w, const int *src, const int *out, int backward) {
-    grid g = {.P = 1};
+    grid g = {.P = 1, .phases = 1};
     int pad[3];
+    size_t step[3];
     for (int a = 0; a < 3; a++) {
-        int span = w->d[a] * (w->k[a] - 1);
+        int span = w->d[a] * (w->k[a] - 1), s = backward ? 1 : w->s[a];
         pad[a] = backward ? span - w->p[a] : w->p[a]; /* the input gradient reverses the taps */
         int after = out[a] - 1 + span - pad[a] - (src[a] - 1),
             gap = pad[a] > after ? pad[a] : after;
         if (gap < 0) gap = 0;
-        int shared = out[a] <= src[a] + gap;
-        g.d[a] = (size_t)(shared ? src[a] + gap : out[a] + span);
+        int shared = s == 1 && out[a] <= src[a] + gap;
+        g.d[a] = (size_t)(shared ? src[a] + gap : out[a] + span / s);
         g.shift[a] = shared ? 0 : pad[a];
+        g.stride[a] = s;
+        g.dil[a] = w->d[a];
+        g.phases *= (size_t)s;
         g.P *= g.d[a];
     }
-    g.tap[0] = (size_t)w->d[0] * g.d[1] * g.d[2];
-    g.tap[1] = (size_t)w->d[1] * g.d[2];
-    g.tap[2] = (size_t)w->d[2];
-    g.base = 0;
-    g.most = 0;
+    step[0] = g.d[1] * g.d[2], step[1] = g.d[2], step[2] = 1;
     for (int a = 0; a < 3; a++) {
-        g.base += (long)(g.shift[a] - pad[a]) * (long)(g.tap[a] / (size_t)w->d[a]);
-        g.most += (size_t)(w->k[a] - 1) * g.tap[a];
+        g.base += (long)(g.shift[a] - pad[a]) * (long)step[a];
+        g.most += (size_t)(w->d[a] * (w->k[a] - 1) / g.stride[a]) * step[a];
     }
     g.lead = g.base < 0 ? (size_t)-g.base : 0;
+    g.back = g.phases > 1 ? g.most : g.lead;
     return g;
+}
+
+/* The tap arguments of cl/conv_implicit.cl's kernels for a product over
+ * grid g (of s samples a phase): every tap, forward from each output */
+typedef struct {
+    cl_int4 dil, stride, step, want;
+} taps;
+
+static taps forward_taps(const grid *g, int s) {
+    int phase = (int)((size_t)s * g->P);
+    return (taps){{{g->dil[0], g->dil[1], g->dil[2], 0}},
+                  {{g->stride[0], g->stride[1], g->stride[2], 1}},
+                  {{(int)(g->d[1] * g->d[2]), (int)g->d[2], 1, phase}},
+                  {{0, 0, 0, 0}}};
+}
+
+/* or the taps of phase (pz, py, px) of a strided layer's input gradient,
+ * backwards from each position of the output gradient's grid g, over the
+ * reversed weight */
+static taps phase_taps(const grid *g, const int *phase) {
+    taps t = forward_taps(g, 0);
+    t.step = (cl_int4){{-t.step.s[0], -t.step.s[1], -1, 0}};
+    t.want = (cl_int4){{phase[0], phase[1], phase[2], 2}};
+    return t;
 }
 
 /* The forward's grid: x, every window of y inside. */
@@ -893,15 +921,18 @@ static grid forward_grid(const clnet_node *node) {
     return make_grid(w, w->in, w->out, 0);
 }
 
-/* The input gradient's grid: dy, read by dx's windows with the taps reversed. */
+/* The input gradient's grid at stride 1: dy, read by dx's windows with the
+ * taps reversed. */
 static grid backward_grid(const clnet_node *node) {
     const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
     return make_grid(w, w->out, w->in, 1);
 }
 
 /* Whether the input gradient reads dy from the forward's grid of dy (the
- * weight gradient's dYp) as it is: both grids alike, PyTorch's 'same'. */
+ * weight gradient's dYp) as it is: strided layers (backwards, phase by
+ * phase), or both grids alike (PyTorch's 'same'). */
 static int same_grids(const grid *f, const grid *b) {
+    if (f->phases > 1) return 1;
     for (int a = 0; a < 3; a++)
         if (f->d[a] != b->d[a] || f->shift[a] != 0 || b->shift[a] != 0) return 0;
     return f->base == b->base;
@@ -944,9 +975,10 @@ static size_t slack(const grid *g) {
 /* A chunk's regions (offsets in work, floats), in order: the reversed
  * weight of the input gradient (first, where every chunk finds it: the
  * pass's first chunk makes it), the small side on the forward grid (Yp,
- * dYp: Cs rows of ld, after the grid's lead), x on it (lead before, slack
- * after), the weight gradient's parts, then dy on the input gradient's grid
- * (unless it reads dYp) and its result (Cb rows of ldb). */
+ * dYp: Cs rows of ld, after the zeros the input gradient reads before it),
+ * x on it (every phase; lead before, slack after), the weight gradient's
+ * parts, then dy on the input gradient's grid (unless it reads dYp) and its
+ * result (Cb rows of ldb; at a stride, such a product per phase of dx). */
 typedef struct {
     grid f, b;
     int same; /* same_grids */
@@ -958,16 +990,16 @@ static implicit_layout layout_of(const clnet_node *node, int s) {
     sides v = sides_of(node);
     implicit_layout l = {.f = forward_grid(node), .b = backward_grid(node)};
     l.same = same_grids(&l.f, &l.b);
-    l.ld = round16((size_t)s * l.f.P + (l.same ? l.f.lead : 0));
-    l.ldb = round16((size_t)s * l.b.P);
+    l.ld = round16((size_t)s * l.f.P + (l.same ? l.f.back : 0));
+    l.ldb = l.f.phases > 1 ? l.ld : round16((size_t)s * l.b.P);
     l.chunks = (l.ld + WGRAD_Q - 1) / WGRAD_Q;
     l.wf = 0;
-    l.yp = round16(l.wf + v.Cb * (v.Cs / v.G) * v.K + l.f.lead);
+    l.yp = round16(l.wf + v.Cb * (v.Cs / v.G) * v.K + l.f.back);
     l.xp = round16(l.yp + v.Cs * l.ld + slack(&l.f) + l.f.lead);
-    l.parts = round16(l.xp + v.Cb * (size_t)s * l.f.P + slack(&l.f));
+    l.parts = round16(l.xp + v.Cb * l.f.phases * (size_t)s * l.f.P + slack(&l.f));
     l.dyp = round16(l.parts + l.chunks * v.Cs * (v.Cb / v.G) * v.K + l.b.lead);
     l.dxp = l.same ? l.dyp : round16(l.dyp + v.Cs * (size_t)s * l.b.P + slack(&l.b));
-    l.end = round16(l.dxp + v.Cb * l.ldb);
+    l.end = round16(l.dxp + l.f.phases * v.Cb * l.ldb); /* a strided layer: a product a phase */
     return l;
 }
 
@@ -975,8 +1007,11 @@ static size_t implicit_floats(const clnet_node *node, int s) {
     return layout_of(node, s).end;
 }
 
-static size_t implicit_row(const clnet_node *node, int s) {
-    return layout_of(node, s).ld;
+static size_t implicit_sums_floats(const clnet_node *node, int s) {
+    implicit_layout l = layout_of(node, s);
+    sides v = sides_of(node);
+    return most(clnet_row_sums_floats(v.Cs, l.ld),
+                clnet_row_sums_floats(v.Cb, l.f.phases * (size_t)s * l.f.P));
 }
 
 static double implicit_useful(const clnet_node *node) {
@@ -999,36 +1034,42 @@ static view nchw_view(cl_mem mem, size_t off, size_t C, const int *size) {
 typedef struct {
     const clnet_pass *p;
     const chunk *ch;
+    const clnet_window *w;
     implicit_layout l;
     implicit_tile t;
     char opt[160];
 } implicit_run;
 
 static implicit_run implicit_begin(const clnet_node *node, const clnet_pass *p, const chunk *ch) {
-    implicit_run r = {.p = p, .ch = ch, .l = layout_of(node, ch->s), .t = tile_of(node, p->d)};
+    implicit_run r = {.p = p,
+                      .ch = ch,
+                      .w = &CLNET_CONFIG(node, conv_config)->win,
+                      .l = layout_of(node, ch->s),
+                      .t = tile_of(node, p->d)};
     implicit_options(node, p->d, r.opt, sizeof r.opt);
     return r;
 }
 
 /* grid g (at work + to, lead zeros before) = the view of C channels, zeros
- * around, then its slack */
+ * around, phase by phase, then its slack */
 static clnet_status pad(const implicit_run *r, size_t C, view src, const grid *g, size_t to) {
-    size_t rows = C * (size_t)r->ch->s * g->d[0];
+    size_t rows = C * g->phases * (size_t)r->ch->s * g->d[0];
+    cl_uint4 st = {{(cl_uint)g->stride[0], (cl_uint)g->stride[1], (cl_uint)g->stride[2], 0}};
     return clnet_pass_run(
         r->p, 11, "conv_implicit", r->opt, "implicit_pad", 2, (size_t[]){g->d[1], rows + 1}, NULL,
         ARGS(U32(r->ch->s), U32(C), U32(src.size[0]), U32(src.size[1]), U32(src.size[2]),
-             U32(g->shift[0]), U32(g->shift[1]), U32(g->shift[2]), U32(g->d[0]), U32(g->d[1]),
-             U32(g->d[2]), MEM(src.mem), U32(src.off), U32(src.sb), U32(src.sc), U32(src.sz),
-             U32(src.sy), MEM(r->p->work), U32(to), U32(g->lead), U32(slack(g))));
+             U32(g->shift[0]), U32(g->shift[1]), U32(g->shift[2]), VEC4(st), U32(g->d[0]),
+             U32(g->d[1]), U32(g->d[2]), MEM(src.mem), U32(src.off), U32(src.sb), U32(src.sc),
+             U32(src.sz), U32(src.sy), MEM(r->p->work), U32(to), U32(g->lead), U32(slack(g))));
 }
 
 /* For each of G groups: C (M x the grid's positions, rows of ldc at work +
  * c) = A (M x CH * K, rows of lda, at a) . the windows of CH channels of grid
- * g (at work + x, channel stride xcs), the groups' operands one after
- * another (A's M rows, x's CH channels, C's M rows), in one launch */
+ * g (at work + x, channel stride xcs) over taps t, the groups' operands one
+ * after another (A's M rows, x's CH channels, C's M rows), in one launch */
 static clnet_status implicit_product(const implicit_run *r, size_t G, size_t M, size_t CH, cl_mem A,
-                                     size_t a, size_t lda, const grid *g, size_t x, size_t xcs,
-                                     size_t c, size_t ldc) {
+                                     size_t a, size_t lda, const grid *g, taps t, size_t x,
+                                     size_t xcs, size_t c, size_t ldc) {
     const clnet_pass *p = r->p;
     size_t N = (size_t)r->ch->s * g->P, nr = (size_t)(r->t.nv * r->t.vw);
     size_t mblocks = (M + (size_t)r->t.mr - 1) / (size_t)r->t.mr;
@@ -1038,38 +1079,59 @@ static clnet_status implicit_product(const implicit_run *r, size_t G, size_t M, 
         p, 12, "conv_implicit", r->opt, "implicit_gemm", 3,
         (size_t[]){(N + nr - 1) / nr, (mblocks + mb - 1) / mb, G}, cpu ? (size_t[]){1, 1, 1} : NULL,
         ARGS(U32(M), U32(N), U32(CH), U32(mb), MEM(A), U32(a), U32(lda), U32(M * lda), MEM(p->work),
-             U32((size_t)((long)x + g->base)), U32(xcs), U32(CH * xcs), U32(g->tap[0]),
-             U32(g->tap[1]), U32(g->tap[2]), F32(0.0f), MEM(p->work), U32(c), U32(ldc),
-             U32(M * ldc)));
+             U32(x), U32(xcs), U32(CH * xcs), VEC4(t.dil), VEC4(t.stride), VEC4(t.step),
+             VEC4(t.want), F32(0.0f), MEM(p->work), U32(c), U32(ldc), U32(M * ldc)));
 }
 
 /* (n, F, out...) at (t, off) = the valid positions of grid g's result (F
- * rows of ld at work + from), with the flags' bias, relu and add */
+ * rows of ld at work + from), with the flags' bias, relu and add. With
+ * `phased` (a strided layer's input gradient): out's position o + pad of
+ * each axis from phase (o + pad) % stride's result (those one after
+ * another, F rows of ld each). */
 static clnet_status from_grid(const implicit_run *r, size_t F, const int *out, const grid *g,
-                              size_t ld, size_t from, cl_mem t, size_t off, output_flags f) {
+                              int phased, size_t ld, size_t from, cl_mem t, size_t off,
+                              output_flags f) {
     const clnet_pass *p = r->p;
+    const clnet_window *w = r->w;
+    cl_uint4 st = {{1, 1, 1, 0}}, lo = {{0, 0, 0, 0}};
+    for (int a = 0; a < 3 && phased; a++)
+        st.s[a] = (cl_uint)g->stride[a], lo.s[a] = (cl_uint)w->p[a];
     return clnet_pass_run(p, 13, "conv_implicit", r->opt, "implicit_output", 2,
                           (size_t[]){(size_t)out[1], (size_t)r->ch->s * F * out[0]}, NULL,
                           ARGS(U32(r->ch->s), U32(F), U32(out[0]), U32(out[1]), U32(out[2]),
-                               U32(g->d[1]), U32(g->d[2]), U32(g->P), U32(ld), MEM(p->work),
-                               U32(from), MEM(p->params), U32(r->ch->bo), MEM(t), U32(off),
-                               U32(f.bias), U32(f.relu), U32(f.add)));
+                               U32(g->d[0]), U32(g->d[1]), U32(g->d[2]), U32(g->P), U32(ld),
+                               VEC4(st), VEC4(lo), U32(F * ld), MEM(p->work), U32(from),
+                               MEM(p->params), U32(r->ch->bo), MEM(t), U32(off), U32(f.bias),
+                               U32(f.relu), U32(f.add)));
 }
 
-/* y = W . the windows of x's grid, every group in one launch, + bias (then the relu) */
+/* The small side at (t, off) = W . the windows of the big side's grid (at
+ * xp, made by pad), every group in one launch, with the flags' bias, relu
+ * and add: a convolution's y, a transposed convolution's dx. */
+static clnet_status implicit_down(const clnet_node *node, const implicit_run *r, cl_mem t,
+                                  size_t off, output_flags o) {
+    clnet_status status = CLNET_OK;
+    sides v = sides_of(node);
+    const grid *f = &r->l.f;
+    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, xcs = f->phases * (size_t)r->ch->s * f->P;
+    TRY(implicit_product(r, v.G, Fg, Cg, r->p->params, r->ch->wo, Cg * v.K, f,
+                         forward_taps(f, r->ch->s), (size_t)((long)r->l.xp + f->base), xcs, r->l.yp,
+                         r->l.ld));
+    TRY(from_grid(r, v.Cs, r->w->out, f, 0, r->l.ld, r->l.yp, t, off, o));
+cleanup:
+    return status;
+}
+
+/* y = W . the windows of x's grid + bias (then the relu) */
 static clnet_status implicit_forward_chunk(const clnet_node *node, const clnet_pass *p,
                                            const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
-    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
     sides v = sides_of(node);
     implicit_run r = implicit_begin(node, p, ch);
-    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, xcs = (size_t)ch->s * r.l.f.P;
     (void)beta;
-    TRY(pad(&r, v.Cb, nchw_view(p->act, p->x[0] + ch->big, v.Cb, w->in), &r.l.f, r.l.xp));
-    TRY(implicit_product(&r, v.G, Fg, Cg, p->params, ch->wo, Cg * v.K, &r.l.f, r.l.xp, xcs, r.l.yp,
-                         r.l.ld));
-    output_flags f = {.bias = has_bias(node), .relu = took_relu(node)};
-    TRY(from_grid(&r, v.Cs, w->out, &r.l.f, r.l.ld, r.l.yp, p->act, p->y + ch->small, f));
+    TRY(pad(&r, v.Cb, nchw_view(p->act, p->x[0] + ch->big, v.Cb, r.w->in), &r.l.f, r.l.xp));
+    output_flags o = {.bias = has_bias(node), .relu = took_relu(node)};
+    TRY(implicit_down(node, &r, p->act, p->y + ch->small, o));
 cleanup:
     return status;
 }
@@ -1081,73 +1143,138 @@ static clnet_status implicit_weight(const clnet_node *node, const implicit_run *
     const clnet_pass *p = r->p;
     const grid *f = &r->l.f;
     sides v = sides_of(node);
-    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, xcs = (size_t)r->ch->s * f->P;
+    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, xcs = f->phases * (size_t)r->ch->s * f->P;
     size_t wr = (size_t)r->t.wr;
+    taps t = forward_taps(f, r->ch->s);
     TRY(clnet_pass_run(p, 14, "conv_implicit", r->opt, "implicit_wgrad", 3,
                        (size_t[]){v.Cb, (Fg + wr - 1) / wr, r->l.chunks}, NULL,
                        ARGS(U32(Fg), U32(Cg), U32(v.G), U32(r->l.ld), U32(WGRAD_Q), MEM(p->work),
                             U32(r->l.yp), U32(r->l.ld), MEM(p->work),
-                            U32((size_t)((long)r->l.xp + f->base)), U32(xcs), U32(f->tap[0]),
-                            U32(f->tap[1]), U32(f->tap[2]), MEM(p->work), U32(r->l.parts))));
+                            U32((size_t)((long)r->l.xp + f->base)), U32(xcs), VEC4(t.dil),
+                            VEC4(t.stride), VEC4(t.step), MEM(p->work), U32(r->l.parts))));
     TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 15), r->l.chunks, v.Cs * Cg * v.K, p->work,
                        r->l.parts, p->grads, r->ch->wo, beta));
 cleanup:
     return status;
 }
 
-/* dx = the reversed, transposed W . the windows of dy's grid, every group
- * in one launch: dYp itself where the grids are alike, else dYp moved to the
- * input gradient's grid */
-static clnet_status implicit_input_grad(const clnet_node *node, const implicit_run *r) {
+/* A strided layer's input gradient: one product a phase of dx over dYp,
+ * read backwards, then dx from all of them. */
+static clnet_status phase_products(const clnet_node *node, const implicit_run *r) {
+    clnet_status status = CLNET_OK;
+    sides v = sides_of(node);
+    const grid *f = &r->l.f;
+    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, ld = r->l.ld, at = r->l.dxp;
+    int ph[3];
+    for (ph[0] = 0; ph[0] < f->stride[0]; ph[0]++)
+        for (ph[1] = 0; ph[1] < f->stride[1]; ph[1]++)
+            for (ph[2] = 0; ph[2] < f->stride[2]; ph[2]++, at += v.Cb * ld)
+                TRY(implicit_product(r, v.G, Cg, Fg, r->p->work, r->l.wf, Fg * v.K, f,
+                                     phase_taps(f, ph), r->l.yp, ld, at, ld));
+cleanup:
+    return status;
+}
+
+/* The big side at (t, off) = the reversed, transposed W . the windows of the
+ * small side's grid (Yp, made by small_grid), every group in one launch, with
+ * the flags' bias and add: a convolution's dx, a transposed convolution's y.
+ * Yp itself where the grids are alike, else Yp moved to the up grid; or a
+ * product a phase (strided layers). */
+static clnet_status implicit_up(const clnet_node *node, const implicit_run *r, cl_mem t, size_t off,
+                                output_flags o) {
     clnet_status status = CLNET_OK;
     const clnet_pass *p = r->p;
-    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
     sides v = sides_of(node);
     size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G;
-    const grid *f = &r->l.f;
+    const grid *f = &r->l.f, *b = f->phases > 1 ? f : &r->l.b;
     size_t dy = r->l.yp, ycs = r->l.ld;
     if (!r->l.same) {
-        view from = {p->work, r->l.yp, f->P, r->l.ld, f->d[1] * f->d[2], f->d[2], w->out};
-        TRY(pad(r, v.Cs, from, &r->l.b, r->l.dyp));
-        dy = r->l.dyp, ycs = (size_t)r->ch->s * r->l.b.P;
+        view from = {p->work, r->l.yp, f->P, r->l.ld, f->d[1] * f->d[2], f->d[2], r->w->out};
+        TRY(pad(r, v.Cs, from, b, r->l.dyp));
+        dy = r->l.dyp, ycs = (size_t)r->ch->s * b->P;
     }
     if (r->ch->first)
         TRY(clnet_pass_run(p, 16, "conv_implicit", r->opt, "implicit_flip", 1,
                            (size_t[]){v.Cb * Fg * v.K}, NULL,
                            ARGS(U32(v.G), U32(Fg), U32(Cg), U32(v.K), MEM(p->params),
                                 U32(r->ch->wo), MEM(p->work), U32(r->l.wf))));
-    TRY(implicit_product(r, v.G, Cg, Fg, p->work, r->l.wf, Fg * v.K, &r->l.b, dy, ycs, r->l.dxp,
-                         r->l.ldb));
-    output_flags o = {.add = clnet_dx_add(p, 0)};
-    TRY(from_grid(r, v.Cb, w->in, &r->l.b, r->l.ldb, r->l.dxp, p->dact, p->dx[0] + r->ch->big, o));
+    if (f->phases > 1)
+        TRY(phase_products(node, r));
+    else
+        TRY(implicit_product(r, v.G, Cg, Fg, p->work, r->l.wf, Fg * v.K, b,
+                             forward_taps(b, r->ch->s), (size_t)((long)dy + b->base), ycs, r->l.dxp,
+                             r->l.ldb));
+    TRY(from_grid(r, v.Cb, r->w->in, b, f->phases > 1, r->l.ldb, r->l.dxp, t, off, o));
 cleanup:
     return status;
 }
 
-/* dYp = dy on the forward grid (only where y > 0 with the relu taken in;
- * zeros elsewhere, and before it for the input gradient's reach), its row
- * sums for the bias, x's grid again, then dW and dx. */
+/* Yp = the small side at (t, off) on the forward grid, only where y > 0
+ * with `relu` (the backward pass of a relu taken in); zeros elsewhere, and
+ * before it for implicit_up's reach */
+static clnet_status small_grid(const implicit_run *r, size_t Cs, cl_mem t, size_t off, int relu) {
+    const clnet_pass *p = r->p;
+    const grid *f = &r->l.f;
+    const int *out = r->w->out;
+    return clnet_pass_run(p, 17, "conv_implicit", r->opt,
+                          relu ? "implicit_to_grid_relu" : "implicit_to_grid", 2,
+                          (size_t[]){f->d[1], Cs * (size_t)r->ch->s * f->d[0] + Cs}, NULL,
+                          ARGS(U32(r->ch->s), U32(Cs), U32(out[0]), U32(out[1]), U32(out[2]),
+                               U32(f->d[0]), U32(f->d[1]), U32(f->d[2]), U32(r->l.ld), MEM(t),
+                               U32(off), MEM(p->act), U32(p->y + r->ch->small), MEM(p->work),
+                               U32(r->l.yp), U32(r->l.same ? f->back : 0), U32(slack(f))));
+}
+
+/* dYp = dy on the forward grid, its row sums for the bias, x's grid again,
+ * then dW and dx. */
 static clnet_status implicit_backward_chunk(const clnet_node *node, const clnet_pass *p,
                                             const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
-    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
     sides v = sides_of(node);
     implicit_run r = implicit_begin(node, p, ch);
-    const grid *f = &r.l.f;
-    size_t lead = r.l.same ? f->lead : 0;
-    TRY(clnet_pass_run(p, 17, "conv_implicit", r.opt,
-                       took_relu(node) ? "implicit_to_grid_relu" : "implicit_to_grid", 2,
-                       (size_t[]){f->d[1], v.Cs * (size_t)ch->s * f->d[0] + v.Cs}, NULL,
-                       ARGS(U32(ch->s), U32(v.Cs), U32(w->out[0]), U32(w->out[1]), U32(w->out[2]),
-                            U32(f->d[0]), U32(f->d[1]), U32(f->d[2]), U32(r.l.ld), MEM(p->dact),
-                            U32(p->dy + ch->small), MEM(p->act), U32(p->y + ch->small),
-                            MEM(p->work), U32(r.l.yp), U32(lead), U32(slack(f)))));
+    TRY(small_grid(&r, v.Cs, p->dact, p->dy + ch->small, (int)took_relu(node)));
     if (has_bias(node))
         TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, r.l.ld, p->work, r.l.yp,
                            p->grads, ch->bo, beta, p->work, ch->gemm));
-    TRY(pad(&r, v.Cb, nchw_view(p->act, p->x[0] + ch->big, v.Cb, w->in), f, r.l.xp));
+    TRY(pad(&r, v.Cb, nchw_view(p->act, p->x[0] + ch->big, v.Cb, r.w->in), &r.l.f, r.l.xp));
     TRY(implicit_weight(node, &r, beta));
-    if (p->need_dx[0]) TRY(implicit_input_grad(node, &r));
+    if (p->need_dx[0])
+        TRY(implicit_up(node, &r, p->dact, p->dx[0] + ch->big,
+                        (output_flags){.add = clnet_dx_add(p, 0)}));
+cleanup:
+    return status;
+}
+
+/* A transposed convolution: y = the up product of x's grid + bias. */
+static clnet_status implicit_transpose_forward_chunk(const clnet_node *node, const clnet_pass *p,
+                                                     const chunk *ch, float beta) {
+    clnet_status status = CLNET_OK;
+    implicit_run r = implicit_begin(node, p, ch);
+    (void)beta;
+    TRY(small_grid(&r, sides_of(node).Cs, p->act, p->x[0] + ch->small, 0));
+    TRY(implicit_up(node, &r, p->act, p->y + ch->big, (output_flags){.bias = has_bias(node)}));
+cleanup:
+    return status;
+}
+
+/* and backward: dy's grid, its row sums for the bias, x's grid, dW, then dx
+ * = the down product of dy's grid. */
+static clnet_status implicit_transpose_backward_chunk(const clnet_node *node, const clnet_pass *p,
+                                                      const chunk *ch, float beta) {
+    clnet_status status = CLNET_OK;
+    sides v = sides_of(node);
+    implicit_run r = implicit_begin(node, p, ch);
+    const grid *f = &r.l.f;
+    TRY(pad(&r, v.Cb, nchw_view(p->dact, p->dy + ch->big, v.Cb, r.w->in), f, r.l.xp));
+    if (has_bias(node))
+        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb,
+                           f->phases * (size_t)ch->s * f->P, p->work, r.l.xp, p->grads, ch->bo,
+                           beta, p->work, ch->gemm));
+    TRY(small_grid(&r, v.Cs, p->act, p->x[0] + ch->small, 0));
+    TRY(implicit_weight(node, &r, beta));
+    if (p->need_dx[0])
+        TRY(implicit_down(node, &r, p->dact, p->dx[0] + ch->small,
+                          (output_flags){.add = clnet_dx_add(p, 0)}));
 cleanup:
     return status;
 }
@@ -1168,13 +1295,15 @@ static clnet_status conv_backward(const clnet_node *node, const clnet_pass *p) {
 
 static clnet_status transpose_forward(const clnet_node *node, const clnet_pass *p) {
     static const chunk_fns fns = {{[CLNET_CONV_IM2COL] = transpose_forward_chunk,
-                                   [CLNET_CONV_DIRECT] = direct_transpose_forward_chunk}};
+                                   [CLNET_CONV_DIRECT] = direct_transpose_forward_chunk,
+                                   [CLNET_CONV_IMPLICIT] = implicit_transpose_forward_chunk}};
     return each_chunk(node, p, &fns);
 }
 
 static clnet_status transpose_backward(const clnet_node *node, const clnet_pass *p) {
     static const chunk_fns fns = {{[CLNET_CONV_IM2COL] = transpose_backward_chunk,
-                                   [CLNET_CONV_DIRECT] = direct_transpose_backward_chunk}};
+                                   [CLNET_CONV_DIRECT] = direct_transpose_backward_chunk,
+                                   [CLNET_CONV_IMPLICIT] = implicit_transpose_backward_chunk}};
     return each_chunk(node, p, &fns);
 }
 
@@ -1182,8 +1311,7 @@ static int algorithms(const clnet_node *node, const clnet_device *d, char *key, 
                       int *algos, int *chosen) {
     int n = 0;
     tune_key(node, key, cap);
-    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++)
-        if (applies(node, a)) algos[n++] = a;
+    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++) algos[n++] = a;
     *chosen = algo_of(node, d);
     return n;
 }
