@@ -89,15 +89,25 @@ __kernel void implicit_gemm(uint M, uint N, uint CH, uint mb, __global const flo
     if (n0 >= N || ib0 >= nblocks) return;
     const uint ib1 = min(nblocks, ib0 + mb);
     const uint cc = KC == 0 ? CH : max(1u, (uint)KC / IK);
-    int tap_at[IK];  // each tap's offset in a channel's grids
-    uint tap_k[IK]; // and its column of A
+    int every_at[IK]; // each tap's offset in a channel's grids
+#pragma unroll
+    for (uint t = 0; t < IK; t++) every_at[t] = tap_offset(t, dil, stride, step);
+    int tap_at[IK];  // those of the taps that read phase `want`
+    uint tap_k[IK]; // and their columns of A
     uint taps = 0;
-    for (uint t = 0; t < IK; t++)
+    for (uint t = 0; t < IK && want.w != 0; t++)
         if (tap_in(t, dil, stride, want)) {
-            tap_at[taps] = tap_offset(t, dil, stride, step);
+            tap_at[taps] = every_at[t];
             tap_k[taps++] = want.w == 2 ? IK - 1 - t : t;
         }
 #define A_AT(r, i) ak[(i) + arow##r]
+#define TAP_LOOP(count, at, column)                                                                \
+    for (uint j = 0; j < count; j++) {                                                             \
+        __global const float *bk = xc + at[j];                                                     \
+        const uint t = column;                                                                     \
+        FOR_V(LOAD_B, bk)                                                                          \
+        FOR_R(FMA_ROW, t)                                                                          \
+    }
     for (uint c0 = 0; c0 < CH; c0 += cc) {
         const uint c1 = min(CH, c0 + cc);
         for (uint ib = ib0; ib < ib1; ib++) {
@@ -107,12 +117,10 @@ __kernel void implicit_gemm(uint M, uint N, uint CH, uint mb, __global const flo
             __global const float *xc = X + xoff + c0 * xcs + n0;
             FOR_R(DECL_ACCS, _)
             for (uint c = c0; c < c1; c++, xc += xcs, ak += IK) {
-                for (uint j = 0; j < taps; j++) {
-                    __global const float *bk = xc + tap_at[j];
-                    const uint t = tap_k[j];
-                    FOR_V(LOAD_B, bk)
-                    FOR_R(FMA_ROW, t)
-                }
+                if (want.w == 0) // every tap, A's columns in order: a fixed count, no look-up
+                    TAP_LOOP(IK, every_at, j)
+                else
+                    TAP_LOOP(taps, tap_at, tap_k[j])
             }
             floatV acc[MR][NV];
             FOR_R(SAVE_ACCS, _)
@@ -120,6 +128,7 @@ __kernel void implicit_gemm(uint M, uint N, uint CH, uint mb, __global const flo
         }
     }
 #undef A_AT
+#undef TAP_LOOP
 }
 
 #endif
@@ -186,6 +195,14 @@ __kernel void implicit_output(uint n, uint F, uint OD, uint OH, uint OW, uint GD
     __global float *dst = y + yoff + (z * OH + oy) * OW;
     const float bv = has_bias ? bias[boff + f] : 0.0f;
     const int inside = gz < GD && gy < GH;
+    if (st.z == 1) { // no division a value
+        src += phzy * pst + lo.z;
+        for (uint ox = 0; ox < OW; ox++) {
+            const float v = inside && ox + lo.z < GW ? src[ox] + bv : bv;
+            clnet_store_dx(dst + ox, relu ? fmax(v, 0.0f) : v, add);
+        }
+        return;
+    }
     for (uint ox = 0; ox < OW; ox++) {
         const uint ux = ox + lo.z, gx = ux / st.z;
         const float v = inside && gx < GW ? src[(phzy + ux % st.z) * pst + gx] + bv : bv;

@@ -240,7 +240,10 @@ static sides sides_of(const clnet_node *node) {
  *   im2col  the column matrix and the device's GEMMs, group by group: any shape;
  *   direct  cl/conv_direct.cl, each pass one launch over the whole layer whose
  *           work-items loop over a group's channels: for groups of few
- *           channels (depthwise), where im2col runs a thin GEMM per group.
+ *           channels (depthwise), where im2col runs a thin GEMM per group;
+ *   implicit cl/conv_implicit.cl, the tiled GEMM's micro-kernel reading a
+ *           zero-padded grid of the big side instead of a column matrix,
+ *           every group in one launch: any shape (below).
  * The rule looks at the layer's shape alone, never at the samples of a
  * pass, so every split of a batch runs the same algorithm. */
 #define DIRECT_MAX_GROUP 8 /* channels per group, on either side */
@@ -258,11 +261,29 @@ static double implicit_useful(const clnet_node *node);
  * than it saves. LeNet's first convolution (k = 9) stays on im2col. */
 #define IMPLICIT_MIN_K 32
 
-/* Whether the node is a convolution at stride 1, where the rules have
- * timed the implicit algorithm (it runs every convolution). */
-static int plain(const clnet_node *node) {
-    const conv_config *c = CLNET_CONFIG(node, conv_config);
-    return !c->transpose && c->win.s[0] == 1 && c->win.s[1] == 1 && c->win.s[2] == 1;
+/* Strided convolutions below this k: implicit. The EPYC VM ran a conv3d
+ * 3->16 at stride 1x2x2 (k = 81) 3x faster than im2col, ResNet-18's
+ * strided 3x3 layers (k = 576 and more) at 0.6-0.7x its speed: there the
+ * weight gradient over four phases runs at half the rate of the unstrided
+ * one, and im2col's GEMMs win. */
+#define IMPLICIT_MAX_K_STRIDED 128
+
+static int strided(const clnet_node *node) {
+    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
+    return w->s[0] > 1 || w->s[1] > 1 || w->s[2] > 1;
+}
+
+/* Whether the rules run the node with the implicit algorithm on a CPU (it
+ * can run every convolution): at stride 1 with enough of its grid useful,
+ * strided with a short k, and every transposed convolution (the EPYC VM
+ * ran both of bench_conv's 1.1-1.9x faster than im2col). */
+static int implicit_rule(const clnet_node *node) {
+    sides v = sides_of(node);
+    size_t k = v.Cb / v.G * v.K;
+    if (CLNET_CONFIG(node, conv_config)->transpose) return 1;
+    if (k < IMPLICIT_MIN_K) return 0;
+    if (strided(node)) return k < IMPLICIT_MAX_K_STRIDED;
+    return implicit_useful(node) >= IMPLICIT_MIN_USEFUL;
 }
 
 /* The node's key in the tuning database: its kind, its shape in and out,
@@ -304,9 +325,7 @@ static int algo_of(const clnet_node *node, const clnet_device *d) {
     sides v = sides_of(node);
     if (v.G > 1 && v.Cb / v.G <= DIRECT_MAX_GROUP && v.Cs / v.G <= DIRECT_MAX_GROUP)
         return CLNET_CONV_DIRECT;
-    if (d && d->info.type == CLNET_DEVICE_CPU && plain(node) &&
-        implicit_useful(node) >= IMPLICIT_MIN_USEFUL && v.Cb / v.G * v.K >= IMPLICIT_MIN_K)
-        return CLNET_CONV_IMPLICIT;
+    if (d && d->info.type == CLNET_DEVICE_CPU && implicit_rule(node)) return CLNET_CONV_IMPLICIT;
     return CLNET_CONV_IM2COL;
 }
 
