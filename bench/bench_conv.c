@@ -70,6 +70,11 @@ static const shape SHAPES[] = {
      "conv2d filters=512 size=3 stride=2 pad=1"},
     {"resnet_512x4x4", 128, "input channels=512 height=4 width=4",
      "conv2d filters=512 size=3 pad=1"},
+    /* and its 1x1 stride-2 shortcuts */
+    {"resnet_1x1_64x28x28_s2", 128, "input channels=64 height=28 width=28",
+     "conv2d filters=128 size=1 stride=2"},
+    {"resnet_1x1_128x14x14_s2", 128, "input channels=128 height=14 width=14",
+     "conv2d filters=256 size=1 stride=2"},
 };
 
 /* The fixed inputs both programs use: element i of a tensor is

@@ -61,6 +61,9 @@ SHAPES = [
     ("resnet_256x7x7_s2", 128, (256, 7, 7), "conv2d", 512,
      dict(kernel=3, stride=2, padding=1)),
     ("resnet_512x4x4", 128, (512, 4, 4), "conv2d", 512, dict(kernel=3, padding=1)),
+    # and its 1x1 stride-2 shortcuts
+    ("resnet_1x1_64x28x28_s2", 128, (64, 28, 28), "conv2d", 128, dict(kernel=1, stride=2)),
+    ("resnet_1x1_128x14x14_s2", 128, (128, 14, 14), "conv2d", 256, dict(kernel=1, stride=2)),
 ]
 
 

@@ -22,10 +22,11 @@
 // position u is phase u % s's position u / s. Output o's tap reaching u = o
 // * s + k * d past the window's start then lies in phase k * d % s at o + k
 // * d / s: along q the taps are again consecutive, each in its own phase's
-// grid. The input gradient runs one product per phase of its result (the
-// taps whose k * d % s is that phase), reading the output gradient's grid
-// backwards: input position o * s + phase gets the output gradient at o - k
-// * d / s from each of them.
+// grid. Only the phases some tap reads are kept: 0 .. kept - 1 along each
+// axis (a 1x1 layer at stride 2 keeps one of four). The input gradient runs
+// one product per phase of its result with taps (the taps whose k * d % s is
+// that phase), reading the output gradient's grid backwards: input position
+// o * s + phase gets the output gradient at o - k * d / s from each of them.
 //
 // Compile-time parameters: the tiled GEMM's (MR, NV, VW, KC), and the taps
 // IKD, IKH, IKW; WR, the rows of a weight-gradient work-item. The tap
@@ -49,14 +50,14 @@
 // Tap t = (kd, ky, kx) reaches u = k * dil past its window's start along
 // each axis (x, y, z of the vectors: depth, height, width): phase u % stride
 // of the grid, u / stride steps of `step` on. Its offset in a channel's
-// grids is the sum of those steps plus its phase's index times step.w (the
-// grids of one channel follow each other).
-inline int tap_offset(uint t, int4 dil, int4 stride, int4 step) {
+// grids is the sum of those steps plus its phase's index among the kept ones
+// times step.w (the grids of one channel follow each other).
+inline int tap_offset(uint t, int4 dil, int4 stride, int4 kept, int4 step) {
     const int4 k = (int4)((int)(t / (IKW * IKH)), (int)(t / IKW % IKH), (int)(t % IKW), 0);
     const int4 u = k * dil;
     const int4 reach = u / stride, phase = u % stride;
     return reach.x * step.x + reach.y * step.y + reach.z * step.z +
-           ((phase.x * stride.y + phase.y) * stride.z + phase.z) * step.w;
+           ((phase.x * kept.y + phase.y) * kept.z + phase.z) * step.w;
 }
 
 // Whether tap t reads phase `want` (want.w = 0: every tap does).
@@ -79,7 +80,8 @@ inline int tap_in(uint t, int4 dil, int4 stride, int4 want) {
 // on; k is blocked by whole channels (KC / IK of them).
 __kernel void implicit_gemm(uint M, uint N, uint CH, uint mb, __global const float *A, uint aoff,
                             uint sam, uint gsa, __global const float *X, uint xoff, uint xcs,
-                            uint gsx, int4 dil, int4 stride, int4 step, int4 want, float beta,
+                            uint gsx, int4 dil, int4 stride, int4 kept, int4 step, int4 want,
+                            float beta,
                             __global float *C, uint coff, uint csm, uint gsc) {
     const uint n0 = get_global_id(0) * NR, ib0 = get_global_id(1) * mb, g = get_global_id(2);
     aoff += g * gsa;
@@ -91,7 +93,7 @@ __kernel void implicit_gemm(uint M, uint N, uint CH, uint mb, __global const flo
     const uint cc = KC == 0 ? CH : max(1u, (uint)KC / IK);
     int every_at[IK]; // each tap's offset in a channel's grids
 #pragma unroll
-    for (uint t = 0; t < IK; t++) every_at[t] = tap_offset(t, dil, stride, step);
+    for (uint t = 0; t < IK; t++) every_at[t] = tap_offset(t, dil, stride, kept, step);
     int tap_at[IK];  // those of the taps that read phase `want`
     uint tap_k[IK]; // and their columns of A
     uint taps = 0;
@@ -141,17 +143,19 @@ inline void zero_around(__global float *xp, uint xoff, uint count, uint lead, ui
 
 // The grids of a strided (n, C, SD, SH, SW) view, src[soff + b * sb + c *
 // sc + z * szs + y * sys + x], shifted by (lz, ly, lx) (negative: cropped)
-// and split into st.x * st.y * st.z phases (st: the stride along depth,
-// height, width), into the channel-major grids above (GD, GH, GW a phase) at
-// xoff, zeros around: grid position (z, y, x) of phase (pz, py, px) holds
-// the view at (z * st.x + pz - lz, ...). `lead` zeros before them and `tail`
-// after. One work-item per grid row (y, ((c * phases + phase) * n + b) * GD
-// + z); the row after the last writes lead and tail.
+// and split into phases (st: the stride along depth, height, width; kept:
+// the phases kept, kept.x * kept.y * kept.z of them), into the
+// channel-major grids above (GD, GH, GW a phase) at xoff, zeros around:
+// grid position (z, y, x) of phase (pz, py, px) holds the view at (z * st.x
+// + pz - lz, ...). `lead` zeros before them and `tail` after. One work-item
+// per grid row (y, ((c * phases + phase) * n + b) * GD + z); the row after
+// the last writes lead and tail.
 __kernel void implicit_pad(uint n, uint C, uint SD, uint SH, uint SW, int lz, int ly, int lx,
-                           uint4 st, uint GD, uint GH, uint GW, __global const float *src,
+                           uint4 st, uint4 kept, uint GD, uint GH, uint GW,
+                           __global const float *src,
                            uint soff, uint sb, uint sc, uint szs, uint sys, __global float *xp,
                            uint xoff, uint lead, uint tail) {
-    const uint phases = st.x * st.y * st.z;
+    const uint phases = kept.x * kept.y * kept.z;
     const uint y = get_global_id(0), z = get_global_id(1), rows = C * phases * n * GD;
     if (y >= GH || z > rows) return;
     if (z == rows) {
@@ -159,7 +163,8 @@ __kernel void implicit_pad(uint n, uint C, uint SD, uint SH, uint SW, int lz, in
         return;
     }
     const uint b = z / GD % n, ph = z / GD / n % phases, c = z / GD / n / phases;
-    const int px = (int)(ph % st.z), py = (int)(ph / st.z % st.y), pz = (int)(ph / st.z / st.y);
+    const int px = (int)(ph % kept.z), py = (int)(ph / kept.z % kept.y),
+              pz = (int)(ph / kept.z / kept.y);
     const int sz = (int)(z % GD * st.x) + pz - lz, sy = (int)(y * st.y) + py - ly;
     __global float *out = xp + xoff + (z * GH + y) * GW;
     if (sz < 0 || sz >= (int)SD || sy < 0 || sy >= (int)SH) {
@@ -178,11 +183,12 @@ __kernel void implicit_pad(uint n, uint C, uint SD, uint SH, uint SW, int lz, in
 // clnet_store_dx (add): the valid grid positions of the GEMM's result, in
 // NCDHW. One work-item per output row (oy, (b * F + f) * OD + od).
 //
-// With strides st (> 1: the input gradient's products, one per phase of it,
-// pst floats apart): output position o + lo along an axis is phase (o + lo)
-// % st's grid position (o + lo) / st, zero past the grid's GD, GH, GW.
+// With strides st (> 1: the input gradient's products, one per phase of it
+// below `kept` along each axis, pst floats apart): output position o + lo
+// along an axis is phase (o + lo) % st's grid position (o + lo) / st, zero
+// past the grid's GD, GH, GW and in the phases not kept (no tap reaches them).
 __kernel void implicit_output(uint n, uint F, uint OD, uint OH, uint OW, uint GD, uint GH, uint GW,
-                              uint P, uint ld, uint4 st, uint4 lo, uint pst,
+                              uint P, uint ld, uint4 st, uint4 kept, uint4 lo, uint pst,
                               __global const float *Yp, uint ypoff, __global const float *bias,
                               uint boff, __global float *y, uint yoff, uint has_bias, uint relu,
                               uint add) {
@@ -190,11 +196,11 @@ __kernel void implicit_output(uint n, uint F, uint OD, uint OH, uint OW, uint GD
     if (oy >= OH || z >= n * F * OD) return;
     const uint od = z % OD, bf = z / OD, b = bf / F, f = bf % F;
     const uint uz = od + lo.x, uy = oy + lo.y, gz = uz / st.x, gy = uy / st.y;
-    const uint phzy = (uz % st.x * st.y + uy % st.y) * st.z;
+    const uint pz = uz % st.x, py = uy % st.y, phzy = (pz * kept.y + py) * kept.z;
     __global const float *src = Yp + ypoff + f * ld + b * P + (gz * GH + gy) * GW;
     __global float *dst = y + yoff + (z * OH + oy) * OW;
     const float bv = has_bias ? bias[boff + f] : 0.0f;
-    const int inside = gz < GD && gy < GH;
+    const int inside = gz < GD && gy < GH && pz < kept.x && py < kept.y;
     if (st.z == 1) { // no division a value
         src += phzy * pst + lo.z;
         for (uint ox = 0; ox < OW; ox++) {
@@ -204,8 +210,8 @@ __kernel void implicit_output(uint n, uint F, uint OD, uint OH, uint OW, uint GD
         return;
     }
     for (uint ox = 0; ox < OW; ox++) {
-        const uint ux = ox + lo.z, gx = ux / st.z;
-        const float v = inside && gx < GW ? src[(phzy + ux % st.z) * pst + gx] + bv : bv;
+        const uint ux = ox + lo.z, gx = ux / st.z, px = ux % st.z;
+        const float v = inside && gx < GW && px < kept.z ? src[(phzy + px) * pst + gx] + bv : bv;
         clnet_store_dx(dst + ox, relu ? fmax(v, 0.0f) : v, add);
     }
 }
@@ -273,7 +279,8 @@ __kernel void implicit_flip(uint G, uint Fg, uint Cbg, uint K, __global const fl
 // in chunk order.
 __kernel void implicit_wgrad(uint M, uint CH, uint G, uint L, uint chunk, __global const float *A,
                              uint aoff, uint lda, __global const float *X, uint xoff, uint xcs,
-                             int4 dil, int4 stride, int4 step, __global float *part, uint poff) {
+                             int4 dil, int4 stride, int4 kept, int4 step, __global float *part,
+                             uint poff) {
     const uint gc = get_global_id(0), m0 = get_global_id(1) * WR, z = get_global_id(2);
     if (gc >= G * CH || m0 >= M || z * chunk >= L) return;
     const uint g = gc / CH, c = gc % CH;
@@ -291,7 +298,7 @@ __kernel void implicit_wgrad(uint M, uint CH, uint G, uint L, uint chunk, __glob
     }
 #pragma unroll
     for (uint t = 0; t < IK; t++)
-        tap_at[t] = tap_offset(t, dil, stride, step);
+        tap_at[t] = tap_offset(t, dil, stride, kept, step);
     __global const float *xc = X + xoff + gc * xcs;
     for (uint q = z * chunk; q < q1; q += VW) {
         floatV a[WR];

@@ -312,7 +312,9 @@ static const layer_row TABLE[] = {
            {"conv1d filters=4 size=3 pad=causal dilation=2", 2, SIGNAL(3, 12)},
            /* an even kernel: the odd zero after */
            {"conv1d filters=3 size=4 pad=same", 3, SIGNAL(2, 9)},
-           {"conv1d filters=5 size=3 pad=1 groups=5", 2, SIGNAL(5, 13)})},
+           {"conv1d filters=5 size=3 pad=1 groups=5", 2, SIGNAL(5, 13)},
+           /* taps in phases 0 and 2 of 4: the implicit grid keeps phases 0-2 */
+           {"conv1d filters=3 size=3 stride=4 dilation=2 pad=1", 2, SIGNAL(2, 23)})},
     {"conv2d", conv_forward, conv_backward, PLAIN, 1,
      CASES({"conv2d filters=2 size=3 pad=1", 1, IMAGE(1, 5, 5)},
            {"conv2d filters=4 size=3x2", 2, IMAGE(3, 7, 9)}, /* non-square kernel, odd sizes */
@@ -342,9 +344,12 @@ static const layer_row TABLE[] = {
           VOLUME(3, 6, 9, 5)},
          {"conv3d filters=6 size=3x3x2 stride=2 pad=1 groups=2 bias=off", 1, VOLUME(4, 5, 6, 7)})},
     {"conv_transpose1d", conv_transpose_forward, conv_transpose_backward, PLAIN, 1,
-     CASES({"conv_transpose1d filters=3 size=3 stride=2 pad=1 output_pad=1", 2, SIGNAL(4, 9)},
-           /* output_pad 1 < dilation 2, stride 1 */
-           {"conv_transpose1d filters=4 size=3 pad=1 dilation=2 output_pad=1", 3, SIGNAL(3, 10)})},
+     CASES(
+         {"conv_transpose1d filters=3 size=3 stride=2 pad=1 output_pad=1", 2, SIGNAL(4, 9)},
+         /* output_pad 1 < dilation 2, stride 1 */
+         {"conv_transpose1d filters=4 size=3 pad=1 dilation=2 output_pad=1", 3, SIGNAL(3, 10)},
+         /* its output's phases 1 and 3 of 4 no tap reaches */
+         {"conv_transpose1d filters=2 size=3 stride=4 dilation=2 output_pad=1", 2, SIGNAL(3, 6)})},
     {"conv_transpose2d", conv_transpose_forward, conv_transpose_backward, PLAIN, 1,
      CASES({"conv_transpose2d filters=4 size=3 stride=2 pad=1 output_pad=1", 2, IMAGE(3, 5, 6)},
            /* asymmetric, dilated, 2 groups */

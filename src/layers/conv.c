@@ -274,14 +274,15 @@ static int strided(const clnet_node *node) {
 }
 
 /* Whether the rules run the node with the implicit algorithm on a CPU (it
- * can run every convolution): at stride 1 with enough of its grid useful,
- * strided with a short k, and every transposed convolution (the EPYC VM
- * ran both of bench_conv's 1.1-1.9x faster than im2col). */
+ * can run every convolution), given a k of at least IMPLICIT_MIN_K: at
+ * stride 1 with enough of its grid useful, strided with a short k, and every
+ * transposed convolution (the EPYC VM ran both of bench_conv's 1.1-1.9x
+ * faster than im2col). */
 static int implicit_rule(const clnet_node *node) {
     sides v = sides_of(node);
     size_t k = v.Cb / v.G * v.K;
-    if (CLNET_CONFIG(node, conv_config)->transpose) return 1;
     if (k < IMPLICIT_MIN_K) return 0;
+    if (CLNET_CONFIG(node, conv_config)->transpose) return 1;
     if (strided(node)) return k < IMPLICIT_MAX_K_STRIDED;
     return implicit_useful(node) >= IMPLICIT_MIN_USEFUL;
 }
@@ -870,19 +871,24 @@ cleanup:
  *
  * At stride s > 1 the padded source is split into s phases along the axis
  * (cl/conv_implicit.cl says how), each padded on both sides: size out +
- * span / s a phase, outputs at 0 .. out - 1 of every phase's grid. */
+ * span / s a phase, outputs at 0 .. out - 1 of every phase's grid. Only
+ * phases 0 .. kept - 1 are kept, the last one a tap reads, unless
+ * `every_phase`. */
 typedef struct {
     size_t d[3], P;        /* a phase's sizes, P = d[0] * d[1] * d[2] */
     int shift[3];          /* where the source starts along each axis */
     int stride[3], dil[3]; /* the phases along each axis, and the dilation */
-    size_t phases;         /* stride[0] * stride[1] * stride[2] */
+    int kept[3];           /* the phases kept along each axis */
+    int strided;           /* some stride > 1 */
+    size_t phases;         /* kept[0] * kept[1] * kept[2] */
     long base;             /* the offset of tap 0 of output 0 from the grid's start (<= 0 mostly) */
     size_t lead, most, back; /* zeros before the grid for base; the largest tap offset after it;
                               * zeros the input gradient needs before the output gradient
                               * on this grid, to read it backwards (strided) */
 } grid;
 
-static grid make_grid(const clnet_window *w, const int *src, const int *out, int backward) {
+static grid make_grid(const clnet_window *w, const int *src, const int *out, int backward,
+                      int every_phase) {
     grid g = {.P = 1, .phases = 1};
     int pad[3];
     size_t step[3];
@@ -897,7 +903,11 @@ static grid make_grid(const clnet_window *w, const int *src, const int *out, int
         g.shift[a] = shared ? 0 : pad[a];
         g.stride[a] = s;
         g.dil[a] = w->d[a];
-        g.phases *= (size_t)s;
+        g.kept[a] = every_phase ? s : 1;
+        for (int k = 0; k < w->k[a]; k++)
+            if (k * w->d[a] % s + 1 > g.kept[a]) g.kept[a] = k * w->d[a] % s + 1;
+        g.phases *= (size_t)g.kept[a];
+        g.strided |= s > 1;
         g.P *= g.d[a];
     }
     step[0] = g.d[1] * g.d[2], step[1] = g.d[2], step[2] = 1;
@@ -906,20 +916,21 @@ static grid make_grid(const clnet_window *w, const int *src, const int *out, int
         g.most += (size_t)(w->d[a] * (w->k[a] - 1) / g.stride[a]) * step[a];
     }
     g.lead = g.base < 0 ? (size_t)-g.base : 0;
-    g.back = g.phases > 1 ? g.most : g.lead;
+    g.back = g.strided ? g.most : g.lead;
     return g;
 }
 
 /* The tap arguments of cl/conv_implicit.cl's kernels for a product over
  * grid g (of s samples a phase): every tap, forward from each output */
 typedef struct {
-    cl_int4 dil, stride, step, want;
+    cl_int4 dil, stride, kept, step, want;
 } taps;
 
 static taps forward_taps(const grid *g, int s) {
     int phase = (int)((size_t)s * g->P);
     return (taps){{{g->dil[0], g->dil[1], g->dil[2], 0}},
                   {{g->stride[0], g->stride[1], g->stride[2], 1}},
+                  {{g->kept[0], g->kept[1], g->kept[2], 1}},
                   {{(int)(g->d[1] * g->d[2]), (int)g->d[2], 1, phase}},
                   {{0, 0, 0, 0}}};
 }
@@ -934,24 +945,25 @@ static taps phase_taps(const grid *g, const int *phase) {
     return t;
 }
 
-/* The forward's grid: x, every window of y inside. */
+/* The forward's grid: the big side, every window inside (a transposed
+ * convolution's keeps every phase: its bias gradient sums all of dy). */
 static grid forward_grid(const clnet_node *node) {
-    const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
-    return make_grid(w, w->in, w->out, 0);
+    const conv_config *c = CLNET_CONFIG(node, conv_config);
+    return make_grid(&c->win, c->win.in, c->win.out, 0, c->transpose);
 }
 
 /* The input gradient's grid at stride 1: dy, read by dx's windows with the
  * taps reversed. */
 static grid backward_grid(const clnet_node *node) {
     const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
-    return make_grid(w, w->out, w->in, 1);
+    return make_grid(w, w->out, w->in, 1, 0);
 }
 
 /* Whether the input gradient reads dy from the forward's grid of dy (the
  * weight gradient's dYp) as it is: strided layers (backwards, phase by
  * phase), or both grids alike (PyTorch's 'same'). */
 static int same_grids(const grid *f, const grid *b) {
-    if (f->phases > 1) return 1;
+    if (f->strided) return 1;
     for (int a = 0; a < 3; a++)
         if (f->d[a] != b->d[a] || f->shift[a] != 0 || b->shift[a] != 0) return 0;
     return f->base == b->base;
@@ -1010,7 +1022,7 @@ static implicit_layout layout_of(const clnet_node *node, int s) {
     implicit_layout l = {.f = forward_grid(node), .b = backward_grid(node)};
     l.same = same_grids(&l.f, &l.b);
     l.ld = round16((size_t)s * l.f.P + (l.same ? l.f.back : 0));
-    l.ldb = l.f.phases > 1 ? l.ld : round16((size_t)s * l.b.P);
+    l.ldb = l.f.strided ? l.ld : round16((size_t)s * l.b.P);
     l.chunks = (l.ld + WGRAD_Q - 1) / WGRAD_Q;
     l.wf = 0;
     l.yp = round16(l.wf + v.Cb * (v.Cs / v.G) * v.K + l.f.back);
@@ -1073,13 +1085,15 @@ static implicit_run implicit_begin(const clnet_node *node, const clnet_pass *p, 
  * around, phase by phase, then its slack */
 static clnet_status pad(const implicit_run *r, size_t C, view src, const grid *g, size_t to) {
     size_t rows = C * g->phases * (size_t)r->ch->s * g->d[0];
-    cl_uint4 st = {{(cl_uint)g->stride[0], (cl_uint)g->stride[1], (cl_uint)g->stride[2], 0}};
+    cl_uint4 st = {{(cl_uint)g->stride[0], (cl_uint)g->stride[1], (cl_uint)g->stride[2], 0}},
+             kept = {{(cl_uint)g->kept[0], (cl_uint)g->kept[1], (cl_uint)g->kept[2], 0}};
     return clnet_pass_run(
         r->p, 11, "conv_implicit", r->opt, "implicit_pad", 2, (size_t[]){g->d[1], rows + 1}, NULL,
         ARGS(U32(r->ch->s), U32(C), U32(src.size[0]), U32(src.size[1]), U32(src.size[2]),
-             U32(g->shift[0]), U32(g->shift[1]), U32(g->shift[2]), VEC4(st), U32(g->d[0]),
-             U32(g->d[1]), U32(g->d[2]), MEM(src.mem), U32(src.off), U32(src.sb), U32(src.sc),
-             U32(src.sz), U32(src.sy), MEM(r->p->work), U32(to), U32(g->lead), U32(slack(g))));
+             U32(g->shift[0]), U32(g->shift[1]), U32(g->shift[2]), VEC4(st), VEC4(kept),
+             U32(g->d[0]), U32(g->d[1]), U32(g->d[2]), MEM(src.mem), U32(src.off), U32(src.sb),
+             U32(src.sc), U32(src.sz), U32(src.sy), MEM(r->p->work), U32(to), U32(g->lead),
+             U32(slack(g))));
 }
 
 /* For each of G groups: C (M x the grid's positions, rows of ldc at work +
@@ -1098,8 +1112,8 @@ static clnet_status implicit_product(const implicit_run *r, size_t G, size_t M, 
         p, 12, "conv_implicit", r->opt, "implicit_gemm", 3,
         (size_t[]){(N + nr - 1) / nr, (mblocks + mb - 1) / mb, G}, cpu ? (size_t[]){1, 1, 1} : NULL,
         ARGS(U32(M), U32(N), U32(CH), U32(mb), MEM(A), U32(a), U32(lda), U32(M * lda), MEM(p->work),
-             U32(x), U32(xcs), U32(CH * xcs), VEC4(t.dil), VEC4(t.stride), VEC4(t.step),
-             VEC4(t.want), F32(0.0f), MEM(p->work), U32(c), U32(ldc), U32(M * ldc)));
+             U32(x), U32(xcs), U32(CH * xcs), VEC4(t.dil), VEC4(t.stride), VEC4(t.kept),
+             VEC4(t.step), VEC4(t.want), F32(0.0f), MEM(p->work), U32(c), U32(ldc), U32(M * ldc)));
 }
 
 /* (n, F, out...) at (t, off) = the valid positions of grid g's result (F
@@ -1112,14 +1126,17 @@ static clnet_status from_grid(const implicit_run *r, size_t F, const int *out, c
                               output_flags f) {
     const clnet_pass *p = r->p;
     const clnet_window *w = r->w;
-    cl_uint4 st = {{1, 1, 1, 0}}, lo = {{0, 0, 0, 0}};
-    for (int a = 0; a < 3 && phased; a++)
-        st.s[a] = (cl_uint)g->stride[a], lo.s[a] = (cl_uint)w->p[a];
+    cl_uint4 st = {{1, 1, 1, 0}}, kept = {{1, 1, 1, 0}}, lo = {{0, 0, 0, 0}};
+    for (int a = 0; a < 3 && phased; a++) {
+        st.s[a] = (cl_uint)g->stride[a];
+        kept.s[a] = (cl_uint)g->kept[a];
+        lo.s[a] = (cl_uint)w->p[a];
+    }
     return clnet_pass_run(p, 13, "conv_implicit", r->opt, "implicit_output", 2,
                           (size_t[]){(size_t)out[1], (size_t)r->ch->s * F * out[0]}, NULL,
                           ARGS(U32(r->ch->s), U32(F), U32(out[0]), U32(out[1]), U32(out[2]),
                                U32(g->d[0]), U32(g->d[1]), U32(g->d[2]), U32(g->P), U32(ld),
-                               VEC4(st), VEC4(lo), U32(F * ld), MEM(p->work), U32(from),
+                               VEC4(st), VEC4(kept), VEC4(lo), U32(F * ld), MEM(p->work), U32(from),
                                MEM(p->params), U32(r->ch->bo), MEM(t), U32(off), U32(f.bias),
                                U32(f.relu), U32(f.add)));
 }
@@ -1170,24 +1187,25 @@ static clnet_status implicit_weight(const clnet_node *node, const implicit_run *
                        ARGS(U32(Fg), U32(Cg), U32(v.G), U32(r->l.ld), U32(WGRAD_Q), MEM(p->work),
                             U32(r->l.yp), U32(r->l.ld), MEM(p->work),
                             U32((size_t)((long)r->l.xp + f->base)), U32(xcs), VEC4(t.dil),
-                            VEC4(t.stride), VEC4(t.step), MEM(p->work), U32(r->l.parts))));
+                            VEC4(t.stride), VEC4(t.kept), VEC4(t.step), MEM(p->work),
+                            U32(r->l.parts))));
     TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 15), r->l.chunks, v.Cs * Cg * v.K, p->work,
                        r->l.parts, p->grads, r->ch->wo, beta));
 cleanup:
     return status;
 }
 
-/* A strided layer's input gradient: one product a phase of dx over dYp,
- * read backwards, then dx from all of them. */
+/* A strided layer's input gradient: one product a kept phase of dx over
+ * dYp, read backwards (the others no tap reaches: zeros). */
 static clnet_status phase_products(const clnet_node *node, const implicit_run *r) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
     const grid *f = &r->l.f;
     size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, ld = r->l.ld, at = r->l.dxp;
     int ph[3];
-    for (ph[0] = 0; ph[0] < f->stride[0]; ph[0]++)
-        for (ph[1] = 0; ph[1] < f->stride[1]; ph[1]++)
-            for (ph[2] = 0; ph[2] < f->stride[2]; ph[2]++, at += v.Cb * ld)
+    for (ph[0] = 0; ph[0] < f->kept[0]; ph[0]++)
+        for (ph[1] = 0; ph[1] < f->kept[1]; ph[1]++)
+            for (ph[2] = 0; ph[2] < f->kept[2]; ph[2]++, at += v.Cb * ld)
                 TRY(implicit_product(r, v.G, Cg, Fg, r->p->work, r->l.wf, Fg * v.K, f,
                                      phase_taps(f, ph), r->l.yp, ld, at, ld));
 cleanup:
@@ -1205,7 +1223,7 @@ static clnet_status implicit_up(const clnet_node *node, const implicit_run *r, c
     const clnet_pass *p = r->p;
     sides v = sides_of(node);
     size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G;
-    const grid *f = &r->l.f, *b = f->phases > 1 ? f : &r->l.b;
+    const grid *f = &r->l.f, *b = f->strided ? f : &r->l.b;
     size_t dy = r->l.yp, ycs = r->l.ld;
     if (!r->l.same) {
         view from = {p->work, r->l.yp, f->P, r->l.ld, f->d[1] * f->d[2], f->d[2], r->w->out};
@@ -1217,13 +1235,13 @@ static clnet_status implicit_up(const clnet_node *node, const implicit_run *r, c
                            (size_t[]){v.Cb * Fg * v.K}, NULL,
                            ARGS(U32(v.G), U32(Fg), U32(Cg), U32(v.K), MEM(p->params),
                                 U32(r->ch->wo), MEM(p->work), U32(r->l.wf))));
-    if (f->phases > 1)
+    if (f->strided)
         TRY(phase_products(node, r));
     else
         TRY(implicit_product(r, v.G, Cg, Fg, p->work, r->l.wf, Fg * v.K, b,
                              forward_taps(b, r->ch->s), (size_t)((long)dy + b->base), ycs, r->l.dxp,
                              r->l.ldb));
-    TRY(from_grid(r, v.Cb, r->w->in, b, f->phases > 1, r->l.ldb, r->l.dxp, t, off, o));
+    TRY(from_grid(r, v.Cb, r->w->in, b, f->strided, r->l.ldb, r->l.dxp, t, off, o));
 cleanup:
     return status;
 }
