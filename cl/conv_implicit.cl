@@ -80,9 +80,8 @@ inline int tap_in(uint t, int4 dil, int4 stride, int4 want) {
 // on; k is blocked by whole channels (KC / IK of them).
 __kernel void implicit_gemm(uint M, uint N, uint CH, uint mb, __global const float *A, uint aoff,
                             uint sam, uint gsa, __global const float *X, uint xoff, uint xcs,
-                            uint gsx, int4 dil, int4 stride, int4 kept, int4 step, int4 want,
-                            float beta,
-                            __global float *C, uint coff, uint csm, uint gsc) {
+                                                        uint gsx, int4 dil, int4 stride, int4 kept, int4 step, int4 want,
+                            float beta, __global float *C, uint coff, uint csm, uint gsc) {
     const uint n0 = get_global_id(0) * NR, ib0 = get_global_id(1) * mb, g = get_global_id(2);
     aoff += g * gsa;
     xoff += g * gsx;
