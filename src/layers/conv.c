@@ -1,6 +1,7 @@
-/* Convolution in 1, 2 and 3 dimensions, and transposed convolution, as
- * im2col + GEMM (cl/conv.cl, then the GEMM candidate the device chose: see
- * gemm.h), with PyTorch's semantics:
+/* Convolution in 1, 2 and 3 dimensions, and transposed convolution, with
+ * one of three algorithms a layer (below): im2col + GEMM (cl/conv.cl, then
+ * the GEMM candidate the device chose: see gemm.h), direct, or implicit
+ * GEMM; with PyTorch's semantics:
  *   convNd           x (n, C, in...) -> y (n, F, out...), weight (F, C/groups, k...)
  *   conv_transposeNd x (n, C, in...) -> y (n, F, out...), weight (C, F/groups, k...),
  *                    out = (in - 1)*stride - 2*pad + dilation*(k - 1) + output_pad + 1
