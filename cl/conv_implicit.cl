@@ -47,14 +47,20 @@
 #endif
 #define IK (IKD * IKH * IKW)
 
+// Tap t's (kd, ky, kx), as the x, y, z of a vector.
+inline int4 tap_of(uint t) {
+    return (int4)((int)(t / (IKW * IKH)), (int)(t / IKW % IKH), (int)(t % IKW), 0);
+}
+
 // Tap t = (kd, ky, kx) reaches u = k * dil past its window's start along
 // each axis (x, y, z of the vectors: depth, height, width): phase u % stride
 // of the grid, u / stride steps of `step` on. Its offset in a channel's
 // grids is the sum of those steps plus its phase's index among the kept ones
 // times step.w (the grids of one channel follow each other).
+
+
 inline int tap_offset(uint t, int4 dil, int4 stride, int4 kept, int4 step) {
-    const int4 k = (int4)((int)(t / (IKW * IKH)), (int)(t / IKW % IKH), (int)(t % IKW), 0);
-    const int4 u = k * dil;
+    const int4 u = tap_of(t) * dil;
     const int4 reach = u / stride, phase = u % stride;
     return reach.x * step.x + reach.y * step.y + reach.z * step.z +
            ((phase.x * kept.y + phase.y) * kept.z + phase.z) * step.w;
@@ -62,8 +68,7 @@ inline int tap_offset(uint t, int4 dil, int4 stride, int4 kept, int4 step) {
 
 // Whether tap t reads phase `want` (want.w = 0: every tap does).
 inline int tap_in(uint t, int4 dil, int4 stride, int4 want) {
-    const int4 k = (int4)((int)(t / (IKW * IKH)), (int)(t / IKW % IKH), (int)(t % IKW), 0);
-    const int4 phase = k * dil % stride;
+        const int4 phase = tap_of(t) * dil % stride;
     return want.w == 0 || (phase.x == want.x && phase.y == want.y && phase.z == want.z);
 }
 

@@ -1018,6 +1018,7 @@ typedef struct {
     grid f, b;
     int same; /* same_grids */
     size_t ld, ldb, chunks;
+    size_t xcs, x0; /* x's grid: its channel stride (every phase), and where tap 0 of output 0 is */
     size_t wf, yp, xp, parts, dyp, dxp, end;
 } implicit_layout;
 
@@ -1028,10 +1029,12 @@ static implicit_layout layout_of(const clnet_node *node, int s) {
     l.ld = round16((size_t)s * l.f.P + (l.same ? l.f.back : 0));
     l.ldb = l.f.strided ? l.ld : round16((size_t)s * l.b.P);
     l.chunks = (l.ld + WGRAD_Q - 1) / WGRAD_Q;
+    l.xcs = l.f.phases * (size_t)s * l.f.P;
     l.wf = 0;
     l.yp = round16(l.wf + v.Cb * (v.Cs / v.G) * v.K + l.f.back);
     l.xp = round16(l.yp + v.Cs * l.ld + slack(&l.f) + l.f.lead);
-    l.parts = round16(l.xp + v.Cb * l.f.phases * (size_t)s * l.f.P + slack(&l.f));
+    l.x0 = (size_t)((long)l.xp + l.f.base);
+    l.parts = round16(l.xp + v.Cb * l.xcs + slack(&l.f));
     l.dyp = round16(l.parts + l.chunks * v.Cs * (v.Cb / v.G) * v.K + l.b.lead);
     l.dxp = l.same ? l.dyp : round16(l.dyp + v.Cs * (size_t)s * l.b.P + slack(&l.b));
     l.end = round16(l.dxp + l.f.phases * v.Cb * l.ldb); /* a strided layer: a product a phase */
@@ -1045,8 +1048,7 @@ static size_t implicit_floats(const clnet_node *node, int s) {
 static size_t implicit_sums_floats(const clnet_node *node, int s) {
     implicit_layout l = layout_of(node, s);
     sides v = sides_of(node);
-    return most(clnet_row_sums_floats(v.Cs, l.ld),
-                clnet_row_sums_floats(v.Cb, l.f.phases * (size_t)s * l.f.P));
+    return most(clnet_row_sums_floats(v.Cs, l.ld), clnet_row_sums_floats(v.Cb, l.xcs));
 }
 
 static double implicit_useful(const clnet_node *node) {
@@ -1153,10 +1155,9 @@ static clnet_status implicit_down(const clnet_node *node, const implicit_run *r,
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
     const grid *f = &r->l.f;
-    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, xcs = f->phases * (size_t)r->ch->s * f->P;
+    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G;
     TRY(implicit_product(r, v.G, Fg, Cg, r->p->params, r->ch->wo, Cg * v.K, f,
-                         forward_taps(f, r->ch->s), (size_t)((long)r->l.xp + f->base), xcs, r->l.yp,
-                         r->l.ld));
+                         forward_taps(f, r->ch->s), r->l.x0, r->l.xcs, r->l.yp, r->l.ld));
     TRY(from_grid(r, v.Cs, r->w->out, f, 0, r->l.ld, r->l.yp, t, off, o));
 cleanup:
     return status;
@@ -1183,15 +1184,13 @@ static clnet_status implicit_weight(const clnet_node *node, const implicit_run *
     const clnet_pass *p = r->p;
     const grid *f = &r->l.f;
     sides v = sides_of(node);
-    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, xcs = f->phases * (size_t)r->ch->s * f->P;
-    size_t wr = (size_t)r->t.wr;
+    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, wr = (size_t)r->t.wr;
     taps t = forward_taps(f, r->ch->s);
     TRY(clnet_pass_run(p, 14, "conv_implicit", r->opt, "implicit_wgrad", 3,
                        (size_t[]){v.Cb, (Fg + wr - 1) / wr, r->l.chunks}, NULL,
                        ARGS(U32(Fg), U32(Cg), U32(v.G), U32(r->l.ld), U32(WGRAD_Q), MEM(p->work),
-                            U32(r->l.yp), U32(r->l.ld), MEM(p->work),
-                            U32((size_t)((long)r->l.xp + f->base)), U32(xcs), VEC4(t.dil),
-                            VEC4(t.stride), VEC4(t.kept), VEC4(t.step), MEM(p->work),
+                            U32(r->l.yp), U32(r->l.ld), MEM(p->work), U32(r->l.x0), U32(r->l.xcs),
+                            VEC4(t.dil), VEC4(t.stride), VEC4(t.kept), VEC4(t.step), MEM(p->work),
                             U32(r->l.parts))));
     TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 15), r->l.chunks, v.Cs * Cg * v.K, p->work,
                        r->l.parts, p->grads, r->ch->wo, beta));
@@ -1305,12 +1304,10 @@ static clnet_status implicit_transpose_backward_chunk(const clnet_node *node, co
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
     implicit_run r = implicit_begin(node, p, ch);
-    const grid *f = &r.l.f;
-    TRY(pad(&r, v.Cb, nchw_view(p->dact, p->dy + ch->big, v.Cb, r.w->in), f, r.l.xp));
+    TRY(pad(&r, v.Cb, nchw_view(p->dact, p->dy + ch->big, v.Cb, r.w->in), &r.l.f, r.l.xp));
     if (has_bias(node))
-        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb,
-                           f->phases * (size_t)ch->s * f->P, p->work, r.l.xp, p->grads, ch->bo,
-                           beta, p->work, ch->gemm));
+        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, r.l.xcs, p->work, r.l.xp,
+                           p->grads, ch->bo, beta, p->work, ch->gemm));
     TRY(small_grid(&r, v.Cs, p->act, p->x[0] + ch->small, 0));
     TRY(implicit_weight(node, &r, beta));
     if (p->need_dx[0])
