@@ -276,17 +276,18 @@ static int bench(clnet_device *d, const shape *s, int reps) {
     int transpose = strncmp(r.l->kind->name, "conv_transpose", 14) == 0;
     double macs = (double)r.nw * (double)s->batch *
                   (double)clnet_shape_spatial(transpose ? r.l->in[0] : r.l->out);
-    char x[96], y[96], w[64], key[CLNET_TUNE_KEY_CAP];
+    char x[96], y[96], w[64], key[CLNET_TUNE_KEY_CAP], algo[CLNET_CONV_PLAN_CAP];
     dims(s->batch, r.l->in[0], x, sizeof x);
     dims(s->batch, r.l->out, y, sizeof y);
     weight_dims(&r.l->params[0], w, sizeof w);
-    int algo = clnet_node_algorithm(r.l, d, key, sizeof key);
+    clnet_conv_plan plan;
+    clnet_node_plan(r.l, d, key, sizeof key, &plan);
+    clnet_conv_plan_text(&plan, algo, sizeof algo);
     printf("clnet: %-26s | %9.1f samples/s | %7.2f GFLOP/s | %8.2f ms (forward %.2f, backward "
            "%.2f) | batch %d | x %s -> y %s | w %s | algo %s | GFLOP %.3f | check y=%.6g "
            "dx=%.6g dw=%.6g db=%.6g\n",
            s->name, s->batch / med, 6 * macs / med * 1e-9, 1e3 * med, 1e3 * fwd, 1e3 * bwd,
-           s->batch, x, y, w, clnet_conv_algo_names[algo], 6 * macs * 1e-9, sums[0], sums[1],
-           sums[2], sums[3]);
+           s->batch, x, y, w, algo, 6 * macs * 1e-9, sums[0], sums[1], sums[2], sums[3]);
     fflush(stdout);
     free(t);
     rig_free(&r);

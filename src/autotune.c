@@ -244,38 +244,70 @@ cleanup:
     return status;
 }
 
-/* Times every algorithm that can run node i (a convolution) on replica r,
- * over its share n of the last step: *winner gets the fastest (its choice
- * empty when none ran). The device runs each in turn as if $CLNET_CONV
- * named it, its scratch fitted to it. */
+/* Plans a node tries: each algorithm on every pass, then the best with one
+ * pass on the runner-up's algorithm, pass by pass. */
+#define PLANS (CLNET_CONV_ALGOS - 1 + CLNET_CONV_PASSES)
+/* A mix of two algorithms wins only where it is this much faster than the
+ * best so far: otherwise the passes share one algorithm's layouts. */
+#define MIX_GAIN 0.97
+
+typedef struct {
+    clnet_conv_plan plan;
+    double us; /* < 0: it failed */
+    char verdict[160];
+} tried;
+
+/* Times node i on replica r with t's plan, as if $CLNET_CONV named it (the
+ * device's scratch fitted to it). */
+static void time_plan(clnet_replica *r, int i, int n, tried *t) {
+    r->d->conv_force = t->plan;
+    clnet_gemm_forget(r->d); /* plans the scratch again for these algorithms */
+    t->verdict[0] = '\0';
+    if (time_node(r, i, n, &t->us) != CLNET_OK) {
+        snprintf(t->verdict, sizeof t->verdict, "failed: %.140s", clnet_last_error());
+        t->us = -1;
+    }
+}
+
+/* Chooses the algorithms of node i's passes (a convolution) on replica r,
+ * timed over its share n of the last step: *winner gets the fastest plan
+ * (its choice empty when none ran). */
 static clnet_status tune_node(clnet_replica *r, int i, int n, const reporter *rep,
                               clnet_tune_entry *winner) {
     clnet_device *d = r->d;
     const clnet_node *node = &r->model->nodes[i];
-    int algos[CLNET_CONV_ALGOS], chosen = 0, forced = d->conv_force, best = -1;
-    double us[CLNET_CONV_ALGOS];
-    char verdict[CLNET_CONV_ALGOS][160];
+    int algos[CLNET_CONV_ALGOS], count = 0, best = -1, second = -1;
+    clnet_conv_plan now, forced = d->conv_force;
+    tried t[PLANS];
     memset(winner, 0, sizeof *winner);
-    int count = node->kind->algorithms(node, d, winner->key, sizeof winner->key, algos, &chosen);
-    for (int k = 0; k < count; k++) {
-        d->conv_force = algos[k];
-        clnet_gemm_forget(d); /* plans the scratch again for this algorithm */
-        verdict[k][0] = '\0';
-        if (time_node(r, i, n, &us[k]) != CLNET_OK) {
-            snprintf(verdict[k], sizeof verdict[k], "failed: %.140s", clnet_last_error());
-            us[k] = -1;
-            continue;
+    int algorithms = node->kind->algorithms(node, d, winner->key, sizeof winner->key, algos, &now);
+    for (; count < algorithms; count++) {
+        t[count].plan = clnet_conv_plan_all(algos[count]);
+        time_plan(r, i, n, &t[count]);
+        if (t[count].us < 0) continue;
+        if (best < 0 || t[count].us < t[best].us) {
+            second = best;
+            best = count;
+        } else if (second < 0 || t[count].us < t[second].us) {
+            second = count;
         }
-        if (best < 0 || us[k] < us[best]) best = k;
+    }
+    for (int pass = 0; second >= 0 && pass < CLNET_CONV_PASSES; pass++, count++) {
+        t[count].plan = t[best].plan;
+        t[count].plan.pass[pass] = t[second].plan.pass[pass];
+        time_plan(r, i, n, &t[count]);
+        if (t[count].us >= 0 && t[count].us < MIX_GAIN * t[best].us) best = count;
     }
     d->conv_force = forced;
     clnet_gemm_forget(d);
-    for (int k = 0; k < count; k++)
-        say(rep, d, node->name, winner->key, 0, clnet_conv_algo_names[algos[k]], us[k],
-            k == best ? "chosen" : verdict[k]);
-    if (best >= 0) {
-        snprintf(winner->choice, sizeof winner->choice, "%s", clnet_conv_algo_names[algos[best]]);
-        winner->us = us[best];
+    for (int k = 0; k < count; k++) {
+        char text[CLNET_CONV_PLAN_CAP];
+        clnet_conv_plan_text(&t[k].plan, text, sizeof text);
+        say(rep, d, node->name, winner->key, 0, text, t[k].us, k == best ? "chosen" : t[k].verdict);
+        if (k == best) {
+            snprintf(winner->choice, sizeof winner->choice, "%s", text);
+            winner->us = t[k].us;
+        }
     }
     return CLNET_OK;
 }
@@ -301,11 +333,11 @@ static clnet_status tune_convolutions(clnet_trainer *t, const reporter *rep,
     for (int i = 0; i < t->count; i++) {
         clnet_replica *r = t->replicas[i];
         int n = t->step.shares[t->ranks.first + i];
-        if (r->d->conv_force != CLNET_CONV_AUTO || n < 1) continue;
+        if (clnet_conv_plan_named(&r->d->conv_force) || n < 1) continue;
         for (int k = 0; k < r->model->count; k++) {
             char key[CLNET_TUNE_KEY_CAP];
-            if (clnet_node_algorithm(&r->model->nodes[k], r->d, key, sizeof key) ==
-                    CLNET_CONV_AUTO ||
+            clnet_conv_plan plan;
+            if (!clnet_node_plan(&r->model->nodes[k], r->d, key, sizeof key, &plan) ||
                 measured_on_equal(t, found, owner, *nfound, i, key, 0))
                 continue;
             TRY(tune_node(r, k, n, rep, &found[*nfound]));

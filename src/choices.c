@@ -24,26 +24,28 @@ static int equal_before(const clnet_trainer *t, int i) {
     return 0;
 }
 
-/* The algorithm each convolution of replica r runs with (layer.h's
- * algorithms): "<key>\t0\t<algorithm>" lines. Returns how many. */
+/* The algorithms each convolution of replica r runs its passes with
+ * (layer.h's algorithms): "<key>\t0\t<plan>" lines. Returns how many. */
 static int record_algorithms(const clnet_replica *r, choice_line *lines) {
     int count = 0;
     for (int k = 0; k < r->model->count; k++) {
-        char key[CLNET_TUNE_KEY_CAP];
-        int chosen = clnet_node_algorithm(&r->model->nodes[k], r->d, key, sizeof key);
-        if (chosen != CLNET_CONV_AUTO)
-            snprintf(lines[count++], sizeof *lines, "%s\t0\t%s\n", key,
-                     clnet_conv_algo_names[chosen]);
+        char key[CLNET_TUNE_KEY_CAP], text[CLNET_CONV_PLAN_CAP];
+        clnet_conv_plan plan;
+        if (!clnet_node_plan(&r->model->nodes[k], r->d, key, sizeof key, &plan)) continue;
+        clnet_conv_plan_text(&plan, text, sizeof text);
+        snprintf(lines[count++], sizeof *lines, "%s\t0\t%s\n", key, text);
     }
     return count;
 }
 
-/* A convolution's algorithm, pinned on d: one of device.h's names. */
+/* A convolution's algorithms, pinned on d: a plan of device.h's names
+ * (auto for none of its passes). */
 static clnet_status pin_algorithm(clnet_device *d, const char *key, const char *name) {
     clnet_tune_entry e = {.bucket = 0};
-    int known = 0;
-    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++)
-        known |= strcmp(name, clnet_conv_algo_names[a]) == 0;
+    clnet_conv_plan plan;
+    int known = clnet_conv_plan_parse(name, &plan);
+    for (int pass = 0; known && pass < CLNET_CONV_PASSES; pass++)
+        known = plan.pass[pass] != CLNET_CONV_AUTO;
     if (!known || strlen(key) >= sizeof e.key || strlen(name) >= sizeof e.choice)
         return clnet_fail(CLNET_ERR_FORMAT, "convolution algorithm '%s' (for '%s') is unknown",
                           name, key);

@@ -231,22 +231,24 @@ struct clnet_kind {
      * that is > 0); returns 1 if it did (NULL: never). clnet_model_finish
      * then makes the relu node a view (clnet_relu_fused_kind). */
     int (*fuse_relu)(clnet_node *node);
-    /* The algorithms a tuner chooses between (convolutions: device.h's
-     * CLNET_CONV_*; NULL: none): writes the node's key in the tuning
-     * database to key, the algorithms that can run it to algos (at most
-     * CLNET_CONV_ALGOS - 1; returns how many), and the one device d runs
-     * it with now to *chosen. */
+    /* The algorithms a tuner chooses between for each pass (convolutions:
+     * device.h's CLNET_CONV_*; NULL: none): writes the node's key in the
+     * tuning database to key, the algorithms that can run it to algos (at
+     * most CLNET_CONV_ALGOS - 1; returns how many), and the ones device d
+     * runs its passes with now to *chosen. */
     int (*algorithms)(const clnet_node *node, const clnet_device *d, char *key, size_t cap,
-                      int *algos, int *chosen);
+                      int *algos, clnet_conv_plan *chosen);
 };
 
-/* The algorithm device d runs node with now (kind->algorithms), its key in
- * the tuning database to key; CLNET_CONV_AUTO for a node without a choice. */
-static inline int clnet_node_algorithm(const clnet_node *node, const clnet_device *d, char *key,
-                                       size_t cap) {
-    int algos[CLNET_CONV_ALGOS], chosen = CLNET_CONV_AUTO;
-    if (node->kind->algorithms) node->kind->algorithms(node, d, key, cap, algos, &chosen);
-    return chosen;
+/* The algorithms device d runs node's passes with now (kind->algorithms)
+ * to *plan, its key in the tuning database to key; 0 for a node without a
+ * choice. */
+static inline int clnet_node_plan(const clnet_node *node, const clnet_device *d, char *key,
+                                  size_t cap, clnet_conv_plan *plan) {
+    int algos[CLNET_CONV_ALGOS];
+    if (!node->kind->algorithms) return 0;
+    node->kind->algorithms(node, d, key, cap, algos, plan);
+    return 1;
 }
 
 /* The `add` argument of a backward kernel that writes input k's gradient

@@ -326,18 +326,53 @@ static void query_info(const candidate *c, int index, clnet_device_info *info) {
 const char *const clnet_conv_algo_names[CLNET_CONV_ALGOS] = {"auto", "im2col", "direct",
                                                              "implicit"};
 
-/* $CLNET_CONV: the convolution algorithm forced on every layer, or auto. */
+/* The algorithm named by text[0, len) (any case), or -1. */
+static int algo_named(const char *text, size_t len) {
+    for (int a = 0; a < CLNET_CONV_ALGOS; a++)
+        if (strlen(clnet_conv_algo_names[a]) == len &&
+            strncasecmp(text, clnet_conv_algo_names[a], len) == 0)
+            return a;
+    return -1;
+}
+
+int clnet_conv_plan_parse(const char *text, clnet_conv_plan *plan) {
+    clnet_conv_plan got;
+    int n = 0;
+    for (const char *at = text;; n++) {
+        size_t len = strcspn(at, "/");
+        int a = algo_named(at, len);
+        if (a < 0 || n == CLNET_CONV_PASSES) return 0;
+        got.pass[n] = a;
+        if (!at[len]) break;
+        at += len + 1;
+    }
+    if (n == 0)
+        got = clnet_conv_plan_all(got.pass[0]);
+    else if (n != CLNET_CONV_PASSES - 1)
+        return 0;
+    *plan = got;
+    return 1;
+}
+
+void clnet_conv_plan_text(const clnet_conv_plan *plan, char *out, size_t cap) {
+    const int *a = plan->pass;
+    if (a[0] == a[1] && a[1] == a[2])
+        snprintf(out, cap, "%s", clnet_conv_algo_names[a[0]]);
+    else
+        snprintf(out, cap, "%s/%s/%s", clnet_conv_algo_names[a[0]], clnet_conv_algo_names[a[1]],
+                 clnet_conv_algo_names[a[2]]);
+}
+
+/* $CLNET_CONV: the convolution algorithms forced on every layer, or auto. */
 static clnet_status read_conv_force(clnet_device *d) {
     const char *env = getenv("CLNET_CONV");
-    d->conv_force = CLNET_CONV_AUTO;
-    if (!env || !*env) return CLNET_OK;
-    for (int a = 0; a < CLNET_CONV_ALGOS; a++)
-        if (strcasecmp(env, clnet_conv_algo_names[a]) == 0) {
-            d->conv_force = a;
-            return CLNET_OK;
-        }
+    d->conv_force = clnet_conv_plan_all(CLNET_CONV_AUTO);
+    if (!env || !*env || clnet_conv_plan_parse(env, &d->conv_force)) return CLNET_OK;
     return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                      "CLNET_CONV='%s': expected auto, im2col, direct or implicit", env);
+                      "CLNET_CONV='%s': expected auto, im2col, direct or implicit, for every pass, "
+                      "or three of them for the forward/input-gradient/weight-gradient passes "
+                      "(implicit/implicit/im2col)",
+                      env);
 }
 
 static clnet_status open_device(clnet_device *d, const candidate *c, int index,

@@ -112,6 +112,57 @@ START_TEST(device_spec_selects_and_rejects) {
 }
 END_TEST
 
+/* $CLNET_CONV: one algorithm for every pass of a convolution, or three,
+ * one a pass; anything else stops the runtime with the variable named. */
+START_TEST(conv_algorithms_by_pass_from_the_environment) {
+    static const struct {
+        const char *text, *printed; /* printed NULL: refused */
+        int pass[CLNET_CONV_PASSES];
+    } cases[] = {
+        {"implicit", "implicit", {CLNET_CONV_IMPLICIT, CLNET_CONV_IMPLICIT, CLNET_CONV_IMPLICIT}},
+        {"IM2COL/implicit/direct",
+         "im2col/implicit/direct",
+         {CLNET_CONV_IM2COL, CLNET_CONV_IMPLICIT, CLNET_CONV_DIRECT}},
+        {"auto/auto/im2col",
+         "auto/auto/im2col",
+         {CLNET_CONV_AUTO, CLNET_CONV_AUTO, CLNET_CONV_IM2COL}},
+        {"direct/direct/direct",
+         "direct",
+         {CLNET_CONV_DIRECT, CLNET_CONV_DIRECT, CLNET_CONV_DIRECT}},
+        {"implicit/im2col", NULL, {0}},
+        {"implicit/im2col/direct/direct", NULL, {0}},
+        {"implicit//im2col", NULL, {0}},
+        {"winograd", NULL, {0}},
+        {"implicit/", NULL, {0}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        clnet_conv_plan plan = clnet_conv_plan_all(-1);
+        int ok = clnet_conv_plan_parse(cases[k].text, &plan);
+        ck_assert_msg(ok == (cases[k].printed != NULL), "'%s'", cases[k].text);
+        setenv("CLNET_CONV", cases[k].text, 1);
+        clnet_runtime *rt = NULL;
+        clnet_status s = clnet_runtime_create(&rt, "0");
+        unsetenv("CLNET_CONV");
+        if (!ok) {
+            ck_assert_int_eq(plan.pass[0], -1); /* left as it was */
+            ck_assert_int_eq(s, CLNET_ERR_INVALID_ARGUMENT);
+            ck_assert_ptr_nonnull(strstr(clnet_last_error(), cases[k].text));
+            continue;
+        }
+        char text[CLNET_CONV_PLAN_CAP];
+        clnet_conv_plan_text(&plan, text, sizeof text);
+        ck_assert_str_eq(text, cases[k].printed);
+        ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
+        const clnet_device *d = clnet_runtime_device(rt, 0);
+        for (int pass = 0; pass < CLNET_CONV_PASSES; pass++) {
+            ck_assert_int_eq(plan.pass[pass], cases[k].pass[pass]);
+            ck_assert_int_eq(d->conv_force.pass[pass], cases[k].pass[pass]);
+        }
+        clnet_runtime_free(rt);
+    }
+}
+END_TEST
+
 /* ---- elementwise kernels against tests/ref --------------------------------- */
 
 static const size_t SIZES[] = {1, 3, 63, 64, 65, 1000, 4099, 100003};
@@ -448,6 +499,7 @@ int main(void) {
     tcase_set_timeout(t, 0); /* CTest enforces the time limit */
     tcase_add_test(t, devices_report_sane_facts);
     tcase_add_test(t, device_spec_selects_and_rejects);
+    tcase_add_test(t, conv_algorithms_by_pass_from_the_environment);
     tcase_add_test(t, elementwise_kernels_match_reference_on_every_device);
     tcase_add_test(t, elementwise_rejects_ranges_beyond_32_bits);
     tcase_add_test(t, host_views_see_device_data_both_ways);

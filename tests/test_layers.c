@@ -759,22 +759,31 @@ static void run_case(clnet_device *d, const layer_row *row, const layer_case *t,
     free(w), free(b), free(dw), free(dwr), free(db), free(dbr);
 }
 
-/* A convolution's case runs once per algorithm (device.h's CLNET_CONV_*),
- * unless $CLNET_CONV forces one: each against the reference. On a slow
- * simulator each case runs one algorithm, in turn from case to case, so the
- * cases cover every algorithm there too (Oclgrind took 183 s for them all). */
+/* A convolution's case runs once per algorithm (device.h's CLNET_CONV_*) on
+ * every pass, and once with a different algorithm on each pass (one of the
+ * three rotations of the algorithms, from case to case), unless $CLNET_CONV
+ * forces them: each against the reference. On a slow simulator each case
+ * runs one of these plans, in turn from case to case, so the cases cover
+ * every one there too (Oclgrind took 183 s for them all). */
 static void run_algorithms(clnet_device *d, const layer_row *row, const layer_case *t,
                            uint64_t seed) {
-    int forced = d->conv_force, algos = CLNET_CONV_ALGOS - 1;
-    if (strncmp(row->kind, "conv", 4) != 0 || forced != CLNET_CONV_AUTO) {
+    enum { ALGOS = CLNET_CONV_ALGOS - 1 };
+    clnet_conv_plan forced = d->conv_force, plans[ALGOS + 1];
+    if (strncmp(row->kind, "conv", 4) != 0 || clnet_conv_plan_named(&forced)) {
         run_case(d, row, t, seed);
         return;
     }
-    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++) {
-        if (test_device_is_slow(d) && a != CLNET_CONV_AUTO + 1 + (int)(seed % (uint64_t)algos))
-            continue;
-        d->conv_force = a;
-        printf("[%s] ", clnet_conv_algo_names[a]);
+    for (int a = 0; a < ALGOS; a++) {
+        plans[a] = clnet_conv_plan_all(CLNET_CONV_AUTO + 1 + a);
+        for (int pass = 0; pass < CLNET_CONV_PASSES; pass++)
+            plans[ALGOS].pass[pass] = CLNET_CONV_AUTO + 1 + (int)((seed + pass) % ALGOS);
+    }
+    for (int k = 0; k <= ALGOS; k++) {
+        if (test_device_is_slow(d) && k != (int)(seed % (ALGOS + 1))) continue;
+        char text[CLNET_CONV_PLAN_CAP];
+        clnet_conv_plan_text(&plans[k], text, sizeof text);
+        d->conv_force = plans[k];
+        printf("[%s] ", text);
         run_case(d, row, t, seed);
     }
     d->conv_force = forced;

@@ -641,9 +641,9 @@ typedef struct {
     float lr, momentum;
     int nrows; /* 0: the measured split; 1: fixed; more: changing from step to step */
     double rows[MAX_ROWS][MAX_DEV];
-    int micro;      /* CLNET_MICRO_BATCH for the N-device run (0: none) */
-    int batch_norm; /* 1: a share that exceeds the micro-batch is refused, not split */
-    int conv;       /* the convolution algorithm on every device (CLNET_CONV_*) */
+    int micro;            /* CLNET_MICRO_BATCH for the N-device run (0: none) */
+    int batch_norm;       /* 1: a share that exceeds the micro-batch is refused, not split */
+    clnet_conv_plan conv; /* the convolutions' algorithms on every device (CLNET_CONV_*) */
 } recipe;
 
 typedef struct {
@@ -922,22 +922,28 @@ static void draw_row(rng *r, int D, int n, double *w) {
     }
 }
 
-/* The convolution algorithm of case `index` (CLNET_CONV_*): auto or each
- * one in turn, drawn apart from the rest of the case so that adding it kept
- * every older case as it was; what $CLNET_CONV forces where it is set. */
-static int conv_algorithm(uint64_t seed, int index) {
-    if (getenv("CLNET_CONV") && *getenv("CLNET_CONV")) return CLNET_CONV_AUTO;
+/* The convolution algorithms of case `index` (CLNET_CONV_*): auto or each
+ * one in turn, and in a quarter of the cases with one the other passes
+ * drawn too; drawn apart from the rest of the case so that adding them kept
+ * every older case as it was. Auto where $CLNET_CONV is set. */
+static clnet_conv_plan conv_algorithms(uint64_t seed, int index) {
+    clnet_conv_plan plan = clnet_conv_plan_all(CLNET_CONV_AUTO);
+    if (getenv("CLNET_CONV") && *getenv("CLNET_CONV")) return plan;
     rng r = {seed * 0x2545f4914f6cdd1dull + (uint64_t)index * 0x9e3779b97f4a7c15ull + 1};
-    return (int)(next(&r) % CLNET_CONV_ALGOS);
+    plan = clnet_conv_plan_all((int)(next(&r) % CLNET_CONV_ALGOS));
+    if (plan.pass[0] == CLNET_CONV_AUTO || next(&r) % 4) return plan;
+    for (int pass = 1; pass < CLNET_CONV_PASSES; pass++)
+        plan.pass[pass] = CLNET_CONV_AUTO + 1 + (int)(next(&r) % (CLNET_CONV_ALGOS - 1));
+    return plan;
 }
 
-/* Runs rt's devices with algorithm a (CLNET_CONV_AUTO: as $CLNET_CONV says,
- * which the devices read when they opened). */
-static void force_conv(clnet_runtime *rt, int a) {
+/* Runs rt's devices with the plan's algorithms (all auto: as $CLNET_CONV
+ * says, which the devices read when they opened). */
+static void force_conv(clnet_runtime *rt, clnet_conv_plan plan) {
     const char *env = getenv("CLNET_CONV");
-    if (a == CLNET_CONV_AUTO && env && *env) return;
+    if (!clnet_conv_plan_named(&plan) && env && *env) return;
     for (int i = 0; i < clnet_runtime_device_count(rt); i++)
-        clnet_runtime_device(rt, i)->conv_force = a;
+        clnet_runtime_device(rt, i)->conv_force = plan;
 }
 
 /* sim >= 0: device `sim` is a simulator: it takes the larger share of a
@@ -957,7 +963,7 @@ static void draw_case(gen_case *c, uint64_t seed, int index, int D, int sim) {
     rc->classes = classes;
     rc->init_seed = next(&r) % 1000;
     rc->data_seed = next(&r) % 100000;
-    rc->conv = conv_algorithm(seed, index);
+    rc->conv = conv_algorithms(seed, index);
     rc->steps = 2;
     int n = draw_batch(&r, flavor, c->g.out[0].rank);
     if (c->g.two && n < 2) n = 2;
@@ -1054,7 +1060,11 @@ static void print_recipe(const char *label, const graph *g, const recipe *rc, in
     }
     if (rc->nrows > 1) printf(" (changing)");
     if (rc->micro) printf(" micro %d", rc->micro);
-    if (rc->conv) printf(" | conv %s", clnet_conv_algo_names[rc->conv]);
+    if (clnet_conv_plan_named(&rc->conv)) {
+        char text[CLNET_CONV_PLAN_CAP];
+        clnet_conv_plan_text(&rc->conv, text, sizeof text);
+        printf(" | conv %s", text);
+    }
     printf(" | ");
 }
 

@@ -348,12 +348,13 @@ static void expect_algorithms(const clnet_net *net, const clnet_tune_table *t, i
     const clnet_replica *r = net->trainer->replicas[0];
     int seen = 0;
     for (int i = 0; i < net->model.count; i++) {
-        char key[CLNET_TUNE_KEY_CAP];
-        int chosen = clnet_node_algorithm(&net->model.nodes[i], r->d, key, sizeof key);
-        if (chosen == CLNET_CONV_AUTO) continue;
+        char key[CLNET_TUNE_KEY_CAP], text[CLNET_CONV_PLAN_CAP];
+        clnet_conv_plan chosen;
+        if (!clnet_node_plan(&net->model.nodes[i], r->d, key, sizeof key, &chosen)) continue;
         const clnet_tune_entry *e = clnet_tune_table_find(t, key, 0);
         ck_assert_msg(e != NULL, "no entry for %s", key);
-        ck_assert_str_eq(e->choice, clnet_conv_algo_names[chosen]);
+        clnet_conv_plan_text(&chosen, text, sizeof text);
+        ck_assert_str_eq(e->choice, text);
         seen++;
     }
     ck_assert_int_eq(seen, count);
@@ -388,10 +389,11 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     for (int k = 0; k < t.count; k++) {
         if (strncmp(t.entries[k].key, "gemm ", 5) == 0) continue;
         convs++;
-        ck_assert_msg(strcmp(t.entries[k].choice, "im2col") == 0 ||
-                          strcmp(t.entries[k].choice, "direct") == 0 ||
-                          strcmp(t.entries[k].choice, "implicit") == 0,
-                      "%s: %s", t.entries[k].key, t.entries[k].choice);
+        clnet_conv_plan plan; /* an algorithm for each pass */
+        int ok = clnet_conv_plan_parse(t.entries[k].choice, &plan);
+        for (int pass = 0; ok && pass < CLNET_CONV_PASSES; pass++)
+            ok = plan.pass[pass] != CLNET_CONV_AUTO;
+        ck_assert_msg(ok, "%s: %s", t.entries[k].key, t.entries[k].choice);
     }
     ck_assert_int_eq(convs, 2);
     ck_assert_int_ge(h.measured, 2 * 2 + (t.count - convs) * 2);
@@ -433,6 +435,23 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     clnet_choices_pin(net->trainer, text);
     ck_assert_int_eq(d->pinned.count, t.count);
     expect_algorithms(net, &d->pinned, 2);
+    /* nor one with two algorithms, or auto for a pass; three are pinned,
+     * and the next step runs each pass with its own */
+    static const char *const plans[] = {"implicit/im2col", "implicit/auto/im2col",
+                                        "direct/implicit/im2col"};
+    const char *conv1 = "conv2d 1x28x28>6x28x28 k5x5 s1x1 p2x2 d1x1 g1";
+    const clnet_tune_entry *e = clnet_tune_table_find(&d->pinned, conv1, 0);
+    ck_assert_ptr_nonnull(e);
+    char was[CLNET_TUNE_CHOICE_CAP];
+    snprintf(was, sizeof was, "%s", e->choice);
+    for (int k = 0; k < 3; k++) {
+        snprintf(text, sizeof text, "@%s\n%s\t0\t%s\n", d->tune_device, conv1, plans[k]);
+        clnet_choices_pin(net->trainer, text);
+        e = clnet_tune_table_find(&d->pinned, conv1, 0);
+        ck_assert_str_eq(e->choice, k < 2 ? was : plans[k]);
+        expect_algorithms(net, &d->pinned, 2);
+    }
+    ck_assert_int_eq(clnet_net_train_step(net, x, y, 8, NULL), CLNET_OK);
     clnet_net_free(net);
     clnet_runtime_free(one);
     clnet_tune_table_free(&t);

@@ -308,24 +308,27 @@ static void tune_key(const clnet_node *node, char *key, size_t cap) {
              c->groups);
 }
 
-/* The algorithm an entry of d's tables names for the node (pinned by a
- * checkpoint first, then the tuning database), or CLNET_CONV_AUTO. */
-static int algo_entry(const clnet_node *node, const clnet_device *d) {
+/* The algorithm an entry of d's tables names for the node's pass (pinned by
+ * a checkpoint first, then the tuning database), or CLNET_CONV_AUTO. */
+static int algo_entry(const clnet_node *node, const clnet_device *d, int pass) {
     if (!d->pinned.count && !d->tuned.count) return CLNET_CONV_AUTO;
     char key[CLNET_TUNE_KEY_CAP];
     tune_key(node, key, sizeof key);
     const clnet_tune_entry *e = clnet_tune_table_find(&d->pinned, key, 0);
     if (!e) e = clnet_tune_table_find(&d->tuned, key, 0);
-    for (int a = CLNET_CONV_AUTO + 1; e && a < CLNET_CONV_ALGOS; a++)
-        if (strcmp(e->choice, clnet_conv_algo_names[a]) == 0) return a;
-    return CLNET_CONV_AUTO;
+    clnet_conv_plan plan = clnet_conv_plan_all(CLNET_CONV_AUTO);
+    if (e) clnet_conv_plan_parse(e->choice, &plan);
+    return plan.pass[pass];
 }
 
-/* $CLNET_CONV, else the checkpoint's or the database's choice, else the rules. */
-static int algo_of(const clnet_node *node, const clnet_device *d) {
-    int forced = d ? d->conv_force : CLNET_CONV_AUTO;
+/* The algorithm of a pass (CLNET_PASS_*): $CLNET_CONV's, else the
+ * checkpoint's or the database's choice, else the rules (the same for
+ * every pass: on the EPYC VM no mix beat the better of im2col and implicit
+ * on ResNet-18's layers by more than the noise). */
+static int algo_of(const clnet_node *node, const clnet_device *d, int pass) {
+    int forced = d ? d->conv_force.pass[pass] : CLNET_CONV_AUTO;
     if (forced != CLNET_CONV_AUTO) return forced;
-    int entry = d ? algo_entry(node, d) : CLNET_CONV_AUTO;
+    int entry = d ? algo_entry(node, d, pass) : CLNET_CONV_AUTO;
     if (entry != CLNET_CONV_AUTO) return entry;
     sides v = sides_of(node);
     if (v.G > 1 && v.Cb / v.G <= DIRECT_MAX_GROUP && v.Cs / v.G <= DIRECT_MAX_GROUP)
@@ -422,10 +425,13 @@ static size_t algo_work_floats(const clnet_node *node, const clnet_device *d, in
 /* Without a device (a plan made before one is chosen), the most that any
  * algorithm takes. */
 static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) {
-    if (d) return algo_work_floats(node, d, algo_of(node, d), n);
     size_t floats = 0;
-    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++)
-        floats = most(floats, algo_work_floats(node, NULL, a, n));
+    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++) {
+        int used = !d;
+        for (int pass = 0; pass < CLNET_CONV_PASSES && !used; pass++)
+            used = algo_of(node, d, pass) == a;
+        if (used) floats = most(floats, algo_work_floats(node, d, a, n));
+    }
     return floats;
 }
 
@@ -442,9 +448,13 @@ static int fuse_relu(clnet_node *node) {
     return 1;
 }
 
+/* What a backward chunk makes: the parameters' gradients, x's, or both. */
+enum { MAKES_DW = 1, MAKES_DX = 2 };
+
 /* What a chunk of samples b0 .. b0+s-1 works on. */
 typedef struct {
     int algo;  /* CLNET_CONV_IM2COL, _DIRECT or _IMPLICIT */
+    int makes; /* backward: MAKES_* */
     int first; /* the pass's first chunk */
     int s;
     size_t NP;         /* s * Ps: the columns of its matrices */
@@ -454,9 +464,10 @@ typedef struct {
     size_t wo, bo;     /* the weight and the bias in the parameters */
 } chunk;
 
-static chunk chunk_at(const clnet_node *node, int algo, int b0, int s) {
+static chunk chunk_at(const clnet_node *node, int algo, int makes, int b0, int s) {
     sides v = sides_of(node);
     chunk ch = {.algo = algo,
+                .makes = makes,
                 .first = b0 == 0,
                 .s = s,
                 .NP = (size_t)s * v.Ps,
@@ -621,16 +632,17 @@ typedef struct {
     chunk_fn fn[CLNET_CONV_ALGOS];
 } chunk_fns;
 
-/* Runs the chunk function of the node's algorithm on the pass's device over
- * the pass's samples, chunk by chunk (chunk_samples). */
-static clnet_status each_chunk(const clnet_node *node, const clnet_pass *p, const chunk_fns *fns) {
-    int algo = algo_of(node, p->d), most = chunk_samples(node, algo, p->n);
+/* Runs algorithm algo's chunk function over the pass's samples, chunk by
+ * chunk (chunk_samples), each chunk making what `makes` says. */
+static clnet_status each_chunk(const clnet_node *node, const clnet_pass *p, const chunk_fns *fns,
+                               int algo, int makes) {
+    int most = chunk_samples(node, algo, p->n);
     chunk_fn fn = fns->fn[algo];
     if (!fn)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "conv.c: no %s pass for '%s'",
                           clnet_conv_algo_names[algo], node->name);
     for (int b0 = 0; b0 < p->n; b0 += most) {
-        chunk ch = chunk_at(node, algo, b0, p->n - b0 < most ? p->n - b0 : most);
+        chunk ch = chunk_at(node, algo, makes, b0, p->n - b0 < most ? p->n - b0 : most);
         clnet_status s = fn(node, p, &ch, b0 == 0 ? p->beta : 1.0f);
         if (s != CLNET_OK) return s;
     }
@@ -660,7 +672,7 @@ static clnet_status output_grad(const clnet_node *node, const clnet_pass *p, con
     sides v = sides_of(node);
     TRY(to_gemm_layout(p, 2, took_relu(node), v.Cs, v.Ps, ch->s, p->dact, p->dy + ch->small,
                        p->y + ch->small, 0));
-    if (has_bias(node))
+    if (has_bias(node) && (ch->makes & MAKES_DW))
         TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, ch->NP, p->work, 0,
                            p->grads, ch->bo, beta, p->work, ch->gemm));
 cleanup:
@@ -673,7 +685,7 @@ static clnet_status transpose_bias_grad(const clnet_node *node, const clnet_pass
                                         const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
     sides v = sides_of(node);
-    if (!has_bias(node)) return CLNET_OK;
+    if (!has_bias(node) || !(ch->makes & MAKES_DW)) return CLNET_OK;
     TRY(to_gemm_layout(p, 6, 0, v.Cb, v.Pb, ch->s, p->dact, p->dy + ch->big, 0, ch->col));
     TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch->s * v.Pb, p->work,
                        ch->col, p->grads, ch->bo, beta, p->work, ch->gemm));
@@ -688,9 +700,11 @@ static clnet_status conv_backward_chunk(const clnet_node *node, const clnet_pass
                                         const chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
     TRY(output_grad(node, p, ch, beta));
-    TRY(im2col(node, p, ch, p->act, p->x[0]));
-    TRY(gemm_weight(node, p, ch, beta));
-    if (!p->need_dx[0]) return CLNET_OK;
+    if (ch->makes & MAKES_DW) {
+        TRY(im2col(node, p, ch, p->act, p->x[0]));
+        TRY(gemm_weight(node, p, ch, beta));
+    }
+    if (!(ch->makes & MAKES_DX)) return CLNET_OK;
     TRY(gemm_up(node, p, ch)); /* over the columns, which the weight gradient has read */
     TRY(col2im(node, p, 3, ch, 0, clnet_dx_add(p, 0), p->dact, p->dx[0]));
 cleanup:
@@ -720,9 +734,11 @@ static clnet_status transpose_backward_chunk(const clnet_node *node, const clnet
     sides v = sides_of(node);
     TRY(transpose_bias_grad(node, p, ch, beta));
     TRY(im2col(node, p, ch, p->dact, p->dy));
-    TRY(to_gemm_layout(p, 2, 0, v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
-    TRY(gemm_weight(node, p, ch, beta));
-    if (!p->need_dx[0]) return CLNET_OK;
+    if (ch->makes & MAKES_DW) {
+        TRY(to_gemm_layout(p, 2, 0, v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
+        TRY(gemm_weight(node, p, ch, beta));
+    }
+    if (!(ch->makes & MAKES_DX)) return CLNET_OK;
     TRY(gemm_down(node, p, ch)); /* over Xp, which the weight gradient has read */
     output_flags f = {.add = clnet_dx_add(p, 0)};
     TRY(from_gemm_layout(p, 1, f, ch, v.Cs, v.Ps, p->dact, p->dx[0] + ch->small));
@@ -829,8 +845,8 @@ static clnet_status direct_conv_backward_chunk(const clnet_node *node, const cln
     clnet_status status = CLNET_OK;
     TRY(output_grad(node, p, ch, beta));
     small_view dsp = small_gemm(node, p, ch);
-    TRY(direct_weight(node, p, ch, dsp, p->act, p->x[0] + ch->big, beta));
-    if (!p->need_dx[0]) return CLNET_OK;
+    if (ch->makes & MAKES_DW) TRY(direct_weight(node, p, ch, dsp, p->act, p->x[0] + ch->big, beta));
+    if (!(ch->makes & MAKES_DX)) return CLNET_OK;
     output_flags f = {.add = clnet_dx_add(p, 0)};
     TRY(direct_up(node, p, ch, dsp, p->dact, p->dx[0] + ch->big, f));
 cleanup:
@@ -852,8 +868,8 @@ static clnet_status direct_transpose_backward_chunk(const clnet_node *node, cons
     clnet_status status = CLNET_OK;
     TRY(transpose_bias_grad(node, p, ch, beta));
     small_view x = small_nchw(node, p->act, p->x[0] + ch->small);
-    TRY(direct_weight(node, p, ch, x, p->dact, p->dy + ch->big, beta));
-    if (!p->need_dx[0]) return CLNET_OK;
+    if (ch->makes & MAKES_DW) TRY(direct_weight(node, p, ch, x, p->dact, p->dy + ch->big, beta));
+    if (!(ch->makes & MAKES_DX)) return CLNET_OK;
     output_flags f = {.add = clnet_dx_add(p, 0)};
     TRY(direct_down(node, p, ch, small_nchw(node, p->dact, p->dx[0] + ch->small), p->dact,
                     p->dy + ch->big, f));
@@ -1273,12 +1289,14 @@ static clnet_status implicit_backward_chunk(const clnet_node *node, const clnet_
     sides v = sides_of(node);
     implicit_run r = implicit_begin(node, p, ch);
     TRY(small_grid(&r, v.Cs, p->dact, p->dy + ch->small, (int)took_relu(node)));
-    if (has_bias(node))
-        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, r.l.ld, p->work, r.l.yp,
-                           p->grads, ch->bo, beta, p->work, ch->gemm));
-    TRY(pad(&r, v.Cb, nchw_view(p->act, p->x[0] + ch->big, v.Cb, r.w->in), &r.l.f, r.l.xp));
-    TRY(implicit_weight(node, &r, beta));
-    if (p->need_dx[0])
+    if (ch->makes & MAKES_DW) {
+        if (has_bias(node))
+            TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, r.l.ld, p->work,
+                               r.l.yp, p->grads, ch->bo, beta, p->work, ch->gemm));
+        TRY(pad(&r, v.Cb, nchw_view(p->act, p->x[0] + ch->big, v.Cb, r.w->in), &r.l.f, r.l.xp));
+        TRY(implicit_weight(node, &r, beta));
+    }
+    if (ch->makes & MAKES_DX)
         TRY(implicit_up(node, &r, p->dact, p->dx[0] + ch->big,
                         (output_flags){.add = clnet_dx_add(p, 0)}));
 cleanup:
@@ -1305,52 +1323,73 @@ static clnet_status implicit_transpose_backward_chunk(const clnet_node *node, co
     sides v = sides_of(node);
     implicit_run r = implicit_begin(node, p, ch);
     TRY(pad(&r, v.Cb, nchw_view(p->dact, p->dy + ch->big, v.Cb, r.w->in), &r.l.f, r.l.xp));
-    if (has_bias(node))
-        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, r.l.xcs, p->work, r.l.xp,
-                           p->grads, ch->bo, beta, p->work, ch->gemm));
-    TRY(small_grid(&r, v.Cs, p->act, p->x[0] + ch->small, 0));
-    TRY(implicit_weight(node, &r, beta));
-    if (p->need_dx[0])
+    if (ch->makes & MAKES_DW) {
+        if (has_bias(node))
+            TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, r.l.xcs, p->work,
+                               r.l.xp, p->grads, ch->bo, beta, p->work, ch->gemm));
+        TRY(small_grid(&r, v.Cs, p->act, p->x[0] + ch->small, 0));
+        TRY(implicit_weight(node, &r, beta));
+    }
+    if (ch->makes & MAKES_DX)
         TRY(implicit_down(node, &r, p->dact, p->dx[0] + ch->small,
                           (output_flags){.add = clnet_dx_add(p, 0)}));
 cleanup:
     return status;
 }
 
+/* The forward pass with its algorithm. */
+static clnet_status forward_with(const clnet_node *node, const clnet_pass *p,
+                                 const chunk_fns *fns) {
+    return each_chunk(node, p, fns, algo_of(node, p->d, CLNET_PASS_FORWARD), 0);
+}
+
+/* Backward: both gradients chunk by chunk where one algorithm makes them
+ * (sharing dy's layout and x's columns or grid), else the weight gradient's
+ * algorithm over every chunk, then the input gradient's. */
+static clnet_status backward_with(const clnet_node *node, const clnet_pass *p,
+                                  const chunk_fns *fns) {
+    int dw = algo_of(node, p->d, CLNET_PASS_DW), dx = algo_of(node, p->d, CLNET_PASS_DX);
+    if (!p->need_dx[0]) return each_chunk(node, p, fns, dw, MAKES_DW);
+    if (dw == dx) return each_chunk(node, p, fns, dw, MAKES_DW | MAKES_DX);
+    clnet_status status = each_chunk(node, p, fns, dw, MAKES_DW);
+    return status == CLNET_OK ? each_chunk(node, p, fns, dx, MAKES_DX) : status;
+}
+
 static clnet_status conv_forward(const clnet_node *node, const clnet_pass *p) {
     static const chunk_fns fns = {{[CLNET_CONV_IM2COL] = conv_forward_chunk,
                                    [CLNET_CONV_DIRECT] = direct_conv_forward_chunk,
                                    [CLNET_CONV_IMPLICIT] = implicit_forward_chunk}};
-    return each_chunk(node, p, &fns);
+    return forward_with(node, p, &fns);
 }
 
 static clnet_status conv_backward(const clnet_node *node, const clnet_pass *p) {
     static const chunk_fns fns = {{[CLNET_CONV_IM2COL] = conv_backward_chunk,
                                    [CLNET_CONV_DIRECT] = direct_conv_backward_chunk,
                                    [CLNET_CONV_IMPLICIT] = implicit_backward_chunk}};
-    return each_chunk(node, p, &fns);
+    return backward_with(node, p, &fns);
 }
 
 static clnet_status transpose_forward(const clnet_node *node, const clnet_pass *p) {
     static const chunk_fns fns = {{[CLNET_CONV_IM2COL] = transpose_forward_chunk,
                                    [CLNET_CONV_DIRECT] = direct_transpose_forward_chunk,
                                    [CLNET_CONV_IMPLICIT] = implicit_transpose_forward_chunk}};
-    return each_chunk(node, p, &fns);
+    return forward_with(node, p, &fns);
 }
 
 static clnet_status transpose_backward(const clnet_node *node, const clnet_pass *p) {
     static const chunk_fns fns = {{[CLNET_CONV_IM2COL] = transpose_backward_chunk,
                                    [CLNET_CONV_DIRECT] = direct_transpose_backward_chunk,
                                    [CLNET_CONV_IMPLICIT] = implicit_transpose_backward_chunk}};
-    return each_chunk(node, p, &fns);
+    return backward_with(node, p, &fns);
 }
 
 static int algorithms(const clnet_node *node, const clnet_device *d, char *key, size_t cap,
-                      int *algos, int *chosen) {
+                      int *algos, clnet_conv_plan *chosen) {
     int n = 0;
     tune_key(node, key, cap);
     for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++) algos[n++] = a;
-    *chosen = algo_of(node, d);
+    for (int pass = 0; pass < CLNET_CONV_PASSES; pass++)
+        chosen->pass[pass] = algo_of(node, d, pass);
     return n;
 }
 
