@@ -256,11 +256,15 @@ static double implicit_useful(const clnet_node *node);
 /* Below this, im2col: on the EPYC VM the implicit algorithm ran ResNet-18's
  * 4x4 layer at 0.84x im2col's speed, its 7x7 layer at 1.04x. */
 #define IMPLICIT_MIN_USEFUL 0.7
-/* and the GEMM's k (a group's input channels x taps) at least this: below,
- * its micro-kernel has little to do per output, and its program (0.8 s to
- * build cold on PoCL, 0.9 s more at first launches) costs a short run more
- * than it saves. LeNet's first convolution (k = 9) stays on im2col. */
-#define IMPLICIT_MIN_K 32
+/* and the GEMM's k (a group's input channels x taps) at least this, or the
+ * small side's channels at least IMPLICIT_MIN_FILTERS: below both, its
+ * program (0.8 s to build cold on PoCL, 0.9 s more at first launches) costs
+ * a short run more than it saves. LeNet's first convolution (k = 9, 20
+ * filters) trained as fast on either, so it stays on im2col and LeNet
+ * builds no implicit program; ResNet-18's stem (k = 9, 64 filters) trained
+ * 1.5x faster on implicit on the EPYC VM. */
+#define IMPLICIT_MIN_K       32
+#define IMPLICIT_MIN_FILTERS 32
 
 /* Strided convolutions below this k: implicit. The EPYC VM ran a conv3d
  * 3->16 at stride 1x2x2 (k = 81) 3x faster than im2col, ResNet-18's
@@ -278,14 +282,14 @@ static int strided(const clnet_node *node) {
 }
 
 /* Whether the rules run the node with the implicit algorithm on a CPU (it
- * can run every convolution), given a k of at least IMPLICIT_MIN_K: at
+ * can run every convolution), given IMPLICIT_MIN_K or _MIN_FILTERS: at
  * stride 1 with enough of its grid useful, strided with a short k, and every
  * transposed convolution (the EPYC VM ran both of bench_conv's 1.1-1.9x
  * faster than im2col). */
 static int implicit_rule(const clnet_node *node) {
     sides v = sides_of(node);
     size_t k = v.Cb / v.G * v.K;
-    if (k < IMPLICIT_MIN_K) return 0;
+    if (k < IMPLICIT_MIN_K && v.Cs < IMPLICIT_MIN_FILTERS) return 0;
     if (CLNET_CONFIG(node, conv_config)->transpose) return 1;
     if (strided(node)) return v.K > 1 && k < IMPLICIT_MAX_K_STRIDED;
     return implicit_useful(node) >= IMPLICIT_MIN_USEFUL;
