@@ -233,9 +233,9 @@ struct clnet_kind {
     int (*fuse_relu)(clnet_node *node);
     /* The algorithms a tuner chooses between for each pass (convolutions:
      * device.h's CLNET_CONV_*; NULL: none): writes the node's key in the
-     * tuning database to key, the algorithms that can run it to algos (at
-     * most CLNET_CONV_ALGOS - 1; returns how many), and the ones device d
-     * runs its passes with now to *chosen. */
+     * tuning database to key, the algorithms worth timing on it to algos
+     * (at most CLNET_CONV_ALGOS - 1; returns how many), and the ones device
+     * d runs its passes with now to *chosen. */
     int (*algorithms)(const clnet_node *node, const clnet_device *d, char *key, size_t cap,
                       int *algos, clnet_conv_plan *chosen);
 };
