@@ -13,26 +13,71 @@
 // running statistics must give the same floats on every device.
 #pragma OPENCL FP_CONTRACT OFF
 
-// Channel c's value i of n*S.
-inline uint bn_index(uint i, uint c, uint C, uint S) {
-    const uint b = i / S;
-    return (b * C + c) * S + (i - b * S);
-}
-
 // a + b = s + e exactly (Knuth's two-sum), as (s, e).
 inline float2 bn_two_sum(float a, float b) {
     const float s = a + b, bb = s - a;
     return (float2)(s, (a - (s - bb)) + (b - bb));
 }
 
-// The pair acc plus v; the pairs a plus b.
-inline float2 bn_add(float2 acc, float v) {
-    const float2 t = bn_two_sum(acc.x, v);
-    return (float2)(t.x, acc.y + t.y);
-}
+// The pairs a plus b.
 inline float2 bn_add2(float2 a, float2 b) {
     const float2 t = bn_two_sum(a.x, b.x);
     return (float2)(t.x, (a.y + b.y) + t.y);
+}
+
+// The statistics kernels read their channel's values BN_V at a time: sample
+// b's row of S values, at (b * C + c) * S, as R = ceil(S / BN_V) slots of
+// consecutive positions. Work-item i takes slots i, i + L, i + 2L, ... of
+// the n * R (L: the local size), each lane of a slot adding to its own
+// pair; the lanes' pairs are added in lane order at the end. A short last
+// slot is filled with a value that adds exactly zero.
+#define BN_V 8
+
+typedef struct {
+    float8 hi, lo;
+} bn_pair8;
+
+// The pairs acc plus the lanes of v.
+inline bn_pair8 bn_add8(bn_pair8 acc, float8 v) {
+    const float8 s = acc.hi + v, bb = s - acc.hi;
+    return (bn_pair8){s, acc.lo + ((acc.hi - (s - bb)) + (v - bb))};
+}
+
+// acc plus p's lanes, in lane order.
+inline float2 bn_lanes(float2 acc, bn_pair8 p) {
+    float hi[BN_V], lo[BN_V];
+    vstore8(p.hi, 0, hi);
+    vstore8(p.lo, 0, lo);
+    for (uint k = 0; k < BN_V; k++) acc = bn_add2(acc, (float2)(hi[k], lo[k]));
+    return acc;
+}
+
+// A work-item's walk over its slots, as sample b and slot r: no division a slot.
+typedef struct {
+    uint b, r;   // where the walk is
+    uint db, dr; // a step: the local size as samples and slots
+} bn_walk;
+
+inline bn_walk bn_walk_start(uint R) {
+    const uint i = get_local_id(0), step = get_local_size(0);
+    return (bn_walk){i / R, i % R, step / R, step % R};
+}
+
+inline void bn_walk_next(bn_walk *w, uint R) {
+    w->r += w->dr;
+    w->b += w->db;
+    if (w->r >= R) {
+        w->r -= R;
+        w->b++;
+    }
+}
+
+// The slot's BN_V values of row from position s on, `fill` past S.
+inline float8 bn_load(__global const float *row, uint s, uint S, float fill) {
+    if (s + BN_V <= S) return vload8(0, row + s);
+    float v[BN_V];
+    for (uint k = 0; k < BN_V; k++) v[k] = s + k < S ? row[s + k] : fill;
+    return vload8(0, v);
 }
 
 // The pair sum over the work-group, in a fixed tree order; every work-item
@@ -66,20 +111,24 @@ inline void bn_store_pairs(__global float *out, uint C, uint c, float2 a, float2
 // in double. stats: S1 hi, S1 lo, Q hi, Q lo, m, each (C).
 __kernel void bn_stats(uint n, uint C, uint S, __global const float *x, uint xoff,
                        __global float *stats, uint soff, __local float2 *tmp) {
-    const uint c = get_group_id(0), count = n * S;
-    float2 acc = (float2)(0.0f, 0.0f);
-    for (uint i = get_local_id(0); i < count; i += get_local_size(0))
-        acc = bn_add(acc, x[xoff + bn_index(i, c, C, S)]);
-    const float2 s1 = bn_group_sum(tmp, acc);
+    const uint c = get_group_id(0), count = n * S, R = (S + BN_V - 1) / BN_V;
+    __global const float *xc = x + xoff + c * S; /* sample b's row at xc + b * C * S */
+    const bn_pair8 zero = {(float8)(0.0f), (float8)(0.0f)};
+    bn_pair8 acc = zero;
+    for (bn_walk w = bn_walk_start(R); w.b < n; bn_walk_next(&w, R))
+        acc = bn_add8(acc, bn_load(xc + w.b * C * S, w.r * BN_V, S, 0.0f));
+    const float2 s1 = bn_group_sum(tmp, bn_lanes((float2)(0.0f, 0.0f), acc));
     const float m = (s1.x + s1.y) / (float)count;
-    acc = (float2)(0.0f, 0.0f);
-    for (uint i = get_local_id(0); i < count; i += get_local_size(0)) {
-        const float2 d = bn_two_sum(x[xoff + bn_index(i, c, C, S)], -m); /* x - m exactly */
-        const float p = d.x * d.x, p_err = fma(d.x, d.x, -p);     /* d.x^2 = p + p_err */
-        acc = bn_add(acc, p);
-        acc.y += p_err + 2.0f * d.x * d.y; /* (d.x + d.y)^2 to first order in d.y */
+    acc = zero;
+    for (bn_walk w = bn_walk_start(R); w.b < n; bn_walk_next(&w, R)) {
+        /* x - m exactly as dh + dl (two-sum; m past S: zero) */
+        const float8 v = bn_load(xc + w.b * C * S, w.r * BN_V, S, m), dh = v - m, bb = dh - v;
+        const float8 dl = (v - (dh - bb)) + (-m - bb);
+        const float8 p = dh * dh, p_err = fma(dh, dh, -p); /* dh^2 = p + p_err */
+        acc = bn_add8(acc, p);
+        acc.lo += p_err + 2.0f * dh * dl; /* (dh + dl)^2 to first order in dl */
     }
-    const float2 q = bn_group_sum(tmp, acc);
+    const float2 q = bn_group_sum(tmp, bn_lanes((float2)(0.0f, 0.0f), acc));
     if (get_local_id(0) == 0) {
         bn_store_pairs(stats + soff, C, c, s1, q);
         stats[soff + 4 * C + c] = m;
@@ -131,19 +180,21 @@ __kernel void bn_backward_sums(uint n, uint C, uint S, __global const float *x, 
                                __global const float *dy, uint dyoff, __global const float *norm,
                                uint noff, __global float *sums, uint soff, __global float *grads,
                                uint goff, uint accumulate, __local float2 *tmp) {
-    const uint c = get_group_id(0), count = n * S;
+    const uint c = get_group_id(0), R = (S + BN_V - 1) / BN_V;
     const float mean = norm[noff + c], invstd = norm[noff + C + c];
-    float2 a = (float2)(0.0f, 0.0f), b = (float2)(0.0f, 0.0f);
-    for (uint i = get_local_id(0); i < count; i += get_local_size(0)) {
-        const uint k = bn_index(i, c, C, S);
-        const float g = dy[dyoff + k], xhat = (x[xoff + k] - mean) * invstd;
-        const float p = g * xhat;
-        a = bn_add(a, g);
-        b = bn_add(b, p);
-        b.y += fma(g, xhat, -p); /* the product's rounding error */
+    const bn_pair8 zero = {(float8)(0.0f), (float8)(0.0f)};
+    bn_pair8 a = zero, b = zero;
+    for (bn_walk w = bn_walk_start(R); w.b < n; bn_walk_next(&w, R)) {
+        const uint row = (w.b * C + c) * S, s = w.r * BN_V; /* past S: dy 0 adds nothing */
+        const float8 g = bn_load(dy + dyoff + row, s, S, 0.0f);
+        const float8 xhat = (bn_load(x + xoff + row, s, S, mean) - mean) * invstd;
+        const float8 p = g * xhat;
+        a = bn_add8(a, g);
+        b = bn_add8(b, p);
+        b.lo += fma(g, xhat, -p); /* the product's rounding error */
     }
-    const float2 sum_dy = bn_group_sum(tmp, a);
-    const float2 sum_dy_xhat = bn_group_sum(tmp, b);
+    const float2 sum_dy = bn_group_sum(tmp, bn_lanes((float2)(0.0f, 0.0f), a));
+    const float2 sum_dy_xhat = bn_group_sum(tmp, bn_lanes((float2)(0.0f, 0.0f), b));
     if (get_local_id(0) == 0) {
         bn_store_pairs(sums + soff, C, c, sum_dy, sum_dy_xhat);
         const float gg = sum_dy_xhat.x + sum_dy_xhat.y, gb = sum_dy.x + sum_dy.y;
