@@ -135,16 +135,40 @@ __kernel void bn_stats(uint n, uint C, uint S, __global const float *x, uint xof
     }
 }
 
+// The elementwise kernels below run one work-item per slot (row bc = b * C
+// + c of x, its slot r of BN_V positions from r * BN_V): a full slot as one
+// vector, a short last one value by value. Each takes its channel's affine
+// map v -> v * scale + shift (to y) or its terms.
+
+// y = (x - mean) * invstd * gamma + beta over the slot at i (count values:
+// BN_V in a full slot).
+inline void bn_normalize(__global const float *x, __global float *y, uint count, float mean,
+                         float invstd, float gamma, float beta) {
+    if (count == BN_V) {
+        vstore8((vload8(0, x) - mean) * invstd * gamma + beta, 0, y);
+        return;
+    }
+    for (uint k = 0; k < count; k++) y[k] = (x[k] - mean) * invstd * gamma + beta;
+}
+
+// The slot of (row, slot) work-item: where it starts in x and how many values.
+inline uint bn_slot(uint S, uint *count) {
+    const uint s = get_global_id(0) * BN_V;
+    *count = min((uint)BN_V, S - s);
+    return get_global_id(1) * S + s;
+}
+
 // y = (x - mean) * invstd * gamma + beta, with norm = (mean (C), invstd (C)).
 // gamma and beta lie at params[poff], params[poff + C].
 __kernel void bn_forward(uint n, uint C, uint S, __global const float *x, uint xoff,
                          __global float *y, uint yoff, __global const float *norm, uint noff,
                          __global const float *params, uint poff) {
-    const uint s = get_global_id(0), bc = get_global_id(1);
-    if (s >= S || bc >= n * C) return;
-    const uint c = bc % C, i = bc * S + s;
-    const float xhat = (x[xoff + i] - norm[noff + c]) * norm[noff + C + c];
-    y[yoff + i] = xhat * params[poff + c] + params[poff + C + c];
+    if (get_global_id(0) * BN_V >= S || get_global_id(1) >= n * C) return;
+    const uint c = get_global_id(1) % C;
+    uint count;
+    const uint i = bn_slot(S, &count);
+    bn_normalize(x + xoff + i, y + yoff + i, count, norm[noff + c], norm[noff + C + c],
+                 params[poff + c], params[poff + C + c]);
 }
 
 // Evaluation: the running mean and variance, at buffers[moff], buffers[voff].
@@ -152,12 +176,12 @@ __kernel void bn_forward_eval(uint n, uint C, uint S, __global const float *x, u
                               __global float *y, uint yoff, __global const float *buffers,
                               uint moff, uint voff, __global const float *params, uint poff,
                               float eps) {
-    const uint s = get_global_id(0), bc = get_global_id(1);
-    if (s >= S || bc >= n * C) return;
-    const uint c = bc % C, i = bc * S + s;
-    const float invstd = 1.0f / sqrt(buffers[voff + c] + eps);
-    const float xhat = (x[xoff + i] - buffers[moff + c]) * invstd;
-    y[yoff + i] = xhat * params[poff + c] + params[poff + C + c];
+    if (get_global_id(0) * BN_V >= S || get_global_id(1) >= n * C) return;
+    const uint c = get_global_id(1) % C;
+    uint count;
+    const uint i = bn_slot(S, &count);
+    bn_normalize(x + xoff + i, y + yoff + i, count, buffers[moff + c],
+                 1.0f / sqrt(buffers[voff + c] + eps), params[poff + c], params[poff + C + c]);
 }
 
 // running = (1 - momentum) * running + momentum * batch, for the mean (at
@@ -209,11 +233,23 @@ __kernel void bn_backward_dx(uint n, uint C, uint S, __global const float *x, ui
                              __global const float *dy, uint dyoff, __global float *dx, uint dxoff,
                              __global const float *norm, uint noff, __global const float *means,
                              uint moff, __global const float *params, uint poff, uint add) {
-    const uint s = get_global_id(0), bc = get_global_id(1);
-    if (s >= S || bc >= n * C) return;
-    const uint c = bc % C, i = bc * S + s;
-    const float invstd = norm[noff + C + c];
-    const float xhat = (x[xoff + i] - norm[noff + c]) * invstd;
-    const float g = dy[dyoff + i] - means[moff + c] - xhat * means[moff + C + c];
-    clnet_store_dx(&dx[dxoff + i], params[poff + c] * invstd * g, add);
+    if (get_global_id(0) * BN_V >= S || get_global_id(1) >= n * C) return;
+    const uint c = get_global_id(1) % C;
+    uint count;
+    const uint i = bn_slot(S, &count);
+    const float mean = norm[noff + c], invstd = norm[noff + C + c];
+    const float mdy = means[moff + c], mdyx = means[moff + C + c], scale = params[poff + c] * invstd;
+    __global const float *xs = x + xoff + i, *g = dy + dyoff + i;
+    __global float *out = dx + dxoff + i;
+    if (count == BN_V) {
+        const float8 xhat = (vload8(0, xs) - mean) * invstd;
+        float8 v = scale * (vload8(0, g) - mdy - xhat * mdyx);
+        if (add) v += vload8(0, out);
+        vstore8(v, 0, out);
+        return;
+    }
+    for (uint k = 0; k < count; k++) {
+        const float xhat = (xs[k] - mean) * invstd;
+        clnet_store_dx(out + k, scale * (g[k] - mdy - xhat * mdyx), add);
+    }
 }

@@ -104,6 +104,12 @@ typedef struct {
     size_t weight, mean, var; /* offsets: weight (bias after it), running statistics */
 } bn_view;
 
+/* The elementwise kernels' work-items along a row: one a slot of 8
+ * positions (cl/batchnorm.cl's BN_V). */
+static size_t slots(const bn_view *v) {
+    return (v->S + 7) / 8;
+}
+
 static clnet_status view(const clnet_node *node, const clnet_pass *p, bn_view *v) {
     if (!p->host || node->params[1].offset != node->params[0].offset + (size_t)node->in[0].c)
         return clnet_fail(CLNET_ERR_INTERNAL,
@@ -151,7 +157,7 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     const clnet_ctx *ctx = p->ctx;
     bn_view v;
     TRY(view(node, p, &v));
-    size_t C = v.C, grid[2] = {v.S, v.n * C};
+    size_t C = v.C, grid[2] = {slots(&v), v.n * C};
     if (!ctx->train)
         return clnet_pass_run(p, 1, "batchnorm", "", "bn_forward_eval", 2, grid, NULL,
                               ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]),
@@ -232,11 +238,11 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     if (cfg->sync && p->ctx->coll) TRY(p->ctx->coll->sum(p->ctx->coll, sums, 1 + 2 * C));
     for (size_t i = 0; i < 2 * C; i++) v.f[i] = (float)(sums[1 + i] / sums[0]);
     TRY(clnet_buffer_write(p->d, p->work, SENT(C), 2 * C, v.f));
-    TRY(clnet_pass_run(p, 4, "batchnorm", "", "bn_backward_dx", 2, (size_t[]){v.S, v.n * C}, NULL,
-                       ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact),
-                            U32(p->dy), MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off),
-                            MEM(p->work), U32(SENT(C)), MEM(p->params), U32(v.weight),
-                            U32(clnet_dx_add(p, 0)))));
+    TRY(clnet_pass_run(
+        p, 4, "batchnorm", "", "bn_backward_dx", 2, (size_t[]){slots(&v), v.n * C}, NULL,
+        ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact), U32(p->dy),
+             MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off), MEM(p->work),
+             U32(SENT(C)), MEM(p->params), U32(v.weight), U32(clnet_dx_add(p, 0)))));
 cleanup:
     return status;
 }
