@@ -312,33 +312,43 @@ static void tune_key(const clnet_node *node, char *key, size_t cap) {
              c->groups);
 }
 
-/* The algorithm an entry of d's tables names for the node's pass (pinned by
- * a checkpoint first, then the tuning database), or CLNET_CONV_AUTO. */
-static int algo_entry(const clnet_node *node, const clnet_device *d, int pass) {
-    if (!d->pinned.count && !d->tuned.count) return CLNET_CONV_AUTO;
+/* The plan an entry of d's tables names for the node (pinned by a checkpoint
+ * first, then the tuning database); CLNET_CONV_AUTO for every pass without. */
+static clnet_conv_plan plan_entry(const clnet_node *node, const clnet_device *d) {
+    clnet_conv_plan plan = clnet_conv_plan_all(CLNET_CONV_AUTO);
+    if (!d->pinned.count && !d->tuned.count) return plan;
     char key[CLNET_TUNE_KEY_CAP];
     tune_key(node, key, sizeof key);
     const clnet_tune_entry *e = clnet_tune_table_find(&d->pinned, key, 0);
     if (!e) e = clnet_tune_table_find(&d->tuned, key, 0);
-    clnet_conv_plan plan = clnet_conv_plan_all(CLNET_CONV_AUTO);
     if (e) clnet_conv_plan_parse(e->choice, &plan);
-    return plan.pass[pass];
+    return plan;
 }
 
-/* The algorithm of a pass (CLNET_PASS_*): $CLNET_CONV's, else the
- * checkpoint's or the database's choice, else the rules (the same for
- * every pass: on the EPYC VM no mix beat the better of im2col and implicit
- * on ResNet-18's layers by more than the noise). */
-static int algo_of(const clnet_node *node, const clnet_device *d, int pass) {
-    int forced = d ? d->conv_force.pass[pass] : CLNET_CONV_AUTO;
-    if (forced != CLNET_CONV_AUTO) return forced;
-    int entry = d ? algo_entry(node, d, pass) : CLNET_CONV_AUTO;
-    if (entry != CLNET_CONV_AUTO) return entry;
+/* The rules' algorithm, the same for every pass: on the EPYC VM no mix beat
+ * the better of im2col and implicit on ResNet-18's layers by more than the
+ * noise. */
+static int rule_of(const clnet_node *node, const clnet_device *d) {
     sides v = sides_of(node);
     if (v.G > 1 && v.Cb / v.G <= DIRECT_MAX_GROUP && v.Cs / v.G <= DIRECT_MAX_GROUP)
         return CLNET_CONV_DIRECT;
     if (d && d->info.type == CLNET_DEVICE_CPU && implicit_rule(node)) return CLNET_CONV_IMPLICIT;
     return CLNET_CONV_IM2COL;
+}
+
+/* The algorithm of each pass (CLNET_PASS_*): $CLNET_CONV's, else the
+ * checkpoint's or the database's, else the rules'. */
+static clnet_conv_plan plan_of(const clnet_node *node, const clnet_device *d) {
+    clnet_conv_plan plan = d ? d->conv_force : clnet_conv_plan_all(CLNET_CONV_AUTO);
+    clnet_conv_plan entry = d ? plan_entry(node, d) : plan;
+    int rule = CLNET_CONV_AUTO;
+    for (int pass = 0; pass < CLNET_CONV_PASSES; pass++) {
+        if (plan.pass[pass] == CLNET_CONV_AUTO) plan.pass[pass] = entry.pass[pass];
+        if (plan.pass[pass] != CLNET_CONV_AUTO) continue;
+        if (rule == CLNET_CONV_AUTO) rule = rule_of(node, d);
+        plan.pass[pass] = rule;
+    }
+    return plan;
 }
 
 /* The implicit algorithm's scratch for a chunk of s samples (floats), and
@@ -429,11 +439,11 @@ static size_t algo_work_floats(const clnet_node *node, const clnet_device *d, in
 /* Without a device (a plan made before one is chosen), the most that any
  * algorithm takes. */
 static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) {
+    clnet_conv_plan plan = plan_of(node, d);
     size_t floats = 0;
     for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++) {
         int used = !d;
-        for (int pass = 0; pass < CLNET_CONV_PASSES && !used; pass++)
-            used = algo_of(node, d, pass) == a;
+        for (int pass = 0; pass < CLNET_CONV_PASSES; pass++) used |= plan.pass[pass] == a;
         if (used) floats = most(floats, algo_work_floats(node, d, a, n));
     }
     return floats;
@@ -667,6 +677,14 @@ cleanup:
     return status;
 }
 
+/* The bias gradient (+)= the row sums of a (C, len) matrix at `at` in work
+ * (dy in some layout, zero off the outputs) */
+static clnet_status bias_sums(const clnet_pass *p, const chunk *ch, size_t C, size_t len, size_t at,
+                              float beta) {
+    return clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, C, len, p->work, at, p->grads,
+                          ch->bo, beta, p->work, ch->gemm);
+}
+
 /* A convolution's backward begins with dSp, dy in GEMM layout (Cs, s*Ps)
  * at the start of work (only where y > 0 with the relu taken in), and with
  * a bias its row sums, the bias gradient. */
@@ -676,9 +694,7 @@ static clnet_status output_grad(const clnet_node *node, const clnet_pass *p, con
     sides v = sides_of(node);
     TRY(to_gemm_layout(p, 2, took_relu(node), v.Cs, v.Ps, ch->s, p->dact, p->dy + ch->small,
                        p->y + ch->small, 0));
-    if (has_bias(node) && (ch->makes & MAKES_DW))
-        TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, ch->NP, p->work, 0,
-                           p->grads, ch->bo, beta, p->work, ch->gemm));
+    if (has_bias(node) && (ch->makes & MAKES_DW)) TRY(bias_sums(p, ch, v.Cs, ch->NP, 0, beta));
 cleanup:
     return status;
 }
@@ -691,8 +707,7 @@ static clnet_status transpose_bias_grad(const clnet_node *node, const clnet_pass
     sides v = sides_of(node);
     if (!has_bias(node) || !(ch->makes & MAKES_DW)) return CLNET_OK;
     TRY(to_gemm_layout(p, 6, 0, v.Cb, v.Pb, ch->s, p->dact, p->dy + ch->big, 0, ch->col));
-    TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, (size_t)ch->s * v.Pb, p->work,
-                       ch->col, p->grads, ch->bo, beta, p->work, ch->gemm));
+    TRY(bias_sums(p, ch, v.Cb, (size_t)ch->s * v.Pb, ch->col, beta));
 cleanup:
     return status;
 }
@@ -1294,9 +1309,7 @@ static clnet_status implicit_backward_chunk(const clnet_node *node, const clnet_
     implicit_run r = implicit_begin(node, p, ch);
     TRY(small_grid(&r, v.Cs, p->dact, p->dy + ch->small, (int)took_relu(node)));
     if (ch->makes & MAKES_DW) {
-        if (has_bias(node))
-            TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cs, r.l.ld, p->work,
-                               r.l.yp, p->grads, ch->bo, beta, p->work, ch->gemm));
+        if (has_bias(node)) TRY(bias_sums(p, ch, v.Cs, r.l.ld, r.l.yp, beta));
         TRY(pad(&r, v.Cb, nchw_view(p->act, p->x[0] + ch->big, v.Cb, r.w->in), &r.l.f, r.l.xp));
         TRY(implicit_weight(node, &r, beta));
     }
@@ -1328,9 +1341,7 @@ static clnet_status implicit_transpose_backward_chunk(const clnet_node *node, co
     implicit_run r = implicit_begin(node, p, ch);
     TRY(pad(&r, v.Cb, nchw_view(p->dact, p->dy + ch->big, v.Cb, r.w->in), &r.l.f, r.l.xp));
     if (ch->makes & MAKES_DW) {
-        if (has_bias(node))
-            TRY(clnet_row_sums(p->d, clnet_pass_kept(p, 4) /* and 5 */, v.Cb, r.l.xcs, p->work,
-                               r.l.xp, p->grads, ch->bo, beta, p->work, ch->gemm));
+        if (has_bias(node)) TRY(bias_sums(p, ch, v.Cb, r.l.xcs, r.l.xp, beta));
         TRY(small_grid(&r, v.Cs, p->act, p->x[0] + ch->small, 0));
         TRY(implicit_weight(node, &r, beta));
     }
@@ -1344,7 +1355,7 @@ cleanup:
 /* The forward pass with its algorithm. */
 static clnet_status forward_with(const clnet_node *node, const clnet_pass *p,
                                  const chunk_fns *fns) {
-    return each_chunk(node, p, fns, algo_of(node, p->d, CLNET_PASS_FORWARD), 0);
+    return each_chunk(node, p, fns, plan_of(node, p->d).pass[CLNET_PASS_FORWARD], 0);
 }
 
 /* Backward: both gradients chunk by chunk where one algorithm makes them
@@ -1352,7 +1363,8 @@ static clnet_status forward_with(const clnet_node *node, const clnet_pass *p,
  * algorithm over every chunk, then the input gradient's. */
 static clnet_status backward_with(const clnet_node *node, const clnet_pass *p,
                                   const chunk_fns *fns) {
-    int dw = algo_of(node, p->d, CLNET_PASS_DW), dx = algo_of(node, p->d, CLNET_PASS_DX);
+    clnet_conv_plan plan = plan_of(node, p->d);
+    int dw = plan.pass[CLNET_PASS_DW], dx = plan.pass[CLNET_PASS_DX];
     if (!p->need_dx[0]) return each_chunk(node, p, fns, dw, MAKES_DW);
     if (dw == dx) return each_chunk(node, p, fns, dw, MAKES_DW | MAKES_DX);
     clnet_status status = each_chunk(node, p, fns, dw, MAKES_DW);
@@ -1400,8 +1412,7 @@ static int algorithms(const clnet_node *node, const clnet_device *d, char *key, 
     tune_key(node, key, cap);
     for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++)
         if (a != CLNET_CONV_DIRECT || v.Cb / v.G <= DIRECT_TUNE_MAX_GROUP) algos[n++] = a;
-    for (int pass = 0; pass < CLNET_CONV_PASSES; pass++)
-        chosen->pass[pass] = algo_of(node, d, pass);
+    *chosen = plan_of(node, d);
     return n;
 }
 
