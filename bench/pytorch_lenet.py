@@ -202,6 +202,11 @@ def main():
     p.add_argument("--threads", type=positive_int, default=len(os.sched_getaffinity(0)))
     p.add_argument("--steps", type=int, default=-1, help="stop after N optimizer steps")
     p.add_argument("--no-eval", action="store_true", help="never evaluate the test set")
+    p.add_argument("--eval-speed", action="store_true",
+                   help="then time evaluation (eval(), no_grad) over the test set at --batch: "
+                   "the final line's images_per_s")
+    p.add_argument("--test-limit", type=positive_int, default=None,
+                   help="use only the first N test images")
     p.add_argument("--mean", type=float, default=0.0, help="images = (pixel/255 - mean) / std")
     p.add_argument("--std", type=float, default=1.0)
     p.add_argument("--data", default=os.environ.get("CLNET_DATA_DIR", DEFAULT_DATA))
@@ -215,6 +220,7 @@ def main():
     torch.manual_seed(args.seed)
     train_x, train_y = load_split(args.data, "train")
     test_x, test_y = load_split(args.data, "t10k")
+    test_x, test_y = test_x[: args.test_limit], test_y[: args.test_limit]
     train_x = (train_x - args.mean) / args.std
     test_x = (test_x - args.mean) / args.std
     n = train_x.shape[0]
@@ -288,6 +294,11 @@ def main():
     if math.isnan(test_acc) and not args.no_eval:
         test_acc = accuracy(net.eval(), test_x, test_y, 1000)
     ips = samples / train_seconds if train_seconds > 0 else 0.0
+    if args.eval_speed:
+        accuracy(net.eval(), test_x[: args.batch], test_y[: args.batch], args.batch)  # warm
+        t0 = time.perf_counter()
+        test_acc = accuracy(net.eval(), test_x, test_y, args.batch)
+        ips = test_x.shape[0] / (time.perf_counter() - t0)
     print(f"final: test_accuracy={test_acc:.4f} train_loss={last_loss:.4f} images_per_s={ips:.0f}")
 
 

@@ -16,6 +16,14 @@ __kernel void relu_backward(uint count, __global const float *dy, uint dyoff,
     if (i < count) clnet_store_dx(dx + dxoff + i, y[yoff + i] > 0.0f ? dy[dyoff + i] : 0.0f, add);
 }
 
+// y = max(a + b, 0): the last input of an add that took in the relu after it
+// (src/layers/add.c); a may be y itself.
+__kernel void add_relu_forward(uint count, __global const float *a, uint aoff,
+                               __global const float *b, uint boff, __global float *y, uint yoff) {
+    const uint i = get_global_id(0);
+    if (i < count) y[yoff + i] = fmax(a[aoff + i] + b[boff + i], 0.0f);
+}
+
 __kernel void sigmoid_forward(uint count, __global const float *x, uint xoff, __global float *y,
                               uint yoff) {
     const uint i = get_global_id(0);

@@ -1,7 +1,16 @@
 // Batch normalization over x (n, C, S): channel c's n*S values are
 // x[(b*C + c)*S + s]. The statistics kernels run one work-group per channel
-// (local size a power of two). The host merges what the devices computed
-// (src/layers/batchnorm.c) and sends back what the other kernels read.
+// (local size a power of two). With one device, bn_finish turns the
+// statistics into what normalizes; with several, the host merges what the
+// devices computed (src/layers/batchnorm.c) and sends that back.
+//
+// What normalizes, norm (3C): the mean as a pair of floats, hi (C) and lo
+// (C), so that a mean far from zero against the spread loses nothing when x
+// - mean is taken; then 1/std (C). x - mean is (x - hi) - lo.
+//
+// With a relu taken in (the relu after the batch norm: relu = 1), y is
+// max(y, 0), and backward passes dy only where y > 0, finding y again from
+// x with the same operations in the same order.
 //
 // The statistics are sums carried as unevaluated pairs hi + lo of floats
 // (compensated: each addition's rounding error is kept in lo), so they are
@@ -105,10 +114,12 @@ inline void bn_store_pairs(__global float *out, uint C, uint c, float2 a, float2
 }
 
 // Per channel, in two passes over the share: the sum S1 = sum x, then, about
-// the shift m = S1 / count rounded to a float, Q = sum (x - m)^2 with every
-// subtraction and square exact (two-sum and fma). The host takes the mean
-// S1 / count and the centred sum of squares M2 = Q - (S1 - count m)^2 / count
-// in double. stats: S1 hi, S1 lo, Q hi, Q lo, m, each (C).
+// the shift m = S1 / count rounded to a float, D = sum (x - m) and Q = sum (x
+// - m)^2, with every subtraction and square exact (two-sum and fma; D, a sum
+// of terms about the spread that mostly cancel, needs no pair). The mean is
+// m + D / count, the centred sum of squares M2 = Q - D^2 / count: nothing
+// cancels, however far the mean lies from zero. stats: D hi, D lo, Q hi, Q
+// lo, m, each (C).
 __kernel void bn_stats(uint n, uint C, uint S, __global const float *x, uint xoff,
                        __global float *stats, uint soff, __local float2 *tmp) {
     const uint c = get_group_id(0), count = n * S, R = (S + BN_V - 1) / BN_V;
@@ -119,20 +130,44 @@ __kernel void bn_stats(uint n, uint C, uint S, __global const float *x, uint xof
         acc = bn_add8(acc, bn_load(xc + w.b * C * S, w.r * BN_V, S, 0.0f));
     const float2 s1 = bn_group_sum(tmp, bn_lanes((float2)(0.0f, 0.0f), acc));
     const float m = (s1.x + s1.y) / (float)count;
+    float8 d = 0.0f; /* small: about count times m's rounding, plus cancelling terms */
     acc = zero;
     for (bn_walk w = bn_walk_start(R); w.b < n; bn_walk_next(&w, R)) {
         /* x - m exactly as dh + dl (two-sum; m past S: zero) */
         const float8 v = bn_load(xc + w.b * C * S, w.r * BN_V, S, m), dh = v - m, bb = dh - v;
         const float8 dl = (v - (dh - bb)) + (-m - bb);
         const float8 p = dh * dh, p_err = fma(dh, dh, -p); /* dh^2 = p + p_err */
+        d += dh + dl;
         acc = bn_add8(acc, p);
         acc.lo += p_err + 2.0f * dh * dl; /* (dh + dl)^2 to first order in dl */
     }
+    const float2 sd = bn_group_sum(tmp, bn_lanes((float2)(0.0f, 0.0f), (bn_pair8){d, 0.0f}));
     const float2 q = bn_group_sum(tmp, bn_lanes((float2)(0.0f, 0.0f), acc));
     if (get_local_id(0) == 0) {
-        bn_store_pairs(stats + soff, C, c, s1, q);
+        bn_store_pairs(stats + soff, C, c, sd, q);
         stats[soff + 4 * C + c] = m;
     }
+}
+
+// One device's statistics (bn_stats's, over count values a channel) made
+// into norm (at noff) and, when running is set, the running mean and
+// variance moved by momentum towards the batch's mean and unbiased variance.
+// One work-item a channel.
+__kernel void bn_finish(uint C, float count, __global const float *stats, uint soff,
+                        __global float *norm, uint noff, float eps, uint running,
+                        __global float *buffers, uint moff, uint voff, float momentum) {
+    const uint c = get_global_id(0);
+    if (c >= C) return;
+    __global const float *st = stats + soff;
+    const float m = st[4 * C + c], d = st[c] + st[C + c], q = st[2 * C + c] + st[3 * C + c];
+    const float lo = d / count, m2 = fmax(q - d * lo, 0.0f);
+    norm[noff + c] = m;
+    norm[noff + C + c] = lo;
+    norm[noff + 2 * C + c] = 1.0f / sqrt(m2 / count + eps);
+    if (!running) return;
+    const float keep = 1.0f - momentum;
+    buffers[moff + c] = keep * buffers[moff + c] + momentum * (m + lo);
+    buffers[voff + c] = keep * buffers[voff + c] + momentum * (m2 / fmax(count - 1.0f, 1.0f));
 }
 
 // The elementwise kernels below run one work-item per slot (row bc = b * C
@@ -140,15 +175,44 @@ __kernel void bn_stats(uint n, uint C, uint S, __global const float *x, uint xof
 // vector, a short last one value by value. Each takes its channel's affine
 // map v -> v * scale + shift (to y) or its terms.
 
-// y = (x - mean) * invstd * gamma + beta over the slot at i (count values:
-// BN_V in a full slot).
-inline void bn_normalize(__global const float *x, __global float *y, uint count, float mean,
-                         float invstd, float gamma, float beta) {
+// A channel's map from x to y: y = ((x - hi) - lo) * invstd * gamma + beta,
+// then the relu if taken in. Every kernel that needs y again computes it
+// with these two functions, so that it is the same float.
+typedef struct {
+    float hi, lo, invstd, gamma, beta;
+    uint relu;
+} bn_map;
+
+inline float8 bn_xhat8(bn_map f, float8 x) {
+    return ((x - f.hi) - f.lo) * f.invstd;
+}
+inline float bn_xhat(bn_map f, float x) {
+    return ((x - f.hi) - f.lo) * f.invstd;
+}
+inline float8 bn_y8(bn_map f, float8 x) {
+    const float8 y = bn_xhat8(f, x) * f.gamma + f.beta;
+    return f.relu ? fmax(y, 0.0f) : y;
+}
+inline float bn_y(bn_map f, float x) {
+    const float y = bn_xhat(f, x) * f.gamma + f.beta;
+    return f.relu ? fmax(y, 0.0f) : y;
+}
+
+// Channel c's map in training: norm (3C) at noff, gamma and beta at
+// params[poff + c], params[poff + C + c].
+inline bn_map bn_train_map(uint C, uint c, __global const float *norm, uint noff,
+                           __global const float *params, uint poff, uint relu) {
+    return (bn_map){norm[noff + c],   norm[noff + C + c],     norm[noff + 2 * C + c],
+                    params[poff + c], params[poff + C + c], relu};
+}
+
+// y = f(x) over the slot at i (count values: BN_V in a full slot).
+inline void bn_normalize(__global const float *x, __global float *y, uint count, bn_map f) {
     if (count == BN_V) {
-        vstore8((vload8(0, x) - mean) * invstd * gamma + beta, 0, y);
+        vstore8(bn_y8(f, vload8(0, x)), 0, y);
         return;
     }
-    for (uint k = 0; k < count; k++) y[k] = (x[k] - mean) * invstd * gamma + beta;
+    for (uint k = 0; k < count; k++) y[k] = bn_y(f, x[k]);
 }
 
 // The slot of (row, slot) work-item: where it starts in x and how many values.
@@ -158,30 +222,30 @@ inline uint bn_slot(uint S, uint *count) {
     return get_global_id(1) * S + s;
 }
 
-// y = (x - mean) * invstd * gamma + beta, with norm = (mean (C), invstd (C)).
-// gamma and beta lie at params[poff], params[poff + C].
+// y = f(x) with the batch's statistics: norm (3C) at noff.
 __kernel void bn_forward(uint n, uint C, uint S, __global const float *x, uint xoff,
                          __global float *y, uint yoff, __global const float *norm, uint noff,
-                         __global const float *params, uint poff) {
+                         __global const float *params, uint poff, uint relu) {
     if (get_global_id(0) * BN_V >= S || get_global_id(1) >= n * C) return;
     const uint c = get_global_id(1) % C;
     uint count;
     const uint i = bn_slot(S, &count);
-    bn_normalize(x + xoff + i, y + yoff + i, count, norm[noff + c], norm[noff + C + c],
-                 params[poff + c], params[poff + C + c]);
+    bn_normalize(x + xoff + i, y + yoff + i, count,
+                 bn_train_map(C, c, norm, noff, params, poff, relu));
 }
 
 // Evaluation: the running mean and variance, at buffers[moff], buffers[voff].
 __kernel void bn_forward_eval(uint n, uint C, uint S, __global const float *x, uint xoff,
                               __global float *y, uint yoff, __global const float *buffers,
                               uint moff, uint voff, __global const float *params, uint poff,
-                              float eps) {
+                              float eps, uint relu) {
     if (get_global_id(0) * BN_V >= S || get_global_id(1) >= n * C) return;
     const uint c = get_global_id(1) % C;
     uint count;
     const uint i = bn_slot(S, &count);
-    bn_normalize(x + xoff + i, y + yoff + i, count, buffers[moff + c],
-                 1.0f / sqrt(buffers[voff + c] + eps), params[poff + c], params[poff + C + c]);
+    const bn_map f = {buffers[moff + c],   0.0f, 1.0f / sqrt(buffers[voff + c] + eps),
+                      params[poff + c], params[poff + C + c], relu};
+    bn_normalize(x + xoff + i, y + yoff + i, count, f);
 }
 
 // running = (1 - momentum) * running + momentum * batch, for the mean (at
@@ -196,22 +260,33 @@ __kernel void bn_running(uint C, __global float *buffers, uint moff, uint voff,
     buffers[voff + c] = keep * buffers[voff + c] + momentum * batch[boff + C + c];
 }
 
-// Per channel over the share, as pairs: sum dy (sums: hi at c, lo at C + c)
-// and sum dy * xhat (hi at 2C + c, lo at 3C + c). They are also this share's
+// dy where the relu taken in passed it (y > 0), else 0; dy itself without one.
+inline float8 bn_pass8(bn_map f, float8 x, float8 dy) {
+    return f.relu ? select((float8)(0.0f), dy, bn_y8(f, x) > 0.0f) : dy;
+}
+inline float bn_pass(bn_map f, float x, float dy) {
+    return f.relu && !(bn_y(f, x) > 0.0f) ? 0.0f : dy;
+}
+
+// Per channel over the share, as pairs: sum g (sums: hi at c, lo at C + c)
+// and sum g * xhat (hi at 2C + c, lo at 3C + c), with g the gradient of the
+// normalized y (dy, past the relu taken in). They are also this share's
 // gradients of beta and gamma (added to what the gradient buffer holds when
 // accumulate is set).
 __kernel void bn_backward_sums(uint n, uint C, uint S, __global const float *x, uint xoff,
                                __global const float *dy, uint dyoff, __global const float *norm,
-                               uint noff, __global float *sums, uint soff, __global float *grads,
-                               uint goff, uint accumulate, __local float2 *tmp) {
+                               uint noff, __global const float *params, uint poff, uint relu,
+                               __global float *sums, uint soff, __global float *grads, uint goff,
+                               uint accumulate, __local float2 *tmp) {
     const uint c = get_group_id(0), R = (S + BN_V - 1) / BN_V;
-    const float mean = norm[noff + c], invstd = norm[noff + C + c];
+    const bn_map f = bn_train_map(C, c, norm, noff, params, poff, relu);
     const bn_pair8 zero = {(float8)(0.0f), (float8)(0.0f)};
     bn_pair8 a = zero, b = zero;
     for (bn_walk w = bn_walk_start(R); w.b < n; bn_walk_next(&w, R)) {
         const uint row = (w.b * C + c) * S, s = w.r * BN_V; /* past S: dy 0 adds nothing */
-        const float8 g = bn_load(dy + dyoff + row, s, S, 0.0f);
-        const float8 xhat = (bn_load(x + xoff + row, s, S, mean) - mean) * invstd;
+        const float8 v = bn_load(x + xoff + row, s, S, f.hi);
+        const float8 g = bn_pass8(f, v, bn_load(dy + dyoff + row, s, S, 0.0f));
+        const float8 xhat = bn_xhat8(f, v);
         const float8 p = g * xhat;
         a = bn_add8(a, g);
         b = bn_add8(b, p);
@@ -227,29 +302,33 @@ __kernel void bn_backward_sums(uint n, uint C, uint S, __global const float *x, 
     }
 }
 
-// dx = gamma * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)), with the
-// means over the normalized batch: means = (mean dy (C), mean dy*xhat (C)).
+// dx = gamma * invstd * (g - mean(g) - xhat * mean(g * xhat)), g as in
+// bn_backward_sums, with the means over the normalized batch: the sums
+// (bn_backward_sums's pairs, or every device's, at soff) over total values
+// a channel.
 __kernel void bn_backward_dx(uint n, uint C, uint S, __global const float *x, uint xoff,
                              __global const float *dy, uint dyoff, __global float *dx, uint dxoff,
-                             __global const float *norm, uint noff, __global const float *means,
-                             uint moff, __global const float *params, uint poff, uint add) {
+                             __global const float *norm, uint noff, __global const float *sums,
+                             uint soff, float total, __global const float *params, uint poff,
+                             uint relu, uint add) {
     if (get_global_id(0) * BN_V >= S || get_global_id(1) >= n * C) return;
     const uint c = get_global_id(1) % C;
     uint count;
     const uint i = bn_slot(S, &count);
-    const float mean = norm[noff + c], invstd = norm[noff + C + c];
-    const float mdy = means[moff + c], mdyx = means[moff + C + c], scale = params[poff + c] * invstd;
+    const bn_map f = bn_train_map(C, c, norm, noff, params, poff, relu);
+    __global const float *st = sums + soff;
+    const float mdy = (st[c] + st[C + c]) / total, mdyx = (st[2 * C + c] + st[3 * C + c]) / total;
+    const float scale = f.gamma * f.invstd;
     __global const float *xs = x + xoff + i, *g = dy + dyoff + i;
     __global float *out = dx + dxoff + i;
     if (count == BN_V) {
-        const float8 xhat = (vload8(0, xs) - mean) * invstd;
-        float8 v = scale * (vload8(0, g) - mdy - xhat * mdyx);
+        const float8 v8 = vload8(0, xs);
+        float8 v = scale * (bn_pass8(f, v8, vload8(0, g)) - mdy - bn_xhat8(f, v8) * mdyx);
         if (add) v += vload8(0, out);
         vstore8(v, 0, out);
         return;
     }
-    for (uint k = 0; k < count; k++) {
-        const float xhat = (xs[k] - mean) * invstd;
-        clnet_store_dx(out + k, scale * (g[k] - mdy - xhat * mdyx), add);
-    }
+    for (uint k = 0; k < count; k++)
+        clnet_store_dx(out + k, scale * (bn_pass(f, xs[k], g[k]) - mdy - bn_xhat(f, xs[k]) * mdyx),
+                       add);
 }

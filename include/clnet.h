@@ -780,6 +780,10 @@ typedef struct {
     /* launches of a kernel at a work-group size its device had not run it
      * at before: CPU drivers (PoCL) compile a work-group function for each */
     uint64_t first_launches;
+    /* times the host waited for a device's queue to drain (a finish, a
+     * blocking read, write or map): each stops that device's pipeline
+     * (CLNET_GUARD=1's own checks are not counted) */
+    uint64_t waits;
 } clnet_counters;
 void clnet_debug_counters(clnet_counters *out);
 
@@ -818,7 +822,8 @@ double clnet_seconds(void);
  *   CLNET_MPI_OVERLAP=0      starts the all-reduces only after the backward
  *                            pass (see clnet_mpi_stats)
  *   CLNET_FUSE=off           runs a relu as its own layer, never inside its
- *                            producer's kernels
+ *                            producer's kernels, and never folds a batch
+ *                            norm into its convolution for evaluation
  *   CLNET_GUARD=1            memory guards: every pass's buffers are padded,
  *                            and a pass that writes past what was planned
  *                            for it fails with CLNET_ERR_GUARD (2-3x slower)

@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-static atomic_ullong host_allocs, device_allocs, threads, builds, lookups, first_launches;
+static atomic_ullong host_allocs, device_allocs, threads, builds, lookups, first_launches, waits;
 
 void *clnet_malloc(size_t bytes) {
     atomic_fetch_add_explicit(&host_allocs, 1, memory_order_relaxed);
@@ -42,6 +42,10 @@ void clnet_count_first_launch(void) {
     atomic_fetch_add_explicit(&first_launches, 1, memory_order_relaxed);
 }
 
+void clnet_count_wait(void) {
+    atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
+}
+
 void clnet_debug_counters(clnet_counters *out) {
     if (!out) return;
     out->host_allocs = atomic_load(&host_allocs);
@@ -50,4 +54,5 @@ void clnet_debug_counters(clnet_counters *out) {
     out->builds = atomic_load(&builds);
     out->lookups = atomic_load(&lookups);
     out->first_launches = atomic_load(&first_launches);
+    out->waits = atomic_load(&waits);
 }

@@ -111,10 +111,10 @@ static clnet_status time_cold(clnet_device *d, const char *id, const clnet_gemm_
         CL_CHECK(clEnqueueFillBuffer(d->queue, o->evict, &zero, sizeof zero, 0, EVICT_BYTES, 0,
                                      NULL, NULL),
                  "clEnqueueFillBuffer");
-        CL_CHECK(clFinish(d->queue), "clFinish");
+        CL_CHECK(clnet_finish(d), "clFinish");
         double began = clnet_now();
         TRY(run_once(d, id, s, o));
-        CL_CHECK(clFinish(d->queue), "clFinish");
+        CL_CHECK(clnet_finish(d), "clFinish");
         double took = (clnet_now() - began) * 1e6;
         if (*us < 0 || took < *us) *us = took;
     }
@@ -129,7 +129,7 @@ static clnet_status time_candidate(clnet_device *d, const char *id, const clnet_
     if (o->evict) return time_cold(d, id, s, o, us);
     double t0 = clnet_now();
     TRY(run_once(d, id, s, o));
-    CL_CHECK(clFinish(d->queue), "clFinish");
+    CL_CHECK(clnet_finish(d), "clFinish");
     double one = clnet_now() - t0;
     int reps = one > 0 ? (int)(TIME_TARGET / one) : 100;
     if (reps < 1) reps = 1;
@@ -138,7 +138,7 @@ static clnet_status time_candidate(clnet_device *d, const char *id, const clnet_
     for (int t = 0; t < TIMINGS; t++) {
         double began = clnet_now();
         for (int r = 0; r < reps; r++) TRY(run_once(d, id, s, o));
-        CL_CHECK(clFinish(d->queue), "clFinish");
+        CL_CHECK(clnet_finish(d), "clFinish");
         double per = (clnet_now() - began) / reps * 1e6;
         if (*us < 0 || per < *us) *us = per;
     }

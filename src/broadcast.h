@@ -15,5 +15,10 @@ clnet_status clnet_broadcast(clnet_trainer *t, const clnet_model *m, int buffers
 clnet_status clnet_broadcast_to_idle(clnet_trainer *t, clnet_model *m, const int *active);
 /* The first replica's float buffers back into m (before saving). */
 clnet_status clnet_broadcast_gather(clnet_trainer *t, clnet_model *m);
+/* Before an evaluation: where the replicas' folded parameters (batch norms
+ * folded into their convolutions) are older than the state they hold, they
+ * are made again on the host from m's parameters and the first replica's
+ * buffers (model.c's clnet_model_fold), the same floats for every replica. */
+clnet_status clnet_broadcast_folded(clnet_trainer *t, clnet_model *m);
 
 #endif

@@ -6,6 +6,7 @@
 #include "alloc.h"
 #include "clock.h"
 #include "error.h"
+#include "memory.h"
 
 #include <stdlib.h>
 
@@ -27,7 +28,7 @@ static clnet_status probe_run(clnet_replica *r, const clnet_ctx *ctx, const prob
     TRY(clnet_replica_load(r, p->images, p->labels, m));
     TRY(clnet_replica_forward(r, ctx, m));
     TRY(clnet_replica_backward(r, ctx, m, 0));
-    CL_CHECK(clFinish(r->d->queue), "clFinish");
+    CL_CHECK(clnet_finish(r->d), "clFinish");
 cleanup:
     return status;
 }

@@ -484,7 +484,7 @@ clnet_status clnet_gemm_with(clnet_device *d, const char *id, const clnet_gemm_s
     TRY(run_choice(d, &c, kept, scratch, s, alpha, A, aoff, lda, B, boff, ldb, beta, C, coff, ldc));
 cleanup:
     if (own.mem) { /* the queue may still read it: released once it is done */
-        if (status == CLNET_OK) CL_CHECK(clFinish(d->queue), "clFinish");
+        if (status == CLNET_OK) CL_CHECK(clnet_finish(d), "clFinish");
         clReleaseMemObject(own.mem);
     }
     return status;

@@ -128,6 +128,11 @@ typedef struct clnet_node {
     clnet_tensor params[CLNET_MAX_TENSORS];
     clnet_tensor buffers[CLNET_MAX_TENSORS];
     size_t param_off, param_count; /* the node's span of the parameter array */
+    int relu_taken; /* the relu after it runs in its kernels (clnet_kind.fuse_relu) */
+    /* Evaluation with a batch norm folded in (clnet_kind.fold_scale): on the
+     * convolution, the batch norm's node index + 1 (0: none); on the batch
+     * norm, folded = 1 (it runs no kernel in evaluation). */
+    int fold_bn, folded;
     /* the kind's own configuration: CLNET_CONFIG(node, type) */
     union {
         max_align_t align;
@@ -146,6 +151,14 @@ typedef struct {
     int64_t first_sample;   /* global index (in the step's batch) of sample 0 here */
     int probe;              /* 1: a calibration probe (timed, so its sizes vary from run to run) */
 } clnet_ctx;
+
+/* A folded batch norm, as its convolution's evaluation pass sees it: the
+ * convolution adds the bias at `bias` in the folded copy of the parameters
+ * (where it has none of its own too), then the relu if `relu`. */
+typedef struct {
+    size_t bias;
+    uint32_t relu;
+} clnet_fold;
 
 /* What one pass of one node over n samples works on. Offsets are in floats. */
 typedef struct {
@@ -180,10 +193,15 @@ typedef struct {
     cl_mem loss;    /* (n) float: per-sample loss */
     cl_mem correct; /* (n) int32: 1 where the prediction is right */
     int want_grad;  /* also write the gradient of the loss (dx[0]) */
+    /* An evaluation pass of a convolution with the batch norm after it
+     * folded in (clnet_node.fold), else NULL: params is then the replica's
+     * folded copy, and y the batch norm's output. */
+    const clnet_fold *fold;
 } clnet_pass;
 
 /* What a backward pass reads of the forward's tensors (memory planning). */
-enum { CLNET_READS_X = 1, CLNET_READS_Y = 2 };
+/* CLNET_READS_Y_RELU: y, only with the relu after it taken in (relu_taken) */
+enum { CLNET_READS_X = 1, CLNET_READS_Y = 2, CLNET_READS_Y_RELU = 4 };
 
 struct clnet_kind {
     const char *name; /* the model-file keyword */
@@ -197,7 +215,7 @@ struct clnet_kind {
     int min_inputs, max_inputs;
     int is_loss;        /* the model's last node */
     int is_view;        /* the output is input 0 reshaped: same memory, no kernels */
-    int backward_reads; /* CLNET_READS_X | CLNET_READS_Y */
+    int backward_reads; /* CLNET_READS_X | CLNET_READS_Y | CLNET_READS_Y_RELU */
     /* Statistics over the batch (batch norm): a replica's share of a step
      * must run in one pass, never as micro-batches. */
     int batch_stats;
@@ -231,6 +249,11 @@ struct clnet_kind {
      * that is > 0); returns 1 if it did (NULL: never). clnet_model_finish
      * then makes the relu node a view (clnet_relu_fused_kind). */
     int (*fuse_relu)(clnet_node *node);
+    /* Folding a batch norm that alone reads this node, for evaluation
+     * (NULL: never): multiplies every weight in w (the node's weight tensor,
+     * in double) by s[its output channel]. Returns 0 where the node's
+     * kernels cannot add a bias and apply a relu (`relu`) in evaluation. */
+    int (*fold_scale)(const clnet_node *node, double *w, const double *s, int relu);
     /* The algorithms a tuner chooses between for each pass (convolutions:
      * device.h's CLNET_CONV_*; NULL: none): writes the node's key in the
      * tuning database to key, the algorithms worth timing on it to algos
@@ -317,6 +340,10 @@ extern const clnet_kind clnet_conv1d_kind, clnet_conv2d_kind, clnet_conv3d_kind,
     clnet_batchnorm_kind, clnet_dropout_kind, clnet_relu_kind, clnet_sigmoid_kind, clnet_tanh_kind,
     clnet_linear_kind, clnet_flatten_kind, clnet_reshape_kind, clnet_add_kind, clnet_concat_kind,
     clnet_softmax_xent_kind;
+/* A batch norm's evaluation as an affine map per channel, from the
+ * parameters and buffers arrays: y = x * s + t (its C channels). */
+void clnet_batchnorm_fold(const clnet_node *bn, const float *params, const float *buffers,
+                          double *s, double *t);
 /* A relu whose producer took it in (fuse_relu): named "relu", a view. */
 extern const clnet_kind clnet_relu_fused_kind;
 

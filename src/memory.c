@@ -32,12 +32,18 @@ cleanup:
     return status;
 }
 
+cl_int clnet_finish(clnet_device *d) {
+    clnet_count_wait();
+    return clFinish(d->queue);
+}
+
 /* A blocking copy of n floats between host memory and buf[offset..]. */
 static clnet_status copy(clnet_device *d, int write, cl_mem buf, size_t offset, size_t n,
                          void *host) {
     clnet_status status = CLNET_OK;
     size_t at = offset * sizeof(float), bytes = n * sizeof(float);
     if (n == 0) return CLNET_OK;
+    clnet_count_wait();
     if (write)
         CL_CHECK(clEnqueueWriteBuffer(d->queue, buf, CL_TRUE, at, bytes, host, 0, NULL, NULL),
                  "clEnqueueWriteBuffer");
@@ -80,7 +86,7 @@ clnet_status clnet_staging_free(clnet_device *d, clnet_staging *s) {
     if (s->mem && s->data) {
         CL_CHECK(clEnqueueUnmapMemObject(d->queue, s->mem, s->data, 0, NULL, NULL),
                  "clEnqueueUnmapMemObject");
-        CL_CHECK(clFinish(d->queue), "clFinish");
+        CL_CHECK(clnet_finish(d), "clFinish");
     }
 cleanup: /* released whatever happened: the buffer is not used again */
     if (s->mem) clReleaseMemObject(s->mem);
@@ -95,6 +101,7 @@ clnet_status clnet_host_view_begin(clnet_device *d, cl_mem buf, size_t offset, s
     memset(view, 0, sizeof *view);
     size_t bytes = n * sizeof(float);
     if (d->zero_copy) {
+        clnet_count_wait();
         view->mapped_ptr =
             clEnqueueMapBuffer(d->queue, buf, CL_TRUE, CL_MAP_READ, offset * sizeof(float),
                                bytes ? bytes : 1, 0, NULL, NULL, &err);
@@ -117,7 +124,7 @@ clnet_status clnet_host_view_end(clnet_device *d, clnet_host_view *view) {
     if (view->mapped) {
         CL_CHECK(clEnqueueUnmapMemObject(d->queue, view->mapped, view->mapped_ptr, 0, NULL, NULL),
                  "clEnqueueUnmapMemObject");
-        CL_CHECK(clFinish(d->queue), "clFinish");
+        CL_CHECK(clnet_finish(d), "clFinish");
     }
 cleanup:
     memset(view, 0, sizeof *view);

@@ -10,6 +10,10 @@
  * with CL_MEM_ALLOC_HOST_PTR so that it can be mapped in place. */
 clnet_status clnet_buffer_create(clnet_device *d, size_t bytes, cl_mem *out);
 
+/* clFinish on d's queue, counted (clnet_counters.waits): every wait of the
+ * host for a device goes through here or through the blocking calls below. */
+cl_int clnet_finish(clnet_device *d);
+
 /* Blocking copies of n floats between host memory and buffer[offset..]. */
 clnet_status clnet_buffer_write(clnet_device *d, cl_mem buf, size_t offset, size_t n,
                                 const float *src);

@@ -486,9 +486,58 @@ int clnet_model_classes(const clnet_model *m) {
     return loss ? (int)clnet_shape_size(loss->in[0]) : 0;
 }
 
+/* How many inputs of the model's nodes read node `from`'s output. */
+static int readers_of(const clnet_model *m, int from) {
+    int readers = 0;
+    for (int j = 0; j < m->count; j++)
+        for (int k = 0; k < m->nodes[j].ninputs; k++) readers += m->nodes[j].inputs[k] == from;
+    return readers;
+}
+
+/* A batch norm that alone reads a convolution (clnet_kind.fold_scale) folds
+ * into it for evaluation: the convolution's evaluation pass runs with scaled
+ * weights and a bias of the batch norm's (fold.c) and writes the batch
+ * norm's output, and the batch norm runs nothing. With the relu after the
+ * batch norm taken in, the convolution applies it. */
+static void fold(clnet_model *m) {
+    for (int i = 0; i < m->count; i++) {
+        clnet_node *bn = &m->nodes[i];
+        int from = bn->inputs[0];
+        if (bn->kind != &clnet_batchnorm_kind || from == CLNET_MODEL_INPUT) continue;
+        clnet_node *conv = &m->nodes[from];
+        if (!conv->kind->fold_scale || conv->relu_taken || conv->fold_bn ||
+            readers_of(m, from) != 1 || !conv->kind->fold_scale(conv, NULL, NULL, bn->relu_taken))
+            continue;
+        conv->fold_bn = i + 1;
+        bn->folded = 1;
+    }
+}
+
+void clnet_model_fold(const clnet_model *m, float *out) {
+    memcpy(out, m->params, m->nparams * sizeof(float));
+    for (int i = 0; i < m->count; i++) {
+        const clnet_node *conv = &m->nodes[i];
+        if (!conv->fold_bn) continue;
+        const clnet_node *bn = &m->nodes[conv->fold_bn - 1];
+        size_t C = (size_t)bn->in[0].c, count = conv->params[0].count;
+        double *w = clnet_malloc((count + 2 * C) * sizeof *w), *s = w + count, *t = s + C;
+        if (!w) continue; /* the state stays unfolded: evaluation runs it as trained */
+        clnet_batchnorm_fold(bn, m->params, m->buffers, s, t);
+        for (size_t e = 0; e < count; e++) w[e] = m->params[conv->params[0].offset + e];
+        conv->kind->fold_scale(conv, w, s, bn->relu_taken);
+        for (size_t e = 0; e < count; e++) out[conv->params[0].offset + e] = (float)w[e];
+        for (size_t c = 0; c < C; c++) {
+            double b = conv->nparams > 1 ? m->params[conv->params[1].offset + c] : 0;
+            out[bn->params[1].offset + c] = (float)(b * s[c] + t[c]);
+        }
+        free(w);
+    }
+}
+
 /* A relu that alone reads a layer able to take it in (clnet_kind.fuse_relu)
  * runs in that layer's kernels and becomes a view of its output: one pass
- * over the memory fewer each way. CLNET_FUSE=off keeps every layer apart. */
+ * over the memory fewer each way. Then batch norms fold for evaluation.
+ * CLNET_FUSE=off keeps every layer apart. */
 static void fuse(clnet_model *m) {
     const char *env = getenv("CLNET_FUSE");
     if (env && strcmp(env, "off") == 0) return;
@@ -498,12 +547,12 @@ static void fuse(clnet_model *m) {
         if (relu->kind != &clnet_relu_kind || from == CLNET_MODEL_INPUT) continue;
         clnet_node *producer = &m->nodes[from];
         if (!producer->kind->fuse_relu) continue;
-        int readers = 0;
-        for (int j = 0; j < m->count; j++)
-            for (int k = 0; k < m->nodes[j].ninputs; k++) readers += m->nodes[j].inputs[k] == from;
-        if (readers == 1 && producer->kind->fuse_relu(producer))
+        if (readers_of(m, from) == 1 && producer->kind->fuse_relu(producer)) {
             relu->kind = &clnet_relu_fused_kind;
+            producer->relu_taken = 1;
+        }
     }
+    fold(m);
 }
 
 clnet_status clnet_model_finish(clnet_model *m, int *bad_line) {

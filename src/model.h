@@ -55,6 +55,12 @@ clnet_status clnet_model_init(clnet_model *m, uint64_t seed);
 /* One training step taken: every int64 counter buffer (batch norm's
  * num_batches_tracked) counts it. */
 void clnet_model_count_step(clnet_model *m);
+/* Evaluation's parameters, out (nparams floats): m's, with every batch norm
+ * that folds into its convolution (clnet_model_finish) folded in from m's
+ * parameters and running statistics, in double: the convolution's weights
+ * scaled per output channel by s = gamma / sqrt(running_var + eps), and its
+ * bias, (bias - running_mean) * s + beta, in the batch norm's bias. */
+void clnet_model_fold(const clnet_model *m, float *out);
 /* Allocates zeroed host arrays if there are none yet (before loading). */
 clnet_status clnet_model_alloc(clnet_model *m);
 

@@ -433,6 +433,7 @@ static clnet_status forward_all(clnet_net *net, const float *images, const int32
     double loss = 0;
     int correct = 0;
     if (labels) TRY(check_labels(net, labels, n));
+    TRY(clnet_broadcast_folded(net->trainer, &net->model));
     for (int first = 0; first < n; first += batch) {
         int m = n - first < batch ? n - first : batch;
         const float *x = images + (size_t)first * in_size;
@@ -491,6 +492,7 @@ clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float m
                                .mean = mean,
                                .std = std};
     TRY(clnet_loader_create(&loader, ds, &cfg));
+    TRY(clnet_broadcast_folded(net->trainer, &net->model));
     double loss = 0;
     int correct = 0, seen = 0;
     for (int b = 0; b < clnet_loader_batches_per_epoch(loader); b++) {

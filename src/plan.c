@@ -120,7 +120,9 @@ static void mark_gradients(clnet_plan *p, const clnet_model *m, planning *w) {
 }
 
 /* Activations live from the forward that writes them to the last pass that
- * reads them; the loss's output (the probabilities) to the end. */
+ * reads them; the loss's output (the probabilities) to the end. A batch
+ * norm folded into a convolution (clnet_node.fold) has its output written by
+ * the convolution in evaluation. */
 static void activation_lives(const clnet_plan *p, const clnet_model *m, planning *w) {
     const int N = m->count;
     span *act = w->act;
@@ -132,7 +134,9 @@ static void activation_lives(const clnet_plan *p, const clnet_model *m, planning
         if (r == i) act[i] = (span){clnet_shape_size(node->out), 0, i, i};
         widen(&act[r], i);
         if (node->kind->is_loss) widen(&act[r], 2 * N);
-        if (p->backward[i] && (node->kind->backward_reads & CLNET_READS_Y)) widen(&act[r], back);
+        int reads = node->kind->backward_reads;
+        if (reads & CLNET_READS_Y_RELU && node->relu_taken) reads |= CLNET_READS_Y;
+        if (p->backward[i] && (reads & CLNET_READS_Y)) widen(&act[r], back);
         for (int k = 0; k < node->ninputs; k++) {
             int in = w->root[TENSOR(node->inputs[k])];
             widen(&act[in], i);
@@ -140,6 +144,8 @@ static void activation_lives(const clnet_plan *p, const clnet_model *m, planning
                 widen(&act[in], back);
         }
     }
+    for (int i = 0; i < N; i++) /* a folded batch norm's output is written by its convolution */
+        if (m->nodes[i].fold_bn) widen(&act[w->root[m->nodes[i].fold_bn - 1]], i);
 }
 
 /* Gradients live from the first pass that writes one (the loss writes its

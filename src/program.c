@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "error.h"
 #include "kcache.h"
+#include "memory.h"
 #include "sources.h"
 #include "startup.h"
 
@@ -232,7 +233,12 @@ static pthread_mutex_t profile_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the t
 static void profile_print(void) {
     double total = 0;
     for (int i = 0; i < profile_count; i++) total += profile[i].seconds;
-    fprintf(stderr, "clnet kernel profile (CLNET_PROFILE=1):\n");
+    clnet_counters c;
+    clnet_debug_counters(&c);
+    fprintf(stderr,
+            "clnet kernel profile (CLNET_PROFILE=1): the host waited for a device %llu times "
+            "(blocking transfers, maps and finishes, the profile's own left out)\n",
+            (unsigned long long)c.waits);
     for (int i = 0; i < profile_count; i++)
         fprintf(stderr, "  %-20s %8ld calls %10.3f s %5.1f%%\n", profile[i].name, profile[i].calls,
                 profile[i].seconds, 100 * profile[i].seconds / (total > 0 ? total : 1));
@@ -249,7 +255,7 @@ clnet_status clnet_profile_begin(clnet_device *d, double *began) {
     *began = 0;
     pthread_once(&profile_once, profile_decide);
     if (!profile_on) return CLNET_OK;
-    CL_CHECK(clFinish(d->queue), "clFinish");
+    CL_CHECK(clFinish(d->queue), "clFinish"); /* the profile's own: not counted */
     *began = clnet_now();
 cleanup:
     return status;
@@ -378,7 +384,7 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family
     int first = !launched_before(d, k, dims, local);
     double began = 0, first_began = 0;
     if (first && clnet_startup_on()) { /* timed alone: what the driver compiles for it */
-        CL_CHECK(clFinish(d->queue), "clFinish");
+        CL_CHECK(clnet_finish(d), "clFinish");
         first_began = clnet_now();
     }
     TRY(clnet_profile_begin(d, &began));
@@ -392,7 +398,7 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family
     }
     if (first) note_launch(d, k, dims, local);
     if (first_began != 0) {
-        CL_CHECK(clFinish(d->queue), "clFinish");
+        CL_CHECK(clnet_finish(d), "clFinish");
         clnet_startup_launch(d, family, name, dims, local, clnet_now() - first_began);
     }
     TRY(clnet_profile_end(d, name, began));

@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "error.h"
 #include "guard.h"
+#include "memory.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,11 +12,12 @@
 
 void clnet_replica_free(clnet_replica *r) {
     if (!r) return;
-    cl_mem *mems[] = {&r->params, &r->grads,  &r->buffers, &r->act,    &r->dact,
-                      &r->work,   &r->labels, &r->loss,    &r->correct};
+    cl_mem *mems[] = {&r->params, &r->grads,  &r->buffers, &r->act,     &r->dact,
+                      &r->work,   &r->labels, &r->loss,    &r->correct, &r->folded};
     for (int i = 0; r->keeps && i < r->model->count; i++)
         if (r->keeps[i]) clReleaseMemObject(r->keeps[i]);
     free(r->keeps);
+    free(r->folds);
     free(r->kernels); /* the handles belong to the device */
     free(r->gemms);
     clnet_gemm_record_free(&r->gemm_record);
@@ -63,8 +65,10 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     for (int i = 0; i < m->count; i++)
         if (p->keep[i] > largest_keep) largest_keep = p->keep[i];
     size_t B = (size_t)max_batch;
-    size_t total =
-        2 * m->nparams + m->nbuffers + p->act + p->dact + p->keep_total + p->work + 3 * B;
+    int folds = 0;
+    for (int i = 0; i < m->count; i++) folds += m->nodes[i].fold_bn != 0;
+    size_t total = (folds ? 3 : 2) * m->nparams + m->nbuffers + p->act + p->dact + p->keep_total +
+                   p->work + 3 * B;
     /* each node's kept memory is a buffer of its own: together they may
      * exceed the largest buffer a device allows */
     size_t largest = p->act > largest_keep ? p->act : largest_keep;
@@ -85,6 +89,16 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->params));
     TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->grads));
     TRY(clnet_buffer_create(d, m->nbuffers * sizeof(float), &r->buffers));
+    r->state = 1;
+    if (folds) {
+        TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->folded));
+        r->folds = clnet_calloc((size_t)m->count, sizeof *r->folds);
+        if (!r->folds) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+        for (int i = 0; i < m->count; i++) {
+            const clnet_node *bn = m->nodes[i].fold_bn ? &m->nodes[m->nodes[i].fold_bn - 1] : NULL;
+            if (bn) r->folds[i] = (clnet_fold){bn->params[1].offset, (uint32_t)bn->relu_taken};
+        }
+    }
     TRY(clnet_buffer_create(d, p->act * sizeof(float), &r->act));
     TRY(clnet_buffer_create(d, p->dact * sizeof(float), &r->dact));
     r->keeps = clnet_calloc((size_t)m->count + 1, sizeof *r->keeps);
@@ -142,9 +156,29 @@ cleanup:
 
 clnet_status clnet_replica_write_state(clnet_replica *r, const float *params,
                                        const float *buffers) {
+    r->state++;
     clnet_status s = clnet_buffer_write(r->d, r->params, 0, r->model->nparams, params);
     if (s == CLNET_OK && buffers)
         s = clnet_buffer_write(r->d, r->buffers, 0, r->model->nbuffers, buffers);
+    return s;
+}
+
+clnet_status clnet_replica_write_buffers(clnet_replica *r, const float *buffers) {
+    r->state++;
+    return clnet_buffer_write(r->d, r->buffers, 0, r->model->nbuffers, buffers);
+}
+
+int clnet_replica_folds(const clnet_replica *r) {
+    return r->folded != NULL;
+}
+
+int clnet_replica_folded_now(const clnet_replica *r) {
+    return r->folded && r->folded_state == r->state;
+}
+
+clnet_status clnet_replica_write_folded(clnet_replica *r, const float *params) {
+    clnet_status s = clnet_buffer_write(r->d, r->folded, 0, r->model->nparams, params);
+    if (s == CLNET_OK) r->folded_state = r->state;
     return s;
 }
 
@@ -246,6 +280,11 @@ static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i,
         pass.dx_beta[k] = p->dx_beta[i * CLNET_MAX_INPUTS + k];
     }
     pass.want_grad = ctx->train && pass.need_dx[0];
+    if (!ctx->train && node->fold_bn && clnet_replica_folded_now(r)) {
+        pass.params = r->folded;
+        pass.y = p->y[node->fold_bn - 1];
+        pass.fold = &r->folds[i];
+    }
     return pass;
 }
 
@@ -307,7 +346,8 @@ static clnet_status buffer_tails(const clnet_replica *r, clnet_guard_region *g, 
                {r->labels, "the labels"},
                {r->loss, "the per-sample losses"},
                {r->correct, "the per-sample answers"},
-               {r->d->scratch, "the device's reduction scratch"}};
+               {r->d->scratch, "the device's reduction scratch"},
+               {r->folded, "the folded parameters"}};
     for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
         if (own[k].mem) TRY(clnet_guard_tail(own[k].mem, own[k].what, &g[(*count)++]));
     for (int i = 0; i < r->model->count; i++)
@@ -326,6 +366,7 @@ static clnet_status guarded(clnet_replica *r,
     size_t work = node->kind->work_floats ? node->kind->work_floats(node, r->d, p->n) : 0;
     size_t keep = node->kind->keep_floats ? node->kind->keep_floats(node, r->d, p->n) : 0;
     TRY(clnet_pass_uses(node, p, work, keep));
+    if (p->ctx->train && !p->backward) r->state++; /* batch norm moves its running statistics */
     if (!r->guards) return fn(node, p);
     int count = pass_tails(r, node, p, r->guards);
     TRY(clnet_guard_fill(r->d, r->guards, count));
@@ -345,7 +386,7 @@ static clnet_status timed(clnet_replica *r, int slot,
                           const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     if (!r->profile) return guarded(r, fn, node, p);
-    CL_CHECK(clFinish(r->d->queue), "clFinish");
+    CL_CHECK(clFinish(r->d->queue), "clFinish"); /* the profile's own: not counted */
     double t0 = clnet_now();
     TRY(guarded(r, fn, node, p));
     CL_CHECK(clFinish(r->d->queue), "clFinish");
@@ -362,8 +403,10 @@ static clnet_status in_device(clnet_status s, const clnet_replica *r) {
 clnet_status clnet_replica_forward(clnet_replica *r, const clnet_ctx *ctx, int n) {
     clnet_status fit = clnet_replica_fit_work(r); /* nothing to do unless d's choices changed */
     if (fit != CLNET_OK) return in_device(fit, r);
+    int folding = !ctx->train && clnet_replica_folded_now(r);
     for (int i = 0; i < r->model->count; i++) {
         const clnet_node *node = &r->model->nodes[i];
+        if (folding && node->folded) continue; /* its convolution wrote its output */
         clnet_pass p = make_pass(r, ctx, i, n, 0, 0);
         clnet_status s = timed(r, 2 * i, node->kind->forward, node, &p);
         if (s != CLNET_OK)
@@ -388,7 +431,7 @@ clnet_status clnet_replica_time_node(clnet_replica *r, const clnet_ctx *ctx, int
     clnet_status status = CLNET_OK;
     const clnet_node *node = &r->model->nodes[i];
     TRY(clnet_replica_fit_work(r));
-    CL_CHECK(clFinish(r->d->queue), "clFinish");
+    CL_CHECK(clnet_finish(r->d), "clFinish");
     double t0 = clnet_now();
     for (int k = 0; k < reps; k++) {
         clnet_pass p = make_pass(r, ctx, i, n, 0, 0);
@@ -397,7 +440,7 @@ clnet_status clnet_replica_time_node(clnet_replica *r, const clnet_ctx *ctx, int
         p = make_pass(r, ctx, i, n, 1, 0);
         TRY(guarded(r, node->kind->backward, node, &p));
     }
-    CL_CHECK(clFinish(r->d->queue), "clFinish");
+    CL_CHECK(clnet_finish(r->d), "clFinish");
     *seconds = (clnet_now() - t0) / (reps > 0 ? reps : 1);
 cleanup:
     return in_device(status, r);
@@ -417,6 +460,7 @@ clnet_status clnet_replica_results(clnet_replica *r, int n, int with_labels, dou
     clnet_device *d = r->d;
     const clnet_model *m = r->model;
     if (with_labels) {
+        clnet_count_wait(); /* the read of correct after it finds the queue drained */
         CL_CHECK(clEnqueueReadBuffer(d->queue, r->loss, CL_TRUE, 0, (size_t)n * sizeof(float),
                                      r->loss_host, 0, NULL, NULL),
                  "clEnqueueReadBuffer(loss)");

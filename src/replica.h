@@ -17,6 +17,13 @@ typedef struct {
     size_t bytes; /* device memory the replica needs at max_batch */
     clnet_plan plan;
     cl_mem params, grads, buffers; /* (nparams), (nparams), (nbuffers) */
+    /* Evaluation's parameters with the batch norms folded in (fold.c), or
+     * NULL when the model folds none: made for `folded_state`, and used
+     * while that is still `state`, which every write of the parameters or
+     * buffers and every training forward pass moves on. */
+    cl_mem folded;
+    clnet_fold *folds; /* (model count) each folding convolution's bias and relu */
+    uint64_t state, folded_state;
     cl_mem act, dact;              /* activation arenas */
     cl_mem *keeps;                 /* (model count) each node's kept memory, or NULL */
     cl_kernel *kernels;            /* (model count x CLNET_NODE_KERNELS) kept kernels */
@@ -63,6 +70,16 @@ clnet_status clnet_replica_fit_work(clnet_replica *r);
 clnet_status clnet_replica_write_state(clnet_replica *r, const float *params, const float *buffers);
 /* The device's float buffers to the host (nbuffers floats). */
 clnet_status clnet_replica_read_buffers(clnet_replica *r, float *buffers);
+/* The float buffers alone to the device. */
+clnet_status clnet_replica_write_buffers(clnet_replica *r, const float *buffers);
+
+/* Batch norms folded for evaluation (fold.c): whether the model folds any;
+ * whether the folded parameters are those of the state the replica holds
+ * now (evaluation passes then use them); and the folded parameters to the
+ * device (nparams floats), made for the state it holds now. */
+int clnet_replica_folds(const clnet_replica *r);
+int clnet_replica_folded_now(const clnet_replica *r);
+clnet_status clnet_replica_write_folded(clnet_replica *r, const float *params);
 
 /* A batch of n <= max_batch samples: images (n, sample) and labels (n) or
  * NULL when only the outputs are wanted. The copies run asynchronously, in

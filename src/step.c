@@ -22,9 +22,11 @@
  * through the collective in their execution context (collective.h). */
 #include "step.h"
 #include "broadcast.h"
+#include "alloc.h"
 #include "clock.h"
 #include "error.h"
 #include "hostmath.h"
+#include "memory.h"
 #include "share.h"
 
 #include <stdio.h>
@@ -88,9 +90,10 @@ static clnet_status run_share(clnet_trainer *t, int i) {
     if (train && t->split.balance.fault_step[me] == ctx->step)
         FAIL(CLNET_ERR_OPENCL, "injected fault (CLNET_FAULT) in step %lld", (long long)ctx->step);
     TRY(clnet_share_run(r, ctx, &share, &t->step.loss[i], &t->step.correct[i]));
-    CL_CHECK(clFinish(r->d->queue), "clFinish");
+    CL_CHECK(clnet_finish(r->d), "clFinish");
     if (train && r->d->zero_copy) { /* map the whole gradient buffer in place */
         cl_int err = CL_SUCCESS;
+        clnet_count_wait();
         void *p = clEnqueueMapBuffer(r->d->queue, r->grads, CL_TRUE, CL_MAP_READ, 0,
                                      m->nparams * sizeof(float), 0, NULL, NULL, &err);
         CL_CHECK(err, "clEnqueueMapBuffer(gradients)");
@@ -361,7 +364,7 @@ static void stage_next(clnet_trainer *t, int64_t step) {
  * read. A step that ends normally needs no wait: its parameter broadcast
  * blocks behind them. */
 static clnet_status settle(clnet_trainer *t, clnet_status s) {
-    for (int i = 0; i < t->count; i++) (void)clFinish(t->replicas[i]->d->queue);
+    for (int i = 0; i < t->count; i++) (void)clnet_finish(t->replicas[i]->d);
     return s;
 }
 

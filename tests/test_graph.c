@@ -271,10 +271,12 @@ static double worst_tensor(const float *a, const float *b, const char *const *li
     return worst;
 }
 
-/* A relu that alone reads a convolution runs in the convolution's kernels
- * (clnet_model_finish's fusion): the same floats as the two layers apart,
- * bit for bit. In DAG, relu 'a' is fused into 'stem'; LENET_TAIL's relu after
- * 'c2' too, while 'c1' feeds a relu and an add and keeps its relu apart. */
+/* A relu that alone reads a convolution, a batch norm or an add runs in that
+ * layer's kernels (clnet_model_finish's fusion): the same floats as the two
+ * layers apart, bit for bit. In DAG, relu 'a' is fused into 'stem'; in
+ * FUSABLE the relu after 'c2' too, while 'c1' feeds a relu and an add and
+ * keeps its relu apart; in NORMED, 'r1' runs in batch norm 'n1' and 'r2' in
+ * the add 'sum' (of three inputs), while 'n3' feeds a relu and an add. */
 static const char *FUSABLE[] = {
     "input channels=2 height=6 width=5",
     "conv2d name=c1 filters=3 size=3 pad=1 init=xavier bias_init=normal bias_std=0.1",
@@ -288,13 +290,42 @@ static const char *FUSABLE[] = {
 };
 #define FUSABLE_LINES (int)(sizeof FUSABLE / sizeof *FUSABLE)
 
+static const char *NORMED[] = {
+    "input channels=2 height=6 width=5",
+    "conv2d name=c1 filters=3 size=3 pad=1 init=xavier",
+    "batchnorm name=n1",
+    "relu name=r1",
+    "conv2d name=c2 filters=3 size=3 pad=1 init=xavier",
+    "batchnorm name=n2",
+    "add name=sum input=n2,r1,c2",
+    "relu name=r2",
+    "batchnorm name=n3",
+    "relu name=r3",
+    "add name=sum2 input=n3,r3",
+    "relu name=r4",
+    "flatten",
+    "linear units=3 init=xavier",
+    "softmax_cross_entropy",
+};
+#define NORMED_LINES (int)(sizeof NORMED / sizeof *NORMED)
+
+/* Whether name is one of the words of list (separated by spaces). */
+static int listed(const char *name, const char *list) {
+    size_t len = strlen(name);
+    for (const char *at = list; (at = strstr(at, name)) != NULL; at += len)
+        if ((at == list || at[-1] == ' ') && (at[len] == ' ' || at[len] == 0)) return 1;
+    return 0;
+}
+
 START_TEST(a_fused_relu_takes_the_steps_of_a_separate_one) {
     clnet_runtime *one = test_one_device(0);
     const struct {
         const char *const *lines;
         int count;
-        const char *fused, *apart; /* a relu that must be fused, one that must not ("": none) */
-    } models[] = {{DAG, DAG_LINES, "a", ""}, {FUSABLE, FUSABLE_LINES, "r2", "r1"}};
+        const char *fused, *apart; /* relus that must be fused, one that must not ("": none) */
+    } models[] = {{DAG, DAG_LINES, "a", ""},
+                  {FUSABLE, FUSABLE_LINES, "r2", "r1"},
+                  {NORMED, NORMED_LINES, "r1 r2 r4", "r3"}};
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         for (int off = 0; off < 2; off++) {
             if (off) setenv("CLNET_FUSE", "off", 1);
@@ -302,7 +333,7 @@ START_TEST(a_fused_relu_takes_the_steps_of_a_separate_one) {
             for (int i = 0; i < net->model.count; i++) {
                 const clnet_node *node = &net->model.nodes[i];
                 int fused = node->kind == &clnet_relu_fused_kind;
-                if (strcmp(node->name, models[m].fused) == 0)
+                if (listed(node->name, models[m].fused))
                     ck_assert_msg(fused == !off, "relu '%s' fused: %d", node->name, fused);
                 if (strcmp(node->name, models[m].apart) == 0)
                     ck_assert_msg(!fused, "relu '%s' fused, but its input has two readers",
@@ -468,6 +499,188 @@ END_TEST
 START_TEST(steady_steps_on_two_devices_start_no_thread_and_allocate_nothing) {
     const double split[2] = {3, 1};
     expect_steady(test_runtime(), split, "2 devices, split 3:1");
+}
+END_TEST
+
+/* ---- batch norm folded into its convolution for evaluation -------------------------------- */
+
+/* Batch norms that fold: after a convolution with a bias and with the relu
+ * after it (n1), after a grouped one with no bias (n2), after a grouped
+ * transposed one (n3), after a strided one with the relu (n4); and some that
+ * do not: after a convolution that another layer reads too (n5), after a
+ * transposed one with the relu (n6: its kernels take none). */
+static const char *FOLDS[] = {
+    "input channels=3 height=8 width=8",
+    "conv2d name=c1 filters=4 size=3 pad=1 init=xavier bias_init=normal bias_std=0.5",
+    "batchnorm name=n1",
+    "relu name=r1",
+    "conv2d name=c2 filters=4 size=3 pad=1 groups=2 bias=off init=xavier",
+    "batchnorm name=n2",
+    "add name=s input=n2,r1",
+    "relu",
+    "conv_transpose2d name=t1 filters=6 size=2 stride=2 groups=2 init=xavier",
+    "batchnorm name=n3",
+    "conv2d name=c3 filters=4 size=3 stride=2 init=xavier",
+    "batchnorm name=n4",
+    "relu name=r4",
+    "conv2d name=c5 filters=4 size=1 init=xavier",
+    "batchnorm name=n5",
+    "add name=s5 input=n5,c5",
+    "conv_transpose2d name=t2 filters=3 size=1 init=xavier",
+    "batchnorm name=n6",
+    "relu",
+    "flatten",
+    "linear units=5 init=xavier",
+    "softmax_cross_entropy",
+};
+#define FOLDS_LINES (int)(sizeof FOLDS / sizeof *FOLDS)
+
+/* The logits of n samples x on net a (batch norms folded) and b (CLNET_FUSE=off):
+ * within 1e-5 of their largest magnitude, and the same answer for every sample. */
+static void expect_folded_logits(clnet_net *a, clnet_net *b, const float *x, int n,
+                                 const char *when) {
+    float la[BATCH * 5], lb[BATCH * 5];
+    ck_assert_msg(clnet_net_logits(a, x, n, la) == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_msg(clnet_net_logits(b, x, n, lb) == CLNET_OK, "%s", clnet_last_error());
+    double worst = 0, big = 0;
+    for (int i = 0; i < n * 5; i++) {
+        worst = fmax(worst, fabs((double)la[i] - lb[i]));
+        big = fmax(big, fabs((double)lb[i]));
+    }
+    int same = 1;
+    for (int i = 0; i < n; i++) {
+        int ma = 0, mb = 0;
+        for (int k = 1; k < 5; k++) {
+            if (la[i * 5 + k] > la[i * 5 + ma]) ma = k;
+            if (lb[i * 5 + k] > lb[i * 5 + mb]) mb = k;
+        }
+        same &= ma == mb;
+    }
+    printf("batch norms folded, %s: logits within %.1e of their largest magnitude, %s answers\n",
+           when, worst / big, same ? "the same" : "different");
+    ck_assert_msg(big > 0 && worst <= 1e-5 * big && same, "%s: %g of %g, answers the same: %d",
+                  when, worst, big, same);
+}
+
+/* Evaluation with the folded batch norms gives what the layers apart give,
+ * after steps, after a load and on a new bind: each makes the folded
+ * parameters stale, and the next evaluation makes them again. */
+START_TEST(folded_batch_norms_evaluate_as_the_layers_apart) {
+    clnet_runtime *rt = test_runtime();
+    clnet_net *a = make_net(FOLDS, FOLDS_LINES, 4);
+    setenv("CLNET_FUSE", "off", 1);
+    clnet_net *b = make_net(FOLDS, FOLDS_LINES, 4);
+    unsetenv("CLNET_FUSE");
+    const char *folded[] = {"c1", "c2", "t1", "c3"}, *apart[] = {"c5", "t2"};
+    for (int i = 0; i < a->model.count; i++) {
+        const clnet_node *node = &a->model.nodes[i];
+        for (size_t k = 0; k < 4; k++)
+            if (strcmp(node->name, folded[k]) == 0)
+                ck_assert_msg(node->fold_bn, "'%s' folds no batch norm", node->name);
+        for (size_t k = 0; k < 2; k++)
+            if (strcmp(node->name, apart[k]) == 0)
+                ck_assert_msg(!node->fold_bn, "'%s' folds a batch norm", node->name);
+        ck_assert_msg(!b->model.nodes[i].fold_bn, "CLNET_FUSE=off folded '%s'", node->name);
+    }
+    clnet_net *nets[2] = {a, b};
+    float x[BATCH * 192];
+    int32_t y[BATCH];
+    batch_data(a, BATCH, 90, x, y);
+    for (int k = 0; k < 2; k++) {
+        clnet_optimizer_config c;
+        clnet_optimizer_defaults(&c);
+        c.lr = 0.05f;
+        ck_assert_int_eq(clnet_net_set_optimizer(nets[k], &c), CLNET_OK);
+        ck_assert_msg(clnet_net_bind(nets[k], rt, BATCH) == CLNET_OK, "%s", clnet_last_error());
+    }
+    expect_folded_logits(a, b, x, BATCH, "fresh");
+    for (int s = 0; s < 3; s++) {
+        for (int k = 0; k < 2; k++)
+            ck_assert_int_eq(clnet_net_train_step(nets[k], x, y, BATCH, NULL), CLNET_OK);
+        expect_folded_logits(a, b, x, BATCH, "after a step");
+    }
+    /* b takes two steps more and is saved; a loads that */
+    char dir[200], path[300];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/b.safetensors", dir);
+    for (int s = 0; s < 2; s++)
+        ck_assert_int_eq(clnet_net_train_step(b, x, y, BATCH, NULL), CLNET_OK);
+    ck_assert_msg(clnet_net_save(b, path, NULL) == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_msg(clnet_net_load_weights(a, path, NULL) == CLNET_OK, "%s", clnet_last_error());
+    expect_folded_logits(a, b, x, BATCH - 3, "after a load");
+    ck_assert_msg(clnet_net_bind(a, rt, BATCH) == CLNET_OK, "%s", clnet_last_error());
+    expect_folded_logits(a, b, x, BATCH, "on a new bind");
+    remove(path);
+    clnet_net_free(a);
+    clnet_net_free(b);
+}
+END_TEST
+
+/* ---- the host waits for no batch norm on one device --------------------------------------- */
+
+/* A net with two batch norms, and the same net without them. */
+static const char *WITH_NORMS[] = {
+    "input channels=2 height=6 width=5",
+    "conv2d filters=3 size=3 pad=1 init=xavier",
+    "batchnorm",
+    "relu",
+    "conv2d filters=4 size=3 init=xavier",
+    "batchnorm",
+    "flatten",
+    "linear units=3 init=xavier",
+    "softmax_cross_entropy",
+};
+#define WITH_NORMS_LINES (int)(sizeof WITH_NORMS / sizeof *WITH_NORMS)
+
+/* The times a steady training step of lines (the batch norms left out with
+ * `norms` 0) makes the host wait for a device (clnet_counters.waits). */
+static double waits_per_step(clnet_runtime *rt, const double *split, int norms) {
+    const char *lines[WITH_NORMS_LINES];
+    int count = 0;
+    for (int i = 0; i < WITH_NORMS_LINES; i++)
+        if (norms || strcmp(WITH_NORMS[i], "batchnorm") != 0) lines[count++] = WITH_NORMS[i];
+    clnet_net *net = make_net(lines, count, 3);
+    float x[BATCH * 60];
+    int32_t y[BATCH];
+    batch_data(net, BATCH, 78, x, y);
+    ck_assert_msg(clnet_net_bind(net, rt, BATCH) == CLNET_OK, "%s", clnet_last_error());
+    if (split) ck_assert_int_eq(clnet_net_set_split(net, split, 2), CLNET_OK);
+    for (int s = 0; s < 2; s++)
+        ck_assert_int_eq(clnet_net_train_step(net, x, y, BATCH, NULL), CLNET_OK);
+    clnet_counters before, after;
+    clnet_debug_counters(&before);
+    for (int s = 0; s < 4; s++)
+        ck_assert_int_eq(clnet_net_train_step(net, x, y, BATCH, NULL), CLNET_OK);
+    clnet_debug_counters(&after);
+    clnet_net_free(net);
+    return (double)(after.waits - before.waits) / 4;
+}
+
+/* Alone in its step, a batch norm finishes its statistics on the device:
+ * a step with two of them makes the host wait as often as one without. With
+ * several devices the host merges them, and waits for each. */
+static void expect_waits(clnet_runtime *rt, const double *split, const char *what) {
+    double with = waits_per_step(rt, split, 1), without = waits_per_step(rt, split, 0);
+    printf("%s: a step waits for the devices %.1f times with two batch norms, %.1f without\n", what,
+           with, without);
+    if (clnet_runtime_device_count(rt) == 1)
+        ck_assert_msg(with == without, "the batch norms made the host wait %g more times a step",
+                      with - without);
+    else
+        ck_assert_msg(with > without, "no wait for merging batch norm statistics (%g, %g)", with,
+                      without);
+}
+
+START_TEST(batch_norm_on_one_device_makes_the_host_wait_for_nothing) {
+    clnet_runtime *one = test_one_device(0);
+    expect_waits(one, NULL, "1 device");
+    clnet_runtime_free(one);
+}
+END_TEST
+
+START_TEST(batch_norm_on_two_devices_waits_to_merge) {
+    const double split[2] = {3, 1};
+    expect_waits(test_runtime(), split, "2 devices, split 3:1");
 }
 END_TEST
 
@@ -881,6 +1094,8 @@ int main(void) {
     tcase_add_test(any, signals_and_volumes_train);
     tcase_add_test(any, dropout_matches_its_reference_and_is_the_identity_in_evaluation);
     tcase_add_test(any, steady_steps_start_no_thread_and_allocate_nothing);
+    tcase_add_test(any, batch_norm_on_one_device_makes_the_host_wait_for_nothing);
+    tcase_add_test(any, folded_batch_norms_evaluate_as_the_layers_apart);
     tcase_add_test(any, a_fused_relu_takes_the_steps_of_a_separate_one);
     tcase_add_test(any, small_window_ops_share_their_programs);
     suite_add_tcase(s, any);
@@ -894,6 +1109,7 @@ int main(void) {
     tcase_add_test(multi, two_devices_take_the_steps_of_one);
     tcase_add_test(multi, dropout_on_two_devices_takes_the_steps_of_one);
     tcase_add_test(multi, steady_steps_on_two_devices_start_no_thread_and_allocate_nothing);
+    tcase_add_test(multi, batch_norm_on_two_devices_waits_to_merge);
     suite_add_tcase(s, multi);
     return test_run_suite(s);
 }

@@ -910,6 +910,57 @@ START_TEST(batchnorm_running_statistics_and_evaluation_on_every_device) {
 }
 END_TEST
 
+/* Channels whose mean lies 10^3 to 10^5 of their spread away from zero (a
+ * convolution's bias that the batch norm cancels can put them there): the
+ * statistics, the output, the gradients and the running statistics keep
+ * their accuracy against the double reference, on every device. A mean
+ * rounded to a float (what normalized before the mean became a pair) is off
+ * by up to half its last place: 2e-3 of the spread at 3e4, so y would be
+ * off by about 1e-3. */
+START_TEST(batchnorm_keeps_its_accuracy_far_from_zero) {
+    enum { N = 6, C = 4, H = 7, W = 5, S = H * W };
+    const float mean[C] = {1e3f, -3e4f, 2.5e3f, 1e4f}, spread[C] = {1.0f, 3.0f, 0.02f, 0.5f};
+    const float eps = 1e-5f, momentum = 0.1f;
+    clnet_runtime *rt = test_runtime();
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        clnet_device *d = clnet_runtime_device(rt, dev);
+        layer_rig r;
+        rig_create(&r, d, (rig_shape){C, H, W}, "batchnorm", N);
+        size_t nx = r.in_count, moff, voff;
+        running_offsets(&r, &moff, &voff);
+        float *x = malloc(nx * 4), *y = malloc(nx * 4), *yr = malloc(nx * 4), *dy = malloc(nx * 4);
+        float *dx = malloc(nx * 4), *dxr = malloc(nx * 4), *buf = malloc((r.nbuffers + 1) * 4);
+        float w[C], b[C], dw[C], db[C], dwr[C], dbr[C], rm[C] = {0}, rv[C] = {1, 1, 1, 1};
+        ck_assert(x && y && yr && dy && dx && dxr && buf);
+        test_random_floats(x, nx, 61);
+        test_random_floats(dy, nx, 62);
+        test_random_floats(w, C, 63);
+        test_random_floats(b, C, 64);
+        for (int i = 0; i < N * C * S; i++) {
+            int c = (i / S) % C;
+            x[i] = mean[c] + spread[c] * x[i];
+        }
+        rig_set_params(&r, w, b);
+        ref_batchnorm_forward_train(yr, NULL, NULL, rm, rv, x, w, b, N, C, S, eps, momentum);
+        ref_batchnorm_backward(dxr, dwr, dbr, dy, x, w, N, C, S, eps);
+        rig_forward(&r, x, y, NULL, NULL, NULL);
+        rig_backward(&r, dy, dx, dw, db);
+        rig_get_buffers(&r, buf);
+        double fwd = rel_diff(y, yr, nx), bwd = rel_diff(dx, dxr, nx);
+        double par = fmax(rel_diff(dw, dwr, C), rel_diff(db, dbr, C));
+        double run = fmax(rel_diff(buf + moff, rm, C), rel_diff(buf + voff, rv, C));
+        printf("batchnorm, means 1e3 to 1e5 spreads away, on %-24.24s y %.1e dx %.1e dw,db %.1e "
+               "running %.1e\n",
+               d->info.name, fwd, bwd, par, run);
+        ck_assert_msg(fwd < 1e-5 && bwd < 1e-4 && par < 1e-4 && run < 1e-6,
+                      "on %s: y %g, dx %g, dw and db %g, running statistics %g", d->info.name, fwd,
+                      bwd, par, run);
+        rig_free(&r);
+        free(x), free(y), free(yr), free(dy), free(dx), free(dxr), free(buf);
+    }
+}
+END_TEST
+
 /* One value per channel (batch 1 of vectors) has no variance to normalize by: a training
  * pass refuses it with a message, leaving the running statistics as they were (no NaN
  * moved into them), while evaluation of that sample works. */
@@ -1156,6 +1207,7 @@ int main(void) {
     tcase_add_test(t, layers_match_reference_and_finite_differences_on_every_device);
     tcase_add_test(t, batchnorm_running_statistics_and_evaluation_on_every_device);
     tcase_add_test(t, batchnorm_refuses_one_value_per_channel_in_training);
+    tcase_add_test(t, batchnorm_keeps_its_accuracy_far_from_zero);
     tcase_add_test(t, softmax_xent_is_stable_for_huge_logits);
     tcase_add_test(t, layer_shapes_are_checked);
     tcase_add_test(t, global_pools_keep_the_spatial_rank);

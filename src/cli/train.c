@@ -627,8 +627,15 @@ int cmd_eval(int argc, char **argv) {
         goto done;
     }
     if ((rc = apply_split(&o, &s)) != 0) goto done;
+    double t0 = clnet_seconds();
     if ((rc = evaluate(&o, &s, &acc, &loss)) != 0) goto done;
-    if (is_root()) printf("test_loss=%.4f\ntest_accuracy=%.4f\n", loss, acc);
+    double secs = clnet_seconds() - t0;
+    if (is_root()) { /* the speed on stderr: stdout's last line stays the accuracy */
+        fprintf(stderr, "eval: %d images in %.2f s, images_per_s=%.0f\n",
+                clnet_dataset_count(s.test), secs,
+                secs > 0 ? (double)clnet_dataset_count(s.test) / secs : 0);
+        printf("test_loss=%.4f\ntest_accuracy=%.4f\n", loss, acc);
+    }
 done:
     session_free(&s);
     return leave_job(rc);

@@ -288,7 +288,8 @@ static const cli_command eval_cmd = {
     .opts = train_opts,
     .footer = "The last lines on stdout are\n"
               "  test_loss=<l>\n"
-              "  test_accuracy=<a>\n",
+              "  test_accuracy=<a>\n"
+              "and stderr says how fast: eval: N images in S s, images_per_s=<n>\n",
 };
 
 /* The rules between options, which no row of the table states alone. */

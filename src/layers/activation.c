@@ -45,8 +45,8 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
         .backward = backward,                                                                      \
     };
 ACTIVATION(relu, "max(0, x) element by element, any shape. A relu whose input no other layer "
-                 "reads runs inside a convolution before it (CLNET_FUSE=off keeps it apart; "
-                 "the results are the same).")
+                 "reads runs inside the convolution, batch norm or add before it (CLNET_FUSE=off "
+                 "keeps it apart; the results are the same).")
 ACTIVATION(sigmoid, "1 / (1 + exp(-x)) element by element, any shape.")
 ACTIVATION(tanh, "tanh(x) element by element, any shape.")
 

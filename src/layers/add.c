@@ -1,5 +1,8 @@
 /* Element-wise sum of two or more inputs of the same shape (a residual
- * connection): y = x0 + x1 + ... (cl/elementwise.cl's copy_rows). */
+ * connection): y = x0 + x1 + ... (cl/elementwise.cl's copy_rows). A relu that
+ * alone reads it runs in its last pass (fuse_relu): y = max(... + x_last, 0)
+ * (cl/activation.cl's add_relu_forward), and backward passes dy where y > 0
+ * (relu_backward) to every input. */
 #include "elementwise.h"
 #include "error.h"
 #include "layer.h"
@@ -17,31 +20,58 @@ static clnet_status setup(clnet_node *node) {
     return CLNET_OK;
 }
 
-/* y (n, size) = x0 + x1 + ... */
+/* y (n, size) = x0 + x1 + ..., then the relu if taken in */
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t len = (size_t)p->n * clnet_shape_size(node->out);
-    for (int k = 0; k < node->ninputs; k++)
+    int last = node->ninputs - 1, relu = node->relu_taken;
+    int summed = !relu ? last : last > 1 ? last - 1 : -1; /* inputs summed into y first */
+    for (int k = 0; k <= summed; k++)
         TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), 1, len, p->act, p->x[k], 0, p->act, p->y,
                             0, k ? 1.0f : 0.0f));
+    if (relu) /* y = max(x0 + x1, 0), or max(y + x_last, 0) after more inputs */
+        TRY(clnet_pass_run(p, 2, "activation", "", "add_relu_forward", 1, (size_t[]){len}, NULL,
+                           ARGS(U32(len), MEM(p->act), U32(last > 1 ? p->y : p->x[0]), MEM(p->act),
+                                U32(p->x[last]), MEM(p->act), U32(p->y))));
 cleanup:
     return status;
 }
 
-/* Forward was y = sum of x_k, so backward is dx_k = dy for every k. */
+/* Forward was y = sum of x_k, so backward is dx_k = dy for every k (where y
+ * > 0 with the relu taken in). */
 static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t len = (size_t)p->n * clnet_shape_size(node->out);
-    for (int k = 0; k < node->ninputs; k++)
-        if (p->need_dx[k])
+    for (int k = 0; k < node->ninputs; k++) {
+        if (!p->need_dx[k]) continue;
+        if (node->relu_taken)
+            TRY(clnet_pass_run(p, 3, "activation", "", "relu_backward", 1, (size_t[]){len}, NULL,
+                               ARGS(U32(len), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->y),
+                                    MEM(p->dact), U32(p->dx[k]), U32(clnet_dx_add(p, k)))));
+        else
             TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 1), 1, len, p->dact, p->dy, 0, p->dact,
                                 p->dx[k], 0, p->dx_beta[k]));
+    }
 cleanup:
     return status;
 }
 
-const clnet_kind clnet_add_kind =
-    CLNET_JOIN_KIND("add",
-                    "Two or more inputs of the same shape, summed element by element: a residual "
-                    "connection (add input=relu1,res).",
-                    setup, forward, backward);
+/* Takes in the relu after it (model.c's fusion): relu_taken. */
+static int fuse_relu(clnet_node *node) {
+    (void)node;
+    return 1;
+}
+
+const clnet_kind clnet_add_kind = {
+    .name = "add",
+    .about = "Two or more inputs of the same shape, summed element by element: a residual "
+             "connection (add input=relu1,res). A relu whose input no other layer reads runs "
+             "inside it.",
+    .min_inputs = 2,
+    .max_inputs = CLNET_MAX_INPUTS,
+    .backward_reads = CLNET_READS_Y_RELU,
+    .setup = setup,
+    .forward = forward,
+    .backward = backward,
+    .fuse_relu = fuse_relu,
+};

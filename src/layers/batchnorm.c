@@ -5,12 +5,14 @@
  * `momentum` towards the batch's once per step; num_batches_tracked counts
  * the steps. In evaluation the running statistics normalize.
  *
- * Across devices (the collective in the pass's context): each replica
- * computes per channel its count, mean and centred sum of squares M2 (two
- * passes over its share, with compensated sums: cl/batchnorm.cl), and the
- * replicas' triples are merged on the host in double with Chan's formula,
- * in rank order, so that every replica holds the same merged statistics,
- * and the floats that normalize are those of one device. With sync=on (the default) they normalize:
+ * Each replica computes per channel its count, mean and centred sum of
+ * squares M2 (two passes over its share, with compensated sums:
+ * cl/batchnorm.cl). Alone in its step (one device, no MPI, or outside a
+ * step), a kernel makes them what normalizes, and the host never waits.
+ * Across devices (the collective in the pass's context), the replicas'
+ * triples are merged on the host in double with Chan's formula, in rank
+ * order, so that every replica holds the same merged statistics, and the
+ * floats that normalize are those of one device. With sync=on (the default) they normalize:
  * a step on N devices is a step on one device, whatever the split. With
  * sync=off each replica normalizes with its own share's statistics; the
  * running statistics still come from the merged ones. Backward sums dy and
@@ -18,7 +20,11 @@
  *
  * Outside a step (calibration) there is no collective: a replica uses its
  * own statistics. A step's share is never split into micro-batches
- * (batch_stats), so each replica normalizes its whole share at once. */
+ * (batch_stats), so each replica normalizes its whole share at once.
+ *
+ * A relu that alone reads the batch norm runs in its kernels (fuse_relu):
+ * forward writes max(y, 0), and backward finds y again from x to pass dy
+ * where y > 0, so nothing more is kept. */
 #include "elementwise.h"
 #include "error.h"
 #include "layer.h"
@@ -75,17 +81,30 @@ static clnet_status setup(clnet_node *node) {
     return CLNET_OK;
 }
 
-/* keep: the mean and 1/std that normalized (backward reads them) */
+/* keep: what normalized, the mean as a pair and 1/std (backward reads them) */
 static size_t keep_floats(const clnet_node *node, const clnet_device *d, int n) {
     (void)d, (void)n;
-    return 2 * (size_t)node->in[0].c;
+    return 3 * (size_t)node->in[0].c;
 }
 
-/* work: [0, 5C) what the statistics kernels write, [5C, 7C) what the host sends back */
+/* work: [0, 5C) what the statistics kernels write (backward: every device's
+ * sums, as the host sends them back), [5C, 7C) the merged mean and variance
+ * for the running statistics */
 #define SENT(C) (5 * (C))
 static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) {
     (void)d, (void)n;
     return 7 * (size_t)node->in[0].c;
+}
+
+/* The kernels' relu argument: 1 with the relu after it taken in. */
+static uint32_t relu_of(const clnet_node *node) {
+    return node->relu_taken != 0;
+}
+
+/* Whether this pass's replica is alone in its step: then nothing is merged
+ * and the host need not see the statistics. */
+static int alone(const clnet_ctx *ctx) {
+    return !ctx->coll || ctx->coll->size == 1;
 }
 
 /* floats (5C, rounded up to an even count so that the doubles after them
@@ -151,6 +170,56 @@ static clnet_status run_stats(const clnet_pass *p, int slot, const bn_view *v, c
                           (size_t[]){local}, args, nargs);
 }
 
+/* A calibration probe is timed and thrown away: a device probed alone with
+ * one sample may hold one value per channel, which a step never normalizes
+ * with (the step's batch covers every device). */
+static clnet_status enough(const clnet_ctx *ctx, double count) {
+    if (count >= 2 || ctx->probe) return CLNET_OK;
+    return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                      "batch norm in training needs more than one value per channel (a batch of "
+                      "%.0f)",
+                      count);
+}
+
+/* This share's statistics to the host, merged with every replica's there:
+ * what normalizes to keep, the step's mean and unbiased variance to work at
+ * SENT(C). */
+static clnet_status merge_stats(const clnet_node *node, const clnet_pass *p, const bn_view *v) {
+    clnet_status status = CLNET_OK;
+    const bn_config *cfg = CLNET_CONFIG(node, bn_config);
+    const clnet_ctx *ctx = p->ctx;
+    size_t C = v->C;
+    TRY(clnet_buffer_read(p->d, p->work, 0, 5 * C, v->f));
+    double *mine = v->mine, *merged = v->all, count = (double)(v->n * v->S);
+    mine[0] = count;
+    for (size_t c = 0; c < C; c++) { /* mean m + D / count, M2 = Q - D^2 / count */
+        double d = (double)v->f[c] + v->f[C + c], q = (double)v->f[2 * C + c] + v->f[3 * C + c];
+        double m2 = q - d * d / count;
+        mine[1 + c] = v->f[4 * C + c] + d / count;
+        mine[1 + C + c] = m2 > 0 ? m2 : 0;
+    }
+    size_t triple = 1 + 2 * C; /* every replica's, merged in rank order */
+    TRY(ctx->coll->gather(ctx->coll, mine, triple * sizeof(double), v->all));
+    for (int r = 1; r < ctx->coll->size; r++) chan_merge(merged, v->all + r * triple, C);
+    TRY(enough(ctx, merged[0]));
+    const double *norm = cfg->sync ? merged : mine;
+    for (size_t c = 0; c < C; c++) {
+        float hi = (float)norm[1 + c];
+        v->f[c] = hi;
+        v->f[C + c] = (float)(norm[1 + c] - hi);
+        v->f[2 * C + c] = (float)(1.0 / sqrt(norm[1 + C + c] / norm[0] + cfg->eps));
+        v->f[3 * C + c] = (float)merged[1 + c];
+        v->f[4 * C + c] = (float)(merged[1 + C + c] / (merged[0] > 1 ? merged[0] - 1 : 1));
+    }
+    TRY(clnet_buffer_write(p->d, p->keep, p->keep_off, 3 * C, v->f));
+    TRY(clnet_buffer_write(p->d, p->work, SENT(C), 2 * C, v->f + 3 * C));
+    TRY(clnet_pass_run(p, 3, "batchnorm", "", "bn_running", 1, (size_t[]){C}, NULL,
+                       ARGS(U32(C), MEM(p->buffers), U32(v->mean), U32(v->var), MEM(p->work),
+                            U32(SENT(C)), F32(cfg->momentum))));
+cleanup:
+    return status;
+}
+
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     const bn_config *cfg = CLNET_CONFIG(node, bn_config);
@@ -162,54 +231,25 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
         return clnet_pass_run(p, 1, "batchnorm", "", "bn_forward_eval", 2, grid, NULL,
                               ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]),
                                    MEM(p->act), U32(p->y), MEM(p->buffers), U32(v.mean), U32(v.var),
-                                   MEM(p->params), U32(v.weight), F32(cfg->eps)));
+                                   MEM(p->params), U32(v.weight), F32(cfg->eps),
+                                   U32(relu_of(node))));
 
-    /* this share's statistics, to the host */
     clnet_arg args[] = {U32(v.n),     U32(C),       U32(v.S), MEM(p->act),
                         U32(p->x[0]), MEM(p->work), U32(0),   LOCAL(0)};
     TRY(run_stats(p, 10, &v, "bn_stats", args, (int)(sizeof args / sizeof args[0])));
-    TRY(clnet_buffer_read(p->d, p->work, 0, 5 * C, v.f));
-    double *mine = v.mine, *merged = v.all, count = (double)(v.n * v.S);
-    mine[0] = count;
-    for (size_t c = 0; c < C; c++) { /* mean S1 / count, M2 = Q - (S1 - count m)^2 / count */
-        double s1 = (double)v.f[c] + v.f[C + c], q = (double)v.f[2 * C + c] + v.f[3 * C + c];
-        double shift = s1 - count * v.f[4 * C + c], m2 = q - shift * shift / count;
-        mine[1 + c] = s1 / count;
-        mine[1 + C + c] = m2 > 0 ? m2 : 0;
-    }
-    /* every replica's, merged in rank order */
-    size_t triple = 1 + 2 * C;
-    if (ctx->coll) {
-        TRY(ctx->coll->gather(ctx->coll, mine, triple * sizeof(double), v.all));
-        for (int r = 1; r < ctx->coll->size; r++) chan_merge(merged, v.all + r * triple, C);
+    if (alone(ctx)) {
+        TRY(enough(ctx, (double)(v.n * v.S)));
+        TRY(clnet_pass_run(p, 5, "batchnorm", "", "bn_finish", 1, (size_t[]){C}, NULL,
+                           ARGS(U32(C), F32((float)(v.n * v.S)), MEM(p->work), U32(0), MEM(p->keep),
+                                U32(p->keep_off), F32(cfg->eps), U32(1), MEM(p->buffers),
+                                U32(v.mean), U32(v.var), F32(cfg->momentum))));
     } else {
-        memcpy(merged, mine, triple * sizeof(double));
+        TRY(merge_stats(node, p, &v));
     }
-    /* A calibration probe is timed and thrown away: a device probed alone
-     * with one sample may hold one value per channel, which a step never
-     * normalizes with (the step's batch covers every device). */
-    if (merged[0] < 2 && !ctx->probe)
-        FAIL(CLNET_ERR_INVALID_ARGUMENT,
-             "batch norm in training needs more than one value per channel (a batch of %.0f)",
-             merged[0]);
-
-    /* what normalizes (to keep), and the step's statistics (to work[2C]) */
-    const double *norm = cfg->sync ? merged : mine;
-    for (size_t c = 0; c < C; c++) {
-        v.f[c] = (float)norm[1 + c];
-        v.f[C + c] = (float)(1.0 / sqrt(norm[1 + C + c] / norm[0] + cfg->eps));
-        v.f[2 * C + c] = (float)merged[1 + c];
-        v.f[3 * C + c] = (float)(merged[1 + C + c] / (merged[0] > 1 ? merged[0] - 1 : 1));
-    }
-    TRY(clnet_buffer_write(p->d, p->keep, p->keep_off, 2 * C, v.f));
-    TRY(clnet_buffer_write(p->d, p->work, SENT(C), 2 * C, v.f + 2 * C));
     TRY(clnet_pass_run(p, 2, "batchnorm", "", "bn_forward", 2, grid, NULL,
                        ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->act),
                             U32(p->y), MEM(p->keep), U32(p->keep_off), MEM(p->params),
-                            U32(v.weight))));
-    TRY(clnet_pass_run(p, 3, "batchnorm", "", "bn_running", 1, (size_t[]){C}, NULL,
-                       ARGS(U32(C), MEM(p->buffers), U32(v.mean), U32(v.var), MEM(p->work),
-                            U32(SENT(C)), F32(cfg->momentum))));
+                            U32(v.weight), U32(relu_of(node)))));
 cleanup:
     return status;
 }
@@ -221,30 +261,54 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     TRY(view(node, p, &v));
     size_t C = v.C;
     /* this share's sums, which are also its weight and bias gradients */
-    clnet_arg args[] = {U32(v.n),     U32(C),        U32(v.S),      MEM(p->act),       U32(p->x[0]),
-                        MEM(p->dact), U32(p->dy),    MEM(p->keep),  U32(p->keep_off),  MEM(p->work),
-                        U32(0),       MEM(p->grads), U32(v.weight), U32(p->beta != 0), LOCAL(0)};
+    clnet_arg args[] = {U32(v.n),          U32(C),         U32(v.S),      MEM(p->act),
+                        U32(p->x[0]),      MEM(p->dact),   U32(p->dy),    MEM(p->keep),
+                        U32(p->keep_off),  MEM(p->params), U32(v.weight), U32(relu_of(node)),
+                        MEM(p->work),      U32(0),         MEM(p->grads), U32(v.weight),
+                        U32(p->beta != 0), LOCAL(0)};
     TRY(run_stats(p, 11, &v, "bn_backward_sums", args, (int)(sizeof args / sizeof args[0])));
     if (!p->need_dx[0]) return CLNET_OK;
 
-    /* the whole batch's means of dy and dy * xhat (sync=on), or this share's */
-    TRY(clnet_buffer_read(p->d, p->work, 0, 4 * C, v.f));
+    /* the whole batch's sums of g and g * xhat (sync=on), or this share's */
     double *sums = v.mine;
     sums[0] = (double)(v.n * v.S);
-    for (size_t c = 0; c < C; c++) { /* the pairs (hi, lo) of sum dy and of sum dy * xhat */
-        sums[1 + c] = (double)v.f[c] + v.f[C + c];
-        sums[1 + C + c] = (double)v.f[2 * C + c] + v.f[3 * C + c];
+    if (cfg->sync && !alone(p->ctx)) {
+        TRY(clnet_buffer_read(p->d, p->work, 0, 4 * C, v.f));
+        for (size_t c = 0; c < 2 * C; c++) /* the pairs (hi, lo) of sum g and of sum g * xhat */
+            sums[1 + c] = (double)v.f[(c / C) * 2 * C + c % C] + v.f[(c / C) * 2 * C + C + c % C];
+        TRY(p->ctx->coll->sum(p->ctx->coll, sums, 1 + 2 * C));
+        for (size_t c = 0; c < 2 * C; c++) { /* back as pairs */
+            float hi = (float)sums[1 + c];
+            v.f[(c / C) * 2 * C + c % C] = hi;
+            v.f[(c / C) * 2 * C + C + c % C] = (float)(sums[1 + c] - hi);
+        }
+        TRY(clnet_buffer_write(p->d, p->work, 0, 4 * C, v.f));
     }
-    if (cfg->sync && p->ctx->coll) TRY(p->ctx->coll->sum(p->ctx->coll, sums, 1 + 2 * C));
-    for (size_t i = 0; i < 2 * C; i++) v.f[i] = (float)(sums[1 + i] / sums[0]);
-    TRY(clnet_buffer_write(p->d, p->work, SENT(C), 2 * C, v.f));
-    TRY(clnet_pass_run(
-        p, 4, "batchnorm", "", "bn_backward_dx", 2, (size_t[]){slots(&v), v.n * C}, NULL,
-        ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact), U32(p->dy),
-             MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off), MEM(p->work),
-             U32(SENT(C)), MEM(p->params), U32(v.weight), U32(clnet_dx_add(p, 0)))));
+    TRY(clnet_pass_run(p, 4, "batchnorm", "", "bn_backward_dx", 2, (size_t[]){slots(&v), v.n * C},
+                       NULL,
+                       ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact),
+                            U32(p->dy), MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off),
+                            MEM(p->work), U32(0), F32((float)sums[0]), MEM(p->params),
+                            U32(v.weight), U32(relu_of(node)), U32(clnet_dx_add(p, 0)))));
 cleanup:
     return status;
+}
+
+void clnet_batchnorm_fold(const clnet_node *bn, const float *params, const float *buffers,
+                          double *s, double *t) {
+    const bn_config *cfg = CLNET_CONFIG(bn, bn_config);
+    const float *gamma = params + bn->params[0].offset, *beta = params + bn->params[1].offset;
+    const float *mean = buffers + bn->buffers[0].offset, *var = buffers + bn->buffers[1].offset;
+    for (int64_t c = 0; c < bn->in[0].c; c++) {
+        s[c] = gamma[c] / sqrt((double)var[c] + cfg->eps);
+        t[c] = beta[c] - mean[c] * s[c];
+    }
+}
+
+/* Takes in the relu after it (model.c's fusion): see relu_of. */
+static int fuse_relu(clnet_node *node) {
+    (void)node;
+    return 1;
 }
 
 const clnet_kind clnet_batchnorm_kind = {
@@ -257,7 +321,9 @@ const clnet_kind clnet_batchnorm_kind = {
         " statistics move by momentum towards the batch mean and the unbiased variance, once per "
         "step. Training needs more than one value per channel. sync=on: the statistics cover the "
         "whole batch across devices and MPI ranks, so a step on N devices is a step on one; "
-        "sync=off: each device normalizes with its own share (as nn.DataParallel).",
+        "sync=off: each device normalizes with its own share (as nn.DataParallel). In evaluation "
+        "a batch norm that alone reads a convolution folds into the convolution's weights and "
+        "bias (CLNET_FUSE=off keeps it apart).",
     .stem = "bn",
     .options = options,
     .min_inputs = 1,
@@ -271,4 +337,5 @@ const clnet_kind clnet_batchnorm_kind = {
     .host_bytes = host_bytes,
     .forward = forward,
     .backward = backward,
+    .fuse_relu = fuse_relu,
 };

@@ -462,6 +462,26 @@ static int fuse_relu(clnet_node *node) {
     return 1;
 }
 
+/* Multiplies each weight by s[its output channel] (clnet_kind.fold_scale).
+ * A transposed convolution's weight is (Cin, Cout / groups, window): its
+ * kernels take no relu. */
+static int fold_scale(const clnet_node *node, double *w, const double *s, int relu) {
+    const conv_config *c = CLNET_CONFIG(node, conv_config);
+    if (c->transpose && relu) return 0;
+    if (!w) return 1;
+    size_t count = node->params[0].count, K = 1;
+    for (int a = 0; a < 3; a++) K *= (size_t)c->win.k[a];
+    size_t per = count / (c->transpose ? (size_t)node->in[0].c : (size_t)c->filters);
+    size_t outs = (size_t)c->filters / (size_t)c->groups; /* transposed: per group */
+    size_t ins = (size_t)node->in[0].c / (size_t)c->groups;
+    for (size_t e = 0; e < count; e++) {
+        size_t o = e / per; /* the first axis */
+        if (c->transpose) o = (o / ins) * outs + (e / K) % outs;
+        w[e] *= s[o];
+    }
+    return 1;
+}
+
 /* What a backward chunk makes: the parameters' gradients, x's, or both. */
 enum { MAKES_DW = 1, MAKES_DX = 2 };
 
@@ -635,6 +655,13 @@ static uint32_t took_relu(const clnet_node *node) {
     return CLNET_CONFIG(node, conv_config)->relu != 0;
 }
 
+/* The output's bias and relu in a forward pass: the layer's own, or a
+ * folded batch norm's (p->fold). */
+static output_flags forward_flags(const clnet_node *node, const clnet_pass *p) {
+    if (p->fold) return (output_flags){.bias = 1, .relu = p->fold->relu};
+    return (output_flags){.bias = has_bias(node), .relu = took_relu(node)};
+}
+
 /* One chunk's share of a pass; beta is what its parameter gradients do
  * (the pass's beta for the first chunk; later chunks add to the first's). */
 typedef clnet_status (*chunk_fn)(const clnet_node *node, const clnet_pass *p, const chunk *ch,
@@ -657,6 +684,7 @@ static clnet_status each_chunk(const clnet_node *node, const clnet_pass *p, cons
                           clnet_conv_algo_names[algo], node->name);
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, algo, makes, b0, p->n - b0 < most ? p->n - b0 : most);
+        if (p->fold) ch.bo = p->fold->bias; /* a folded batch norm's, in the folded copy */
         clnet_status s = fn(node, p, &ch, b0 == 0 ? p->beta : 1.0f);
         if (s != CLNET_OK) return s;
     }
@@ -671,8 +699,7 @@ static clnet_status conv_forward_chunk(const clnet_node *node, const clnet_pass 
     (void)beta;
     TRY(im2col(node, p, ch, p->act, p->x[0]));
     TRY(gemm_down(node, p, ch));
-    output_flags f = {.bias = has_bias(node), .relu = took_relu(node)};
-    TRY(from_gemm_layout(p, 1, f, ch, v.Cs, v.Ps, p->act, p->y + ch->small));
+    TRY(from_gemm_layout(p, 1, forward_flags(node, p), ch, v.Cs, v.Ps, p->act, p->y + ch->small));
 cleanup:
     return status;
 }
@@ -739,7 +766,7 @@ static clnet_status transpose_forward_chunk(const clnet_node *node, const clnet_
     (void)beta;
     TRY(to_gemm_layout(p, 2, 0, v.Cs, v.Ps, ch->s, p->act, p->x[0] + ch->small, 0, 0));
     TRY(gemm_up(node, p, ch));
-    TRY(col2im(node, p, 3, ch, has_bias(node), 0, p->act, p->y));
+    TRY(col2im(node, p, 3, ch, forward_flags(node, p).bias, 0, p->act, p->y));
 cleanup:
     return status;
 }
@@ -852,7 +879,7 @@ cleanup:
 static clnet_status direct_conv_forward_chunk(const clnet_node *node, const clnet_pass *p,
                                               const chunk *ch, float beta) {
     (void)beta;
-    output_flags f = {.bias = has_bias(node), .relu = took_relu(node)};
+    output_flags f = forward_flags(node, p);
     return direct_down(node, p, ch, small_nchw(node, p->act, p->y + ch->small), p->act,
                        p->x[0] + ch->big, f);
 }
@@ -876,7 +903,7 @@ cleanup:
 static clnet_status direct_transpose_forward_chunk(const clnet_node *node, const clnet_pass *p,
                                                    const chunk *ch, float beta) {
     (void)beta;
-    output_flags f = {.bias = has_bias(node)};
+    output_flags f = forward_flags(node, p);
     return direct_up(node, p, ch, small_nchw(node, p->act, p->x[0] + ch->small), p->act,
                      p->y + ch->big, f);
 }
@@ -1206,7 +1233,7 @@ static clnet_status implicit_forward_chunk(const clnet_node *node, const clnet_p
     implicit_run r = implicit_begin(node, p, ch);
     (void)beta;
     TRY(pad(&r, v.Cb, nchw_view(p->act, p->x[0] + ch->big, v.Cb, r.w->in), &r.l.f, r.l.xp));
-    output_flags o = {.bias = has_bias(node), .relu = took_relu(node)};
+    output_flags o = forward_flags(node, p);
     TRY(implicit_down(node, &r, p->act, p->y + ch->small, o));
 cleanup:
     return status;
@@ -1327,7 +1354,7 @@ static clnet_status implicit_transpose_forward_chunk(const clnet_node *node, con
     implicit_run r = implicit_begin(node, p, ch);
     (void)beta;
     TRY(small_grid(&r, sides_of(node).Cs, p->act, p->x[0] + ch->small, 0));
-    TRY(implicit_up(node, &r, p->act, p->y + ch->big, (output_flags){.bias = has_bias(node)}));
+    TRY(implicit_up(node, &r, p->act, p->y + ch->big, forward_flags(node, p)));
 cleanup:
     return status;
 }
@@ -1420,10 +1447,10 @@ static int algorithms(const clnet_node *node, const clnet_device *d, char *key, 
     {                                                                                              \
         .name = kind_name, .about = about_, .stem = "conv", .options = options_, .min_inputs = 1,  \
         .max_inputs = 1, /* x: each chunk's columns are made again; y: with a relu taken in */     \
-            .backward_reads = CLNET_READS_X | CLNET_READS_Y, .config_size = sizeof(conv_config),   \
-        .defaults = defaults_, .check = check, .setup = setup, .work_floats = work_floats,         \
-        .forward = conv_forward, .backward = conv_backward, .fuse_relu = fuse_relu,                \
-        .algorithms = algorithms,                                                                  \
+            .backward_reads = CLNET_READS_X | CLNET_READS_Y_RELU,                                  \
+        .config_size = sizeof(conv_config), .defaults = defaults_, .check = check, .setup = setup, \
+        .work_floats = work_floats, .forward = conv_forward, .backward = conv_backward,            \
+        .fuse_relu = fuse_relu, .algorithms = algorithms, .fold_scale = fold_scale,                \
     }
 
 /* backward reads x (the weight gradient's Xp), never y */
@@ -1433,7 +1460,7 @@ static int algorithms(const clnet_node *node, const clnet_device *d, char *key, 
         .min_inputs = 1, .max_inputs = 1, .backward_reads = CLNET_READS_X,                         \
         .config_size = sizeof(conv_config), .defaults = defaults_, .check = check, .setup = setup, \
         .work_floats = work_floats, .forward = transpose_forward, .backward = transpose_backward,  \
-        .algorithms = algorithms,                                                                  \
+        .algorithms = algorithms, .fold_scale = fold_scale,                                        \
     }
 
 /* What every convolution shares, after the shapes of its rank. */
