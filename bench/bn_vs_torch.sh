@@ -3,6 +3,8 @@
 # clnet against PyTorch (2 threads) on ResNet-18, resnet18_w16 and LeNet,
 # interleaved over ROUNDS rounds, with the median ratio of each.
 #   bench/bn_vs_torch.sh [ROUNDS] [STEPS] [EVAL_IMAGES]
+# (LeNet trains 5 x STEPS steps: its steps are short, and the first ones
+# carry the start.)
 # Each round, for each model: clnet training with the fixed rules (no
 # tuning database), clnet training with a database that `clnet tune` wrote
 # before the first round (ResNets), PyTorch training; then clnet eval and
@@ -23,10 +25,11 @@ models=(resnet18 resnet18_w16 lenet)
 recipe=(--lr 0.05 --momentum 0.9 --wd 5e-4)
 
 field() { sed -n "s/.*images_per_s=\([0-9]*\).*/\1/p" | tail -n1; }
+steps_of() { [ "$1" = lenet ] && echo $((5 * steps)) || echo "$steps"; }
 clnet_train() { build/clnet train "examples/models/$1.cfg" --batch "$2" "${recipe[@]}" \
-    --steps "$steps" --no-eval 2>/dev/null | field; }
+    --steps "$(steps_of "$1")" --no-eval 2>/dev/null | field; }
 torch_train() { /usr/bin/python3 bench/pytorch_lenet.py --model "$1" --batch "$2" "${recipe[@]}" \
-    --steps "$steps" --no-eval --threads 2 2>/dev/null | field; }
+    --steps "$(steps_of "$1")" --no-eval --threads 2 2>/dev/null | field; }
 clnet_eval() { build/clnet eval "examples/models/$1.cfg" --weights "$work/$1.safetensors" \
     --batch "$2" --test-limit "$eval_images" 2>&1 >/dev/null | field; }
 torch_eval() { /usr/bin/python3 bench/pytorch_lenet.py --model "$1" --batch "$2" --steps 1 \

@@ -33,6 +33,19 @@ void clnet_replica_free(clnet_replica *r) {
     free(r);
 }
 
+/* The folded parameters' buffer, and what each folding convolution adds
+ * after its product: the batch norm's bias slot and relu. */
+static clnet_status make_folds(clnet_replica *r) {
+    const clnet_model *m = r->model;
+    r->folds = clnet_calloc((size_t)m->count, sizeof *r->folds);
+    if (!r->folds) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < m->count; i++) {
+        const clnet_node *bn = m->nodes[i].fold_bn ? &m->nodes[m->nodes[i].fold_bn - 1] : NULL;
+        if (bn) r->folds[i] = (clnet_fold){bn->params[1].offset, (uint32_t)bn->relu_taken};
+    }
+    return clnet_buffer_create(r->d, m->nparams * sizeof(float), &r->folded);
+}
+
 static double mib(size_t floats) {
     return (double)floats * 4.0 / (1024.0 * 1024.0);
 }
@@ -90,15 +103,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->grads));
     TRY(clnet_buffer_create(d, m->nbuffers * sizeof(float), &r->buffers));
     r->state = 1;
-    if (folds) {
-        TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->folded));
-        r->folds = clnet_calloc((size_t)m->count, sizeof *r->folds);
-        if (!r->folds) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
-        for (int i = 0; i < m->count; i++) {
-            const clnet_node *bn = m->nodes[i].fold_bn ? &m->nodes[m->nodes[i].fold_bn - 1] : NULL;
-            if (bn) r->folds[i] = (clnet_fold){bn->params[1].offset, (uint32_t)bn->relu_taken};
-        }
-    }
+    if (folds) TRY(make_folds(r));
     TRY(clnet_buffer_create(d, p->act * sizeof(float), &r->act));
     TRY(clnet_buffer_create(d, p->dact * sizeof(float), &r->dact));
     r->keeps = clnet_calloc((size_t)m->count + 1, sizeof *r->keeps);
