@@ -150,12 +150,11 @@ __kernel void bn_stats(uint n, uint C, uint S, __global const float *x, uint xof
 }
 
 // One device's statistics (bn_stats's, over count values a channel) made
-// into norm (at noff) and, when running is set, the running mean and
-// variance moved by momentum towards the batch's mean and unbiased variance.
-// One work-item a channel.
+// into norm (at noff), and the running mean and variance moved by momentum
+// towards the batch's mean and unbiased variance. One work-item a channel.
 __kernel void bn_finish(uint C, float count, __global const float *stats, uint soff,
-                        __global float *norm, uint noff, float eps, uint running,
-                        __global float *buffers, uint moff, uint voff, float momentum) {
+                        __global float *norm, uint noff, float eps, __global float *buffers,
+                        uint moff, uint voff, float momentum) {
     const uint c = get_global_id(0);
     if (c >= C) return;
     __global const float *st = stats + soff;
@@ -164,7 +163,6 @@ __kernel void bn_finish(uint C, float count, __global const float *stats, uint s
     norm[noff + c] = m;
     norm[noff + C + c] = lo;
     norm[noff + 2 * C + c] = 1.0f / sqrt(m2 / count + eps);
-    if (!running) return;
     const float keep = 1.0f - momentum;
     buffers[moff + c] = keep * buffers[moff + c] + momentum * (m + lo);
     buffers[voff + c] = keep * buffers[voff + c] + momentum * (m2 / fmax(count - 1.0f, 1.0f));

@@ -12,11 +12,12 @@
  * Across devices (the collective in the pass's context), the replicas'
  * triples are merged on the host in double with Chan's formula, in rank
  * order, so that every replica holds the same merged statistics, and the
- * floats that normalize are those of one device. With sync=on (the default) they normalize:
- * a step on N devices is a step on one device, whatever the split. With
- * sync=off each replica normalizes with its own share's statistics; the
- * running statistics still come from the merged ones. Backward sums dy and
- * dy * xhat per channel across the replicas the same way (sync=on).
+ * floats that normalize are those of one device. With sync=on (the
+ * default) they normalize: a step on N devices is a step on one device,
+ * whatever the split. With sync=off each replica normalizes with its own
+ * share's statistics; the running statistics still come from the merged
+ * ones. Backward sums dy and dy * xhat per channel across the replicas the
+ * same way (sync=on).
  *
  * Outside a step (calibration) there is no collective: a replica uses its
  * own statistics. A step's share is never split into micro-batches
@@ -241,8 +242,8 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
         TRY(enough(ctx, (double)(v.n * v.S)));
         TRY(clnet_pass_run(p, 5, "batchnorm", "", "bn_finish", 1, (size_t[]){C}, NULL,
                            ARGS(U32(C), F32((float)(v.n * v.S)), MEM(p->work), U32(0), MEM(p->keep),
-                                U32(p->keep_off), F32(cfg->eps), U32(1), MEM(p->buffers),
-                                U32(v.mean), U32(v.var), F32(cfg->momentum))));
+                                U32(p->keep_off), F32(cfg->eps), MEM(p->buffers), U32(v.mean),
+                                U32(v.var), F32(cfg->momentum))));
     } else {
         TRY(merge_stats(node, p, &v));
     }
