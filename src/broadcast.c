@@ -68,7 +68,7 @@ clnet_status clnet_broadcast_folded(clnet_trainer *t, clnet_model *m) {
     float *folded = clnet_malloc(m->nparams * sizeof(float));
     if (!folded) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory folding batch norms");
     TRY(clnet_broadcast_gather(t, m));
-    clnet_model_fold(m, folded);
+    TRY(clnet_model_fold(m, folded));
     folded_job j = {t, folded};
     TRY(clnet_workers_run(t->workers, write_folded, &j, NULL));
 cleanup:

@@ -496,7 +496,7 @@ static int readers_of(const clnet_model *m, int from) {
 
 /* A batch norm that alone reads a convolution (clnet_kind.fold_scale) folds
  * into it for evaluation: the convolution's evaluation pass runs with scaled
- * weights and a bias of the batch norm's (fold.c) and writes the batch
+ * weights and a bias of the batch norm's (clnet_model_fold) and writes the batch
  * norm's output, and the batch norm runs nothing. With the relu after the
  * batch norm taken in, the convolution applies it. */
 static void fold(clnet_model *m) {
@@ -513,7 +513,7 @@ static void fold(clnet_model *m) {
     }
 }
 
-void clnet_model_fold(const clnet_model *m, float *out) {
+clnet_status clnet_model_fold(const clnet_model *m, float *out) {
     memcpy(out, m->params, m->nparams * sizeof(float));
     for (int i = 0; i < m->count; i++) {
         const clnet_node *conv = &m->nodes[i];
@@ -521,7 +521,7 @@ void clnet_model_fold(const clnet_model *m, float *out) {
         const clnet_node *bn = &m->nodes[conv->fold_bn - 1];
         size_t C = (size_t)bn->in[0].c, count = conv->params[0].count;
         double *w = clnet_malloc((count + 2 * C) * sizeof *w), *s = w + count, *t = s + C;
-        if (!w) continue; /* the state stays unfolded: evaluation runs it as trained */
+        if (!w) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory folding '%s'", bn->name);
         clnet_batchnorm_fold(bn, m->params, m->buffers, s, t);
         for (size_t e = 0; e < count; e++) w[e] = m->params[conv->params[0].offset + e];
         conv->kind->fold_scale(conv, w, s, bn->relu_taken);
@@ -532,6 +532,7 @@ void clnet_model_fold(const clnet_model *m, float *out) {
         }
         free(w);
     }
+    return CLNET_OK;
 }
 
 /* A relu that alone reads a layer able to take it in (clnet_kind.fuse_relu)

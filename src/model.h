@@ -59,8 +59,9 @@ void clnet_model_count_step(clnet_model *m);
  * that folds into its convolution (clnet_model_finish) folded in from m's
  * parameters and running statistics, in double: the convolution's weights
  * scaled per output channel by s = gamma / sqrt(running_var + eps), and its
- * bias, (bias - running_mean) * s + beta, in the batch norm's bias. */
-void clnet_model_fold(const clnet_model *m, float *out);
+ * bias, (bias - running_mean) * s + beta, in the batch norm's bias. Fails
+ * only when out of host memory. */
+clnet_status clnet_model_fold(const clnet_model *m, float *out);
 /* Allocates zeroed host arrays if there are none yet (before loading). */
 clnet_status clnet_model_alloc(clnet_model *m);
 

@@ -17,7 +17,7 @@ typedef struct {
     size_t bytes; /* device memory the replica needs at max_batch */
     clnet_plan plan;
     cl_mem params, grads, buffers; /* (nparams), (nparams), (nbuffers) */
-    /* Evaluation's parameters with the batch norms folded in (fold.c), or
+    /* Evaluation's parameters with the batch norms folded in (clnet_model_fold), or
      * NULL when the model folds none: made for `folded_state`, and used
      * while that is still `state`, which every write of the parameters or
      * buffers and every training forward pass moves on. */
@@ -73,7 +73,7 @@ clnet_status clnet_replica_read_buffers(clnet_replica *r, float *buffers);
 /* The float buffers alone to the device. */
 clnet_status clnet_replica_write_buffers(clnet_replica *r, const float *buffers);
 
-/* Batch norms folded for evaluation (fold.c): whether the model folds any;
+/* Batch norms folded for evaluation (broadcast.c): whether the model folds any;
  * whether the folded parameters are those of the state the replica holds
  * now (evaluation passes then use them); and the folded parameters to the
  * device (nparams floats), made for the state it holds now. */
