@@ -51,9 +51,10 @@ EOF
 )
 if [ "$same" = same ]; then ok "the state dict converts back to the same tensors (num_batches_tracked int64)"
 else bad "round trip tensors" "$same"; fi
-again=$("$clnet" eval "$models/resnet18_w16.cfg" --weights "$work/b.safetensors" --test-limit $n 2>&1 | tail -n1)
+again=$("$clnet" eval "$models/resnet18_w16.cfg" --weights "$work/b.safetensors" --test-limit $n \
+        2>"$work/again.err" | tail -n1)
 if [ "$again" = "$want" ]; then ok "clnet eval reads the converted checkpoint ($again)"
-else bad "clnet eval of the converted checkpoint" "$again"; fi
+else bad "clnet eval of the converted checkpoint" "$again $(cat "$work/again.err")"; fi
 
 # 3. a tensor missing from the state dict is refused by clnet, naming it
 "$python" - "$work/a.pt" "$work/c.pt" <<'EOF'
