@@ -213,21 +213,23 @@ inline void bn_normalize(__global const float *x, __global float *y, uint count,
     for (uint k = 0; k < count; k++) y[k] = bn_y(f, x[k]);
 }
 
-// The slot of (row, slot) work-item: where it starts in x and how many values.
-inline uint bn_slot(uint S, uint *count) {
-    const uint s = get_global_id(0) * BN_V;
+// The (row, slot) work-item's slot: 0 past the rows' n * C or S's slots;
+// else its channel, where it starts in x and how many values it holds.
+inline int bn_slot(uint n, uint C, uint S, uint *c, uint *i, uint *count) {
+    const uint s = get_global_id(0) * BN_V, row = get_global_id(1);
+    if (s >= S || row >= n * C) return 0;
+    *c = row % C;
+    *i = row * S + s;
     *count = min((uint)BN_V, S - s);
-    return get_global_id(1) * S + s;
+    return 1;
 }
 
 // y = f(x) with the batch's statistics: norm (3C) at noff.
 __kernel void bn_forward(uint n, uint C, uint S, __global const float *x, uint xoff,
                          __global float *y, uint yoff, __global const float *norm, uint noff,
                          __global const float *params, uint poff, uint relu) {
-    if (get_global_id(0) * BN_V >= S || get_global_id(1) >= n * C) return;
-    const uint c = get_global_id(1) % C;
-    uint count;
-    const uint i = bn_slot(S, &count);
+    uint c, i, count;
+    if (!bn_slot(n, C, S, &c, &i, &count)) return;
     bn_normalize(x + xoff + i, y + yoff + i, count,
                  bn_train_map(C, c, norm, noff, params, poff, relu));
 }
@@ -237,10 +239,8 @@ __kernel void bn_forward_eval(uint n, uint C, uint S, __global const float *x, u
                               __global float *y, uint yoff, __global const float *buffers,
                               uint moff, uint voff, __global const float *params, uint poff,
                               float eps, uint relu) {
-    if (get_global_id(0) * BN_V >= S || get_global_id(1) >= n * C) return;
-    const uint c = get_global_id(1) % C;
-    uint count;
-    const uint i = bn_slot(S, &count);
+    uint c, i, count;
+    if (!bn_slot(n, C, S, &c, &i, &count)) return;
     const bn_map f = {buffers[moff + c],   0.0f, 1.0f / sqrt(buffers[voff + c] + eps),
                       params[poff + c], params[poff + C + c], relu};
     bn_normalize(x + xoff + i, y + yoff + i, count, f);
@@ -309,10 +309,8 @@ __kernel void bn_backward_dx(uint n, uint C, uint S, __global const float *x, ui
                              __global const float *norm, uint noff, __global const float *sums,
                              uint soff, float total, __global const float *params, uint poff,
                              uint relu, uint add) {
-    if (get_global_id(0) * BN_V >= S || get_global_id(1) >= n * C) return;
-    const uint c = get_global_id(1) % C;
-    uint count;
-    const uint i = bn_slot(S, &count);
+    uint c, i, count;
+    if (!bn_slot(n, C, S, &c, &i, &count)) return;
     const bn_map f = bn_train_map(C, c, norm, noff, params, poff, relu);
     __global const float *st = sums + soff;
     const float mdy = (st[c] + st[C + c]) / total, mdyx = (st[2 * C + c] + st[3 * C + c]) / total;

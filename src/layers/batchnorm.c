@@ -146,6 +146,19 @@ static clnet_status view(const clnet_node *node, const clnet_pass *p, bn_view *v
     return CLNET_OK;
 }
 
+/* Value k of the 2C that the kernels write as pairs of floats (bn_store_pairs
+ * in cl/batchnorm.cl: value k < C has its hi at f[k] and its lo at f[C + k],
+ * value C + k at f[2C + k] and f[3C + k]), and the same back. */
+static double pair_get(const float *f, size_t C, size_t k) {
+    size_t hi = k < C ? k : C + k;
+    return (double)f[hi] + f[hi + C];
+}
+static void pair_set(float *f, size_t C, size_t k, double value) {
+    size_t hi = k < C ? k : C + k;
+    f[hi] = (float)value;
+    f[hi + C] = (float)(value - f[hi]);
+}
+
 /* Merges rank r's (count, mean[C], M2[C]) into acc, Chan's formula. */
 static void chan_merge(double *acc, const double *r, size_t C) {
     double na = acc[0], nb = r[0], n = na + nb;
@@ -194,7 +207,7 @@ static clnet_status merge_stats(const clnet_node *node, const clnet_pass *p, con
     double *mine = v->mine, *merged = v->all, count = (double)(v->n * v->S);
     mine[0] = count;
     for (size_t c = 0; c < C; c++) { /* mean m + D / count, M2 = Q - D^2 / count */
-        double d = (double)v->f[c] + v->f[C + c], q = (double)v->f[2 * C + c] + v->f[3 * C + c];
+        double d = pair_get(v->f, C, c), q = pair_get(v->f, C, C + c);
         double m2 = q - d * d / count;
         mine[1 + c] = v->f[4 * C + c] + d / count;
         mine[1 + C + c] = m2 > 0 ? m2 : 0;
@@ -275,14 +288,9 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     sums[0] = (double)(v.n * v.S);
     if (cfg->sync && !alone(p->ctx)) {
         TRY(clnet_buffer_read(p->d, p->work, 0, 4 * C, v.f));
-        for (size_t c = 0; c < 2 * C; c++) /* the pairs (hi, lo) of sum g and of sum g * xhat */
-            sums[1 + c] = (double)v.f[(c / C) * 2 * C + c % C] + v.f[(c / C) * 2 * C + C + c % C];
+        for (size_t k = 0; k < 2 * C; k++) sums[1 + k] = pair_get(v.f, C, k);
         TRY(p->ctx->coll->sum(p->ctx->coll, sums, 1 + 2 * C));
-        for (size_t c = 0; c < 2 * C; c++) { /* back as pairs */
-            float hi = (float)sums[1 + c];
-            v.f[(c / C) * 2 * C + c % C] = hi;
-            v.f[(c / C) * 2 * C + C + c % C] = (float)(sums[1 + c] - hi);
-        }
+        for (size_t k = 0; k < 2 * C; k++) pair_set(v.f, C, k, sums[1 + k]);
         TRY(clnet_buffer_write(p->d, p->work, 0, 4 * C, v.f));
     }
     TRY(clnet_pass_run(p, 4, "batchnorm", "", "bn_backward_dx", 2, (size_t[]){slots(&v), v.n * C},
