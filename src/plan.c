@@ -121,7 +121,7 @@ static void mark_gradients(clnet_plan *p, const clnet_model *m, planning *w) {
 
 /* Activations live from the forward that writes them to the last pass that
  * reads them; the loss's output (the probabilities) to the end. A batch
- * norm folded into a convolution (clnet_node.fold) has its output written by
+ * norm folded into a convolution (clnet_node.fold_bn) has its output written by
  * the convolution in evaluation. */
 static void activation_lives(const clnet_plan *p, const clnet_model *m, planning *w) {
     const int N = m->count;
