@@ -10,7 +10,10 @@
 //
 // With a relu taken in (the relu after the batch norm: relu = 1), y is
 // max(y, 0), and backward passes dy only where y > 0, finding y again from
-// x with the same operations in the same order.
+// x with the same operations in the same order. Where an add alone reads
+// the batch norm (src/layers/add.c), in training the add makes y as it sums
+// (bn_add_forward), and backward reads the add's dy, masked by the add's
+// output when the add took in a relu.
 //
 // The statistics are sums carried as unevaluated pairs hi + lo of floats
 // (compensated: each addition's rounding error is kept in lo), so they are
@@ -234,6 +237,28 @@ __kernel void bn_forward(uint n, uint C, uint S, __global const float *x, uint x
                  bn_train_map(C, c, norm, noff, params, poff, relu));
 }
 
+// The add that alone reads a batch norm, in training: y = f(x) + other, then
+// max(., 0) with relu, f the batch norm's map of its input x (src/layers/add.c).
+__kernel void bn_add_forward(uint n, uint C, uint S, __global const float *x, uint xoff,
+                             __global const float *other, uint ooff, __global float *y, uint yoff,
+                             __global const float *norm, uint noff, __global const float *params,
+                             uint poff, uint relu) {
+    uint c, i, count;
+    if (!bn_slot(n, C, S, &c, &i, &count)) return;
+    const bn_map f = bn_train_map(C, c, norm, noff, params, poff, 0);
+    __global const float *xs = x + xoff + i, *os = other + ooff + i;
+    __global float *out = y + yoff + i;
+    if (count == BN_V) {
+        const float8 v = bn_y8(f, vload8(0, xs)) + vload8(0, os);
+        vstore8(relu ? fmax(v, 0.0f) : v, 0, out);
+        return;
+    }
+    for (uint k = 0; k < count; k++) {
+        const float v = bn_y(f, xs[k]) + os[k];
+        out[k] = relu ? fmax(v, 0.0f) : v;
+    }
+}
+
 // Evaluation: the running mean and variance, at buffers[moff], buffers[voff].
 __kernel void bn_forward_eval(uint n, uint C, uint S, __global const float *x, uint xoff,
                               __global float *y, uint yoff, __global const float *buffers,
@@ -266,14 +291,26 @@ inline float bn_pass(bn_map f, float x, float dy) {
     return f.relu && !(bn_y(f, x) > 0.0f) ? 0.0f : dy;
 }
 
+// The gradient of the normalized y: dy past the relu taken in, or with
+// `masked` (the add after it took in a relu and made y: src/layers/add.c) dy
+// where that add's output, mask, is > 0.
+inline float8 bn_grad8(bn_map f, float8 x, float8 dy, float8 mask, uint masked) {
+    return masked ? select((float8)(0.0f), dy, mask > 0.0f) : bn_pass8(f, x, dy);
+}
+inline float bn_grad(bn_map f, float x, float dy, float mask, uint masked) {
+    return masked ? (mask > 0.0f ? dy : 0.0f) : bn_pass(f, x, dy);
+}
+
 // Per channel over the share, as pairs: sum g (sums: hi at c, lo at C + c)
 // and sum g * xhat (hi at 2C + c, lo at 3C + c), with g the gradient of the
-// normalized y (dy, past the relu taken in). They are also this share's
+// normalized y (bn_grad8: dy past the relu taken in, or the add's dy where
+// its output, mask, is > 0). They are also this share's
 // gradients of beta and gamma (added to what the gradient buffer holds when
 // accumulate is set).
 __kernel void bn_backward_sums(uint n, uint C, uint S, __global const float *x, uint xoff,
                                __global const float *dy, uint dyoff, __global const float *norm,
                                uint noff, __global const float *params, uint poff, uint relu,
+                               __global const float *mask, uint moff, uint masked,
                                __global float *sums, uint soff, __global float *grads, uint goff,
                                uint accumulate, __local float2 *tmp) {
     const uint c = get_group_id(0), R = (S + BN_V - 1) / BN_V;
@@ -283,7 +320,8 @@ __kernel void bn_backward_sums(uint n, uint C, uint S, __global const float *x, 
     for (bn_walk w = bn_walk_start(R); w.b < n; bn_walk_next(&w, R)) {
         const uint row = (w.b * C + c) * S, s = w.r * BN_V; /* past S: dy 0 adds nothing */
         const float8 v = bn_load(x + xoff + row, s, S, f.hi);
-        const float8 g = bn_pass8(f, v, bn_load(dy + dyoff + row, s, S, 0.0f));
+        const float8 m8 = masked ? bn_load(mask + moff + row, s, S, 0.0f) : 0.0f;
+        const float8 g = bn_grad8(f, v, bn_load(dy + dyoff + row, s, S, 0.0f), m8, masked);
         const float8 xhat = bn_xhat8(f, v);
         const float8 p = g * xhat;
         a = bn_add8(a, g);
@@ -308,23 +346,25 @@ __kernel void bn_backward_dx(uint n, uint C, uint S, __global const float *x, ui
                              __global const float *dy, uint dyoff, __global float *dx, uint dxoff,
                              __global const float *norm, uint noff, __global const float *sums,
                              uint soff, float total, __global const float *params, uint poff,
-                             uint relu, uint add) {
+                             uint relu, __global const float *mask, uint moff, uint masked,
+                             uint add) {
     uint c, i, count;
     if (!bn_slot(n, C, S, &c, &i, &count)) return;
     const bn_map f = bn_train_map(C, c, norm, noff, params, poff, relu);
     __global const float *st = sums + soff;
     const float mdy = (st[c] + st[C + c]) / total, mdyx = (st[2 * C + c] + st[3 * C + c]) / total;
     const float scale = f.gamma * f.invstd;
-    __global const float *xs = x + xoff + i, *g = dy + dyoff + i;
+    __global const float *xs = x + xoff + i, *g = dy + dyoff + i, *ms = mask + moff + i;
     __global float *out = dx + dxoff + i;
     if (count == BN_V) {
-        const float8 v8 = vload8(0, xs);
-        float8 v = scale * (bn_pass8(f, v8, vload8(0, g)) - mdy - bn_xhat8(f, v8) * mdyx);
+        const float8 v8 = vload8(0, xs), m8 = masked ? vload8(0, ms) : 0.0f;
+        float8 v = scale * (bn_grad8(f, v8, vload8(0, g), m8, masked) - mdy - bn_xhat8(f, v8) * mdyx);
         if (add) v += vload8(0, out);
         vstore8(v, 0, out);
         return;
     }
-    for (uint k = 0; k < count; k++)
-        clnet_store_dx(out + k, scale * (bn_pass(f, xs[k], g[k]) - mdy - bn_xhat(f, xs[k]) * mdyx),
-                       add);
+    for (uint k = 0; k < count; k++) {
+        const float gk = bn_grad(f, xs[k], g[k], masked ? ms[k] : 0.0f, masked);
+        clnet_store_dx(out + k, scale * (gk - mdy - bn_xhat(f, xs[k]) * mdyx), add);
+    }
 }

@@ -822,8 +822,9 @@ double clnet_seconds(void);
  *   CLNET_MPI_OVERLAP=0      starts the all-reduces only after the backward
  *                            pass (see clnet_mpi_stats)
  *   CLNET_FUSE=off           runs a relu as its own layer, never inside its
- *                            producer's kernels, and never folds a batch
- *                            norm into its convolution for evaluation
+ *                            producer's kernels; never folds a batch norm
+ *                            into its convolution for evaluation, nor
+ *                            normalizes it in the add that reads it
  *   CLNET_GUARD=1            memory guards: every pass's buffers are padded,
  *                            and a pass that writes past what was planned
  *                            for it fails with CLNET_ERR_GUARD (2-3x slower)

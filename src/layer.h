@@ -133,6 +133,11 @@ typedef struct clnet_node {
      * convolution, the batch norm's node index + 1 (0: none); on the batch
      * norm, folded = 1 (it runs no kernel in evaluation). */
     int fold_bn, folded;
+    /* Training with a batch norm whose one reader is an add: on the add,
+     * norm_in = 1 + the input it makes from the batch norm's input (the
+     * batch norm writes no output); on the batch norm, norm_by = 1 + the
+     * add's index (its backward reads the add's output gradient). */
+    int norm_in, norm_by;
     /* the kind's own configuration: CLNET_CONFIG(node, type) */
     union {
         max_align_t align;
@@ -159,6 +164,22 @@ typedef struct {
     size_t bias;
     uint32_t relu;
 } clnet_fold;
+
+/* A batch norm left to the add that alone reads it (clnet_node.norm_in), as
+ * a training pass sees it. Forward, on the add: its input `input` is the
+ * batch norm's input at x in the activations, normalized with what the
+ * batch norm kept (norm) and its weight and bias (at weight in the
+ * parameters). Backward, on the batch norm: its output gradient is the add's,
+ * at dy in the gradients, passed where the add's output at y is > 0 when
+ * the add took in the relu after it (relu). */
+typedef struct {
+    int input;
+    size_t x;
+    cl_mem norm;
+    size_t weight;
+    size_t dy, y;
+    uint32_t relu;
+} clnet_norm_link;
 
 /* What one pass of one node over n samples works on. Offsets are in floats. */
 typedef struct {
@@ -197,6 +218,9 @@ typedef struct {
      * folded in (clnet_node.fold), else NULL: params is then the replica's
      * folded copy, and y the batch norm's output. */
     const clnet_fold *fold;
+    /* A training pass of an add with a batch norm left to it (forward), or
+     * of that batch norm (backward), else NULL. */
+    const clnet_norm_link *norm;
 } clnet_pass;
 
 /* What a backward pass reads of the forward's tensors (memory planning). */

@@ -513,6 +513,26 @@ static void fold(clnet_model *m) {
     }
 }
 
+/* A batch norm whose one reader is an add (without the relu after it taken
+ * in) leaves its normalization to the add in training: the add makes that
+ * input from the batch norm's input and statistics as it sums (one pass
+ * over the tensor, and no batch norm output written and read back), and the
+ * batch norm's backward reads the add's output gradient. One a add. */
+static void link_norms(clnet_model *m) {
+    for (int i = 0; i < m->count; i++) {
+        clnet_node *add = &m->nodes[i];
+        for (int k = 0; add->kind == &clnet_add_kind && k < add->ninputs && !add->norm_in; k++) {
+            int from = add->inputs[k];
+            if (from == CLNET_MODEL_INPUT) continue;
+            clnet_node *bn = &m->nodes[from];
+            if (bn->kind != &clnet_batchnorm_kind || bn->relu_taken || readers_of(m, from) != 1)
+                continue;
+            add->norm_in = k + 1;
+            bn->norm_by = i + 1;
+        }
+    }
+}
+
 clnet_status clnet_model_fold(const clnet_model *m, float *out) {
     memcpy(out, m->params, m->nparams * sizeof(float));
     for (int i = 0; i < m->count; i++) {
@@ -537,7 +557,8 @@ clnet_status clnet_model_fold(const clnet_model *m, float *out) {
 
 /* A relu that alone reads a layer able to take it in (clnet_kind.fuse_relu)
  * runs in that layer's kernels and becomes a view of its output: one pass
- * over the memory fewer each way. Then batch norms fold for evaluation.
+ * over the memory fewer each way. Then batch norms fold for evaluation, and
+ * those an add alone reads are left to the add in training.
  * CLNET_FUSE=off keeps every layer apart. */
 static void fuse(clnet_model *m) {
     const char *env = getenv("CLNET_FUSE");
@@ -554,6 +575,7 @@ static void fuse(clnet_model *m) {
         }
     }
     fold(m);
+    link_norms(m);
 }
 
 clnet_status clnet_model_finish(clnet_model *m, int *bad_line) {

@@ -144,8 +144,12 @@ static void activation_lives(const clnet_plan *p, const clnet_model *m, planning
                 widen(&act[in], back);
         }
     }
-    for (int i = 0; i < N; i++) /* a folded batch norm's output is written by its convolution */
-        if (m->nodes[i].fold_bn) widen(&act[w->root[m->nodes[i].fold_bn - 1]], i);
+    for (int i = 0; i < N; i++) { /* a folded batch norm's output is written by its convolution */
+        const clnet_node *node = &m->nodes[i];
+        if (node->fold_bn) widen(&act[w->root[node->fold_bn - 1]], i);
+        if (node->norm_by && p->backward[i]) /* its backward reads the add's output */
+            widen(&act[w->root[node->norm_by - 1]], 2 * N - 1 - i);
+    }
 }
 
 /* Gradients live from the first pass that writes one (the loss writes its
@@ -170,6 +174,10 @@ static void gradient_lives(clnet_plan *p, const clnet_model *m, planning *w) {
         }
         if (p->backward[i]) widen(&dact[w->root[i]], 2 * N - 1 - i);
     }
+    for (int i = 0; i < N; i++) /* a batch norm left to its add reads the add's gradient */
+        if (m->nodes[i].norm_by && p->backward[i] &&
+            dact[w->root[m->nodes[i].norm_by - 1]].first >= 0)
+            widen(&dact[w->root[m->nodes[i].norm_by - 1]], 2 * N - 1 - i);
 }
 
 /* Places both arenas and gives each node its offsets, kept memory and the

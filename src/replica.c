@@ -18,6 +18,7 @@ void clnet_replica_free(clnet_replica *r) {
         if (r->keeps[i]) clReleaseMemObject(r->keeps[i]);
     free(r->keeps);
     free(r->folds);
+    free(r->norms);
     free(r->kernels); /* the handles belong to the device */
     free(r->gemms);
     clnet_gemm_record_free(&r->gemm_record);
@@ -44,6 +45,30 @@ static clnet_status make_folds(clnet_replica *r) {
         if (bn) r->folds[i] = (clnet_fold){bn->params[1].offset, (uint32_t)bn->relu_taken};
     }
     return clnet_buffer_create(r->d, m->nparams * sizeof(float), &r->folded);
+}
+
+/* Each add that normalizes a batch norm's output and that batch norm: where
+ * the add reads the batch norm's input and statistics, where the batch norm
+ * reads the add's output gradient (and output, for its relu). */
+static clnet_status make_norm_links(clnet_replica *r) {
+    const clnet_model *m = r->model;
+    const clnet_plan *p = &r->plan;
+    r->norms = clnet_calloc((size_t)m->count, sizeof *r->norms);
+    if (!r->norms) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < m->count; i++) {
+        const clnet_node *add = &m->nodes[i];
+        if (!add->norm_in) continue;
+        int bn = add->inputs[add->norm_in - 1], from = m->nodes[bn].inputs[0];
+        clnet_norm_link link = {.input = add->norm_in - 1,
+                                .x = from == CLNET_MODEL_INPUT ? p->input : p->y[from],
+                                .norm = r->keeps[bn],
+                                .weight = m->nodes[bn].params[0].offset,
+                                .dy = p->dy[i],
+                                .y = p->y[i],
+                                .relu = (uint32_t)add->relu_taken};
+        r->norms[i] = r->norms[bn] = link;
+    }
+    return CLNET_OK;
 }
 
 static double mib(size_t floats) {
@@ -115,6 +140,9 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
                                         .layer = m->nodes[i / CLNET_NODE_GEMMS].name};
     for (int i = 0; i < m->count; i++)
         if (p->keep[i]) TRY(clnet_buffer_create(d, p->keep[i] * sizeof(float), &r->keeps[i]));
+    int links = 0;
+    for (int i = 0; i < m->count; i++) links += m->nodes[i].norm_in != 0;
+    if (links) TRY(make_norm_links(r));
     TRY(clnet_buffer_create(d, p->work * sizeof(float), &r->work));
     TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->labels));
     TRY(clnet_buffer_create(d, B * sizeof(float), &r->loss));
@@ -285,6 +313,8 @@ static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i,
         pass.dx_beta[k] = p->dx_beta[i * CLNET_MAX_INPUTS + k];
     }
     pass.want_grad = ctx->train && pass.need_dx[0];
+    if (ctx->train && r->norms && (node->norm_by || (node->norm_in && !backward)))
+        pass.norm = &r->norms[i];
     if (!ctx->train && node->fold_bn && clnet_replica_folded_now(r)) {
         pass.params = r->folded;
         pass.y = p->y[node->fold_bn - 1];

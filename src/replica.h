@@ -24,8 +24,11 @@ typedef struct {
     cl_mem folded;
     clnet_fold *folds; /* (model count) each folding convolution's bias and relu */
     uint64_t state, folded_state;
-    cl_mem act, dact;              /* activation arenas */
-    cl_mem *keeps;                 /* (model count) each node's kept memory, or NULL */
+    cl_mem act, dact; /* activation arenas */
+    cl_mem *keeps;    /* (model count) each node's kept memory, or NULL */
+    /* (model count) each add's and batch norm's link when the add
+     * normalizes the batch norm (clnet_node.norm_in), or NULL: none */
+    clnet_norm_link *norms;
     cl_kernel *kernels;            /* (model count x CLNET_NODE_KERNELS) kept kernels */
     clnet_gemm_site *gemms;        /* (model count x CLNET_NODE_GEMMS) GEMM call sites */
     clnet_gemm_record gemm_record; /* the GEMM choices its passes made (checkpoints) */

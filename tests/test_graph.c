@@ -272,8 +272,9 @@ static double worst_tensor(const float *a, const float *b, const char *const *li
 }
 
 /* A relu that alone reads a convolution, a batch norm or an add runs in that
- * layer's kernels (clnet_model_finish's fusion): the same floats as the two
- * layers apart, bit for bit. In DAG, relu 'a' is fused into 'stem'; in
+ * layer's kernels (clnet_model_finish's fusion), and an add normalizes the
+ * batch norm output that only it reads (clnet_node.norm_in): the same floats
+ * as the layers apart, bit for bit. In DAG, relu 'a' is fused into 'stem'; in
  * FUSABLE the relu after 'c2' too, while 'c1' feeds a relu and an add and
  * keeps its relu apart; in NORMED, 'r1' runs in batch norm 'n1' and 'r2' in
  * the add 'sum' (of three inputs), while 'n3' feeds a relu and an add. */
@@ -338,6 +339,15 @@ START_TEST(a_fused_relu_takes_the_steps_of_a_separate_one) {
                 if (strcmp(node->name, models[m].apart) == 0)
                     ck_assert_msg(!fused, "relu '%s' fused, but its input has two readers",
                                   node->name);
+                /* NORMED's add 'sum' normalizes its input n2; n3 has two readers */
+                int linked = strcmp(node->name, "sum") == 0 ? node->norm_in == 1
+                             : strcmp(node->name, "n2") == 0
+                                 ? node->norm_by == i + 2 /* 1 + the index of sum, next */
+                                 : !node->norm_in && !node->norm_by;
+                if (models[m].lines == NORMED)
+                    ck_assert_msg(off ? !node->norm_in && !node->norm_by : linked,
+                                  "'%s': norm_in %d, norm_by %d", node->name, node->norm_in,
+                                  node->norm_by);
             }
             clnet_net_free(net);
             unsetenv("CLNET_FUSE");

@@ -390,7 +390,8 @@ static int pool_layer(graph *g, rng *r, int x, int same) {
 }
 
 /* x + f(x) (+ tanh(x) or sigmoid(x)): x read by two or three layers; f a
- * convolution that keeps the size (with windows) or an activation. */
+ * convolution that keeps the size (with windows; then sometimes a batch
+ * norm, which the add normalizes, or a relu) or an activation. */
 static int residual(graph *g, rng *r, int x, int windows) {
     if (windows && g->out[x].rank == 0) return -1;
     size_t said = strlen(g->summary);
@@ -400,8 +401,14 @@ static int residual(graph *g, rng *r, int x, int windows) {
         g->summary[said] = '\0';
         return -1;
     }
-    if (windows && chance(r, 0.5)) b = activation(g, r, b, 0); /* fused */
+    int normed = 0; /* a batch norm only the add reads: the add normalizes it */
+    if (windows && chance(r, 0.3)) {
+        int n = batchnorm(g, r, b);
+        if (n >= 0) b = n, normed = 1;
+    }
+    if (windows && !normed && chance(r, 0.5)) b = activation(g, r, b, 0); /* fused */
     int in[3] = {x, b, 0}, nin = 2;
+    if (normed && chance(r, 0.5)) in[0] = b, in[1] = x; /* the batch norm first */
     if (chance(r, 0.4)) in[nin++] = activation(g, r, x, pick(r, 1, 2));
     say(g, "add%d] ", nin);
     return add(g, "add", in, nin, g->out[x], &(ref_node){.op = REF_ADD}, NULL);

@@ -2,7 +2,10 @@
  * connection): y = x0 + x1 + ... (cl/elementwise.cl's copy_rows). A relu that
  * alone reads it runs in its last pass (fuse_relu): y = max(... + x_last, 0)
  * (cl/activation.cl's add_relu_forward), and backward passes dy where y > 0
- * (relu_backward) to every input. */
+ * (relu_backward) to every input. In training, an input that is a batch
+ * norm's output read by no other layer is made here from the batch norm's
+ * input (clnet_node.norm_in, p->norm), and that batch norm's backward reads
+ * this layer's dy (and y, for the relu) itself. */
 #include "elementwise.h"
 #include "error.h"
 #include "layer.h"
@@ -20,9 +23,59 @@ static clnet_status setup(clnet_node *node) {
     return CLNET_OK;
 }
 
+/* y = a + the batch norm's output made from its input (p->norm), then the
+ * relu with `relu` (cl/batchnorm.cl's bn_add_forward), a at `a` in the
+ * activations. */
+static clnet_status add_normalized(const clnet_node *node, const clnet_pass *p, size_t a,
+                                   int relu) {
+    const clnet_norm_link *link = p->norm;
+    size_t C = (size_t)node->out.c, S = clnet_shape_spatial(node->out);
+    return clnet_pass_run(
+        p, 4, "batchnorm", "", "bn_add_forward", 2, (size_t[]){(S + 7) / 8, (size_t)p->n * C}, NULL,
+        ARGS(U32(p->n), U32(C), U32(S), MEM(p->act), U32(link->x), MEM(p->act), U32(a), MEM(p->act),
+             U32(p->y), MEM(link->norm), U32(0), MEM(p->params), U32(link->weight), U32(relu)));
+}
+
+/* A training forward pass whose input kb is a batch norm's output left to
+ * it (p->norm): the inputs summed in order as forward does, input kb made
+ * from the batch norm's input as it is added (the first input is added to
+ * the second without a pass of its own, which a batch norm's then joins),
+ * the relu in the last pass. */
+static clnet_status normalizing_forward(const clnet_node *node, const clnet_pass *p) {
+    clnet_status status = CLNET_OK;
+    size_t len = (size_t)p->n * clnet_shape_size(node->out), none = (size_t)-1, sum = none;
+    int last = node->ninputs - 1, kb = p->norm->input, pending = 0;
+    for (int k = 0; k <= last; k++) {
+        int relu = k == last && node->relu_taken;
+        if (k == kb && sum == none) { /* the first input: joins the second */
+            pending = 1;
+        } else if (k == kb || pending) { /* y = sum + the batch norm's, or x_k + it */
+            TRY(add_normalized(node, p, k == kb ? sum : p->x[k], relu));
+            sum = p->y, pending = 0;
+        } else if (sum == none) { /* the first input: added by the next pass */
+            sum = p->x[k];
+        } else if (relu) { /* y = max(sum + x_last, 0) */
+            TRY(clnet_pass_run(p, 2, "activation", "", "add_relu_forward", 1, (size_t[]){len}, NULL,
+                               ARGS(U32(len), MEM(p->act), U32(sum), MEM(p->act), U32(p->x[k]),
+                                    MEM(p->act), U32(p->y))));
+            sum = p->y;
+        } else { /* y = sum, then y += x_k */
+            if (sum != p->y)
+                TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), 1, len, p->act, sum, 0, p->act,
+                                    p->y, 0, 0.0f));
+            TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), 1, len, p->act, p->x[k], 0, p->act,
+                                p->y, 0, 1.0f));
+            sum = p->y;
+        }
+    }
+cleanup:
+    return status;
+}
+
 /* y (n, size) = x0 + x1 + ..., then the relu if taken in */
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
+    if (p->norm) return normalizing_forward(node, p);
     size_t len = (size_t)p->n * clnet_shape_size(node->out);
     int last = node->ninputs - 1, relu = node->relu_taken;
     int summed = !relu ? last : last > 1 ? last - 1 : -1; /* inputs summed into y first */
@@ -43,7 +96,7 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t len = (size_t)p->n * clnet_shape_size(node->out);
     for (int k = 0; k < node->ninputs; k++) {
-        if (!p->need_dx[k]) continue;
+        if (!p->need_dx[k] || node->norm_in == k + 1) continue; /* that batch norm reads dy */
         if (node->relu_taken)
             TRY(clnet_pass_run(p, 3, "activation", "", "relu_backward", 1, (size_t[]){len}, NULL,
                                ARGS(U32(len), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->y),
@@ -66,7 +119,8 @@ const clnet_kind clnet_add_kind = {
     .name = "add",
     .about = "Two or more inputs of the same shape, summed element by element: a residual "
              "connection (add input=relu1,res). A relu whose input no other layer reads runs "
-             "inside it.",
+             "inside it, and in training so does a batch norm whose output only it reads "
+             "(CLNET_FUSE=off keeps them apart).",
     .min_inputs = 2,
     .max_inputs = CLNET_MAX_INPUTS,
     .backward_reads = CLNET_READS_Y_RELU,

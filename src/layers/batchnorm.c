@@ -260,6 +260,7 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     } else {
         TRY(merge_stats(node, p, &v));
     }
+    if (p->norm) return CLNET_OK; /* the add after it normalizes (clnet_node.norm_by) */
     TRY(clnet_pass_run(p, 2, "batchnorm", "", "bn_forward", 2, grid, NULL,
                        ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->act),
                             U32(p->y), MEM(p->keep), U32(p->keep_off), MEM(p->params),
@@ -274,12 +275,17 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     bn_view v;
     TRY(view(node, p, &v));
     size_t C = v.C;
+    /* the output gradient: its own, or the add's after it, passed where the
+     * add's y > 0 (masked) when the add took in the relu (p->norm) */
+    size_t dy = p->norm ? p->norm->dy : p->dy, mask = p->norm ? p->norm->y : 0;
+    uint32_t masked = p->norm ? p->norm->relu : 0;
     /* this share's sums, which are also its weight and bias gradients */
-    clnet_arg args[] = {U32(v.n),          U32(C),         U32(v.S),      MEM(p->act),
-                        U32(p->x[0]),      MEM(p->dact),   U32(p->dy),    MEM(p->keep),
-                        U32(p->keep_off),  MEM(p->params), U32(v.weight), U32(relu_of(node)),
-                        MEM(p->work),      U32(0),         MEM(p->grads), U32(v.weight),
-                        U32(p->beta != 0), LOCAL(0)};
+    clnet_arg args[] = {U32(v.n),         U32(C),         U32(v.S),      MEM(p->act),
+                        U32(p->x[0]),     MEM(p->dact),   U32(dy),       MEM(p->keep),
+                        U32(p->keep_off), MEM(p->params), U32(v.weight), U32(relu_of(node)),
+                        MEM(p->act),      U32(mask),      U32(masked),   MEM(p->work),
+                        U32(0),           MEM(p->grads),  U32(v.weight), U32(p->beta != 0),
+                        LOCAL(0)};
     TRY(run_stats(p, 11, &v, "bn_backward_sums", args, (int)(sizeof args / sizeof args[0])));
     if (!p->need_dx[0]) return CLNET_OK;
 
@@ -293,12 +299,12 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
         for (size_t k = 0; k < 2 * C; k++) pair_set(v.f, C, k, sums[1 + k]);
         TRY(clnet_buffer_write(p->d, p->work, 0, 4 * C, v.f));
     }
-    TRY(clnet_pass_run(p, 4, "batchnorm", "", "bn_backward_dx", 2, (size_t[]){slots(&v), v.n * C},
-                       NULL,
-                       ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact),
-                            U32(p->dy), MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off),
-                            MEM(p->work), U32(0), F32((float)sums[0]), MEM(p->params),
-                            U32(v.weight), U32(relu_of(node)), U32(clnet_dx_add(p, 0)))));
+    TRY(clnet_pass_run(
+        p, 4, "batchnorm", "", "bn_backward_dx", 2, (size_t[]){slots(&v), v.n * C}, NULL,
+        ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact), U32(dy),
+             MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off), MEM(p->work), U32(0),
+             F32((float)sums[0]), MEM(p->params), U32(v.weight), U32(relu_of(node)), MEM(p->act),
+             U32(mask), U32(masked), U32(clnet_dx_add(p, 0)))));
 cleanup:
     return status;
 }
