@@ -517,7 +517,7 @@ static void fold(clnet_model *m) {
  * in) leaves its normalization to the add in training: the add makes that
  * input from the batch norm's input and statistics as it sums (one pass
  * over the tensor, and no batch norm output written and read back), and the
- * batch norm's backward reads the add's output gradient. One a add. */
+ * batch norm's backward reads the add's output gradient. At most one per add. */
 static void link_norms(clnet_model *m) {
     for (int i = 0; i < m->count; i++) {
         clnet_node *add = &m->nodes[i];

@@ -49,10 +49,14 @@ static clnet_status make_folds(clnet_replica *r) {
 
 /* Each add that normalizes a batch norm's output and that batch norm: where
  * the add reads the batch norm's input and statistics, where the batch norm
- * reads the add's output gradient (and output, for its relu). */
+ * reads the add's output gradient (and output, for its relu). None: r->norms
+ * stays NULL. */
 static clnet_status make_norm_links(clnet_replica *r) {
     const clnet_model *m = r->model;
     const clnet_plan *p = &r->plan;
+    int links = 0;
+    for (int i = 0; i < m->count; i++) links += m->nodes[i].norm_in != 0;
+    if (!links) return CLNET_OK;
     r->norms = clnet_calloc((size_t)m->count, sizeof *r->norms);
     if (!r->norms) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < m->count; i++) {
@@ -75,6 +79,17 @@ static double mib(size_t floats) {
     return (double)floats * 4.0 / (1024.0 * 1024.0);
 }
 
+/* The host scratch the nodes share: the most one needs (kind->host_bytes). */
+static size_t host_bytes(const clnet_model *m, int ranks) {
+    size_t most = 1;
+    for (int i = 0; i < m->count; i++) {
+        const clnet_node *node = &m->nodes[i];
+        size_t b = node->kind->host_bytes ? node->kind->host_bytes(node, ranks) : 0;
+        if (b > most) most = b;
+    }
+    return most;
+}
+
 clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, clnet_device *d,
                                   int max_batch, int ranks) {
     clnet_status status = CLNET_OK;
@@ -86,13 +101,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     r->max_batch = max_batch;
     r->loss_host = clnet_calloc((size_t)max_batch, sizeof *r->loss_host);
     r->correct_host = clnet_calloc((size_t)max_batch, sizeof *r->correct_host);
-    size_t host = 1;
-    for (int i = 0; i < m->count; i++) {
-        const clnet_node *node = &m->nodes[i];
-        size_t b = node->kind->host_bytes ? node->kind->host_bytes(node, ranks) : 0;
-        if (b > host) host = b;
-    }
-    r->host = clnet_malloc(host);
+    r->host = clnet_malloc(host_bytes(m, ranks));
     if (!r->loss_host || !r->correct_host || !r->host)
         FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     r->work_version = d->gemm_version;
@@ -140,9 +149,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
                                         .layer = m->nodes[i / CLNET_NODE_GEMMS].name};
     for (int i = 0; i < m->count; i++)
         if (p->keep[i]) TRY(clnet_buffer_create(d, p->keep[i] * sizeof(float), &r->keeps[i]));
-    int links = 0;
-    for (int i = 0; i < m->count; i++) links += m->nodes[i].norm_in != 0;
-    if (links) TRY(make_norm_links(r));
+    TRY(make_norm_links(r));
     TRY(clnet_buffer_create(d, p->work * sizeof(float), &r->work));
     TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->labels));
     TRY(clnet_buffer_create(d, B * sizeof(float), &r->loss));
