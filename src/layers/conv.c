@@ -520,7 +520,8 @@ static clnet_status im2col(const clnet_node *node, const clnet_pass *p, const ch
     const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
     char opt[600];
     clnet_window_options(w, "", opt, sizeof opt);
-    size_t range[3] = {(size_t)w->out[2], (size_t)w->out[1], (size_t)ch->s * w->c * w->out[0]},
+    size_t range[3] = {((size_t)w->out[2] + 7) / 8, (size_t)w->out[1], /* slots of 8 windows */
+                       (size_t)ch->s * w->c * w->out[0]},
            shape[3];
     return clnet_pass_run(
         p, 0, "conv", opt, "im2col", 3, range, clnet_window_local(w, p, range, shape),
