@@ -368,6 +368,10 @@ extern const clnet_kind clnet_conv1d_kind, clnet_conv2d_kind, clnet_conv3d_kind,
  * parameters and buffers arrays: y = x * s + t (its C channels). */
 void clnet_batchnorm_fold(const clnet_node *bn, const float *params, const float *buffers,
                           double *s, double *t);
+/* An add's pass with a batch norm left to it (p->norm): y (shape) = the
+ * activations at `a` + that batch norm's output, made from its input, then
+ * max(., 0) with relu (cl/batchnorm.cl's bn_add_forward). */
+clnet_status clnet_batchnorm_add(const clnet_pass *p, clnet_shape shape, size_t a, int relu);
 /* A relu whose producer took it in (fuse_relu): named "relu", a view. */
 extern const clnet_kind clnet_relu_fused_kind;
 

@@ -23,34 +23,21 @@ static clnet_status setup(clnet_node *node) {
     return CLNET_OK;
 }
 
-/* y = a + the batch norm's output made from its input (p->norm), then the
- * relu with `relu` (cl/batchnorm.cl's bn_add_forward), a at `a` in the
- * activations. */
-static clnet_status add_normalized(const clnet_node *node, const clnet_pass *p, size_t a,
-                                   int relu) {
-    const clnet_norm_link *link = p->norm;
-    size_t C = (size_t)node->out.c, S = clnet_shape_spatial(node->out);
-    return clnet_pass_run(
-        p, 4, "batchnorm", "", "bn_add_forward", 2, (size_t[]){(S + 7) / 8, (size_t)p->n * C}, NULL,
-        ARGS(U32(p->n), U32(C), U32(S), MEM(p->act), U32(link->x), MEM(p->act), U32(a), MEM(p->act),
-             U32(p->y), MEM(link->norm), U32(0), MEM(p->params), U32(link->weight), U32(relu)));
-}
-
-/* A training forward pass whose input kb is a batch norm's output left to
- * it (p->norm): the inputs summed in order as forward does, input kb made
- * from the batch norm's input as it is added (the first input is added to
- * the second without a pass of its own, which a batch norm's then joins),
- * the relu in the last pass. */
-static clnet_status normalizing_forward(const clnet_node *node, const clnet_pass *p) {
+/* y (n, size) = x0 + x1 + ..., summed in input order, the relu (if taken
+ * in) in the last pass; the first input joins the second's pass. In
+ * training, input kb may be a batch norm's output left to this layer
+ * (p->norm): made from the batch norm's input as it is added
+ * (clnet_batchnorm_add), the same floats as the batch norm's own pass. */
+static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t len = (size_t)p->n * clnet_shape_size(node->out), none = (size_t)-1, sum = none;
-    int last = node->ninputs - 1, kb = p->norm->input, pending = 0;
+    int last = node->ninputs - 1, kb = p->norm ? p->norm->input : -1, pending = 0;
     for (int k = 0; k <= last; k++) {
         int relu = k == last && node->relu_taken;
         if (k == kb && sum == none) { /* the first input: joins the second */
             pending = 1;
         } else if (k == kb || pending) { /* y = sum + the batch norm's, or x_k + it */
-            TRY(add_normalized(node, p, k == kb ? sum : p->x[k], relu));
+            TRY(clnet_batchnorm_add(p, node->out, k == kb ? sum : p->x[k], relu));
             sum = p->y, pending = 0;
         } else if (sum == none) { /* the first input: added by the next pass */
             sum = p->x[k];
@@ -68,24 +55,6 @@ static clnet_status normalizing_forward(const clnet_node *node, const clnet_pass
             sum = p->y;
         }
     }
-cleanup:
-    return status;
-}
-
-/* y (n, size) = x0 + x1 + ..., then the relu if taken in */
-static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
-    clnet_status status = CLNET_OK;
-    if (p->norm) return normalizing_forward(node, p);
-    size_t len = (size_t)p->n * clnet_shape_size(node->out);
-    int last = node->ninputs - 1, relu = node->relu_taken;
-    int summed = !relu ? last : last > 1 ? last - 1 : -1; /* inputs summed into y first */
-    for (int k = 0; k <= summed; k++)
-        TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), 1, len, p->act, p->x[k], 0, p->act, p->y,
-                            0, k ? 1.0f : 0.0f));
-    if (relu) /* y = max(x0 + x1, 0), or max(y + x_last, 0) after more inputs */
-        TRY(clnet_pass_run(p, 2, "activation", "", "add_relu_forward", 1, (size_t[]){len}, NULL,
-                           ARGS(U32(len), MEM(p->act), U32(last > 1 ? p->y : p->x[0]), MEM(p->act),
-                                U32(p->x[last]), MEM(p->act), U32(p->y))));
 cleanup:
     return status;
 }

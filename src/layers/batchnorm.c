@@ -309,6 +309,16 @@ cleanup:
     return status;
 }
 
+clnet_status clnet_batchnorm_add(const clnet_pass *p, clnet_shape shape, size_t a, int relu) {
+    const clnet_norm_link *link = p->norm;
+    bn_view v = {.C = (size_t)shape.c, .S = clnet_shape_spatial(shape), .n = (size_t)p->n};
+    return clnet_pass_run(p, 4, "batchnorm", "", "bn_add_forward", 2,
+                          (size_t[]){slots(&v), v.n * v.C}, NULL,
+                          ARGS(U32(v.n), U32(v.C), U32(v.S), MEM(p->act), U32(link->x), MEM(p->act),
+                               U32(a), MEM(p->act), U32(p->y), MEM(link->norm), U32(0),
+                               MEM(p->params), U32(link->weight), U32(relu != 0)));
+}
+
 void clnet_batchnorm_fold(const clnet_node *bn, const float *params, const float *buffers,
                           double *s, double *t) {
     const bn_config *cfg = CLNET_CONFIG(bn, bn_config);
