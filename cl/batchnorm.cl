@@ -304,9 +304,8 @@ inline float bn_grad(bn_map f, float x, float dy, float mask, uint masked) {
 // Per channel over the share, as pairs: sum g (sums: hi at c, lo at C + c)
 // and sum g * xhat (hi at 2C + c, lo at 3C + c), with g the gradient of the
 // normalized y (bn_grad8: dy past the relu taken in, or the add's dy where
-// its output, mask, is > 0). They are also this share's
-// gradients of beta and gamma (added to what the gradient buffer holds when
-// accumulate is set).
+// its output, mask, is > 0). They are also this share's gradients of beta
+// and gamma (added to what the gradient buffer holds when accumulate is set).
 __kernel void bn_backward_sums(uint n, uint C, uint S, __global const float *x, uint xoff,
                                __global const float *dy, uint dyoff, __global const float *norm,
                                uint noff, __global const float *params, uint poff, uint relu,
