@@ -69,6 +69,35 @@ static void store_binary(clnet_device *d, cl_program p, const char *key) {
     free(bin);
 }
 
+/* Appends where the program's lines come from, for drivers whose logs count
+ * lines in the whole text and ignore #line (NVIDIA's, Oclgrind): "lines
+ * 1-95 shared.cl, 97-812 elementwise.cl", each file's first line first. */
+static void append_line_map(const char *source) {
+    static const char mark[] = "#line 1 \"";
+    int line = 1, files = 0, from = 0;
+    char name[64] = "";
+    for (const char *c = source;; c++) {
+        int end = *c == '\0';
+        if (c == source || c[-1] == '\n' || end) {
+            const char *q = end ? NULL : strchr(c + sizeof mark - 1, '"');
+            if (end || (strncmp(c, mark, sizeof mark - 1) == 0 && q)) {
+                if (name[0]) {
+                    char range[128];
+                    snprintf(range, sizeof range, "%s%d-%d %s",
+                             files++ ? ", " : "\n(lines of the program: ", from, line - 1, name);
+                    clnet_error_append(range);
+                }
+                if (end) break;
+                snprintf(name, sizeof name, "%.*s", (int)(q - c - (sizeof mark - 1)),
+                         c + sizeof mark - 1);
+                from = line + 1;
+            }
+        }
+        if (*c == '\n') line++;
+    }
+    if (files) clnet_error_append(")");
+}
+
 clnet_status clnet_program_build(clnet_device *d, const char *label, const char *source,
                                  const char *options, cl_program *out) {
     clnet_status status = CLNET_OK;
@@ -115,6 +144,7 @@ clnet_status clnet_program_build(clnet_device *d, const char *label, const char 
                                 label, all_options, clnet_cl_error_name(err), err);
             clnet_error_append("\n");
             clnet_error_append(log && *log ? log : "(the driver gave no build log)");
+            append_line_map(source);
             goto cleanup;
         }
         if (clnet_program_stores(d)) {
