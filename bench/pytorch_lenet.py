@@ -201,6 +201,8 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=positive_int, default=len(os.sched_getaffinity(0)))
     p.add_argument("--steps", type=int, default=-1, help="stop after N optimizer steps")
+    p.add_argument("--warmup", type=int, default=0,
+                   help="leave the first N steps out of images_per_s (cuDNN's algorithm search)")
     p.add_argument("--no-eval", action="store_true", help="never evaluate the test set")
     p.add_argument("--eval-speed", action="store_true",
                    help="then time evaluation (eval(), no_grad) over the test set at --batch: "
@@ -210,6 +212,8 @@ def main():
     p.add_argument("--mean", type=float, default=0.0, help="images = (pixel/255 - mean) / std")
     p.add_argument("--std", type=float, default=1.0)
     p.add_argument("--data", default=os.environ.get("CLNET_DATA_DIR", DEFAULT_DATA))
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cuda: train on the GPU (float32, TF32 off; each step's time ends with a synchronize)")
     args = p.parse_args()
     if args.nesterov and args.momentum <= 0:
         p.error("--nesterov needs a --momentum > 0")
@@ -218,6 +222,11 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    dev = torch.device(args.device)
+    if args.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
     train_x, train_y = load_split(args.data, "train")
     test_x, test_y = load_split(args.data, "t10k")
     test_x, test_y = test_x[: args.test_limit], test_y[: args.test_limit]
@@ -233,7 +242,8 @@ def main():
         file=sys.stderr,
     )
 
-    net = MODELS[args.model]()
+    train_x, train_y, test_x, test_y = (t.to(dev) for t in (train_x, train_y, test_x, test_y))
+    net = MODELS[args.model]().to(dev)
     opt = torch.optim.SGD(
         net.parameters(),
         lr=args.lr,
@@ -252,10 +262,11 @@ def main():
         if step >= max_steps:
             break
         epoch_start = time.perf_counter()
-        order = torch.randperm(n, generator=shuffle)
+        order = torch.randperm(n, generator=shuffle).to(dev)
         loss_sum = 0.0
         correct = 0
         seen = 0
+        timed = 0
         epoch_train = 0.0
         net.train()
         for b in range(per_epoch):
@@ -271,15 +282,19 @@ def main():
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            if args.device == "cuda":
+                torch.cuda.synchronize()
             dt = time.perf_counter() - t0
-            epoch_train += dt
             step += 1
             k = y.shape[0]
+            if step > args.warmup:
+                epoch_train += dt
+                timed += k
             loss_sum += loss.item() * k
             correct += (logits.argmax(1) == y).sum().item()
             seen += k
         train_seconds += epoch_train
-        samples += seen
+        samples += timed
         done = seen == n
         last_loss = loss_sum / seen
         test_acc = accuracy(net.eval(), test_x, test_y, 1000) if done and not args.no_eval else math.nan
@@ -288,7 +303,7 @@ def main():
             f"train_accuracy={correct / seen:.4f} "
             f"test_accuracy={'-' if math.isnan(test_acc) else f'{test_acc:.4f}'} "
             f"seconds={time.perf_counter() - epoch_start:.1f} "
-            f"images_per_s={seen / epoch_train:.0f}",
+            f"images_per_s={timed / epoch_train if epoch_train > 0 else 0:.0f}",
             file=sys.stderr,
         )
     if math.isnan(test_acc) and not args.no_eval:

@@ -24,8 +24,9 @@ typedef struct {
     char what[160];
     clnet_runtime *rt; /* owned when the configuration has its own */
     clnet_net *net;
-    double estimate; /* > 0: not timed, this is the estimated images/s */
-    double ips[16];  /* one per round */
+    double estimate;    /* > 0: not timed, this is the estimated images/s */
+    int estimated_from; /* samples a step of the estimate's timing */
+    double ips[16];     /* one per round */
 } config;
 
 typedef struct {
@@ -39,8 +40,21 @@ static int fail(const char *what) {
     return 1;
 }
 
+/* Seconds of one training step of n samples, the last of `times`. */
+static double time_steps(config *c, const bench_data *d, int n, int times) {
+    double t = 0;
+    for (int s = 0; s < times; s++) {
+        double t0 = clnet_seconds();
+        if (clnet_net_train_step(c->net, d->x, d->y, n, NULL) != CLNET_OK) return -1;
+        t = clnet_seconds() - t0;
+    }
+    return t;
+}
+
 /* Loads, binds and warms up a configuration; a single device too slow to
- * time whole batches gets an estimate from a few samples. */
+ * time whole batches gets an estimate from a few samples, or from a whole
+ * batch where a step is fast but for costs that do not grow with the
+ * samples (a large model's update on a GPU). */
 static int set_up(config *c, const char *model, const bench_data *d, const double *split,
                   int alone) {
     if (clnet_net_load(&c->net, model) != CLNET_OK || clnet_net_init(c->net, 1) != CLNET_OK ||
@@ -50,15 +64,16 @@ static int set_up(config *c, const char *model, const bench_data *d, const doubl
         return fail(c->what);
     if (alone) { /* a short run first: is timing whole batches affordable? */
         int few = d->batch < 4 ? (int)d->batch : 4;
-        double ips = 0;
-        for (int s = 0; s < 2; s++) { /* the first builds kernels */
-            double t0 = clnet_seconds();
-            if (clnet_net_train_step(c->net, d->x, d->y, few, NULL) != CLNET_OK)
-                return fail(c->what);
-            ips = few / (clnet_seconds() - t0);
+        double t = time_steps(c, d, few, 2); /* the first builds kernels */
+        if (t < 0) return fail(c->what);
+        double step = t * (double)d->batch / few; /* overestimated by the fixed costs */
+        c->estimated_from = few;
+        if ((3 + d->steps) * step > BUDGET && step < BUDGET / 8) {
+            if ((step = time_steps(c, d, (int)d->batch, 2)) < 0) return fail(c->what);
+            c->estimated_from = (int)d->batch;
         }
-        if ((3 + d->steps) * d->batch / ips > BUDGET) {
-            c->estimate = ips;
+        if ((3 + d->steps) * step > BUDGET) {
+            c->estimate = d->batch / step;
             return 0;
         }
     }
@@ -219,10 +234,11 @@ static void report(bench *b) {
         ips[k] = c->estimate > 0 ? c->estimate : median(c->ips, (int)b->d.rounds);
         if (k < b->n) {
             sum += ips[k];
-            printf("%s: images_per_s=%.*f%s\n", c->what, ips[k] < 10 ? 2 : 0, ips[k],
-                   c->estimate > 0 ? " (estimated from 4 samples: too slow to time whole "
-                                     "batches)"
-                                   : "");
+            printf("%s: images_per_s=%.*f", c->what, ips[k] < 10 ? 2 : 0, ips[k]);
+            if (c->estimate > 0)
+                printf(" (estimated from a step of %d samples: too slow to time %ld batches)",
+                       c->estimated_from, b->d.steps + 3);
+            printf("\n");
         } else if (c->estimate > 0) {
             printf("%s: images_per_s=%.1f (estimated from the measured rates: %.0f s a step)\n",
                    c->what, ips[k], b->slowest);
