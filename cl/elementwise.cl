@@ -55,6 +55,31 @@ __kernel void row_sums_partial(uint M, uint N, uint chunk, uint chunks, __global
     part[poff + m * chunks + c] = s;
 }
 
+// row_sums_partial_lanes: the same partial sums for GPUs, a work-group of
+// ROW_LANES work-items per chunk: lane l adds every ROW_LANES-th float of
+// the chunk from its l-th (neighbouring lanes read neighbouring floats),
+// then the lanes' sums are halved pairwise in local memory.
+#define ROW_LANES 128
+__kernel __attribute__((reqd_work_group_size(ROW_LANES, 1, 1)))
+void row_sums_partial_lanes(uint M, uint N, uint chunk, uint chunks, __global const float *X,
+                            uint xoff, __global float *part, uint poff) {
+    __local float sums[ROW_LANES];
+    const uint l = get_local_id(0), c = get_group_id(0), m = get_global_id(1);
+    float s = 0.0f;
+    if (m < M && c < chunks) {
+        const uint end = min(N, (c + 1) * chunk);
+        __global const float *row = X + xoff + m * N;
+        for (uint j = c * chunk + l; j < end; j += ROW_LANES) s += row[j];
+    }
+    sums[l] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = ROW_LANES / 2; h > 0; h /= 2) {
+        if (l < h) sums[l] += sums[l + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0 && m < M && c < chunks) part[poff + m * chunks + c] = sums[0];
+}
+
 // row_sums_finish: one work-item per row adds its chunks' sums in order.
 __kernel void row_sums_finish(uint M, uint chunks, __global const float *part, uint poff,
                               __global float *out, uint ooff, float beta) {

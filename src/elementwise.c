@@ -97,6 +97,14 @@ static size_t row_chunks(size_t N) {
     return N ? (N + ROW_CHUNK - 1) / ROW_CHUNK : 1;
 }
 
+/* Devices other than CPUs add a chunk of a row with a work-group of
+ * ROW_LANES work-items (row_sums_partial_lanes): on an H100 a work-item
+ * per chunk made the bias gradients a third of a resnet18_w16 step. */
+#define ROW_LANES 128 /* as in cl/elementwise.cl */
+static int lanes(const clnet_device *d) {
+    return d->info.type != CLNET_DEVICE_CPU && d->info.max_work_group_size >= ROW_LANES;
+}
+
 size_t clnet_row_sums_floats(size_t M, size_t N) {
     return M * row_chunks(N);
 }
@@ -109,9 +117,16 @@ clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N
     if (!kept) kept = k;
     size_t chunks = row_chunks(N);
     TRY(check_range("row_sums", poff, M * chunks));
-    TRY(clnet_run_kept(d, &kept[0], FAMILY, "", "row_sums_partial", 2, (size_t[]){chunks, M}, NULL,
-                       ARGS(U32(M), U32(N), U32(ROW_CHUNK), U32(chunks), MEM(X), U32(xoff),
-                            MEM(part), U32(poff))));
+    if (lanes(d))
+        TRY(clnet_run_kept(d, &kept[0], FAMILY, "", "row_sums_partial_lanes", 2,
+                           (size_t[]){chunks * ROW_LANES, M}, (size_t[]){ROW_LANES, 1},
+                           ARGS(U32(M), U32(N), U32(ROW_CHUNK), U32(chunks), MEM(X), U32(xoff),
+                                MEM(part), U32(poff))));
+    else
+        TRY(clnet_run_kept(d, &kept[0], FAMILY, "", "row_sums_partial", 2, (size_t[]){chunks, M},
+                           NULL,
+                           ARGS(U32(M), U32(N), U32(ROW_CHUNK), U32(chunks), MEM(X), U32(xoff),
+                                MEM(part), U32(poff))));
     TRY(clnet_run_kept(
         d, &kept[1], FAMILY, "", "row_sums_finish", 1, (size_t[]){M}, NULL,
         ARGS(U32(M), U32(chunks), MEM(part), U32(poff), MEM(out), U32(ooff), F32(beta))));
