@@ -89,7 +89,8 @@ static void local_size(clnet_device *d, cl_kernel k, size_t mblocks, size_t loca
 typedef struct {
     int clblast, tiled;
     int tm, wg;
-    int gpu; /* own kernels: split k the GPUs' way */
+    int gpu; /* own kernels: split k the GPUs' way (every device but CPUs: the
+              * simulator too, so that the tests run it without a GPU) */
     clnet_gemm_tiled_params tp;
 } choice;
 
@@ -99,7 +100,7 @@ static const int TM_SPACE[] = {4, 8, 16};
 /* 1 when id names a candidate of device d, described in *c. */
 static int parse_id(const clnet_device *d, const char *id, choice *c) {
     memset(c, 0, sizeof *c);
-    c->gpu = d && d->info.type == CLNET_DEVICE_GPU;
+    c->gpu = d && d->info.type != CLNET_DEVICE_CPU;
     if (strcmp(id, "clblast") == 0) {
         c->clblast = 1;
         return 1;
