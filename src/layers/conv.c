@@ -367,11 +367,17 @@ static size_t implicit_sums_floats(const clnet_node *node, int s);
 #define CHUNK_FLOATS (3u << 20) /* 12 MiB: best of 1, 2, 3, 4, 6 and 8 Mi floats here */
 /* GPUs have no such cache to keep it in, and each chunk is a dozen launches
  * of small products: on an H100, d2l's ResNet-18 ran its 64-channel layers in
- * 22 chunks of 6 samples at batch 128. Without a device, the larger. */
+ * 22 chunks of 6 samples at batch 128. At most a sixteenth of the device's
+ * largest buffer (a small GPU's), never below the CPUs' chunk. Without a
+ * device, the larger. */
 #define GPU_CHUNK_FLOATS (32u << 20) /* 128 MiB */
 
 static size_t chunk_limit(const clnet_device *d) {
-    return !d || d->info.type == CLNET_DEVICE_GPU ? GPU_CHUNK_FLOATS : CHUNK_FLOATS;
+    if (d && d->info.type != CLNET_DEVICE_GPU) return CHUNK_FLOATS;
+    uint64_t most = d ? d->info.max_alloc_bytes / 16 / sizeof(float) : GPU_CHUNK_FLOATS;
+    return most > GPU_CHUNK_FLOATS ? GPU_CHUNK_FLOATS
+           : most < CHUNK_FLOATS   ? CHUNK_FLOATS
+                                   : (size_t)most;
 }
 
 /* A sample's share of the column region: its columns (im2col) or its
