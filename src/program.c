@@ -79,8 +79,9 @@ static void append_line_map(const char *source) {
     for (const char *c = source;; c++) {
         int end = *c == '\0';
         if (c == source || c[-1] == '\n' || end) {
-            const char *q = end ? NULL : strchr(c + sizeof mark - 1, '"');
-            if (end || (strncmp(c, mark, sizeof mark - 1) == 0 && q)) {
+            int marked = !end && strncmp(c, mark, sizeof mark - 1) == 0;
+            const char *q = marked ? strchr(c + sizeof mark - 1, '"') : NULL;
+            if (end || q) {
                 if (name[0]) {
                     char range[128];
                     snprintf(range, sizeof range, "%s%d-%d %s",
