@@ -784,6 +784,9 @@ typedef struct {
      * blocking read, write or map): each stops that device's pipeline
      * (CLNET_GUARD=1's own checks are not counted) */
     uint64_t waits;
+    /* batch norm exchanges with the other devices during which the device
+     * ran other layers' work instead of waiting (CLNET_OVERLAP) */
+    uint64_t overlaps;
 } clnet_counters;
 void clnet_debug_counters(clnet_counters *out);
 
@@ -825,6 +828,9 @@ double clnet_seconds(void);
  *                            producer's kernels; never folds a batch norm
  *                            into its convolution for evaluation, nor
  *                            normalizes it in the add that reads it
+ *   CLNET_OVERLAP=off        a batch norm's exchange with the other devices
+ *                            runs where the layer stands, with nothing
+ *                            queued behind it on the device
  *   CLNET_GUARD=1            memory guards: every pass's buffers are padded,
  *                            and a pass that writes past what was planned
  *                            for it fails with CLNET_ERR_GUARD (2-3x slower)

@@ -5,7 +5,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-static atomic_ullong host_allocs, device_allocs, threads, builds, lookups, first_launches, waits;
+static atomic_ullong host_allocs, device_allocs, threads, builds, lookups, first_launches, waits,
+    overlaps;
 
 void *clnet_malloc(size_t bytes) {
     atomic_fetch_add_explicit(&host_allocs, 1, memory_order_relaxed);
@@ -46,6 +47,10 @@ void clnet_count_wait(void) {
     atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
 }
 
+void clnet_count_overlap(void) {
+    atomic_fetch_add_explicit(&overlaps, 1, memory_order_relaxed);
+}
+
 void clnet_debug_counters(clnet_counters *out) {
     if (!out) return;
     out->host_allocs = atomic_load(&host_allocs);
@@ -55,4 +60,5 @@ void clnet_debug_counters(clnet_counters *out) {
     out->lookups = atomic_load(&lookups);
     out->first_launches = atomic_load(&first_launches);
     out->waits = atomic_load(&waits);
+    out->overlaps = atomic_load(&overlaps);
 }

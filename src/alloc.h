@@ -21,5 +21,8 @@ void clnet_count_first_launch(void);
 /* Counts one time the host waits for a device's queue to drain: a finish, a
  * blocking transfer or a blocking map (memory.c's clnet_finish and copies). */
 void clnet_count_wait(void);
+/* Counts one exchange with other devices during which its device ran other
+ * work (replica.c's exchanges on their way). */
+void clnet_count_overlap(void);
 
 #endif

@@ -181,6 +181,19 @@ typedef struct {
     uint32_t relu;
 } clnet_norm_link;
 
+/* An exchange with the other devices that a pass left on its way
+ * (clnet_pass.later): what it sends is being read to the host (event), and
+ * the device runs other nodes' work queued behind the read until the
+ * runner calls the node's kind's finish (replica.c). */
+typedef struct {
+    int pending;    /* the pass left work for its kind's finish */
+    cl_event event; /* the read of what it sends (NULL: none) */
+} clnet_later;
+
+/* Which gradients a backward pass makes (clnet_pass.part): all, or for a
+ * kind with splits_backward the inputs' alone or the parameters' alone. */
+enum { CLNET_PART_ALL = 0, CLNET_PART_DX = 1, CLNET_PART_DW = 2 };
+
 /* What one pass of one node over n samples works on. Offsets are in floats. */
 typedef struct {
     const clnet_ctx *ctx;
@@ -221,6 +234,15 @@ typedef struct {
     /* A training pass of an add with a batch norm left to it (forward), or
      * of that batch norm (backward), else NULL. */
     const clnet_norm_link *norm;
+    /* Set where the runner can queue other nodes' work while this pass
+     * exchanges with the other devices (replica.c): the pass may then stop
+     * once the read of what it sends is queued (later->event), setting
+     * later->pending, and its kind's finish does the rest. A backward pass
+     * given one may run early, before passes that the plan puts ahead of
+     * it: it must leave its input gradients to finish. NULL: the pass does
+     * everything now. */
+    clnet_later *later;
+    int part; /* backward: CLNET_PART_* */
 } clnet_pass;
 
 /* What a backward pass reads of the forward's tensors (memory planning). */
@@ -268,6 +290,12 @@ struct clnet_kind {
     size_t (*host_bytes)(const clnet_node *node, int ranks);
     clnet_status (*forward)(const clnet_node *node, const clnet_pass *p);
     clnet_status (*backward)(const clnet_node *node, const clnet_pass *p); /* NULL: none */
+    /* What a forward or backward pass left for later (clnet_pass.later),
+     * with the same pass (NULL: a kind that never leaves anything). */
+    clnet_status (*finish)(const clnet_node *node, const clnet_pass *p);
+    /* Backward makes the inputs' and the parameters' gradients apart when
+     * asked (clnet_pass.part), so that work can run between the two. */
+    int splits_backward;
     /* Takes the relu that alone reads this node's output into its own
      * kernels (forward writes max(y, 0), backward passes the gradient where
      * that is > 0); returns 1 if it did (NULL: never). clnet_model_finish

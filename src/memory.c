@@ -63,6 +63,42 @@ clnet_status clnet_buffer_read(clnet_device *d, cl_mem buf, size_t offset, size_
     return copy(d, 0, buf, offset, n, dst);
 }
 
+clnet_status clnet_buffer_write_queued(clnet_device *d, cl_mem buf, size_t offset, size_t n,
+                                       const float *src) {
+    clnet_status status = CLNET_OK;
+    if (n == 0) return CLNET_OK;
+    CL_CHECK(clEnqueueWriteBuffer(d->queue, buf, CL_FALSE, offset * sizeof(float),
+                                  n * sizeof(float), src, 0, NULL, NULL),
+             "clEnqueueWriteBuffer");
+cleanup:
+    return status;
+}
+
+clnet_status clnet_buffer_read_start(clnet_device *d, cl_mem buf, size_t offset, size_t n,
+                                     float *dst, cl_event *done) {
+    clnet_status status = CLNET_OK;
+    *done = NULL;
+    if (n == 0) return CLNET_OK;
+    CL_CHECK(clEnqueueReadBuffer(d->queue, buf, CL_FALSE, offset * sizeof(float), n * sizeof(float),
+                                 dst, 0, NULL, done),
+             "clEnqueueReadBuffer");
+    CL_CHECK(clFlush(d->queue), "clFlush"); /* on its way while the host queues more */
+cleanup:
+    return status;
+}
+
+clnet_status clnet_event_wait(clnet_device *d, cl_event *done) {
+    clnet_status status = CLNET_OK;
+    if (!*done) return CLNET_OK;
+    clnet_count_wait();
+    CL_CHECK(clFlush(d->queue), "clFlush"); /* what was queued behind it runs meanwhile */
+    CL_CHECK(clWaitForEvents(1, done), "clWaitForEvents");
+cleanup:
+    clReleaseEvent(*done);
+    *done = NULL;
+    return status;
+}
+
 clnet_status clnet_staging_create(clnet_device *d, size_t bytes, clnet_staging *out) {
     clnet_status status = CLNET_OK;
     cl_int err = CL_SUCCESS;

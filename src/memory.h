@@ -19,6 +19,21 @@ clnet_status clnet_buffer_write(clnet_device *d, cl_mem buf, size_t offset, size
                                 const float *src);
 clnet_status clnet_buffer_read(clnet_device *d, cl_mem buf, size_t offset, size_t n, float *dst);
 
+/* A write of n floats that the host does not wait for: the queue copies src
+ * when it runs it, so src must stay unchanged until the host has waited for
+ * a later command of the same queue (a blocking read, clnet_event_wait on a
+ * later read, a finish). */
+clnet_status clnet_buffer_write_queued(clnet_device *d, cl_mem buf, size_t offset, size_t n,
+                                       const float *src);
+
+/* A read of n floats that the host does not wait for: *done completes when
+ * dst holds them (NULL when n is 0); dst must stay untouched until then.
+ * clnet_event_wait waits for it (counted as a wait) and releases it; on a
+ * NULL *done it does nothing. */
+clnet_status clnet_buffer_read_start(clnet_device *d, cl_mem buf, size_t offset, size_t n,
+                                     float *dst, cl_event *done);
+clnet_status clnet_event_wait(clnet_device *d, cl_event *done);
+
 /* Host memory the driver allocates (CL_MEM_ALLOC_HOST_PTR: pinned on discrete
  * GPUs), mapped for the whole life of the object so `data` is always usable
  * on the host and as the host side of transfers. */

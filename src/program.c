@@ -268,8 +268,9 @@ static void profile_print(void) {
     clnet_debug_counters(&c);
     fprintf(stderr,
             "clnet kernel profile (CLNET_PROFILE=1): the host waited for a device %llu times "
-            "(blocking transfers, maps and finishes, the profile's own left out)\n",
-            (unsigned long long)c.waits);
+            "(blocking transfers, maps and finishes, the profile's own left out); %llu batch norm "
+            "exchanges ran other layers' work meanwhile\n",
+            (unsigned long long)c.waits, (unsigned long long)c.overlaps);
     for (int i = 0; i < profile_count; i++)
         fprintf(stderr, "  %-20s %8ld calls %10.3f s %5.1f%%\n", profile[i].name, profile[i].calls,
                 profile[i].seconds, 100 * profile[i].seconds / (total > 0 ? total : 1));

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void drop_later(clnet_replica *r);
+
 void clnet_replica_free(clnet_replica *r) {
     if (!r) return;
     cl_mem *mems[] = {&r->params, &r->grads,  &r->buffers, &r->act,     &r->dact,
@@ -19,6 +21,8 @@ void clnet_replica_free(clnet_replica *r) {
     free(r->keeps);
     free(r->folds);
     free(r->norms);
+    free(r->starts);
+    drop_later(r);
     free(r->kernels); /* the handles belong to the device */
     free(r->gemms);
     clnet_gemm_record_free(&r->gemm_record);
@@ -90,6 +94,33 @@ static size_t host_bytes(const clnet_model *m, int ranks) {
     return most;
 }
 
+/* The first node to read node b's output, through views (-1: none). */
+static int first_reader(const clnet_model *m, int b) {
+    int first = -1;
+    for (int j = b + 1; j < m->count; j++)
+        for (int k = 0; k < m->nodes[j].ninputs; k++) {
+            if (m->nodes[j].inputs[k] != b) continue;
+            int at = m->nodes[j].kind->is_view ? first_reader(m, j) : j;
+            if (at >= 0 && (first < 0 || at < first)) first = at;
+        }
+    return first;
+}
+
+/* r->starts: for each node that leaves exchanges for later (kind->finish),
+ * where its backward can start (the replica's exchanges on their way). */
+static clnet_status make_starts(clnet_replica *r) {
+    const clnet_model *m = r->model;
+    const char *env = getenv("CLNET_OVERLAP");
+    r->overlap = !(env && strcmp(env, "off") == 0);
+    r->starts = clnet_calloc((size_t)m->count, sizeof *r->starts);
+    if (!r->starts) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; b < m->count; b++) {
+        int at = m->nodes[b].kind->finish ? first_reader(m, b) : -1;
+        if (at >= 0 && !r->starts[at]) r->starts[at] = b + 1;
+    }
+    return CLNET_OK;
+}
+
 clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, clnet_device *d,
                                   int max_batch, int ranks) {
     clnet_status status = CLNET_OK;
@@ -150,6 +181,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     for (int i = 0; i < m->count; i++)
         if (p->keep[i]) TRY(clnet_buffer_create(d, p->keep[i] * sizeof(float), &r->keeps[i]));
     TRY(make_norm_links(r));
+    TRY(make_starts(r));
     TRY(clnet_buffer_create(d, p->work * sizeof(float), &r->work));
     TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->labels));
     TRY(clnet_buffer_create(d, B * sizeof(float), &r->loss));
@@ -349,12 +381,17 @@ static const char *const input_names[CLNET_MAX_INPUTS] = {
  * its output (forward), its inputs' gradients (backward, and the loss's
  * forward), its kept memory, the scratch, the loss's per-sample results. */
 static int pass_tails(const clnet_replica *r, const clnet_node *node, const clnet_pass *p,
-                      clnet_guard_region *g) {
+                      int finishing, clnet_guard_region *g) {
     int count = 0;
     size_t n = (size_t)p->n;
     if (!p->backward && !node->kind->is_view)
         tensor_tail(r, g, &count, r->act, p->y, clnet_shape_size(node->out), p->n, "its output");
-    for (int k = 0; k < node->ninputs; k++)
+    /* a backward pass that may leave its exchange on its way writes the
+     * input gradients when it finishes, and its guards are filled then: a
+     * start runs earlier than the plan's order, when that memory may still
+     * be another pass's; the weight gradient part writes none either */
+    int dx = !p->backward || (!p->later && p->part != CLNET_PART_DW) || finishing;
+    for (int k = 0; k < node->ninputs && dx; k++)
         if (p->need_dx[k] && (p->backward || (node->kind->is_loss && p->want_grad)))
             tensor_tail(r, g, &count, r->dact, p->dx[k], clnet_shape_size(node->in[k]), p->n,
                         input_names[k]);
@@ -410,7 +447,7 @@ static clnet_status guarded(clnet_replica *r,
     TRY(clnet_pass_uses(node, p, work, keep));
     if (p->ctx->train && !p->backward) r->state++; /* batch norm moves its running statistics */
     if (!r->guards) return fn(node, p);
-    int count = pass_tails(r, node, p, r->guards);
+    int count = pass_tails(r, node, p, fn == node->kind->finish, r->guards);
     TRY(clnet_guard_fill(r->d, r->guards, count));
     TRY(fn(node, p));
     TRY(buffer_tails(r, r->guards, &count));
@@ -442,30 +479,142 @@ static clnet_status in_device(clnet_status s, const clnet_replica *r) {
     return s;
 }
 
-clnet_status clnet_replica_forward(clnet_replica *r, const clnet_ctx *ctx, int n) {
-    clnet_status fit = clnet_replica_fit_work(r); /* nothing to do unless d's choices changed */
-    if (fit != CLNET_OK) return in_device(fit, r);
-    int folding = !ctx->train && clnet_replica_folded_now(r);
-    for (int i = 0; i < r->model->count; i++) {
-        const clnet_node *node = &r->model->nodes[i];
-        if (folding && node->folded) continue; /* its convolution wrote its output */
-        clnet_pass p = make_pass(r, ctx, i, n, 0, 0);
-        clnet_status s = timed(r, 2 * i, node->kind->forward, node, &p);
-        if (s != CLNET_OK)
-            return in_device(clnet_error_context(s, "forward of layer '%s'", node->name), r);
-    }
+/* ---- exchanges on their way (clnet_pass.later) -------------------------------------------
+ *
+ * A batch norm across devices stops its device twice a step: its statistics
+ * (forward) and its sums (backward) go to the host and come back merged
+ * with the other devices'. The runner lets work that does not depend on the
+ * merge queue behind the read meanwhile, so the device keeps working while
+ * the host waits for the others: in forward the nodes after the batch norm
+ * up to the first that reads it (a downsampling block's shortcut
+ * convolution); in backward, the batch norm starts as soon as its output
+ * gradient is complete, that is right after the input gradient of its first
+ * reader (a convolution then makes its weight gradient meanwhile), and the
+ * nodes between them run before it finishes. Every kernel reads and writes
+ * what it did in node order, so the floats are the same
+ * (CLNET_OVERLAP=off: every exchange where the node stands). At most one
+ * exchange is on its way at a time, and it finishes before any node that
+ * reads it or exchanges itself. */
+
+/* Whether node j can run while node b's exchange is on its way: it reads
+ * nothing b makes and exchanges nothing itself (no host scratch). */
+static int independent_of(const clnet_model *m, int b, int j) {
+    const clnet_node *node = &m->nodes[j];
+    if (node->kind->is_view || node->kind->is_loss || node->kind->host_bytes) return 0;
+    for (int k = 0; k < node->ninputs; k++)
+        if (node->inputs[k] == b) return 0;
+    return 1;
+}
+
+static int overlapping(const clnet_replica *r, const clnet_ctx *ctx) {
+    return r->overlap && ctx->train && ctx->coll && ctx->coll->size > 1;
+}
+
+/* Runs what node b's pass left on its way (clnet_pass.later). */
+static clnet_status finish_later(clnet_replica *r, const clnet_ctx *ctx, int n, int backward,
+                                 int accumulate) {
+    int b = r->later_node - 1;
+    const clnet_node *node = &r->model->nodes[b];
+    int sent = r->later.event != NULL;
+    r->later_node = r->later.pending = 0;
+    clnet_pass p = make_pass(r, ctx, b, n, backward, accumulate);
+    p.later = &r->later;
+    clnet_status s = timed(r, 2 * b + backward, node->kind->finish, node, &p);
+    if (s != CLNET_OK)
+        return in_device(clnet_error_context(s, "%s of layer '%s'",
+                                             backward ? "backward" : "forward", node->name),
+                         r);
+    if (r->later_ran && sent) clnet_count_overlap();
+    r->later_ran = 0;
     return CLNET_OK;
 }
 
-clnet_status clnet_replica_backward_node(clnet_replica *r, const clnet_ctx *ctx, int n, int i,
-                                         int accumulate) {
+/* Forgets what a failed pass left on its way: the read still lands first,
+ * since the queue runs in order. */
+static void drop_later(clnet_replica *r) {
+    if (r->later.event) clReleaseEvent(r->later.event);
+    r->later.event = NULL;
+    r->later_node = r->early_node = r->later_ran = r->later.pending = 0;
+}
+
+clnet_status clnet_replica_forward(clnet_replica *r, const clnet_ctx *ctx, int n) {
+    clnet_status fit = clnet_replica_fit_work(r); /* nothing to do unless d's choices changed */
+    if (fit != CLNET_OK) return in_device(fit, r);
+    int folding = !ctx->train && clnet_replica_folded_now(r), overlap = overlapping(r, ctx);
+    drop_later(r);
+    for (int i = 0; i < r->model->count; i++) {
+        const clnet_node *node = &r->model->nodes[i];
+        if (folding && node->folded) continue; /* its convolution wrote its output */
+        if (r->later_node && !independent_of(r->model, r->later_node - 1, i)) {
+            clnet_status s = finish_later(r, ctx, n, 0, 0);
+            if (s != CLNET_OK) return s;
+        }
+        clnet_pass p = make_pass(r, ctx, i, n, 0, 0);
+        if (overlap && !r->later_node && node->kind->finish) p.later = &r->later;
+        clnet_status s = timed(r, 2 * i, node->kind->forward, node, &p);
+        if (s != CLNET_OK)
+            return in_device(clnet_error_context(s, "forward of layer '%s'", node->name), r);
+        if (r->later_node) r->later_ran = 1;
+        if (r->later.pending && !r->later_node) r->later_node = i + 1;
+    }
+    return r->later_node ? finish_later(r, ctx, n, 0, 0) : CLNET_OK;
+}
+
+/* Part `part` of node i's backward pass (clnet_pass.part); with later, it
+ * may leave its exchange on its way. */
+static clnet_status backward_part(clnet_replica *r, const clnet_ctx *ctx, int n, int i,
+                                  int accumulate, int part, clnet_later *later) {
     const clnet_node *node = &r->model->nodes[i];
-    if (!r->plan.backward[i]) return CLNET_OK;
     clnet_pass p = make_pass(r, ctx, i, n, 1, accumulate);
+    p.part = part;
+    p.later = later;
     clnet_status s = timed(r, 2 * i + 1, node->kind->backward, node, &p);
     if (s != CLNET_OK)
         return in_device(clnet_error_context(s, "backward of layer '%s'", node->name), r);
     return CLNET_OK;
+}
+
+/* Node i's backward, and the batch norm whose output gradient it completes
+ * (r->starts[i]) started right after i's input gradient; or before all of
+ * i's backward where i is an add that normalizes it (clnet_node.norm_in),
+ * whose own output gradient the batch norm reads. */
+static clnet_status backward_starting(clnet_replica *r, const clnet_ctx *ctx, int n, int i,
+                                      int accumulate, int b) {
+    clnet_status status = CLNET_OK;
+    const clnet_node *reader = &r->model->nodes[i];
+    int before = reader->norm_in && r->model->nodes[b].norm_by == i + 1;
+    int split = !before && reader->kind->splits_backward;
+    if (!before)
+        TRY(backward_part(r, ctx, n, i, accumulate, split ? CLNET_PART_DX : CLNET_PART_ALL, NULL));
+    TRY(backward_part(r, ctx, n, b, accumulate, CLNET_PART_ALL, &r->later));
+    if (r->later.pending)
+        r->later_node = b + 1;
+    else
+        r->early_node = b + 1; /* it ran whole: it wrote no input gradient */
+    if (before) TRY(backward_part(r, ctx, n, i, accumulate, CLNET_PART_ALL, NULL));
+    if (split) TRY(backward_part(r, ctx, n, i, accumulate, CLNET_PART_DW, NULL));
+    r->later_ran = before || split;
+cleanup:
+    return status;
+}
+
+clnet_status clnet_replica_backward_node(clnet_replica *r, const clnet_ctx *ctx, int n, int i,
+                                         int accumulate) {
+    if (r->early_node == i + 1) {
+        r->early_node = 0;
+        return CLNET_OK;
+    }
+    if (r->later_node == i + 1) return finish_later(r, ctx, n, 1, accumulate);
+    if (!r->plan.backward[i]) return CLNET_OK;
+    if (r->later_node && !independent_of(r->model, r->later_node - 1, i)) {
+        clnet_status s = finish_later(r, ctx, n, 1, accumulate);
+        if (s != CLNET_OK) return s;
+    }
+    if (r->later_node) r->later_ran = 1;
+    int b = r->starts ? r->starts[i] - 1 : -1;
+    if (b >= 0 && !r->later_node && !r->early_node && r->plan.backward[b] && overlapping(r, ctx))
+        return backward_starting(r, ctx, n, i, accumulate, b);
+    return backward_part(r, ctx, n, i, accumulate, CLNET_PART_ALL, NULL);
 }
 
 clnet_status clnet_replica_time_node(clnet_replica *r, const clnet_ctx *ctx, int i, int n, int reps,

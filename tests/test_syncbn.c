@@ -236,6 +236,78 @@ START_TEST(unsynchronized_batch_norm_depends_on_the_split_and_learns) {
 }
 END_TEST
 
+/* A downsampling block: in forward the shortcut convolution runs while
+ * bn3's statistics are exchanged; in backward the shortcut's pass runs
+ * while bn3's sums are, c3's weight gradient while bn2's are, c2's while
+ * bn1's are (src/replica.c: exchanges on their way). */
+static const char *SHORTCUT[] = {
+    "input channels=2 height=6 width=6",
+    "conv2d name=c1 filters=4 size=3 pad=1 init=xavier",
+    "batchnorm name=bn1",
+    "relu name=r1",
+    "conv2d name=c2 filters=4 size=3 pad=1 stride=2 init=xavier",
+    "batchnorm name=bn2",
+    "relu",
+    "conv2d name=c3 filters=4 size=3 pad=1 init=xavier",
+    "batchnorm name=bn3 momentum=0.3",
+    "conv2d name=short input=r1 filters=4 size=1 stride=2 init=xavier",
+    "add input=bn3,short",
+    "relu",
+    "global_avgpool",
+    "linear name=fc units=3 init=xavier",
+    "softmax_cross_entropy",
+};
+#define SHORTCUT_LINES (int)(sizeof SHORTCUT / sizeof *SHORTCUT)
+
+/* Three steps on two devices (split 3:1) with the exchanges on their way
+ * and with CLNET_OVERLAP=off: the same floats, and `expect` exchanges that
+ * ran work meanwhile, none with CLNET_OVERLAP=off. */
+static void expect_same_floats_overlapped(const char *what, const char *const *lines,
+                                          uint64_t expect) {
+    const double unequal[2] = {3, 1};
+    clnet_counters c0, c1, c2;
+    clnet_debug_counters(&c0);
+    run_result on = run(test_runtime(), unequal, lines, SHORTCUT_LINES, NULL, 8, 3);
+    clnet_debug_counters(&c1);
+    setenv("CLNET_OVERLAP", "off", 1);
+    run_result off = run(test_runtime(), unequal, lines, SHORTCUT_LINES, NULL, 8, 3);
+    unsetenv("CLNET_OVERLAP");
+    clnet_debug_counters(&c2);
+    uint64_t with = c1.overlaps - c0.overlaps, without = c2.overlaps - c1.overlaps;
+    printf("%s: %llu exchanges ran work meanwhile (%llu with CLNET_OVERLAP=off)\n", what,
+           (unsigned long long)with, (unsigned long long)without);
+    ck_assert_msg(with == expect, "%s: %llu exchanges ran work meanwhile, not %llu", what,
+                  (unsigned long long)with, (unsigned long long)expect);
+    ck_assert_msg(without == 0, "%llu with CLNET_OVERLAP=off", (unsigned long long)without);
+    clnet_net *net = make_net(lines, SHORTCUT_LINES, NULL);
+    ck_assert_mem_eq(on.delta, off.delta, clnet_net_param_count(net) * sizeof(float));
+    ck_assert_mem_eq(on.buffers, off.buffers, clnet_net_buffer_count(net) * sizeof(float));
+    clnet_net_free(net);
+    run_free(&on), run_free(&off);
+}
+
+/* The exchanges on their way reorder work that does not depend on them:
+ * every float is what the exchanges in place give, with sync=on (and that
+ * is one device's within 1e-4) and with sync=off (where backward exchanges
+ * nothing and each batch norm's backward runs where it stands). */
+START_TEST(exchanges_on_their_way_change_no_float) {
+    ck_assert_int_eq(clnet_runtime_device_count(test_runtime()), 2);
+    /* per device and step: bn3's forward, and bn1's, bn2's and bn3's backward */
+    expect_same_floats_overlapped("sync=on", SHORTCUT, 4 * 2 * 3);
+    expect_test_one_device("downsampling block", SHORTCUT, SHORTCUT_LINES, NULL, 8, 3);
+    const char *lines[SHORTCUT_LINES];
+    char edited[3][128];
+    for (int i = 0, k = 0; i < SHORTCUT_LINES; i++) {
+        lines[i] = SHORTCUT[i];
+        if (strncmp(SHORTCUT[i], "batchnorm", 9) == 0) {
+            snprintf(edited[k], sizeof edited[k], "%s sync=off", SHORTCUT[i]);
+            lines[i] = edited[k++];
+        }
+    }
+    expect_same_floats_overlapped("sync=off", lines, 1 * 2 * 3); /* bn3's forward */
+}
+END_TEST
+
 /* CLNET_MICRO_BATCH=4 makes each device hold at most 4 samples. */
 START_TEST(a_batch_norm_share_is_never_split_into_micro_batches) {
     clnet_runtime *one = test_one_device(0);
@@ -299,6 +371,7 @@ int main(void) {
     TCase *both = tcase_create("two"); /* two devices, one of which may be a simulator */
     tcase_set_timeout(both, 0);
     tcase_add_test(both, synchronized_batch_norm_on_two_devices_takes_the_steps_of_one);
+    tcase_add_test(both, exchanges_on_their_way_change_no_float);
     suite_add_tcase(s, both);
     TCase *multi = tcase_create("multi"); /* two real devices */
     tcase_set_timeout(multi, 0);

@@ -19,6 +19,12 @@
  * ones. Backward sums dy and dy * xhat per channel across the replicas the
  * same way (sync=on).
  *
+ * Across devices a pass given clnet_pass.later stops once what it sends is
+ * on its way to the host, and finish does the rest, so that the device runs
+ * other layers' work meanwhile (replica.c); a backward pass with nothing
+ * to send (sync=off) leaves all of itself to finish, since it was started
+ * ahead of its place.
+ *
  * Outside a step (calibration) there is no collective: a replica uses its
  * own statistics. A step's share is never split into micro-batches
  * (batch_stats), so each replica normalizes its whole share at once.
@@ -195,15 +201,30 @@ static clnet_status enough(const clnet_ctx *ctx, double count) {
                       count);
 }
 
-/* This share's statistics to the host, merged with every replica's there:
- * what normalizes to keep, the step's mean and unbiased variance to work at
- * SENT(C). */
+/* What goes to the other devices, the first `floats` of work, to the host
+ * at v->f: a read the pass waits for, or with p->later one on its way while
+ * the device runs other work (replica.c), which exchanged() waits for. The
+ * merged values go back from v->f by writes the host does not wait for
+ * either: the host changes v->f again only after a later read of the same
+ * queue (the next batch norm's send) has completed, so after them. */
+static clnet_status send(const clnet_pass *p, const bn_view *v, size_t floats) {
+    if (!p->later) return clnet_buffer_read(p->d, p->work, 0, floats, v->f);
+    p->later->pending = 1;
+    return clnet_buffer_read_start(p->d, p->work, 0, floats, v->f, &p->later->event);
+}
+static clnet_status exchanged(const clnet_pass *p) {
+    return p->later ? clnet_event_wait(p->d, &p->later->event) : CLNET_OK;
+}
+
+/* This share's statistics (on the host: send), merged with every
+ * replica's there: what normalizes to keep, the step's mean and unbiased
+ * variance to work at SENT(C). */
 static clnet_status merge_stats(const clnet_node *node, const clnet_pass *p, const bn_view *v) {
     clnet_status status = CLNET_OK;
     const bn_config *cfg = CLNET_CONFIG(node, bn_config);
     const clnet_ctx *ctx = p->ctx;
     size_t C = v->C;
-    TRY(clnet_buffer_read(p->d, p->work, 0, 5 * C, v->f));
+    TRY(exchanged(p));
     double *mine = v->mine, *merged = v->all, count = (double)(v->n * v->S);
     mine[0] = count;
     for (size_t c = 0; c < C; c++) { /* mean m + D / count, M2 = Q - D^2 / count */
@@ -225,11 +246,33 @@ static clnet_status merge_stats(const clnet_node *node, const clnet_pass *p, con
         v->f[3 * C + c] = (float)merged[1 + c];
         v->f[4 * C + c] = (float)(merged[1 + C + c] / (merged[0] > 1 ? merged[0] - 1 : 1));
     }
-    TRY(clnet_buffer_write(p->d, p->keep, p->keep_off, 3 * C, v->f));
-    TRY(clnet_buffer_write(p->d, p->work, SENT(C), 2 * C, v->f + 3 * C));
+    TRY(clnet_buffer_write_queued(p->d, p->keep, p->keep_off, 3 * C, v->f)); /* see exchanged */
+    TRY(clnet_buffer_write_queued(p->d, p->work, SENT(C), 2 * C, v->f + 3 * C));
     TRY(clnet_pass_run(p, 3, "batchnorm", "", "bn_running", 1, (size_t[]){C}, NULL,
                        ARGS(U32(C), MEM(p->buffers), U32(v->mean), U32(v->var), MEM(p->work),
                             U32(SENT(C)), F32(cfg->momentum))));
+cleanup:
+    return status;
+}
+
+/* y from x with what normalizes (kept), unless the add after it does it
+ * (clnet_node.norm_by). */
+static clnet_status normalize(const clnet_node *node, const clnet_pass *p, const bn_view *v) {
+    if (p->norm) return CLNET_OK;
+    return clnet_pass_run(
+        p, 2, "batchnorm", "", "bn_forward", 2, (size_t[]){slots(v), v->n * v->C}, NULL,
+        ARGS(U32(v->n), U32(v->C), U32(v->S), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y),
+             MEM(p->keep), U32(p->keep_off), MEM(p->params), U32(v->weight), U32(relu_of(node))));
+}
+
+/* A training forward across devices once the statistics are sent: merged
+ * with the other devices', then y. */
+static clnet_status forward_rest(const clnet_node *node, const clnet_pass *p) {
+    clnet_status status = CLNET_OK;
+    bn_view v;
+    TRY(view(node, p, &v));
+    TRY(merge_stats(node, p, &v));
+    TRY(normalize(node, p, &v));
 cleanup:
     return status;
 }
@@ -257,14 +300,50 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
                            ARGS(U32(C), F32((float)(v.n * v.S)), MEM(p->work), U32(0), MEM(p->keep),
                                 U32(p->keep_off), F32(cfg->eps), MEM(p->buffers), U32(v.mean),
                                 U32(v.var), F32(cfg->momentum))));
-    } else {
-        TRY(merge_stats(node, p, &v));
+        return normalize(node, p, &v);
     }
-    if (p->norm) return CLNET_OK; /* the add after it normalizes (clnet_node.norm_by) */
-    TRY(clnet_pass_run(p, 2, "batchnorm", "", "bn_forward", 2, grid, NULL,
-                       ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->act),
-                            U32(p->y), MEM(p->keep), U32(p->keep_off), MEM(p->params),
-                            U32(v.weight), U32(relu_of(node)))));
+    TRY(send(p, &v, 5 * C));
+    if (!p->later) TRY(forward_rest(node, p)); /* else finish: forward_rest */
+cleanup:
+    return status;
+}
+
+/* The output gradient: its own, or the add's after it (p->norm), passed
+ * where the add's y (at mask) is > 0 when the add took in the relu (masked). */
+typedef struct {
+    size_t dy, mask;
+    uint32_t masked;
+} bn_grad_in;
+
+static bn_grad_in grad_in(const clnet_pass *p) {
+    return p->norm ? (bn_grad_in){p->norm->dy, p->norm->y, p->norm->relu}
+                   : (bn_grad_in){p->dy, 0, 0};
+}
+
+/* dx, from this share's sums of g and g * xhat (in work, as pairs) or, with
+ * sync=on across devices, the whole batch's (this share's sent: send). */
+static clnet_status backward_rest(const clnet_node *node, const clnet_pass *p) {
+    clnet_status status = CLNET_OK;
+    const bn_config *cfg = CLNET_CONFIG(node, bn_config);
+    bn_view v;
+    TRY(view(node, p, &v));
+    size_t C = v.C;
+    bn_grad_in g = grad_in(p);
+    double *sums = v.mine;
+    sums[0] = (double)(v.n * v.S);
+    if (cfg->sync && !alone(p->ctx)) {
+        TRY(exchanged(p));
+        for (size_t k = 0; k < 2 * C; k++) sums[1 + k] = pair_get(v.f, C, k);
+        TRY(p->ctx->coll->sum(p->ctx->coll, sums, 1 + 2 * C));
+        for (size_t k = 0; k < 2 * C; k++) pair_set(v.f, C, k, sums[1 + k]);
+        TRY(clnet_buffer_write_queued(p->d, p->work, 0, 4 * C, v.f)); /* see exchanged */
+    }
+    TRY(clnet_pass_run(
+        p, 4, "batchnorm", "", "bn_backward_dx", 2, (size_t[]){slots(&v), v.n * C}, NULL,
+        ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact), U32(g.dy),
+             MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off), MEM(p->work), U32(0),
+             F32((float)sums[0]), MEM(p->params), U32(v.weight), U32(relu_of(node)), MEM(p->act),
+             U32(g.mask), U32(g.masked), U32(clnet_dx_add(p, 0)))));
 cleanup:
     return status;
 }
@@ -272,41 +351,42 @@ cleanup:
 static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     const bn_config *cfg = CLNET_CONFIG(node, bn_config);
+    int exchanges = cfg->sync && !alone(p->ctx) && p->need_dx[0];
+    if (p->later && !exchanges) { /* nothing to send: all of it where it stands */
+        p->later->pending = 1;
+        return CLNET_OK;
+    }
     bn_view v;
     TRY(view(node, p, &v));
     size_t C = v.C;
-    /* the output gradient: its own, or the add's after it, passed where the
-     * add's y > 0 (masked) when the add took in the relu (p->norm) */
-    size_t dy = p->norm ? p->norm->dy : p->dy, mask = p->norm ? p->norm->y : 0;
-    uint32_t masked = p->norm ? p->norm->relu : 0;
+    bn_grad_in g = grad_in(p);
     /* this share's sums, which are also its weight and bias gradients */
     clnet_arg args[] = {U32(v.n),         U32(C),         U32(v.S),      MEM(p->act),
-                        U32(p->x[0]),     MEM(p->dact),   U32(dy),       MEM(p->keep),
+                        U32(p->x[0]),     MEM(p->dact),   U32(g.dy),     MEM(p->keep),
                         U32(p->keep_off), MEM(p->params), U32(v.weight), U32(relu_of(node)),
-                        MEM(p->act),      U32(mask),      U32(masked),   MEM(p->work),
+                        MEM(p->act),      U32(g.mask),    U32(g.masked), MEM(p->work),
                         U32(0),           MEM(p->grads),  U32(v.weight), U32(p->beta != 0),
                         LOCAL(0)};
     TRY(run_stats(p, 11, &v, "bn_backward_sums", args, (int)(sizeof args / sizeof args[0])));
     if (!p->need_dx[0]) return CLNET_OK;
-
-    /* the whole batch's sums of g and g * xhat (sync=on), or this share's */
-    double *sums = v.mine;
-    sums[0] = (double)(v.n * v.S);
-    if (cfg->sync && !alone(p->ctx)) {
-        TRY(clnet_buffer_read(p->d, p->work, 0, 4 * C, v.f));
-        for (size_t k = 0; k < 2 * C; k++) sums[1 + k] = pair_get(v.f, C, k);
-        TRY(p->ctx->coll->sum(p->ctx->coll, sums, 1 + 2 * C));
-        for (size_t k = 0; k < 2 * C; k++) pair_set(v.f, C, k, sums[1 + k]);
-        TRY(clnet_buffer_write(p->d, p->work, 0, 4 * C, v.f));
+    if (exchanges) {
+        TRY(send(p, &v, 4 * C));
+        if (p->later) return CLNET_OK; /* finish: backward_rest */
     }
-    TRY(clnet_pass_run(
-        p, 4, "batchnorm", "", "bn_backward_dx", 2, (size_t[]){slots(&v), v.n * C}, NULL,
-        ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact), U32(dy),
-             MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off), MEM(p->work), U32(0),
-             F32((float)sums[0]), MEM(p->params), U32(v.weight), U32(relu_of(node)), MEM(p->act),
-             U32(mask), U32(masked), U32(clnet_dx_add(p, 0)))));
+    TRY(backward_rest(node, p));
 cleanup:
     return status;
+}
+
+/* What forward or backward left for later (clnet_pass.later): the rest
+ * once the exchange is on its way, or a whole backward pass that had
+ * nothing to send. */
+static clnet_status finish(const clnet_node *node, const clnet_pass *p) {
+    if (!p->backward) return forward_rest(node, p);
+    if (p->later->event) return backward_rest(node, p);
+    clnet_pass now = *p;
+    now.later = NULL;
+    return backward(node, &now);
 }
 
 clnet_status clnet_batchnorm_add(const clnet_pass *p, clnet_shape shape, size_t a, int relu) {
@@ -362,5 +442,6 @@ const clnet_kind clnet_batchnorm_kind = {
     .host_bytes = host_bytes,
     .forward = forward,
     .backward = backward,
+    .finish = finish,
     .fuse_relu = fuse_relu,
 };

@@ -1402,12 +1402,15 @@ static clnet_status forward_with(const clnet_node *node, const clnet_pass *p,
 
 /* Backward: both gradients chunk by chunk where one algorithm makes them
  * (sharing dy's layout and x's columns or grid), else the weight gradient's
- * algorithm over every chunk, then the input gradient's. */
+ * algorithm over every chunk, then the input gradient's. Asked for one part
+ * (clnet_pass.part), the same chunks make that part alone: the same floats. */
 static clnet_status backward_with(const clnet_node *node, const clnet_pass *p,
                                   const chunk_fns *fns) {
     clnet_conv_plan plan = plan_of(node, p->d);
     int dw = plan.pass[CLNET_PASS_DW], dx = plan.pass[CLNET_PASS_DX];
-    if (!p->need_dx[0]) return each_chunk(node, p, fns, dw, MAKES_DW);
+    if (p->part == CLNET_PART_DX)
+        return p->need_dx[0] ? each_chunk(node, p, fns, dx, MAKES_DX) : CLNET_OK;
+    if (!p->need_dx[0] || p->part == CLNET_PART_DW) return each_chunk(node, p, fns, dw, MAKES_DW);
     if (dw == dx) return each_chunk(node, p, fns, dw, MAKES_DW | MAKES_DX);
     clnet_status status = each_chunk(node, p, fns, dw, MAKES_DW);
     return status == CLNET_OK ? each_chunk(node, p, fns, dx, MAKES_DX) : status;
@@ -1465,7 +1468,8 @@ static int algorithms(const clnet_node *node, const clnet_device *d, char *key, 
             .backward_reads = CLNET_READS_X | CLNET_READS_Y_RELU,                                  \
         .config_size = sizeof(conv_config), .defaults = defaults_, .check = check, .setup = setup, \
         .work_floats = work_floats, .forward = conv_forward, .backward = conv_backward,            \
-        .fuse_relu = fuse_relu, .algorithms = algorithms, .fold_scale = fold_scale,                \
+        .splits_backward = 1, .fuse_relu = fuse_relu, .algorithms = algorithms,                    \
+        .fold_scale = fold_scale,                                                                  \
     }
 
 /* backward reads x (the weight gradient's Xp), never y */
@@ -1475,7 +1479,7 @@ static int algorithms(const clnet_node *node, const clnet_device *d, char *key, 
         .min_inputs = 1, .max_inputs = 1, .backward_reads = CLNET_READS_X,                         \
         .config_size = sizeof(conv_config), .defaults = defaults_, .check = check, .setup = setup, \
         .work_floats = work_floats, .forward = transpose_forward, .backward = transpose_backward,  \
-        .algorithms = algorithms, .fold_scale = fold_scale,                                        \
+        .splits_backward = 1, .algorithms = algorithms, .fold_scale = fold_scale,                  \
     }
 
 /* What every convolution shares, after the shapes of its rank. */
