@@ -196,16 +196,22 @@ START_TEST(synchronized_batch_norm_on_two_devices_takes_the_steps_of_one) {
 }
 END_TEST
 
-START_TEST(unsynchronized_batch_norm_depends_on_the_split_and_learns) {
-    const char *lines[SMALL_LINES];
-    char edited[3][128];
-    for (int i = 0, k = 0; i < SMALL_LINES; i++) {
-        lines[i] = SMALL[i];
-        if (strncmp(SMALL[i], "batchnorm", 9) == 0) {
-            snprintf(edited[k], sizeof edited[k], "%s sync=off", SMALL[i]);
+/* lines as src (count of them) with sync=off on each of its (at most 3)
+ * batch norms, edited in edited. */
+static void sync_off(const char *const *src, int count, const char **lines, char edited[3][128]) {
+    for (int i = 0, k = 0; i < count; i++) {
+        lines[i] = src[i];
+        if (strncmp(src[i], "batchnorm", 9) == 0) {
+            snprintf(edited[k], sizeof edited[k], "%s sync=off", src[i]);
             lines[i] = edited[k++];
         }
     }
+}
+
+START_TEST(unsynchronized_batch_norm_depends_on_the_split_and_learns) {
+    const char *lines[SMALL_LINES];
+    char edited[3][128];
+    sync_off(SMALL, SMALL_LINES, lines, edited);
     clnet_runtime *all = test_runtime(), *one = test_one_device(0);
     const double unequal[2] = {3, 1};
     run_result a = run(one, NULL, lines, SMALL_LINES, NULL, 12, 3);
@@ -297,13 +303,7 @@ START_TEST(exchanges_on_their_way_change_no_float) {
     expect_test_one_device("downsampling block", SHORTCUT, SHORTCUT_LINES, NULL, 8, 3);
     const char *lines[SHORTCUT_LINES];
     char edited[3][128];
-    for (int i = 0, k = 0; i < SHORTCUT_LINES; i++) {
-        lines[i] = SHORTCUT[i];
-        if (strncmp(SHORTCUT[i], "batchnorm", 9) == 0) {
-            snprintf(edited[k], sizeof edited[k], "%s sync=off", SHORTCUT[i]);
-            lines[i] = edited[k++];
-        }
-    }
+    sync_off(SHORTCUT, SHORTCUT_LINES, lines, edited);
     expect_same_floats_overlapped("sync=off", lines, 1 * 2 * 3); /* bn3's forward */
 }
 END_TEST
