@@ -239,8 +239,8 @@ typedef struct {
      * once the read of what it sends is queued (later->event), setting
      * later->pending, and its kind's finish does the rest. A backward pass
      * given one may run early, before passes that the plan puts ahead of
-     * it: it must leave its input gradients to finish. NULL: the pass does
-     * everything now. */
+     * it: it must always leave the rest to finish (set later->pending),
+     * its input gradients at least. NULL: the pass does everything now. */
     clnet_later *later;
     int part; /* backward: CLNET_PART_* */
 } clnet_pass;

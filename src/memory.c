@@ -37,54 +37,45 @@ cl_int clnet_finish(clnet_device *d) {
     return clFinish(d->queue);
 }
 
-/* A blocking copy of n floats between host memory and buf[offset..]. */
-static clnet_status copy(clnet_device *d, int write, cl_mem buf, size_t offset, size_t n,
-                         void *host) {
+/* A copy of n floats between host memory and buf[offset..]: blocking
+ * (counted as a wait), or left to the queue, with *done (when not NULL) its
+ * event and the queue flushed so that it is on its way. */
+static clnet_status copy(clnet_device *d, int write, int blocking, cl_mem buf, size_t offset,
+                         size_t n, void *host, cl_event *done) {
     clnet_status status = CLNET_OK;
     size_t at = offset * sizeof(float), bytes = n * sizeof(float);
+    cl_bool wait = blocking ? CL_TRUE : CL_FALSE;
+    if (done) *done = NULL;
     if (n == 0) return CLNET_OK;
-    clnet_count_wait();
+    if (blocking) clnet_count_wait();
     if (write)
-        CL_CHECK(clEnqueueWriteBuffer(d->queue, buf, CL_TRUE, at, bytes, host, 0, NULL, NULL),
+        CL_CHECK(clEnqueueWriteBuffer(d->queue, buf, wait, at, bytes, host, 0, NULL, done),
                  "clEnqueueWriteBuffer");
     else
-        CL_CHECK(clEnqueueReadBuffer(d->queue, buf, CL_TRUE, at, bytes, host, 0, NULL, NULL),
+        CL_CHECK(clEnqueueReadBuffer(d->queue, buf, wait, at, bytes, host, 0, NULL, done),
                  "clEnqueueReadBuffer");
+    if (done) CL_CHECK(clFlush(d->queue), "clFlush");
 cleanup:
     return status;
 }
 
 clnet_status clnet_buffer_write(clnet_device *d, cl_mem buf, size_t offset, size_t n,
                                 const float *src) {
-    return copy(d, 1, buf, offset, n, (void *)src); /* only read from */
+    return copy(d, 1, 1, buf, offset, n, (void *)src, NULL); /* only read from */
 }
 
 clnet_status clnet_buffer_read(clnet_device *d, cl_mem buf, size_t offset, size_t n, float *dst) {
-    return copy(d, 0, buf, offset, n, dst);
+    return copy(d, 0, 1, buf, offset, n, dst, NULL);
 }
 
 clnet_status clnet_buffer_write_queued(clnet_device *d, cl_mem buf, size_t offset, size_t n,
                                        const float *src) {
-    clnet_status status = CLNET_OK;
-    if (n == 0) return CLNET_OK;
-    CL_CHECK(clEnqueueWriteBuffer(d->queue, buf, CL_FALSE, offset * sizeof(float),
-                                  n * sizeof(float), src, 0, NULL, NULL),
-             "clEnqueueWriteBuffer");
-cleanup:
-    return status;
+    return copy(d, 1, 0, buf, offset, n, (void *)src, NULL); /* only read from */
 }
 
 clnet_status clnet_buffer_read_start(clnet_device *d, cl_mem buf, size_t offset, size_t n,
                                      float *dst, cl_event *done) {
-    clnet_status status = CLNET_OK;
-    *done = NULL;
-    if (n == 0) return CLNET_OK;
-    CL_CHECK(clEnqueueReadBuffer(d->queue, buf, CL_FALSE, offset * sizeof(float), n * sizeof(float),
-                                 dst, 0, NULL, done),
-             "clEnqueueReadBuffer");
-    CL_CHECK(clFlush(d->queue), "clFlush"); /* on its way while the host queues more */
-cleanup:
-    return status;
+    return copy(d, 0, 0, buf, offset, n, dst, done);
 }
 
 clnet_status clnet_event_wait(clnet_device *d, cl_event *done) {

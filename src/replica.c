@@ -534,7 +534,7 @@ static clnet_status finish_later(clnet_replica *r, const clnet_ctx *ctx, int n, 
 static void drop_later(clnet_replica *r) {
     if (r->later.event) clReleaseEvent(r->later.event);
     r->later.event = NULL;
-    r->later_node = r->early_node = r->later_ran = r->later.pending = 0;
+    r->later_node = r->later_ran = r->later.pending = 0;
 }
 
 clnet_status clnet_replica_forward(clnet_replica *r, const clnet_ctx *ctx, int n) {
@@ -587,10 +587,7 @@ static clnet_status backward_starting(clnet_replica *r, const clnet_ctx *ctx, in
     if (!before)
         TRY(backward_part(r, ctx, n, i, accumulate, split ? CLNET_PART_DX : CLNET_PART_ALL, NULL));
     TRY(backward_part(r, ctx, n, b, accumulate, CLNET_PART_ALL, &r->later));
-    if (r->later.pending)
-        r->later_node = b + 1;
-    else
-        r->early_node = b + 1; /* it ran whole: it wrote no input gradient */
+    r->later_node = b + 1; /* a backward pass given later always leaves the rest to finish */
     if (before) TRY(backward_part(r, ctx, n, i, accumulate, CLNET_PART_ALL, NULL));
     if (split) TRY(backward_part(r, ctx, n, i, accumulate, CLNET_PART_DW, NULL));
     r->later_ran = before || split;
@@ -600,10 +597,6 @@ cleanup:
 
 clnet_status clnet_replica_backward_node(clnet_replica *r, const clnet_ctx *ctx, int n, int i,
                                          int accumulate) {
-    if (r->early_node == i + 1) {
-        r->early_node = 0;
-        return CLNET_OK;
-    }
     if (r->later_node == i + 1) return finish_later(r, ctx, n, 1, accumulate);
     if (!r->plan.backward[i]) return CLNET_OK;
     if (r->later_node && !independent_of(r->model, r->later_node - 1, i)) {
@@ -612,7 +605,7 @@ clnet_status clnet_replica_backward_node(clnet_replica *r, const clnet_ctx *ctx,
     }
     if (r->later_node) r->later_ran = 1;
     int b = r->starts ? r->starts[i] - 1 : -1;
-    if (b >= 0 && !r->later_node && !r->early_node && r->plan.backward[b] && overlapping(r, ctx))
+    if (b >= 0 && !r->later_node && r->plan.backward[b] && overlapping(r, ctx))
         return backward_starting(r, ctx, n, i, accumulate, b);
     return backward_part(r, ctx, n, i, accumulate, CLNET_PART_ALL, NULL);
 }

@@ -49,10 +49,9 @@ typedef struct {
     } staged;
     int64_t staged_loads; /* loads that found their batch uploaded ahead */
     /* An exchange of a batch norm on its way while later nodes' work runs
-     * (clnet_pass.later): its node + 1 (0: none), and the node + 1 whose
-     * backward already ran whole when started early (0: none). */
+     * (clnet_pass.later): its node + 1 (0: none). */
     clnet_later later;
-    int later_node, early_node;
+    int later_node;
     int later_ran; /* a pass ran while it was on its way */
     /* (model count) node b + 1 whose output gradient node i's backward
      * completes (b's first reader, through views), for b with a finish; 0:
