@@ -90,7 +90,9 @@ const char *clnet_version(void);
     X(CLNET_ERR_INTERNAL, 13, "internal error (a bug in clnet: please report it)")                 \
     X(CLNET_ERR_MPI, 14,                                                                           \
       "MPI failed, timed out, or is missing from this build (the message says)")                   \
-    X(CLNET_ERR_GUARD, 15, "a pass used memory past what was planned for it (a bug in a layer)")
+    X(CLNET_ERR_GUARD, 15, "a pass used memory past what was planned for it (a bug in a layer)")   \
+    X(CLNET_ERR_NONFINITE, 16,                                                                     \
+      "a training step's loss, gradient or update was NaN or infinite: nothing of it was applied")
 
 typedef enum {
 #define CLNET_STATUS_ENUM(name, value, text) name = value,
@@ -624,7 +626,14 @@ typedef struct {
     int n;       /* samples */
 } clnet_step_result;
 
-/* One SGD step on a batch in host memory: images (n, C, H, W), labels (n). */
+/* One SGD step on a batch in host memory: images (n, C, H, W), labels (n).
+ * A step whose loss or summed gradient is NaN or infinite, or whose update
+ * would make a parameter or the optimizer's state so, is not applied:
+ * CLNET_ERR_NONFINITE, naming the step and the first tensor concerned, with
+ * the net as it was before the step (parameters, optimizer state and step
+ * count, batch norms' running statistics) and *out filled in (its loss may
+ * be NaN). The caller may go on with the next batch (the step is skipped:
+ * clnet train --skip-nonfinite) or stop. */
 clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int32_t *labels, int n,
                                   clnet_step_result *out);
 /* Class probabilities (n, classes) for images (n, C, H, W); any n. */
@@ -663,6 +672,16 @@ clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int upd
                                    clnet_step_result *out);
 /* The largest staleness any applied push has had so far (async training). */
 int64_t clnet_net_worst_staleness(const clnet_net *net);
+
+/* Checks that every device holds the same model (clnet train
+ * --check-replicas): each device's parameters, read back, bit for bit
+ * against the host's copy, and its buffers (running statistics) against
+ * the first device's; in an MPI job every rank calls it, and each rank's
+ * state is compared with rank 0's by checksum. CLNET_ERR_WRONG_RESULT names
+ * the device (or rank) and the first tensor that differs. Synchronous
+ * training keeps the replicas identical; asynchronous training does not
+ * (by design), so a check after it reports a difference. */
+clnet_status clnet_net_check_replicas(clnet_net *net);
 
 /* Loss and accuracy of a bound net over a whole data set, in file order, in
  * batches of the bound size; images are scaled as a loader with this mean and

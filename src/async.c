@@ -24,9 +24,11 @@
 #include "alloc.h"
 #include "clock.h"
 #include "error.h"
+#include "hostmath.h"
 #include "share.h"
 #include "broadcast.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,13 +183,22 @@ static int take_batch(clnet_trainer *t, int g, char *reply, clnet_status *status
     return 1;
 }
 
-/* Applies device g's push (its gradient of n samples), under the lock. */
-static void apply_push(clnet_trainer *t, int g, const float *grads, const request_header *r) {
+/* Applies device g's push (its gradient of n samples), under the lock; a
+ * push whose loss, gradient or update is not finite is refused and stops
+ * the run (CLNET_ERR_NONFINITE), nothing of it applied. */
+static clnet_status apply_push(clnet_trainer *t, int g, const float *grads,
+                               const request_header *r) {
     struct clnet_async *a = t->async;
     int64_t stale = a->optim->step - a->dev[g].pulled;
-    if (stale > a->worst_staleness) a->worst_staleness = stale;
+    size_t np = t->model->nparams;
     a->dev[g].busy = 0;
-    clnet_optim_apply(a->optim, a->model->params, grads, t->model->nparams, r->n);
+    if (!isfinite(r->loss) || clnet_first_nonfinite(grads, np) < np ||
+        clnet_optim_apply(a->optim, a->model->params, grads, np, r->n) < np)
+        return clnet_fail(CLNET_ERR_NONFINITE,
+                          "asynchronous update %lld: the push of %d samples has a loss of %g and "
+                          "a gradient or update that is NaN or infinite: not applied",
+                          (long long)a->optim->step, r->n, r->loss);
+    if (stale > a->worst_staleness) a->worst_staleness = stale;
     clnet_model_count_step(a->model);
     a->loss += r->loss;
     a->correct += r->correct;
@@ -196,6 +207,7 @@ static void apply_push(clnet_trainer *t, int g, const float *grads, const reques
         a->shares[j] = j == g ? r->n : 0, a->seconds[j] = j == g ? r->seconds : 0;
     clnet_balance_update(&t->split.balance, a->shares, a->seconds);
     pthread_cond_broadcast(&a->changed);
+    return CLNET_OK;
 }
 
 /* Replica i's gradient sum of n samples into d->grads, from d->params (in
@@ -204,7 +216,13 @@ static clnet_status compute(clnet_trainer *t, int i, async_device *d, int n, req
     clnet_status status = CLNET_OK;
     clnet_replica *r = t->replicas[i];
     clnet_ctx ctx = {.train = 1, .d = r->d, .step = d->pulled};
-    clnet_share share = {.images = d->images, .labels = d->labels, .n = n};
+    /* CLNET_FAULT counts the update a device pulled at as its step */
+    clnet_share share = {.images = d->images,
+                         .labels = d->labels,
+                         .n = n,
+                         .fault_after_forward =
+                             clnet_balance_fault(&t->split.balance, t->ranks.first + i, d->pulled,
+                                                 CLNET_FAULT_KERNELS)};
     double t0 = clnet_now(), loss = 0;
     int correct = 0;
     *out = (request_header){.kind = PUSH, .device = t->ranks.first + i, .n = n};
@@ -214,6 +232,8 @@ static clnet_status compute(clnet_trainer *t, int i, async_device *d, int n, req
              "(%s) normalizes a batch in one pass: use a batch of at most %d",
              n, r->d->info.index, r->d->info.name, r->max_batch, t->split.batch_stats->name,
              t->split.batch_stats->kind->name, r->max_batch);
+    if (clnet_balance_fault(&t->split.balance, t->ranks.first + i, d->pulled, CLNET_FAULT_START))
+        FAIL(CLNET_ERR_OPENCL, "injected fault (CLNET_FAULT) in update %lld", (long long)d->pulled);
     TRY(clnet_replica_write_state(r, d->params, NULL));
     TRY(clnet_share_run(r, &ctx, &share, &loss, &correct));
     out->loss = loss;
@@ -265,7 +285,7 @@ static clnet_status device_loop(int i, void *arg) {
         const reply_header *rh = (const reply_header *)d->in;
         status = compute(t, i, d, rh->n, h);
         pthread_mutex_lock(&a->lock);
-        if (status == CLNET_OK) apply_push(t, g, d->grads, h);
+        if (status == CLNET_OK) status = apply_push(t, g, d->grads, h);
         d->busy = 0;
         pthread_mutex_unlock(&a->lock);
         if (status != CLNET_OK) break;
@@ -333,9 +353,9 @@ static clnet_status take_request(clnet_trainer *t, int from, size_t got) {
         return CLNET_OK;
     }
     pthread_mutex_lock(&a->lock);
-    apply_push(t, g, (const float *)(a->in + sizeof *h), h);
+    clnet_status status = apply_push(t, g, (const float *)(a->in + sizeof *h), h);
     pthread_mutex_unlock(&a->lock);
-    return CLNET_OK;
+    return status;
 }
 
 /* Rank 0's calling thread, while its devices run: answers the other ranks'

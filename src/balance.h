@@ -3,13 +3,27 @@
  *   CLNET_THROTTLE=INDEX:FACTOR[,...]  device INDEX (as `clnet devices` numbers
  *       it) behaves FACTOR times slower: after each share it waits FACTOR-1
  *       times the time its share took.
- *   CLNET_FAULT=INDEX:STEP  device INDEX fails in optimizer step STEP (0-based). */
+ *   CLNET_FAULT=INDEX:STEP[:POINT][,...]  device INDEX fails in optimizer
+ *       step STEP (0-based; or the first after it that it takes part in), at POINT: start (before
+ * its work, the default), kernels (after its forward pass ran), transfer (once its first gradient
+ * bucket is on its way to the host) or reduce (while the host adds its first bucket); or, with
+ * drift, does not fail but gets its first parameter changed after the step (--check-replicas finds
+ * it). Each fires once. */
 #ifndef CLNET_BALANCE_H
 #define CLNET_BALANCE_H
 
 #include "clnet.h"
 
 #include <stdint.h>
+
+/* Where CLNET_FAULT makes a device fail within its step. */
+typedef enum {
+    CLNET_FAULT_START,    /* before any work */
+    CLNET_FAULT_KERNELS,  /* after its forward pass ran */
+    CLNET_FAULT_TRANSFER, /* once its first gradient bucket is on its way */
+    CLNET_FAULT_REDUCE,   /* while the host adds its first bucket */
+    CLNET_FAULT_DRIFT,    /* no failure: after the step its first parameter changes */
+} clnet_fault_point;
 
 typedef struct {
     int n;               /* replicas */
@@ -18,6 +32,7 @@ typedef struct {
     int rows;            /* of weight: step s splits by row s % rows */
     double *throttle;    /* per replica; 1 = none */
     int64_t *fault_step; /* per replica; -1 = none */
+    int *fault_point;    /* per replica: where in the step (clnet_fault_point) */
     int *share;          /* samples of the last step */
     double *seconds;     /* seconds the last share took */
     int64_t *samples;    /* samples processed in training so far */
@@ -44,6 +59,12 @@ void clnet_balance_cap(const clnet_balance *b, int64_t step, const int *cap, int
 /* CLNET_THROTTLE: after replica i's work of `seconds`, waits FACTOR - 1
  * times as long, so the device behaves FACTOR times slower. */
 void clnet_balance_throttle(const clnet_balance *b, int i, double seconds);
+
+/* Whether replica i is to fail (CLNET_FAULT) in optimizer step `step` at
+ * `point`: the first step at or after the one named (async mode: the
+ * update a device pulled at, which need not be every one). A fault fires
+ * once (the step tried again goes through). */
+int clnet_balance_fault(clnet_balance *b, int i, int64_t step, clnet_fault_point point);
 
 /* Folds one step's timings into the smoothed rates. */
 void clnet_balance_update(clnet_balance *b, const int *shares, const double *seconds);

@@ -4,7 +4,10 @@
 #include "alloc.h"
 #include "error.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     clnet_trainer *t;
@@ -85,4 +88,89 @@ clnet_status clnet_broadcast_gather(clnet_trainer *t, clnet_model *m) {
     state_job j = {t, m, 1};
     if (!m->nbuffers) return CLNET_OK;
     return clnet_workers_run(t->workers, read_buffers, &j, NULL);
+}
+
+/* ---- --check-replicas ---------------------------------------------------------------- */
+
+typedef struct {
+    clnet_trainer *t;
+    const clnet_model *m;
+    float *host; /* (count, nparams + nbuffers) what each replica holds */
+} check_job;
+
+static clnet_status read_state(int i, void *arg) {
+    check_job *j = arg;
+    clnet_replica *r = j->t->replicas[i];
+    size_t np = j->m->nparams, nb = j->m->nbuffers;
+    float *p = j->host + (size_t)i * (np + nb);
+    clnet_status s = clnet_buffer_read(r->d, r->params, 0, np, p);
+    return s == CLNET_OK && nb ? clnet_replica_read_buffers(r, p + np) : s;
+}
+
+/* The first element where a and b differ bit for bit, or n. */
+static size_t first_difference(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float))) return i;
+    return n;
+}
+
+static clnet_status drifted(const clnet_model *m, const clnet_replica *r, int buffers, size_t i,
+                            float have, float want, const char *whose) {
+    char what[512];
+    clnet_model_describe(m, buffers, i, what, sizeof what);
+    return clnet_fail(CLNET_ERR_WRONG_RESULT,
+                      "device %d (%s) has drifted from %s: %s %s is %.9g there, %.9g in %s",
+                      r->d->info.index, r->d->info.name, whose, buffers ? "buffer" : "parameter",
+                      what, have, want, whose);
+}
+
+/* FNV-1a over the bytes of this rank's parameters and buffers. */
+static uint64_t checksum(const float *x, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *b = (const unsigned char *)x;
+    for (size_t k = 0; k < n * sizeof(float); k++) h = (h ^ b[k]) * 1099511628211ull;
+    return h;
+}
+
+/* Under MPI: this rank's state against rank 0's, by checksum. */
+static clnet_status check_ranks(clnet_trainer *t, const float *state, size_t n) {
+    int ranks = clnet_mpi_size();
+    uint64_t mine = checksum(state, n), *all = clnet_calloc((size_t)ranks, sizeof *all);
+    if (!all) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory checking the replicas");
+    clnet_status s = clnet_dist_allgather(t->ranks.dist, CLNET_LANE_CONTROL, &mine, sizeof mine,
+                                          all, "comparing the ranks' replicas");
+    for (int r = 1; s == CLNET_OK && r < ranks; r++)
+        if (all[r] != all[0])
+            s = clnet_fail(CLNET_ERR_WRONG_RESULT,
+                           "rank %d's parameters and buffers differ from rank 0's (checksums "
+                           "%016llx and %016llx): the replicas have drifted apart",
+                           r, (unsigned long long)all[r], (unsigned long long)all[0]);
+    free(all);
+    return s;
+}
+
+clnet_status clnet_broadcast_check(clnet_trainer *t, const clnet_model *m) {
+    clnet_status status = CLNET_OK;
+    size_t np = m->nparams, nb = m->nbuffers, each = np + nb;
+    check_job j = {t, m, clnet_malloc((size_t)t->count * each * sizeof(float) + 1)};
+    if (!j.host) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory checking the replicas");
+    TRY(clnet_workers_run(t->workers, read_state, &j, NULL));
+    for (int i = 0; i < t->count; i++) {
+        const float *p = j.host + (size_t)i * each, *first = j.host;
+        size_t k = first_difference(p, m->params, np);
+        if (k < np) TRY(drifted(m, t->replicas[i], 0, k, p[k], m->params[k], "the host's copy"));
+        k = i ? first_difference(p + np, first + np, nb) : nb;
+        if (k < nb) {
+            char whose[64];
+            snprintf(whose, sizeof whose, "device %d's copy", t->replicas[0]->d->info.index);
+            TRY(drifted(m, t->replicas[i], 1, k, p[np + k], first[np + k], whose));
+        }
+    }
+    if (t->ranks.dist) {
+        memcpy(j.host, m->params, np * sizeof(float)); /* the host's, and device 0's buffers */
+        TRY(check_ranks(t, j.host, each));
+    }
+cleanup:
+    free(j.host);
+    return status;
 }

@@ -21,4 +21,11 @@ clnet_status clnet_broadcast_gather(clnet_trainer *t, clnet_model *m);
  * buffers (model.c's clnet_model_fold), the same floats for every replica. */
 clnet_status clnet_broadcast_folded(clnet_trainer *t, clnet_model *m);
 
+/* --check-replicas: every replica's parameters against m's (the host's
+ * master copy) and its buffers against the first replica's, bit for bit
+ * (read back whole); under MPI each rank's against rank 0's, by checksum.
+ * CLNET_ERR_WRONG_RESULT naming the device and the first tensor that
+ * differs. Not for asynchronous training, whose replicas differ by design. */
+clnet_status clnet_broadcast_check(clnet_trainer *t, const clnet_model *m);
+
 #endif

@@ -695,3 +695,22 @@ clnet_status clnet_model_init(clnet_model *m, uint64_t seed) {
     }
     return CLNET_OK;
 }
+
+void clnet_model_describe(const clnet_model *m, int buffers, size_t i, char *out, size_t cap) {
+    for (int k = 0; k < m->count; k++) {
+        const clnet_node *nd = &m->nodes[k];
+        int count = buffers ? nd->nbuffers : nd->nparams;
+        for (int j = 0; j < count; j++) {
+            const clnet_tensor *t = buffers ? &nd->buffers[j] : &nd->params[j];
+            if ((buffers && t->dtype != CLNET_DTYPE_F32) || i < t->offset ||
+                i - t->offset >= t->count)
+                continue;
+            char where[300] = "";
+            if (nd->line) snprintf(where, sizeof where, ", %s:%d", m->source, nd->line);
+            snprintf(out, cap, "'%s.%s' (element %zu%s)", nd->name, t->suffix, i - t->offset,
+                     where);
+            return;
+        }
+    }
+    snprintf(out, cap, "element %zu of the %s", i, buffers ? "buffers" : "parameters");
+}

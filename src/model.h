@@ -31,6 +31,11 @@ typedef struct {
 
 void clnet_model_release(clnet_model *m);
 
+/* For messages: the tensor that holds element i of the parameter array (or,
+ * with buffers, of the float buffers), as "'conv1.weight' (element 12,
+ * lenet.cfg:3)". */
+void clnet_model_describe(const clnet_model *m, int buffers, size_t i, char *out, size_t cap);
+
 /* Adds one model-file line (a comment or blank line adds nothing); `line`
  * is its line number for messages (0 from C). Names that are not known yet
  * may be defined by later lines. On failure the model is left as it was. */

@@ -345,6 +345,8 @@ clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int
     int correct = 0;
     status = clnet_step_train(net->trainer, &net->model, &net->optim, images, labels, n, &loss,
                               &correct);
+    if (status == CLNET_ERR_NONFINITE && out)
+        *out = (clnet_step_result){.loss = loss / n, .correct = correct, .n = n};
     if (status != CLNET_OK) {
         clnet_error_context(status, "training step %lld", (long long)net->optim.step);
         goto cleanup;
@@ -418,6 +420,16 @@ clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int upd
     if (status == CLNET_OK && out)
         *out = (clnet_step_result){
             .loss = samples ? loss / samples : 0, .correct = correct, .n = samples};
+cleanup:
+    return status;
+}
+
+clnet_status clnet_net_check_replicas(clnet_net *net) {
+    clnet_status status = CLNET_OK;
+    TRY(need_bound(net, net, "clnet_net_check_replicas"));
+    status = clnet_broadcast_check(net->trainer, &net->model);
+    if (status != CLNET_OK)
+        clnet_error_context(status, "after step %lld", (long long)net->optim.step);
 cleanup:
     return status;
 }

@@ -5,6 +5,7 @@
 #include "alloc.h"
 #include "error.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,51 +131,125 @@ float clnet_optim_lr(const clnet_optimizer_config *c, int64_t t) {
     }
 }
 
-static void sgd(clnet_optim *o, float lr, float *w, const float *grad_sum, size_t n, int batch) {
+/* The constants of one update. */
+typedef struct {
+    float lr, inv, wd, mu, b1, b2, step_size, bc2_sqrt, eps;
+    int nesterov, first_step, decoupled;
+} update_args;
+
+static update_args make_args(const clnet_optim *o, int batch) {
     const clnet_optimizer_config *c = &o->config;
-    const float inv = 1.0f / (float)batch, mu = c->momentum, wd = c->weight_decay;
-    const int first_step = !o->ready;
-    float *velocity = o->slot[0];
-    for (size_t i = 0; i < n; i++) {
-        float g = grad_sum[i] * inv + wd * w[i];
-        if (mu > 0) {
-            float v = first_step ? g : mu * velocity[i] + g;
-            velocity[i] = v;
-            g = c->nesterov ? g + mu * v : v;
-        }
-        w[i] -= lr * g;
+    const double t = (double)(o->step + 1);
+    update_args a = {.lr = clnet_optim_lr(c, o->step),
+                     .inv = 1.0f / (float)batch,
+                     .wd = c->weight_decay,
+                     .mu = c->optimizer == CLNET_OPTIMIZER_SGD ? c->momentum : 0,
+                     .b1 = c->beta1,
+                     .b2 = c->beta2,
+                     .eps = c->eps,
+                     .nesterov = c->nesterov,
+                     .first_step = !o->ready,
+                     .decoupled = c->optimizer == CLNET_OPTIMIZER_ADAMW};
+    a.step_size = (float)(a.lr / (1.0 - pow(a.b1, t)));
+    a.bc2_sqrt = (float)sqrt(1.0 - pow(a.b2, t));
+    return a;
+}
+
+static inline int finite(float x) {
+    return x >= -FLT_MAX && x <= FLT_MAX;
+}
+
+/* Each optimizer's update of parameters [i, end), written once and run two
+ * ways: write 0 only checks that the new parameters and state would all be
+ * finite (1) or not (0), write 1 applies it. Inlined with a constant
+ * `write`, each way is a loop of its own without branches, which the
+ * compiler vectorises. */
+static inline int sgd_range(const update_args *a, float *w, float *v, const float *grad_sum,
+                            size_t i, size_t end, const int write) {
+    int ok = 1;
+    for (; i < end; i++) {
+        float g = grad_sum[i] * a->inv + a->wd * w[i];
+        float nv = a->first_step ? g : a->mu * v[i] + g;
+        float nw = w[i] - a->lr * (a->nesterov ? g + a->mu * nv : nv);
+        if (write)
+            v[i] = nv, w[i] = nw;
+        else
+            ok &= finite(nv) & finite(nw);
     }
-    o->ready = mu > 0;
+    return ok;
+}
+
+/* SGD without momentum: no velocity. */
+static inline int plain_sgd_range(const update_args *a, float *w, const float *grad_sum, size_t i,
+                                  size_t end, const int write) {
+    int ok = 1;
+    for (; i < end; i++) {
+        float nw = w[i] - a->lr * (grad_sum[i] * a->inv + a->wd * w[i]);
+        if (write)
+            w[i] = nw;
+        else
+            ok &= finite(nw);
+    }
+    return ok;
 }
 
 /* Adam's update with t = o->step + 1; AdamW decays the weights first
  * instead of adding the decay to the gradient. */
-static void adam(clnet_optim *o, float lr, float *w, const float *grad_sum, size_t n, int batch) {
-    const clnet_optimizer_config *c = &o->config;
-    const int decoupled = c->optimizer == CLNET_OPTIMIZER_ADAMW;
-    const float inv = 1.0f / (float)batch, wd = c->weight_decay, b1 = c->beta1, b2 = c->beta2;
-    const double t = (double)(o->step + 1);
-    const float step_size = (float)(lr / (1.0 - pow(b1, t)));
-    const float bc2_sqrt = (float)sqrt(1.0 - pow(b2, t));
-    float *m = o->slot[0], *v = o->slot[1];
-    for (size_t i = 0; i < n; i++) {
-        float g = grad_sum[i] * inv;
-        if (decoupled)
-            w[i] *= 1.0f - lr * wd;
+static inline int adam_range(const update_args *a, float *w, float *m, float *v,
+                             const float *grad_sum, size_t i, size_t end, const int write) {
+    int ok = 1;
+    for (; i < end; i++) {
+        float g = grad_sum[i] * a->inv, nw = w[i];
+        if (a->decoupled)
+            nw *= 1.0f - a->lr * a->wd;
         else
-            g += wd * w[i];
-        m[i] = m[i] * b1 + (1.0f - b1) * g;
-        v[i] = v[i] * b2 + (1.0f - b2) * g * g;
-        w[i] -= step_size * (m[i] / (sqrtf(v[i]) / bc2_sqrt + c->eps));
+            g += a->wd * nw;
+        float nm = m[i] * a->b1 + (1.0f - a->b1) * g;
+        float nv = v[i] * a->b2 + (1.0f - a->b2) * g * g;
+        nw -= a->step_size * (nm / (sqrtf(nv) / a->bc2_sqrt + a->eps));
+        if (write)
+            m[i] = nm, v[i] = nv, w[i] = nw;
+        else
+            ok &= finite(nm) & finite(nv) & finite(nw);
     }
-    o->ready = 1;
+    return ok;
 }
 
-void clnet_optim_apply(clnet_optim *o, float *w, const float *grad_sum, size_t n, int batch) {
-    const float lr = clnet_optim_lr(&o->config, o->step);
-    if (o->config.optimizer == CLNET_OPTIMIZER_SGD)
-        sgd(o, lr, w, grad_sum, n, batch);
-    else
-        adam(o, lr, w, grad_sum, n, batch);
+/* The update of [i, end): checked (write 0: whether it stays finite) or applied. */
+static int update_range(const clnet_optim *o, const update_args *a, float *w, const float *grad_sum,
+                        size_t i, size_t end, int write) {
+    float *s0 = o->slot[0], *s1 = o->slot[1];
+    if (o->config.optimizer != CLNET_OPTIMIZER_SGD)
+        return write ? adam_range(a, w, s0, s1, grad_sum, i, end, 1)
+                     : adam_range(a, w, s0, s1, grad_sum, i, end, 0);
+    if (a->mu > 0)
+        return write ? sgd_range(a, w, s0, grad_sum, i, end, 1)
+                     : sgd_range(a, w, s0, grad_sum, i, end, 0);
+    return write ? plain_sgd_range(a, w, grad_sum, i, end, 1)
+                 : plain_sgd_range(a, w, grad_sum, i, end, 0);
+}
+
+/* The first parameter whose update would leave it or its state NaN or
+ * infinite, or n: blocks without an early exit, the failing one again one
+ * by one. */
+static size_t check_update(const clnet_optim *o, const update_args *a, float *w,
+                           const float *grad_sum, size_t n) {
+    enum { BLOCK = 4096 };
+    for (size_t b = 0; b < n; b += BLOCK) {
+        size_t end = n - b < BLOCK ? n : b + BLOCK;
+        if (update_range(o, a, w, grad_sum, b, end, 0)) continue;
+        for (size_t i = b; i < end; i++)
+            if (!update_range(o, a, w, grad_sum, i, i + 1, 0)) return i;
+    }
+    return n;
+}
+
+size_t clnet_optim_apply(clnet_optim *o, float *w, const float *grad_sum, size_t n, int batch) {
+    const update_args a = make_args(o, batch);
+    size_t bad = check_update(o, &a, w, grad_sum, n);
+    if (bad < n) return bad;
+    update_range(o, &a, w, grad_sum, 0, n, 1);
+    o->ready = o->config.optimizer != CLNET_OPTIMIZER_SGD || a.mu > 0;
     o->step++;
+    return n;
 }

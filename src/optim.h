@@ -40,7 +40,10 @@ const char *clnet_optim_slot_name(clnet_optimizer k, int slot);
 float clnet_optim_lr(const clnet_optimizer_config *c, int64_t t);
 
 /* One step on n parameters w: grad_sum holds the SUM of the batch's
- * per-sample gradients (batch samples). Counts the step. */
-void clnet_optim_apply(clnet_optim *o, float *w, const float *grad_sum, size_t n, int batch);
+ * per-sample gradients (batch samples). Counts the step and returns n; or,
+ * when the update would leave a parameter or its state NaN or infinite
+ * (finite gradients times a huge learning rate), changes nothing and
+ * returns the index of the first parameter concerned. */
+size_t clnet_optim_apply(clnet_optim *o, float *w, const float *grad_sum, size_t n, int batch);
 
 #endif

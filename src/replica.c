@@ -14,8 +14,8 @@ static void drop_later(clnet_replica *r);
 
 void clnet_replica_free(clnet_replica *r) {
     if (!r) return;
-    cl_mem *mems[] = {&r->params, &r->grads,  &r->buffers, &r->act,     &r->dact,
-                      &r->work,   &r->labels, &r->loss,    &r->correct, &r->folded};
+    cl_mem *mems[] = {&r->params, &r->grads,  &r->buffers, &r->buffers_before, &r->act,   &r->dact,
+                      &r->work,   &r->labels, &r->loss,    &r->correct,        &r->folded};
     for (int i = 0; r->keeps && i < r->model->count; i++)
         if (r->keeps[i]) clReleaseMemObject(r->keeps[i]);
     free(r->keeps);
@@ -145,8 +145,8 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     size_t B = (size_t)max_batch;
     int folds = 0;
     for (int i = 0; i < m->count; i++) folds += m->nodes[i].fold_bn != 0;
-    size_t total = (folds ? 3 : 2) * m->nparams + m->nbuffers + p->act + p->dact + p->keep_total +
-                   p->work + 3 * B;
+    size_t total = (folds ? 3 : 2) * m->nparams + 2 * m->nbuffers + p->act + p->dact +
+                   p->keep_total + p->work + 3 * B;
     /* each node's kept memory is a buffer of its own: together they may
      * exceed the largest buffer a device allows */
     size_t largest = p->act > largest_keep ? p->act : largest_keep;
@@ -167,6 +167,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->params));
     TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->grads));
     TRY(clnet_buffer_create(d, m->nbuffers * sizeof(float), &r->buffers));
+    TRY(clnet_buffer_create(d, m->nbuffers * sizeof(float), &r->buffers_before));
     r->state = 1;
     if (folds) TRY(make_folds(r));
     TRY(clnet_buffer_create(d, p->act * sizeof(float), &r->act));
@@ -238,6 +239,26 @@ clnet_status clnet_replica_write_state(clnet_replica *r, const float *params,
 clnet_status clnet_replica_write_buffers(clnet_replica *r, const float *buffers) {
     r->state++;
     return clnet_buffer_write(r->d, r->buffers, 0, r->model->nbuffers, buffers);
+}
+
+/* A copy between the buffers on the device, queued. */
+static clnet_status copy_buffers(clnet_replica *r, cl_mem from, cl_mem to) {
+    clnet_status status = CLNET_OK;
+    if (!r->model->nbuffers) return CLNET_OK;
+    CL_CHECK(clEnqueueCopyBuffer(r->d->queue, from, to, 0, 0, r->model->nbuffers * sizeof(float), 0,
+                                 NULL, NULL),
+             "clEnqueueCopyBuffer(buffers)");
+cleanup:
+    return status;
+}
+
+clnet_status clnet_replica_keep_buffers(clnet_replica *r) {
+    return copy_buffers(r, r->buffers, r->buffers_before);
+}
+
+clnet_status clnet_replica_restore_buffers(clnet_replica *r) {
+    r->state++;
+    return copy_buffers(r, r->buffers_before, r->buffers);
 }
 
 int clnet_replica_folds(const clnet_replica *r) {

@@ -17,6 +17,9 @@ typedef struct {
     size_t bytes; /* device memory the replica needs at max_batch */
     clnet_plan plan;
     cl_mem params, grads, buffers; /* (nparams), (nparams), (nbuffers) */
+    /* (nbuffers) the buffers as a training step found them, so that a step
+     * whose numbers are not finite can be undone (clnet_replica_keep_buffers) */
+    cl_mem buffers_before;
     /* Evaluation's parameters with the batch norms folded in (clnet_model_fold), or
      * NULL when the model folds none: made for `folded_state`, and used
      * while that is still `state`, which every write of the parameters or
@@ -85,6 +88,12 @@ clnet_status clnet_replica_write_state(clnet_replica *r, const float *params, co
 clnet_status clnet_replica_read_buffers(clnet_replica *r, float *buffers);
 /* The float buffers alone to the device. */
 clnet_status clnet_replica_write_buffers(clnet_replica *r, const float *buffers);
+/* A training step's first act: a copy of the buffers (running statistics)
+ * on the device, queued; and the undoing of a step that is not applied
+ * (a NaN or infinity in it): the buffers back from that copy. Nothing for a
+ * model without buffers. */
+clnet_status clnet_replica_keep_buffers(clnet_replica *r);
+clnet_status clnet_replica_restore_buffers(clnet_replica *r);
 
 /* Batch norms folded for evaluation (broadcast.c): whether the model folds any;
  * whether the folded parameters are those of the state the replica holds

@@ -20,6 +20,12 @@ clnet_status clnet_share_run(clnet_replica *r, clnet_ctx *ctx, const clnet_share
         ctx->first_sample = s->first + done;
         TRY(clnet_replica_load(r, s->images + (size_t)done * in, labels, n));
         TRY(clnet_replica_forward(r, ctx, n));
+        if (s->fault_after_forward) {
+            CL_CHECK(clnet_finish(r->d), "clFinish");
+            FAIL(CLNET_ERR_OPENCL,
+                 "injected fault (CLNET_FAULT) after the forward pass of step %lld",
+                 (long long)ctx->step);
+        }
         for (int node = ctx->train ? m->count - 1 : -1; node >= 0; node--) {
             TRY(clnet_replica_backward_node(r, ctx, n, node, done > 0));
             if (last && s->node_done && m->nodes[node].param_count) TRY(s->node_done(s->arg, node));

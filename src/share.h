@@ -16,6 +16,7 @@ typedef struct {
      * node first; NULL: nothing to call. */
     clnet_status (*node_done)(void *arg, int node);
     void *arg;
+    int fault_after_forward; /* CLNET_FAULT's kernels point: fail once the forward pass ran */
 } clnet_share;
 
 /* Runs s on r in micro-batches of at most r->max_batch: forward, with

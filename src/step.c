@@ -29,6 +29,7 @@
 #include "memory.h"
 #include "share.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -48,8 +49,21 @@ static void post(clnet_trainer *t, int i, int node, cl_event ev, const float *da
 /* A discrete device: starts reading a node's gradients to the host. */
 typedef struct {
     clnet_trainer *t;
-    int i; /* the replica */
+    int i;    /* the replica */
+    int sent; /* buckets on their way */
 } bucket_sender;
+
+/* CLNET_FAULT's transfer point: replica i fails once one bucket is on its way. */
+static clnet_status transfer_fault(clnet_trainer *t, int i, int sent) {
+    const clnet_ctx *ctx = &t->step.ctx[i];
+    if (sent == 1 &&
+        clnet_balance_fault(&t->split.balance, t->ranks.first + i, ctx->step, CLNET_FAULT_TRANSFER))
+        return clnet_fail(CLNET_ERR_OPENCL,
+                          "injected fault (CLNET_FAULT) while its gradients went to the host in "
+                          "step %lld",
+                          (long long)ctx->step);
+    return CLNET_OK;
+}
 
 static clnet_status send_bucket(void *arg, int node) {
     clnet_status status = CLNET_OK;
@@ -63,6 +77,7 @@ static clnet_status send_bucket(void *arg, int node) {
              "clEnqueueReadBuffer(gradient bucket)");
     CL_CHECK(clFlush(rep->d->queue), "clFlush");
     post(b->t, b->i, node, ev, rep->staging.data + nd->param_off);
+    TRY(transfer_fault(b->t, b->i, ++b->sent));
 cleanup:
     return status;
 }
@@ -75,7 +90,7 @@ static clnet_status run_share(clnet_trainer *t, int i) {
     clnet_ctx *ctx = &t->step.ctx[i];
     int me = t->ranks.first + i; /* this replica among the devices of every rank */
     int train = t->step.train, off = t->step.offsets[me];
-    bucket_sender sender = {t, i};
+    bucket_sender sender = {t, i, 0};
     clnet_share share = {
         .images = t->step.images + (size_t)off * clnet_shape_size(m->input),
         .labels = t->step.labels ? t->step.labels + off : NULL,
@@ -85,9 +100,12 @@ static clnet_status run_share(clnet_trainer *t, int i) {
         .first = off,
         .node_done = train && !r->d->zero_copy ? send_bucket : NULL,
         .arg = &sender,
+        .fault_after_forward =
+            train && clnet_balance_fault(&t->split.balance, me, ctx->step, CLNET_FAULT_KERNELS),
     };
-    double t0 = clnet_now(); /* loss[i] and correct[i] start at 0 (run_all) */
-    if (train && t->split.balance.fault_step[me] == ctx->step)
+    double t0 = clnet_now();                       /* loss[i] and correct[i] start at 0 (run_all) */
+    if (train) TRY(clnet_replica_keep_buffers(r)); /* first: a failed step puts them back */
+    if (train && clnet_balance_fault(&t->split.balance, me, ctx->step, CLNET_FAULT_START))
         FAIL(CLNET_ERR_OPENCL, "injected fault (CLNET_FAULT) in step %lld", (long long)ctx->step);
     TRY(clnet_share_run(r, ctx, &share, &t->step.loss[i], &t->step.correct[i]));
     CL_CHECK(clnet_finish(r->d), "clFinish");
@@ -99,17 +117,20 @@ static clnet_status run_share(clnet_trainer *t, int i) {
         CL_CHECK(err, "clEnqueueMapBuffer(gradients)");
         t->step.mapped[i] = p;
         for (int node = m->count - 1; node >= 0; node--)
-            if (m->nodes[node].param_count)
+            if (m->nodes[node].param_count) {
                 post(t, i, node, NULL, (const float *)p + m->nodes[node].param_off);
+                TRY(transfer_fault(t, i, ++sender.sent));
+            }
     }
     clnet_balance_throttle(&t->split.balance, me, clnet_now() - t0);
 cleanup:
     t->step.seconds[me] = clnet_now() - t0;
+    pthread_mutex_lock(&t->step.lock);
     if (status != CLNET_OK) {
         clnet_error_context(status, "device %d (%s)", r->d->info.index, r->d->info.name);
+        if (t->step.first_failed < 0) t->step.first_failed = i; /* before the others fail for it */
         clnet_local_group_abort(t->step.group); /* the others must not wait for this one */
     }
-    pthread_mutex_lock(&t->step.lock);
     t->step.finished[i] = 1;
     pthread_cond_broadcast(&t->step.changed);
     pthread_mutex_unlock(&t->step.lock);
@@ -158,6 +179,15 @@ static int reduce_bucket(clnet_trainer *t, int i, int node, int first, clnet_sta
             return 0;
         }
     }
+    if (!t->step.reduced && clnet_balance_fault(&t->split.balance, t->ranks.first + i,
+                                                t->step.ctx[i].step, CLNET_FAULT_REDUCE)) {
+        const clnet_device *d = t->replicas[i]->d;
+        *status = clnet_fail(CLNET_ERR_OPENCL,
+                             "device %d (%s): injected fault (CLNET_FAULT) while the host added "
+                             "its gradients in step %lld",
+                             d->info.index, d->info.name, (long long)t->step.ctx[i].step);
+        return 0;
+    }
     float *dst = t->step.grad_sum + nd->param_off;
     if (first)
         memcpy(dst, t->step.data[k], nd->param_count * sizeof(float));
@@ -186,6 +216,11 @@ static clnet_status reduce_node(clnet_trainer *t, int node) {
         first = 0;
     }
     if (first) memset(t->step.grad_sum + nd->param_off, 0, nd->param_count * sizeof(float));
+    t->step.reduced++;
+    /* checked while in cache; across ranks only the sum over them counts */
+    if (!t->ranks.dist &&
+        clnet_first_nonfinite(t->step.grad_sum + nd->param_off, nd->param_count) < nd->param_count)
+        t->step.bad_node = node; /* the lowest, as they come last first */
     return t->ranks.dist && t->ranks.overlap ? start_bucket(t, node) : CLNET_OK;
 }
 
@@ -296,6 +331,10 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
                                              t->split.deterministic)) != CLNET_OK)
         return status;
     memset(t->step.posted, 0, (size_t)R * m->count * sizeof *t->step.posted);
+    t->step.bad_node = -1;
+    t->step.started = 0;
+    t->step.first_failed = -1;
+    t->step.reduced = 0;
     clnet_outer_group outer;
     if (t->ranks.dist) clnet_ranks_outer(&t->ranks, t->step.shares, &outer);
     clnet_local_group_reset(t->step.group, taking, t->step.coll, t->ranks.dist ? &outer : NULL);
@@ -304,12 +343,14 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
         t->step.ctx[i] =
             (clnet_ctx){.train = train, .d = t->replicas[i]->d, .coll = c, .step = step};
     }
+    t->step.started = train;
     clnet_workers_start(t->workers, share_job, t, t->step.active);
 
     /* The reducer: buckets last node first, replicas in device order. */
     for (int node = m->count - 1; train && node >= 0 && reduce_status == CLNET_OK; node--)
         if (m->nodes[node].param_count) reduce_status = reduce_node(t, node);
-    status = clnet_workers_wait(t->workers); /* the first failure in device order */
+    /* the failure that made the others fail (an abandoned collective) */
+    status = clnet_workers_wait_prefer(t->workers, t->step.first_failed);
     if (status == CLNET_OK) status = reduce_status;
     status = release_handover(t, status);
     for (int node = m->count - 1;
@@ -319,6 +360,12 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     if (status == CLNET_OK && train && t->ranks.dist)
         status = clnet_dist_buckets_finish(t->ranks.dist, step);
     if (status != CLNET_OK) return status;
+    for (int node = 0; train && t->ranks.dist && t->step.bad_node < 0 && node < m->count; node++) {
+        const clnet_node *nd = &m->nodes[node];
+        if (clnet_first_nonfinite(t->step.grad_sum + nd->param_off, nd->param_count) <
+            nd->param_count)
+            t->step.bad_node = node;
+    }
 
     double total_loss = 0;
     int total_correct = 0;
@@ -368,16 +415,62 @@ static clnet_status settle(clnet_trainer *t, clnet_status s) {
     return s;
 }
 
+/* CLNET_ERR_NONFINITE when the step's loss or summed gradient is not finite. */
+static clnet_status check_finite(const clnet_trainer *t, const clnet_model *m, double loss) {
+    char what[512];
+    if (!isfinite(loss))
+        return clnet_fail(CLNET_ERR_NONFINITE, "the loss is %g: nothing of this step was applied",
+                          loss);
+    if (t->step.bad_node < 0) return CLNET_OK;
+    const clnet_node *nd = &m->nodes[t->step.bad_node];
+    size_t i = clnet_first_nonfinite(t->step.grad_sum + nd->param_off, nd->param_count);
+    clnet_model_describe(m, 0, nd->param_off + i, what, sizeof what);
+    return clnet_fail(CLNET_ERR_NONFINITE,
+                      "the gradient of %s is %g (summed over the batch): nothing of this step "
+                      "was applied",
+                      what, t->step.grad_sum[nd->param_off + i]);
+}
+
+/* A training step that failed or is not applied: the buffers its forward
+ * passes moved go back (the parameters on the devices never changed). s's
+ * message stays the one to read. */
+static clnet_status undo_buffers(clnet_trainer *t, clnet_status s) {
+    for (int i = 0; t->step.started && i < t->count; i++)
+        if (t->step.active[i]) (void)clnet_replica_restore_buffers(t->replicas[i]);
+    return s;
+}
+
 clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
                               const int32_t *labels, int n, double *loss, int *correct) {
+    double sum = 0;
     clnet_status s = t->ranks.dist ? clnet_dist_begin_step(t->ranks.dist, o->step) : CLNET_OK;
-    if (s == CLNET_OK) s = run_all(t, o->step, images, labels, n, 1, NULL, loss, correct);
-    if (s == CLNET_OK) stage_next(t, o->step + 1);
-    if (s == CLNET_OK) s = clnet_broadcast_to_idle(t, m, t->step.active);
-    if (s != CLNET_OK) return settle(t, s);
-    clnet_optim_apply(o, m->params, t->step.grad_sum, m->nparams, n);
+    if (s == CLNET_OK) s = run_all(t, o->step, images, labels, n, 1, NULL, &sum, correct);
+    if (loss) *loss = sum;
+    if (s == CLNET_OK) s = check_finite(t, m, sum);
+    if (s != CLNET_OK) return settle(t, undo_buffers(t, s));
+    stage_next(t, o->step + 1);
+    size_t bad = clnet_optim_apply(o, m->params, t->step.grad_sum, m->nparams, n);
+    if (bad < m->nparams) {
+        char what[512];
+        clnet_model_describe(m, 0, bad, what, sizeof what);
+        s = clnet_fail(CLNET_ERR_NONFINITE,
+                       "the update would make %s or its optimizer state NaN or infinite (the "
+                       "gradient is finite: the learning rate is too large for it); nothing of "
+                       "this step was applied",
+                       what);
+        return settle(t, undo_buffers(t, s));
+    }
+    /* idle replicas' buffers follow only once the step is sure to be applied */
+    if ((s = clnet_broadcast_to_idle(t, m, t->step.active)) != CLNET_OK)
+        return settle(t, undo_buffers(t, s));
     clnet_model_count_step(m);
     s = clnet_broadcast(t, m, 0);
+    for (int i = 0; s == CLNET_OK && i < t->count; i++) /* CLNET_FAULT=I:S:drift */
+        if (clnet_balance_fault(&t->split.balance, t->ranks.first + i, o->step - 1,
+                                CLNET_FAULT_DRIFT)) {
+            float changed = m->params[0] + 1.0f;
+            s = clnet_buffer_write(t->replicas[i]->d, t->replicas[i]->params, 0, 1, &changed);
+        }
     return s == CLNET_OK ? s : settle(t, s);
 }
 

@@ -48,6 +48,10 @@ typedef struct {
     const float **data; /* where the host reads it */
     void **mapped;      /* (count) host-unified replicas: the whole gradient buffer */
     float *grad_sum;    /* (nparams) the summed gradient */
+    int bad_node;       /* the first node whose summed gradient is not finite, or -1 */
+    int first_failed;   /* the replica that failed first (the others may fail for it), or -1 */
+    int reduced;        /* nodes the host has reduced so far in this step */
+    int started;        /* the replicas started this training step (their buffers kept) */
     /* the replicas' passes: their collectives and execution contexts */
     clnet_local_group *group; /* collectives across the replicas of a step */
     clnet_collective *coll;   /* (count) each taking replica's view of the group */

@@ -105,14 +105,16 @@ void clnet_workers_start(clnet_workers *pool, clnet_job_fn fn, void *ctx, const 
     pthread_mutex_unlock(&pool->lock);
 }
 
-clnet_status clnet_workers_wait(clnet_workers *pool) {
+clnet_status clnet_workers_wait_prefer(clnet_workers *pool, int prefer) {
     clnet_status status = CLNET_OK;
     pthread_mutex_lock(&pool->lock);
     for (int i = 0; i < pool->n; i++)
         while (pool->w[i].busy) pthread_cond_wait(&pool->finished, &pool->lock);
     pthread_mutex_unlock(&pool->lock);
-    for (int i = 0; i < pool->n; i++) {
-        if (pool->w[i].error.status == CLNET_OK) continue;
+    if (prefer < 0 || prefer >= pool->n || pool->w[prefer].error.status == CLNET_OK) prefer = -1;
+    for (int k = -1; k < pool->n; k++) { /* the preferred one first, then in order */
+        int i = k < 0 ? prefer : k;
+        if (i < 0 || (k >= 0 && i == prefer) || pool->w[i].error.status == CLNET_OK) continue;
         if (status == CLNET_OK)
             status = clnet_error_restore(&pool->w[i].error);
         else
@@ -120,6 +122,10 @@ clnet_status clnet_workers_wait(clnet_workers *pool) {
         pool->w[i].error = (clnet_error_slot){CLNET_OK, NULL};
     }
     return status;
+}
+
+clnet_status clnet_workers_wait(clnet_workers *pool) {
+    return clnet_workers_wait_prefer(pool, -1);
 }
 
 clnet_status clnet_workers_run(clnet_workers *pool, clnet_job_fn fn, void *ctx, const int *active) {

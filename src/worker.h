@@ -23,6 +23,9 @@ void clnet_workers_start(clnet_workers *w, clnet_job_fn fn, void *ctx, const int
 /* Waits for the started jobs. If any failed, returns the failure of the
  * lowest index, with its message on the calling thread. */
 clnet_status clnet_workers_wait(clnet_workers *w);
+/* The same, but returns worker `prefer`'s failure when it failed (the one
+ * whose failure made the others fail); -1: none preferred. */
+clnet_status clnet_workers_wait_prefer(clnet_workers *w, int prefer);
 /* start + wait */
 clnet_status clnet_workers_run(clnet_workers *w, clnet_job_fn fn, void *ctx, const int *active);
 

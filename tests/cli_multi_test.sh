@@ -53,6 +53,23 @@ rc=$?
 if [ $rc -eq 0 ] && grep -q '^final: ' <<<"$out"; then ok "--sync async trains"
 else bad "async" "$out"; fi
 
+# the same fault under --sync async (in the update the device pulled at), after its forward pass
+for point in start kernels; do
+  out=$(CLNET_FAULT=1:3:$point "$clnet" "${run[@]}" --sync async --staleness 1 --steps 10 2>&1)
+  rc=$?
+  if [ $rc -eq 1 ] && grep -qE 'device 1 \(.*injected fault \(CLNET_FAULT\)' <<<"$out" && ! grep -q '^final: ' <<<"$out"; then
+    ok "async: a device failing ($point) stops the run, naming it"
+  else bad "async fault at $point (rc $rc)" "$out"; fi
+done
+
+# --check-replicas: quiet on a clean run, stops naming the device whose parameters drifted
+out=$("$clnet" "${run[@]}" --steps 6 --check-replicas 1 2>&1); rc=$?
+out2=$(CLNET_FAULT=1:3:drift "$clnet" "${run[@]}" --steps 6 --check-replicas 2 2>&1); rc2=$?
+if [ $rc -eq 0 ] && grep -q '^final: ' <<<"$out" && [ $rc2 -eq 1 ] &&
+   grep -qE "^clnet: --check-replicas: after step 4: device 1 \(.*\) has drifted from the host's copy: parameter 'conv1.weight' \(element 0, .*lenet.cfg:[0-9]+\)" <<<"$out2"; then
+  ok "--check-replicas passes a clean run and stops at a drifted replica, naming it"
+else bad "--check-replicas (rc $rc, $rc2)" "$out" "$out2"; fi
+
 out=$("$clnet" "${run[@]}" --split 1,2,3 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && grep -q 'expected 2 weights' <<<"$out"; then ok "--split must give one weight per device"

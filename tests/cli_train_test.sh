@@ -255,4 +255,25 @@ if [ -n "$built" ] && [ "$built" -gt 0 ] && [ "$rows" -eq "$built" ] && [ "$firs
    grep -qE "^total: opening [0-9]+ devices?" <<<"$report" && ! grep -qi "warning" <<<"$report"; then
   ok "clnet bench --startup lists its $built programs and $launched first launches, no compiler warning"
 else bad "clnet bench --startup (programs $built/$rows, launches $launched/$firsts)" "$report"; fi
+# A diverging run (--lr 1e6) stops at its first step with a NaN, naming the step, the last
+# checkpoint intact; --skip-nonfinite N skips up to N such steps and counts them.
+div=(train "$models/lenet.cfg" --train-limit 2560 --batch 256 --lr 1e6 --epochs 1 --no-eval)
+out=$("$clnet" "${div[@]}" --save "$work/div.safetensors" --save-every 1 2>&1); rc=$?
+if [ $rc -eq 1 ] && grep -qE "training step [0-9]+: (the loss is nan|the gradient of '[a-z0-9.]+' .* is -?(nan|inf))" <<<"$out" &&
+   grep -q "the last checkpoint saved stands" <<<"$out" && ! grep -q '^final:' <<<"$out" &&
+   "$clnet" eval "$models/lenet.cfg" --weights "$work/div.safetensors" --test-limit 64 >/dev/null 2>&1; then
+  ok "a non-finite step stops the run (exit 1), naming the step; the checkpoint loads"
+else bad "non-finite stop (rc $rc)" "$out"; fi
+out=$("$clnet" "${div[@]}" --skip-nonfinite 100 2>&1); rc=$?
+skips=$(grep -c '^clnet: skipped (' <<<"$out")
+if [ $rc -eq 0 ] && [ "$skips" -gt 0 ] &&
+   grep -qE "^final: test_accuracy=- train_loss=[0-9.]+ images_per_s=[0-9]+ skipped_steps=$skips$" <<<"$out" &&
+   grep -qE "^epoch 1: .* skipped=$skips$" <<<"$out"; then
+  ok "--skip-nonfinite skips $skips steps and counts them in the epoch and final lines"
+else bad "--skip-nonfinite (rc $rc)" "$out"; fi
+out=$("$clnet" "${div[@]}" --skip-nonfinite 2 2>&1); rc=$?
+if [ $rc -eq 1 ] && [ "$(grep -c '^clnet: skipped (' <<<"$out")" -eq 2 ] &&
+   grep -q "stopped: 2 steps skipped already (--skip-nonfinite 2)" <<<"$out"; then
+  ok "the step after --skip-nonfinite's last allowed one stops the run"
+else bad "--skip-nonfinite 2 (rc $rc)" "$out"; fi
 exit $fail

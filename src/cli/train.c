@@ -318,6 +318,7 @@ typedef struct {
     int64_t before[CLNET_MAX_DEVICES]; /* each device's samples when the epoch began */
     double train_seconds, run_samples, last_loss, last_bar;
     int epoch, epoch_batches;
+    int64_t skipped, epoch_skipped; /* steps not applied: a NaN or infinity (--skip-nonfinite) */
     int64_t next_position; /* where the next batch starts, for checkpoints: (epoch, position) */
     double epoch_loss, epoch_start, epoch_train_seconds;
     long epoch_correct, epoch_seen;
@@ -404,13 +405,44 @@ static void catch_signals(void) {
     sigaction(SIGTERM, &sa, NULL);
 }
 
+/* A step that was not applied (a NaN or infinity in it): skipped while
+ * --skip-nonfinite allows, with a line that says so; else the run stops.
+ * 0: skipped. Every rank sees the same step fail (the loss and gradient
+ * are sums over the ranks), so every rank decides alike. */
+static int skip_or_stop(run *r) {
+    if (r->skipped >= r->o.skip_nonfinite) {
+        int rc = fail("training step");
+        if (r->o.skip_nonfinite)
+            fprintf(stderr,
+                    "clnet: stopped: %" PRId64 " steps skipped already (--skip-nonfinite "
+                    "%ld); the last checkpoint saved stands\n",
+                    r->skipped, r->o.skip_nonfinite);
+        else
+            fprintf(stderr, "clnet: stopped; the last checkpoint saved stands (--skip-nonfinite N "
+                            "skips up to N such steps; a lower --lr often avoids them)\n");
+        return rc;
+    }
+    r->skipped++, r->epoch_skipped++;
+    if (is_root())
+        fprintf(stderr, "clnet: skipped (%" PRId64 " of --skip-nonfinite %ld): %s\n", r->skipped,
+                r->o.skip_nonfinite, clnet_last_error());
+    return 0;
+}
+
 /* One optimizer step, or with --sync async a few updates at a time, so that progress
- * and Ctrl-C stay prompt. */
-static int take_step(run *r, clnet_step_result *res) {
+ * and Ctrl-C stay prompt. *skipped: the step was not applied. */
+static int take_step(run *r, clnet_step_result *res, int *skipped) {
+    *skipped = 0;
     if (!r->o.async) {
         clnet_batch batch;
-        if (clnet_net_train_loader_step(r->s.net, r->loader, &batch, res) != CLNET_OK)
+        clnet_status s = clnet_net_train_loader_step(r->s.net, r->loader, &batch, res);
+        if (s == CLNET_ERR_NONFINITE) {
+            int rc = skip_or_stop(r);
+            if (rc) return rc;
+            *skipped = 1;
+        } else if (s != CLNET_OK) {
             return fail("training step");
+        }
         r->next_position = batch.position + batch.n;
         r->epoch_batches++;
         return 0;
@@ -451,11 +483,14 @@ static void report_epoch(run *r, int epoch_done, double test_acc) {
     char test_text[32];
     if (r->tty) fprintf(stderr, "\n");
     if (is_root()) {
+        char skip_text[48] = "";
+        if (r->epoch_skipped)
+            snprintf(skip_text, sizeof skip_text, " skipped=%" PRId64, r->epoch_skipped);
         fprintf(stderr,
                 "epoch %d%s: train_loss=%.4f train_accuracy=%.4f test_accuracy=%s "
-                "seconds=%.1f images_per_s=%.0f\n",
+                "seconds=%.1f images_per_s=%.0f%s\n",
                 r->epoch + 1, epoch_done ? "" : " (partial)", r->last_loss, train_acc,
-                accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), secs, ips);
+                accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), secs, ips, skip_text);
         report_devices(&r->s, r->before);
     }
     count_shares(r->s.net, r->before);
@@ -482,6 +517,7 @@ static int end_epoch(run *r, int epoch_done) {
     report_epoch(r, epoch_done, test_acc);
     if (epoch_done) r->epoch++, r->next_position = 0;
     r->epoch_loss = 0, r->epoch_correct = 0, r->epoch_seen = 0, r->epoch_batches = 0;
+    r->epoch_skipped = 0;
     r->epoch_train_seconds = 0;
     r->epoch_start = clnet_seconds();
     return 0;
@@ -496,17 +532,23 @@ static int train_loop(run *r) {
         int64_t step_before = clnet_net_step(net);
         double lr = clnet_net_learning_rate(net), t0 = clnet_seconds();
         clnet_step_result res;
-        if ((rc = take_step(r, &res)) != 0) return rc;
+        int skipped;
+        if ((rc = take_step(r, &res, &skipped)) != 0) return rc;
         double dt = clnet_seconds() - t0;
         r->train_seconds += dt;
         r->epoch_train_seconds += dt;
-        r->run_samples += res.n;
-        r->epoch_loss += res.loss * res.n;
-        r->epoch_correct += res.correct;
-        r->epoch_seen += res.n;
-        step_log_add(&r->slog, &res, dt, step_before, clnet_net_step(net), r->epoch + 1, lr);
+        if (!skipped) {
+            r->run_samples += res.n;
+            r->epoch_loss += res.loss * res.n;
+            r->epoch_correct += res.correct;
+            r->epoch_seen += res.n;
+            step_log_add(&r->slog, &res, dt, step_before, clnet_net_step(net), r->epoch + 1, lr);
+        }
         int epoch_done = r->next_position >= r->count;
-        if (o->save_every && clnet_net_step(net) % o->save_every == 0 &&
+        if (o->check_replicas && !skipped && clnet_net_step(net) % o->check_replicas == 0 &&
+            clnet_net_check_replicas(net) != CLNET_OK)
+            return fail("--check-replicas");
+        if (o->save_every && !skipped && clnet_net_step(net) % o->save_every == 0 &&
             (rc = save(&r->s, o->save, r->epoch, r->next_position, r->data_seed, r->init_seed)) !=
                 0)
             return rc;
@@ -562,12 +604,14 @@ static int finish(run *r) {
             return rc;
     }
     report_run(r);
-    char test_text[32], loss_text[32]; /* no step taken (--steps 0): no loss */
+    char test_text[32], loss_text[64] = "-", skip_text[48] = "";
+    if (r->run_samples > 0) /* else no step taken (--steps 0): no loss; a NaN prints as nan */
+        snprintf(loss_text, sizeof loss_text, "%.4f", r->last_loss);
+    if (r->skipped) snprintf(skip_text, sizeof skip_text, " skipped_steps=%" PRId64, r->skipped);
     if (is_root())
-        printf("final: test_accuracy=%s train_loss=%s images_per_s=%.0f\n",
-               accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"),
-               accuracy_text(loss_text, sizeof loss_text, r->last_loss, 4, "-"),
-               r->train_seconds > 0 ? r->run_samples / r->train_seconds : 0.0);
+        printf("final: test_accuracy=%s train_loss=%s images_per_s=%.0f%s\n",
+               accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), loss_text,
+               r->train_seconds > 0 ? r->run_samples / r->train_seconds : 0.0, skip_text);
     fflush(stdout);
     return 0;
 }

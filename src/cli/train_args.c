@@ -216,6 +216,27 @@ static const cli_opt train_opts[] = {
      .at = AT(resume),
      .only = "train",
      .help = "continue from a checkpoint (same command otherwise)"},
+    {.name = "--skip-nonfinite",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(skip_nonfinite),
+     .min = 0,
+     .max = 1L << 40,
+     .def = "0",
+     .only = "train",
+     .help = "skip up to N steps whose loss, gradient or update is\n"
+             "NaN or infinite (nothing of them applied); the next one\n"
+             "stops the run (default 0: the first one stops it)"},
+    {.name = "--check-replicas",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(check_replicas),
+     .min = 0,
+     .max = 1L << 40,
+     .def = "0",
+     .only = "train",
+     .help = "every N steps, read every device's parameters and\n"
+             "buffers back and stop if one differs (0: never)"},
     {.name = "--log",
      .arg = "FILE.csv",
      .type = CLI_TEXT,
@@ -297,6 +318,11 @@ static int check(train_options *o, int eval) {
     if (!o->model) return cli_which_model(eval ? "eval" : "train");
     if (eval && !o->weights) {
         fprintf(stderr, "clnet eval: --weights FILE is required\n");
+        return 2;
+    }
+    if (o->check_replicas && o->async) {
+        fprintf(stderr, "clnet: --check-replicas compares replicas that synchronous training "
+                        "keeps identical; under --sync async they differ by design\n");
         return 2;
     }
     if (o->save_every && !o->save) {

@@ -8,7 +8,7 @@ typedef struct {
     const char *model, *data, *devices, *save, *resume, *log, *plot, *weights, *step_log, *split;
     cli_npy npy; /* --data-npy */
     long epochs, steps, batch, save_every, train_limit, test_limit, step_size, log_every, seed;
-    long staleness;
+    long staleness, skip_nonfinite, check_replicas;
     double lr, momentum, wd, gamma, mean, std, beta1, beta2, eps, mpi_timeout;
     int nesterov, no_eval, deterministic, async;
     int optimizer, schedule; /* a clnet_optimizer, a clnet_schedule */
