@@ -858,8 +858,11 @@ double clnet_seconds(void);
  *                            kernel's first launch, timed (clnet bench
  *                            MODEL --startup)
  *   CLNET_THROTTLE=I:F[,..]  tests: device I runs F times slower
- *   CLNET_FAULT=I:S          tests: device I fails in optimizer step S
- *                            (0-based) */
+ *   CLNET_FAULT=I:S[:P]      tests: device I fails once in optimizer step S
+ *                            (0-based) at point P: start, kernels, transfer,
+ *                            reduce; drift changes its first parameter
+ *   CLNET_SAVE_PAUSE=MS      tests: every checkpoint save sleeps MS
+ *                            milliseconds half-way through its file */
 
 #ifdef __cplusplus
 }

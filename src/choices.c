@@ -94,6 +94,90 @@ cleanup:
     return status;
 }
 
+/* One line of a choices text, and the device section it is in. */
+typedef struct {
+    const char *device, *line; /* pointers into the texts, up to their '\n' */
+    int device_len, line_len, from_loaded;
+} choice_entry;
+
+/* Appends text's lines to e (room for them all), skipping device lines. */
+static int split_entries(const char *text, int from_loaded, choice_entry *e, int n) {
+    const char *device = "";
+    int device_len = 0;
+    for (const char *p = text; p && *p;) {
+        const char *end = strchr(p, '\n');
+        int len = end ? (int)(end - p) : (int)strlen(p);
+        if (p[0] == '@')
+            device = p, device_len = len;
+        else if (len > 0)
+            e[n++] = (choice_entry){device, p, device_len, len, from_loaded};
+        p = end ? end + 1 : NULL;
+    }
+    return n;
+}
+
+/* The length of a line's "<key>\t<bucket>" part. */
+static int key_len(const choice_entry *e) {
+    const char *tab = memchr(e->line, '\t', (size_t)e->line_len);
+    const char *second =
+        tab ? memchr(tab + 1, '\t', (size_t)(e->line + e->line_len - tab - 1)) : NULL;
+    return second ? (int)(second - e->line) : e->line_len;
+}
+
+static int same_device(const choice_entry *a, const choice_entry *b) {
+    return a->device_len == b->device_len && !memcmp(a->device, b->device, (size_t)a->device_len);
+}
+
+/* The order of compare_lines: the lines with their '\n'. */
+static int compare_entries(const void *pa, const void *pb) {
+    const choice_entry *a = pa, *b = pb;
+    int n = a->line_len < b->line_len ? a->line_len : b->line_len;
+    int c = memcmp(a->line, b->line, (size_t)n);
+    if (c || a->line_len == b->line_len) return c;
+    unsigned char ca = n < a->line_len ? (unsigned char)a->line[n] : '\n';
+    unsigned char cb = n < b->line_len ? (unsigned char)b->line[n] : '\n';
+    return (int)ca - (int)cb;
+}
+
+clnet_status clnet_choices_merge(const char *recorded, const char *loaded, char **out) {
+    clnet_status status = CLNET_OK;
+    clnet_text text = {0};
+    int lines = 2;
+    *out = NULL;
+    for (const char *t = recorded; t && *t; t++) lines += *t == '\n';
+    for (const char *t = loaded; t && *t; t++) lines += *t == '\n';
+    choice_entry *e = clnet_malloc((size_t)lines * sizeof *e), *keep = NULL;
+    keep = clnet_malloc((size_t)lines * sizeof *keep);
+    if (!e || !keep) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
+    int n = split_entries(loaded, 1, e, split_entries(recorded, 0, e, 0));
+    clnet_text_add(&text, "", 0);
+    for (int i = 0; i < n; i++) { /* each device section, in the order first met */
+        int first = 1, kept = 0;
+        for (int j = 0; j < i && first; j++) first = !same_device(&e[j], &e[i]);
+        if (!first) continue;
+        for (int j = i; j < n; j++) {
+            if (!same_device(&e[j], &e[i])) continue;
+            int again = 0; /* a loaded line whose shape the run chose again */
+            for (int k = 0; e[j].from_loaded && k < kept && !again; k++)
+                again = !keep[k].from_loaded && key_len(&keep[k]) == key_len(&e[j]) &&
+                        !memcmp(keep[k].line, e[j].line, (size_t)key_len(&e[j]));
+            if (!again) keep[kept++] = e[j];
+        }
+        qsort(keep, (size_t)kept, sizeof *keep, compare_entries);
+        clnet_text_printf(&text, "%.*s\n", e[i].device_len, e[i].device);
+        for (int k = 0; k < kept; k++)
+            clnet_text_printf(&text, "%.*s\n", keep[k].line_len, keep[k].line);
+    }
+    if (text.failed) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
+    *out = text.buf;
+    text.buf = NULL;
+cleanup:
+    free(e);
+    free(keep);
+    clnet_text_free(&text);
+    return status;
+}
+
 void clnet_choices_pin(clnet_trainer *t, const char *text) {
     char device[512] = "";
     for (const char *p = text; *p;) {

@@ -13,6 +13,13 @@
 /* The text for a checkpoint (*out NULL when t is NULL; the caller frees it). */
 clnet_status clnet_choices_record(const clnet_trainer *t, char **out);
 
+/* The choices to save: the recorded ones, and those of `loaded` (the
+ * checkpoint the net resumed from, or NULL) that this run did not make
+ * again (shapes its steps did not meet, devices it does not have), so
+ * that a run that resumes and saves keeps what it was given. *out: the
+ * caller frees it. */
+clnet_status clnet_choices_merge(const char *recorded, const char *loaded, char **out);
+
 /* Pins a checkpoint's choices on the bound devices they were made on (the
  * same name, driver and platform); others choose afresh. Choices a device
  * cannot take only warn. */

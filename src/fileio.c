@@ -3,7 +3,9 @@
 #include "fileio.h"
 #include "error.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -89,6 +91,28 @@ void clnet_atomic_abort(clnet_atomic_file *f) {
     if (f->tmp) unlink(f->tmp);
     free(f->tmp);
     f->tmp = NULL;
+}
+
+void clnet_atomic_clean_stale(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char dir[4096], prefix[1024];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1,
+             slash ? path : ".");
+    snprintf(prefix, sizeof prefix, "%s.tmp.", slash ? slash + 1 : path);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    size_t plen = strlen(prefix);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, prefix, plen) != 0) continue;
+        char *end = NULL;
+        long pid = strtol(e->d_name + plen, &end, 10);
+        if (pid <= 0 || *end != '.') continue;                    /* not a temporary file of ours */
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* its process runs */
+        char stale[4096 + 256];
+        snprintf(stale, sizeof stale, "%s/%s", dir, e->d_name);
+        if (unlink(stale) == 0) clnet_warn("removed %s, left by a save that was killed", stale);
+    }
+    closedir(d);
 }
 
 int clnet_make_dirs(const char *dir) {

@@ -24,6 +24,11 @@ clnet_status clnet_atomic_commit(clnet_atomic_file *f);
  * after commit, and on a file never opened (all zeros). */
 void clnet_atomic_abort(clnet_atomic_file *f);
 
+/* Removes the temporary files of `path` that a process killed during a
+ * save left (path.tmp.PID.N whose PID no longer runs); those of a running
+ * process stay. */
+void clnet_atomic_clean_stale(const char *path);
+
 /* Checksums of file contents and keys: FNV-1a (64-bit; start from
  * CLNET_FNV_BASIS, or chain a previous result) and zlib's CRC-32. */
 #define CLNET_FNV_BASIS 14695981039346656037ull

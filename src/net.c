@@ -541,11 +541,16 @@ clnet_status clnet_net_save(const clnet_net *cnet, const char *path,
         clnet_status s = clnet_broadcast_gather(net->trainer, &net->model);
         if (s != CLNET_OK) return s;
     }
-    char *choices = NULL;
-    clnet_status s = clnet_choices_record(net->trainer, &choices);
+    char *recorded = NULL, *choices = NULL;
+    clnet_status s = clnet_choices_record(net->trainer, &recorded);
+    if (s == CLNET_OK && recorded && net->gemm_choices)
+        s = clnet_choices_merge(recorded, net->gemm_choices, &choices);
     if (s == CLNET_OK)
         s = clnet_checkpoint_save(&net->model, &net->optim, path, progress,
-                                  choices ? choices : net->gemm_choices);
+                                  choices    ? choices
+                                  : recorded ? recorded
+                                             : net->gemm_choices);
+    free(recorded);
     free(choices);
     return s;
 }
