@@ -587,6 +587,11 @@ typedef struct {
     int micro_batch;     /* the most samples it runs at once */
     double images_per_s; /* smoothed measured speed (0: not measured yet) */
     int64_t samples;     /* training samples it has processed */
+    /* dropped after failing (clnet_net_set_on_device_failure): the step it
+     * failed in and why; dropped 0: it trains */
+    int dropped;
+    int64_t dropped_step;
+    char dropped_why[256];
 } clnet_device_share;
 
 /* Replicas, of every rank of an MPI job; 0 when not bound. */
@@ -598,6 +603,21 @@ clnet_status clnet_net_device_share(const clnet_net *net, int i, clnet_device_sh
  * added in rank order too, at the cost of each rank receiving every rank's
  * gradient). Under MPI the weights are for every device of every rank, in
  * rank order, and rank 0's weights are the ones used. */
+/* What a training step does when a device fails in it (an OpenCL error, a
+ * lost device, a guard check). CLNET_ON_FAILURE_STOP, the library's
+ * default: the step fails naming the device, nothing of it applied.
+ * CLNET_ON_FAILURE_CONTINUE: the device is dropped (its queue never waited
+ * on again) and the step is done again on the devices left, with the same
+ * batch, so no update is lost or applied twice; clnet_net_device_share says
+ * which device was dropped, when and why, and a warning says so at once.
+ * The step still fails when no device is left, or when the batch does not
+ * fit the devices left (batch norm takes a training share in one pass),
+ * and in an MPI job, where a failure stops every rank. Asynchronous
+ * training (clnet_net_train_async) alike: the batch of a device dropped
+ * goes to the next device that pulls, so every update is applied. */
+typedef enum { CLNET_ON_FAILURE_STOP = 0, CLNET_ON_FAILURE_CONTINUE = 1 } clnet_on_failure;
+clnet_status clnet_net_set_on_device_failure(clnet_net *net, clnet_on_failure policy);
+
 clnet_status clnet_net_set_split(clnet_net *net, const double *weights, int count);
 /* Splits that change from step to step and replay exactly: nsplits rows of
  * `count` weights (rows one after the other), each as in clnet_net_set_split;

@@ -70,6 +70,12 @@ struct clnet_async {
     clnet_optim *optim;
     clnet_loader *loader;
     int staleness, remaining, failed;
+    /* The batch of a device dropped after failing (clnet_trainer_drop): the
+     * next device to pull takes it before the loader's next one, so no
+     * update is lost. */
+    float *redo_images;
+    int32_t *redo_labels;
+    int redo_n;
     double loss;
     int correct, samples;
     int64_t worst_staleness; /* the oldest parameters a push was computed on, over every call */
@@ -88,6 +94,7 @@ void clnet_async_free(clnet_trainer *t) {
     for (int i = 0; a->dev && i < t->ranks.total; i++) free(a->dev[i].in), free(a->dev[i].out);
     free(a->dev);
     free(a->shares), free(a->seconds);
+    free(a->redo_images), free(a->redo_labels);
     free(a->in);
     free(a->out);
     pthread_mutex_destroy(&a->lock);
@@ -135,9 +142,11 @@ static clnet_status make_state(clnet_trainer *t) {
         lay_out(t, d);
     }
     if (server) a->in = clnet_malloc(a->in_bytes), a->out = clnet_malloc(a->out_bytes);
+    a->redo_images = clnet_malloc((size_t)t->max_batch * in * sizeof(float));
+    a->redo_labels = clnet_malloc((size_t)t->max_batch * sizeof(int32_t));
     for (int i = 0; i < t->count; i++)
         if (!a->dev[t->ranks.first + i].in || !a->dev[t->ranks.first + i].out ||
-            (server && (!a->in || !a->out))) {
+            (server && (!a->in || !a->out)) || !a->redo_images || !a->redo_labels) {
             clnet_async_free(t);
             return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for the buffers of "
                                                        "asynchronous training");
@@ -169,10 +178,15 @@ static int take_batch(clnet_trainer *t, int g, char *reply, clnet_status *status
     int32_t *labels = (int32_t *)(images + (size_t)t->max_batch * in);
     clnet_batch batch;
     *h = (reply_header){0};
-    if (a->remaining <= 0 || a->failed) return 0;
-    *status = clnet_loader_next(a->loader, &batch); /* one loader, taken in turns */
-    if (*status != CLNET_OK) return -1;
-    a->remaining--;
+    if (a->failed || (a->remaining <= 0 && !a->redo_n)) return 0;
+    if (a->redo_n) { /* a dropped device's batch first */
+        batch = (clnet_batch){.images = a->redo_images, .labels = a->redo_labels, .n = a->redo_n};
+        a->redo_n = 0;
+    } else {
+        *status = clnet_loader_next(a->loader, &batch); /* one loader, taken in turns */
+        if (*status != CLNET_OK) return -1;
+        a->remaining--;
+    }
     memcpy(images, batch.images, (size_t)batch.n * in * sizeof(float));
     memcpy(labels, batch.labels, (size_t)batch.n * sizeof(int32_t));
     memcpy(params, a->model->params, t->model->nparams * sizeof(float));
@@ -265,6 +279,37 @@ static clnet_status device_failed(clnet_trainer *t, int i, clnet_status status) 
     return status;
 }
 
+/* Whether device g must wait: work is left but its pull would break the
+ * bound; or none is left, but with CLNET_ON_FAILURE_CONTINUE another device
+ * still computes, whose batch comes back if it fails. */
+static int must_wait(const clnet_trainer *t, int g) {
+    const struct clnet_async *a = t->async;
+    if (a->failed) return 0;
+    if (a->remaining > 0 || a->redo_n) return !may_pull(t, g);
+    for (int i = 0; t->on_failure == CLNET_ON_FAILURE_CONTINUE && i < t->count; i++)
+        if (t->ranks.first + i != g && t->alive[i] && a->dev[t->ranks.first + i].busy) return 1;
+    return 0;
+}
+
+/* Device g failed computing its batch (in d->images): with
+ * CLNET_ON_FAILURE_CONTINUE and another device left it is dropped and its
+ * batch handed to the next device to pull; 0 when it was not. */
+static int drop_device(clnet_trainer *t, int i, async_device *d, int n, clnet_status status) {
+    struct clnet_async *a = t->async;
+    pthread_mutex_lock(&a->lock);
+    int dropped = !a->failed && clnet_trainer_drop(t, i, d->pulled, status);
+    if (dropped) {
+        memcpy(a->redo_images, d->images,
+               (size_t)n * clnet_shape_size(t->model->input) * sizeof(float));
+        memcpy(a->redo_labels, d->labels, (size_t)n * sizeof(int32_t));
+        a->redo_n = n;
+        d->busy = 0;
+        pthread_cond_broadcast(&a->changed);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return dropped;
+}
+
 /* A device of the server's process: pull, compute, push, until the updates
  * are taken. */
 static clnet_status device_loop(int i, void *arg) {
@@ -275,8 +320,7 @@ static clnet_status device_loop(int i, void *arg) {
     clnet_status status = CLNET_OK;
     for (;;) {
         pthread_mutex_lock(&a->lock);
-        while (a->remaining > 0 && !a->failed && !may_pull(t, g))
-            pthread_cond_wait(&a->changed, &a->lock);
+        while (must_wait(t, g)) pthread_cond_wait(&a->changed, &a->lock);
         int go = take_batch(t, g, d->in, &status);
         pthread_mutex_unlock(&a->lock);
         if (go <= 0) break;
@@ -284,6 +328,14 @@ static clnet_status device_loop(int i, void *arg) {
         request_header *h = (request_header *)d->out;
         const reply_header *rh = (const reply_header *)d->in;
         status = compute(t, i, d, rh->n, h);
+        if (status != CLNET_OK) {
+            clnet_replica *r = t->replicas[i];
+            clnet_error_context(status, "device %d (%s)", r->d->info.index, r->d->info.name);
+            if (!t->ranks.dist && drop_device(t, i, d, rh->n, status))
+                return CLNET_OK; /* the others go on, this batch with them */
+            stop_all(a);
+            return status;
+        }
         pthread_mutex_lock(&a->lock);
         if (status == CLNET_OK) status = apply_push(t, g, d->grads, h);
         d->busy = 0;
@@ -461,7 +513,7 @@ clnet_status clnet_async_train(clnet_trainer *t, clnet_model *m, clnet_optim *o,
     a->correct = a->samples = 0;
     for (int g = 0; g < t->ranks.total; g++) a->dev[g].busy = a->dev[g].waiting = 0;
     if (!t->ranks.dist) {
-        status = clnet_workers_run(t->workers, device_loop, t, NULL);
+        status = clnet_workers_run(t->workers, device_loop, t, t->alive);
     } else if (clnet_mpi_rank() == 0) {
         clnet_workers_start(t->workers, device_loop, t, NULL);
         status = serve(t);

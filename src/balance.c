@@ -105,11 +105,12 @@ clnet_status clnet_balance_init(clnet_balance *b, const int *device_index, int n
     b->throttle = clnet_calloc((size_t)n, sizeof *b->throttle);
     b->fault_step = clnet_calloc((size_t)n, sizeof *b->fault_step);
     b->fault_point = clnet_calloc((size_t)n, sizeof *b->fault_point);
+    b->lost = clnet_calloc((size_t)n, sizeof *b->lost);
     b->share = clnet_calloc((size_t)n, sizeof *b->share);
     b->seconds = clnet_calloc((size_t)n, sizeof *b->seconds);
     b->samples = clnet_calloc((size_t)n, sizeof *b->samples);
-    if (!b->rate || !b->throttle || !b->fault_step || !b->fault_point || !b->share || !b->seconds ||
-        !b->samples) {
+    if (!b->rate || !b->throttle || !b->fault_step || !b->fault_point || !b->lost || !b->share ||
+        !b->seconds || !b->samples) {
         clnet_balance_free(b);
         return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     }
@@ -126,6 +127,7 @@ void clnet_balance_free(clnet_balance *b) {
     free(b->throttle);
     free(b->fault_step);
     free(b->fault_point);
+    free(b->lost);
     free(b->share);
     free(b->seconds);
     free(b->samples);
@@ -216,8 +218,10 @@ static void split_units(const clnet_balance *b, const double *row, int total, in
     double sum = 0;
     for (int i = 0; i < n; i++)
         if (active[i]) sum += w[i];
-    if (sum <= 0) { /* nothing usable: the first replica takes everything */
-        shares[0] = total;
+    if (sum <= 0) { /* nothing usable (fixed weights of 0): the first one left takes it all */
+        int first = 0;
+        while (first < n - 1 && b->lost[first]) first++;
+        shares[first] = total;
         return;
     }
     /* Largest remainder: floors, then one more to the largest fractions. */
@@ -248,7 +252,13 @@ static void split_units(const clnet_balance *b, const double *row, int total, in
 
 /* The weight of replica i in a split (row: the step's fixed weights, or NULL). */
 static double weight_of(const clnet_balance *b, const double *row, int i) {
+    if (b->lost[i]) return 0;
     return row ? row[i] : b->rate[i] > 0 ? b->rate[i] : 1.0;
+}
+
+void clnet_balance_lose(clnet_balance *b, int i) {
+    b->lost[i] = 1;
+    b->share[i] = 0; /* the last split no longer stands */
 }
 
 void clnet_balance_cap(const clnet_balance *b, int64_t step, const int *cap, int *shares) {

@@ -33,6 +33,7 @@ typedef struct {
     double *throttle;    /* per replica; 1 = none */
     int64_t *fault_step; /* per replica; -1 = none */
     int *fault_point;    /* per replica: where in the step (clnet_fault_point) */
+    int *lost;           /* per replica: dropped after a failure, never given a share */
     int *share;          /* samples of the last step */
     double *seconds;     /* seconds the last share took */
     int64_t *samples;    /* samples processed in training so far */
@@ -65,6 +66,9 @@ void clnet_balance_throttle(const clnet_balance *b, int i, double seconds);
  * update a device pulled at, which need not be every one). A fault fires
  * once (the step tried again goes through). */
 int clnet_balance_fault(clnet_balance *b, int i, int64_t step, clnet_fault_point point);
+
+/* Replica i failed and is dropped: no share from now on. */
+void clnet_balance_lose(clnet_balance *b, int i);
 
 /* Folds one step's timings into the smoothed rates. */
 void clnet_balance_update(clnet_balance *b, const int *shares, const double *seconds);

@@ -23,7 +23,7 @@ static clnet_status write_state(int i, void *arg) {
 
 clnet_status clnet_broadcast(clnet_trainer *t, const clnet_model *m, int buffers) {
     state_job j = {t, m, buffers};
-    return clnet_workers_run(t->workers, write_state, &j, NULL);
+    return clnet_workers_run(t->workers, write_state, &j, t->alive);
 }
 
 typedef struct {
@@ -43,12 +43,12 @@ clnet_status clnet_broadcast_to_idle(clnet_trainer *t, clnet_model *m, const int
     int source = -1, idle = 0;
     for (int i = 0; i < t->count; i++) {
         if (active[i] && source < 0) source = i;
-        idle += !active[i];
+        idle += !active[i] && t->alive[i];
     }
     if (!m->nbuffers || !idle || source < 0) return CLNET_OK;
     clnet_status s = clnet_replica_read_buffers(t->replicas[source], m->buffers);
     idle_job j = {t, m->buffers, active};
-    return s == CLNET_OK ? clnet_workers_run(t->workers, write_idle, &j, NULL) : s;
+    return s == CLNET_OK ? clnet_workers_run(t->workers, write_idle, &j, t->alive) : s;
 }
 
 typedef struct {
@@ -73,7 +73,7 @@ clnet_status clnet_broadcast_folded(clnet_trainer *t, clnet_model *m) {
     TRY(clnet_broadcast_gather(t, m));
     TRY(clnet_model_fold(m, folded));
     folded_job j = {t, folded};
-    TRY(clnet_workers_run(t->workers, write_folded, &j, NULL));
+    TRY(clnet_workers_run(t->workers, write_folded, &j, t->alive));
 cleanup:
     free(folded);
     return status;
@@ -81,13 +81,22 @@ cleanup:
 
 static clnet_status read_buffers(int i, void *arg) {
     state_job *j = arg;
-    return i ? CLNET_OK : clnet_replica_read_buffers(j->t->replicas[0], j->m->buffers);
+    return clnet_replica_read_buffers(j->t->replicas[i], j->m->buffers);
+}
+
+/* The first replica still training: every one holds the same buffers. */
+static int first_alive(const clnet_trainer *t) {
+    for (int i = 0; i < t->count; i++)
+        if (t->alive[i]) return i;
+    return 0;
 }
 
 clnet_status clnet_broadcast_gather(clnet_trainer *t, clnet_model *m) {
+    int one[CLNET_MAX_DEVICES] = {0};
     state_job j = {t, m, 1};
     if (!m->nbuffers) return CLNET_OK;
-    return clnet_workers_run(t->workers, read_buffers, &j, NULL);
+    one[first_alive(t)] = 1;
+    return clnet_workers_run(t->workers, read_buffers, &j, one);
 }
 
 /* ---- --check-replicas ---------------------------------------------------------------- */
@@ -154,20 +163,23 @@ clnet_status clnet_broadcast_check(clnet_trainer *t, const clnet_model *m) {
     size_t np = m->nparams, nb = m->nbuffers, each = np + nb;
     check_job j = {t, m, clnet_malloc((size_t)t->count * each * sizeof(float) + 1)};
     if (!j.host) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory checking the replicas");
-    TRY(clnet_workers_run(t->workers, read_state, &j, NULL));
+    TRY(clnet_workers_run(t->workers, read_state, &j, t->alive));
+    int f = first_alive(t);
     for (int i = 0; i < t->count; i++) {
-        const float *p = j.host + (size_t)i * each, *first = j.host;
+        if (!t->alive[i]) continue;
+        const float *p = j.host + (size_t)i * each, *first = j.host + (size_t)f * each;
         size_t k = first_difference(p, m->params, np);
         if (k < np) TRY(drifted(m, t->replicas[i], 0, k, p[k], m->params[k], "the host's copy"));
-        k = i ? first_difference(p + np, first + np, nb) : nb;
+        k = i != f ? first_difference(p + np, first + np, nb) : nb;
         if (k < nb) {
             char whose[64];
-            snprintf(whose, sizeof whose, "device %d's copy", t->replicas[0]->d->info.index);
+            snprintf(whose, sizeof whose, "device %d's copy", t->replicas[f]->d->info.index);
             TRY(drifted(m, t->replicas[i], 1, k, p[np + k], first[np + k], whose));
         }
     }
-    if (t->ranks.dist) {
-        memcpy(j.host, m->params, np * sizeof(float)); /* the host's, and device 0's buffers */
+    if (t->ranks.dist) { /* the host's parameters, and the first device's buffers */
+        memmove(j.host + np, j.host + (size_t)f * each + np, nb * sizeof(float));
+        memcpy(j.host, m->params, np * sizeof(float));
         TRY(check_ranks(t, j.host, each));
     }
 cleanup:

@@ -266,6 +266,23 @@ clnet_status clnet_net_device_share(const clnet_net *net, int i, clnet_device_sh
     out->micro_batch = t->split.caps[i];
     out->images_per_s = t->split.balance.rate[i];
     out->samples = t->split.balance.samples[i];
+    int local = i - t->ranks.first; /* only this process's devices are ever dropped */
+    if (local >= 0 && local < t->count && !t->alive[local]) {
+        out->dropped = 1;
+        out->dropped_step = t->dropped_step[local];
+        snprintf(out->dropped_why, sizeof out->dropped_why, "%s", t->dropped_why[local]);
+    }
+    return CLNET_OK;
+}
+
+clnet_status clnet_net_set_on_device_failure(clnet_net *net, clnet_on_failure policy) {
+    if (!net || !net->trainer)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_net_set_on_device_failure: bind the net first");
+    if (policy != CLNET_ON_FAILURE_STOP && policy != CLNET_ON_FAILURE_CONTINUE)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "unknown device failure policy %d",
+                          (int)policy);
+    net->trainer->on_failure = policy;
     return CLNET_OK;
 }
 

@@ -182,6 +182,9 @@ static int reduce_bucket(clnet_trainer *t, int i, int node, int first, clnet_sta
     if (!t->step.reduced && clnet_balance_fault(&t->split.balance, t->ranks.first + i,
                                                 t->step.ctx[i].step, CLNET_FAULT_REDUCE)) {
         const clnet_device *d = t->replicas[i]->d;
+        pthread_mutex_lock(&t->step.lock);
+        if (t->step.first_failed < 0) t->step.first_failed = i;
+        pthread_mutex_unlock(&t->step.lock);
         *status = clnet_fail(CLNET_ERR_OPENCL,
                              "device %d (%s): injected fault (CLNET_FAULT) while the host added "
                              "its gradients in step %lld",
@@ -291,8 +294,9 @@ static clnet_status release_handover(clnet_trainer *t, clnet_status status) {
         clnet_replica *r = t->replicas[i];
         void *p = t->step.mapped[i];
         t->step.mapped[i] = NULL;
-        cl_int err =
-            p ? clEnqueueUnmapMemObject(r->d->queue, r->grads, p, 0, NULL, NULL) : CL_SUCCESS;
+        cl_int err = p && t->alive[i]
+                         ? clEnqueueUnmapMemObject(r->d->queue, r->grads, p, 0, NULL, NULL)
+                         : CL_SUCCESS;
         if (err != CL_SUCCESS && status == CLNET_OK)
             status =
                 clnet_fail_cl_at(err, "clEnqueueUnmapMemObject(gradients)", __FILE__, __LINE__);
@@ -411,7 +415,8 @@ static void stage_next(clnet_trainer *t, int64_t step) {
  * read. A step that ends normally needs no wait: its parameter broadcast
  * blocks behind them. */
 static clnet_status settle(clnet_trainer *t, clnet_status s) {
-    for (int i = 0; i < t->count; i++) (void)clnet_finish(t->replicas[i]->d);
+    for (int i = 0; i < t->count; i++)
+        if (t->alive[i]) (void)clnet_finish(t->replicas[i]->d); /* never a dropped one's */
     return s;
 }
 
@@ -436,18 +441,37 @@ static clnet_status check_finite(const clnet_trainer *t, const clnet_model *m, d
  * message stays the one to read. */
 static clnet_status undo_buffers(clnet_trainer *t, clnet_status s) {
     for (int i = 0; t->step.started && i < t->count; i++)
-        if (t->step.active[i]) (void)clnet_replica_restore_buffers(t->replicas[i]);
+        if (t->step.active[i] && t->alive[i]) (void)clnet_replica_restore_buffers(t->replicas[i]);
     return s;
+}
+
+/* Forward and backward on every replica's share, gradients summed and
+ * checked; a device that fails is dropped (clnet_trainer_drop) and the
+ * step done again on the others, as often as devices fail. */
+static clnet_status run_train(clnet_trainer *t, clnet_model *m, int64_t step, const float *images,
+                              const int32_t *labels, int n, double *loss, int *correct) {
+    for (int redo = 0;; redo++) {
+        clnet_status s = run_all(t, step, images, labels, n, 1, NULL, loss, correct);
+        if (s == CLNET_OK) s = check_finite(t, m, *loss);
+        if (s == CLNET_OK) return s;
+        int dropped =
+            clnet_trainer_drop(t, t->step.first_failed, step, s); /* first: never waited on */
+        s = undo_buffers(t, s);
+        if (!dropped) {
+            if (redo) clnet_error_context(s, "on the devices left after a failure");
+            return settle(t, s);
+        }
+        settle(t, s);
+    }
 }
 
 clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
                               const int32_t *labels, int n, double *loss, int *correct) {
     double sum = 0;
     clnet_status s = t->ranks.dist ? clnet_dist_begin_step(t->ranks.dist, o->step) : CLNET_OK;
-    if (s == CLNET_OK) s = run_all(t, o->step, images, labels, n, 1, NULL, &sum, correct);
+    if (s == CLNET_OK) s = run_train(t, m, o->step, images, labels, n, &sum, correct);
     if (loss) *loss = sum;
-    if (s == CLNET_OK) s = check_finite(t, m, sum);
-    if (s != CLNET_OK) return settle(t, undo_buffers(t, s));
+    if (s != CLNET_OK) return s;
     stage_next(t, o->step + 1);
     size_t bad = clnet_optim_apply(o, m->params, t->step.grad_sum, m->nparams, n);
     if (bad < m->nparams) {
@@ -464,10 +488,14 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
     if ((s = clnet_broadcast_to_idle(t, m, t->step.active)) != CLNET_OK)
         return settle(t, undo_buffers(t, s));
     clnet_model_count_step(m);
-    s = clnet_broadcast(t, m, 0);
+    /* the step is applied: a device that fails to take the new parameters
+     * is dropped, or fails the step (the host holds them: a resume has them) */
+    while ((s = clnet_broadcast(t, m, 0)) != CLNET_OK &&
+           clnet_trainer_drop(t, clnet_workers_failed(t->workers), o->step - 1, s))
+        ;
     for (int i = 0; s == CLNET_OK && i < t->count; i++) /* CLNET_FAULT=I:S:drift */
-        if (clnet_balance_fault(&t->split.balance, t->ranks.first + i, o->step - 1,
-                                CLNET_FAULT_DRIFT)) {
+        if (t->alive[i] && clnet_balance_fault(&t->split.balance, t->ranks.first + i, o->step - 1,
+                                               CLNET_FAULT_DRIFT)) {
             float changed = m->params[0] + 1.0f;
             s = clnet_buffer_write(t->replicas[i]->d, t->replicas[i]->params, 0, 1, &changed);
         }

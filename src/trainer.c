@@ -81,6 +81,7 @@ void clnet_trainer_free(clnet_trainer *t) {
     free(t->replicas);
     clnet_balance_free(&t->split.balance);
     free(t->split.caps);
+    free(t->alive), free(t->dropped_step), free(t->dropped_why);
     step_state_free(&t->step);
     ranks_free(&t->ranks);
     free(t);
@@ -132,9 +133,15 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
     t->ranks.rank_active = clnet_calloc((size_t)clnet_mpi_size(), sizeof *t->ranks.rank_active);
     t->ranks.record = clnet_calloc(2 * (size_t)clnet_mpi_size() + all, sizeof *t->ranks.record);
     t->split.caps = clnet_calloc(all, sizeof *t->split.caps);
+    t->alive = clnet_calloc((size_t)n, sizeof *t->alive);
+    t->dropped_step = clnet_calloc((size_t)n, sizeof *t->dropped_step);
+    t->dropped_why = clnet_calloc((size_t)n, sizeof *t->dropped_why);
     if (!step_state_make(&t->step, (size_t)n, all, m->nparams, (size_t)m->count) || !t->replicas ||
-        !index || !t->ranks.peers || !t->ranks.rank_active || !t->ranks.record || !t->split.caps)
+        !index || !t->ranks.peers || !t->ranks.rank_active || !t->ranks.record || !t->split.caps ||
+        !t->alive || !t->dropped_step || !t->dropped_why)
         FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory binding the net");
+    for (int i = 0; i < n; i++) t->alive[i] = 1, t->dropped_step[i] = -1;
+    t->alive_count = n;
     for (int i = 0; i < n; i++) {
         clnet_peer_device *p = &t->ranks.peers[t->ranks.first + i];
         clnet_device *d = clnet_runtime_device(rt, i);
@@ -165,8 +172,25 @@ cleanup:
 
 clnet_status clnet_trainer_fit_work(clnet_trainer *t) {
     for (int i = 0; t && i < t->count; i++) {
+        if (!t->alive[i]) continue;
         clnet_status s = clnet_replica_fit_work(t->replicas[i]);
         if (s != CLNET_OK) return s;
     }
     return CLNET_OK;
+}
+
+int clnet_trainer_drop(clnet_trainer *t, int i, int64_t step, clnet_status s) {
+    if (s == CLNET_ERR_NONFINITE || i < 0 || t->on_failure != CLNET_ON_FAILURE_CONTINUE ||
+        t->ranks.dist || t->alive_count < 2 || !t->alive[i])
+        return 0;
+    t->alive[i] = 0;
+    t->alive_count--;
+    t->dropped_step[i] = step;
+    snprintf(t->dropped_why[i], sizeof t->dropped_why[i], "%s", clnet_last_error());
+    clnet_balance_lose(&t->split.balance, t->ranks.first + i);
+    t->split.caps[t->ranks.first + i] = 0;
+    clnet_warn("step %lld: %s; that device is dropped, and %d device%s go%s on", (long long)step,
+               t->dropped_why[i], t->alive_count, t->alive_count > 1 ? "s" : "",
+               t->alive_count > 1 ? "" : "es");
+    return 1;
 }

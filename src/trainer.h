@@ -75,6 +75,15 @@ typedef struct {
     clnet_replica **replicas;
     clnet_workers *workers; /* worker i drives replica i */
 
+    /* Devices dropped after a failure, with CLNET_ON_FAILURE_CONTINUE
+     * (step.c): alive[i] 0 once replica i is; its step and why. Jobs run
+     * on the alive replicas alone. */
+    int on_failure;
+    int *alive; /* (count) */
+    int alive_count;
+    int64_t *dropped_step;    /* (count) */
+    char (*dropped_why)[256]; /* (count) */
+
     clnet_ranks ranks;
     clnet_trainer_split split;
     clnet_step_state step;
@@ -90,6 +99,14 @@ typedef struct {
 clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, clnet_runtime *rt,
                                   int max_batch);
 void clnet_trainer_free(clnet_trainer *t);
+/* With CLNET_ON_FAILURE_CONTINUE, one process (under MPI the other ranks'
+ * collectives would be left half done) and another device left, replica
+ * i, which failed in `step` with s (not CLNET_ERR_NONFINITE: that is the
+ * numbers', not the device's), is dropped: alive[i] 0, no share and no job
+ * from now on, and a warning says so. Returns whether it was; callers
+ * serialize it. */
+int clnet_trainer_drop(clnet_trainer *t, int i, int64_t step, clnet_status s);
+
 /* Every replica's scratch fitted to its device's GEMM choices as they stand
  * (clnet_replica_fit_work): between steps, after pins or tuning. */
 clnet_status clnet_trainer_fit_work(clnet_trainer *t);

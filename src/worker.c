@@ -24,6 +24,7 @@ struct clnet_workers {
     clnet_job_fn fn;
     void *ctx;
     int stopping;
+    int failed; /* the worker whose failure the last wait returned, or -1 */
 };
 
 static void *worker_main(void *arg) {
@@ -54,6 +55,7 @@ clnet_status clnet_workers_create(clnet_workers **out, int n) {
     *out = NULL;
     if (!pool) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     pool->n = n;
+    pool->failed = -1;
     pool->w = clnet_calloc((size_t)n + 1, sizeof *pool->w);
     if (!pool->w) {
         free(pool);
@@ -112,11 +114,12 @@ clnet_status clnet_workers_wait_prefer(clnet_workers *pool, int prefer) {
         while (pool->w[i].busy) pthread_cond_wait(&pool->finished, &pool->lock);
     pthread_mutex_unlock(&pool->lock);
     if (prefer < 0 || prefer >= pool->n || pool->w[prefer].error.status == CLNET_OK) prefer = -1;
+    pool->failed = -1;
     for (int k = -1; k < pool->n; k++) { /* the preferred one first, then in order */
         int i = k < 0 ? prefer : k;
         if (i < 0 || (k >= 0 && i == prefer) || pool->w[i].error.status == CLNET_OK) continue;
         if (status == CLNET_OK)
-            status = clnet_error_restore(&pool->w[i].error);
+            status = clnet_error_restore(&pool->w[i].error), pool->failed = i;
         else
             free(pool->w[i].error.message);
         pool->w[i].error = (clnet_error_slot){CLNET_OK, NULL};
@@ -126,6 +129,10 @@ clnet_status clnet_workers_wait_prefer(clnet_workers *pool, int prefer) {
 
 clnet_status clnet_workers_wait(clnet_workers *pool) {
     return clnet_workers_wait_prefer(pool, -1);
+}
+
+int clnet_workers_failed(const clnet_workers *pool) {
+    return pool->failed;
 }
 
 clnet_status clnet_workers_run(clnet_workers *pool, clnet_job_fn fn, void *ctx, const int *active) {

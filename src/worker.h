@@ -26,6 +26,8 @@ clnet_status clnet_workers_wait(clnet_workers *w);
 /* The same, but returns worker `prefer`'s failure when it failed (the one
  * whose failure made the others fail); -1: none preferred. */
 clnet_status clnet_workers_wait_prefer(clnet_workers *w, int prefer);
+/* The worker whose failure the last wait returned, or -1. */
+int clnet_workers_failed(const clnet_workers *w);
 /* start + wait */
 clnet_status clnet_workers_run(clnet_workers *w, clnet_job_fn fn, void *ctx, const int *active);
 

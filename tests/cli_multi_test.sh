@@ -41,25 +41,48 @@ else bad "per-device lines" "$out"; fi
 
 # a device fails in step 5: the run stops, naming it; the checkpoint from step 4 stays
 "$clnet" "${run[@]}" --deterministic --steps 4 --save "$work/step4.safetensors" >/dev/null 2>&1
-out=$(CLNET_FAULT=1:5 "$clnet" "${run[@]}" --deterministic --steps 8 --save "$work/f.safetensors" --save-every 2 2>&1)
+out=$(CLNET_FAULT=1:5 "$clnet" "${run[@]}" --deterministic --steps 8 --save "$work/f.safetensors" --save-every 2 \
+      --on-device-failure stop 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && grep -q 'injected fault' <<<"$out" && grep -q 'device 1 (' <<<"$out" &&
    cmp -s "$work/f.safetensors" "$work/step4.safetensors"; then
-  ok "a failing device stops the run; the last checkpoint is intact"
+  ok "--on-device-failure stop: a failing device stops the run; the last checkpoint is intact"
 else bad "fault injection (rc $rc)" "$out"; fi
+
+# the default, continue: the device is dropped in step 5 and the others go on; the result is
+# that of a split that gives it nothing from step 5 on (--split rows, one per step in turn)
+out=$(CLNET_FAULT=1:5:kernels "$clnet" "${run[@]}" --deterministic --steps 8 --save "$work/c.safetensors" 2>&1)
+rc=$?
+"$clnet" "${run[@]}" --split 1,1/1,1/1,1/1,1/1,1/1,0/1,0/1,0 --steps 8 --save "$work/c.ref.safetensors" >/dev/null 2>&1
+if [ $rc -eq 0 ] && grep -qE "^clnet: warning: step 5: device 1 \(.*injected fault.*that device is dropped, and 1 device goes on" <<<"$out" &&
+   grep -qE "^  device 1 \(.*\): dropped, having failed in step 5" <<<"$out" &&
+   grep -qE "^final: .* dropped_devices=1$" <<<"$out" &&
+   "$compare" - "$work/c.safetensors" "$work/c.ref.safetensors" 0 >/dev/null 2>&1; then
+  ok "a failing device is dropped and the run goes on, as if the split had left it out"
+else bad "--on-device-failure continue (rc $rc)" "$out" "$("$compare" - "$work/c.safetensors" "$work/c.ref.safetensors" 0 2>&1)"; fi
 
 out=$("$clnet" "${run[@]}" --sync async --staleness 1 --steps 10 2>&1)
 rc=$?
 if [ $rc -eq 0 ] && grep -q '^final: ' <<<"$out"; then ok "--sync async trains"
 else bad "async" "$out"; fi
 
-# the same fault under --sync async (in the update the device pulled at), after its forward pass
+# the same fault under --sync async (in the update the device pulled at), before and after
+# its forward pass: stop names it; continue hands its batch to the other device and goes on
 for point in start kernels; do
-  out=$(CLNET_FAULT=1:3:$point "$clnet" "${run[@]}" --sync async --staleness 1 --steps 10 2>&1)
+  out=$(CLNET_FAULT=1:3:$point "$clnet" "${run[@]}" --sync async --staleness 1 --steps 10 \
+        --on-device-failure stop 2>&1)
   rc=$?
   if [ $rc -eq 1 ] && grep -qE 'device 1 \(.*injected fault \(CLNET_FAULT\)' <<<"$out" && ! grep -q '^final: ' <<<"$out"; then
     ok "async: a device failing ($point) stops the run, naming it"
   else bad "async fault at $point (rc $rc)" "$out"; fi
+  out=$(CLNET_FAULT=1:3:$point "$clnet" "${run[@]}" --sync async --staleness 1 --steps 10 \
+        --save "$work/async.safetensors" 2>&1)
+  rc=$?
+  step=$(python3 -c "import json,struct,sys; b=open(sys.argv[1],'rb').read(); n=struct.unpack('<Q',b[:8])[0]; print(json.loads(b[8:8+n])['__metadata__']['step'])" "$work/async.safetensors" 2>/dev/null)
+  if [ $rc -eq 0 ] && grep -qE '^clnet: warning: step [0-9]+: device 1 \(.*injected fault.*that device is dropped' <<<"$out" &&
+     grep -qE '^final: .* dropped_devices=1$' <<<"$out" && [ "$step" = 10 ]; then
+    ok "async: a device failing ($point) is dropped, and all 10 updates are applied"
+  else bad "async continue at $point (rc $rc, step $step)" "$out"; fi
 done
 
 # --check-replicas: quiet on a clean run, stops naming the device whose parameters drifted

@@ -132,8 +132,9 @@ done
 rm -f "$work/f.st"
 start=$(date +%s)
 timeout 300 mpirun --bind-to none -np 1 "$clnet" "${run[@]}" --steps 6 --deterministic \
-  --save-every 2 --save "$work/f.st" : -np 1 env CLNET_FAULT=0:3 "$clnet" "${run[@]}" --steps 6 \
-  --deterministic --save-every 2 --save "$work/f.st" >"$work/f.out" 2>&1
+  --on-device-failure stop --save-every 2 --save "$work/f.st" : -np 1 env CLNET_FAULT=0:3 \
+  "$clnet" "${run[@]}" --steps 6 --deterministic --on-device-failure stop --save-every 2 \
+  --save "$work/f.st" >"$work/f.out" 2>&1
 rc=$?
 took=$(( $(date +%s) - start ))
 "${mpi[@]}" "$clnet" "${run[@]}" --steps 2 --deterministic --save "$work/f2.st" >/dev/null 2>&1

@@ -280,6 +280,101 @@ START_TEST(check_replicas_passes_in_step_and_finds_a_drift) {
 }
 END_TEST
 
+/* CLNET_ON_FAILURE_CONTINUE: a device that fails at any point of step 2 is
+ * dropped and the step done again on the other, with the whole batch; the
+ * net then equals, bit for bit, a net whose split gave that device nothing
+ * from step 2 on. A second failure leaves no device: the step fails naming
+ * it. A batch that the one device left cannot hold (batch norm normalizes
+ * a share in one pass) fails, saying so. */
+START_TEST(a_dropped_device_costs_nothing) {
+    static const char *points[] = {"start", "kernels", "transfer", "reduce"};
+    clnet_runtime *rt = test_runtime();
+    size_t count = sizeof NORMED / sizeof *NORMED;
+    float x[BATCH * SAMPLE];
+    int32_t labels[BATCH];
+    if (clnet_runtime_device_count(rt) < 2) { /* one device: none would be left */
+        setenv("CLNET_FAULT", "0:1", 1);
+        clnet_net *net = make_net(NORMED, count, rt, 0, 9);
+        unsetenv("CLNET_FAULT");
+        clnet_net_set_on_device_failure(net, CLNET_ON_FAILURE_CONTINUE);
+        good_batch(x, labels, 90);
+        train_ok(net, x, labels);
+        clnet_status st = clnet_net_train_step(net, x, labels, BATCH, NULL);
+        ck_assert_msg(st != CLNET_OK && strstr(clnet_last_error(), "injected fault"), "%s",
+                      st ? clnet_last_error() : "no failure");
+        ck_assert_int_eq(clnet_net_step(net), 1);
+        clnet_net_free(net);
+        return;
+    }
+    for (int p = 0; p < 4; p++)
+        for (int dev = 0; dev < 2; dev++) {
+            clnet_device_info info, other;
+            clnet_runtime_device_info(rt, dev, &info);
+            clnet_runtime_device_info(rt, 1 - dev, &other);
+            char fault[64];
+            snprintf(fault, sizeof fault, "%d:2:%s,%d:4", info.index, points[p], other.index);
+            setenv("CLNET_FAULT", fault, 1);
+            clnet_net *met = make_net(NORMED, count, rt, 0, 9);
+            unsetenv("CLNET_FAULT");
+            ck_assert_int_eq(clnet_net_set_on_device_failure(met, CLNET_ON_FAILURE_CONTINUE),
+                             CLNET_OK);
+            clnet_net *clean = make_net(NORMED, count, rt, 0, 9);
+            size_t np = clnet_net_param_count(met), nb = clnet_net_buffer_count(met);
+            for (int s = 0; s < 4; s++) {
+                if (s == 2) { /* the clean net gives the device nothing from here on */
+                    double w[2] = {1, 1};
+                    w[dev] = 0;
+                    ck_assert_int_eq(clnet_net_set_split(clean, w, 2), CLNET_OK);
+                }
+                good_batch(x, labels, 80 + (uint64_t)s);
+                train_ok(met, x, labels);
+                train_ok(clean, x, labels);
+            }
+            clnet_device_share d;
+            ck_assert_int_eq(clnet_net_device_share(met, dev, &d), CLNET_OK);
+            printf("CLNET_FAULT=%s: dropped %d in step %lld: %s\n", fault, d.dropped,
+                   (long long)d.dropped_step, d.dropped_why);
+            ck_assert(d.dropped && d.dropped_step == 2 && strstr(d.dropped_why, "injected fault"));
+            ck_assert_int_eq(clnet_net_step(met), 4);
+            assert_same_floats(clnet_net_params(met), clnet_net_params(clean), np, "parameter");
+            float *buffers = malloc(nb * sizeof(float));
+            memcpy(buffers, clnet_net_buffers(clean), nb * sizeof(float));
+            assert_same_floats(clnet_net_buffers(met), buffers, nb, "buffer");
+            ck_assert_msg(clnet_net_check_replicas(met) == CLNET_OK, "%s", clnet_last_error());
+            /* step 4: the other one fails too, and none is left */
+            good_batch(x, labels, 84);
+            clnet_status st = clnet_net_train_step(met, x, labels, BATCH, NULL);
+            char name[64];
+            snprintf(name, sizeof name, "device %d (", other.index);
+            ck_assert_msg(st != CLNET_OK && strstr(clnet_last_error(), name), "%s",
+                          st ? clnet_last_error() : "no failure");
+            ck_assert_int_eq(clnet_net_step(met), 4);
+            free(buffers);
+            clnet_net_free(met);
+            clnet_net_free(clean);
+        }
+    /* the batch does not fit the device left */
+    clnet_device_info info;
+    clnet_runtime_device_info(rt, 1, &info);
+    char fault[64];
+    snprintf(fault, sizeof fault, "%d:1", info.index);
+    setenv("CLNET_FAULT", fault, 1);
+    setenv("CLNET_MICRO_BATCH", "4", 1);
+    clnet_net *net = make_net(NORMED, count, rt, 0, 9);
+    unsetenv("CLNET_FAULT");
+    unsetenv("CLNET_MICRO_BATCH");
+    clnet_net_set_on_device_failure(net, CLNET_ON_FAILURE_CONTINUE);
+    good_batch(x, labels, 90);
+    train_ok(net, x, labels);
+    clnet_status st = clnet_net_train_step(net, x, labels, BATCH, NULL);
+    printf("a batch of %d, 4 a device: %s\n", BATCH, st ? clnet_last_error() : "no failure");
+    ck_assert_msg(st == CLNET_ERR_DEVICE_MEMORY && strstr(clnet_last_error(), "does not fit") &&
+                      strstr(clnet_last_error(), "after a failure"),
+                  "%s", st ? clnet_last_error() : "no failure");
+    clnet_net_free(net);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("faults");
     TCase *t = tcase_create("nonfinite");
@@ -290,6 +385,7 @@ int main(void) {
     tcase_set_timeout(f, 600);
     tcase_add_test(f, a_device_fault_anywhere_in_a_step_names_it_and_applies_nothing);
     tcase_add_test(f, check_replicas_passes_in_step_and_finds_a_drift);
+    tcase_add_test(f, a_dropped_device_costs_nothing);
     suite_add_tcase(s, f);
     int rc = test_run_suite(s);
     test_runtime_release();

@@ -308,6 +308,8 @@ START_TEST(a_failing_device_stops_the_step_cleanly) {
     clnet_net *net = make_net();
     ck_assert_int_eq(clnet_net_bind(net, rt, BATCH), CLNET_OK);
     unsetenv("CLNET_FAULT");
+    /* the library's default, said here: this test is about stopping */
+    ck_assert_int_eq(clnet_net_set_on_device_failure(net, CLNET_ON_FAILURE_STOP), CLNET_OK);
     double split[2] = {1, 1};
     ck_assert_int_eq(clnet_net_set_split(net, split, 2), CLNET_OK);
     size_t np = clnet_net_param_count(net);
@@ -329,6 +331,46 @@ START_TEST(a_failing_device_stops_the_step_cleanly) {
     free(x);
     free(before);
     clnet_net_free(net);
+}
+END_TEST
+
+/* A device that fails in asynchronous training is dropped with
+ * CLNET_ON_FAILURE_CONTINUE: its batch goes to the other, so every update
+ * asked for is applied, each with a whole batch. */
+START_TEST(async_training_goes_on_without_a_failed_device) {
+    if (test_skip_without_fashion_mnist()) return;
+    clnet_dataset *train = NULL;
+    ck_assert_int_eq(clnet_dataset_load(&train, NULL, "train"), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_truncate(train, 2560), CLNET_OK);
+    clnet_runtime *rt = test_runtime();
+    clnet_device_info info;
+    clnet_runtime_device_info(rt, 1, &info);
+    char fault[32];
+    snprintf(fault, sizeof fault, "%d:4:kernels", info.index);
+    setenv("CLNET_FAULT", fault, 1);
+    clnet_net *net = make_net();
+    ck_assert_int_eq(clnet_net_bind(net, rt, 64), CLNET_OK);
+    unsetenv("CLNET_FAULT");
+    ck_assert_int_eq(clnet_net_set_on_device_failure(net, CLNET_ON_FAILURE_CONTINUE), CLNET_OK);
+    clnet_loader *loader = NULL;
+    clnet_loader_config lc = {.batch = 64, .seed = 3, .shuffle = 1, .mean = 0, .std = 1};
+    ck_assert_int_eq(clnet_loader_create(&loader, train, &lc), CLNET_OK);
+    clnet_step_result r;
+    ck_assert_msg(clnet_net_train_async(net, loader, 30, 1, &r) == CLNET_OK, "%s",
+                  clnet_last_error());
+    ck_assert_int_eq(r.n, 30 * 64);
+    ck_assert_int_eq(clnet_net_step(net), 30);
+    clnet_device_share d;
+    ck_assert_int_eq(clnet_net_device_share(net, 1, &d), CLNET_OK);
+    printf("async: device 1 dropped in update %lld: %s\n", (long long)d.dropped_step,
+           d.dropped_why);
+    ck_assert(d.dropped && d.dropped_step >= 4 && strstr(d.dropped_why, "injected fault"));
+    /* and it stays out of the next call */
+    ck_assert_int_eq(clnet_net_train_async(net, loader, 5, 1, &r), CLNET_OK);
+    ck_assert_int_eq(clnet_net_step(net), 35);
+    clnet_loader_free(loader);
+    clnet_net_free(net);
+    clnet_dataset_free(train);
 }
 END_TEST
 
@@ -542,6 +584,7 @@ int main(void) {
     tcase_set_timeout(async, 0);
     tcase_add_checked_fixture(async, need_two_fast_devices, NULL);
     tcase_add_test(async, async_training_learns_within_its_staleness);
+    tcase_add_test(async, async_training_goes_on_without_a_failed_device);
     tcase_add_test(async, loader_steps_upload_the_next_batch_ahead_and_change_nothing);
     suite_add_tcase(s, async);
 

@@ -273,7 +273,12 @@ static void report_devices(session *s, const int64_t *before) {
         char who[32] = "";
         if (clnet_mpi_size() > 1) snprintf(who, sizeof who, "rank %d ", d.rank);
         int64_t done = d.samples - before[i];
-        if (done > 0)
+        if (d.dropped)
+            fprintf(stderr,
+                    "  %sdevice %d (%s): dropped, having failed in step %lld (%lld samples this "
+                    "epoch)\n",
+                    who, d.device, d.name, (long long)d.dropped_step, (long long)done);
+        else if (done > 0)
             fprintf(stderr, "  %sdevice %d (%s): %lld samples, %.0f images/s\n", who, d.device,
                     d.name, (long long)done, d.images_per_s);
         else
@@ -364,6 +369,8 @@ static int start(run *r) {
     int rc = init_weights(r);
     if (rc) return rc;
     if (clnet_net_bind(r->s.net, r->s.rt, (int)o->batch) != CLNET_OK) return fail("devices");
+    clnet_net_set_on_device_failure(r->s.net, o->stop_on_failure ? CLNET_ON_FAILURE_STOP
+                                                                 : CLNET_ON_FAILURE_CONTINUE);
     if ((rc = apply_split(o, &r->s)) != 0) return rc;
     clnet_loader_config lc = {.batch = (int)o->batch,
                               .seed = r->data_seed,
@@ -604,10 +611,18 @@ static int finish(run *r) {
             return rc;
     }
     report_run(r);
-    char test_text[32], loss_text[64] = "-", skip_text[48] = "";
+    char test_text[32], loss_text[64] = "-", skip_text[96] = "";
     if (r->run_samples > 0) /* else no step taken (--steps 0): no loss; a NaN prints as nan */
         snprintf(loss_text, sizeof loss_text, "%.4f", r->last_loss);
     if (r->skipped) snprintf(skip_text, sizeof skip_text, " skipped_steps=%" PRId64, r->skipped);
+    int dropped = 0;
+    for (int i = 0; i < clnet_net_device_count(r->s.net); i++) {
+        clnet_device_share d;
+        dropped += clnet_net_device_share(r->s.net, i, &d) == CLNET_OK && d.dropped;
+    }
+    if (dropped) /* after skipped_steps, if both */
+        snprintf(skip_text + strlen(skip_text), sizeof skip_text - strlen(skip_text),
+                 " dropped_devices=%d", dropped);
     if (is_root())
         printf("final: test_accuracy=%s train_loss=%s images_per_s=%.0f%s\n",
                accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), loss_text,

@@ -227,6 +227,15 @@ static const cli_opt train_opts[] = {
      .help = "skip up to N steps whose loss, gradient or update is\n"
              "NaN or infinite (nothing of them applied); the next one\n"
              "stops the run (default 0: the first one stops it)"},
+    {.name = "--on-device-failure",
+     .arg = "POLICY",
+     .type = CLI_CHOICE,
+     .at = AT(stop_on_failure),
+     .choices = (const char *const[]){"continue", "stop", NULL},
+     .only = "train",
+     .help = "continue (default): a device that fails is dropped and\n"
+             "its work done again by the others; stop: the run stops\n"
+             "(as it always does under mpirun)"},
     {.name = "--check-replicas",
      .arg = "N",
      .type = CLI_INT,

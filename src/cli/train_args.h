@@ -11,6 +11,7 @@ typedef struct {
     long staleness, skip_nonfinite, check_replicas;
     double lr, momentum, wd, gamma, mean, std, beta1, beta2, eps, mpi_timeout;
     int nesterov, no_eval, deterministic, async;
+    int stop_on_failure;     /* --on-device-failure: 0 continue, 1 stop */
     int optimizer, schedule; /* a clnet_optimizer, a clnet_schedule */
     int steps_given, seed_given, wd_given, log_every_given;
 } train_options;
