@@ -297,6 +297,52 @@ START_TEST(check_replicas_passes_in_step_and_finds_a_drift) {
 }
 END_TEST
 
+/* One case of a_dropped_device_costs_nothing: device `dev` of two fails at
+ * point `point` of step 2, the other at step 4. */
+static void drop_case(clnet_runtime *rt, const char *point, int dev) {
+    size_t count = sizeof NORMED / sizeof *NORMED;
+    float x[BATCH * SAMPLE];
+    int32_t labels[BATCH];
+    clnet_device_info info, other;
+    clnet_runtime_device_info(rt, dev, &info);
+    clnet_runtime_device_info(rt, 1 - dev, &other);
+    char fault[64];
+    snprintf(fault, sizeof fault, "%d:2:%s,%d:4", info.index, point, other.index);
+    setenv("CLNET_FAULT", fault, 1);
+    clnet_net *met = make_net(NORMED, count, rt, 0, 9);
+    unsetenv("CLNET_FAULT");
+    ck_assert_int_eq(clnet_net_set_on_device_failure(met, CLNET_ON_FAILURE_CONTINUE), CLNET_OK);
+    clnet_net *clean = make_net(NORMED, count, rt, 0, 9);
+    for (int s = 0; s < 4; s++) {
+        if (s == 2) { /* the clean net gives the device nothing from here on */
+            double w[2] = {1, 1};
+            w[dev] = 0;
+            ck_assert_int_eq(clnet_net_set_split(clean, w, 2), CLNET_OK);
+        }
+        good_batch(x, labels, 80 + (uint64_t)s);
+        train_ok(met, x, labels);
+        train_ok(clean, x, labels);
+    }
+    clnet_device_share d;
+    ck_assert_int_eq(clnet_net_device_share(met, dev, &d), CLNET_OK);
+    printf("CLNET_FAULT=%s: dropped %d in step %lld: %s\n", fault, d.dropped,
+           (long long)d.dropped_step, d.dropped_why);
+    ck_assert(d.dropped && d.dropped_step == 2 && strstr(d.dropped_why, "injected fault"));
+    ck_assert_int_eq(clnet_net_step(met), 4);
+    assert_same_nets(met, clean);
+    ck_assert_msg(clnet_net_check_replicas(met) == CLNET_OK, "%s", clnet_last_error());
+    /* step 4: the other one fails too, and none is left */
+    good_batch(x, labels, 84);
+    clnet_status st = clnet_net_train_step(met, x, labels, BATCH, NULL);
+    char name[64];
+    snprintf(name, sizeof name, "device %d (", other.index);
+    ck_assert_msg(st != CLNET_OK && strstr(clnet_last_error(), name), "%s",
+                  st ? clnet_last_error() : "no failure");
+    ck_assert_int_eq(clnet_net_step(met), 4);
+    clnet_net_free(met);
+    clnet_net_free(clean);
+}
+
 /* CLNET_ON_FAILURE_CONTINUE: a device that fails at any point of step 2 is
  * dropped and the step done again on the other, with the whole batch; the
  * net then equals, bit for bit, a net whose split gave that device nothing
@@ -324,47 +370,7 @@ START_TEST(a_dropped_device_costs_nothing) {
         return;
     }
     for (int p = first_point(rt); p < 4; p++)
-        for (int dev = 0; dev < 2; dev++) {
-            clnet_device_info info, other;
-            clnet_runtime_device_info(rt, dev, &info);
-            clnet_runtime_device_info(rt, 1 - dev, &other);
-            char fault[64];
-            snprintf(fault, sizeof fault, "%d:2:%s,%d:4", info.index, points[p], other.index);
-            setenv("CLNET_FAULT", fault, 1);
-            clnet_net *met = make_net(NORMED, count, rt, 0, 9);
-            unsetenv("CLNET_FAULT");
-            ck_assert_int_eq(clnet_net_set_on_device_failure(met, CLNET_ON_FAILURE_CONTINUE),
-                             CLNET_OK);
-            clnet_net *clean = make_net(NORMED, count, rt, 0, 9);
-            for (int s = 0; s < 4; s++) {
-                if (s == 2) { /* the clean net gives the device nothing from here on */
-                    double w[2] = {1, 1};
-                    w[dev] = 0;
-                    ck_assert_int_eq(clnet_net_set_split(clean, w, 2), CLNET_OK);
-                }
-                good_batch(x, labels, 80 + (uint64_t)s);
-                train_ok(met, x, labels);
-                train_ok(clean, x, labels);
-            }
-            clnet_device_share d;
-            ck_assert_int_eq(clnet_net_device_share(met, dev, &d), CLNET_OK);
-            printf("CLNET_FAULT=%s: dropped %d in step %lld: %s\n", fault, d.dropped,
-                   (long long)d.dropped_step, d.dropped_why);
-            ck_assert(d.dropped && d.dropped_step == 2 && strstr(d.dropped_why, "injected fault"));
-            ck_assert_int_eq(clnet_net_step(met), 4);
-            assert_same_nets(met, clean);
-            ck_assert_msg(clnet_net_check_replicas(met) == CLNET_OK, "%s", clnet_last_error());
-            /* step 4: the other one fails too, and none is left */
-            good_batch(x, labels, 84);
-            clnet_status st = clnet_net_train_step(met, x, labels, BATCH, NULL);
-            char name[64];
-            snprintf(name, sizeof name, "device %d (", other.index);
-            ck_assert_msg(st != CLNET_OK && strstr(clnet_last_error(), name), "%s",
-                          st ? clnet_last_error() : "no failure");
-            ck_assert_int_eq(clnet_net_step(met), 4);
-            clnet_net_free(met);
-            clnet_net_free(clean);
-        }
+        for (int dev = 0; dev < 2; dev++) drop_case(rt, points[p], dev);
     /* the batch does not fit the device left */
     clnet_device_info info;
     clnet_runtime_device_info(rt, 1, &info);
