@@ -3,6 +3,7 @@
 #include "broadcast.h"
 #include "alloc.h"
 #include "error.h"
+#include "fileio.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -133,18 +134,11 @@ static clnet_status drifted(const clnet_model *m, const clnet_replica *r, int bu
                       what, have, want, whose);
 }
 
-/* FNV-1a over the bytes of this rank's parameters and buffers. */
-static uint64_t checksum(const float *x, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    const unsigned char *b = (const unsigned char *)x;
-    for (size_t k = 0; k < n * sizeof(float); k++) h = (h ^ b[k]) * 1099511628211ull;
-    return h;
-}
-
 /* Under MPI: this rank's state against rank 0's, by checksum. */
 static clnet_status check_ranks(clnet_trainer *t, const float *state, size_t n) {
     int ranks = clnet_mpi_size();
-    uint64_t mine = checksum(state, n), *all = clnet_calloc((size_t)ranks, sizeof *all);
+    uint64_t mine = clnet_fnv1a(state, n * sizeof(float), CLNET_FNV_BASIS),
+             *all = clnet_calloc((size_t)ranks, sizeof *all);
     if (!all) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory checking the replicas");
     clnet_status s = clnet_dist_allgather(t->ranks.dist, CLNET_LANE_CONTROL, &mine, sizeof mine,
                                           all, "comparing the ranks' replicas");
