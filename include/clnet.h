@@ -869,7 +869,9 @@ double clnet_seconds(void);
  *                            normalizes it in the add that reads it
  *   CLNET_OVERLAP=off        a batch norm's exchange with the other devices
  *                            runs where the layer stands, with nothing
- *                            queued behind it on the device
+ *                            queued behind it on the device; and a step's
+ *                            update runs after its backward pass, not
+ *                            layer by layer during it (the same floats)
  *   CLNET_GUARD=1            memory guards: every pass's buffers are padded,
  *                            and a pass that writes past what was planned
  *                            for it fails with CLNET_ERR_GUARD (2-3x slower)

@@ -33,7 +33,8 @@ void clnet_optim_init(clnet_optim *o) {
 void clnet_optim_release(clnet_optim *o) {
     for (int i = 0; i < CLNET_OPTIM_SLOTS; i++) {
         free(o->slot[i]);
-        o->slot[i] = NULL;
+        free(o->next[i]);
+        o->slot[i] = o->next[i] = NULL;
     }
     o->ready = 0;
 }
@@ -109,11 +110,13 @@ clnet_status clnet_optim_prepare(clnet_optim *o, size_t n) {
                     : clnet_optim_slot_count(o->config.optimizer);
     o->kind = o->config.optimizer;
     for (int i = 0; i < slots; i++) {
-        if (o->slot[i]) continue;
-        o->slot[i] = clnet_calloc(n ? n : 1, sizeof(float));
-        if (!o->slot[i])
+        if (!o->slot[i]) {
+            o->slot[i] = clnet_calloc(n ? n : 1, sizeof(float));
+            o->ready = 0;
+        }
+        if (!o->next[i]) o->next[i] = clnet_malloc((n ? n : 1) * sizeof(float));
+        if (!o->slot[i] || !o->next[i])
             return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for the optimizer's state");
-        o->ready = 0;
     }
     return CLNET_OK;
 }
@@ -159,20 +162,28 @@ static inline int finite(float x) {
     return x >= -FLT_MAX && x <= FLT_MAX;
 }
 
+/* Where an update reads (w and the state slots s0, s1) and writes them:
+ * the same arrays for an update in place, others for one out of place. */
+typedef struct {
+    const float *w, *s0, *s1;
+    float *w_out, *s0_out, *s1_out;
+} update_mem;
+
 /* Each optimizer's update of parameters [i, end), written once and run two
  * ways: write 0 only checks that the new parameters and state would all be
  * finite (1) or not (0), write 1 applies it. Inlined with a constant
  * `write`, each way is a loop of its own without branches, which the
  * compiler vectorises. */
-static inline int sgd_range(const update_args *a, float *w, float *v, const float *grad_sum,
+static inline int sgd_range(const update_args *a, const update_mem *u, const float *grad_sum,
                             size_t i, size_t end, const int write) {
     int ok = 1;
+    const float *w = u->w, *v = u->s0;
     for (; i < end; i++) {
         float g = grad_sum[i] * a->inv + a->wd * w[i];
         float nv = a->first_step ? g : a->mu * v[i] + g;
         float nw = w[i] - a->lr * (a->nesterov ? g + a->mu * nv : nv);
         if (write)
-            v[i] = nv, w[i] = nw;
+            u->s0_out[i] = nv, u->w_out[i] = nw;
         else
             ok &= finite(nv) & finite(nw);
     }
@@ -180,13 +191,14 @@ static inline int sgd_range(const update_args *a, float *w, float *v, const floa
 }
 
 /* SGD without momentum: no velocity. */
-static inline int plain_sgd_range(const update_args *a, float *w, const float *grad_sum, size_t i,
-                                  size_t end, const int write) {
+static inline int plain_sgd_range(const update_args *a, const update_mem *u, const float *grad_sum,
+                                  size_t i, size_t end, const int write) {
     int ok = 1;
+    const float *w = u->w;
     for (; i < end; i++) {
         float nw = w[i] - a->lr * (grad_sum[i] * a->inv + a->wd * w[i]);
         if (write)
-            w[i] = nw;
+            u->w_out[i] = nw;
         else
             ok &= finite(nw);
     }
@@ -195,9 +207,10 @@ static inline int plain_sgd_range(const update_args *a, float *w, const float *g
 
 /* Adam's update with t = o->step + 1; AdamW decays the weights first
  * instead of adding the decay to the gradient. */
-static inline int adam_range(const update_args *a, float *w, float *m, float *v,
-                             const float *grad_sum, size_t i, size_t end, const int write) {
+static inline int adam_range(const update_args *a, const update_mem *u, const float *grad_sum,
+                             size_t i, size_t end, const int write) {
     int ok = 1;
+    const float *w = u->w, *m = u->s0, *v = u->s1;
     for (; i < end; i++) {
         float g = grad_sum[i] * a->inv, nw = w[i];
         if (a->decoupled)
@@ -208,7 +221,7 @@ static inline int adam_range(const update_args *a, float *w, float *m, float *v,
         float nv = v[i] * a->b2 + (1.0f - a->b2) * g * g;
         nw -= a->step_size * (nm / (sqrtf(nv) / a->bc2_sqrt + a->eps));
         if (write)
-            m[i] = nm, v[i] = nv, w[i] = nw;
+            u->s0_out[i] = nm, u->s1_out[i] = nv, u->w_out[i] = nw;
         else
             ok &= finite(nm) & finite(nv) & finite(nw);
     }
@@ -216,40 +229,62 @@ static inline int adam_range(const update_args *a, float *w, float *m, float *v,
 }
 
 /* The update of [i, end): checked (write 0: whether it stays finite) or applied. */
-static int update_range(const clnet_optim *o, const update_args *a, float *w, const float *grad_sum,
-                        size_t i, size_t end, int write) {
-    float *s0 = o->slot[0], *s1 = o->slot[1];
+static int update_range(const clnet_optim *o, const update_args *a, const update_mem *u,
+                        const float *grad_sum, size_t i, size_t end, int write) {
     if (o->config.optimizer != CLNET_OPTIMIZER_SGD)
-        return write ? adam_range(a, w, s0, s1, grad_sum, i, end, 1)
-                     : adam_range(a, w, s0, s1, grad_sum, i, end, 0);
+        return write ? adam_range(a, u, grad_sum, i, end, 1)
+                     : adam_range(a, u, grad_sum, i, end, 0);
     if (a->mu > 0)
-        return write ? sgd_range(a, w, s0, grad_sum, i, end, 1)
-                     : sgd_range(a, w, s0, grad_sum, i, end, 0);
-    return write ? plain_sgd_range(a, w, grad_sum, i, end, 1)
-                 : plain_sgd_range(a, w, grad_sum, i, end, 0);
+        return write ? sgd_range(a, u, grad_sum, i, end, 1) : sgd_range(a, u, grad_sum, i, end, 0);
+    return write ? plain_sgd_range(a, u, grad_sum, i, end, 1)
+                 : plain_sgd_range(a, u, grad_sum, i, end, 0);
 }
 
-/* The first parameter whose update would leave it or its state NaN or
- * infinite, or n: blocks without an early exit, the failing one again one
- * by one. */
-static size_t check_update(const clnet_optim *o, const update_args *a, float *w,
-                           const float *grad_sum, size_t n) {
+/* The first parameter of [from, n) whose update would leave it or its state
+ * NaN or infinite, or n: blocks without an early exit, the failing one again
+ * one by one. */
+static size_t check_update(const clnet_optim *o, const update_args *a, const update_mem *u,
+                           const float *grad_sum, size_t from, size_t n) {
     enum { BLOCK = 4096 };
-    for (size_t b = 0; b < n; b += BLOCK) {
+    for (size_t b = from; b < n; b += BLOCK) {
         size_t end = n - b < BLOCK ? n : b + BLOCK;
-        if (update_range(o, a, w, grad_sum, b, end, 0)) continue;
+        if (update_range(o, a, u, grad_sum, b, end, 0)) continue;
         for (size_t i = b; i < end; i++)
-            if (!update_range(o, a, w, grad_sum, i, i + 1, 0)) return i;
+            if (!update_range(o, a, u, grad_sum, i, i + 1, 0)) return i;
     }
     return n;
 }
 
+static void count_step(clnet_optim *o, const update_args *a) {
+    o->ready = o->config.optimizer != CLNET_OPTIMIZER_SGD || a->mu > 0;
+    o->step++;
+}
+
 size_t clnet_optim_apply(clnet_optim *o, float *w, const float *grad_sum, size_t n, int batch) {
     const update_args a = make_args(o, batch);
-    size_t bad = check_update(o, &a, w, grad_sum, n);
+    const update_mem u = {w, o->slot[0], o->slot[1], w, o->slot[0], o->slot[1]};
+    size_t bad = check_update(o, &a, &u, grad_sum, 0, n);
     if (bad < n) return bad;
-    update_range(o, &a, w, grad_sum, 0, n, 1);
-    o->ready = o->config.optimizer != CLNET_OPTIMIZER_SGD || a.mu > 0;
-    o->step++;
+    update_range(o, &a, &u, grad_sum, 0, n, 1);
+    count_step(o, &a);
     return n;
+}
+
+size_t clnet_optim_apply_next(clnet_optim *o, const float *w, float *w_next, const float *grad_sum,
+                              size_t from, size_t end, int batch) {
+    const update_args a = make_args(o, batch);
+    const update_mem u = {w, o->slot[0], o->slot[1], w_next, o->next[0], o->next[1]};
+    size_t bad = check_update(o, &a, &u, grad_sum, from, end);
+    if (bad == end) update_range(o, &a, &u, grad_sum, from, end, 1);
+    return bad;
+}
+
+void clnet_optim_commit_next(clnet_optim *o, int batch) {
+    const update_args a = make_args(o, batch);
+    for (int k = 0; k < CLNET_OPTIM_SLOTS; k++) {
+        float *s = o->slot[k];
+        o->slot[k] = o->next[k];
+        o->next[k] = s;
+    }
+    count_step(o, &a);
 }

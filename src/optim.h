@@ -15,6 +15,7 @@ typedef struct {
      * needed; `kind` says whose state they hold. */
     clnet_optimizer kind;
     float *slot[CLNET_OPTIM_SLOTS];
+    float *next[CLNET_OPTIM_SLOTS]; /* the state an update out of place writes (apply_next) */
     int ready;    /* the slots hold state from earlier steps (0: the next step starts it) */
     int64_t step; /* optimizer steps taken */
 } clnet_optim;
@@ -45,5 +46,14 @@ float clnet_optim_lr(const clnet_optimizer_config *c, int64_t t);
  * (finite gradients times a huge learning rate), changes nothing and
  * returns the index of the first parameter concerned. */
 size_t clnet_optim_apply(clnet_optim *o, float *w, const float *grad_sum, size_t n, int batch);
+/* The same update of parameters [from, end) out of place, so that a step can
+ * be withdrawn until it is complete: reads w and the state, writes w_next
+ * and the state's next copy. Returns end, or (writing nothing) the first
+ * parameter whose update would not be finite. Every range of the step is
+ * updated with the same step count and batch; then clnet_optim_commit_next
+ * makes the next state current and counts the step once. */
+size_t clnet_optim_apply_next(clnet_optim *o, const float *w, float *w_next, const float *grad_sum,
+                              size_t from, size_t end, int batch);
+void clnet_optim_commit_next(clnet_optim *o, int batch);
 
 #endif

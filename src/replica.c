@@ -14,8 +14,9 @@ static void drop_later(clnet_replica *r);
 
 void clnet_replica_free(clnet_replica *r) {
     if (!r) return;
-    cl_mem *mems[] = {&r->params, &r->grads,  &r->buffers, &r->buffers_before, &r->act,   &r->dact,
-                      &r->work,   &r->labels, &r->loss,    &r->correct,        &r->folded};
+    cl_mem *mems[] = {&r->params,         &r->params_next, &r->grads,   &r->buffers,
+                      &r->buffers_before, &r->act,         &r->dact,    &r->work,
+                      &r->labels,         &r->loss,        &r->correct, &r->folded};
     for (int i = 0; r->keeps && i < r->model->count; i++)
         if (r->keeps[i]) clReleaseMemObject(r->keeps[i]);
     free(r->keeps);
@@ -145,7 +146,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     size_t B = (size_t)max_batch;
     int folds = 0;
     for (int i = 0; i < m->count; i++) folds += m->nodes[i].fold_bn != 0;
-    size_t total = (folds ? 3 : 2) * m->nparams + 2 * m->nbuffers + p->act + p->dact +
+    size_t total = (folds ? 4 : 3) * m->nparams + 2 * m->nbuffers + p->act + p->dact +
                    p->keep_total + p->work + 3 * B;
     /* each node's kept memory is a buffer of its own: together they may
      * exceed the largest buffer a device allows */
@@ -165,6 +166,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
 
     r->bytes = total * sizeof(float);
     TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->params));
+    TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->params_next));
     TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->grads));
     TRY(clnet_buffer_create(d, m->nbuffers * sizeof(float), &r->buffers));
     TRY(clnet_buffer_create(d, m->nbuffers * sizeof(float), &r->buffers_before));
@@ -187,7 +189,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->labels));
     TRY(clnet_buffer_create(d, B * sizeof(float), &r->loss));
     TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->correct));
-    if (!d->zero_copy) TRY(clnet_staging_create(d, m->nparams * sizeof(float), &r->staging));
+    TRY(clnet_staging_create(d, m->nparams * sizeof(float), &r->staging)); /* step.c */
     if (clnet_guard_on()) { /* a pass's tails, then every buffer's */
         r->guards = clnet_calloc((size_t)m->count + 32 + CLNET_MAX_INPUTS, sizeof *r->guards);
         if (!r->guards) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
@@ -234,6 +236,23 @@ clnet_status clnet_replica_write_state(clnet_replica *r, const float *params,
     if (s == CLNET_OK && buffers)
         s = clnet_buffer_write(r->d, r->buffers, 0, r->model->nbuffers, buffers);
     return s;
+}
+
+clnet_status clnet_replica_write_next(clnet_replica *r, const float *host, size_t from,
+                                      size_t end) {
+    clnet_status status = CLNET_OK;
+    CL_CHECK(clEnqueueWriteBuffer(r->d->queue, r->params_next, CL_FALSE, from * sizeof(float),
+                                  (end - from) * sizeof(float), host + from, 0, NULL, NULL),
+             "clEnqueueWriteBuffer(next parameters)");
+cleanup:
+    return status;
+}
+
+void clnet_replica_take_next(clnet_replica *r) {
+    cl_mem p = r->params;
+    r->params = r->params_next;
+    r->params_next = p;
+    r->state++;
 }
 
 clnet_status clnet_replica_write_buffers(clnet_replica *r, const float *buffers) {

@@ -17,6 +17,9 @@ typedef struct {
     size_t bytes; /* device memory the replica needs at max_batch */
     clnet_plan plan;
     cl_mem params, grads, buffers; /* (nparams), (nparams), (nbuffers) */
+    /* (nparams) the next step's parameters while that step may still be
+     * withdrawn: written bucket by bucket, made `params` by a swap */
+    cl_mem params_next;
     /* (nbuffers) the buffers as a training step found them, so that a step
      * whose numbers are not finite can be undone (clnet_replica_keep_buffers) */
     cl_mem buffers_before;
@@ -38,7 +41,7 @@ typedef struct {
     cl_mem work;                   /* scratch shared by all nodes (plan.work floats) */
     unsigned work_version;         /* the device's gemm_version plan.work was sized under */
     cl_mem labels, loss, correct;  /* (max_batch) each */
-    clnet_staging staging;         /* gradients read to the host (discrete devices) */
+    clnet_staging staging;         /* gradients read to the host (step.c) */
     float *loss_host;              /* (max_batch) */
     int32_t *correct_host;         /* (max_batch) */
     void *host;                    /* the nodes' host scratch (kind->host_bytes) */
@@ -84,6 +87,12 @@ clnet_status clnet_replica_fit_work(clnet_replica *r);
  * to the device. Buffers live on the devices while a net is bound (layers
  * update them there), so only binding, initialising and loading send them. */
 clnet_status clnet_replica_write_state(clnet_replica *r, const float *params, const float *buffers);
+/* Parameters [from, end) of the next step into params_next, queued behind
+ * the work already on the device's queue (in order: no kernel of this step
+ * reads params_next), from host memory that must stay unchanged until the
+ * queue is finished. clnet_replica_take_next makes them the parameters. */
+clnet_status clnet_replica_write_next(clnet_replica *r, const float *host, size_t from, size_t end);
+void clnet_replica_take_next(clnet_replica *r);
 /* The device's float buffers to the host (nbuffers floats). */
 clnet_status clnet_replica_read_buffers(clnet_replica *r, float *buffers);
 /* The float buffers alone to the device. */

@@ -9,14 +9,24 @@
  *      own worker thread, in micro-batches when its share exceeds what fits
  *      its memory, producing the SUM of its samples' gradients;
  *   3. gradients come to the host bucket by bucket (one bucket per node
- *      with parameters, last node first): on a discrete device each bucket
- *      is read into a mapped pinned staging buffer as soon as its backward
- *      pass has been enqueued, so transfers and the host's adding overlap
- *      the backward pass of the nodes below; a device that shares memory
- *      with the host is mapped in place once its backward pass is done;
+ *      with parameters, last node first): on every kind of device each
+ *      bucket is read into a mapped pinned staging buffer as soon as its
+ *      backward pass has been enqueued, so transfers and the host's adding
+ *      overlap the backward pass of the nodes below. A device that shares
+ *      memory with the host reads too, rather than mapping its gradient
+ *      buffer in place: a buffer mapped for reading must not be written by
+ *      a kernel until it is unmapped, and the nodes below still write it;
  *   4. this thread adds the replicas' buckets in a fixed device order while
- *      they arrive, the optimizer runs once (dividing by the global batch)
- *      and the new parameters go to every replica.
+ *      they arrive, and (in one process) updates each bucket's parameters
+ *      as soon as it is summed, dividing by the global batch: the new
+ *      parameters go to every replica's second parameter buffer, queued
+ *      behind its backward pass (in order: no kernel of the step reads that
+ *      buffer), while the backward pass of the nodes below still runs. The
+ *      optimizer's new state goes to a copy of its own. Only once the whole
+ *      step is known to be applied (every number finite, every device
+ *      done) are they made current, by swapping buffers: until then the
+ *      step can be withdrawn or done again on fewer devices. In an MPI job
+ *      the sum over the ranks comes at the end, and the update runs then.
  * A step on N devices therefore equals a step on one device, up to float
  * rounding, whatever the split. Replicas exchange data during a pass only
  * through the collective in their execution context (collective.h). */
@@ -46,12 +56,36 @@ static void post(clnet_trainer *t, int i, int node, cl_event ev, const float *da
     pthread_mutex_unlock(&t->step.lock);
 }
 
-/* A discrete device: starts reading a node's gradients to the host. */
+/* Starts reading a node's gradients to the host. */
 typedef struct {
     clnet_trainer *t;
-    int i;    /* the replica */
-    int sent; /* buckets on their way */
+    int i;         /* the replica */
+    int sent;      /* buckets on their way */
+    int next_node; /* the node whose new parameters the replica takes next (send_updates) */
 } bucket_sender;
+
+/* The new parameters the reducer made so far (update_node), node by node in
+ * its order from b->next_node down, to replica b->i's next parameters; with
+ * wait, each in turn as it comes, until the reducer makes no more. The
+ * replica's own worker sends them: one thread drives a device at a time
+ * (PoCL's basic device runs commands on the thread that submits them). */
+static clnet_status send_updates(bucket_sender *b, int wait) {
+    clnet_trainer *t = b->t;
+    for (; b->next_node >= 0; b->next_node--) {
+        const clnet_node *nd = &t->model->nodes[b->next_node];
+        if (!nd->param_count) continue;
+        pthread_mutex_lock(&t->step.lock);
+        while (wait && !t->step.updated[b->next_node] && !t->step.updates_over)
+            pthread_cond_wait(&t->step.changed, &t->step.lock);
+        int ready = t->step.updated[b->next_node];
+        pthread_mutex_unlock(&t->step.lock);
+        if (!ready) return CLNET_OK; /* not yet, or not in this step */
+        clnet_status s = clnet_replica_write_next(t->replicas[b->i], t->step.next, nd->param_off,
+                                                  nd->param_off + nd->param_count);
+        if (s != CLNET_OK) return s;
+    }
+    return CLNET_OK;
+}
 
 /* CLNET_FAULT's transfer point: replica i fails once one bucket is on its way. */
 static clnet_status transfer_fault(clnet_trainer *t, int i, int sent) {
@@ -78,11 +112,14 @@ static clnet_status send_bucket(void *arg, int node) {
     CL_CHECK(clFlush(rep->d->queue), "clFlush");
     post(b->t, b->i, node, ev, rep->staging.data + nd->param_off);
     TRY(transfer_fault(b->t, b->i, ++b->sent));
+    if (b->t->step.optim) TRY(send_updates(b, 0));
 cleanup:
     return status;
 }
 
-/* Replica i's share: micro-batches, then the gradient hand-over. */
+/* Replica i's share: micro-batches, then the gradient hand-over; and with
+ * the update by bucket, the new parameters as they come (also for a replica
+ * without a share). */
 static clnet_status run_share(clnet_trainer *t, int i) {
     clnet_status status = CLNET_OK;
     clnet_replica *r = t->replicas[i];
@@ -90,7 +127,7 @@ static clnet_status run_share(clnet_trainer *t, int i) {
     clnet_ctx *ctx = &t->step.ctx[i];
     int me = t->ranks.first + i; /* this replica among the devices of every rank */
     int train = t->step.train, off = t->step.offsets[me];
-    bucket_sender sender = {t, i, 0};
+    bucket_sender sender = {t, i, 0, m->count - 1};
     clnet_share share = {
         .images = t->step.images + (size_t)off * clnet_shape_size(m->input),
         .labels = t->step.labels ? t->step.labels + off : NULL,
@@ -98,33 +135,28 @@ static clnet_status run_share(clnet_trainer *t, int i) {
         .logits = t->step.logits,
         .n = t->step.shares[me],
         .first = off,
-        .node_done = train && !r->d->zero_copy ? send_bucket : NULL,
+        .node_done = train ? send_bucket : NULL,
         .arg = &sender,
         .fault_after_forward =
             train && clnet_balance_fault(&t->split.balance, me, ctx->step, CLNET_FAULT_KERNELS),
     };
-    double t0 = clnet_now();                       /* loss[i] and correct[i] start at 0 (run_all) */
-    if (train) TRY(clnet_replica_keep_buffers(r)); /* first: a failed step puts them back */
-    if (train && clnet_balance_fault(&t->split.balance, me, ctx->step, CLNET_FAULT_START))
-        FAIL(CLNET_ERR_OPENCL, "injected fault (CLNET_FAULT) in step %lld", (long long)ctx->step);
-    TRY(clnet_share_run(r, ctx, &share, &t->step.loss[i], &t->step.correct[i]));
-    CL_CHECK(clnet_finish(r->d), "clFinish");
-    if (train && r->d->zero_copy) { /* map the whole gradient buffer in place */
-        cl_int err = CL_SUCCESS;
-        clnet_count_wait();
-        void *p = clEnqueueMapBuffer(r->d->queue, r->grads, CL_TRUE, CL_MAP_READ, 0,
-                                     m->nparams * sizeof(float), 0, NULL, NULL, &err);
-        CL_CHECK(err, "clEnqueueMapBuffer(gradients)");
-        t->step.mapped[i] = p;
-        for (int node = m->count - 1; node >= 0; node--)
-            if (m->nodes[node].param_count) {
-                post(t, i, node, NULL, (const float *)p + m->nodes[node].param_off);
-                TRY(transfer_fault(t, i, ++sender.sent));
-            }
+    double t0 = clnet_now(), busy = -1; /* loss[i] and correct[i] start at 0 (run_all) */
+    if (share.n > 0) {
+        if (train) TRY(clnet_replica_keep_buffers(r)); /* first: a failed step puts them back */
+        if (train && clnet_balance_fault(&t->split.balance, me, ctx->step, CLNET_FAULT_START))
+            FAIL(CLNET_ERR_OPENCL, "injected fault (CLNET_FAULT) in step %lld",
+                 (long long)ctx->step);
+        TRY(clnet_share_run(r, ctx, &share, &t->step.loss[i], &t->step.correct[i]));
+        CL_CHECK(clnet_finish(r->d), "clFinish");
+        clnet_balance_throttle(&t->split.balance, me, clnet_now() - t0);
+        busy = clnet_now() - t0; /* what the balancer learns: not the wait for updates */
     }
-    clnet_balance_throttle(&t->split.balance, me, clnet_now() - t0);
+    if (train && t->step.optim) {
+        TRY(send_updates(&sender, 1));
+        CL_CHECK(clnet_finish(r->d), "clFinish"); /* the next step writes `next` again */
+    }
 cleanup:
-    t->step.seconds[me] = clnet_now() - t0;
+    if (share.n > 0) t->step.seconds[me] = busy >= 0 ? busy : clnet_now() - t0;
     pthread_mutex_lock(&t->step.lock);
     if (status != CLNET_OK) {
         clnet_error_context(status, "device %d (%s)", r->d->info.index, r->d->info.name);
@@ -227,6 +259,32 @@ static clnet_status reduce_node(clnet_trainer *t, int node) {
     return t->ranks.dist && t->ranks.overlap ? start_bucket(t, node) : CLNET_OK;
 }
 
+/* As soon as node's bucket is summed: its update into t->step.next, for
+ * the replicas' workers to send on (send_updates). Nothing once the step
+ * cannot be applied (a gradient or an update that is not finite). */
+static void update_node(clnet_trainer *t, int node) {
+    const clnet_node *nd = &t->model->nodes[node];
+    size_t from = nd->param_off, end = from + nd->param_count;
+    if (t->step.bad_node >= 0 || t->step.bad_update < t->model->nparams) return;
+    size_t bad = clnet_optim_apply_next(t->step.optim, t->step.params, t->step.next,
+                                        t->step.grad_sum, from, end, t->step.batch);
+    pthread_mutex_lock(&t->step.lock);
+    if (bad < end)
+        t->step.bad_update = bad;
+    else
+        t->step.updated[node] = 1;
+    pthread_cond_broadcast(&t->step.changed);
+    pthread_mutex_unlock(&t->step.lock);
+}
+
+/* The reducer makes no more updates in this step: the workers stop waiting. */
+static void updates_over(clnet_trainer *t) {
+    pthread_mutex_lock(&t->step.lock);
+    t->step.updates_over = 1;
+    pthread_cond_broadcast(&t->step.changed);
+    pthread_mutex_unlock(&t->step.lock);
+}
+
 /* With batch statistics a training share runs in one pass: caps the
  * shares at what each device holds, or refuses a batch that fits nowhere. */
 static clnet_status cap_shares(clnet_trainer *t, int n, int64_t step) {
@@ -286,27 +344,27 @@ cleanup:
 }
 
 /* Gives back what the hand-over holds, whatever became of the step: the
- * gradient buffers mapped in place and the buckets' events. An unmap that
- * fails fails the step, unless it failed already: the first failure's
- * message is the one to read. */
+ * buckets' events. */
 static clnet_status release_handover(clnet_trainer *t, clnet_status status) {
-    for (int i = 0; i < t->count; i++) {
-        clnet_replica *r = t->replicas[i];
-        void *p = t->step.mapped[i];
-        t->step.mapped[i] = NULL;
-        cl_int err = p && t->alive[i]
-                         ? clEnqueueUnmapMemObject(r->d->queue, r->grads, p, 0, NULL, NULL)
-                         : CL_SUCCESS;
-        if (err != CL_SUCCESS && status == CLNET_OK)
-            status =
-                clnet_fail_cl_at(err, "clEnqueueUnmapMemObject(gradients)", __FILE__, __LINE__);
-    }
     for (size_t k = 0; k < (size_t)t->count * t->model->count; k++)
         if (t->step.events[k]) {
             clReleaseEvent(t->step.events[k]);
             t->step.events[k] = NULL;
         }
     return status;
+}
+
+/* Nothing posted, reduced, updated or failed yet in this step. */
+static void forget_handover(clnet_trainer *t) {
+    const clnet_model *m = t->model;
+    memset(t->step.posted, 0, (size_t)t->count * m->count * sizeof *t->step.posted);
+    memset(t->step.updated, 0, (size_t)m->count * sizeof *t->step.updated);
+    t->step.bad_node = -1;
+    t->step.bad_update = m->nparams;
+    t->step.updates_over = 0;
+    t->step.started = 0;
+    t->step.first_failed = -1;
+    t->step.reduced = 0;
 }
 
 /* Splits n samples, starts every replica with a share, and with train
@@ -334,11 +392,7 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
         (status = clnet_dist_buckets_prepare(t->ranks.dist, m->nparams, buckets,
                                              t->split.deterministic)) != CLNET_OK)
         return status;
-    memset(t->step.posted, 0, (size_t)R * m->count * sizeof *t->step.posted);
-    t->step.bad_node = -1;
-    t->step.started = 0;
-    t->step.first_failed = -1;
-    t->step.reduced = 0;
+    forget_handover(t);
     clnet_outer_group outer;
     if (t->ranks.dist) clnet_ranks_outer(&t->ranks, t->step.shares, &outer);
     clnet_local_group_reset(t->step.group, taking, t->step.coll, t->ranks.dist ? &outer : NULL);
@@ -348,11 +402,17 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
             (clnet_ctx){.train = train, .d = t->replicas[i]->d, .coll = c, .step = step};
     }
     t->step.started = train;
-    clnet_workers_start(t->workers, share_job, t, t->step.active);
+    /* with the update by bucket, replicas without a share take the new parameters too */
+    clnet_workers_start(t->workers, share_job, t,
+                        train && t->step.optim ? t->alive : t->step.active);
 
     /* The reducer: buckets last node first, replicas in device order. */
-    for (int node = m->count - 1; train && node >= 0 && reduce_status == CLNET_OK; node--)
-        if (m->nodes[node].param_count) reduce_status = reduce_node(t, node);
+    for (int node = m->count - 1; train && node >= 0 && reduce_status == CLNET_OK; node--) {
+        if (!m->nodes[node].param_count) continue;
+        reduce_status = reduce_node(t, node);
+        if (reduce_status == CLNET_OK && t->step.optim) update_node(t, node);
+    }
+    if (train && t->step.optim) updates_over(t);
     /* the failure that made the others fail (an abandoned collective) */
     status = clnet_workers_wait_prefer(t->workers, t->step.first_failed);
     if (status == CLNET_OK) status = reduce_status;
@@ -465,15 +525,30 @@ static clnet_status run_train(clnet_trainer *t, clnet_model *m, int64_t step, co
     }
 }
 
+/* The update made bucket by bucket (update_node) becomes the current one:
+ * on the host, in the optimizer and on every device. */
+static void commit(clnet_trainer *t, clnet_model *m, clnet_optim *o, int n) {
+    memcpy(m->params, t->step.next, m->nparams * sizeof(float));
+    clnet_optim_commit_next(o, n);
+    for (int i = 0; i < t->count; i++)
+        if (t->alive[i]) clnet_replica_take_next(t->replicas[i]);
+}
+
 clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
                               const int32_t *labels, int n, double *loss, int *correct) {
     double sum = 0;
+    int by_bucket = t->by_bucket; /* MPI: the sum over the ranks comes last */
     clnet_status s = t->ranks.dist ? clnet_dist_begin_step(t->ranks.dist, o->step) : CLNET_OK;
+    t->step.optim = by_bucket ? o : NULL;
+    t->step.params = m->params;
+    t->step.batch = n;
     if (s == CLNET_OK) s = run_train(t, m, o->step, images, labels, n, &sum, correct);
+    t->step.optim = NULL;
     if (loss) *loss = sum;
     if (s != CLNET_OK) return s;
     stage_next(t, o->step + 1);
-    size_t bad = clnet_optim_apply(o, m->params, t->step.grad_sum, m->nparams, n);
+    size_t bad = by_bucket ? t->step.bad_update
+                           : clnet_optim_apply(o, m->params, t->step.grad_sum, m->nparams, n);
     if (bad < m->nparams) {
         char what[512];
         clnet_model_describe(m, 0, bad, what, sizeof what);
@@ -487,10 +562,11 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
     /* idle replicas' buffers follow only once the step is sure to be applied */
     if ((s = clnet_broadcast_to_idle(t, m, t->step.active)) != CLNET_OK)
         return settle(t, undo_buffers(t, s));
+    if (by_bucket) commit(t, m, o, n);
     clnet_model_count_step(m);
     /* the step is applied: a device that fails to take the new parameters
      * is dropped, or fails the step (the host holds them: a resume has them) */
-    while ((s = clnet_broadcast(t, m, 0)) != CLNET_OK &&
+    while (!by_bucket && (s = clnet_broadcast(t, m, 0)) != CLNET_OK &&
            clnet_trainer_drop(t, clnet_workers_failed(t->workers), o->step - 1, s))
         ;
     for (int i = 0; s == CLNET_OK && i < t->count; i++) /* CLNET_FAULT=I:S:drift */

@@ -42,13 +42,14 @@ static int step_state_make(clnet_step_state *s, size_t replicas, size_t devices,
     s->posted = clnet_calloc(buckets, sizeof(int));
     s->events = clnet_calloc(buckets, sizeof(cl_event));
     s->data = clnet_calloc(buckets, sizeof(float *));
-    s->mapped = clnet_calloc(R, sizeof(void *));
     s->grad_sum = clnet_calloc(nparams + 1, sizeof(float));
+    s->next = clnet_calloc(nparams + 1, sizeof(float));
+    s->updated = clnet_calloc(nodes + 1, sizeof(int));
     s->coll = clnet_calloc(R, sizeof *s->coll);
     s->ctx = clnet_calloc(R, sizeof *s->ctx);
     if (!s->shares || !s->offsets || !s->active || !s->correct || !s->finished || !s->loss ||
-        !s->seconds || !s->posted || !s->events || !s->data || !s->mapped || !s->grad_sum ||
-        !s->coll || !s->ctx) {
+        !s->seconds || !s->posted || !s->events || !s->data || !s->grad_sum || !s->next ||
+        !s->updated || !s->coll || !s->ctx) {
         free(s->shares);
         s->shares = NULL; /* the lock was never made */
         return 0;
@@ -65,7 +66,7 @@ static void step_state_free(clnet_step_state *s) {
     }
     free(s->shares), free(s->offsets), free(s->active), free(s->correct), free(s->finished);
     free(s->loss), free(s->seconds), free(s->posted), free(s->events), free(s->data);
-    free(s->mapped), free(s->grad_sum), free(s->coll), free(s->ctx);
+    free(s->grad_sum), free(s->next), free(s->updated), free(s->coll), free(s->ctx);
     clnet_local_group_free(s->group);
 }
 
@@ -126,6 +127,8 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
     TRY(clnet_dist_create(&t->ranks.dist));
     t->ranks.overlap = !getenv("CLNET_MPI_OVERLAP") || atoi(getenv("CLNET_MPI_OVERLAP")) != 0;
     TRY(count_devices(t));
+    const char *overlap = getenv("CLNET_OVERLAP");
+    t->by_bucket = !t->ranks.dist && !(overlap && strcmp(overlap, "off") == 0);
     size_t all = (size_t)t->ranks.total;
     t->replicas = clnet_calloc((size_t)n, sizeof *t->replicas);
     index = clnet_calloc(all, sizeof *index);

@@ -7,6 +7,7 @@
 #define CLNET_TRAINER_H
 
 #include "balance.h"
+#include "optim.h"
 #include "ranks.h"
 #include "replica.h"
 #include "worker.h"
@@ -44,14 +45,26 @@ typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t changed;
     int *posted;        /* [replica * nodes + node]: bucket ready */
-    cl_event *events;   /* its transfer, or NULL when mapped in place */
+    cl_event *events;   /* its transfer, until the host waited for it */
     const float **data; /* where the host reads it */
-    void **mapped;      /* (count) host-unified replicas: the whole gradient buffer */
     float *grad_sum;    /* (nparams) the summed gradient */
     int bad_node;       /* the first node whose summed gradient is not finite, or -1 */
     int first_failed;   /* the replica that failed first (the others may fail for it), or -1 */
     int reduced;        /* nodes the host has reduced so far in this step */
     int started;        /* the replicas started this training step (their buffers kept) */
+    /* The update of a step in one process, bucket by bucket as they are
+     * reduced (step.c): new parameters to `next`, which each replica's
+     * worker sends on to its params_next while the backward pass of the
+     * nodes below may still run; the optimizer's state to its next copy.
+     * Made current when the whole step is known to be applied; until then
+     * the step can be withdrawn. */
+    clnet_optim *optim;  /* the optimizer, or NULL: the update runs after the step */
+    int batch;           /* the global batch the update divides by */
+    const float *params; /* the parameters the update reads (the host's copy) */
+    float *next;         /* (nparams) the new parameters */
+    int *updated;        /* (nodes) node's new parameters are in `next` */
+    int updates_over;    /* the reducer makes no more updates in this step */
+    size_t bad_update;   /* the first parameter whose update is not finite, or nparams */
     /* the replicas' passes: their collectives and execution contexts */
     clnet_local_group *group; /* collectives across the replicas of a step */
     clnet_collective *coll;   /* (count) each taking replica's view of the group */
@@ -70,6 +83,9 @@ typedef struct {
 typedef struct {
     const clnet_model *model;
     int max_batch; /* the global batch the net is bound for */
+    /* 1: a step's update runs bucket by bucket during the backward pass
+     * (step.c); 0 in an MPI job and with CLNET_OVERLAP=off: after it */
+    int by_bucket;
     /* this process's devices */
     int count; /* replicas, one per device, in device order */
     clnet_replica **replicas;

@@ -558,6 +558,75 @@ START_TEST(the_split_follows_weights_and_drops_devices_too_slow_to_help) {
 }
 END_TEST
 
+/* The parameters and optimizer state (in one allocation) after six steps
+ * with optimizer `kind`: two with `split`; a third whose update overflows
+ * and a fourth with a NaN in its batch, both withdrawn; then two with
+ * `later` (a device idle before takes part, or one that took part idles). */
+static float *state_after(clnet_optimizer kind, const double *split, const double *later) {
+    clnet_net *net = make_net();
+    clnet_optimizer_config c;
+    clnet_optimizer_defaults(&c);
+    c.optimizer = kind;
+    c.lr = kind == CLNET_OPTIMIZER_SGD ? 0.05f : 1e-3f;
+    c.momentum = kind == CLNET_OPTIMIZER_SGD ? 0.9f : 0;
+    c.nesterov = kind == CLNET_OPTIMIZER_SGD;
+    c.weight_decay = 1e-3f;
+    ck_assert_msg(clnet_net_bind(net, test_runtime(), BATCH) == CLNET_OK, "%s", clnet_last_error());
+    size_t np = clnet_net_param_count(net);
+    float *x = malloc((size_t)BATCH * 784 * sizeof(float)), *out = malloc(3 * np * sizeof(float));
+    int32_t y[BATCH];
+    for (int s = 0; s < 6; s++) {
+        ck_assert_int_eq(clnet_net_set_split(net, s < 3 ? split : later, 2), CLNET_OK);
+        clnet_optimizer_config now = c;
+        if (s == 2) now.lr = 3e38f, now.weight_decay = 1e30f; /* the update overflows */
+        ck_assert_int_eq(clnet_net_set_optimizer(net, &now), CLNET_OK);
+        batch_data(net, s, x, y);
+        if (s == 3) x[5] = NAN;
+        clnet_status st = clnet_net_train_step(net, x, y, BATCH, NULL);
+        ck_assert_msg(st == (s == 2 || s == 3 ? CLNET_ERR_NONFINITE : CLNET_OK), "step %d: %s (%s)",
+                      s, clnet_status_string(st), st ? clnet_last_error() : "");
+        ck_assert_msg(clnet_net_check_replicas(net) == CLNET_OK, "%s", clnet_last_error());
+    }
+    memcpy(out, clnet_net_params(net), np * sizeof(float));
+    for (int k = 0; k < 2; k++)
+        if (net->optim.slot[k])
+            memcpy(out + (k + 1) * np, net->optim.slot[k], np * sizeof(float));
+        else
+            memset(out + (k + 1) * np, 0, np * sizeof(float));
+    ck_assert_int_eq(clnet_net_step(net), 4);
+    free(x);
+    clnet_net_free(net);
+    return out;
+}
+
+/* Each bucket's update is made while the backward pass of the nodes below
+ * runs, and kept aside until the step is known to be applied: the same
+ * floats as the update after the step (CLNET_OVERLAP=off), through a
+ * withdrawn step and a device without a share that must follow. */
+START_TEST(the_update_by_bucket_changes_no_float) {
+    static const clnet_optimizer kinds[] = {CLNET_OPTIMIZER_SGD, CLNET_OPTIMIZER_ADAM,
+                                            CLNET_OPTIMIZER_ADAMW};
+    double split[2] = {3, 1}, idle[2] = {1, 0}, both[2] = {1, 1};
+    if (has_slow_device()) split[0] = 7, split[1] = 1, both[0] = 7;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        const double *first = k == 1 ? idle : split, *later = k == 1 ? both : idle;
+        float *by_bucket = state_after(kinds[k], first, later);
+        setenv("CLNET_OVERLAP", "off", 1);
+        float *after = state_after(kinds[k], first, later);
+        unsetenv("CLNET_OVERLAP");
+        clnet_net *net = make_net();
+        size_t np = clnet_net_param_count(net);
+        clnet_net_free(net);
+        for (size_t i = 0; i < 3 * np; i++)
+            ck_assert_msg(memcmp(&by_bucket[i], &after[i], sizeof(float)) == 0,
+                          "%s: %s %zu: %g by bucket, %g after the step", clnet_optim_name(kinds[k]),
+                          i < np ? "parameter" : "state", i % np, by_bucket[i], after[i]);
+        free(by_bucket);
+        free(after);
+    }
+}
+END_TEST
+
 /* The tests that hold on any two devices; with the simulator they use a small net. */
 static void add_shared_tests(TCase *t) {
     tcase_add_test(t, the_split_follows_weights_and_drops_devices_too_slow_to_help);
@@ -565,6 +634,7 @@ static void add_shared_tests(TCase *t) {
     tcase_add_test(t, micro_batches_give_the_same_step);
     tcase_add_test(t, a_fixed_split_repeats_bit_for_bit);
     tcase_add_test(t, a_failing_device_stops_the_step_cleanly);
+    tcase_add_test(t, the_update_by_bucket_changes_no_float);
 }
 
 int main(void) {

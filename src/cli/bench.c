@@ -3,7 +3,17 @@
  * what real data costs). The last line is
  *   aggregate: images_per_s=<n> efficiency=<e> equal_split_efficiency=<e>
  * where efficiency is the throughput of all devices together over the sum of
- * each device's throughput alone.
+ * each device's throughput alone. Before it, the line
+ *   ceiling: ratio=<c> min=<a> max=<b> rounds=<k> share_efficiency=<s>
+ *            efficiency_over_ceiling=<e>
+ * says what the machine allows. Each device runs alone with its share of
+ * the batch (as the balanced split gives it); share_efficiency is the
+ * throughput of all devices together over the sum of those. The ratio is
+ * those single-device runs all at once (one thread each, as separate
+ * processes would run them) over the sum of each alone in the same round:
+ * devices that share cores, caches or memory bandwidth slow each other down
+ * whoever drives them. efficiency_over_ceiling = share_efficiency / ratio is
+ * what clnet's own coordination keeps.
  *
  * Shared machines drift, so the configurations are measured side by side:
  * all are set up first, then timed in turn for `--rounds` rounds, and each
@@ -13,20 +23,28 @@
  * from the measured rates, and the output says so. */
 #include "cli.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define BUDGET      30.0
-#define MAX_CONFIGS (CLNET_MAX_DEVICES + 2) /* each device alone, balanced, equal */
+#define BUDGET         30.0
+#define MAX_CONFIGS    (CLNET_MAX_DEVICES + 2) /* each device alone, balanced, equal */
+#define CEILING_ROUNDS 5                       /* at least, whatever --rounds says */
+#define MAX_ROUNDS     15
 
 typedef struct {
     char what[160];
     clnet_runtime *rt; /* owned when the configuration has its own */
     clnet_net *net;
-    double estimate;    /* > 0: not timed, this is the estimated images/s */
-    int estimated_from; /* samples a step of the estimate's timing */
-    double ips[16];     /* one per round */
+    double estimate;        /* > 0: not timed, this is the estimated images/s */
+    int estimated_from;     /* samples a step of the estimate's timing */
+    double ips[MAX_ROUNDS]; /* one per round */
+    /* a device alone, for the ceiling: its share of the balanced split */
+    int share;
+    double by_share[MAX_ROUNDS]; /* images/s alone, steps of its share */
+    double once[MAX_ROUNDS];     /* images/s, steps of its share, with all at once */
 } config;
 
 typedef struct {
@@ -92,6 +110,64 @@ static int time_round(config *c, const bench_data *d, int round) {
     return 0;
 }
 
+/* ---- the ceiling: every device alone, all at once --------------------------------- */
+
+typedef struct {
+    config *c;
+    const bench_data *d;
+    int round, ok;
+    atomic_int *running; /* devices still in their timed steps */
+} at_once_job;
+
+/* One device's timed steps while the others run theirs; then more steps,
+ * untimed, until every device is done, so that no device's timed steps
+ * ever run alone. */
+static void *at_once_thread(void *arg) {
+    at_once_job *j = arg;
+    const bench_data *d = j->d;
+    int n = j->c->share;
+    double t0 = clnet_seconds();
+    for (long s = 0; s < d->steps && j->ok; s++)
+        j->ok = clnet_net_train_step(j->c->net, d->x, d->y, n, NULL) == CLNET_OK;
+    j->c->once[j->round] = (double)d->steps * n / (clnet_seconds() - t0);
+    atomic_fetch_sub(j->running, 1);
+    while (j->ok && atomic_load(j->running) > 0)
+        j->ok = clnet_net_train_step(j->c->net, d->x, d->y, n, NULL) == CLNET_OK;
+    return NULL;
+}
+
+/* A device alone with its share, in round `round` of the ceiling. */
+static int time_by_share(config *c, const bench_data *d, int round) {
+    double t0 = clnet_seconds();
+    for (long s = 0; s < d->steps; s++)
+        if (clnet_net_train_step(c->net, d->x, d->y, c->share, NULL) != CLNET_OK)
+            return fail(c->what);
+    c->by_share[round] = (double)d->steps * c->share / (clnet_seconds() - t0);
+    return 0;
+}
+
+/* Round `round` of the ceiling: the n device alone configurations at once. */
+static int time_at_once(config *alone, int n, const bench_data *d, int round) {
+    at_once_job jobs[CLNET_MAX_DEVICES];
+    pthread_t threads[CLNET_MAX_DEVICES];
+    atomic_int running = n;
+    int started = 0, rc = 0;
+    for (; started < n; started++) {
+        jobs[started] = (at_once_job){&alone[started], d, round, 1, &running};
+        if (pthread_create(&threads[started], NULL, at_once_thread, &jobs[started])) break;
+    }
+    atomic_fetch_sub(&running, n - started); /* threads that never started run nothing */
+    for (int i = 0; i < started; i++) {
+        pthread_join(threads[i], NULL);
+        if (!jobs[i].ok && !rc) rc = fail(alone[i].what);
+    }
+    if (started < n && !rc) {
+        fprintf(stderr, "clnet bench: a thread for the devices at once could not start\n");
+        rc = 1;
+    }
+    return rc;
+}
+
 static double median(double *v, int n) {
     for (int i = 1; i < n; i++) /* insertion sort: a handful of rounds */
         for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
@@ -134,7 +210,7 @@ static const cli_opt bench_opts[] = {
      .type = CLI_INT,
      .at = CLI_AT(bench_options, rounds),
      .min = 1,
-     .max = 15,
+     .max = MAX_ROUNDS,
      .def = "3",
      .help = "rounds; each figure is the median of its rounds"},
     {.name = "--startup",
@@ -149,8 +225,15 @@ static const cli_command bench_cmd = {
     CLI_MODEL(bench_options),
     .opts = bench_opts,
     .footer = "Training speed on random data of each device alone and of all together; the\n"
-              "last line is\n"
+              "last lines are\n"
+              "  ceiling: ratio=<c> min=<a> max=<b> rounds=<k> share_efficiency=<s>\n"
+              "           efficiency_over_ceiling=<e>\n"
               "  aggregate: images_per_s=<n> efficiency=<e> equal_split_efficiency=<e>\n"
+              "efficiency: all devices together over the sum of each alone at the whole batch;\n"
+              "share_efficiency: the same against each alone with its share of the balanced\n"
+              "split; ratio: those single-device runs all at once (one thread each, as\n"
+              "separate processes) over each alone, in at least 5 rounds, with the spread: what\n"
+              "the machine allows. efficiency_over_ceiling = share_efficiency / ratio.\n"
               "With --startup, one training step and one evaluation on all the devices\n"
               "instead, then a report on stderr of each program built (family, options,\n"
               "seconds), each binary read back for clnet's cache, and each kernel's first\n"
@@ -164,9 +247,11 @@ typedef struct {
     bench_data d;
     clnet_runtime *all; /* every selected device, shared by the configurations of all */
     config c[MAX_CONFIGS];
-    int n, nc;           /* devices; configurations set up */
-    int balanced, equal; /* the indices of the two configurations of all devices */
-    double slowest;      /* an equal split's seconds a step, from the balanced rates */
+    int n, nc;                  /* devices; configurations set up */
+    int balanced, equal;        /* the indices of the two configurations of all devices */
+    double slowest;             /* an equal split's seconds a step, from the balanced rates */
+    double ceiling[MAX_ROUNDS]; /* per round: all alone at once over each alone */
+    int ceiling_rounds;         /* 0: not measured */
 } bench;
 
 static void bench_free(bench *b) {
@@ -246,8 +331,38 @@ static void report(bench *b) {
             print_shares(c, ips[k]);
         }
     }
+    if (b->ceiling_rounds) {
+        int k = b->ceiling_rounds;
+        double by_share = 0;
+        for (int i = 0; i < b->n; i++) by_share += median(b->c[i].by_share, k);
+        double c = median(b->ceiling, k), e = ips[b->balanced] / by_share;
+        printf("ceiling: ratio=%.3f min=%.3f max=%.3f rounds=%d share_efficiency=%.3f "
+               "efficiency_over_ceiling=%.3f\n",
+               c, b->ceiling[0], b->ceiling[k - 1], k, e, e / c); /* sorted by median */
+    } else if (b->n > 1) {
+        printf("ceiling: not measured (a device alone is estimated, or has no share)\n");
+    }
     printf("aggregate: images_per_s=%.0f efficiency=%.3f equal_split_efficiency=%.3f\n",
            ips[b->balanced], ips[b->balanced] / sum, ips[b->equal] / sum);
+}
+
+/* Round r: the configurations in turn (in the first --rounds rounds), then
+ * for the ceiling each device alone with its share and all of them at once. */
+static int time_round_all(bench *b, int r) {
+    const bench_data *d = &b->d;
+    for (int k = 0; k < b->nc && r < d->rounds; k++)
+        if (b->c[k].estimate == 0 && time_round(&b->c[k], d, r)) return 1;
+    if (r >= b->ceiling_rounds) return 0;
+    for (int i = 0; i < b->n; i++)
+        if (time_by_share(&b->c[i], d, r)) return 1;
+    if (time_at_once(b->c, b->n, d, r)) return 1;
+    double once = 0, alone = 0;
+    for (int i = 0; i < b->n; i++) {
+        once += b->c[i].once[r];
+        alone += b->c[i].by_share[r];
+    }
+    b->ceiling[r] = once / alone;
+    return 0;
 }
 
 static int run_bench(bench *b) {
@@ -262,9 +377,17 @@ static int run_bench(bench *b) {
     printf("model %s, batch %ld, %ld timed steps, median of %ld rounds\n", b->o.model, d->batch,
            d->steps, d->rounds);
     if (set_up_alone(b) || set_up_together(b)) return 1;
-    for (int r = 0; r < d->rounds; r++)
-        for (int k = 0; k < b->nc; k++)
-            if (b->c[k].estimate == 0 && time_round(&b->c[k], d, r)) return 1;
+    int timed = b->n > 1;
+    for (int i = 0; i < b->n; i++) {
+        clnet_device_share share;
+        clnet_net_device_share(b->c[b->balanced].net, i, &share);
+        b->c[i].share = share.share;
+        timed &= b->c[i].estimate == 0 && share.share > 0;
+    }
+    b->ceiling_rounds = !timed ? 0 : d->rounds > CEILING_ROUNDS ? (int)d->rounds : CEILING_ROUNDS;
+    int rounds = b->ceiling_rounds > d->rounds ? b->ceiling_rounds : (int)d->rounds;
+    for (int r = 0; r < rounds; r++)
+        if (time_round_all(b, r)) return 1;
     report(b);
     return 0;
 }
