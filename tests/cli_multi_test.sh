@@ -158,4 +158,11 @@ rc=$?
 if [ $rc -eq 0 ] && tail -n1 <<<"$out" | grep -qE '^aggregate: images_per_s=[0-9]+ efficiency=[0-9.]+ equal_split_efficiency=[0-9.]+$'; then
   ok "bench ends with the aggregate line ($(tail -n1 <<<"$out"))"
 else bad "bench" "$out"; fi
+# the machine's ceiling, measured beside it: at least 5 rounds, min <= ratio <= max
+ceiling=$(tail -n2 <<<"$out" | head -n1)
+if [[ $ceiling =~ ^ceiling:\ ratio=([0-9.]+)\ min=([0-9.]+)\ max=([0-9.]+)\ rounds=([0-9]+)\ share_efficiency=[0-9.]+\ efficiency_over_ceiling=[0-9.]+$ ]] &&
+  (( ${BASH_REMATCH[4]} >= 5 )) &&
+  awk -v r="${BASH_REMATCH[1]}" -v lo="${BASH_REMATCH[2]}" -v hi="${BASH_REMATCH[3]}" 'BEGIN { exit !(lo <= r && r <= hi && lo > 0) }'; then
+  ok "bench measures the ceiling beside it ($ceiling)"
+else bad "bench ceiling" "$out"; fi
 exit $fail
