@@ -255,8 +255,9 @@ static size_t check_update(const clnet_optim *o, const update_args *a, const upd
     return n;
 }
 
-static void count_step(clnet_optim *o, const update_args *a) {
-    o->ready = o->config.optimizer != CLNET_OPTIMIZER_SGD || a->mu > 0;
+/* A step taken: the slots now hold state (SGD keeps none without momentum). */
+static void count_step(clnet_optim *o) {
+    o->ready = o->config.optimizer != CLNET_OPTIMIZER_SGD || o->config.momentum > 0;
     o->step++;
 }
 
@@ -266,7 +267,7 @@ size_t clnet_optim_apply(clnet_optim *o, float *w, const float *grad_sum, size_t
     size_t bad = check_update(o, &a, &u, grad_sum, 0, n);
     if (bad < n) return bad;
     update_range(o, &a, &u, grad_sum, 0, n, 1);
-    count_step(o, &a);
+    count_step(o);
     return n;
 }
 
@@ -279,12 +280,11 @@ size_t clnet_optim_apply_next(clnet_optim *o, const float *w, float *w_next, con
     return bad;
 }
 
-void clnet_optim_commit_next(clnet_optim *o, int batch) {
-    const update_args a = make_args(o, batch);
+void clnet_optim_commit_next(clnet_optim *o) {
     for (int k = 0; k < CLNET_OPTIM_SLOTS; k++) {
         float *s = o->slot[k];
         o->slot[k] = o->next[k];
         o->next[k] = s;
     }
-    count_step(o, &a);
+    count_step(o);
 }

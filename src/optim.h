@@ -54,6 +54,6 @@ size_t clnet_optim_apply(clnet_optim *o, float *w, const float *grad_sum, size_t
  * makes the next state current and counts the step once. */
 size_t clnet_optim_apply_next(clnet_optim *o, const float *w, float *w_next, const float *grad_sum,
                               size_t from, size_t end, int batch);
-void clnet_optim_commit_next(clnet_optim *o, int batch);
+void clnet_optim_commit_next(clnet_optim *o);
 
 #endif

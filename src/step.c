@@ -527,9 +527,9 @@ static clnet_status run_train(clnet_trainer *t, clnet_model *m, int64_t step, co
 
 /* The update made bucket by bucket (update_node) becomes the current one:
  * on the host, in the optimizer and on every device. */
-static void commit(clnet_trainer *t, clnet_model *m, clnet_optim *o, int n) {
+static void commit(clnet_trainer *t, clnet_model *m, clnet_optim *o) {
     memcpy(m->params, t->step.next, m->nparams * sizeof(float));
-    clnet_optim_commit_next(o, n);
+    clnet_optim_commit_next(o);
     for (int i = 0; i < t->count; i++)
         if (t->alive[i]) clnet_replica_take_next(t->replicas[i]);
 }
@@ -562,7 +562,7 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
     /* idle replicas' buffers follow only once the step is sure to be applied */
     if ((s = clnet_broadcast_to_idle(t, m, t->step.active)) != CLNET_OK)
         return settle(t, undo_buffers(t, s));
-    if (by_bucket) commit(t, m, o, n);
+    if (by_bucket) commit(t, m, o);
     clnet_model_count_step(m);
     /* the step is applied: a device that fails to take the new parameters
      * is dropped, or fails the step (the host holds them: a resume has them) */

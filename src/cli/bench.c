@@ -101,13 +101,17 @@ static int set_up(config *c, const char *model, const bench_data *d, const doubl
     return 0;
 }
 
-static int time_round(config *c, const bench_data *d, int round) {
+/* Images/s of --steps steps of n samples into *ips. */
+static int time_images(config *c, const bench_data *d, int n, double *ips) {
     double t0 = clnet_seconds();
     for (long s = 0; s < d->steps; s++)
-        if (clnet_net_train_step(c->net, d->x, d->y, (int)d->batch, NULL) != CLNET_OK)
-            return fail(c->what);
-    c->ips[round] = (double)d->steps * d->batch / (clnet_seconds() - t0);
+        if (clnet_net_train_step(c->net, d->x, d->y, n, NULL) != CLNET_OK) return fail(c->what);
+    *ips = (double)d->steps * n / (clnet_seconds() - t0);
     return 0;
+}
+
+static int time_round(config *c, const bench_data *d, int round) {
+    return time_images(c, d, (int)d->batch, &c->ips[round]);
 }
 
 /* ---- the ceiling: every device alone, all at once --------------------------------- */
@@ -138,12 +142,7 @@ static void *at_once_thread(void *arg) {
 
 /* A device alone with its share, in round `round` of the ceiling. */
 static int time_by_share(config *c, const bench_data *d, int round) {
-    double t0 = clnet_seconds();
-    for (long s = 0; s < d->steps; s++)
-        if (clnet_net_train_step(c->net, d->x, d->y, c->share, NULL) != CLNET_OK)
-            return fail(c->what);
-    c->by_share[round] = (double)d->steps * c->share / (clnet_seconds() - t0);
-    return 0;
+    return time_images(c, d, c->share, &c->by_share[round]);
 }
 
 /* Round `round` of the ceiling: the n device alone configurations at once. */
