@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,6 +480,9 @@ typedef struct {
     int32_t *labels; /* (batch) */
 } batch_buffer;
 
+/* The serials of the batches every loader prepares, one count for the process. */
+static atomic_uint_least64_t serials;
+
 struct clnet_loader {
     const clnet_dataset *ds;
     clnet_loader_config cfg;
@@ -489,8 +493,9 @@ struct clnet_loader {
     batch_buffer buffers[2];
 
     /* The caller's side (only clnet_loader_* calls touch these). */
-    int held;    /* the buffer of the caller's current batch; -1 for none */
-    cursor next; /* where the caller's next batch starts */
+    int held;             /* the buffer of the caller's current batch; -1 for none */
+    uint64_t held_serial; /* its serial (clnet_loader_serial) */
+    cursor next;          /* where the caller's next batch starts */
 
     /* The prefetch thread's own: the order of order_epoch. */
     int32_t *order;  /* (count) */
@@ -511,6 +516,7 @@ struct clnet_loader {
     cursor job;    /* the requested batch */
     int job_buffer;
     clnet_batch result;
+    uint64_t result_serial;
     int result_buffer;
     clnet_error_slot result_error;
     int fail_armed; /* the test hook */
@@ -586,6 +592,7 @@ static void *prefetch_thread(void *arg) {
         l->busy = 0;
         l->done = 1;
         l->result = result;
+        l->result_serial = atomic_fetch_add(&serials, 1) + 1;
         l->result_buffer = buffer;
         l->result_error = error;
         pthread_cond_broadcast(&l->finished);
@@ -690,6 +697,7 @@ clnet_status clnet_loader_next(clnet_loader *l, clnet_batch *out) {
     l->result_error = (clnet_error_slot){0};
     if (error.status == CLNET_OK) {
         l->held = l->result_buffer;
+        l->held_serial = l->result_serial;
         l->next = settle(l, (cursor){result.epoch, result.position + result.n});
         request(l, l->next);
     }
@@ -699,13 +707,20 @@ clnet_status clnet_loader_next(clnet_loader *l, clnet_batch *out) {
     return CLNET_OK;
 }
 
-int clnet_loader_peek(clnet_loader *l, clnet_batch *out) {
+int clnet_loader_peek(clnet_loader *l, clnet_batch *out, uint64_t *serial) {
     pthread_mutex_lock(&l->lock);
     while (!l->done && (l->requested || l->busy)) pthread_cond_wait(&l->finished, &l->lock);
     int ready = l->done && l->result_error.status == CLNET_OK;
-    if (ready) *out = l->result;
+    if (ready) {
+        *out = l->result;
+        *serial = l->result_serial;
+    }
     pthread_mutex_unlock(&l->lock);
     return ready;
+}
+
+uint64_t clnet_loader_serial(const clnet_loader *l) {
+    return l ? l->held_serial : 0;
 }
 
 clnet_status clnet_loader_seek(clnet_loader *l, int epoch, int64_t position) {

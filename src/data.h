@@ -13,10 +13,15 @@
 void clnet_loader_inject_failure(clnet_loader *l, int epoch, int64_t position);
 
 /* The batch the next clnet_loader_next will return, once the prefetch thread
- * has it ready (this waits for it): 1 and *out, its memory valid until the
- * call after that next. 0 when there is none (a failure waits for next to
- * report it). The caller's current batch stays valid. */
-int clnet_loader_peek(clnet_loader *l, clnet_batch *out);
+ * has it ready (this waits for it): 1, *out and its serial, its memory
+ * valid until the call after that next. 0 when there is none (a failure
+ * waits for next to report it). The caller's current batch stays valid. */
+int clnet_loader_peek(clnet_loader *l, clnet_batch *out, uint64_t *serial);
+
+/* The serial of the batch the last clnet_loader_next returned (0: none).
+ * Every batch a loader prepares gets a serial no other batch of the process
+ * has had: two batches with one serial hold the same samples. */
+uint64_t clnet_loader_serial(const clnet_loader *l);
 
 /* 1 for images read from IDX files: they feed any model input that has as
  * many values (Fashion-MNIST read as channels=1 length=784). */

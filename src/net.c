@@ -374,9 +374,10 @@ cleanup:
 }
 
 /* The trainer's look at the step after this one: the loader's next batch. */
-static int loader_ahead(void *arg, const float **images, const int32_t **labels, int *n) {
+static int loader_ahead(void *arg, const float **images, const int32_t **labels, int *n,
+                        uint64_t *ticket) {
     clnet_batch next;
-    if (!clnet_loader_peek(arg, &next)) return 0;
+    if (!clnet_loader_peek(arg, &next, ticket)) return 0;
     *images = next.images;
     *labels = next.labels;
     *n = next.n;
@@ -416,9 +417,11 @@ clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, c
     TRY(clnet_loader_next(loader, batch));
     net->trainer->feed.next = loader_ahead;
     net->trainer->feed.arg = loader;
+    net->trainer->feed.current = clnet_loader_serial(loader);
     status = clnet_net_train_step(net, batch->images, batch->labels, batch->n, out);
     net->trainer->feed.next = NULL;
     net->trainer->feed.arg = NULL;
+    net->trainer->feed.current = 0;
 cleanup:
     return status;
 }

@@ -325,8 +325,7 @@ clnet_status clnet_replica_load(clnet_replica *r, const float *images, const int
     clnet_status status = check_batch(r, n);
     if (status != CLNET_OK) return status;
     int ahead = r->staged.images == images && r->staged.labels == labels && r->staged.n == n;
-    r->staged.images = NULL;
-    r->staged.labels = NULL;
+    clnet_replica_unstage(r);
     if (ahead && labels) {
         r->staged_loads++;
         return CLNET_OK;
@@ -341,8 +340,7 @@ clnet_status clnet_replica_load(clnet_replica *r, const float *images, const int
 clnet_status clnet_replica_stage(clnet_replica *r, const float *images, const int32_t *labels,
                                  int n) {
     clnet_status status = check_batch(r, n);
-    r->staged.images = NULL;
-    r->staged.labels = NULL;
+    clnet_replica_unstage(r);
     if (status == CLNET_OK && labels) status = upload(r, images, labels, n);
     if (status == CLNET_OK && labels) {
         r->staged.images = images;
@@ -352,6 +350,11 @@ clnet_status clnet_replica_stage(clnet_replica *r, const float *images, const in
     }
 cleanup:
     return status;
+}
+
+void clnet_replica_unstage(clnet_replica *r) {
+    r->staged.images = NULL;
+    r->staged.labels = NULL;
 }
 
 /* The pass of node i over n samples (backward: its backward pass). */

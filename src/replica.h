@@ -123,6 +123,9 @@ clnet_status clnet_replica_load(clnet_replica *r, const float *images, const int
  * overwrites it. Call only after every pass that reads the input is queued. */
 clnet_status clnet_replica_stage(clnet_replica *r, const float *images, const int32_t *labels,
                                  int n);
+/* Forgets what clnet_replica_stage uploaded: the next load copies its batch
+ * even from the same addresses (their contents changed). */
+void clnet_replica_unstage(clnet_replica *r);
 /* The forward pass over the loaded batch (with ctx->train, the loss also
  * writes its gradient). */
 clnet_status clnet_replica_forward(clnet_replica *r, const clnet_ctx *ctx, int n);

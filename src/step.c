@@ -448,14 +448,16 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
 }
 
 /* The next step's batch, split as that step will split it: each device's
- * first micro-batch starts on its way while the host reduces, updates and
- * sends the parameters. Nothing here fails a step: a device that could not
- * take its share ahead copies it when the step loads it. */
+ * first micro-batch starts on its way while the devices finish this step's
+ * update. Nothing here fails a step: a device that could not take its share
+ * ahead copies it when the step loads it. */
 static void stage_next(clnet_trainer *t, int64_t step) {
     const float *images = NULL;
     const int32_t *labels = NULL;
     int n = 0;
-    if (!t->feed.next || !t->feed.next(t->feed.arg, &images, &labels, &n)) return;
+    uint64_t ticket = 0;
+    t->feed.staged = 0;
+    if (!t->feed.next || !t->feed.next(t->feed.arg, &images, &labels, &n, &ticket)) return;
     /* no exchange between ranks here: a rank whose loader could not look
      * ahead does not come here, and the others must not wait for it */
     if (!images || !labels || n < 1 || n > t->max_batch || split(t, n, step, 1, 0) != CLNET_OK)
@@ -467,13 +469,33 @@ static void stage_next(clnet_trainer *t, int64_t step) {
         int first = share < r->max_batch ? share : r->max_batch;
         if (share > 0) (void)clnet_replica_stage(r, images + (size_t)off * in, labels + off, first);
     }
+    t->feed.staged = ticket;
+}
+
+/* The copies stage_next started read the caller's memory, which may be freed
+ * once the step returns: waits for them where nothing else did (the
+ * parameter broadcast blocks behind them; the update by bucket does not). A
+ * device whose wait fails forgets its copy and fails at its next command. */
+static void wait_staged(clnet_trainer *t) {
+    for (int i = 0; t->feed.staged && i < t->count; i++) {
+        clnet_replica *r = t->replicas[i];
+        if (t->alive[i] && r->staged.images && clnet_finish(r->d) != CLNET_OK)
+            clnet_replica_unstage(r);
+    }
+}
+
+/* A step over another batch than the one staged: what was staged is stale,
+ * even where its addresses are the batch's (a loader reuses its buffers). */
+static void check_staged(clnet_trainer *t) {
+    if (t->feed.current && t->feed.current == t->feed.staged) return;
+    for (int i = 0; i < t->count; i++) clnet_replica_unstage(t->replicas[i]);
+    t->feed.staged = 0;
 }
 
 /* After a failed step s, waits for every device's queue: copies made ahead
  * (stage_next) read the caller's memory, which may be freed once the step
  * returns. A wait that fails too is not recorded: s's message is the one to
- * read. A step that ends normally needs no wait: its parameter broadcast
- * blocks behind them. */
+ * read. A step that ends normally waits in wait_staged. */
 static clnet_status settle(clnet_trainer *t, clnet_status s) {
     for (int i = 0; i < t->count; i++)
         if (t->alive[i]) (void)clnet_finish(t->replicas[i]->d); /* never a dropped one's */
@@ -539,6 +561,7 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
     double sum = 0;
     int by_bucket = t->by_bucket; /* MPI: the sum over the ranks comes last */
     clnet_status s = t->ranks.dist ? clnet_dist_begin_step(t->ranks.dist, o->step) : CLNET_OK;
+    check_staged(t);
     t->step.optim = by_bucket ? o : NULL;
     t->step.params = m->params;
     t->step.batch = n;
@@ -562,7 +585,10 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
     /* idle replicas' buffers follow only once the step is sure to be applied */
     if ((s = clnet_broadcast_to_idle(t, m, t->step.active)) != CLNET_OK)
         return settle(t, undo_buffers(t, s));
-    if (by_bucket) commit(t, m, o);
+    if (by_bucket) {
+        commit(t, m, o);
+        wait_staged(t);
+    }
     clnet_model_count_step(m);
     /* the step is applied: a device that fails to take the new parameters
      * is dropped, or fails the step (the host holds them: a resume has them) */

@@ -72,12 +72,17 @@ typedef struct {
 } clnet_step_state;
 
 /* Where a training step learns the batch of the step after it (next NULL:
- * nowhere): 1 with its images, labels and n, or 0. Its first micro-batches
- * go to the devices while the host updates the parameters
- * (clnet_replica_stage); the memory must stay unchanged until then. */
+ * nowhere): 1 with its images, labels, n and ticket, or 0. Its first
+ * micro-batches go to the devices before the step returns
+ * (clnet_replica_stage). A ticket names a batch's contents, never 0 and
+ * never reused in the process (the loader's batch serial): a step whose
+ * batch's ticket (current, set by the caller; 0 for unknown) is not the one
+ * staged copies its batch again, even at the same addresses. */
 typedef struct {
-    int (*next)(void *arg, const float **images, const int32_t **labels, int *n);
+    int (*next)(void *arg, const float **images, const int32_t **labels, int *n, uint64_t *ticket);
     void *arg;
+    uint64_t current; /* the ticket of the batch of the step about to run */
+    uint64_t staged;  /* the ticket of the batch staged on the devices */
 } clnet_trainer_feed;
 
 typedef struct {
