@@ -10,6 +10,7 @@ packages=(
   libclblast-dev zlib1g-dev          # GEMM, gzip
   check python3                      # unit tests; python3 for the layering check
   clang-format                       # the format check (scripts/format.sh)
+  clang                              # the fuzz targets (scripts/fuzz.sh: libFuzzer)
   oclgrind                           # a second OpenCL platform, for tests
   libopenmpi-dev openmpi-bin         # training across machines (mpirun), and its tests
   dataset-fashion-mnist              # the data set the demo trains on

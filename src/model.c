@@ -35,7 +35,7 @@ static clnet_status tokenize(const char *text, char *kind, size_t kind_cap, opti
     kind[0] = '\0';
     const char *p = text;
     while (*p && *p != '#') {
-        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+        while (isspace((unsigned char)*p)) p++; /* every blank the token loop stops at */
         if (!*p || *p == '#') break;
         const char *start = p;
         while (*p && !isspace((unsigned char)*p) && *p != '#') p++;
@@ -349,7 +349,7 @@ static clnet_status sort(clnet_model *m, int *bad) {
             if (sorted[i].inputs[k] != CLNET_MODEL_INPUT)
                 sorted[i].inputs[k] = where[sorted[i].inputs[k]];
     }
-    memcpy(m->nodes, sorted, (size_t)n * sizeof *sorted);
+    if (n) memcpy(m->nodes, sorted, (size_t)n * sizeof *sorted); /* a net of no layers: NULL */
 cleanup:
     free(placed), free(order), free(sorted), free(where);
     return status;

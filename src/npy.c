@@ -10,9 +10,11 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define HEADER_MAX (1u << 20) /* NumPy's own headers are a few hundred bytes */
 
@@ -119,6 +121,22 @@ static int machine_is_big_endian(void) {
     return *(const unsigned char *)&one == 0;
 }
 
+/* The bytes after f's position; SIZE_MAX when not known (not a plain file). */
+static size_t bytes_left(FILE *f) {
+    struct stat st;
+    long at = ftell(f);
+    if (at < 0 || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) return SIZE_MAX;
+    return st.st_size > at ? (size_t)(st.st_size - at) : 0;
+}
+
+static clnet_status truncated(const char *path, const clnet_npy *a, size_t bytes, size_t have) {
+    char text[160];
+    clnet_npy_shape_text(a, text, sizeof text);
+    return clnet_fail(CLNET_ERR_FORMAT,
+                      "%s: truncated: shape %s needs %zu bytes of data, the file has %zu", path,
+                      text, bytes, have);
+}
+
 clnet_status clnet_npy_read(const char *path, clnet_npy *out) {
     clnet_status status = CLNET_OK;
     FILE *f = NULL;
@@ -164,16 +182,15 @@ clnet_status clnet_npy_read(const char *path, clnet_npy *out) {
     if (strncmp(order, "False", 5) != 0)
         FAIL(CLNET_ERR_FORMAT, "%s: a malformed 'fortran_order' in the header", path);
     TRY(parse_shape(path, shape, out));
-    size_t bytes = out->count * (size_t)out->size;
+    size_t bytes = out->count * (size_t)out->size, left = bytes_left(f);
+    /* a short file is refused before its shape's bytes are allocated */
+    if (left < bytes) TRY(truncated(path, out, bytes, left));
     out->data = clnet_malloc(bytes ? bytes : 1);
     if (!out->data) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %s (%zu bytes)", path, bytes);
     got = fread(out->data, 1, bytes, f);
     if (got != bytes) {
-        char text[160];
-        clnet_npy_shape_text(out, text, sizeof text);
         if (ferror(f)) FAIL(CLNET_ERR_IO, "%s: read error: %s", path, strerror(errno));
-        FAIL(CLNET_ERR_FORMAT, "%s: truncated: shape %s needs %zu bytes of data, the file has %zu",
-             path, text, bytes, got);
+        TRY(truncated(path, out, bytes, got));
     }
     if (out->size > 1 && big != machine_is_big_endian())
         swap_bytes(out->data, out->count, out->size);

@@ -152,7 +152,7 @@ int cli_parse(const cli_command *c, int argc, char **argv, void *dest, int *exit
             }
         }
     }
-    return 1;
+    return !c->check || (*exit_code = c->check(dest)) == 0;
 }
 
 int cli_which_model(const char *command) {
@@ -208,6 +208,11 @@ int cli_npy_files(const char *name, const char *list, void *dest) {
     for (const char *p = list;;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len >= CLI_PATH_CAP) {
+            fprintf(stderr, "clnet: %s: a path of %zu characters (at most %d)\n", name, len,
+                    CLI_PATH_CAP - 1);
+            return 0;
+        }
         if (count < 4) snprintf(npy->paths[count], CLI_PATH_CAP, "%.*s", (int)len, p);
         count++;
         if (!comma) break;

@@ -219,8 +219,9 @@ static const cli_opt bench_opts[] = {
     {0},
 };
 
-static const cli_command bench_cmd = {
+const cli_command cli_bench_cmd = {
     .name = "bench",
+    .size = sizeof(bench_options),
     CLI_MODEL(bench_options),
     .opts = bench_opts,
     .footer = "Training speed on random data of each device alone and of all together; the\n"
@@ -395,7 +396,7 @@ int cmd_bench(int argc, char **argv) {
     bench *b = calloc(1, sizeof *b);
     int rc = 1;
     if (!b) return 1;
-    if (cli_parse(&bench_cmd, argc, argv, &b->o, &rc)) {
+    if (cli_parse(&cli_bench_cmd, argc, argv, &b->o, &rc)) {
         b->d = (bench_data){.batch = b->o.batch, .steps = b->o.steps, .rounds = b->o.rounds};
         if (!b->o.model) {
             rc = cli_which_model("bench");

@@ -52,6 +52,10 @@ typedef struct {
     size_t positional_at;        /* CLI_AT of its const char * */
     const cli_opt *opts;         /* ended by a row whose name is NULL; NULL: no options */
     const char *footer;          /* printed after the options by --help */
+    size_t size;                 /* sizeof the options struct */
+    /* Once every word is read: 0 when the options go together, else the
+     * exit status after a message. NULL: any set goes. */
+    int (*check)(void *options);
 } cli_command;
 
 /* The MODEL argument of every command but devices, read into the field `model` of
@@ -74,17 +78,20 @@ typedef struct {
 /* A command reads its words in one call; one that takes an optional argument
  * and no options (clnet layers [KIND]) needs only
  *   typedef struct { const char *kind; } layers_options;
- *   static const cli_command layers_cmd = {.name = "layers", .positional = "[KIND]",
- *       .positional_what = "layer kind", .positional_at = CLI_AT(layers_options, kind)};
+ *   const cli_command cli_layers_cmd = {.name = "layers", .positional = "[KIND]",
+ *       .positional_what = "layer kind", .positional_at = CLI_AT(layers_options, kind),
+ *       .size = sizeof(layers_options)};
  *   layers_options o = {0};
  *   int rc;
- *   if (!cli_parse(&layers_cmd, argc, argv, &o, &rc)) return rc;
- * and --help then prints "usage: clnet layers [KIND]" and its footer. */
+ *   if (!cli_parse(&cli_layers_cmd, argc, argv, &o, &rc)) return rc;
+ * and --help then prints "usage: clnet layers [KIND]" and its footer. Each
+ * table is also listed in cli_commands (commands.c). */
 
 /* Reads argv[0..argc) (the words after the command's name) into `dest`, the
  * command's options struct, zeroed by the caller: the defaults first, then
- * the options given. 1 to go on; 0 to stop with *exit_code 0 after --help,
- * or 2 after a message on a bad command line. */
+ * the options given, then the command's check. 1 to go on; 0 to stop with
+ * *exit_code 0 after --help, 2 after a message on a bad command line, or the
+ * check's status. */
 int cli_parse(const cli_command *c, int argc, char **argv, void *dest, int *exit_code);
 
 /* The --help text: usage line, one entry per option, footer. */
@@ -131,7 +138,13 @@ int cli_first_step(const char *command, const char *done, const char *model, lon
 
 /* ---- the commands (main in clnet.c calls these) ---- */
 
-int cmd_devices(int argc, char **argv); /* clnet.c */
+/* Every command's table, ended by NULL: what the command line's fuzz target
+ * (tests/fuzz/fuzz_cli.c) feeds its words to. */
+extern const cli_command *const cli_commands[];
+extern const cli_command cli_devices_cmd, cli_train_cmd, cli_eval_cmd, cli_predict_cmd,
+    cli_bench_cmd, cli_tune_cmd, cli_layers_cmd, cli_warm_cmd;
+
+int cmd_devices(int argc, char **argv); /* devices.c */
 int cmd_train(int argc, char **argv);   /* train.c */
 int cmd_eval(int argc, char **argv);    /* train.c */
 int cmd_predict(int argc, char **argv); /* predict.c */

@@ -1,5 +1,5 @@
-/* The clnet command-line program: main dispatches to the commands (cmd_devices here,
- * the others in their own files). It uses only the public API (clnet.h). */
+/* The clnet command-line program: main dispatches to the commands, each in its
+ * own file. It uses only the public API (clnet.h). */
 #include "cli.h"
 
 #include <stdio.h>
@@ -31,72 +31,6 @@ static void usage(FILE *out) {
             "\n"
             "SPEC selects devices: all (default), gpu, cpu, a comma list of device numbers\n"
             "(0,2), or platform=NAME. --devices wins over $CLNET_DEVICES.\n");
-}
-
-static void format_bytes(uint64_t bytes, char *out, size_t cap) {
-    if (bytes >= (1ull << 30))
-        snprintf(out, cap, "%.1f GiB", (double)bytes / (1ull << 30));
-    else
-        snprintf(out, cap, "%.0f MiB", (double)bytes / (1ull << 20));
-}
-
-typedef struct {
-    const char *devices;
-} devices_options;
-
-static const cli_opt devices_opts[] = {
-    CLI_DEVICES(devices_options, "all (default), gpu, cpu, a comma list of device numbers\n"
-                                 "(0,2), or platform=NAME; wins over $CLNET_DEVICES"),
-    {0},
-};
-
-static const cli_command devices_cmd = {
-    .name = "devices",
-    .opts = devices_opts,
-    .footer = "Lists the devices SPEC selects and checks that each runs clnet's kernels.\n",
-};
-
-int cmd_devices(int argc, char **argv) {
-    devices_options o = {0};
-    int rc = 0;
-    if (!cli_parse(&devices_cmd, argc, argv, &o, &rc)) return rc;
-    clnet_runtime *rt = NULL;
-    if (clnet_runtime_create(&rt, o.devices) != CLNET_OK) {
-        fprintf(stderr, "clnet: %s\n", clnet_last_error());
-        return 1;
-    }
-    int failures = 0;
-    char platform_seen[128] = "";
-    for (int i = 0; i < clnet_runtime_device_count(rt); i++) {
-        clnet_device_info d;
-        clnet_runtime_device_info(rt, i, &d);
-        if (strcmp(platform_seen, d.platform_name) != 0 || i == 0) {
-            snprintf(platform_seen, sizeof platform_seen, "%s", d.platform_name);
-            printf("%splatform: %s (%s; %s)\n", i ? "\n" : "", d.platform_name, d.platform_vendor,
-                   d.platform_version);
-            printf("  %-3s %-5s %-36s %4s %9s %9s %6s %-7s %-4s %-4s %-13s %-10s %s\n", "#", "type",
-                   "device", "CUs", "memory", "max buf", "max wg", "unified", "fp16", "fp64",
-                   "OpenCL C", "driver", "check");
-        }
-        char mem[32], maxbuf[32];
-        format_bytes(d.global_mem_bytes, mem, sizeof mem);
-        format_bytes(d.max_alloc_bytes, maxbuf, sizeof maxbuf);
-        printf("  %-3d %-5.5s %-36.36s %4u %9s %9s %6zu %-7s %-4s %-4s %-13.13s %-10.10s ", d.index,
-               clnet_device_type_name(d.type), d.name, d.compute_units, mem, maxbuf,
-               d.max_work_group_size, d.host_unified_memory ? "yes" : "no", d.fp16 ? "yes" : "no",
-               d.fp64 ? "yes" : "no", d.opencl_c_version, d.driver_version);
-        fflush(stdout);
-        if (clnet_runtime_device_check(rt, i) == CLNET_OK) {
-            printf("ok\n");
-        } else {
-            printf("failed: %s\n", clnet_last_error());
-            failures++;
-        }
-    }
-    int count = clnet_runtime_device_count(rt);
-    printf("\n%d device%s selected, %d failed the check\n", count, count == 1 ? "" : "s", failures);
-    clnet_runtime_free(rt);
-    return failures ? 1 : 0;
 }
 
 /* Commands that work in one process refuse a job of several ranks, which

@@ -50,8 +50,9 @@ typedef struct {
     const char *kind;
 } layers_options;
 
-static const cli_command layers_cmd = {
+const cli_command cli_layers_cmd = {
     .name = "layers",
+    .size = sizeof(layers_options),
     .positional = "[KIND]",
     .positional_what = "layer kind",
     .positional_at = CLI_AT(layers_options, kind),
@@ -62,7 +63,7 @@ static const cli_command layers_cmd = {
 int cmd_layers(int argc, char **argv) {
     layers_options o = {0};
     int rc;
-    if (!cli_parse(&layers_cmd, argc, argv, &o, &rc)) return rc;
+    if (!cli_parse(&cli_layers_cmd, argc, argv, &o, &rc)) return rc;
     if (o.kind) return print_kind(o.kind);
     const char *name;
     int status = 0;

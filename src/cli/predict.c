@@ -100,34 +100,33 @@ static const cli_opt predict_opts[] = {
     {0},
 };
 
-static const cli_command predict_cmd = {
-    .name = "predict",
-    CLI_MODEL(options),
-    .opts = predict_opts,
-    .footer = "stdout ends with\n"
-              "  predicted: count=<n> shape=<shape> output=<file> accuracy=<a or ->\n",
-};
-
-/* 1 to go on, else 0 with the exit code at *rc (0 after --help). */
-static int parse(int argc, char **argv, options *o, int *rc) {
-    memset(o, 0, sizeof *o);
-    if (!cli_parse(&predict_cmd, argc, argv, o, rc)) return 0;
-    *rc = 2;
+/* The options every prediction needs, and one source of inputs at most. */
+static int check(void *v) {
+    const options *o = v;
     const char *missing = !o->model     ? "a model file (e.g. examples/models/lenet.cfg)"
                           : !o->weights ? "--weights FILE"
                           : !o->output  ? "--output OUT.npy"
                                         : NULL;
     if (missing) {
         fprintf(stderr, "clnet predict: needs %s (clnet predict --help)\n", missing);
-        return 0;
+        return 2;
     }
     if (!!o->input + !!o->data + !!o->npy.count > 1) {
         fprintf(stderr, "clnet predict: give one of --input, --data and --data-npy\n");
-        return 0;
+        return 2;
     }
-    *rc = 0;
-    return 1;
+    return 0;
 }
+
+const cli_command cli_predict_cmd = {
+    .name = "predict",
+    .size = sizeof(options),
+    .check = check,
+    CLI_MODEL(options),
+    .opts = predict_opts,
+    .footer = "stdout ends with\n"
+              "  predicted: count=<n> shape=<shape> output=<file> accuracy=<a or ->\n",
+};
 
 static int fail(const char *what) {
     fprintf(stderr, "clnet: %s: %s\n", what, clnet_last_error());
@@ -304,8 +303,8 @@ int cmd_predict(int argc, char **argv) {
     prediction *p = calloc(1, sizeof *p);
     int rc = 1;
     if (!p) return 1;
-    if (parse(argc, argv, &p->o, &rc) && (rc = load(p)) == 0 && (rc = prepare(p)) == 0 &&
-        (rc = predict_all(p)) == 0)
+    if (cli_parse(&cli_predict_cmd, argc, argv, &p->o, &rc) && (rc = load(p)) == 0 &&
+        (rc = prepare(p)) == 0 && (rc = predict_all(p)) == 0)
         rc = write_outputs(p);
     prediction_free(p);
     free(p);

@@ -304,16 +304,23 @@ static const cli_opt train_opts[] = {
     {0},
 };
 
-static const cli_command train_cmd = {
+static int check_train(void *o);
+static int check_eval(void *o);
+
+const cli_command cli_train_cmd = {
     .name = "train",
+    .size = sizeof(train_options),
+    .check = check_train,
     CLI_MODEL(train_options),
     .opts = train_opts,
     .footer = "Progress goes to stderr; the last line on stdout is\n"
               "  final: test_accuracy=<a> train_loss=<l> images_per_s=<n>\n",
 };
 
-static const cli_command eval_cmd = {
+const cli_command cli_eval_cmd = {
     .name = "eval",
+    .size = sizeof(train_options),
+    .check = check_eval,
     CLI_MODEL(train_options),
     .opts = train_opts,
     .footer = "The last lines on stdout are\n"
@@ -356,8 +363,15 @@ static int check(train_options *o, int eval) {
     return 0;
 }
 
+static int check_train(void *o) {
+    return check(o, 0);
+}
+
+static int check_eval(void *o) {
+    return check(o, 1);
+}
+
 int train_parse(int argc, char **argv, train_options *o, int eval, int *rc) {
     memset(o, 0, sizeof *o);
-    if (!cli_parse(eval ? &eval_cmd : &train_cmd, argc, argv, o, rc)) return 0;
-    return (*rc = check(o, eval)) == 0;
+    return cli_parse(eval ? &cli_eval_cmd : &cli_train_cmd, argc, argv, o, rc);
 }

@@ -41,8 +41,9 @@ static const cli_opt tune_opts[] = {
     {0},
 };
 
-static const cli_command tune_cmd = {
+const cli_command cli_tune_cmd = {
     .name = "tune",
+    .size = sizeof(tune_options),
     CLI_MODEL(tune_options),
     .opts = tune_opts,
     .footer = "Measures every candidate of every tunable operation MODEL runs at that batch\n"
@@ -52,7 +53,7 @@ static const cli_command tune_cmd = {
 int cmd_tune(int argc, char **argv) {
     tune_options o = {0};
     int rc = 0;
-    if (!cli_parse(&tune_cmd, argc, argv, &o, &rc)) return rc;
+    if (!cli_parse(&cli_tune_cmd, argc, argv, &o, &rc)) return rc;
     if (!o.model) return cli_which_model("tune");
     clnet_runtime *rt = NULL;
     clnet_net *net = NULL;

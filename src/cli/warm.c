@@ -24,8 +24,9 @@ static const cli_opt warm_opts[] = {
     {0},
 };
 
-static const cli_command warm_cmd = {
+const cli_command cli_warm_cmd = {
     .name = "warm",
+    .size = sizeof(warm_options),
     CLI_MODEL(warm_options),
     .opts = warm_opts,
     .footer = "Builds and stores every kernel a training step and an evaluation of MODEL\n"
@@ -79,7 +80,7 @@ done:
 int cmd_warm(int argc, char **argv) {
     warm_options o = {0};
     int rc = 0;
-    if (!cli_parse(&warm_cmd, argc, argv, &o, &rc)) return rc;
+    if (!cli_parse(&cli_warm_cmd, argc, argv, &o, &rc)) return rc;
     if (!o.model) return cli_which_model("warm");
     const char *cache = getenv("CLNET_CACHE");
     if (!cache || !*cache) setenv("CLNET_CACHE", "all", 1); /* CLNET_CACHE=off stays off */
