@@ -13,6 +13,7 @@ packages=(
   clang                              # the fuzz targets (scripts/fuzz.sh: libFuzzer)
   oclgrind                           # a second OpenCL platform, for tests
   libopenmpi-dev openmpi-bin         # training across machines (mpirun), and its tests
+  mesa-opencl-icd                    # Rusticl: a third OpenCL implementation, for tests
   dataset-fashion-mnist              # the data set the demo trains on
 )
 

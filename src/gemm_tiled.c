@@ -240,6 +240,7 @@ static const char *const SPACE_GPU[] = {
 static int space_ids(const clnet_device *d, const char *const **ids) {
     int cpu = d->info.type == CLNET_DEVICE_CPU;
     *ids = cpu ? SPACE_CPU : SPACE_GPU;
+    if (cpu && !d->vector_cpu) return 0; /* neither layout suits it (device.h) */
     return cpu ? (int)(sizeof SPACE_CPU / sizeof *SPACE_CPU)
                : (int)(sizeof SPACE_GPU / sizeof *SPACE_GPU);
 }

@@ -41,7 +41,8 @@ void test_runtime_release(void) {
 }
 
 int test_device_is_slow(const clnet_device *d) {
-    return strstr(d->info.platform_name, "Oclgrind") != NULL;
+    return strstr(d->info.platform_name, "Oclgrind") != NULL ||
+           strstr(d->info.name, "llvmpipe") != NULL; /* Rusticl's CPU device */
 }
 
 void test_random_floats(float *x, size_t n, uint64_t seed) {

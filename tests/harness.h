@@ -18,7 +18,8 @@ void test_runtime_release(void);
 /* A runtime of the configuration's device `which` alone (free it). */
 clnet_runtime *test_one_device(int which);
 
-/* 1 when the device is a slow simulator (Oclgrind): keep its work tiny. */
+/* 1 when the device is slow (the Oclgrind simulator, Rusticl on llvmpipe): keep its
+ * work tiny. */
 int test_device_is_slow(const clnet_device *d);
 
 /* Deterministic pseudo-random floats in [-1, 1). */

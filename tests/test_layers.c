@@ -804,7 +804,7 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
                 run_algorithms(d, &TABLE[i], &TABLE[i].cases[c], seed);
             }
         if (skipped)
-            printf("%d large cases left out on %s, a slow simulator (they run on the others)\n",
+            printf("%d large cases left out on %s, a slow device (they run on the others)\n",
                    skipped, d->info.name);
     }
 }

@@ -1,9 +1,10 @@
 /* Several devices training one model: the split, equivalence with one
  * device (on updates, not on parameters that barely move), micro-batches,
  * repeatable runs with a fixed split, a failing device, async training.
- * One test case per two-device configuration, each run by CTest with
+ * One test case per configuration, each run by CTest with
  * CK_RUN_CASE: "equal_devices" and "async" (pocl2: two equal fast devices)
- * and "with_simulator" (mixed: PoCL and the Oclgrind simulator). */
+ * "with_simulator" (mixed: PoCL and the Oclgrind simulator) and
+ * "three_implementations" (three: PoCL, Oclgrind and Rusticl). */
 #include "balance.h"
 #include "harness.h"
 #include "net.h"
@@ -55,11 +56,8 @@ static int use_ranks; /* 1: make_net builds RANKS */
 
 static int has_slow_device(void) {
     clnet_runtime *rt = test_runtime();
-    for (int i = 0; i < clnet_runtime_device_count(rt); i++) {
-        clnet_device_info info;
-        clnet_runtime_device_info(rt, i, &info);
-        if (strstr(info.platform_name, "Oclgrind")) return 1;
-    }
+    for (int i = 0; i < clnet_runtime_device_count(rt); i++)
+        if (test_device_is_slow(clnet_runtime_device(rt, i))) return 1;
     return 0;
 }
 
@@ -157,14 +155,12 @@ static double worst_tensor_difference(const float *a, const float *b) {
     return worst;
 }
 
-/* The fast device (not the simulator) for the one-device reference. */
+/* The first fast device (PoCL: not the simulator, not Rusticl) for the
+ * one-device reference. */
 static int fast_device(void) {
     clnet_runtime *rt = test_runtime();
-    for (int i = 0; i < clnet_runtime_device_count(rt); i++) {
-        clnet_device_info info;
-        clnet_runtime_device_info(rt, i, &info);
-        if (!strstr(info.platform_name, "Oclgrind")) return i;
-    }
+    for (int i = 0; i < clnet_runtime_device_count(rt); i++)
+        if (!test_device_is_slow(clnet_runtime_device(rt, i))) return i;
     return 0;
 }
 
@@ -630,6 +626,37 @@ START_TEST(the_update_by_bucket_changes_no_float) {
 }
 END_TEST
 
+/* Three OpenCL implementations in one process, each with its own compiler
+ * and runtime (PoCL, Oclgrind, Rusticl on llvmpipe): a forced split that
+ * gives each a share takes the same steps as PoCL alone. */
+START_TEST(three_implementations_take_the_same_steps_as_one) {
+    clnet_runtime *all = test_runtime();
+    int count = clnet_runtime_device_count(all);
+    ck_assert_int_eq(count, 3);
+    double split[3];
+    for (int i = 0; i < count; i++) {
+        clnet_device_info info;
+        clnet_runtime_device_info(all, i, &info);
+        split[i] = strstr(info.platform_name, "Oclgrind") ? 1
+                   : strstr(info.name, "llvmpipe")        ? 2
+                                                          : 5;
+    }
+    clnet_runtime *one = test_one_device(fast_device());
+    int64_t samples[3] = {0, 0, 0};
+    printf("PoCL + Oclgrind + Rusticl, a forced split:\n");
+    float *d1 = update_on(one, NULL, NULL), *d3 = update_on(all, split, samples);
+    double diff = worst_tensor_difference(d3, d1);
+    printf("  largest ||update(3 devices) - update(1)|| / ||update(1)|| over tensors: %.2e\n",
+           diff);
+    ck_assert_msg(diff <= 1e-4, "three implementations: updates differ by %g", diff);
+    for (int i = 0; i < count; i++) ck_assert_msg(samples[i] > 0, "device %d had no share", i);
+    ck_assert_int_eq(samples[0] + samples[1] + samples[2], (int64_t)STEPS * BATCH);
+    free(d1);
+    free(d3);
+    clnet_runtime_free(one);
+}
+END_TEST
+
 /* The tests that hold on any two devices; with the simulator they use a small net. */
 static void add_shared_tests(TCase *t) {
     tcase_add_test(t, the_split_follows_weights_and_drops_devices_too_slow_to_help);
@@ -668,5 +695,10 @@ int main(void) {
     tcase_add_test(sim, a_simulator_with_a_small_share_takes_the_same_steps_as_one_device);
     tcase_add_test(sim, the_simulator_gets_a_tiny_share_or_none);
     suite_add_tcase(s, sim);
+
+    TCase *three = tcase_create("three_implementations");
+    tcase_set_timeout(three, 0);
+    tcase_add_test(three, three_implementations_take_the_same_steps_as_one);
+    suite_add_tcase(s, three);
     return test_run_suite(s);
 }

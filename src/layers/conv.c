@@ -332,7 +332,7 @@ static int rule_of(const clnet_node *node, const clnet_device *d) {
     sides v = sides_of(node);
     if (v.G > 1 && v.Cb / v.G <= DIRECT_MAX_GROUP && v.Cs / v.G <= DIRECT_MAX_GROUP)
         return CLNET_CONV_DIRECT;
-    if (d && d->info.type == CLNET_DEVICE_CPU && implicit_rule(node)) return CLNET_CONV_IMPLICIT;
+    if (d && d->vector_cpu && implicit_rule(node)) return CLNET_CONV_IMPLICIT;
     return CLNET_CONV_IM2COL;
 }
 
@@ -1060,7 +1060,7 @@ typedef struct {
 #define WGRAD_Q 4096 /* grid positions per part of the weight gradient */
 
 static implicit_tile tile_of(const clnet_node *node, const clnet_device *d) {
-    int cpu = !d || d->info.type == CLNET_DEVICE_CPU;
+    int cpu = !d || d->vector_cpu;
     implicit_tile t = cpu ? (implicit_tile){6, 4, 16, 256, 0} : (implicit_tile){4, 1, 4, 0, 0};
     int taps = (int)sides_of(node).K;
     t.wr = 24 / taps < 1 ? 1 : 24 / taps > 8 ? 8 : 24 / taps; /* WR x taps accumulators */
@@ -1189,7 +1189,7 @@ static clnet_status implicit_product(const implicit_run *r, size_t G, size_t M, 
     const clnet_pass *p = r->p;
     size_t N = (size_t)r->ch->s * g->P, nr = (size_t)(r->t.nv * r->t.vw);
     size_t mblocks = (M + (size_t)r->t.mr - 1) / (size_t)r->t.mr;
-    int cpu = p->d->info.type == CLNET_DEVICE_CPU;
+    int cpu = p->d->vector_cpu;
     size_t mb = cpu ? mblocks : 1; /* CPUs: a work-item runs down all of C's rows */
     return clnet_pass_run(
         p, 12, "conv_implicit", r->opt, "implicit_gemm", 3,
