@@ -390,6 +390,7 @@ extern const clnet_kind clnet_conv1d_kind, clnet_conv2d_kind, clnet_conv3d_kind,
     clnet_conv_transpose1d_kind, clnet_conv_transpose2d_kind, clnet_conv_transpose3d_kind,
     clnet_maxpool_kind, clnet_avgpool_kind, clnet_global_avgpool_kind, clnet_global_maxpool_kind,
     clnet_batchnorm_kind, clnet_dropout_kind, clnet_relu_kind, clnet_sigmoid_kind, clnet_tanh_kind,
+    clnet_leaky_relu_kind, clnet_elu_kind, clnet_gelu_kind, clnet_silu_kind, clnet_hardswish_kind,
     clnet_linear_kind, clnet_flatten_kind, clnet_reshape_kind, clnet_add_kind, clnet_concat_kind,
     clnet_softmax_xent_kind;
 /* A batch norm's evaluation as an affine map per channel, from the

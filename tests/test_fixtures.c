@@ -17,11 +17,28 @@
 #error "CMake defines CLNET_FIXTURES_DIR, the folder holding the fixtures"
 #endif
 
-static const char *const LAYERS[] = {
-    "conv1d",           "conv2d",      "conv3d",  "conv_transpose1d", "conv_transpose2d",
-    "conv_transpose3d", "maxpool",     "avgpool", "global_avgpool",   "global_maxpool",
-    "batchnorm",        "linear",      "relu",    "sigmoid",          "tanh",
-    "dropout",          "softmax_xent"};
+static const char *const LAYERS[] = {"conv1d",
+                                     "conv2d",
+                                     "conv3d",
+                                     "conv_transpose1d",
+                                     "conv_transpose2d",
+                                     "conv_transpose3d",
+                                     "maxpool",
+                                     "avgpool",
+                                     "global_avgpool",
+                                     "global_maxpool",
+                                     "batchnorm",
+                                     "linear",
+                                     "relu",
+                                     "sigmoid",
+                                     "tanh",
+                                     "leaky_relu",
+                                     "elu",
+                                     "gelu",
+                                     "silu",
+                                     "hardswish",
+                                     "dropout",
+                                     "softmax_xent"};
 #define NLAYERS (int)(sizeof LAYERS / sizeof LAYERS[0])
 
 /* A tensor's shape, up to (N, C, D, H, W). */
@@ -215,6 +232,23 @@ static int check_window_op(const clnet_st_file *f, const char *file, const char 
     return tensors;
 }
 
+/* An activation's options in the metadata: leaky_relu's slope and elu's alpha
+ * (numbers, optional), gelu's approximate (none or tanh, optional), no other. */
+static void activation_options(const clnet_st_file *f, const char *file, const char *layer) {
+    const char *slope = clnet_st_meta_get(f, "slope"), *alpha = clnet_st_meta_get(f, "alpha");
+    const char *approx = clnet_st_meta_get(f, "approximate");
+    ck_assert_msg(!slope || !strcmp(layer, "leaky_relu"), "%s: slope for %s", file, layer);
+    ck_assert_msg(!alpha || !strcmp(layer, "elu"), "%s: alpha for %s", file, layer);
+    ck_assert_msg(
+        !approx || (!strcmp(layer, "gelu") && (!strcmp(approx, "none") || !strcmp(approx, "tanh"))),
+        "%s: approximate='%s' for %s", file, approx, layer);
+    for (const char *v = slope ? slope : alpha; v; v = NULL) {
+        char *end;
+        strtod(v, &end);
+        ck_assert_msg(*v && !*end, "%s: metadata '%s' is not a number", file, v);
+    }
+}
+
 /* Checks one fixture; returns the index of its layer in LAYERS. */
 static int check_fixture(const char *path, const char *file) {
     clnet_st_file *f = NULL;
@@ -339,8 +373,9 @@ static int check_fixture(const char *path, const char *file) {
                                   (long long)j, v[j]);
         }
         expected_tensors = 13;
-    } else { /* relu, sigmoid, tanh: y has x's shape, whatever it is */
+    } else { /* the activations: y has x's shape, whatever it is */
         expect_io(f, file, x, x);
+        activation_options(f, file, layer);
     }
     ck_assert_msg(clnet_st_count(f) == expected_tensors, "%s: %d tensors, expected %d", file,
                   clnet_st_count(f), expected_tensors);

@@ -380,6 +380,11 @@ static const char *const op_names[OPS] = {[REF_CONV2D] = "conv2d",
                                           [REF_RELU] = "relu",
                                           [REF_SIGMOID] = "sigmoid",
                                           [REF_TANH] = "tanh",
+                                          [REF_LEAKY_RELU] = "leaky_relu",
+                                          [REF_ELU] = "elu",
+                                          [REF_GELU] = "gelu",
+                                          [REF_SILU] = "silu",
+                                          [REF_HARDSWISH] = "hardswish",
                                           [REF_MAXPOOL] = "maxpool",
                                           [REF_AVGPOOL] = "avgpool",
                                           [REF_GLOBAL_AVGPOOL] = "global_avgpool",
@@ -406,11 +411,36 @@ static double compare_float(ref_op op, const char *what, const double *got, cons
     return largest;
 }
 
+/* layers_ref's name for an activation of x */
+static ref_act act_of(ref_node node) {
+    switch (node.op) {
+    case REF_LEAKY_RELU:
+        return REF_ACT_LEAKY_RELU;
+    case REF_ELU:
+        return REF_ACT_ELU;
+    case REF_GELU:
+        return node.approx ? REF_ACT_GELU_TANH : REF_ACT_GELU;
+    case REF_SILU:
+        return REF_ACT_SILU;
+    default:
+        return REF_ACT_HARDSWISH;
+    }
+}
+
+/* An activation with its parameter a (leaky_relu's slope, elu's alpha) or
+ * gelu's tanh form (approx). */
+static ref_node act(ref_op op, double a, int approx) {
+    ref_node n = unary(op, 0);
+    n.a = a, n.approx = approx;
+    return n;
+}
+
 /* The op of node (reading the graph's input, of shape in) followed by the
  * loss, through graph_ref in double and through layers_ref in float, from the
  * same float data: outputs, loss, correct count and every gradient must agree.
  * quantize rounds the inputs to multiples of 1/4, to make max-pool ties and
- * relu zeros common. */
+ * relu zeros common; quantize = 2 to whole numbers from -4 to 4 (hardswish's
+ * kinks at -3 and 3). */
 static void single_op(ref_node node, ref_shape in, int N, int quantize, uint64_t seed) {
     ref_op op = node.op;
     // node, then flatten unless its output is (K,1,1) already, then the loss;
@@ -436,7 +466,8 @@ static void single_op(ref_node node, ref_shape in, int N, int quantize, uint64_t
     ck_assert(xf && wf);
     test_random_floats(xf, nx, seed);
     test_random_floats(wf, nw + nb, seed + 1);
-    for (size_t i = 0; i < nx; i++) xf[i] = quantize ? roundf(4 * xf[i]) / 4 : 2 * xf[i];
+    for (size_t i = 0; i < nx; i++)
+        xf[i] = quantize == 2 ? roundf(4 * xf[i]) : quantize ? roundf(4 * xf[i]) / 4 : 2 * xf[i];
     double *x = alloc_doubles(nx), *params = alloc_doubles(nw + nb);
     for (size_t i = 0; i < nx; i++) x[i] = xf[i];
     for (size_t i = 0; i < nw + nb; i++) params[i] = wf[i];
@@ -478,6 +509,13 @@ static void single_op(ref_node node, ref_shape in, int N, int quantize, uint64_t
         break;
     case REF_TANH:
         ref_tanh_forward(yf, xf, nx);
+        break;
+    case REF_LEAKY_RELU:
+    case REF_ELU:
+    case REF_GELU:
+    case REF_SILU:
+    case REF_HARDSWISH:
+        ref_act_forward(act_of(node), node.a, yf, xf, nx);
         break;
     case REF_LINEAR:
         ref_linear_forward(yf, xf, wf, b, N, (int)numel(in), F);
@@ -521,6 +559,13 @@ static void single_op(ref_node node, ref_shape in, int N, int quantize, uint64_t
         break;
     case REF_TANH:
         ref_tanh_backward(dxf, dyf, yf, nx);
+        break;
+    case REF_LEAKY_RELU:
+    case REF_ELU:
+    case REF_GELU:
+    case REF_SILU:
+    case REF_HARDSWISH:
+        ref_act_backward(act_of(node), node.a, dxf, dyf, xf, nx);
         break;
     case REF_LINEAR:
         ref_linear_backward(dxf, dwf, db, dyf, xf, wf, N, (int)numel(in), F);
@@ -567,7 +612,15 @@ START_TEST(single_ops_agree_with_the_float_references) {
     single_op(unary(REF_RELU, 0), (ref_shape){3, 5, 3}, 2, 1, 100); // exact zeros
     single_op(unary(REF_SIGMOID, 0), (ref_shape){3, 5, 3}, 2, 0, 110);
     single_op(unary(REF_TANH, 0), (ref_shape){3, 5, 3}, 2, 0, 120);
-    single_op(linear(0, 7, 1), (ref_shape){3, 5, 3}, 2, 0, 130); // reads (C,H,W) flat
+    single_op(act(REF_LEAKY_RELU, 0.01, 0), (ref_shape){3, 5, 3}, 2, 1, 121); // exact zeros
+    single_op(act(REF_LEAKY_RELU, -0.3, 0), (ref_shape){2, 4, 3}, 3, 0, 122);
+    single_op(act(REF_ELU, 1, 0), (ref_shape){3, 5, 3}, 2, 1, 123);
+    single_op(act(REF_ELU, 0.4, 0), (ref_shape){3, 5, 3}, 1, 0, 124);
+    single_op(act(REF_GELU, 0, 0), (ref_shape){3, 5, 3}, 2, 0, 125);
+    single_op(act(REF_GELU, 0, 1), (ref_shape){3, 5, 3}, 2, 0, 126);
+    single_op(act(REF_SILU, 0, 0), (ref_shape){3, 5, 3}, 2, 0, 127);
+    single_op(act(REF_HARDSWISH, 0, 0), (ref_shape){3, 5, 3}, 2, 2, 128); // -3, 0 and 3
+    single_op(linear(0, 7, 1), (ref_shape){3, 5, 3}, 2, 0, 130);          // reads (C,H,W) flat
     single_op(linear(0, 5, 0), (ref_shape){11, 1, 1}, 3, 0, 140);
     single_op(unary(REF_BATCHNORM, 0), (ref_shape){3, 4, 5}, 2, 0, 170);
     single_op(unary(REF_BATCHNORM, 0), (ref_shape){5, 1, 1}, 4, 0, 180); // a vector

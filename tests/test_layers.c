@@ -59,6 +59,8 @@ typedef struct {
     int bias, units; /* conv, linear */
     float eps, p;    /* batch norm, dropout */
     uint32_t seed;   /* dropout */
+    float a;         /* leaky_relu's slope, elu's alpha */
+    int approx;      /* gelu: approximate=tanh */
 } layer_geom;
 
 /* The arrays of one reference call: forward writes y (and loss), backward dx,
@@ -77,6 +79,7 @@ typedef enum {
     PLAIN,
     DISTINCT, /* maxima: values 0.05 apart, no ties, no winner changes within a step */
     OFF_KINK, /* relu: at least 0.1 from 0 */
+    WIDE,     /* the activations of x: spread over [-4, 4), at least 0.1 from 0, -3 and 3 */
     LOGITS,   /* the loss: logits spread over [-3, 3) */
     CHANNELS, /* batch norm: each channel a mean and a spread of its own */
 } input_kind;
@@ -207,6 +210,26 @@ static void global_maxpool_backward(const layer_geom *g, ref_args *a) {
 ACTIVATION(relu)
 ACTIVATION(sigmoid)
 ACTIVATION(tanh)
+
+/* the others: their backward reads the forward's input */
+static ref_act act_of(const layer_geom *g) {
+    static const char *const kinds[] = {"leaky_relu", "elu", "gelu", "silu", "hardswish"};
+    static const ref_act acts[] = {REF_ACT_LEAKY_RELU, REF_ACT_ELU, REF_ACT_GELU, REF_ACT_SILU,
+                                   REF_ACT_HARDSWISH};
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(g->kind, kinds[i]))
+            return acts[i] == REF_ACT_GELU && g->approx ? REF_ACT_GELU_TANH : acts[i];
+    ck_abort_msg("no reference for %s", g->kind);
+    return REF_ACT_SILU;
+}
+
+static void act_x_forward(const layer_geom *g, ref_args *a) {
+    ref_act_forward(act_of(g), g->a, a->y, a->x, g->n * sample_size(g));
+}
+
+static void act_x_backward(const layer_geom *g, ref_args *a) {
+    ref_act_backward(act_of(g), g->a, a->dx, a->dy, a->x, g->n * sample_size(g));
+}
 
 static void linear_forward(const layer_geom *g, ref_args *a) {
     ref_linear_forward(a->y, a->x, a->w, a->b, g->n, (int)sample_size(g), g->units);
@@ -415,6 +438,16 @@ static const layer_row TABLE[] = {
     {"sigmoid", sigmoid_forward, sigmoid_backward, PLAIN, 0,
      CASES({"sigmoid", 1, IMAGE(1, 13, 11)})},
     {"tanh", tanh_forward, tanh_backward, PLAIN, 0, CASES({"tanh", 3, IMAGE(2, 5, 7)})},
+    {"leaky_relu", act_x_forward, act_x_backward, WIDE, 0,
+     CASES({"leaky_relu", 2, IMAGE(3, 7, 9)}, {"leaky_relu slope=0.2", 1, VECTOR(37)},
+           {"leaky_relu slope=-0.5", 3, SIGNAL(2, 11)})},
+    {"elu", act_x_forward, act_x_backward, WIDE, 0,
+     CASES({"elu", 1, IMAGE(3, 7, 9)}, {"elu alpha=0.3", 2, VOLUME(2, 3, 4, 5)})},
+    {"gelu", act_x_forward, act_x_backward, WIDE, 0,
+     CASES({"gelu", 2, IMAGE(3, 7, 9)}, {"gelu approximate=tanh", 1, VECTOR(101)})},
+    {"silu", act_x_forward, act_x_backward, WIDE, 0, CASES({"silu", 3, IMAGE(2, 5, 7)})},
+    {"hardswish", act_x_forward, act_x_backward, WIDE, 0,
+     CASES({"hardswish", 2, IMAGE(3, 7, 9)}, {"hardswish", 1, SIGNAL(5, 13)})},
     {"linear", linear_forward, linear_backward, PLAIN, 1,
      CASES({"linear units=10", 1, VECTOR(37)},
            {"linear units=7", 5, IMAGE(3, 2, 2)}, /* reads a (3, 2, 2) input flat */
@@ -478,6 +511,8 @@ static void read_option(const layer_case *t, layer_geom *g, const char *key, con
         {"count_pad", ON_OFF, &w->count_pad},
         {"eps", FLOAT, &g->eps},
         {"p", FLOAT, &g->p},
+        {"slope", FLOAT, &g->a},
+        {"alpha", FLOAT, &g->a},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (strcmp(key, known[i].key) != 0) continue;
@@ -497,6 +532,8 @@ static void read_option(const layer_case *t, layer_geom *g, const char *key, con
     }
     if (!strcmp(key, "name"))
         snprintf(g->name, sizeof g->name, "%s", value);
+    else if (!strcmp(key, "approximate"))
+        g->approx = !strcmp(value, "tanh");
     else if (!strcmp(key, "input"))
         for (const char *c = value; (c = strchr(c, ',')); c++) g->nin++;
     else if (strcmp(g->kind, "reshape") != 0) /* reshape's keys give its output only */
@@ -505,11 +542,13 @@ static void read_option(const layer_case *t, layer_geom *g, const char *key, con
 
 /* The case's options with PyTorch's defaults: stride 1 (pools: the window),
  * padding 0, dilation 1, groups 1, a bias, count_pad on, ceil off, eps 1e-5,
- * dropout p 0.5 and seed 0, and the node named kind + "1". pad=same pads
+ * dropout p 0.5 and seed 0, leaky_relu's slope 0.01, elu's alpha 1, and the
+ * node named kind + "1". pad=same pads
  * d*(k-1) in all, the odd one after; pad=causal all of it before. An option
  * this test does not know fails it: its meaning must be written here first. */
 static layer_geom read_geom(const layer_case *t) {
     layer_geom g = {.n = t->n, .nin = 1, .in = t->in, .bias = 1, .eps = 1e-5f, .p = 0.5f};
+    g.a = !strncmp(t->line, "leaky_relu", 10) ? 0.01f : 1.0f;
     ref_window *w = &g.g;
     *w = (ref_window){.rank = t->in.ndim, .N = t->n, .C = t->in.c, .groups = 1, .count_pad = 1};
     for (int a = 0; a < w->rank; a++) w->in[a] = t->in.dim[a], w->s[a] = w->d[a] = 1;
@@ -573,6 +612,12 @@ static void make_input(const layer_row *row, const layer_geom *g, float *x, size
         for (size_t i = 0; i < count; i++) x[i] = 0.05f * (float)((i * 7919) % count) - 1.0f;
     } else if (row->input == OFF_KINK) {
         for (size_t i = 0; i < count; i++) x[i] += x[i] >= 0 ? 0.1f : -0.1f;
+    } else if (row->input == WIDE) {
+        for (size_t i = 0; i < count; i++) {
+            x[i] *= 4.0f;
+            for (float kink = -3; kink <= 3; kink += 3)
+                if (fabsf(x[i] - kink) < 0.1f) x[i] = kink + (x[i] >= kink ? 0.1f : -0.1f);
+        }
     } else if (row->input == LOGITS) {
         for (size_t i = 0; i < count; i++) x[i] *= 3.0f;
     } else if (row->input == CHANNELS) {

@@ -47,6 +47,7 @@ typedef enum {
     RELU,
     SIGMOID,
     TANH,
+    ACT_OF_X, /* leaky_relu, elu, gelu, silu, hardswish */
     LINEAR,
     LOSS,
     BATCHNORM,
@@ -56,12 +57,17 @@ typedef enum {
     NKINDS
 } kind;
 static const char *const KIND_META[NKINDS] = {
-    "conv2d", "conv_transpose2d", "maxpool",   "avgpool",        "relu",    "sigmoid",       "tanh",
-    "linear", "softmax_xent",     "batchnorm", "global_avgpool", "dropout", "global_maxpool"};
+    "conv2d",  "conv_transpose2d", "maxpool",   "avgpool",
+    "relu",    "sigmoid",          "tanh",      "gelu",
+    "linear",  "softmax_xent",     "batchnorm", "global_avgpool",
+    "dropout", "global_maxpool"};
 /* The kind of a fixture's "layer": its KIND_META name, or another rank's convolution. */
 static kind kind_of(const char *layer) {
     if (!strcmp(layer, "conv1d") || !strcmp(layer, "conv3d")) return CONV;
     if (!strncmp(layer, "conv_transpose", 14) && strlen(layer) == 16) return CONV_TRANSPOSE;
+    const char *of_x[] = {"leaky_relu", "elu", "silu", "hardswish"};
+    for (int k = 0; k < 4; k++)
+        if (!strcmp(layer, of_x[k])) return ACT_OF_X;
     for (int k = 0; k < NKINDS; k++)
         if (strcmp(layer, KIND_META[k]) == 0) return (kind)k;
     return NKINDS;
@@ -237,6 +243,17 @@ static void fixture_load(fixture *fx, const char *file) {
     case TANH:
         snprintf(fx->line, sizeof fx->line, "%s", layer);
         break;
+    case ACT_OF_X: { /* with its options, where the file gives them */
+        int used = snprintf(fx->line, sizeof fx->line, "%s", layer);
+        const char *keys[] = {"slope", "alpha", "approximate"};
+        for (int k = 0; k < 3; k++) {
+            const char *v = clnet_st_meta_get(fx->st, keys[k]);
+            if (v)
+                used +=
+                    snprintf(fx->line + used, sizeof fx->line - (size_t)used, " %s=%s", keys[k], v);
+        }
+        break;
+    }
     case LINEAR:
         ck_assert_int_eq(meta_int(fx, "in_features"), (int)rig_shape_size(fx->in));
         out = (rig_shape){meta_int(fx, "out_features"), 1, 1};
@@ -270,9 +287,10 @@ static void fixture_load(fixture *fx, const char *file) {
     case NKINDS:
         ck_abort_msg("%s: %s fixtures have metadata 'kernel'", file, layer);
     }
-    if (fx->ndim == 3 || fx->ndim == 5) { /* batch norm and global pooling of other ranks */
+    if (fx->ndim == 3 || fx->ndim == 5) { /* batch norm, activations, global pooling */
         memcpy(fx->yshape, fx->xshape, sizeof fx->yshape);
-        for (int i = 2; i < fx->ndim && fx->k != BATCHNORM; i++) fx->yshape[i] = 1;
+        int same = fx->k == BATCHNORM || fx->k == ACT_OF_X;
+        for (int i = 2; i < fx->ndim && !same; i++) fx->yshape[i] = 1;
         fx->ny = 1;
         for (int i = 0; i < fx->ndim; i++) fx->ny *= (size_t)fx->yshape[i];
         return;

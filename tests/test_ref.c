@@ -83,12 +83,13 @@ enum {
     CONV_TRANSPOSE,
     MAXPOOLND,
     AVGPOOLND,
+    ACT_OF_X,
     LAYER_COUNT
 };
 static const char *const layer_names[LAYER_COUNT] = {
-    "conv2d",         "maxpool", "avgpool",        "global_avgpool", "relu",
-    "sigmoid",        "tanh",    "linear",         "softmax_xent",   "batchnorm",
-    "global_maxpool", "convnd",  "conv_transpose", "maxpoolnd",      "avgpoolnd"};
+    "conv2d",         "maxpool",   "avgpool",      "global_avgpool", "relu",           "sigmoid",
+    "tanh",           "linear",    "softmax_xent", "batchnorm",      "global_maxpool", "convnd",
+    "conv_transpose", "maxpoolnd", "avgpoolnd",    "activation of x"};
 static double worst[LAYER_COUNT];
 
 /* The finite-difference step per layer. The forward passes are float, so a
@@ -107,7 +108,7 @@ static const float layer_eps[LAYER_COUNT] = {
     [CONV] = 0.25f,           [AVGPOOL] = 0.25f,   [GLOBAL_AVGPOOL] = 0.25f, [LINEAR] = 0.25f,
     [RELU] = 1e-2f,           [MAXPOOL] = 1e-2f,   [SIGMOID] = 1e-2f,        [TANH] = 1e-2f,
     [SOFTMAX_XENT] = 1e-2f,   [BATCHNORM] = 1e-2f, [GLOBAL_MAXPOOL] = 1e-2f, [CONVND] = 0.25f,
-    [CONV_TRANSPOSE] = 0.25f, [AVGPOOLND] = 0.25f, [MAXPOOLND] = 1e-2f};
+    [CONV_TRANSPOSE] = 0.25f, [AVGPOOLND] = 0.25f, [MAXPOOLND] = 1e-2f,      [ACT_OF_X] = 1e-2f};
 
 typedef double (*loss_fn)(void *ctx);
 
@@ -430,6 +431,52 @@ START_TEST(activations_backward_match_finite_differences) {
 }
 END_TEST
 
+/* The activations of x: each with a parameter where it takes one (a slope of
+ * 0.2 and an alpha of 1.5, so that neither is the default), inputs 0.1 or more
+ * from every kink (0 and, for hardswish, -3 and 3), and some beyond +-3. */
+typedef struct {
+    ref_act f;
+    double a;
+    size_t n;
+    float *x, *y, *r;
+} act_x_case;
+
+static double act_x_loss(void *ctx) {
+    act_x_case *c = ctx;
+    ref_act_forward(c->f, c->a, c->y, c->x, c->n);
+    return dot(c->y, c->r, c->n);
+}
+
+static int near_kink(float v) {
+    return fabsf(v) < 0.1f || fabsf(fabsf(v) - 3) < 0.1f;
+}
+
+START_TEST(activations_of_x_backward_match_finite_differences) {
+    static const char *const names[] = {"leaky_relu", "elu",  "gelu",
+                                        "gelu_tanh",  "silu", "hardswish"};
+    static const double params[] = {0.2, 1.5, 0, 0, 0, 0};
+    for (int f = REF_ACT_LEAKY_RELU; f <= REF_ACT_HARDSWISH; f++) {
+        size_t n = 61;
+        act_x_case c = {.f = (ref_act)f,
+                        .a = params[f],
+                        .n = n,
+                        .x = random_floats(n, 420 + f, 5.0f),
+                        .y = alloc_floats(n),
+                        .r = random_floats(n, 430 + f, 1.0f)};
+        for (size_t i = 0; i < n; i++)
+            while (near_kink(c.x[i])) c.x[i] += 0.07f;
+        float *dx = alloc_floats(n);
+        act_x_loss(&c);
+        ref_act_backward(c.f, c.a, dx, c.r, c.x, n);
+        check_guard(c.y, n, "activation y");
+        check_guard(dx, n, "activation dx");
+        double ex = fd_check(ACT_OF_X, "dx", act_x_loss, &c, c.x, dx, n);
+        printf("%-10s n%zu: dx %.1e\n", names[f], n, ex);
+        free(c.x), free(c.y), free(c.r), free(dx);
+    }
+}
+END_TEST
+
 /* ---- linear: finite differences ------------------------------------------------------ */
 
 typedef struct {
@@ -722,6 +769,42 @@ START_TEST(activations_by_hand) {
     expect_floats(y, (const float[]){0, 0.6f, -0.6f, 1}, 4, 1e-6, "tanh y");
     ref_tanh_backward(dx, (const float[]){1, 1, 1, 1}, y, 4);
     expect_floats(dx, (const float[]){1, 0.64f, 0.64f, 0}, 4, 1e-6, "tanh dx");
+}
+END_TEST
+
+START_TEST(activations_of_x_by_hand) {
+    const float x[5] = {-4, -3, 0, (float)log(3.0), 3};
+    const float ones[5] = {1, 1, 1, 1, 1};
+    float y[5], dx[5];
+    // leaky_relu with slope 0.25: the slope at 0 too, as PyTorch
+    ref_act_forward(REF_ACT_LEAKY_RELU, 0.25, y, x, 5);
+    expect_floats(y, (const float[]){-1, -0.75f, 0, x[3], 3}, 5, 1e-7, "leaky_relu y");
+    ref_act_backward(REF_ACT_LEAKY_RELU, 0.25, dx, ones, x, 5);
+    expect_floats(dx, (const float[]){0.25f, 0.25f, 0.25f, 1, 1}, 5, 0, "leaky_relu dx");
+    // elu with alpha 2 at ln(1/3): 2 (1/3 - 1) = -4/3, slope 2/3
+    const float xe[2] = {(float)-log(3.0), 0.5f};
+    ref_act_forward(REF_ACT_ELU, 2, y, xe, 2);
+    expect_floats(y, (const float[]){-4.0f / 3, 0.5f}, 2, 1e-6, "elu y");
+    ref_act_backward(REF_ACT_ELU, 2, dx, ones, xe, 2);
+    expect_floats(dx, (const float[]){2.0f / 3, 1}, 2, 1e-6, "elu dx");
+    // gelu: 0 at 0 with slope 1/2; gelu(x) - gelu(-x) = x for every x
+    const float xg[3] = {0, 1.3f, -1.3f};
+    ref_act_forward(REF_ACT_GELU, 0, y, xg, 3);
+    ck_assert(y[0] == 0 && fabs((double)y[1] - y[2] - 1.3) < 1e-6);
+    ref_act_backward(REF_ACT_GELU, 0, dx, ones, xg, 3);
+    ck_assert(dx[0] == 0.5f && fabs((double)dx[1] + dx[2] - 1) < 1e-6);
+    // silu(ln 3) = ln 3 * 3/4, slope 3/4 (1 + ln 3 / 4)
+    ref_act_forward(REF_ACT_SILU, 0, y, x + 3, 1);
+    ref_act_backward(REF_ACT_SILU, 0, dx, ones, x + 3, 1);
+    expect_floats(y, (const float[]){(float)(log(3.0) * 0.75)}, 1, 1e-6, "silu y");
+    expect_floats(dx, (const float[]){(float)(0.75 * (1 + log(3.0) / 4))}, 1, 1e-6, "silu dx");
+    // hardswish: 0 from -3 down, x from 3 up; slopes -1/2 at -3 (the middle piece) and 1 at 3
+    ref_act_forward(REF_ACT_HARDSWISH, 0, y, x, 5);
+    expect_floats(y, (const float[]){0, 0, 0, (float)(log(3.0) * (log(3.0) + 3) / 6), 3}, 5, 1e-6,
+                  "hardswish y");
+    ref_act_backward(REF_ACT_HARDSWISH, 0, dx, ones, x, 5);
+    expect_floats(dx, (const float[]){0, -0.5f, 0.5f, (float)(log(3.0) / 3 + 0.5), 1}, 5, 1e-6,
+                  "hardswish dx");
 }
 END_TEST
 
@@ -1450,6 +1533,7 @@ int main(void) {
     tcase_add_test(t, maxpool_padding_never_wins);
     tcase_add_test(t, maxpool_ties_go_to_the_first_maximum);
     tcase_add_test(t, activations_by_hand);
+    tcase_add_test(t, activations_of_x_by_hand);
     tcase_add_test(t, linear_by_hand);
     tcase_add_test(t, softmax_xent_by_hand);
     tcase_add_test(t, softmax_xent_stays_finite_for_huge_logits);
@@ -1461,6 +1545,7 @@ int main(void) {
     tcase_add_test(t, global_avgpool_backward_matches_finite_differences);
     tcase_add_test(t, global_maxpool_backward_matches_finite_differences_and_picks_the_first_tie);
     tcase_add_test(t, activations_backward_match_finite_differences);
+    tcase_add_test(t, activations_of_x_backward_match_finite_differences);
     tcase_add_test(t, linear_backward_matches_finite_differences);
     tcase_add_test(t, softmax_xent_backward_matches_finite_differences);
     tcase_add_test(t, batchnorm_by_hand);

@@ -305,12 +305,21 @@ static ref_node ref_window(ref_op op, const window *w, int rank) {
     return n;
 }
 
+/* which: 0 relu, 1 sigmoid, 2 tanh, -1 any activation, those with a
+ * parameter drawing one (a slope or alpha of 0.01 to 0.5, gelu's form) */
 static int activation(graph *g, rng *r, int x, int which) {
-    static const char *const kinds[] = {"relu", "sigmoid", "tanh"};
-    static const ref_op ops[] = {REF_RELU, REF_SIGMOID, REF_TANH};
-    if (which < 0) which = pick(r, 0, 2);
+    static const char *const kinds[] = {"relu", "sigmoid", "tanh", "leaky_relu",
+                                        "elu",  "gelu",    "silu", "hardswish"};
+    static const ref_op ops[] = {REF_RELU, REF_SIGMOID, REF_TANH, REF_LEAKY_RELU,
+                                 REF_ELU,  REF_GELU,    REF_SILU, REF_HARDSWISH};
+    if (which < 0) which = pick(r, 0, 7);
+    ref_node ref = {.op = ops[which], .a = 0.01 * pick(r, 1, 50), .approx = chance(r, 0.5)};
+    char options[48] = "";
+    if (ref.op == REF_LEAKY_RELU) snprintf(options, sizeof options, "slope=%g", ref.a);
+    if (ref.op == REF_ELU) snprintf(options, sizeof options, "alpha=%g", ref.a);
+    if (ref.op == REF_GELU && ref.approx) snprintf(options, sizeof options, "approximate=tanh");
     say(g, "%s ", kinds[which]);
-    return add(g, kinds[which], &x, 1, g->out[x], &(ref_node){.op = ops[which]}, NULL);
+    return add(g, kinds[which], &x, 1, g->out[x], &ref, "%s", options);
 }
 
 static int batchnorm(graph *g, rng *r, int x) {

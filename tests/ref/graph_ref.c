@@ -88,6 +88,11 @@ static int node_shape(const ref_graph *g, const ref_shape *shapes, int i, ref_sh
     case REF_RELU:
     case REF_SIGMOID:
     case REF_TANH:
+    case REF_LEAKY_RELU:
+    case REF_ELU:
+    case REF_GELU:
+    case REF_SILU:
+    case REF_HARDSWISH:
         *out = in[0];
         return 1;
     case REF_LINEAR:
@@ -381,6 +386,34 @@ static void activation_backward(ref_op op, double *dx, const double *dy, const d
     }
 }
 
+/* The activations differentiated from x: f(x), and f'(x) into *slope unless
+ * it is NULL. Written as the pieces each function is made of. */
+static double of_x(const ref_node *nd, double x, double *slope) {
+    const double pi = 3.14159265358979323846;
+    double d = 1, y = x;
+    if (nd->op == REF_LEAKY_RELU && x <= 0) y = nd->a * x, d = nd->a;
+    if (nd->op == REF_ELU && x <= 0) y = nd->a * (exp(x) - 1), d = nd->a * exp(x);
+    if (nd->op == REF_GELU && !nd->approx) {
+        double phi = 0.5 * erfc(-x / sqrt(2.0)); // the normal distribution function
+        y = x * phi, d = phi + x * exp(-0.5 * x * x) / sqrt(2 * pi);
+    }
+    if (nd->op == REF_GELU && nd->approx) {
+        double u = sqrt(2 / pi) * (x + 0.044715 * x * x * x);
+        double du = sqrt(2 / pi) * (1 + 3 * 0.044715 * x * x), t = tanh(u);
+        y = 0.5 * x * (1 + t), d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du;
+    }
+    if (nd->op == REF_SILU) {
+        double s = 1 / (1 + exp(-x));
+        y = x * s, d = s + x * s * (1 - s);
+    }
+    if (nd->op == REF_HARDSWISH) {
+        if (x < -3) y = 0, d = 0;
+        if (x >= -3 && x < 3) y = x * (x + 3) / 6, d = (2 * x + 3) / 6;
+    }
+    if (slope) *slope = d;
+    return y;
+}
+
 /* ---- linear ---------------------------------------------------------------------------------- */
 
 static void linear_forward(double *y, const double *x, const double *w, const double *b, int N,
@@ -625,6 +658,13 @@ ref_graph_pass *ref_graph_forward(const ref_graph *g, const double *params, cons
         case REF_TANH:
             activation_forward(nd->op, y, x0, (size_t)N * numel(in));
             break;
+        case REF_LEAKY_RELU:
+        case REF_ELU:
+        case REF_GELU:
+        case REF_SILU:
+        case REF_HARDSWISH:
+            for (size_t i = 0; i < (size_t)N * numel(in); i++) y[i] = of_x(nd, x0[i], NULL);
+            break;
         case REF_LINEAR:
             linear_forward(y, x0, w, b, N, (int)numel(in), out.c);
             break;
@@ -701,6 +741,17 @@ void ref_graph_backward(ref_graph_pass *p, const double *dout, double *dparams, 
         case REF_SIGMOID:
         case REF_TANH:
             activation_backward(nd->op, dxs[0], dy, x0, y, (size_t)N * numel(in));
+            break;
+        case REF_LEAKY_RELU:
+        case REF_ELU:
+        case REF_GELU:
+        case REF_SILU:
+        case REF_HARDSWISH:
+            for (size_t i = 0; i < (size_t)N * numel(in); i++) {
+                double slope;
+                of_x(nd, x0[i], &slope);
+                dxs[0][i] += dy[i] * slope;
+            }
             break;
         case REF_LINEAR:
             linear_backward(dxs[0], dw, db, dy, x0, w, N, (int)numel(in), out.c);

@@ -42,6 +42,11 @@ typedef enum {
     REF_RELU,           /* y = max(x, 0) */
     REF_SIGMOID,        /* y = 1 / (1 + e^-x) */
     REF_TANH,           /* y = tanh(x) */
+    REF_LEAKY_RELU,     /* y = x > 0 ? x : a x (a: the slope); at 0 the slope is a */
+    REF_ELU,            /* y = x > 0 ? x : a (e^x - 1); at 0 the slope is a */
+    REF_GELU,           /* y = x Phi(x), or with approx the tanh form of PyTorch's GELU */
+    REF_SILU,           /* y = x / (1 + e^-x) */
+    REF_HARDSWISH,      /* y = x clamp(x + 3, 0, 6) / 6; slopes -1/2 at -3, 1 at 3 */
     REF_MAXPOOL,        /* kh kw, sh sw, ph pw < kh kw: padding never wins; ties go to the first
                            maximum in row-major window order */
     REF_AVGPOOL,        /* kh kw, sh sw, ph pw: padded zeros counted, divisor kh*kw */
@@ -68,6 +73,8 @@ typedef struct {
     int units;                  /* linear: outputs O */
     int kh, kw, sh, sw, ph, pw; /* conv2d and pools: kernel, stride, padding */
     int bias;                   /* conv2d and linear: 1 with a bias, 0 without */
+    double a;                   /* leaky_relu's slope, elu's alpha */
+    int approx;                 /* gelu: 1 for the tanh form */
 } ref_node;
 
 typedef struct {

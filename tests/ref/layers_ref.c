@@ -743,6 +743,53 @@ void ref_tanh_backward(float *dx, const float *dy, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) dx[i] = (float)((double)dy[i] * (1.0 - (double)y[i] * y[i]));
 }
 
+/* f(x) and f'(x) in double, for ref_act_forward and ref_act_backward */
+static double act_value(ref_act f, double a, double x, double *slope) {
+    const double c = sqrt(2.0 / 3.14159265358979323846), k = 0.044715;
+    switch (f) {
+    case REF_ACT_LEAKY_RELU:
+        *slope = x > 0 ? 1 : a;
+        return x > 0 ? x : a * x;
+    case REF_ACT_ELU:
+        *slope = x > 0 ? 1 : a * exp(x);
+        return x > 0 ? x : a * expm1(x);
+    case REF_ACT_GELU: {
+        double cdf = 0.5 * (1 + erf(x / sqrt(2.0)));
+        *slope = cdf + x * exp(-x * x / 2) / sqrt(2 * 3.14159265358979323846);
+        return x * cdf;
+    }
+    case REF_ACT_GELU_TANH: {
+        double t = tanh(c * (x + k * x * x * x));
+        *slope = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * k * x * x);
+        return 0.5 * x * (1 + t);
+    }
+    case REF_ACT_SILU: {
+        double s = 1 / (1 + exp(-x));
+        *slope = s * (1 + x * (1 - s));
+        return x * s;
+    }
+    case REF_ACT_HARDSWISH:
+        *slope = x < -3 ? 0 : x < 3 ? x / 3 + 0.5 : 1;
+        return x <= -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6;
+    }
+    *slope = 0;
+    return 0;
+}
+
+void ref_act_forward(ref_act f, double a, float *y, const float *x, size_t n) {
+    double slope;
+    for (size_t i = 0; i < n; i++) y[i] = (float)act_value(f, a, x[i], &slope);
+}
+
+void ref_act_backward(ref_act f, double a, float *dx, const float *dy, const float *x, size_t n) {
+    // dx = dy f'(x): the chain rule, element by element
+    double slope;
+    for (size_t i = 0; i < n; i++) {
+        act_value(f, a, x[i], &slope);
+        dx[i] = (float)(dy[i] * slope);
+    }
+}
+
 /* ---- linear ------------------------------------------------------------------------ */
 
 void ref_linear_forward(float *y, const float *x, const float *w, const float *b, int N, int I,

@@ -153,6 +153,20 @@ void ref_sigmoid_forward(float *y, const float *x, size_t n);
 void ref_sigmoid_backward(float *dx, const float *dy, const float *y, size_t n);
 void ref_tanh_forward(float *y, const float *x, size_t n);
 void ref_tanh_backward(float *dx, const float *dy, const float *y, size_t n);
+/* Activations whose backward takes the forward's INPUT x, and one parameter a:
+ * leaky_relu's negative slope, elu's alpha (the others ignore it). At a kink
+ * the derivative is PyTorch's: the negative side's at 0 (leaky_relu, elu);
+ * hardswish's, the middle piece's at -3 and the right piece's (1) at 3. */
+typedef enum {
+    REF_ACT_LEAKY_RELU, /* x > 0 ? x : a x */
+    REF_ACT_ELU,        /* x > 0 ? x : a (e^x - 1) */
+    REF_ACT_GELU,       /* x Phi(x), with erf */
+    REF_ACT_GELU_TANH,  /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    REF_ACT_SILU,       /* x / (1 + e^-x) */
+    REF_ACT_HARDSWISH,  /* x min(max(x + 3, 0), 6) / 6 */
+} ref_act;
+void ref_act_forward(ref_act f, double a, float *y, const float *x, size_t n);
+void ref_act_backward(ref_act f, double a, float *dx, const float *dy, const float *x, size_t n);
 
 /* linear: x (N,I), w (O,I), b (O) or NULL, y (N,O) = x w^T + b */
 void ref_linear_forward(float *y, const float *x, const float *w, const float *b, int N, int I,
