@@ -37,3 +37,59 @@ __kernel void softmax_xent(uint n, uint K, __global const float *z, uint zoff,
         if (want_grad) dz[dzoff + b * K + j] = p - (j == (uint)label ? 1.0f : 0.0f);
     }
 }
+
+// Regression and reconstruction losses, one work-item per sample: the
+// prediction z (n, E) against the target t (n, E), each sample's loss the MEAN
+// over its E elements of
+//   mse:             (z - t)^2
+//   l1:              |z - t|
+//   bce_with_logits: max(z, 0) - z t + log(1 + e^-|z|)   (no overflow for any z)
+// so that the mean over the batch is PyTorch's mean over all elements. out is
+// z itself (mse, l1) or sigmoid(z) (bce_with_logits): what `predict` gives.
+// With want_grad, dz (and dt where want_target: the target's own gradient, for
+// a target that is a layer's output) get the gradient of loss[b], overwritten
+// or added to as clnet_store_dx says. There are no correct answers: correct 0.
+#define LOSS_MSE 0
+#define LOSS_L1 1
+#define LOSS_BCE 2
+
+inline float point_loss(uint kind, float z, float t, float *dz, float *dt) {
+    const float d = z - t;
+    if (kind == LOSS_MSE) {
+        *dz = 2.0f * d;
+        *dt = -2.0f * d;
+        return d * d;
+    }
+    if (kind == LOSS_L1) {
+        *dz = d > 0.0f ? 1.0f : d < 0.0f ? -1.0f : 0.0f; // sign, 0 at 0 as PyTorch
+        *dt = -*dz;
+        return fabs(d);
+    }
+    const float e = exp(-fabs(z));
+    const float sig = z >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+    *dz = sig - t;
+    *dt = -z;
+    return fmax(z, 0.0f) - z * t + log1p(e);
+}
+
+__kernel void regression_loss(uint n, uint E, uint kind, __global const float *z, uint zoff,
+                              __global const float *t, uint toff, __global float *loss,
+                              __global int *correct, __global float *out, uint ooff,
+                              __global float *dz, uint dzoff, uint dzadd, __global float *dt,
+                              uint dtoff, uint dtadd, uint want_grad, uint want_target) {
+    const uint b = get_global_id(0);
+    if (b >= n) return;
+    const float scale = 1.0f / (float)E;
+    float sum = 0.0f;
+    for (uint j = 0; j < E; j++) {
+        const size_t at = (size_t)b * E + j;
+        const float zj = z[zoff + at];
+        float gz, gt;
+        sum += point_loss(kind, zj, t[toff + at], &gz, &gt);
+        if (want_grad) clnet_store_dx(dz + dzoff + at, gz * scale, dzadd);
+        if (want_grad && want_target) clnet_store_dx(dt + dtoff + at, gt * scale, dtadd);
+        out[ooff + at] = kind == LOSS_BCE ? 1.0f / (1.0f + exp(-zj)) : zj;
+    }
+    loss[b] = sum * scale;
+    correct[b] = 0;
+}

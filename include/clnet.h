@@ -301,6 +301,11 @@ size_t clnet_net_param_count(const clnet_net *net);
 /* Floats of buffers (state that is saved and sent to devices, not trained). */
 size_t clnet_net_buffer_count(const clnet_net *net);
 int clnet_net_classes(const clnet_net *net); /* the loss layer's input size */
+/* 1 when the loss is over classes (softmax_cross_entropy: labels index its
+ * input, and it counts correct answers); 0 for a regression or reconstruction
+ * loss (mse, l1, bce_with_logits), whose runs report the loss alone and whose
+ * labels are not read, or for NULL. */
+int clnet_net_is_classifier(const clnet_net *net);
 
 /* One sample's shape as the model's input line declares it (0s if none);
  * height and width are the last two spatial dimensions (1 where absent). */
@@ -500,6 +505,10 @@ void clnet_loader_free(clnet_loader *l);
 clnet_status clnet_write_curves_svg(const char *path, const char *title, const double *epoch,
                                     const double *train_loss, const double *train_accuracy,
                                     const double *test_accuracy, int n);
+/* The same for a model without classes: one picture, the train and test loss
+ * against epoch (NaN test values are left out). */
+clnet_status clnet_write_loss_curves_svg(const char *path, const char *title, const double *epoch,
+                                         const double *train_loss, const double *test_loss, int n);
 
 /* Writes an SVG picture of the first n samples (each C x H x W; the first
  * channel drawn in grey, or three channels in colour, scaled to the sample's

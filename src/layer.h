@@ -259,7 +259,15 @@ struct clnet_kind {
      * by a row whose name is NULL (NULL: none). */
     const clnet_option *options;
     int min_inputs, max_inputs;
-    int is_loss;        /* the model's last node */
+    int is_loss; /* the model's last node */
+    /* A loss whose target= names the layer its target comes from ('input':
+     * the model's input): that name, from the configuration its options
+     * filled (NULL or "": none given), which the parser makes the node's last
+     * input (NULL: a kind without target=). */
+    const char *(*target)(const void *config);
+    /* A loss over classes: its input's values are the classes, the labels
+     * index them, and it counts the correct answers (softmax cross-entropy). */
+    int classifier;
     int is_view;        /* the output is input 0 reshaped: same memory, no kernels */
     int backward_reads; /* CLNET_READS_X | CLNET_READS_Y | CLNET_READS_Y_RELU */
     /* Statistics over the batch (batch norm): a replica's share of a step
@@ -392,7 +400,7 @@ extern const clnet_kind clnet_conv1d_kind, clnet_conv2d_kind, clnet_conv3d_kind,
     clnet_batchnorm_kind, clnet_dropout_kind, clnet_relu_kind, clnet_sigmoid_kind, clnet_tanh_kind,
     clnet_leaky_relu_kind, clnet_elu_kind, clnet_gelu_kind, clnet_silu_kind, clnet_hardswish_kind,
     clnet_linear_kind, clnet_flatten_kind, clnet_reshape_kind, clnet_add_kind, clnet_concat_kind,
-    clnet_softmax_xent_kind;
+    clnet_softmax_xent_kind, clnet_mse_kind, clnet_l1_kind, clnet_bce_with_logits_kind;
 /* A batch norm's evaluation as an affine map per channel, from the
  * parameters and buffers arrays: y = x * s + t (its C channels). */
 void clnet_batchnorm_fold(const clnet_node *bn, const float *params, const float *buffers,

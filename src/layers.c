@@ -34,6 +34,9 @@ static const clnet_kind *const builtin[] = {
     &clnet_add_kind,
     &clnet_concat_kind,
     &clnet_softmax_xent_kind,
+    &clnet_mse_kind,
+    &clnet_l1_kind,
+    &clnet_bce_with_logits_kind,
     &clnet_global_maxpool_kind,
     &clnet_reshape_kind,
 };

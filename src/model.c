@@ -207,6 +207,13 @@ static clnet_status parse_node(clnet_model *m, const clnet_kind *kind, const opt
         node->ninputs = 1;
         snprintf(node->input_names[0], CLNET_NAME_CAP, "%s", before >= 0 ? m->last : "input");
     }
+    const char *target = kind->target ? kind->target(node->config.bytes) : NULL;
+    if (target && *target) { /* the last input */
+        if (node->ninputs == CLNET_MAX_INPUTS)
+            FAIL(CLNET_ERR_FORMAT, "target=%s: %s reads %d inputs already", target, kind->name,
+                 node->ninputs);
+        snprintf(node->input_names[node->ninputs++], CLNET_NAME_CAP, "%s", target);
+    }
     if (node->ninputs < kind->min_inputs || node->ninputs > kind->max_inputs)
         FAIL(CLNET_ERR_FORMAT, "%s takes %d%s input%s, not %d", kind->name, kind->min_inputs,
              kind->max_inputs > kind->min_inputs ? " or more" : "", kind->max_inputs > 1 ? "s" : "",
@@ -419,8 +426,9 @@ static clnet_status resolve(clnet_model *m, int strict, int *bad) {
             if (from == -1 && strcmp(want, "input") != 0) {
                 if (!strict) return CLNET_OK;
                 *bad = node->line;
-                return clnet_fail(CLNET_ERR_FORMAT, "input=%s: there is no layer named '%s'", want,
-                                  want);
+                int target = node->kind->target && k == node->ninputs - 1 && k > 0;
+                return clnet_fail(CLNET_ERR_FORMAT, "%s=%s: there is no layer named '%s'",
+                                  target ? "target" : "input", want, want);
             }
             node->inputs[k] = from;
         }
@@ -484,6 +492,11 @@ const clnet_node *clnet_model_loss(const clnet_model *m) {
 int clnet_model_classes(const clnet_model *m) {
     const clnet_node *loss = clnet_model_loss(m);
     return loss ? (int)clnet_shape_size(loss->in[0]) : 0;
+}
+
+int clnet_model_is_classifier(const clnet_model *m) {
+    const clnet_node *loss = clnet_model_loss(m);
+    return loss && loss->kind->classifier;
 }
 
 /* How many inputs of the model's nodes read node `from`'s output. */

@@ -49,6 +49,8 @@ clnet_status clnet_model_finish(clnet_model *m, int *bad_line);
 /* The loss node (the last), or NULL while the model has none. */
 const clnet_node *clnet_model_loss(const clnet_model *m);
 int clnet_model_classes(const clnet_model *m);
+/* 1 when the loss is over classes (clnet_kind.classifier). */
+int clnet_model_is_classifier(const clnet_model *m);
 
 /* The shape of node i's input k: a node's output, or the model's input. */
 clnet_shape clnet_model_source_shape(const clnet_model *m, int producer);

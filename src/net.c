@@ -156,6 +156,10 @@ int clnet_net_classes(const clnet_net *net) {
     return net ? clnet_model_classes(&net->model) : 0;
 }
 
+int clnet_net_is_classifier(const clnet_net *net) {
+    return net ? clnet_model_is_classifier(&net->model) : 0;
+}
+
 int64_t clnet_net_step(const clnet_net *net) {
     return net ? net->optim.step : 0;
 }
@@ -340,6 +344,7 @@ static clnet_status need_bound(const clnet_net *net, const void *data, const cha
 
 static clnet_status check_labels(const clnet_net *net, const int32_t *labels, int n) {
     int classes = clnet_net_classes(net);
+    if (!clnet_net_is_classifier(net)) return CLNET_OK; /* not read */
     for (int b = 0; b < n; b++)
         if (labels[b] < 0 || labels[b] >= classes)
             return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,

@@ -500,24 +500,26 @@ clnet_status clnet_plot_svg(const char *path, const char *title, const char *x_l
         {.name = "loss", .series = loss, .count = nloss, .colour = colour},
         {.name = "accuracy", .series = acc, .count = nacc, .colour = colour + nloss},
     };
+    /* without accuracy series (a model without classes), the loss panel alone */
+    int npanels = nacc > 0 ? 2 : 1, width = npanels * PANEL_WIDTH;
     clnet_text_printf(
         &t,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
         "viewBox=\"0 0 %d %d\" font-family=\"" FONT "\">\n",
-        WIDTH, HEIGHT, WIDTH, HEIGHT);
+        width, HEIGHT, width, HEIGHT);
     clnet_text_printf(&t, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
-                      WIDTH, HEIGHT);
+                      width, HEIGHT);
     if (title) {
         clnet_text_printf(&t, "<title>");
         put_escaped(&t, title);
         clnet_text_printf(&t,
                           "</title>\n<text x=\"%d\" y=\"30\" font-size=\"18\" font-weight=\"bold\" "
                           "text-anchor=\"middle\">",
-                          WIDTH / 2);
+                          width / 2);
         put_escaped(&t, title);
         clnet_text_printf(&t, "</text>\n");
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < npanels; i++) {
         panel *p = &panels[i];
         p->left = i * PANEL_WIDTH + PLOT_LEFT;
         p->right = i * PANEL_WIDTH + PLOT_RIGHT;

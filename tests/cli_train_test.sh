@@ -280,4 +280,29 @@ if [ $rc -eq 1 ] && [ "$(grep -c '^clnet: skipped (' <<<"$out")" -eq 2 ] &&
    grep -q "stopped: 2 steps skipped already (--skip-nonfinite 2)" <<<"$out"; then
   ok "the step after --skip-nonfinite's last allowed one stops the run"
 else bad "--skip-nonfinite 2 (rc $rc)" "$out"; fi
+# an autoencoder (mse against its own input): the lines give losses alone, the test loss falls
+# below a quarter of the untrained model's, eval and the CSV log agree
+cat >"$work/ae.cfg" <<'END'
+input channels=1 height=28 width=28
+conv2d filters=8 size=3 stride=2 pad=1
+gelu
+conv_transpose2d filters=1 size=4 stride=2 pad=1
+mse target=input
+END
+ae=(train "$work/ae.cfg" "${quick[@]}" --lr 0.05 --momentum 0.9 --seed 3)
+"$clnet" "${ae[@]}" --steps 0 --save "$work/ae0.safetensors" >/dev/null 2>&1
+before=$("$clnet" eval "$work/ae.cfg" --weights "$work/ae0.safetensors" --test-limit 256 2>/dev/null)
+out=$("$clnet" "${ae[@]}" --epochs 3 --log "$work/ae.csv" --plot "$work/ae.svg" \
+      --save "$work/ae.safetensors" 2>"$work/ae.err"); rc=$?
+after=$("$clnet" eval "$work/ae.cfg" --weights "$work/ae.safetensors" --test-limit 256 2>/dev/null)
+last=$(tail -n1 <<<"$out")
+final=$(sed -E 's/^final: test_loss=([0-9.]+) .*/\1/' <<<"$last")
+if [ $rc -eq 0 ] && [[ $last =~ ^final:\ test_loss=[0-9]+\.[0-9]{4}\ train_loss=[0-9.]+\ images_per_s=[0-9]+$ ]] &&
+   [[ $before =~ ^test_loss=[0-9.]+$ ]] && [ "$after" = "test_loss=$final" ] &&
+   awk -v a="${after#test_loss=}" -v b="${before#test_loss=}" 'BEGIN { exit !(a < b / 4) }' &&
+   grep -qE '^epoch 3: train_loss=[0-9.]+ test_loss=[0-9.]+ seconds=' "$work/ae.err" &&
+   [ "$(head -n1 "$work/ae.csv")" = "epoch,train_loss,test_loss,seconds,images_per_s" ] &&
+   ! grep -q accuracy "$work/ae.svg"; then
+  ok "an autoencoder reports losses alone; its test loss falls from ${before#test_loss=} to ${after#test_loss=}"
+else bad "autoencoder (rc $rc)" "$out" "before: $before" "after: $after" "$(cat "$work/ae.err")"; fi
 exit $fail

@@ -38,7 +38,10 @@ static const char *const LAYERS[] = {"conv1d",
                                      "silu",
                                      "hardswish",
                                      "dropout",
-                                     "softmax_xent"};
+                                     "softmax_xent",
+                                     "mse",
+                                     "l1",
+                                     "bce_with_logits"};
 #define NLAYERS (int)(sizeof LAYERS / sizeof LAYERS[0])
 
 /* A tensor's shape, up to (N, C, D, H, W). */
@@ -313,6 +316,14 @@ static int check_fixture(const char *path, const char *file) {
                 ck_abort_msg("%s: element %lld: x %g, dy %g, y_kept %g, dx_kept %g", file,
                              (long long)i, xv[i], dy[i], y_kept[i], dx_kept[i]);
         }
+    } else if (!strcmp(layer, "mse") || !strcmp(layer, "l1") || !strcmp(layer, "bce_with_logits")) {
+        /* x, its target, the output y and both gradients of x's shape; the loss a scalar, the
+         * sum over samples of each one's mean, at least 0 */
+        const char *full[] = {"x", "target", "y", "dx", "dtarget"};
+        for (int i = 0; i < 5; i++) expect(f, file, full[i], x);
+        const float *loss = expect(f, file, "loss", (dims){0, {0}});
+        ck_assert_msg(loss[0] >= 0, "%s: loss %g", file, loss[0]);
+        expected_tensors = 6;
     } else if (!strcmp(layer, "softmax_xent")) {
         ck_assert_msg(ndim == 2, "%s: x must be logits (N, K)", file);
         int64_t n = x.d[0], k = x.d[1];

@@ -855,6 +855,16 @@ START_TEST(graph_errors_name_the_file_and_line) {
         {"relu name=bad,name\n", ":2: name=bad,name: names are"},
         {"flatten\nsoftmax_cross_entropy\nlinear units=2 input=loss\n",
          ":4: no layer may read the loss layer 'loss'"},
+        /* a regression loss: a target of the prediction's shape, and one given */
+        {"conv2d name=a filters=2 size=3 pad=1\nmse target=input\n",
+         ":3: layer 'loss' (mse, input 2x8x8): the prediction ('a', 2x8x8) and the target "
+         "('input', 1x8x8) differ in shape"},
+        {"conv2d filters=1 size=3 pad=1\nl1\n", ":3: layer 'loss' (l1, input 1x8x8): needs a "
+                                                "target: target=input"},
+        {"conv2d filters=1 size=3 pad=1\nbce_with_logits target=nowhere\n",
+         ":3: target=nowhere: there is no layer named 'nowhere'"},
+        {"flatten\nsoftmax_cross_entropy target=input\n",
+         ":3: unknown option 'target' for softmax_cross_entropy"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *text = malloc(strlen(head) + strlen(cases[i].body) + 1);

@@ -80,6 +80,8 @@ typedef enum {
     DISTINCT, /* maxima: values 0.05 apart, no ties, no winner changes within a step */
     OFF_KINK, /* relu: at least 0.1 from 0 */
     WIDE,     /* the activations of x: spread over [-4, 4), at least 0.1 from 0, -3 and 3 */
+    APART,    /* l1: prediction and target (the two halves) at least 0.1 apart everywhere */
+    TARGETS,  /* bce: logits over [-4, 4), targets (the second half) in [0, 1] */
     LOGITS,   /* the loss: logits spread over [-3, 3) */
     CHANNELS, /* batch norm: each channel a mean and a spread of its own */
 } input_kind;
@@ -258,6 +260,25 @@ static void softmax_xent_forward(const layer_geom *g, ref_args *a) {
 
 static void softmax_xent_backward(const layer_geom *g, ref_args *a) {
     ref_softmax_xent_backward(a->dx, a->x, a->labels, g->n, g->in.c);
+}
+
+/* mse, l1, bce_with_logits: x holds the prediction, then the target (a copy
+ * of the model's input each, with data of its own) */
+static ref_loss loss_of(const layer_geom *g) {
+    return !strcmp(g->kind, "mse")  ? REF_LOSS_MSE
+           : !strcmp(g->kind, "l1") ? REF_LOSS_L1
+                                    : REF_LOSS_BCE;
+}
+
+static void regression_forward(const layer_geom *g, ref_args *a) {
+    size_t E = sample_size(g);
+    a->loss = ref_regression_forward(loss_of(g), a->y, a->x, a->x + g->n * E, g->n, (int)E);
+}
+
+static void regression_backward(const layer_geom *g, ref_args *a) {
+    size_t E = sample_size(g);
+    ref_regression_backward(loss_of(g), a->dx, a->dx + g->n * E, a->x, a->x + g->n * E, g->n,
+                            (int)E);
 }
 
 /* the rig trains at step 0, its sample 0 the batch's first */
@@ -464,6 +485,16 @@ static const layer_row TABLE[] = {
     {"softmax_cross_entropy", softmax_xent_forward, softmax_xent_backward, LOGITS, 0,
      CASES({"softmax_cross_entropy", 1, VECTOR(10)}, {"softmax_cross_entropy", 7, VECTOR(10)},
            {"softmax_cross_entropy", 4, VECTOR(37)})},
+    /* the target is the model's input: a second input, with data of its own here */
+    {"mse", regression_forward, regression_backward, PLAIN, 0,
+     CASES({"mse target=input", 1, VECTOR(10)}, {"mse target=input", 3, IMAGE(2, 5, 7)},
+           {"mse target=input", 2, VOLUME(2, 3, 2, 5)})},
+    {"l1", regression_forward, regression_backward, APART, 0,
+     CASES({"l1 target=input", 2, IMAGE(3, 7, 9)}, {"l1 target=input", 1, SIGNAL(2, 11)})},
+    {"bce_with_logits", regression_forward, regression_backward, TARGETS, 0,
+     CASES({"bce_with_logits target=input", 4, VECTOR(1)},
+           {"bce_with_logits target=input", 3, VECTOR(6)},
+           {"bce_with_logits target=input", 2, IMAGE(1, 5, 7)})},
     {"reshape", view_forward, view_backward, PLAIN, 1,
      CASES({"reshape channels=6 length=10", 2, IMAGE(3, 4, 5)},
            {"reshape channels=4 height=3 width=2", 1, VOLUME(2, 2, 3, 2)})},
@@ -534,6 +565,8 @@ static void read_option(const layer_case *t, layer_geom *g, const char *key, con
         snprintf(g->name, sizeof g->name, "%s", value);
     else if (!strcmp(key, "approximate"))
         g->approx = !strcmp(value, "tanh");
+    else if (!strcmp(key, "target"))
+        g->nin++;
     else if (!strcmp(key, "input"))
         for (const char *c = value; (c = strchr(c, ',')); c++) g->nin++;
     else if (strcmp(g->kind, "reshape") != 0) /* reshape's keys give its output only */
@@ -618,6 +651,14 @@ static void make_input(const layer_row *row, const layer_geom *g, float *x, size
             for (float kink = -3; kink <= 3; kink += 3)
                 if (fabsf(x[i] - kink) < 0.1f) x[i] = kink + (x[i] >= kink ? 0.1f : -0.1f);
         }
+    } else if (row->input == APART) {
+        for (size_t i = 0; i < count / 2; i++) {
+            float *z = &x[i], t = x[count / 2 + i];
+            if (fabsf(*z - t) < 0.1f) *z = t + (*z >= t ? 0.1f : -0.1f);
+        }
+    } else if (row->input == TARGETS) {
+        for (size_t i = 0; i < count / 2; i++) x[i] *= 4.0f;
+        for (size_t i = count / 2; i < count; i++) x[i] = 0.5f + 0.5f * x[i];
     } else if (row->input == LOGITS) {
         for (size_t i = 0; i < count; i++) x[i] *= 3.0f;
     } else if (row->input == CHANNELS) {

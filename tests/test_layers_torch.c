@@ -54,17 +54,19 @@ typedef enum {
     GLOBAL_AVGPOOL,
     DROPOUT,
     GLOBAL_MAXPOOL,
+    REGRESSION, /* mse, l1, bce_with_logits: a loss against a target of x's shape */
     NKINDS
 } kind;
 static const char *const KIND_META[NKINDS] = {
     "conv2d",  "conv_transpose2d", "maxpool",   "avgpool",
     "relu",    "sigmoid",          "tanh",      "gelu",
     "linear",  "softmax_xent",     "batchnorm", "global_avgpool",
-    "dropout", "global_maxpool"};
+    "dropout", "global_maxpool",   "mse"};
 /* The kind of a fixture's "layer": its KIND_META name, or another rank's convolution. */
 static kind kind_of(const char *layer) {
     if (!strcmp(layer, "conv1d") || !strcmp(layer, "conv3d")) return CONV;
     if (!strncmp(layer, "conv_transpose", 14) && strlen(layer) == 16) return CONV_TRANSPOSE;
+    if (!strcmp(layer, "l1") || !strcmp(layer, "bce_with_logits")) return REGRESSION;
     const char *of_x[] = {"leaky_relu", "elu", "silu", "hardswish"};
     for (int k = 0; k < 4; k++)
         if (!strcmp(layer, of_x[k])) return ACT_OF_X;
@@ -271,6 +273,9 @@ static void fixture_load(fixture *fx, const char *file) {
         snprintf(fx->line, sizeof fx->line, "dropout p=%s", p);
         break;
     }
+    case REGRESSION: /* its target, the second input, is the model's input in the rig */
+        snprintf(fx->line, sizeof fx->line, "%s target=input", layer);
+        break;
     case LOSS:
         ck_assert_int_eq(meta_int(fx, "classes"), (int)rig_shape_size(fx->in));
         snprintf(fx->line, sizeof fx->line, "softmax_cross_entropy");
@@ -289,7 +294,7 @@ static void fixture_load(fixture *fx, const char *file) {
     }
     if (fx->ndim == 3 || fx->ndim == 5) { /* batch norm, activations, global pooling */
         memcpy(fx->yshape, fx->xshape, sizeof fx->yshape);
-        int same = fx->k == BATCHNORM || fx->k == ACT_OF_X;
+        int same = fx->k == BATCHNORM || fx->k == ACT_OF_X || fx->k == REGRESSION;
         for (int i = 2; i < fx->ndim && !same; i++) fx->yshape[i] = 1;
         fx->ny = 1;
         for (int i = 0; i < fx->ndim; i++) fx->ny *= (size_t)fx->yshape[i];
@@ -335,6 +340,38 @@ static double compare(const fixture *fx, const clnet_device *d, const char *name
                   "index %zu: %.9g, PyTorch %.9g",
                   fx->file, fx->line, d->info.name, name, diff, TOLERANCE, at, got[at], ref[at]);
     return diff;
+}
+
+/* A regression loss: the rig's input holds x, then the target (its second
+ * input); its output, the summed loss and both gradients against PyTorch's. */
+static double run_regression(const fixture *fx, clnet_device *d, const char **worst) {
+    layer_rig r;
+    rig_create_input(&r, d, fx->input, fx->line, fx->n);
+    size_t n = fx->nx;
+    ck_assert_msg(r.in_count == 2 * n && r.out_count == n, "%s: %zu inputs, %zu outputs", fx->file,
+                  r.in_count, r.out_count);
+    float *x = malloc(2 * n * sizeof(float)), *dx = malloc(2 * n * sizeof(float));
+    float *y = malloc(n * sizeof(float)), *loss = malloc((size_t)fx->n * sizeof(float));
+    memcpy(x, tensor(fx, "x", fx->ndim, fx->xshape), n * sizeof(float));
+    memcpy(x + n, tensor(fx, "target", fx->ndim, fx->xshape), n * sizeof(float));
+    rig_forward(&r, x, y, NULL, loss, NULL);
+    rig_backward(&r, NULL, dx, NULL, NULL);
+    double sum = 0, best = 0, v;
+    for (int i = 0; i < fx->n; i++) sum += loss[i];
+    const float *loss_ref = tensor(fx, "loss", -1, NULL);
+    double loss_diff = fabs(sum - loss_ref[0]) / fmax(1, fabs(loss_ref[0]));
+    ck_assert_msg(loss_diff <= TOLERANCE, "%s on %s: loss %.9g, PyTorch %.9g", fx->file,
+                  d->info.name, sum, loss_ref[0]);
+    const char *names[] = {"y", "dx", "dtarget"};
+    const float *got[] = {y, dx, dx + n};
+    *worst = "loss", best = loss_diff;
+    for (int k = 0; k < 3; k++)
+        if ((v = compare(fx, d, names[k], got[k], tensor(fx, names[k], fx->ndim, fx->xshape), n)) >
+            best)
+            best = v, *worst = names[k];
+    free(x), free(dx), free(y), free(loss);
+    rig_free(&r);
+    return best;
 }
 
 /* Runs one fixture on one device; returns the largest relative difference and names its
@@ -561,8 +598,9 @@ START_TEST(every_layer_matches_pytorch_on_every_device) {
                 continue;
             }
             const char *worst = "";
-            double diff = fx[i].k == DROPOUT ? run_dropout(&fx[i], d, &worst)
-                                             : run_fixture(&fx[i], d, &worst);
+            double diff = fx[i].k == DROPOUT      ? run_dropout(&fx[i], d, &worst)
+                          : fx[i].k == REGRESSION ? run_regression(&fx[i], d, &worst)
+                                                  : run_fixture(&fx[i], d, &worst);
             worst_kind[fx[i].k] = fmax(worst_kind[fx[i].k], diff);
             printf("%-38s on %-24.24s largest relative difference %.1e (%s)\n", fx[i].file,
                    d->info.name, diff, worst);

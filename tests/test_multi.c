@@ -52,7 +52,23 @@ static const char *RANKS[] = {"input channels=2 depth=4 height=8 width=8",
                               "flatten",
                               "linear units=10",
                               "softmax_cross_entropy"};
-static int use_ranks; /* 1: make_net builds RANKS */
+/* An autoencoder of 8x8 images with the activations of modern CNNs, its loss
+ * the mean squared error against its own input */
+static const char *DECODER[] = {"input channels=1 height=8 width=8",
+                                "conv2d filters=4 size=3 stride=2 pad=1",
+                                "gelu",
+                                "conv2d filters=4 size=3 pad=1",
+                                "silu",
+                                "conv_transpose2d filters=3 size=4 stride=2 pad=1",
+                                "leaky_relu slope=0.1",
+                                "conv2d filters=2 size=3 pad=1",
+                                "elu alpha=0.5",
+                                "conv2d filters=1 size=1",
+                                "hardswish",
+                                "mse target=input"};
+/* what make_net builds: LeNet (SMALL beside the simulator), RANKS or DECODER */
+static const char **use_model;
+static int use_lines;
 
 static int has_slow_device(void) {
     clnet_runtime *rt = test_runtime();
@@ -63,8 +79,8 @@ static int has_slow_device(void) {
 
 static clnet_net *make_net(void) {
     int small = has_slow_device();
-    const char **lines = use_ranks ? RANKS : small ? SMALL : LENET;
-    int n = use_ranks ? (int)(sizeof RANKS / sizeof *RANKS)
+    const char **lines = use_model ? use_model : small ? SMALL : LENET;
+    int n = use_model ? use_lines
             : small   ? (int)(sizeof SMALL / sizeof *SMALL)
                       : (int)(sizeof LENET / sizeof *LENET);
     clnet_net *net = NULL;
@@ -203,10 +219,20 @@ END_TEST
 /* The convolutions of every rank and the transposed one split across devices
  * as exactly as LeNet's. */
 START_TEST(convolutions_of_every_rank_take_the_same_steps_on_two_devices) {
-    use_ranks = 1;
+    use_model = RANKS, use_lines = (int)(sizeof RANKS / sizeof *RANKS);
     double unequal[2] = {1, 3};
     expect_same_updates(unequal, "conv3d, conv_transpose2d, conv1d: two devices, 1:3 split");
-    use_ranks = 0;
+    use_model = NULL;
+}
+END_TEST
+
+/* A model without classes, its target its own input, as exactly. */
+START_TEST(an_autoencoder_takes_the_same_steps_on_two_devices) {
+    use_model = DECODER, use_lines = (int)(sizeof DECODER / sizeof *DECODER);
+    double unequal[2] = {3, 2};
+    expect_same_updates(unequal, "an autoencoder (gelu, silu, leaky_relu, elu, hardswish, mse): "
+                                 "two devices, 3:2 split");
+    use_model = NULL;
 }
 END_TEST
 
@@ -675,6 +701,7 @@ int main(void) {
     add_shared_tests(equal);
     tcase_add_test(equal, two_devices_take_the_same_steps_as_one);
     tcase_add_test(equal, convolutions_of_every_rank_take_the_same_steps_on_two_devices);
+    tcase_add_test(equal, an_autoencoder_takes_the_same_steps_on_two_devices);
     tcase_add_test(equal, a_throttled_device_gets_a_smaller_share);
     suite_add_tcase(s, equal);
 

@@ -181,6 +181,29 @@ START_TEST(ten_epochs_give_a_complete_picture) {
 }
 END_TEST
 
+/* A model without classes: the train and test loss in one panel, half as
+ * wide, and nothing about accuracy. */
+START_TEST(loss_curves_alone_fill_one_panel) {
+    char dir[256], path[300];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/loss.svg", dir);
+    ck_assert_int_eq(
+        clnet_write_loss_curves_svg(path, "autoencoder", EPOCHS, TRAIN_LOSS, TEST_LOSS, 10),
+        CLNET_OK);
+    char *svg = read_text(path);
+    ASSERT_WELL_FORMED(svg);
+    ASSERT_NUMBERS_FINITE(svg);
+    ck_assert(strstr(svg, ">loss<") && strstr(svg, ">train<") && strstr(svg, ">test<"));
+    ck_assert_int_eq(count(svg, "accuracy"), 0);
+    ck_assert_int_eq(count(svg, "<path"), 2);
+    ck_assert_int_eq(count(svg, "<circle"), 22); /* 20 points, 2 in the legend */
+    ck_assert(strstr(svg, "width=\"500\""));
+    ck_assert_int_eq(clnet_write_loss_curves_svg(path, NULL, EPOCHS, NULL, NULL, 10),
+                     CLNET_ERR_INVALID_ARGUMENT);
+    free(svg);
+}
+END_TEST
+
 START_TEST(the_same_label_keeps_its_colour_in_both_panels) {
     char dir[256], path[300];
     test_make_dir(dir, sizeof dir);
@@ -312,10 +335,17 @@ START_TEST(bad_arguments_are_refused) {
     ck_assert_int_eq(clnet_plot_svg(path, "t", "e", negative, 1, ok, 1),
                      CLNET_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(entries_in(dir), 0);
-    /* Nothing at all is still a picture: two empty panels. */
+    /* Nothing at all is still a picture: an empty loss panel (no accuracy
+     * series leaves the accuracy panel out) or two empty panels. */
     ck_assert_int_eq(clnet_plot_svg(path, NULL, NULL, NULL, 0, NULL, 0), CLNET_OK);
     char *svg = read_text(path);
     ASSERT_WELL_FORMED(svg);
+    ck_assert_int_eq(count(svg, ">no data<"), 1);
+    ck_assert_int_eq(count(svg, "accuracy"), 0);
+    free(svg);
+    clnet_plot_series empty[] = {{"a", EPOCHS, TRAIN_LOSS, 0}};
+    ck_assert_int_eq(clnet_plot_svg(path, NULL, NULL, NULL, 0, empty, 1), CLNET_OK);
+    svg = read_text(path);
     ck_assert_int_eq(count(svg, ">no data<"), 2);
     free(svg);
 }
@@ -350,6 +380,7 @@ int main(void) {
     Suite *s = suite_create("plot");
     TCase *t = tcase_create("plot");
     tcase_add_test(t, ten_epochs_give_a_complete_picture);
+    tcase_add_test(t, loss_curves_alone_fill_one_panel);
     tcase_add_test(t, the_same_label_keeps_its_colour_in_both_panels);
     tcase_add_test(t, a_single_point_is_drawn_as_a_marker);
     tcase_add_test(t, nan_points_are_skipped_and_break_the_line);

@@ -84,12 +84,13 @@ enum {
     MAXPOOLND,
     AVGPOOLND,
     ACT_OF_X,
+    REGRESSION,
     LAYER_COUNT
 };
 static const char *const layer_names[LAYER_COUNT] = {
-    "conv2d",         "maxpool",   "avgpool",      "global_avgpool", "relu",           "sigmoid",
-    "tanh",           "linear",    "softmax_xent", "batchnorm",      "global_maxpool", "convnd",
-    "conv_transpose", "maxpoolnd", "avgpoolnd",    "activation of x"};
+    "conv2d",         "maxpool",   "avgpool",      "global_avgpool",  "relu",           "sigmoid",
+    "tanh",           "linear",    "softmax_xent", "batchnorm",       "global_maxpool", "convnd",
+    "conv_transpose", "maxpoolnd", "avgpoolnd",    "activation of x", "regression loss"};
 static double worst[LAYER_COUNT];
 
 /* The finite-difference step per layer. The forward passes are float, so a
@@ -108,7 +109,8 @@ static const float layer_eps[LAYER_COUNT] = {
     [CONV] = 0.25f,           [AVGPOOL] = 0.25f,   [GLOBAL_AVGPOOL] = 0.25f, [LINEAR] = 0.25f,
     [RELU] = 1e-2f,           [MAXPOOL] = 1e-2f,   [SIGMOID] = 1e-2f,        [TANH] = 1e-2f,
     [SOFTMAX_XENT] = 1e-2f,   [BATCHNORM] = 1e-2f, [GLOBAL_MAXPOOL] = 1e-2f, [CONVND] = 0.25f,
-    [CONV_TRANSPOSE] = 0.25f, [AVGPOOLND] = 0.25f, [MAXPOOLND] = 1e-2f,      [ACT_OF_X] = 1e-2f};
+    [CONV_TRANSPOSE] = 0.25f, [AVGPOOLND] = 0.25f, [MAXPOOLND] = 1e-2f,      [ACT_OF_X] = 1e-2f,
+    [REGRESSION] = 1e-2f};
 
 typedef double (*loss_fn)(void *ctx);
 
@@ -474,6 +476,65 @@ START_TEST(activations_of_x_backward_match_finite_differences) {
         printf("%-10s n%zu: dx %.1e\n", names[f], n, ex);
         free(c.x), free(c.y), free(c.r), free(dx);
     }
+}
+END_TEST
+
+/* ---- regression losses: finite differences and by hand ------------------------------------ */
+
+typedef struct {
+    ref_loss f;
+    int N, E;
+    float *z, *t;
+} regression_case;
+
+static double regression_loss(void *ctx) {
+    regression_case *c = ctx;
+    return ref_regression_forward(c->f, NULL, c->z, c->t, c->N, c->E);
+}
+
+START_TEST(regression_losses_match_finite_differences_in_prediction_and_target) {
+    static const char *const names[] = {"mse", "l1", "bce_with_logits"};
+    for (int f = REF_LOSS_MSE; f <= REF_LOSS_BCE; f++) {
+        regression_case c = {.f = (ref_loss)f, .N = 3, .E = 13};
+        size_t n = (size_t)c.N * c.E;
+        c.z = random_floats(n, 440 + f, 3.0f), c.t = random_floats(n, 450 + f, 1.0f);
+        for (size_t i = 0; i < n; i++) { // l1's kink where z = t: 0.1 away at least
+            if (f == REF_LOSS_L1 && fabsf(c.z[i] - c.t[i]) < 0.1f) c.z[i] = c.t[i] + 0.1f;
+            if (f == REF_LOSS_BCE) c.t[i] = 0.5f + 0.5f * c.t[i];
+        }
+        float *dz = alloc_floats(n), *dt = alloc_floats(n);
+        ref_regression_backward(c.f, dz, dt, c.z, c.t, c.N, c.E);
+        check_guard(dz, n, "regression dz");
+        check_guard(dt, n, "regression dt");
+        double ez = fd_check(REGRESSION, "dz", regression_loss, &c, c.z, dz, n);
+        double et = fd_check(REGRESSION, "dt", regression_loss, &c, c.t, dt, n);
+        printf("%-16s N%d E%d: dz %.1e dt %.1e\n", names[f], c.N, c.E, ez, et);
+        free(c.z), free(c.t), free(dz), free(dt);
+    }
+}
+END_TEST
+
+START_TEST(regression_losses_by_hand) {
+    // one sample of two elements: z = (1, -2) against t = (0, 1)
+    const float z[2] = {1, -2}, t[2] = {0, 1};
+    float out[2], dz[2], dt[2];
+    // mse: (1 + 9) / 2 = 5, gradients 2 (z - t) / 2 = (1, -3)
+    ck_assert_double_eq_tol(ref_regression_forward(REF_LOSS_MSE, out, z, t, 1, 2), 5, 1e-12);
+    expect_floats(out, z, 2, 0, "mse out");
+    ref_regression_backward(REF_LOSS_MSE, dz, dt, z, t, 1, 2);
+    expect_floats(dz, (const float[]){1, -3}, 2, 0, "mse dz");
+    expect_floats(dt, (const float[]){-1, 3}, 2, 0, "mse dt");
+    // l1: (1 + 3) / 2 = 2, gradients (1/2, -1/2); 0 where z = t
+    ck_assert_double_eq_tol(ref_regression_forward(REF_LOSS_L1, out, z, t, 1, 2), 2, 1e-12);
+    ref_regression_backward(REF_LOSS_L1, dz, dt, z, z, 1, 2);
+    expect_floats(dz, (const float[]){0, 0}, 2, 0, "l1 dz at z = t");
+    // bce at z = 0: log 2 whatever the target; z = ln 3 against 1: log(4/3), dz (3/4 - 1)
+    const float zb[2] = {0, (float)log(3.0)}, tb[2] = {0.3f, 1};
+    double want = (log(2.0) + log(4.0 / 3)) / 2;
+    ck_assert_double_eq_tol(ref_regression_forward(REF_LOSS_BCE, out, zb, tb, 1, 2), want, 1e-7);
+    expect_floats(out, (const float[]){0.5f, 0.75f}, 2, 1e-7, "bce out");
+    ref_regression_backward(REF_LOSS_BCE, dz, dt, zb, tb, 1, 2);
+    expect_floats(dz, (const float[]){0.1f, -0.125f}, 2, 1e-7, "bce dz");
 }
 END_TEST
 
@@ -1534,6 +1595,7 @@ int main(void) {
     tcase_add_test(t, maxpool_ties_go_to_the_first_maximum);
     tcase_add_test(t, activations_by_hand);
     tcase_add_test(t, activations_of_x_by_hand);
+    tcase_add_test(t, regression_losses_by_hand);
     tcase_add_test(t, linear_by_hand);
     tcase_add_test(t, softmax_xent_by_hand);
     tcase_add_test(t, softmax_xent_stays_finite_for_huge_logits);
@@ -1546,6 +1608,7 @@ int main(void) {
     tcase_add_test(t, global_maxpool_backward_matches_finite_differences_and_picks_the_first_tie);
     tcase_add_test(t, activations_backward_match_finite_differences);
     tcase_add_test(t, activations_of_x_backward_match_finite_differences);
+    tcase_add_test(t, regression_losses_match_finite_differences_in_prediction_and_target);
     tcase_add_test(t, linear_backward_matches_finite_differences);
     tcase_add_test(t, softmax_xent_backward_matches_finite_differences);
     tcase_add_test(t, batchnorm_by_hand);

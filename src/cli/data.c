@@ -11,7 +11,8 @@ int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const char *mod
         return 0;
     }
     int classes = clnet_dataset_classes(ds);
-    if (clnet_dataset_labelled(ds) && classes > clnet_net_classes(net)) {
+    if (clnet_net_is_classifier(net) && clnet_dataset_labelled(ds) &&
+        classes > clnet_net_classes(net)) {
         fprintf(stderr, "clnet: the data has %d classes but %s predicts %d\n", classes, model,
                 clnet_net_classes(net));
         return 0;

@@ -171,7 +171,8 @@ typedef struct {
     int *predicted;  /* (n) */
     int32_t *labels; /* (n) */
     int n, classes, labelled, drawn, correct;
-    size_t sample; /* the values of one sample */
+    int classifier; /* 0: a model without classes (no winners, no accuracy) */
+    size_t sample;  /* the values of one sample */
 } prediction;
 
 static void prediction_free(prediction *p) {
@@ -202,6 +203,7 @@ static int load(prediction *p) {
     p->n = clnet_dataset_count(p->ds);
     p->classes = clnet_net_classes(p->net);
     p->labelled = clnet_dataset_labelled(p->ds);
+    p->classifier = clnet_net_is_classifier(p->net);
     return 0;
 }
 
@@ -264,6 +266,10 @@ static int predict_all(prediction *p) {
 /* --picture: the first samples with their predicted (and true) classes; images only. */
 static int draw(const prediction *p) {
     int image[4];
+    if (!p->classifier) {
+        fprintf(stderr, "clnet: --picture: %s has no classes to draw; nothing drawn\n", p->o.model);
+        return 0;
+    }
     if (clnet_net_input_rank(p->net, image) != 3) {
         fprintf(stderr,
                 "clnet: --picture: %s takes no images (channels, height, width); "
@@ -291,7 +297,7 @@ static int write_outputs(const prediction *p) {
         used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld", d ? "," : "",
                                  (long long)shape[d]);
     if (used < sizeof text) snprintf(text + used, sizeof text - used, ")");
-    if (p->labelled)
+    if (p->labelled && p->classifier)
         printf("predicted: count=%d shape=%s output=%s accuracy=%.4f\n", p->n, text, o->output,
                (double)p->correct / p->n);
     else

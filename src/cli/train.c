@@ -155,6 +155,15 @@ static int evaluate(const train_options *o, session *s, double *acc, double *los
     return 0;
 }
 
+/* What a run reports of the test set: the accuracy of a classifier, the loss
+ * of a model without classes (clnet_net_is_classifier). */
+static int test_score(const train_options *o, session *s, double *score) {
+    double acc = 0, loss = 0;
+    int rc = evaluate(o, s, &acc, &loss);
+    if (rc == 0) *score = clnet_net_is_classifier(s->net) ? acc : loss;
+    return rc;
+}
+
 /* A checkpoint whose progress says the next batch starts at sample
  * `position` of epoch `epoch`'s order. */
 static int save(session *s, const char *path, int epoch, int64_t position, uint64_t data_seed,
@@ -398,7 +407,9 @@ static int open_logs(run *r) {
             fprintf(stderr, "clnet: cannot write %s\n", o->log);
             return 1;
         }
-        fprintf(r->csv, "epoch,train_loss,train_accuracy,test_accuracy,seconds,images_per_s\n");
+        fprintf(r->csv, clnet_net_is_classifier(r->s.net)
+                            ? "epoch,train_loss,train_accuracy,test_accuracy,seconds,images_per_s\n"
+                            : "epoch,train_loss,test_loss,seconds,images_per_s\n");
         fflush(r->csv);
     }
     return o->step_log ? step_log_open(&r->slog, o->step_log, o->log_every, o->resume != NULL) : 0;
@@ -481,18 +492,49 @@ static void show_progress(run *r, int epoch_done) {
     r->last_bar = clnet_seconds();
 }
 
-/* The epoch's line on stderr (and each device's share), its CSV line and the plot. */
+/* The epoch's lines and plot of a model without classes: its losses alone. */
+static void report_epoch_loss(run *r, int epoch_done, double test_loss, double secs, double ips,
+                              const char *skip_text) {
+    const train_options *o = &r->o;
+    history *h = &r->h;
+    char test_text[32];
+    if (is_root()) {
+        fprintf(
+            stderr, "epoch %d%s: train_loss=%.4f test_loss=%s seconds=%.1f images_per_s=%.0f%s\n",
+            r->epoch + 1, epoch_done ? "" : " (partial)", r->last_loss,
+            accuracy_text(test_text, sizeof test_text, test_loss, 4, "-"), secs, ips, skip_text);
+        report_devices(&r->s, r->before);
+    }
+    count_shares(r->s.net, r->before);
+    history_add(h, r->epoch + (epoch_done ? 1.0 : (double)r->epoch_batches / r->per_epoch),
+                r->last_loss, NAN, test_loss, secs, ips);
+    if (r->csv) {
+        fprintf(r->csv, "%d,%.6f,%s,%.3f,%.1f\n", r->epoch + 1, r->last_loss,
+                accuracy_text(test_text, sizeof test_text, test_loss, 6, ""), secs, ips);
+        fflush(r->csv);
+    }
+    if (o->plot && h->n > 0 && is_root() &&
+        clnet_write_loss_curves_svg(o->plot, o->model, h->epoch, h->train_loss, h->test_acc,
+                                    h->n) != CLNET_OK)
+        fprintf(stderr, "clnet: warning: plot: %s\n", clnet_last_error());
+}
+
+/* The epoch's line on stderr (and each device's share), its CSV line and the
+ * plot; test_acc is the test loss for a model without classes. */
 static void report_epoch(run *r, int epoch_done, double test_acc) {
     const train_options *o = &r->o;
     history *h = &r->h;
     double secs = clnet_seconds() - r->epoch_start, ips = epoch_images_per_s(r);
     double train_acc = (double)r->epoch_correct / r->epoch_seen;
-    char test_text[32];
+    char test_text[32], skip_text[48] = "";
     if (r->tty) fprintf(stderr, "\n");
+    if (r->epoch_skipped)
+        snprintf(skip_text, sizeof skip_text, " skipped=%" PRId64, r->epoch_skipped);
+    if (!clnet_net_is_classifier(r->s.net)) {
+        report_epoch_loss(r, epoch_done, test_acc, secs, ips, skip_text);
+        return;
+    }
     if (is_root()) {
-        char skip_text[48] = "";
-        if (r->epoch_skipped)
-            snprintf(skip_text, sizeof skip_text, " skipped=%" PRId64, r->epoch_skipped);
         fprintf(stderr,
                 "epoch %d%s: train_loss=%.4f train_accuracy=%.4f test_accuracy=%s "
                 "seconds=%.1f images_per_s=%.0f%s\n",
@@ -518,8 +560,7 @@ static void report_epoch(run *r, int epoch_done, double test_acc) {
 static int end_epoch(run *r, int epoch_done) {
     double test_acc = NAN;
     int rc;
-    if (!r->o.no_eval && epoch_done && (rc = evaluate(&r->o, &r->s, &test_acc, NULL)) != 0)
-        return rc;
+    if (!r->o.no_eval && epoch_done && (rc = test_score(&r->o, &r->s, &test_acc)) != 0) return rc;
     r->last_loss = r->epoch_loss / r->epoch_seen;
     report_epoch(r, epoch_done, test_acc);
     if (epoch_done) r->epoch++, r->next_position = 0;
@@ -607,7 +648,7 @@ static int finish(run *r) {
     if (!o->no_eval) {
         if (h->n && !isnan(h->test_acc[h->n - 1]))
             test_acc = h->test_acc[h->n - 1];
-        else if ((rc = evaluate(o, &r->s, &test_acc, NULL)) != 0)
+        else if ((rc = test_score(o, &r->s, &test_acc)) != 0)
             return rc;
     }
     report_run(r);
@@ -624,7 +665,8 @@ static int finish(run *r) {
         snprintf(skip_text + strlen(skip_text), sizeof skip_text - strlen(skip_text),
                  " dropped_devices=%d", dropped);
     if (is_root())
-        printf("final: test_accuracy=%s train_loss=%s images_per_s=%.0f%s\n",
+        printf("final: %s=%s train_loss=%s images_per_s=%.0f%s\n",
+               clnet_net_is_classifier(r->s.net) ? "test_accuracy" : "test_loss",
                accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), loss_text,
                r->train_seconds > 0 ? r->run_samples / r->train_seconds : 0.0, skip_text);
     fflush(stdout);
@@ -693,7 +735,8 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "eval: %d images in %.2f s, images_per_s=%.0f\n",
                 clnet_dataset_count(s.test), secs,
                 secs > 0 ? (double)clnet_dataset_count(s.test) / secs : 0);
-        printf("test_loss=%.4f\ntest_accuracy=%.4f\n", loss, acc);
+        printf("test_loss=%.4f\n", loss);
+        if (clnet_net_is_classifier(s.net)) printf("test_accuracy=%.4f\n", acc);
     }
 done:
     session_free(&s);

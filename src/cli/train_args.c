@@ -314,7 +314,8 @@ const cli_command cli_train_cmd = {
     CLI_MODEL(train_options),
     .opts = train_opts,
     .footer = "Progress goes to stderr; the last line on stdout is\n"
-              "  final: test_accuracy=<a> train_loss=<l> images_per_s=<n>\n",
+              "  final: test_accuracy=<a> train_loss=<l> images_per_s=<n>\n"
+              "(test_loss=<l> in place of test_accuracy for a model without classes).\n",
 };
 
 const cli_command cli_eval_cmd = {
@@ -325,7 +326,7 @@ const cli_command cli_eval_cmd = {
     .opts = train_opts,
     .footer = "The last lines on stdout are\n"
               "  test_loss=<l>\n"
-              "  test_accuracy=<a>\n"
+              "  test_accuracy=<a>   (not for a model without classes)\n"
               "and stderr says how fast: eval: N images in S s, images_per_s=<n>\n",
 };
 

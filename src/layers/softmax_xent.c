@@ -35,6 +35,7 @@ const clnet_kind clnet_softmax_xent_kind = {
     .min_inputs = 1,
     .max_inputs = 1,
     .is_loss = 1,
+    .classifier = 1,
     .setup = setup,
     .forward = forward,
 };

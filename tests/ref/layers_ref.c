@@ -790,6 +790,41 @@ void ref_act_backward(ref_act f, double a, float *dx, const float *dy, const flo
     }
 }
 
+/* ---- regression losses ----------------------------------------------------------- */
+
+double ref_regression_forward(ref_loss f, float *out, const float *z, const float *t, int N,
+                              int E) {
+    double total = 0;
+    for (int n = 0; n < N; n++) {
+        double sum = 0;
+        for (int e = 0; e < E; e++) {
+            size_t i = (size_t)n * E + e;
+            double zi = z[i], ti = t[i], sig = 1 / (1 + exp(-zi));
+            if (f == REF_LOSS_MSE) sum += (zi - ti) * (zi - ti);
+            if (f == REF_LOSS_L1) sum += fabs(zi - ti);
+            // -(t log s + (1 - t) log(1 - s)), s = sigmoid(z), with log s = -log(1 + e^-z)
+            if (f == REF_LOSS_BCE) sum += ti * log1p(exp(-zi)) + (1 - ti) * log1p(exp(zi));
+            if (out) out[i] = (float)(f == REF_LOSS_BCE ? sig : zi);
+        }
+        total += sum / E;
+    }
+    return total;
+}
+
+void ref_regression_backward(ref_loss f, float *dz, float *dt, const float *z, const float *t,
+                             int N, int E) {
+    // d/dz and d/dt of the mean over E: mse 2(z - t)/E and its negative; l1 sign(z - t)/E
+    // (0 at z = t) and its negative; bce (sigmoid(z) - t)/E and -z/E.
+    for (size_t i = 0; i < (size_t)N * E; i++) {
+        double zi = z[i], ti = t[i], gz = 0, gt = 0;
+        if (f == REF_LOSS_MSE) gz = 2 * (zi - ti), gt = -gz;
+        if (f == REF_LOSS_L1) gz = zi > ti ? 1 : zi < ti ? -1 : 0, gt = -gz;
+        if (f == REF_LOSS_BCE) gz = 1 / (1 + exp(-zi)) - ti, gt = -zi;
+        dz[i] = (float)(gz / E);
+        if (dt) dt[i] = (float)(gt / E);
+    }
+}
+
 /* ---- linear ------------------------------------------------------------------------ */
 
 void ref_linear_forward(float *y, const float *x, const float *w, const float *b, int N, int I,

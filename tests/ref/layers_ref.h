@@ -168,6 +168,17 @@ typedef enum {
 void ref_act_forward(ref_act f, double a, float *y, const float *x, size_t n);
 void ref_act_backward(ref_act f, double a, float *dx, const float *dy, const float *x, size_t n);
 
+/* Regression losses of z (N,E) against t (N,E): each sample's loss the mean
+ * over its E elements of (z - t)^2 (mse), |z - t| (l1) or the binary
+ * cross-entropy of sigmoid(z) against t (bce_with_logits). Forward writes
+ * out (N,E): z, or sigmoid(z) for bce; returns the SUM over samples of their
+ * losses. Backward writes the gradients of that sum: dz and dt (N,E), dt may
+ * be NULL. */
+typedef enum { REF_LOSS_MSE, REF_LOSS_L1, REF_LOSS_BCE } ref_loss;
+double ref_regression_forward(ref_loss f, float *out, const float *z, const float *t, int N, int E);
+void ref_regression_backward(ref_loss f, float *dz, float *dt, const float *z, const float *t,
+                             int N, int E);
+
 /* linear: x (N,I), w (O,I), b (O) or NULL, y (N,O) = x w^T + b */
 void ref_linear_forward(float *y, const float *x, const float *w, const float *b, int N, int I,
                         int O);
