@@ -31,6 +31,7 @@ static const clnet_kind *const builtin[] = {
     &clnet_softmax_xent_kind,
     &clnet_global_maxpool_kind,
     &clnet_reshape_kind,
+    &clnet_upsample_kind,
 };
 #define BUILTIN (sizeof builtin / sizeof builtin[0])
 
