@@ -18,10 +18,10 @@
 #endif
 
 static const char *const LAYERS[] = {
-    "conv1d",           "conv2d",      "conv3d",  "conv_transpose1d", "conv_transpose2d",
-    "conv_transpose3d", "maxpool",     "avgpool", "global_avgpool",   "global_maxpool",
-    "batchnorm",        "linear",      "relu",    "sigmoid",          "tanh",
-    "dropout",          "softmax_xent"};
+    "conv1d",           "conv2d",       "conv3d",  "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "maxpool",      "avgpool", "global_avgpool",   "global_maxpool",
+    "batchnorm",        "linear",       "relu",    "sigmoid",          "tanh",
+    "dropout",          "softmax_xent", "upsample"};
 #define NLAYERS (int)(sizeof LAYERS / sizeof LAYERS[0])
 
 /* A tensor's shape, up to (N, C, D, H, W). */
@@ -259,6 +259,22 @@ static int check_fixture(const char *path, const char *file) {
         ck_assert_int_eq(meta_int(f, file, "in_channels"), x.d[1]);
         dims y = x;
         for (int i = 2; i < ndim; i++) y.d[i] = 1;
+        expect_io(f, file, x, y);
+    } else if (!strcmp(layer, "upsample")) {
+        /* nn.Upsample with a whole factor per axis: y (N, C, spatial * scale...) */
+        ck_assert_msg(ndim >= 3 && ndim <= 5,
+                      "%s: x must be (N, C, L), (N, C, H, W) or (N, C, D, H, W)", file);
+        ck_assert_int_eq(meta_int(f, file, "in_channels"), x.d[1]);
+        const char *mode = clnet_st_meta_get(f, "mode");
+        ck_assert_msg(mode && (!strcmp(mode, "nearest") || !strcmp(mode, "linear")),
+                      "%s: metadata mode='%s', expected nearest or linear", file, mode);
+        int64_t scale[3];
+        meta_values(f, file, "scale", ndim - 2, -1, scale);
+        dims y = x;
+        for (int i = 2; i < ndim; i++) {
+            ck_assert_msg(scale[i - 2] >= 1, "%s: a scale of %lld", file, (long long)scale[i - 2]);
+            y.d[i] *= scale[i - 2];
+        }
         expect_io(f, file, x, y);
     } else if (!strcmp(layer, "dropout")) {
         /* x, dy and what survivors become, y_kept = x / (1 - p) and dx_kept = dy / (1 - p),
