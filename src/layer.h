@@ -400,7 +400,8 @@ extern const clnet_kind clnet_conv1d_kind, clnet_conv2d_kind, clnet_conv3d_kind,
     clnet_batchnorm_kind, clnet_dropout_kind, clnet_relu_kind, clnet_sigmoid_kind, clnet_tanh_kind,
     clnet_leaky_relu_kind, clnet_elu_kind, clnet_gelu_kind, clnet_silu_kind, clnet_hardswish_kind,
     clnet_linear_kind, clnet_flatten_kind, clnet_reshape_kind, clnet_add_kind, clnet_concat_kind,
-    clnet_softmax_xent_kind, clnet_mse_kind, clnet_l1_kind, clnet_bce_with_logits_kind;
+    clnet_softmax_xent_kind, clnet_mse_kind, clnet_l1_kind, clnet_bce_with_logits_kind,
+    clnet_upsample_kind;
 /* A batch norm's evaluation as an affine map per channel, from the
  * parameters and buffers arrays: y = x * s + t (its C channels). */
 void clnet_batchnorm_fold(const clnet_node *bn, const float *params, const float *buffers,

@@ -39,6 +39,7 @@ static const clnet_kind *const builtin[] = {
     &clnet_bce_with_logits_kind,
     &clnet_global_maxpool_kind,
     &clnet_reshape_kind,
+    &clnet_upsample_kind,
 };
 #define BUILTIN (sizeof builtin / sizeof builtin[0])
 

@@ -60,8 +60,9 @@ static clnet_status family_text(const char *family, char **owned, const char **t
  * PoCL 3.1: eight of these apart 0.72-1.08 s, together 0.21-0.33 s), and
  * most models use most of them. Each family's kernel and helper names are
  * its own. */
-static const char *const shared_families[] = {"activation",  "batchnorm", "conv",        "dropout",
-                                              "elementwise", "gemm",      "global_pool", "loss"};
+static const char *const shared_families[] = {"activation",  "batchnorm",   "conv",
+                                              "dropout",     "elementwise", "gemm",
+                                              "global_pool", "loss",        "upsample"};
 enum { SHARED_FAMILIES = sizeof shared_families / sizeof *shared_families };
 
 const char *clnet_program_of(const char *family, const char *options) {

@@ -41,7 +41,8 @@ static const char *const LAYERS[] = {"conv1d",
                                      "softmax_xent",
                                      "mse",
                                      "l1",
-                                     "bce_with_logits"};
+                                     "bce_with_logits",
+                                     "upsample"};
 #define NLAYERS (int)(sizeof LAYERS / sizeof LAYERS[0])
 
 /* A tensor's shape, up to (N, C, D, H, W). */
@@ -296,6 +297,22 @@ static int check_fixture(const char *path, const char *file) {
         ck_assert_int_eq(meta_int(f, file, "in_channels"), x.d[1]);
         dims y = x;
         for (int i = 2; i < ndim; i++) y.d[i] = 1;
+        expect_io(f, file, x, y);
+    } else if (!strcmp(layer, "upsample")) {
+        /* nn.Upsample with a whole factor per axis: y (N, C, spatial * scale...) */
+        ck_assert_msg(ndim >= 3 && ndim <= 5,
+                      "%s: x must be (N, C, L), (N, C, H, W) or (N, C, D, H, W)", file);
+        ck_assert_int_eq(meta_int(f, file, "in_channels"), x.d[1]);
+        const char *mode = clnet_st_meta_get(f, "mode");
+        ck_assert_msg(mode && (!strcmp(mode, "nearest") || !strcmp(mode, "linear")),
+                      "%s: metadata mode='%s', expected nearest or linear", file, mode);
+        int64_t scale[3];
+        meta_values(f, file, "scale", ndim - 2, -1, scale);
+        dims y = x;
+        for (int i = 2; i < ndim; i++) {
+            ck_assert_msg(scale[i - 2] >= 1, "%s: a scale of %lld", file, (long long)scale[i - 2]);
+            y.d[i] *= scale[i - 2];
+        }
         expect_io(f, file, x, y);
     } else if (!strcmp(layer, "dropout")) {
         /* x, dy and what survivors become, y_kept = x / (1 - p) and dx_kept = dy / (1 - p),

@@ -343,6 +343,21 @@ START_TEST(every_op_in_one_graph_matches_finite_differences) {
 }
 END_TEST
 
+START_TEST(upsampling_matches_finite_differences) {
+    // Bilinear by 2x3, then nearest by 1x2 of a pool of it: both modes, both axes.
+    const ref_node nodes[] = {
+        {.op = REF_UPSAMPLE, .in = {REF_INPUT}, .nin = 1, .kh = 2, .kw = 3, .bilinear = 1}, // 0
+        unary(REF_TANH, 0),                                          // 1: (2,6,12)
+        pool(REF_AVGPOOL, 1, 2, 2, 0),                               // 2: (2,3,6)
+        {.op = REF_UPSAMPLE, .in = {2}, .nin = 1, .kh = 1, .kw = 2}, // 3: (2,3,12)
+        unary(REF_FLATTEN, 3),                                       // 4: (72,1,1)
+        linear(4, 3, 1),                                             // 5
+        unary(REF_SOFTMAX_XENT, 5),                                  // 6
+    };
+    graph_fd("upsample", nodes, 7, (ref_shape){2, 3, 4}, 2, 4100);
+}
+END_TEST
+
 START_TEST(batchnorm_blocks_match_finite_differences) {
     // ResNet's basic block with batch norm after each convolution (no conv bias), the
     // skip joining after the second; every batch norm couples the samples of the batch.
@@ -393,6 +408,7 @@ static const char *const op_names[OPS] = {[REF_CONV2D] = "conv2d",
                                           [REF_ADD] = "add",
                                           [REF_CONCAT] = "concat",
                                           [REF_BATCHNORM] = "batchnorm",
+                                          [REF_UPSAMPLE] = "upsample",
                                           [REF_SOFTMAX_XENT] = "softmax_xent"};
 static double float_worst[OPS]; // the largest difference per op, printed at the end
 static int float_checked[OPS];
@@ -485,6 +501,7 @@ static void single_op(ref_node node, ref_shape in, int N, int quantize, uint64_t
     const float *b = nb ? wf + nw : NULL;
     float *db = nb ? dwf + nw : NULL;
     int F = out.c, H = in.h, W = in.w, C = in.c;
+    const ref_upsample up = {2, N, C, {H, W}, {node.kh, node.kw}, node.bilinear};
     switch (op) {
     case REF_CONV2D:
         ref_conv2d_forward(yf, xf, wf, b, N, C, H, W, F, node.kh, node.kw, node.sh, node.sw,
@@ -523,6 +540,9 @@ static void single_op(ref_node node, ref_shape in, int N, int quantize, uint64_t
     case REF_BATCHNORM:
         ref_batchnorm_forward_train(yf, NULL, NULL, NULL, NULL, xf, wf, b, N, C, H * W, 1e-5f,
                                     0.1f);
+        break;
+    case REF_UPSAMPLE:
+        ref_upsample_forward(yf, xf, &up);
         break;
     case REF_SOFTMAX_XENT:
         memcpy(yf, xf, nx * sizeof *xf);
@@ -572,6 +592,9 @@ static void single_op(ref_node node, ref_shape in, int N, int quantize, uint64_t
         break;
     case REF_BATCHNORM:
         ref_batchnorm_backward(dxf, dwf, db, dyf, xf, wf, N, C, H * W, 1e-5f);
+        break;
+    case REF_UPSAMPLE:
+        ref_upsample_backward(dxf, dyf, &up);
         break;
     default:
         memcpy(dxf, dyf, nx * sizeof *dyf);
@@ -626,6 +649,12 @@ START_TEST(single_ops_agree_with_the_float_references) {
     single_op(unary(REF_BATCHNORM, 0), (ref_shape){5, 1, 1}, 4, 0, 180); // a vector
     single_op(unary(REF_BATCHNORM, 0), (ref_shape){2, 3, 3}, 1, 0, 190); // batch 1
     single_op(unary(REF_BATCHNORM, 0), (ref_shape){4, 1, 1}, 2, 0, 200); // 2 values per channel
+    single_op((ref_node){.op = REF_UPSAMPLE, .nin = 1, .kh = 2, .kw = 2}, (ref_shape){2, 3, 5}, 2,
+              0, 210);
+    single_op((ref_node){.op = REF_UPSAMPLE, .nin = 1, .kh = 2, .kw = 3, .bilinear = 1},
+              (ref_shape){2, 3, 4}, 2, 0, 220);
+    single_op((ref_node){.op = REF_UPSAMPLE, .nin = 1, .kh = 3, .kw = 1, .bilinear = 1},
+              (ref_shape){1, 4, 3}, 3, 0, 230);
     single_op(unary(REF_SOFTMAX_XENT, 0), (ref_shape){7, 1, 1}, 3, 0, 150);
     single_op(unary(REF_SOFTMAX_XENT, 0), (ref_shape){4, 1, 1}, 5, 1, 160); // tied logits
 }
@@ -879,6 +908,7 @@ int main(void) {
     tcase_add_test(t, residual_blocks_match_finite_differences);
     tcase_add_test(t, concat_of_three_inputs_matches_finite_differences);
     tcase_add_test(t, every_op_in_one_graph_matches_finite_differences);
+    tcase_add_test(t, upsampling_matches_finite_differences);
     tcase_add_test(t, resnet_tail_matches_finite_differences);
     tcase_add_test(t, batchnorm_by_hand);
     tcase_add_test(t, batchnorm_blocks_match_finite_differences);

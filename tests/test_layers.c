@@ -61,6 +61,8 @@ typedef struct {
     uint32_t seed;   /* dropout */
     float a;         /* leaky_relu's slope, elu's alpha */
     int approx;      /* gelu: approximate=tanh */
+    int scale[3];    /* upsample: the factor per spatial axis */
+    int linear;      /* upsample: mode=linear (0: nearest) */
 } layer_geom;
 
 /* The arrays of one reference call: forward writes y (and loss), backward dx,
@@ -338,6 +340,23 @@ static void concat_backward(const layer_geom *g, ref_args *a) {
     ref_concat_backward(dxs, a->dy, channels, g->nin, g->n, spatial(g));
 }
 
+/* upsample: the case's factors and mode on the input's spatial axes */
+static ref_upsample upsample_of(const layer_geom *g) {
+    ref_upsample u = {.rank = g->in.ndim, .N = g->n, .C = g->in.c, .linear = g->linear};
+    for (int a = 0; a < u.rank; a++) u.in[a] = g->in.dim[a], u.scale[a] = g->scale[a];
+    return u;
+}
+
+static void upsample_forward(const layer_geom *g, ref_args *a) {
+    ref_upsample u = upsample_of(g);
+    ref_upsample_forward(a->y, a->x, &u);
+}
+
+static void upsample_backward(const layer_geom *g, ref_args *a) {
+    ref_upsample u = upsample_of(g);
+    ref_upsample_backward(a->dx, a->dy, &u);
+}
+
 /* ---- the table ------------------------------------------------------------------------- */
 
 /* Adding a layer kind takes, in the tests: one row here (its name, its reference
@@ -498,6 +517,18 @@ static const layer_row TABLE[] = {
     {"reshape", view_forward, view_backward, PLAIN, 1,
      CASES({"reshape channels=6 length=10", 2, IMAGE(3, 4, 5)},
            {"reshape channels=4 height=3 width=2", 1, VOLUME(2, 2, 3, 2)})},
+    /* nearest and linear over 1, 2 and 3 axes: odd sizes, batch 1, factor 3, one
+     * factor per axis, a single cell, the default (scale 2, nearest) */
+    {"upsample", upsample_forward, upsample_backward, PLAIN, 1,
+     CASES({"upsample", 2, IMAGE(3, 5, 7)}, {"upsample scale=3 mode=linear", 1, SIGNAL(2, 9)},
+           {"upsample scale=3 mode=nearest", 3, SIGNAL(2, 5)},
+           {"upsample scale=2 mode=linear", 2, IMAGE(3, 7, 5)},
+           {"upsample scale=2x3 mode=linear", 1, IMAGE(2, 4, 5)},
+           {"upsample scale=3x1 mode=nearest", 2, IMAGE(1, 3, 6)},
+           {"upsample scale=4 mode=linear", 2, IMAGE(2, 1, 1)},
+           {"upsample scale=2 mode=linear", 1, VOLUME(2, 3, 4, 5)},
+           {"upsample scale=1x2x3 mode=nearest", 2, VOLUME(2, 2, 3, 3)},
+           {"upsample scale=2x3x2 mode=linear", 2, VOLUME(1, 3, 2, 3)})},
 };
 #pragma GCC diagnostic pop
 #define ROWS (sizeof TABLE / sizeof TABLE[0])
@@ -544,6 +575,7 @@ static void read_option(const layer_case *t, layer_geom *g, const char *key, con
         {"p", FLOAT, &g->p},
         {"slope", FLOAT, &g->a},
         {"alpha", FLOAT, &g->a},
+        {"scale", AXES, g->scale},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (strcmp(key, known[i].key) != 0) continue;
@@ -567,6 +599,8 @@ static void read_option(const layer_case *t, layer_geom *g, const char *key, con
         g->approx = !strcmp(value, "tanh");
     else if (!strcmp(key, "target"))
         g->nin++;
+    else if (!strcmp(key, "mode") && (!strcmp(value, "linear") || !strcmp(value, "nearest")))
+        g->linear = !strcmp(value, "linear");
     else if (!strcmp(key, "input"))
         for (const char *c = value; (c = strchr(c, ',')); c++) g->nin++;
     else if (strcmp(g->kind, "reshape") != 0) /* reshape's keys give its output only */
@@ -575,12 +609,13 @@ static void read_option(const layer_case *t, layer_geom *g, const char *key, con
 
 /* The case's options with PyTorch's defaults: stride 1 (pools: the window),
  * padding 0, dilation 1, groups 1, a bias, count_pad on, ceil off, eps 1e-5,
- * dropout p 0.5 and seed 0, leaky_relu's slope 0.01, elu's alpha 1, and the
- * node named kind + "1". pad=same pads
- * d*(k-1) in all, the odd one after; pad=causal all of it before. An option
- * this test does not know fails it: its meaning must be written here first. */
+ * dropout p 0.5 and seed 0, leaky_relu's slope 0.01, elu's alpha 1, upsample
+ * scale 2 and nearest, and the node named kind + "1". pad=same pads d*(k-1)
+ * in all, the odd one after; pad=causal all of it before. An option this test
+ * does not know fails it: its meaning must be written here first. */
 static layer_geom read_geom(const layer_case *t) {
-    layer_geom g = {.n = t->n, .nin = 1, .in = t->in, .bias = 1, .eps = 1e-5f, .p = 0.5f};
+    layer_geom g = {
+        .n = t->n, .nin = 1, .in = t->in, .bias = 1, .eps = 1e-5f, .p = 0.5f, .scale = {2, 2, 2}};
     g.a = !strncmp(t->line, "leaky_relu", 10) ? 0.01f : 1.0f;
     ref_window *w = &g.g;
     *w = (ref_window){.rank = t->in.ndim, .N = t->n, .C = t->in.c, .groups = 1, .count_pad = 1};
@@ -1154,6 +1189,11 @@ START_TEST(layer_shapes_are_checked) {
         {"batchnorm momentum=-0.1", "expected"},
         {"batchnorm sync=maybe", "sync=maybe: expected on or off"},
         {"batchnorm size=3", "unknown option 'size'"},
+        {"upsample scale=0", "scale=0: expected"},
+        {"upsample scale=2x0", "expected"},
+        {"upsample mode=cubic", "mode=cubic: expected nearest or linear"},
+        {"upsample scale=2x2x2", "scale=2x2x2 gives 3 values, the input has 2 spatial axes"},
+        {"upsample size=2", "unknown option 'size'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         clnet_net *net = NULL;

@@ -55,13 +55,14 @@ typedef enum {
     DROPOUT,
     GLOBAL_MAXPOOL,
     REGRESSION, /* mse, l1, bce_with_logits: a loss against a target of x's shape */
+    UPSAMPLE,
     NKINDS
 } kind;
 static const char *const KIND_META[NKINDS] = {
     "conv2d",  "conv_transpose2d", "maxpool",   "avgpool",
     "relu",    "sigmoid",          "tanh",      "gelu",
     "linear",  "softmax_xent",     "batchnorm", "global_avgpool",
-    "dropout", "global_maxpool",   "mse"};
+    "dropout", "global_maxpool",   "mse",       "upsample"};
 /* The kind of a fixture's "layer": its KIND_META name, or another rank's convolution. */
 static kind kind_of(const char *layer) {
     if (!strcmp(layer, "conv1d") || !strcmp(layer, "conv3d")) return CONV;
@@ -118,6 +119,18 @@ static const char *meta(const fixture *fx, const char *key) {
     return v;
 }
 
+/* y's shape as the file has it, which the test checks the layer's against. */
+static void y_of_file(fixture *fx) {
+    int ndim = 0;
+    const int64_t *ys = NULL;
+    ck_assert_msg(clnet_st_get(fx->st, "y", 0, NULL, NULL, &ndim, &ys) == CLNET_OK, "%s: %s",
+                  fx->file, clnet_last_error());
+    ck_assert_msg(ndim == fx->ndim && ys[0] == fx->n, "%s: y has %d dimensions", fx->file, ndim);
+    memcpy(fx->yshape, ys, (size_t)ndim * sizeof *ys);
+    fx->ny = 1;
+    for (int i = 0; i < ndim; i++) fx->ny *= (size_t)ys[i];
+}
+
 /* A convolution, transposed convolution or pooling of any rank: the metadata's
  * per-axis strings ("3x2x1") go into the line as they are; y's shape is
  * PyTorch's (the test checks the layer's against it). */
@@ -151,14 +164,16 @@ static void window_fixture(fixture *fx, const char *layer) {
             used += snprintf(fx->line + used, sizeof fx->line - (size_t)used, " count_pad=off");
     }
     ck_assert_msg((size_t)used < sizeof fx->line, "%s: line too long", fx->file);
-    int ndim = 0;
-    const int64_t *ys = NULL;
-    ck_assert_msg(clnet_st_get(fx->st, "y", 0, NULL, NULL, &ndim, &ys) == CLNET_OK, "%s: %s",
-                  fx->file, clnet_last_error());
-    ck_assert_msg(ndim == fx->ndim && ys[0] == fx->n, "%s: y has %d dimensions", fx->file, ndim);
-    memcpy(fx->yshape, ys, (size_t)ndim * sizeof *ys);
-    fx->ny = 1;
-    for (int i = 0; i < ndim; i++) fx->ny *= (size_t)ys[i];
+    y_of_file(fx);
+}
+
+/* nn.Upsample: the metadata's scale ("2x3") and mode go into the line as they are. */
+static void upsample_fixture(fixture *fx) {
+    ck_assert_int_eq(meta_int(fx, "in_channels"), (int)fx->xshape[1]);
+    int used = snprintf(fx->line, sizeof fx->line, "upsample scale=%s mode=%s", meta(fx, "scale"),
+                        meta(fx, "mode"));
+    ck_assert_msg((size_t)used < sizeof fx->line, "%s: line too long", fx->file);
+    y_of_file(fx);
 }
 
 /* Loads a fixture and derives its layer's model-file line and shapes from the metadata. */
@@ -189,6 +204,10 @@ static void fixture_load(fixture *fx, const char *file) {
         (rig_shape){(int)xs[1], fx->ndim == 4 ? (int)xs[2] : 1, fx->ndim == 4 ? (int)xs[3] : 1};
     if (clnet_st_meta_get(fx->st, "kernel")) { /* a window op in the format of every rank */
         window_fixture(fx, layer);
+        return;
+    }
+    if (fx->k == UPSAMPLE) {
+        upsample_fixture(fx);
         return;
     }
 
@@ -289,8 +308,9 @@ static void fixture_load(fixture *fx, const char *file) {
         break;
     }
     case CONV_TRANSPOSE:
+    case UPSAMPLE:
     case NKINDS:
-        ck_abort_msg("%s: %s fixtures have metadata 'kernel'", file, layer);
+        ck_abort_msg("%s: %s fixtures are read apart", file, layer);
     }
     if (fx->ndim == 3 || fx->ndim == 5) { /* batch norm, activations, global pooling */
         memcpy(fx->yshape, fx->xshape, sizeof fx->yshape);

@@ -85,12 +85,27 @@ enum {
     AVGPOOLND,
     ACT_OF_X,
     REGRESSION,
+    UPSAMPLE,
     LAYER_COUNT
 };
-static const char *const layer_names[LAYER_COUNT] = {
-    "conv2d",         "maxpool",   "avgpool",      "global_avgpool",  "relu",           "sigmoid",
-    "tanh",           "linear",    "softmax_xent", "batchnorm",       "global_maxpool", "convnd",
-    "conv_transpose", "maxpoolnd", "avgpoolnd",    "activation of x", "regression loss"};
+static const char *const layer_names[LAYER_COUNT] = {"conv2d",
+                                                     "maxpool",
+                                                     "avgpool",
+                                                     "global_avgpool",
+                                                     "relu",
+                                                     "sigmoid",
+                                                     "tanh",
+                                                     "linear",
+                                                     "softmax_xent",
+                                                     "batchnorm",
+                                                     "global_maxpool",
+                                                     "convnd",
+                                                     "conv_transpose",
+                                                     "maxpoolnd",
+                                                     "avgpoolnd",
+                                                     "activation of x",
+                                                     "regression loss",
+                                                     "upsample"};
 static double worst[LAYER_COUNT];
 
 /* The finite-difference step per layer. The forward passes are float, so a
@@ -98,7 +113,7 @@ static double worst[LAYER_COUNT];
  * divided by the step: the step should be as large as the layer allows.
  *  - conv (N-d and transposed too), the average pools and linear are affine in
  *    every single input and weight, so central differences are exact for any
- *    step: take a large one;
+ *    step: take a large one (upsampling too: a fixed linear map);
  *  - relu and maxpool are piecewise linear, exact as long as the step crosses
  *    no kink: the tests keep inputs 0.1 from relu's kink and max-pool inputs
  *    0.05 apart, so 1e-2 crosses none;
@@ -110,7 +125,7 @@ static const float layer_eps[LAYER_COUNT] = {
     [RELU] = 1e-2f,           [MAXPOOL] = 1e-2f,   [SIGMOID] = 1e-2f,        [TANH] = 1e-2f,
     [SOFTMAX_XENT] = 1e-2f,   [BATCHNORM] = 1e-2f, [GLOBAL_MAXPOOL] = 1e-2f, [CONVND] = 0.25f,
     [CONV_TRANSPOSE] = 0.25f, [AVGPOOLND] = 0.25f, [MAXPOOLND] = 1e-2f,      [ACT_OF_X] = 1e-2f,
-    [REGRESSION] = 1e-2f};
+    [REGRESSION] = 1e-2f,     [UPSAMPLE] = 0.25f};
 
 typedef double (*loss_fn)(void *ctx);
 
@@ -1573,6 +1588,93 @@ START_TEST(backward_passes_overwrite_their_outputs) {
 }
 END_TEST
 
+/* ---- upsample ------------------------------------------------------------------------ */
+
+typedef struct {
+    ref_upsample u;
+    float *x, *y, *r; // (N,C,in...) (N,C,out...) (N,C,out...)
+    size_t ny;
+} upsample_case;
+
+static double upsample_loss(void *ctx) {
+    upsample_case *c = ctx;
+    ref_upsample_forward(c->y, c->x, &c->u);
+    return dot(c->y, c->r, c->ny);
+}
+
+/* The cases are ref_upsample rows: rank, N, C, in, scale, linear. */
+START_TEST(upsample_backward_matches_finite_differences) {
+    const ref_upsample shapes[] = {
+        {1, 2, 3, {5}, {2}, 0},             // nearest, batch 2
+        {1, 2, 3, {5}, {3}, 1},             // linear, scale 3
+        {1, 1, 2, {1}, {4}, 1},             // one cell: every output is it
+        {1, 3, 1, {2}, {1}, 1},             // scale 1: the identity
+        {2, 1, 2, {3, 4}, {2, 3}, 1},       // bilinear, anisotropic
+        {2, 2, 1, {4, 3}, {3, 1}, 0},       // nearest, one axis unscaled
+        {2, 1, 2, {5, 7}, {2, 2}, 1},       // odd sizes
+        {3, 1, 2, {2, 3, 2}, {2, 1, 3}, 1}, // trilinear, every axis its own
+        {3, 2, 1, {3, 2, 2}, {2, 2, 2}, 0}, // nearest volume
+    };
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        ref_upsample u = shapes[k];
+        size_t nx = (size_t)u.N * u.C, ny = nx;
+        for (int a = 0; a < u.rank; a++)
+            nx *= (size_t)u.in[a], ny *= (size_t)(u.in[a] * u.scale[a]);
+        upsample_case c = {.u = u,
+                           .x = random_floats(nx, 1600 + 10 * k, 1.0f),
+                           .y = alloc_floats(ny),
+                           .r = random_floats(ny, 1601 + 10 * k, 1.0f),
+                           .ny = ny};
+        float *dx = alloc_floats(nx);
+        upsample_loss(&c);
+        check_guard(c.y, ny, "upsample y");
+        // L = sum(y * r), so dL/dy = r.
+        ref_upsample_backward(dx, c.r, &u);
+        check_guard(dx, nx, "upsample dx");
+        double ex = fd_check(UPSAMPLE, "dx", upsample_loss, &c, c.x, dx, nx);
+        printf("upsample r%d N%d C%d", u.rank, u.N, u.C);
+        print_axes("in", u.in, u.rank);
+        print_axes("scale", u.scale, u.rank);
+        printf(" %s: dx %.1e\n", u.linear ? "linear" : "nearest", ex);
+        free(c.x), free(c.y), free(c.r), free(dx);
+    }
+}
+END_TEST
+
+START_TEST(upsample_by_hand) {
+    float y[16], dx[4];
+    // Linear, length 2, scale 2: src = (o + 0.5) / 2 - 0.5 = -0.25 (clamped to 0), 0.25,
+    // 0.75, 1.25 (i1 = min(2, 1) = 1), so y = [1, 0.75 + 0.75, 0.25 + 2.25, 3].
+    const ref_upsample lin = {1, 1, 1, {2}, {2}, 1};
+    ref_upsample_forward(y, (const float[]){1, 3}, &lin);
+    expect_floats(y, (const float[]){1, 1.5f, 2.5f, 3}, 4, 0, "linear x2 y");
+    // dx0 = 1 + 0.75 * 2 + 0.25 * 3, dx1 = 0.25 * 2 + 0.75 * 3 + 4: the sum of dy kept.
+    ref_upsample_backward(dx, (const float[]){1, 2, 3, 4}, &lin);
+    expect_floats(dx, (const float[]){3.25f, 6.75f}, 2, 0, "linear x2 dx");
+    // Linear, scale 3: src = -1/3 (0), 0, 1/3, 2/3, 1, 4/3 over [0, 3].
+    const ref_upsample lin3 = {1, 1, 1, {2}, {3}, 1};
+    ref_upsample_forward(y, (const float[]){0, 3}, &lin3);
+    expect_floats(y, (const float[]){0, 0, 1, 2, 3, 3}, 6, 1e-6, "linear x3 y");
+    // Nearest, scale 3: three copies; each dx sums its three dy.
+    const ref_upsample near3 = {1, 1, 1, {2}, {3}, 0};
+    ref_upsample_forward(y, (const float[]){1, 3}, &near3);
+    expect_floats(y, (const float[]){1, 1, 1, 3, 3, 3}, 6, 0, "nearest x3 y");
+    ref_upsample_backward(dx, (const float[]){1, 2, 3, 4, 5, 6}, &near3);
+    expect_floats(dx, (const float[]){6, 15}, 2, 0, "nearest x3 dx");
+    // Bilinear [1 2; 3 4] by 2: rows and columns mix as above (PyTorch's known answer).
+    const ref_upsample bi = {2, 1, 1, {2, 2}, {2, 2}, 1};
+    ref_upsample_forward(y, (const float[]){1, 2, 3, 4}, &bi);
+    expect_floats(y,
+                  (const float[]){1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f,
+                                  3.5f, 3, 3.25f, 3.75f, 4},
+                  16, 0, "bilinear 2x2 y");
+    // Nearest 1x2 by 2x1 (anisotropic): rows doubled, columns kept.
+    const ref_upsample an = {2, 1, 1, {1, 2}, {2, 1}, 0};
+    ref_upsample_forward(y, (const float[]){5, 7}, &an);
+    expect_floats(y, (const float[]){5, 7, 5, 7}, 4, 0, "nearest 2x1 y");
+}
+END_TEST
+
 START_TEST(output_sizes_floor) {
     ck_assert_int_eq(ref_out_size(7, 2, 3, 0), 2);  // (7-2)/3+1
     ck_assert_int_eq(ref_out_size(13, 3, 2, 1), 7); // (13+2-3)/2+1
@@ -1623,6 +1725,8 @@ int main(void) {
     tcase_add_test(t, conv_transpose_backward_matches_finite_differences);
     tcase_add_test(t, maxpoolnd_backward_matches_finite_differences);
     tcase_add_test(t, avgpoolnd_backward_matches_finite_differences);
+    tcase_add_test(t, upsample_by_hand);
+    tcase_add_test(t, upsample_backward_matches_finite_differences);
     suite_add_tcase(s, t);
     int status = test_run_suite(s);
     printf("largest relative finite-difference error per layer (tolerance %.0e):\n", FD_TOL);

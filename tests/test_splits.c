@@ -407,6 +407,29 @@ static int pool_layer(graph *g, rng *r, int x, int same) {
                "size=%s stride=%s%s", k, s, extra);
 }
 
+/* x upsampled by 2 or 3 on every axis, or on the last alone, nearest or
+ * linear. The reference runs it on signals (c, 1, L) and images. */
+static int upsample_layer(graph *g, rng *r, int x) {
+    shape in = g->out[x], o = in;
+    if (in.rank == 0) return -1;
+    int factor = chance(r, 0.7) ? 2 : 3, last_only = in.rank > 1 && chance(r, 0.3);
+    int linear = chance(r, 0.5), s[3] = {1, 1, 1};
+    char scale[48] = "";
+    for (int a = 0; a < in.rank; a++) {
+        s[a] = last_only && a + 1 < in.rank ? 1 : factor;
+        o.d[a] = in.d[a] * s[a];
+        sprintf(scale + strlen(scale), a ? "x%d" : "%d", s[a]);
+    }
+    if (shape_size(o) > g->max_size) return -1;
+    ref_node rn = {.op = REF_UPSAMPLE,
+                   .kh = in.rank == 2 ? s[0] : 1,
+                   .kw = s[in.rank - 1],
+                   .bilinear = linear};
+    say(g, "up(%s %s) ", scale, linear ? "linear" : "nearest");
+    return add(g, "upsample", &x, 1, o, in.rank == 3 ? NULL : &rn, "scale=%s mode=%s", scale,
+               linear ? "linear" : "nearest");
+}
+
 /* x + f(x) (+ tanh(x) or sigmoid(x)): x read by two or three layers; f a
  * convolution that keeps the size (with windows; then sometimes a batch
  * norm, which the add normalizes, or a relu) or an activation. */
@@ -636,6 +659,7 @@ static void generate(graph *g, rng *r, int flavor, int classes) {
     } else {
         x = blocks(g, r, x, 3, block_a);
         if (chance(r, 0.85) && (y = block_b(g, r, x)) > 0) x = y;
+        if (chance(r, 0.2) && (y = upsample_layer(g, r, x)) > 0) x = y;
         if (chance(r, 0.15) && (y = pool_layer(g, r, x, 3)) > 0) x = y;
     }
     x = blocks(g, r, x, 2, block_c);

@@ -117,6 +117,10 @@ static int node_shape(const ref_graph *g, const ref_shape *shapes, int i, ref_sh
     case REF_BATCHNORM:
         *out = in[0];
         return 1;
+    case REF_UPSAMPLE:
+        if (nd->kh < 1 || nd->kw < 1) return 0;
+        *out = (ref_shape){in[0].c, in[0].h * nd->kh, in[0].w * nd->kw};
+        return 1;
     case REF_SOFTMAX_XENT:
         if (i != g->count - 1 || in[0].h != 1 || in[0].w != 1) return 0;
         *out = in[0];
@@ -358,6 +362,62 @@ static void global_avgpool_backward(double *dx, const double *dy, int N, ref_sha
             for (int h = 0; h < H; h++)
                 for (int w = 0; w < W; w++) dx[at(n, c, h, w, C, H, W)] += d;
         }
+}
+
+/* ---- upsample ---------------------------------------------------------------------------- */
+
+/* The two input rows (or columns) output o reads along an axis of `in` cells grown by s,
+ * and their weights: nearest reads o / s alone; bilinear (align_corners=False) reads
+ * floor(src) and the next (the last at most) with src = (o + 0.5) / s - 0.5, at least 0. */
+static void upsample_axis(int o, int in, int s, int bilinear, int at[2], double wt[2]) {
+    if (!bilinear) {
+        at[0] = at[1] = o / s;
+        wt[0] = 1, wt[1] = 0;
+        return;
+    }
+    double src = fmax((o + 0.5) / s - 0.5, 0.0);
+    at[0] = (int)src;
+    at[1] = at[0] + 1 < in ? at[0] + 1 : in - 1;
+    wt[1] = src - at[0];
+    wt[0] = 1 - wt[1];
+}
+
+static void upsample_forward(double *y, const double *x, const ref_node *nd, int N, ref_shape in,
+                             ref_shape out) {
+    // y is (N,C,H*kh,W*kw), x is (N,C,H,W): y[oh,ow] = sum over a, b of
+    // wh[a] ww[b] x[h[a], w[b]]
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < in.c; c++)
+            for (int oh = 0; oh < out.h; oh++)
+                for (int ow = 0; ow < out.w; ow++) {
+                    int h[2], w[2];
+                    double wh[2], ww[2], sum = 0;
+                    upsample_axis(oh, in.h, nd->kh, nd->bilinear, h, wh);
+                    upsample_axis(ow, in.w, nd->kw, nd->bilinear, w, ww);
+                    for (int a = 0; a < 2; a++)
+                        for (int b = 0; b < 2; b++)
+                            sum += wh[a] * ww[b] * x[at(n, c, h[a], w[b], in.c, in.h, in.w)];
+                    y[at(n, c, oh, ow, in.c, out.h, out.w)] = sum;
+                }
+}
+
+static void upsample_backward(double *dx, const double *dy, const ref_node *nd, int N, ref_shape in,
+                              ref_shape out) {
+    // dx is (N,C,H,W), added into; dy is (N,C,H*kh,W*kw)
+    // forward was y[oh,ow] = sum of wh[a] ww[b] x[h[a], w[b]], so backward is
+    // dx[h[a], w[b]] += wh[a] ww[b] dy[oh,ow] for every output and tap.
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < in.c; c++)
+            for (int oh = 0; oh < out.h; oh++)
+                for (int ow = 0; ow < out.w; ow++) {
+                    int h[2], w[2];
+                    double wh[2], ww[2], d = dy[at(n, c, oh, ow, in.c, out.h, out.w)];
+                    upsample_axis(oh, in.h, nd->kh, nd->bilinear, h, wh);
+                    upsample_axis(ow, in.w, nd->kw, nd->bilinear, w, ww);
+                    for (int a = 0; a < 2; a++)
+                        for (int b = 0; b < 2; b++)
+                            dx[at(n, c, h[a], w[b], in.c, in.h, in.w)] += wh[a] * ww[b] * d;
+                }
 }
 
 /* ---- activations -------------------------------------------------------------------------- */
@@ -680,6 +740,9 @@ ref_graph_pass *ref_graph_forward(const ref_graph *g, const double *params, cons
         case REF_BATCHNORM:
             batchnorm_forward(y, x0, w, b, N, in);
             break;
+        case REF_UPSAMPLE:
+            upsample_forward(y, x0, nd, N, in, out);
+            break;
         case REF_SOFTMAX_XENT:
             require(labels != NULL, "a loss without labels");
             p->loss = softmax_xent_forward(y, &p->correct, x0, labels, N, in.c);
@@ -769,6 +832,9 @@ void ref_graph_backward(ref_graph_pass *p, const double *dout, double *dparams, 
             break;
         case REF_BATCHNORM:
             batchnorm_backward(dxs[0], dw, db, dy, x0, w, N, in);
+            break;
+        case REF_UPSAMPLE:
+            upsample_backward(dxs[0], dy, nd, N, in, out);
             break;
         case REF_SOFTMAX_XENT:
             softmax_xent_backward(dxs[0], y, p->labels, N, in.c);

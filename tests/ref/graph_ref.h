@@ -57,6 +57,8 @@ typedef enum {
     REF_CONCAT,         /* 2-4 inputs of one spatial size, joined along channels in order */
     REF_BATCHNORM,      /* training mode: each channel normalized by its batch mean and biased
                            variance over N*h*w (>= 2) values, eps 1e-5, then * weight + bias */
+    REF_UPSAMPLE,       /* (C,H,W) -> (C,H*kh,W*kw): whole factors kh, kw >= 1; nearest, or with
+                           .bilinear PyTorch's bilinear with align_corners=False */
     REF_SOFTMAX_XENT,   /* the loss, last node only: input (K,1,1), softmax then cross-entropy */
 } ref_op;
 
@@ -75,6 +77,7 @@ typedef struct {
     int bias;                   /* conv2d and linear: 1 with a bias, 0 without */
     double a;                   /* leaky_relu's slope, elu's alpha */
     int approx;                 /* gelu: 1 for the tanh form */
+    int bilinear;               /* upsample: 1 bilinear, 0 nearest */
 } ref_node;
 
 typedef struct {

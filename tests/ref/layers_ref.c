@@ -1001,3 +1001,94 @@ void ref_dropout_backward(float *dx, const float *dy, int N, int size, float p, 
                           uint32_t step, uint32_t first) {
     ref_dropout_forward(dx, dy, N, size, p, key, step, first);
 }
+
+/* ---- upsample ---------------------------------------------------------------------- */
+
+/* The inputs output o reads along one axis, at[0..1], and their weights, wt[0..1]. */
+static void upsample_taps(const ref_upsample *u, int axis, int o, int at[2], double wt[2]) {
+    int in = u->in[axis], s = u->scale[axis];
+    if (!u->linear) {
+        at[0] = at[1] = o / s;
+        wt[0] = 1, wt[1] = 0;
+        return;
+    }
+    double src = (o + 0.5) / s - 0.5;
+    if (src < 0) src = 0;
+    at[0] = (int)floor(src);
+    at[1] = at[0] + 1 < in ? at[0] + 1 : in - 1;
+    wt[1] = src - at[0];
+    wt[0] = 1 - wt[1];
+}
+
+static size_t upsample_in_count(const ref_upsample *u) {
+    size_t n = (size_t)u->N * u->C;
+    for (int a = 0; a < u->rank; a++) n *= (size_t)u->in[a];
+    return n;
+}
+
+/* Visits every (output, input, weight) that the forward pass sums: y[o] += w * x[i], with
+ * o and i flat indices of y and x. */
+typedef void (*upsample_visit)(size_t o, size_t i, double w, void *ctx);
+
+static void upsample_walk(const ref_upsample *u, upsample_visit visit, void *ctx) {
+    assert(u->rank >= 1 && u->rank <= 3);
+    int out[3] = {1, 1, 1}, in[3] = {1, 1, 1};
+    size_t n_out = 1, n_in = 1;
+    for (int a = 0; a < u->rank; a++) {
+        assert(u->in[a] >= 1 && u->scale[a] >= 1);
+        in[a] = u->in[a], out[a] = u->in[a] * u->scale[a];
+        n_in *= (size_t)in[a], n_out *= (size_t)out[a];
+    }
+    for (size_t plane = 0; plane < (size_t)u->N * u->C; plane++)
+        for (size_t flat = 0; flat < n_out; flat++) {
+            int o[3] = {0}, at[3][2];
+            double wt[3][2];
+            for (int a = u->rank - 1, rest = (int)flat; a >= 0; a--) {
+                o[a] = rest % out[a];
+                rest /= out[a];
+                upsample_taps(u, a, o[a], at[a], wt[a]);
+            }
+            // every corner: one of the two taps on each axis
+            for (int corner = 0; corner < 1 << u->rank; corner++) {
+                size_t i = 0;
+                double w = 1;
+                for (int a = 0; a < u->rank; a++) {
+                    int t = (corner >> a) & 1;
+                    i = i * (size_t)in[a] + (size_t)at[a][t];
+                    w *= wt[a][t];
+                }
+                visit(plane * n_out + flat, plane * n_in + i, w, ctx);
+            }
+        }
+}
+
+typedef struct {
+    double *to;
+    const float *from;
+} upsample_sum;
+
+static void upsample_gather(size_t o, size_t i, double w, void *ctx) {
+    upsample_sum *s = ctx;
+    s->to[o] += w * s->from[i];
+}
+
+static void upsample_scatter(size_t o, size_t i, double w, void *ctx) {
+    upsample_sum *s = ctx;
+    s->to[i] += w * s->from[o];
+}
+
+void ref_upsample_forward(float *y, const float *x, const ref_upsample *u) {
+    size_t ny = upsample_in_count(u);
+    for (int a = 0; a < u->rank; a++) ny *= (size_t)u->scale[a];
+    upsample_sum s = {zeroed(ny), x};
+    upsample_walk(u, upsample_gather, &s);
+    store(y, s.to, ny);
+}
+
+void ref_upsample_backward(float *dx, const float *dy, const ref_upsample *u) {
+    // forward was y[o] = sum of w x[i] over o's taps, so backward is dx[i] += w dy[o]
+    size_t nx = upsample_in_count(u);
+    upsample_sum s = {zeroed(nx), dy};
+    upsample_walk(u, upsample_scatter, &s);
+    store(dx, s.to, nx);
+}

@@ -218,4 +218,19 @@ void ref_dropout_forward(float *y, const float *x, int N, int size, float p, uin
 void ref_dropout_backward(float *dx, const float *dy, int N, int size, float p, uint32_t key,
                           uint32_t step, uint32_t first);
 
+/* upsampling by whole factors (PyTorch's nn.Upsample with an integer scale_factor) over
+ * `rank` (1..3) spatial axes: x (N, C, in...) -> y (N, C, in[a] * scale[a]...). Along an
+ * axis output o reads, with linear = 0 (mode='nearest'), input o / scale; with linear = 1
+ * (linear, bilinear, trilinear; align_corners=False) src = (o + 0.5) / scale - 0.5 clamped
+ * below at 0, inputs i0 = floor(src) and i1 = min(i0 + 1, in - 1) with weights 1 - l and
+ * l = src - i0; an output's weight on an input is the product over the axes. */
+typedef struct {
+    int rank, N, C;
+    int in[3], scale[3]; /* first rank entries used */
+    int linear;
+} ref_upsample;
+void ref_upsample_forward(float *y, const float *x, const ref_upsample *u);
+/* dy (N, C, out...) -> dx (N, C, in...): every dy scattered into the inputs it read */
+void ref_upsample_backward(float *dx, const float *dy, const ref_upsample *u);
+
 #endif
