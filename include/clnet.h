@@ -404,7 +404,11 @@ clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path
  * x_path holds the samples, shape (N, C, spatial...) or (N, spatial...) with
  * 1 to 3 spatial dimensions, in uint8 (divided by 255, as IDX images are) or
  * float32 (used as they are); the loader then applies its mean and std.
- * y_path holds the labels, shape (N,), of any integer type, each 0 or more.
+ * y_path holds the labels, shape (N,), of any integer type, each 0 or more;
+ * or float32 targets, shape (N, ...) with 1 to 4 dimensions after N, for a
+ * model whose loss compares its output with a target of that shape (mse, l1,
+ * bce_with_logits without target=): the data set is then unlabelled
+ * (clnet_dataset_labelled 0) and clnet_dataset_targets gives their size.
  * Errors name the file and say what is wrong: CLNET_ERR_IO for a file that
  * cannot be read; CLNET_ERR_FORMAT for a bad magic string, Fortran order, an
  * element type or rank not taken here, a count of labels that differs from
@@ -429,6 +433,10 @@ void clnet_dataset_shape(const clnet_dataset *ds, int *channels, int *height, in
 
 /* 1 unless the data set was loaded without labels; 0 for NULL. */
 int clnet_dataset_labelled(const clnet_dataset *ds);
+
+/* The values of one sample's float target (0: the data set has none, or
+ * NULL), and their shape in dims[0..rank) unless dims is NULL (the rest 0). */
+int clnet_dataset_targets(const clnet_dataset *ds, int dims[4]);
 
 /* Writes float32 data of the given shape (rank 0 to 8) as a NumPy .npy file
  * (version 1.0, little-endian, C order), atomically. */
@@ -463,6 +471,8 @@ typedef struct {
     int n;                 /* samples in this batch (the last batch of an epoch may be short) */
     int epoch;             /* 0-based epoch this batch belongs to */
     int64_t position;      /* index within the epoch's order of the batch's first sample */
+    /* (n, clnet_dataset_targets) float targets, or NULL: a data set without */
+    const float *targets;
 } clnet_batch;
 
 /* A loader over ds (which must outlive it) that starts at epoch 0, position 0
@@ -665,6 +675,11 @@ typedef struct {
  * clnet train --skip-nonfinite) or stop. */
 clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int32_t *labels, int n,
                                   clnet_step_result *out);
+/* The same for a model whose loss compares its output with float targets
+ * from the data (mse, l1 or bce_with_logits without target=): targets (n,
+ * the loss's input size per sample). Each call refuses the other's model. */
+clnet_status clnet_net_train_step_targets(clnet_net *net, const float *images, const float *targets,
+                                          int n, clnet_step_result *out);
 /* Class probabilities (n, classes) for images (n, C, H, W); any n. */
 clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float *probs);
 /* The logits (n, classes): what the loss layer reads, before its softmax. */

@@ -25,7 +25,7 @@ typedef struct {
 /* One training pass of m samples on replica i, finished. */
 static clnet_status probe_run(clnet_replica *r, const clnet_ctx *ctx, const probe_job *p, int m) {
     clnet_status status = CLNET_OK;
-    TRY(clnet_replica_load(r, p->images, p->labels, m));
+    TRY(clnet_replica_load(r, p->images, p->labels, NULL, m));
     TRY(clnet_replica_forward(r, ctx, m));
     TRY(clnet_replica_backward(r, ctx, m, 0));
     CL_CHECK(clnet_finish(r->d), "clFinish");

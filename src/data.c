@@ -35,7 +35,25 @@ struct clnet_dataset {
     uint8_t *images;             /* (count, sample) bytes, or NULL with floats */
     float *floats;               /* (count, sample) float32 (.npy), or NULL */
     int32_t *labels;             /* (count) */
+    /* Float targets, .npy float32 y (count, targets), in place of labels
+     * (which are then all 0); NULL and 0 otherwise. */
+    float *targets;
+    int target_size, target_rank, target_dims[4];
 };
+
+/* Float targets y for the samples x: one per sample, of 1 to 4 dimensions. */
+static clnet_status check_targets(const clnet_npy *y, const char *y_path, const clnet_npy *x,
+                                  const char *x_path) {
+    char shape[160];
+    clnet_npy_shape_text(y, shape, sizeof shape);
+    if (y->rank < 2 || y->rank > 5 || y->shape[0] != x->shape[0] || !y->count ||
+        y->count / (size_t)y->shape[0] > INT32_MAX)
+        return clnet_fail(CLNET_ERR_FORMAT,
+                          "%s has shape %s: float targets want (%lld, ...), a tensor of 1 to 4 "
+                          "dimensions for each of the samples of %s",
+                          y_path, shape, (long long)x->shape[0], x_path);
+    return CLNET_OK;
+}
 
 /* ---- reading IDX files ------------------------------------------------------ */
 
@@ -244,10 +262,12 @@ clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, con
              "%s: shape %s: want (N, C, spatial...) or (N, spatial...) with 1 to 3 spatial "
              "dimensions",
              x_path, shape);
-    if (y_path && y.kind != 'i' && y.kind != 'u')
-        FAIL(CLNET_ERR_FORMAT, "%s: labels must be integers, not %s%d", y_path,
+    int floats = y_path && y.kind == 'f';
+    if (y_path && y.kind != 'i' && y.kind != 'u' && !(floats && y.size == 4))
+        FAIL(CLNET_ERR_FORMAT, "%s: labels must be integers, or targets float32, not %s%d", y_path,
              y.kind == 'f' ? "float" : "bool", y.size * 8);
-    if (y_path && (y.rank != 1 || y.shape[0] != x.shape[0])) {
+    if (floats) TRY(check_targets(&y, y_path, &x, x_path));
+    if (y_path && !floats && (y.rank != 1 || y.shape[0] != x.shape[0])) {
         char yshape[160];
         clnet_npy_shape_text(&y, yshape, sizeof yshape);
         FAIL(CLNET_ERR_FORMAT,
@@ -269,8 +289,14 @@ clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, con
     ds->channels = (int)(sample / ((size_t)ds->width * (size_t)ds->height));
     ds->labels = clnet_calloc((size_t)ds->count, sizeof *ds->labels);
     if (!ds->labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %d labels", ds->count);
-    ds->unlabelled = !y_path;
-    for (int i = 0; y_path && i < ds->count; i++) {
+    ds->unlabelled = !y_path || floats;
+    if (floats) {
+        ds->targets = y.data, y.data = NULL;
+        ds->target_size = (int)(y.count / (size_t)y.shape[0]);
+        ds->target_rank = y.rank - 1;
+        for (int i = 0; i < ds->target_rank; i++) ds->target_dims[i] = (int)y.shape[i + 1];
+    }
+    for (int i = 0; y_path && !floats && i < ds->count; i++) {
         int64_t v = clnet_npy_int(&y, (size_t)i);
         if (v < 0 || v >= INT32_MAX)
             FAIL(CLNET_ERR_FORMAT, "%s: label %d is %lld: labels are classes 0, 1, 2, ...", y_path,
@@ -391,6 +417,12 @@ int clnet_dataset_labelled(const clnet_dataset *ds) {
     return ds && !ds->unlabelled;
 }
 
+int clnet_dataset_targets(const clnet_dataset *ds, int dims[4]) {
+    for (int i = 0; dims && i < 4; i++)
+        dims[i] = ds && i < ds->target_rank ? ds->target_dims[i] : 0;
+    return ds ? ds->target_size : 0;
+}
+
 int clnet_dataset_from_idx(const clnet_dataset *ds) {
     return ds ? ds->from_idx : 0;
 }
@@ -400,6 +432,7 @@ void clnet_dataset_free(clnet_dataset *ds) {
     free(ds->images);
     free(ds->floats);
     free(ds->labels);
+    free(ds->targets);
     free(ds);
 }
 
@@ -478,6 +511,7 @@ typedef struct {
 typedef struct {
     float *images;   /* (batch, C, H, W) */
     int32_t *labels; /* (batch) */
+    float *targets;  /* (batch, targets), or NULL: a data set without float targets */
 } batch_buffer;
 
 /* The serials of the batches every loader prepares, one count for the process. */
@@ -560,9 +594,12 @@ static clnet_status prepare_batch(clnet_loader *l, cursor at, int buffer, int fa
             for (size_t j = 0; j < l->sample_bytes; j++) dst[j] = (floats[from + j] - mean) / std;
         }
         b->labels[i] = l->ds->labels[sample];
+        size_t T = (size_t)l->ds->target_size;
+        if (T) memcpy(b->targets + (size_t)i * T, l->ds->targets + (size_t)sample * T, T * 4);
     }
     *out = (clnet_batch){.images = b->images,
                          .labels = b->labels,
+                         .targets = b->targets,
                          .n = n,
                          .epoch = at.epoch,
                          .position = at.position};
@@ -657,7 +694,9 @@ clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
     for (int i = 0; i < 2; i++) {
         l->buffers[i].images = clnet_malloc(samples * l->sample_bytes * sizeof(float));
         l->buffers[i].labels = clnet_malloc(samples * sizeof(int32_t));
-        if (!l->buffers[i].images || !l->buffers[i].labels)
+        size_t T = (size_t)ds->target_size;
+        if (T) l->buffers[i].targets = clnet_malloc(samples * T * sizeof(float));
+        if (!l->buffers[i].images || !l->buffers[i].labels || (T && !l->buffers[i].targets))
             FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for two batches of %zu samples", samples);
     }
     l->order = clnet_malloc((size_t)l->count * sizeof *l->order);
@@ -769,6 +808,7 @@ void clnet_loader_free(clnet_loader *l) {
     for (int i = 0; i < 2; i++) {
         free(l->buffers[i].images);
         free(l->buffers[i].labels);
+        free(l->buffers[i].targets);
     }
     free(l->order);
     free(l);

@@ -224,6 +224,7 @@ typedef struct {
     void *host; /* host scratch shared by all nodes (kind->host_bytes) */
     /* loss nodes only */
     cl_mem labels;  /* (n) int32 */
+    cl_mem targets; /* (n, clnet_model_target_size) float: the data's targets, or NULL */
     cl_mem loss;    /* (n) float: per-sample loss */
     cl_mem correct; /* (n) int32: 1 where the prediction is right */
     int want_grad;  /* also write the gradient of the loss (dx[0]) */

@@ -494,6 +494,12 @@ int clnet_model_classes(const clnet_model *m) {
     return loss ? (int)clnet_shape_size(loss->in[0]) : 0;
 }
 
+size_t clnet_model_target_size(const clnet_model *m) {
+    const clnet_node *loss = clnet_model_loss(m);
+    if (!loss || !loss->kind->target || loss->ninputs != 1) return 0;
+    return clnet_shape_size(loss->in[0]);
+}
+
 int clnet_model_is_classifier(const clnet_model *m) {
     const clnet_node *loss = clnet_model_loss(m);
     return loss && loss->kind->classifier;

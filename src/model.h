@@ -49,6 +49,10 @@ clnet_status clnet_model_finish(clnet_model *m, int *bad_line);
 /* The loss node (the last), or NULL while the model has none. */
 const clnet_node *clnet_model_loss(const clnet_model *m);
 int clnet_model_classes(const clnet_model *m);
+/* The values of one sample's float target from the data: the loss's input
+ * size for a loss that compares with a target and was given no target=
+ * (clnet_kind.target); 0 for every other model. */
+size_t clnet_model_target_size(const clnet_model *m);
 /* 1 when the loss is over classes (clnet_kind.classifier). */
 int clnet_model_is_classifier(const clnet_model *m);
 

@@ -353,20 +353,50 @@ static clnet_status check_labels(const clnet_net *net, const int32_t *labels, in
     return CLNET_OK;
 }
 
-clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int32_t *labels, int n,
-                                  clnet_step_result *out) {
+/* What the loss compares with, where the caller gives float targets or not
+ * (`what` names the call): a loss that takes the data's targets refuses a
+ * call without them, and the others refuse targets. */
+static clnet_status check_truth(const clnet_net *net, int with_targets, const char *what) {
+    const clnet_node *loss = clnet_model_loss(&net->model);
+    size_t T = clnet_model_target_size(&net->model);
+    if (T && !with_targets)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "%s: the loss '%s' (%s) compares the output with float targets from the "
+                          "data (%zu values a sample), not labels: give targets, or target= in "
+                          "the model",
+                          what, loss->name, loss->kind->name, T);
+    if (!T && with_targets)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "%s: the loss '%s' (%s) takes %s, not float targets from the data", what,
+                          loss ? loss->name : "?", loss ? loss->kind->name : "?",
+                          clnet_model_is_classifier(&net->model)
+                              ? "labels (one class per sample)"
+                              : "its target from the layer target= names");
+    return CLNET_OK;
+}
+
+/* A training step with labels or float targets (the other NULL). */
+static clnet_status train_step(clnet_net *net, const float *images, const int32_t *labels,
+                               const float *targets, int n, clnet_step_result *out,
+                               const char *what) {
     clnet_status status = CLNET_OK;
-    TRY(need_bound(net, images, "clnet_net_train_step"));
-    if (!labels) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_train_step: labels are NULL");
+    TRY(need_bound(net, images, what));
+    if (!labels && !targets) FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s: labels are NULL", what);
+    TRY(check_truth(net, targets != NULL, what));
     if (n < 1 || n > net->trainer->max_batch)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "batch of %d samples: the net is bound for 1..%d", n,
              net->trainer->max_batch);
-    TRY(check_labels(net, labels, n));
+    if (labels) TRY(check_labels(net, labels, n));
+    if (!labels) { /* the loss kernels read labels all the same */
+        int32_t *zeros = net->trainer->zero_labels;
+        memset(zeros, 0, (size_t)n * sizeof *zeros);
+        labels = zeros;
+    }
     TRY(clnet_optim_prepare(&net->optim, net->model.nparams));
     double loss = 0;
     int correct = 0;
-    status = clnet_step_train(net->trainer, &net->model, &net->optim, images, labels, n, &loss,
-                              &correct);
+    status = clnet_step_train(net->trainer, &net->model, &net->optim, images, labels, targets, n,
+                              &loss, &correct);
     if (status == CLNET_ERR_NONFINITE && out)
         *out = (clnet_step_result){.loss = loss / n, .correct = correct, .n = n};
     if (status != CLNET_OK) {
@@ -379,14 +409,33 @@ cleanup:
 }
 
 /* The trainer's look at the step after this one: the loader's next batch. */
-static int loader_ahead(void *arg, const float **images, const int32_t **labels, int *n,
-                        uint64_t *ticket) {
-    clnet_batch next;
-    if (!clnet_loader_peek(arg, &next, ticket)) return 0;
-    *images = next.images;
-    *labels = next.labels;
-    *n = next.n;
-    return 1;
+static int loader_ahead(void *arg, clnet_batch *next, uint64_t *ticket) {
+    return clnet_loader_peek(arg, next, ticket);
+}
+
+/* Whether the data's float targets are what the loss compares with: there
+ * are some exactly when it takes them, of its input's size. */
+static int targets_fit(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap) {
+    int dims[4];
+    size_t want = clnet_model_target_size(&net->model);
+    size_t have = (size_t)clnet_dataset_targets(ds, dims);
+    const clnet_node *loss = clnet_model_loss(&net->model);
+    if (want == have) return 1;
+    if (!why || !cap) return 0;
+    if (!have)
+        snprintf(why, cap,
+                 "compares its output with float targets (%zu values a sample: its loss '%s' has "
+                 "no target=), but the data set has labels or nothing (give float32 targets, "
+                 "--data-npy X,Y)",
+                 want, loss ? loss->name : "?");
+    else if (!want)
+        snprintf(
+            why, cap, "takes %s, but the data set holds float targets (%zu values a sample)",
+            clnet_model_is_classifier(&net->model) ? "labels" : "its target from target=", have);
+    else
+        snprintf(why, cap, "compares its output (%zu values a sample) with targets of %zu values",
+                 want, have);
+    return 0;
 }
 
 int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap) {
@@ -404,7 +453,8 @@ int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, 
         if (same && have[i] != want[i]) same = 0;
         if (no_channel && have[i] != want[i + 1]) no_channel = 0;
     }
-    if (same || no_channel || (clnet_dataset_from_idx(ds) && wsize == hsize)) return 1;
+    if (same || no_channel || (clnet_dataset_from_idx(ds) && wsize == hsize))
+        return targets_fit(net, ds, why, cap);
     char w[64], h[64];
     clnet_dims_text(want, wrank, w, sizeof w);
     clnet_dims_text(have, hrank, h, sizeof h);
@@ -423,7 +473,10 @@ clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, c
     net->trainer->feed.next = loader_ahead;
     net->trainer->feed.arg = loader;
     net->trainer->feed.current = clnet_loader_serial(loader);
-    status = clnet_net_train_step(net, batch->images, batch->labels, batch->n, out);
+    status = batch->targets ? train_step(net, batch->images, NULL, batch->targets, batch->n, out,
+                                         "clnet_net_train_loader_step")
+                            : train_step(net, batch->images, batch->labels, NULL, batch->n, out,
+                                         "clnet_net_train_loader_step");
     net->trainer->feed.next = NULL;
     net->trainer->feed.arg = NULL;
     net->trainer->feed.current = 0;
@@ -437,6 +490,10 @@ clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int upd
     TRY(need_bound(net, loader, "clnet_net_train_async"));
     if (updates < 0 || staleness < 0)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "updates and staleness must be >= 0");
+    if (clnet_model_target_size(&net->model))
+        FAIL(CLNET_ERR_INVALID_ARGUMENT,
+             "asynchronous training takes labels or target=, not float targets from the data "
+             "(not built yet): train synchronously");
     TRY(clnet_optim_prepare(&net->optim, net->model.nparams));
     double loss = 0;
     int correct = 0, samples = 0;
@@ -457,6 +514,21 @@ clnet_status clnet_net_check_replicas(clnet_net *net) {
         clnet_error_context(status, "after step %lld", (long long)net->optim.step);
 cleanup:
     return status;
+}
+
+clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int32_t *labels, int n,
+                                  clnet_step_result *out) {
+    if (!labels && net && images)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_train_step: labels are NULL");
+    return train_step(net, images, labels, NULL, n, out, "clnet_net_train_step");
+}
+
+clnet_status clnet_net_train_step_targets(clnet_net *net, const float *images, const float *targets,
+                                          int n, clnet_step_result *out) {
+    if (!targets && net && images)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_net_train_step_targets: targets are NULL");
+    return train_step(net, images, NULL, targets, n, out, "clnet_net_train_step_targets");
 }
 
 /* Forward over any number of samples, in global batches split across devices. */
@@ -481,7 +553,7 @@ static clnet_status forward_all(clnet_net *net, const float *images, const int32
             TRY(clnet_step_logits(net->trainer, net->optim.step, x, m, p));
         else
             TRY(clnet_step_forward(net->trainer, net->optim.step, x, labels ? labels + first : NULL,
-                                   m, p, &l, &c));
+                                   NULL, m, p, &l, &c));
         loss += l;
         correct += c;
     }
@@ -538,8 +610,8 @@ clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float m
         int c = 0;
         TRY(clnet_loader_next(loader, &batch));
         TRY(check_labels(net, batch.labels, batch.n));
-        TRY(clnet_step_forward(net->trainer, net->optim.step, batch.images, batch.labels, batch.n,
-                               NULL, &l, &c));
+        TRY(clnet_step_forward(net->trainer, net->optim.step, batch.images, batch.labels,
+                               batch.targets, batch.n, NULL, &l, &c));
         loss += l;
         correct += c;
         seen += batch.n;

@@ -14,9 +14,9 @@ static void drop_later(clnet_replica *r);
 
 void clnet_replica_free(clnet_replica *r) {
     if (!r) return;
-    cl_mem *mems[] = {&r->params,         &r->params_next, &r->grads,   &r->buffers,
-                      &r->buffers_before, &r->act,         &r->dact,    &r->work,
-                      &r->labels,         &r->loss,        &r->correct, &r->folded};
+    cl_mem *mems[] = {&r->params,  &r->params_next, &r->grads,  &r->buffers, &r->buffers_before,
+                      &r->act,     &r->dact,        &r->work,   &r->labels,  &r->loss,
+                      &r->correct, &r->folded,      &r->targets};
     for (int i = 0; r->keeps && i < r->model->count; i++)
         if (r->keeps[i]) clReleaseMemObject(r->keeps[i]);
     free(r->keeps);
@@ -187,6 +187,9 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(make_starts(r));
     TRY(clnet_buffer_create(d, p->work * sizeof(float), &r->work));
     TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->labels));
+    r->target_size = clnet_model_target_size(m);
+    if (r->target_size)
+        TRY(clnet_buffer_create(d, B * r->target_size * sizeof(float), &r->targets));
     TRY(clnet_buffer_create(d, B * sizeof(float), &r->loss));
     TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->correct));
     TRY(clnet_staging_create(d, m->nparams * sizeof(float), &r->staging)); /* step.c */
@@ -298,8 +301,9 @@ clnet_status clnet_replica_read_buffers(clnet_replica *r, float *buffers) {
     return clnet_buffer_read(r->d, r->buffers, 0, r->model->nbuffers, buffers);
 }
 
-/* The copies of a batch into the input and the labels, not waiting. */
-static clnet_status upload(clnet_replica *r, const float *images, const int32_t *labels, int n) {
+/* The copies of a batch into the input, the labels and the targets, not waiting. */
+static clnet_status upload(clnet_replica *r, const float *images, const int32_t *labels,
+                           const float *targets, int n) {
     clnet_status status = CLNET_OK;
     clnet_device *d = r->d;
     size_t bytes = (size_t)n * clnet_shape_size(r->model->input) * sizeof(float);
@@ -309,6 +313,11 @@ static clnet_status upload(clnet_replica *r, const float *images, const int32_t 
     CL_CHECK(clEnqueueWriteBuffer(d->queue, r->labels, CL_FALSE, 0, (size_t)n * sizeof(int32_t),
                                   labels, 0, NULL, NULL),
              "clEnqueueWriteBuffer(labels)");
+    if (targets && r->targets)
+        CL_CHECK(clEnqueueWriteBuffer(d->queue, r->targets, CL_FALSE, 0,
+                                      (size_t)n * r->target_size * sizeof(float), targets, 0, NULL,
+                                      NULL),
+                 "clEnqueueWriteBuffer(targets)");
 cleanup:
     return status;
 }
@@ -321,10 +330,11 @@ static clnet_status check_batch(const clnet_replica *r, int n) {
 }
 
 clnet_status clnet_replica_load(clnet_replica *r, const float *images, const int32_t *labels,
-                                int n) {
+                                const float *targets, int n) {
     clnet_status status = check_batch(r, n);
     if (status != CLNET_OK) return status;
-    int ahead = r->staged.images == images && r->staged.labels == labels && r->staged.n == n;
+    int ahead = r->staged.images == images && r->staged.labels == labels &&
+                r->staged.targets == targets && r->staged.n == n;
     clnet_replica_unstage(r);
     if (ahead && labels) {
         r->staged_loads++;
@@ -334,17 +344,18 @@ clnet_status clnet_replica_load(clnet_replica *r, const float *images, const int
         memset(r->correct_host, 0, (size_t)n * sizeof(int32_t));
         labels = r->correct_host;
     }
-    return upload(r, images, labels, n);
+    return upload(r, images, labels, targets, n);
 }
 
 clnet_status clnet_replica_stage(clnet_replica *r, const float *images, const int32_t *labels,
-                                 int n) {
+                                 const float *targets, int n) {
     clnet_status status = check_batch(r, n);
     clnet_replica_unstage(r);
-    if (status == CLNET_OK && labels) status = upload(r, images, labels, n);
+    if (status == CLNET_OK && labels) status = upload(r, images, labels, targets, n);
     if (status == CLNET_OK && labels) {
         r->staged.images = images;
         r->staged.labels = labels;
+        r->staged.targets = targets;
         r->staged.n = n;
         CL_CHECK(clFlush(r->d->queue), "clFlush"); /* start now */
     }
@@ -355,6 +366,7 @@ cleanup:
 void clnet_replica_unstage(clnet_replica *r) {
     r->staged.images = NULL;
     r->staged.labels = NULL;
+    r->staged.targets = NULL;
 }
 
 /* The pass of node i over n samples (backward: its backward pass). */
@@ -384,6 +396,7 @@ static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i,
         .host = r->host,
         .beta = accumulate ? 1.0f : 0.0f,
         .labels = r->labels,
+        .targets = r->targets,
         .loss = r->loss,
         .correct = r->correct,
     };
@@ -466,6 +479,7 @@ static clnet_status buffer_tails(const clnet_replica *r, clnet_guard_region *g, 
                {r->dact, "the gradient arena"},
                {r->work, "the scratch"},
                {r->labels, "the labels"},
+               {r->targets, "the targets"},
                {r->loss, "the per-sample losses"},
                {r->correct, "the per-sample answers"},
                {r->d->scratch, "the device's reduction scratch"},

@@ -41,6 +41,8 @@ typedef struct {
     cl_mem work;                   /* scratch shared by all nodes (plan.work floats) */
     unsigned work_version;         /* the device's gemm_version plan.work was sized under */
     cl_mem labels, loss, correct;  /* (max_batch) each */
+    cl_mem targets;                /* (max_batch, target_size) floats, or NULL (none) */
+    size_t target_size;            /* clnet_model_target_size */
     clnet_staging staging;         /* gradients read to the host (step.c) */
     float *loss_host;              /* (max_batch) */
     int32_t *correct_host;         /* (max_batch) */
@@ -51,6 +53,7 @@ typedef struct {
     struct {
         const float *images;
         const int32_t *labels;
+        const float *targets;
         int n;
     } staged;
     int64_t staged_loads; /* loads that found their batch uploaded ahead */
@@ -113,16 +116,18 @@ int clnet_replica_folded_now(const clnet_replica *r);
 clnet_status clnet_replica_write_folded(clnet_replica *r, const float *params);
 
 /* A batch of n <= max_batch samples: images (n, sample) and labels (n) or
- * NULL when only the outputs are wanted. The copies run asynchronously, in
- * the queue's order: the memory must stay unchanged until the pass is done. */
+ * NULL when only the outputs are wanted, and the data's float targets (n,
+ * target_size) where the model takes them (else NULL). The copies run
+ * asynchronously, in the queue's order: the memory must stay unchanged until
+ * the pass is done. */
 clnet_status clnet_replica_load(clnet_replica *r, const float *images, const int32_t *labels,
-                                int n);
+                                const float *targets, int n);
 /* Starts the copies of a batch that a later clnet_replica_load of the same
  * images, labels and n will find in place (the next step's first
  * micro-batch, while the host updates the parameters). Any other load
  * overwrites it. Call only after every pass that reads the input is queued. */
 clnet_status clnet_replica_stage(clnet_replica *r, const float *images, const int32_t *labels,
-                                 int n);
+                                 const float *targets, int n);
 /* Forgets what clnet_replica_stage uploaded: the next load copies its batch
  * even from the same addresses (their contents changed). */
 void clnet_replica_unstage(clnet_replica *r);

@@ -15,10 +15,11 @@ clnet_status clnet_share_run(clnet_replica *r, clnet_ctx *ctx, const clnet_share
         int n = s->n - done < r->max_batch ? s->n - done : r->max_batch;
         int last = done + n >= s->n;
         const int32_t *labels = s->labels ? s->labels + done : NULL;
+        const float *targets = s->targets ? s->targets + (size_t)done * r->target_size : NULL;
         double l = 0;
         int c = 0;
         ctx->first_sample = s->first + done;
-        TRY(clnet_replica_load(r, s->images + (size_t)done * in, labels, n));
+        TRY(clnet_replica_load(r, s->images + (size_t)done * in, labels, targets, n));
         TRY(clnet_replica_forward(r, ctx, n));
         if (s->fault_after_forward) {
             CL_CHECK(clnet_finish(r->d), "clFinish");

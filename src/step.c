@@ -131,6 +131,8 @@ static clnet_status run_share(clnet_trainer *t, int i) {
     clnet_share share = {
         .images = t->step.images + (size_t)off * clnet_shape_size(m->input),
         .labels = t->step.labels ? t->step.labels + off : NULL,
+        .targets =
+            t->step.targets ? t->step.targets + (size_t)off * clnet_model_target_size(m) : NULL,
         .probs = t->step.probs ? t->step.probs + (size_t)off * clnet_model_classes(m) : NULL,
         .logits = t->step.logits,
         .n = t->step.shares[me],
@@ -370,13 +372,14 @@ static void forget_handover(clnet_trainer *t) {
 /* Splits n samples, starts every replica with a share, and with train
  * reduces the gradients while they arrive; waits for all. */
 static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
-                            const int32_t *labels, int n, int train, float *probs, double *loss,
-                            int *correct) {
+                            const int32_t *labels, const float *targets, int n, int train,
+                            float *probs, double *loss, int *correct) {
     clnet_status status = CLNET_OK, reduce_status = CLNET_OK;
     const clnet_model *m = t->model;
     int R = t->count, taking = 0, buckets = 0;
     t->step.images = images;
     t->step.labels = labels;
+    t->step.targets = targets;
     t->step.probs = probs;
     t->step.train = train;
     if ((status = split(t, n, step, train, 1)) != CLNET_OK) return status;
@@ -452,12 +455,14 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
  * update. Nothing here fails a step: a device that could not take its share
  * ahead copies it when the step loads it. */
 static void stage_next(clnet_trainer *t, int64_t step) {
-    const float *images = NULL;
-    const int32_t *labels = NULL;
-    int n = 0;
+    clnet_batch b = {0};
     uint64_t ticket = 0;
     t->feed.staged = 0;
-    if (!t->feed.next || !t->feed.next(t->feed.arg, &images, &labels, &n, &ticket)) return;
+    if (!t->feed.next || !t->feed.next(t->feed.arg, &b, &ticket)) return;
+    const float *images = b.images;
+    const int32_t *labels = b.labels;
+    int n = b.n;
+    size_t T = clnet_model_target_size(t->model);
     /* no exchange between ranks here: a rank whose loader could not look
      * ahead does not come here, and the others must not wait for it */
     if (!images || !labels || n < 1 || n > t->max_batch || split(t, n, step, 1, 0) != CLNET_OK)
@@ -467,7 +472,9 @@ static void stage_next(clnet_trainer *t, int64_t step) {
         clnet_replica *r = t->replicas[i];
         int share = t->step.shares[t->ranks.first + i], off = t->step.offsets[t->ranks.first + i];
         int first = share < r->max_batch ? share : r->max_batch;
-        if (share > 0) (void)clnet_replica_stage(r, images + (size_t)off * in, labels + off, first);
+        if (share > 0)
+            (void)clnet_replica_stage(r, images + (size_t)off * in, labels + off,
+                                      b.targets ? b.targets + (size_t)off * T : NULL, first);
     }
     t->feed.staged = ticket;
 }
@@ -531,9 +538,10 @@ static clnet_status undo_buffers(clnet_trainer *t, clnet_status s) {
  * checked; a device that fails is dropped (clnet_trainer_drop) and the
  * step done again on the others, as often as devices fail. */
 static clnet_status run_train(clnet_trainer *t, clnet_model *m, int64_t step, const float *images,
-                              const int32_t *labels, int n, double *loss, int *correct) {
+                              const int32_t *labels, const float *targets, int n, double *loss,
+                              int *correct) {
     for (int redo = 0;; redo++) {
-        clnet_status s = run_all(t, step, images, labels, n, 1, NULL, loss, correct);
+        clnet_status s = run_all(t, step, images, labels, targets, n, 1, NULL, loss, correct);
         if (s == CLNET_OK) s = check_finite(t, m, *loss);
         if (s == CLNET_OK) return s;
         int dropped =
@@ -557,7 +565,8 @@ static void commit(clnet_trainer *t, clnet_model *m, clnet_optim *o) {
 }
 
 clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
-                              const int32_t *labels, int n, double *loss, int *correct) {
+                              const int32_t *labels, const float *targets, int n, double *loss,
+                              int *correct) {
     double sum = 0;
     int by_bucket = t->by_bucket; /* MPI: the sum over the ranks comes last */
     clnet_status s = t->ranks.dist ? clnet_dist_begin_step(t->ranks.dist, o->step) : CLNET_OK;
@@ -565,7 +574,7 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
     t->step.optim = by_bucket ? o : NULL;
     t->step.params = m->params;
     t->step.batch = n;
-    if (s == CLNET_OK) s = run_train(t, m, o->step, images, labels, n, &sum, correct);
+    if (s == CLNET_OK) s = run_train(t, m, o->step, images, labels, targets, n, &sum, correct);
     t->step.optim = NULL;
     if (loss) *loss = sum;
     if (s != CLNET_OK) return s;
@@ -605,15 +614,15 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
 }
 
 clnet_status clnet_step_forward(clnet_trainer *t, int64_t step, const float *images,
-                                const int32_t *labels, int n, float *probs, double *loss,
-                                int *correct) {
-    return run_all(t, step, images, labels, n, 0, probs, loss, correct);
+                                const int32_t *labels, const float *targets, int n, float *probs,
+                                double *loss, int *correct) {
+    return run_all(t, step, images, labels, targets, n, 0, probs, loss, correct);
 }
 
 clnet_status clnet_step_logits(clnet_trainer *t, int64_t step, const float *images, int n,
                                float *logits) {
     t->step.logits = 1;
-    clnet_status s = run_all(t, step, images, NULL, n, 0, logits, NULL, NULL);
+    clnet_status s = run_all(t, step, images, NULL, NULL, n, 0, logits, NULL, NULL);
     t->step.logits = 0;
     return s;
 }

@@ -33,6 +33,7 @@ typedef struct {
     /* the batch, as the caller gave it */
     const float *images;
     const int32_t *labels;
+    const float *targets; /* (n, clnet_model_target_size), or NULL */
     float *probs;
     int logits; /* probs gets the loss layer's input instead of its output */
     int train;
@@ -72,14 +73,14 @@ typedef struct {
 } clnet_step_state;
 
 /* Where a training step learns the batch of the step after it (next NULL:
- * nowhere): 1 with its images, labels, n and ticket, or 0. Its first
+ * nowhere): 1 with the batch (images, labels, targets, n) and its ticket, or 0. Its first
  * micro-batches go to the devices before the step returns
  * (clnet_replica_stage). A ticket names a batch's contents, never 0 and
  * never reused in the process (the loader's batch serial): a step whose
  * batch's ticket (current, set by the caller; 0 for unknown) is not the one
  * staged copies its batch again, even at the same addresses. */
 typedef struct {
-    int (*next)(void *arg, const float **images, const int32_t **labels, int *n, uint64_t *ticket);
+    int (*next)(void *arg, clnet_batch *batch, uint64_t *ticket);
     void *arg;
     uint64_t current; /* the ticket of the batch of the step about to run */
     uint64_t staged;  /* the ticket of the batch staged on the devices */
@@ -87,7 +88,8 @@ typedef struct {
 
 typedef struct {
     const clnet_model *model;
-    int max_batch; /* the global batch the net is bound for */
+    int max_batch;        /* the global batch the net is bound for */
+    int32_t *zero_labels; /* (max_batch) zeros: the labels of a step with float targets */
     /* 1: a step's update runs bucket by bucket during the backward pass
      * (step.c); 0 in an MPI job and with CLNET_OVERLAP=off: after it */
     int by_bucket;

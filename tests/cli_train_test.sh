@@ -305,4 +305,43 @@ if [ $rc -eq 0 ] && [[ $last =~ ^final:\ test_loss=[0-9]+\.[0-9]{4}\ train_loss=
    ! grep -q accuracy "$work/ae.svg"; then
   ok "an autoencoder reports losses alone; its test loss falls from ${before#test_loss=} to ${after#test_loss=}"
 else bad "autoencoder (rc $rc)" "$out" "before: $before" "after: $after" "$(cat "$work/ae.err")"; fi
+# float targets from .npy (mse without target=): the test loss falls below a tenth of the
+# untrained model's; a classifier refuses float targets, and the regression model labels
+npy=$(cd "$(dirname "$0")/fixtures/npy" && pwd)
+cat >"$work/reg.cfg" <<'END'
+input channels=1 height=8 width=8
+conv2d filters=4 size=3 pad=1
+silu
+conv2d filters=1 size=1
+mse
+END
+regdata=(--data-npy "$npy/x_f32_regress.npy,$npy/y_f32_regress.npy,$npy/x_f32_regress.npy,$npy/y_f32_regress.npy")
+"$clnet" train "$work/reg.cfg" "${regdata[@]}" --steps 0 --save "$work/reg0.safetensors" >/dev/null 2>&1
+before=$("$clnet" eval "$work/reg.cfg" "${regdata[@]}" --weights "$work/reg0.safetensors" 2>/dev/null)
+reg=(train "$work/reg.cfg" "${regdata[@]}" --epochs 20 --batch 16 --lr 0.05 --momentum 0.9 --seed 2)
+out=$("$clnet" "${reg[@]}" --save "$work/reg.safetensors" 2>&1); rc=$?
+# stopped after 3 epochs and a half, then resumed: the same checkpoint, byte for byte
+"$clnet" "${reg[@]}" --steps 14 --save "$work/reg_half.safetensors" >/dev/null 2>&1
+"$clnet" "${reg[@]}" --resume "$work/reg_half.safetensors" --save "$work/reg_resumed.safetensors" \
+  >/dev/null 2>&1
+if cmp -s "$work/reg.safetensors" "$work/reg_resumed.safetensors"; then
+  ok "a run on float targets resumes to a byte-identical checkpoint"
+else bad "float targets: resume is not bitwise identical"; fi
+final=$(sed -nE 's/^final: test_loss=([0-9.]+) .*/\1/p' <<<"$out")
+if [ $rc -eq 0 ] && [ -n "$final" ] && [[ $before =~ ^test_loss=[0-9.]+$ ]] &&
+   awk -v a="$final" -v b="${before#test_loss=}" 'BEGIN { exit !(a < b / 10) }'; then
+  ok "float targets: the test loss falls from ${before#test_loss=} to $final"
+else bad "float targets (rc $rc)" "$out" "before: $before"; fi
+printf 'input channels=1 height=8 width=8\nflatten\nlinear units=3\nsoftmax_cross_entropy\n' \
+  >"$work/cls.cfg"
+out=$("$clnet" train "$work/cls.cfg" --data-npy "$npy/x_f32_regress.npy,$npy/y_f32_regress.npy" \
+      --steps 1 --no-eval 2>&1); rc=$?
+if [ $rc -ne 0 ] && grep -q "takes labels, but the data set holds float targets (64 values a sample)" <<<"$out"
+then ok "a classifier refuses float targets, saying so"
+else bad "classifier with float targets (rc $rc)" "$out"; fi
+sed 's/height=8 width=8/height=28 width=28/' "$work/reg.cfg" >"$work/reg28.cfg"
+out=$("$clnet" train "$work/reg28.cfg" "${quick[@]}" --steps 1 --no-eval 2>&1); rc=$?
+if [ $rc -ne 0 ] && grep -q "compares its output with float targets (784 values a sample" <<<"$out"
+then ok "a model that wants float targets refuses labels, saying so"
+else bad "regression with labels (rc $rc)" "$out"; fi
 exit $fail

@@ -1058,6 +1058,47 @@ START_TEST(npy_files_of_each_type_and_rank_read_back_exactly) {
 }
 END_TEST
 
+/* Float targets: the data set is unlabelled, says their shape, and every
+ * batch of a shuffling loader holds each sample's own target (the fixture's
+ * is 0.5 x + 0.25, element by element), over two epochs with a partial batch. */
+START_TEST(npy_float_targets_follow_their_samples_through_the_loader) {
+    clnet_dataset *ds = NULL;
+    char x[512];
+    snprintf(x, sizeof x, "%s", npy("x_f32_regress.npy"));
+    ck_assert_msg(clnet_dataset_load_npy(&ds, x, npy("y_f32_regress.npy")) == CLNET_OK, "%s",
+                  clnet_last_error());
+    int dims[4];
+    ck_assert_int_eq(clnet_dataset_targets(ds, dims), 64);
+    ck_assert(dims[0] == 1 && dims[1] == 8 && dims[2] == 8 && dims[3] == 0);
+    ck_assert_int_eq(clnet_dataset_labelled(ds), 0);
+    ck_assert_int_eq(clnet_dataset_targets(NULL, NULL), 0);
+    clnet_loader *l = make_loader(ds, 24, 7, 1, 0);
+    int seen = 0;
+    for (int b = 0; b < 6; b++) { /* 24, 24, 16 in each epoch */
+        clnet_batch batch;
+        ck_assert_int_eq(clnet_loader_next(l, &batch), CLNET_OK);
+        ck_assert_ptr_nonnull(batch.targets);
+        for (int i = 0; i < batch.n * 64; i++)
+            ck_assert_msg(batch.targets[i] == 0.5f * batch.images[i] + 0.25f,
+                          "batch %d value %d: target %g for x %g", b, i, batch.targets[i],
+                          batch.images[i]);
+        seen += batch.n;
+    }
+    ck_assert_int_eq(seen, 128);
+    clnet_loader_free(l);
+    clnet_dataset_free(ds);
+    /* labels give none */
+    ck_assert_int_eq(clnet_dataset_load_npy(&ds, x, NULL), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_targets(ds, dims), 0);
+    l = make_loader(ds, 8, 0, 0, 0);
+    clnet_batch batch;
+    ck_assert_int_eq(clnet_loader_next(l, &batch), CLNET_OK);
+    ck_assert_ptr_null(batch.targets);
+    clnet_loader_free(l);
+    clnet_dataset_free(ds);
+}
+END_TEST
+
 static void expect_npy_failure(const char *x, const char *y, clnet_status want, const char *path,
                                const char *words) {
     expect_pair_failure(clnet_dataset_load_npy, x, y, want, path, words);
@@ -1095,7 +1136,10 @@ START_TEST(npy_bad_files_are_errors_naming_the_file_and_the_fault) {
     expect_npy_failure(npy("x_f16.npy"), y, CLNET_ERR_FORMAT, "x_f16.npy",
                        "'<f2' is not supported");
     expect_npy_failure(npy("x_rank1.npy"), y, CLNET_ERR_FORMAT, "x_rank1.npy", "shape (4,)");
-    expect_npy_failure(x, npy("y_f32.npy"), CLNET_ERR_FORMAT, "y_f32.npy", "must be integers");
+    expect_npy_failure(x, npy("y_f32.npy"), CLNET_ERR_FORMAT, "y_f32.npy",
+                       "float targets want (4, ...)");
+    expect_npy_failure(x, npy("y_f32_small.npy"), CLNET_ERR_FORMAT, "y_f32_small.npy",
+                       "float targets want (4, ...)");
     expect_npy_failure(x, npy("y_negative.npy"), CLNET_ERR_FORMAT, "y_negative.npy",
                        "label 1 is -1");
     expect_npy_failure(x, npy("y_2d.npy"), CLNET_ERR_FORMAT, "y_2d.npy", "want (4,)");
@@ -1110,6 +1154,7 @@ int main(void) {
     TCase *t = tcase_create("data");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, idx_gz_and_raw_read_back_exactly);
+    tcase_add_test(t, npy_float_targets_follow_their_samples_through_the_loader);
     tcase_add_test(t, idx_missing_or_unreadable_files_are_io_errors_naming_them);
     tcase_add_test(t, idx_bad_magic_is_a_format_error_naming_the_file);
     tcase_add_test(t, idx_truncated_files_are_format_errors_naming_the_file);

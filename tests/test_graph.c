@@ -859,8 +859,8 @@ START_TEST(graph_errors_name_the_file_and_line) {
         {"conv2d name=a filters=2 size=3 pad=1\nmse target=input\n",
          ":3: layer 'loss' (mse, input 2x8x8): the prediction ('a', 2x8x8) and the target "
          "('input', 1x8x8) differ in shape"},
-        {"conv2d filters=1 size=3 pad=1\nl1\n", ":3: layer 'loss' (l1, input 1x8x8): needs a "
-                                                "target: target=input"},
+        {"conv2d filters=1 size=3 pad=1\nl1 target=input,a\n",
+         ":3: target=input,a: expected a layer name, or 'input'"},
         {"conv2d filters=1 size=3 pad=1\nbce_with_logits target=nowhere\n",
          ":3: target=nowhere: there is no layer named 'nowhere'"},
         {"flatten\nsoftmax_cross_entropy target=input\n",

@@ -66,9 +66,24 @@ static const char *DECODER[] = {"input channels=1 height=8 width=8",
                                 "conv2d filters=1 size=1",
                                 "hardswish",
                                 "mse target=input"};
-/* what make_net builds: LeNet (SMALL beside the simulator), RANKS or DECODER */
+/* The same with a bce_with_logits loss against float targets from the data
+ * (an upsampled half-size image), through upsample, a strided convolution
+ * and the new activations */
+static const char *TARGETS[] = {"input channels=1 height=8 width=8",
+                                "conv2d filters=4 size=3 stride=2 pad=1",
+                                "leaky_relu",
+                                "upsample scale=2 mode=linear",
+                                "conv2d filters=3 size=3 pad=1",
+                                "gelu approximate=tanh",
+                                "upsample scale=1x2",
+                                "conv2d filters=2 size=3 pad=1 stride=1x2",
+                                "silu",
+                                "conv2d filters=1 size=1",
+                                "bce_with_logits"};
+/* what make_net builds: LeNet (SMALL beside the simulator), RANKS, DECODER
+ * or TARGETS (use_targets: update_on trains with float targets) */
 static const char **use_model;
-static int use_lines;
+static int use_lines, use_targets;
 
 static int has_slow_device(void) {
     clnet_runtime *rt = test_runtime();
@@ -125,11 +140,16 @@ static float *update_on(clnet_runtime *rt, const double *split, int64_t *samples
     ck_assert_msg(clnet_net_bind(net, rt, BATCH) == CLNET_OK, "%s", clnet_last_error());
     if (split)
         ck_assert_int_eq(clnet_net_set_split(net, split, clnet_net_device_count(net)), CLNET_OK);
+    float *t = malloc((size_t)BATCH * 64 * sizeof(float));
     for (int s = 0; s < STEPS; s++) {
         batch_data(net, s, x, y);
-        ck_assert_msg(clnet_net_train_step(net, x, y, BATCH, NULL) == CLNET_OK, "%s",
-                      clnet_last_error());
+        for (int i = 0; use_targets && i < BATCH * 64; i++) /* in [0, 1], of the input's shape */
+            t[i] = 0.5f + 0.4f * sinf(3.0f * x[i] + (float)(i % 7));
+        clnet_status st = use_targets ? clnet_net_train_step_targets(net, x, t, BATCH, NULL)
+                                      : clnet_net_train_step(net, x, y, BATCH, NULL);
+        ck_assert_msg(st == CLNET_OK, "%s", clnet_last_error());
     }
+    free(t);
     for (size_t i = 0; i < np; i++) delta[i] = clnet_net_params(net)[i] - before[i];
     for (int i = 0; samples && i < clnet_net_device_count(net); i++) {
         clnet_device_share d;
@@ -223,6 +243,44 @@ START_TEST(convolutions_of_every_rank_take_the_same_steps_on_two_devices) {
     double unequal[2] = {1, 3};
     expect_same_updates(unequal, "conv3d, conv_transpose2d, conv1d: two devices, 1:3 split");
     use_model = NULL;
+}
+END_TEST
+
+/* Float targets from the data, split with the samples, as exactly. */
+START_TEST(float_targets_take_the_same_steps_on_two_devices) {
+    use_model = TARGETS, use_lines = (int)(sizeof TARGETS / sizeof *TARGETS), use_targets = 1;
+    double unequal[2] = {1, 4};
+    expect_same_updates(unequal, "float targets (upsample, bce_with_logits): two devices, 1:4 "
+                                 "split");
+    use_model = NULL, use_targets = 0;
+}
+END_TEST
+
+/* Each step call refuses the other's model, saying what its loss takes. */
+START_TEST(labels_and_float_targets_are_refused_where_the_loss_takes_the_other) {
+    clnet_runtime *rt = test_one_device(fast_device());
+    float x[4 * 64] = {0}, t[4 * 64] = {0};
+    int32_t y[4] = {0, 1, 2, 3};
+    use_model = TARGETS, use_lines = (int)(sizeof TARGETS / sizeof *TARGETS);
+    clnet_net *net = make_net();
+    ck_assert_int_eq(clnet_net_bind(net, rt, 4), CLNET_OK);
+    ck_assert_int_eq(clnet_net_is_classifier(net), 0);
+    ck_assert_int_eq(clnet_net_train_step(net, x, y, 4, NULL), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "compares the output with float targets from the "
+                                             "data (64 values a sample), not labels"),
+                  "%s", clnet_last_error());
+    clnet_net_free(net);
+    use_model = SMALL, use_lines = (int)(sizeof SMALL / sizeof *SMALL);
+    net = make_net();
+    ck_assert_int_eq(clnet_net_bind(net, rt, 4), CLNET_OK);
+    ck_assert_int_eq(clnet_net_is_classifier(net), 1);
+    ck_assert_int_eq(clnet_net_train_step_targets(net, x, t, 4, NULL), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "takes labels (one class per sample), not float "
+                                             "targets"),
+                  "%s", clnet_last_error());
+    clnet_net_free(net);
+    use_model = NULL;
+    clnet_runtime_free(rt);
 }
 END_TEST
 
@@ -702,6 +760,8 @@ int main(void) {
     tcase_add_test(equal, two_devices_take_the_same_steps_as_one);
     tcase_add_test(equal, convolutions_of_every_rank_take_the_same_steps_on_two_devices);
     tcase_add_test(equal, an_autoencoder_takes_the_same_steps_on_two_devices);
+    tcase_add_test(equal, float_targets_take_the_same_steps_on_two_devices);
+    tcase_add_test(equal, labels_and_float_targets_are_refused_where_the_loss_takes_the_other);
     tcase_add_test(equal, a_throttled_device_gets_a_smaller_share);
     suite_add_tcase(s, equal);
 

@@ -317,7 +317,7 @@ static w16_run run_w16(clnet_runtime *rt, const double *split, const char *what)
     if (one) { /* the updated parameters on the device: a training-mode pass on the first batch */
         clnet_replica *rep = net->trainer->replicas[0];
         clnet_ctx ctx = {.train = 1, .d = rep->d};
-        ck_assert_int_eq(clnet_replica_load(rep, x, NULL, n), CLNET_OK);
+        ck_assert_int_eq(clnet_replica_load(rep, x, NULL, NULL, n), CLNET_OK);
         ck_assert_msg(clnet_replica_forward(rep, &ctx, n) == CLNET_OK, "%s", clnet_last_error());
         printf("  logits after the steps: largest difference %.1e of the largest logit\n",
                check_logits(f, net, n, "logits_after"));
@@ -415,7 +415,7 @@ START_TEST(resnet18_logits_match_pytorch_in_training_and_evaluation) {
     /* a training-mode forward pass, as a step's (its statistics are the batch's) */
     clnet_replica *r = net->trainer->replicas[0];
     clnet_ctx ctx = {.train = 1, .d = r->d};
-    ck_assert_int_eq(clnet_replica_load(r, x, NULL, n), CLNET_OK);
+    ck_assert_int_eq(clnet_replica_load(r, x, NULL, NULL, n), CLNET_OK);
     ck_assert_msg(clnet_replica_forward(r, &ctx, n) == CLNET_OK, "%s", clnet_last_error());
     printf("  training   largest difference %.1e of the largest logit\n",
            check_logits(f, net, n, "logits_train"));

@@ -19,9 +19,9 @@ static const cli_opt train_opts[] = {
      .type = CLI_CUSTOM,
      .at = AT(npy),
      .parse = cli_npy_files,
-     .help = ".npy samples and labels instead of --data: the training\n"
-             "pair, then the test pair (needed unless --no-eval); clnet\n"
-             "eval takes the test pair, or the only pair"},
+     .help = ".npy samples and labels (or float32 targets) instead of\n"
+             "--data: the training pair, then the test pair (needed unless\n"
+             "--no-eval); clnet eval takes the test pair, or the only pair"},
     {.name = "--epochs",
      .arg = "N",
      .type = CLI_INT,

@@ -22,10 +22,8 @@ typedef struct {
 } regression_config;
 
 static clnet_status setup(clnet_node *node) {
-    if (node->ninputs != 2)
-        return clnet_node_fail(node, "needs a target: target=input (the model's input) or "
-                                     "target=LAYER (float targets from a data set are not "
-                                     "supported yet)");
+    node->out = node->in[0];
+    if (node->ninputs == 1) return CLNET_OK; /* the data's targets, of the input's shape */
     char a[64], b[64];
     clnet_shape_format(node->in[0], a, sizeof a);
     clnet_shape_format(node->in[1], b, sizeof b);
@@ -34,19 +32,23 @@ static clnet_status setup(clnet_node *node) {
                                "the prediction ('%s', %s) and the target ('%s', %s) differ "
                                "in shape",
                                node->input_names[0], a, node->input_names[1], b);
-    node->out = node->in[0];
     return CLNET_OK;
 }
 
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     uint32_t kind = node->kind == &clnet_mse_kind ? MSE : node->kind == &clnet_l1_kind ? L1 : BCE;
-    uint32_t want_target = p->want_grad && p->need_dx[1];
-    return clnet_pass_run(p, 0, "loss", "", "regression_loss", 1, (size_t[]){(size_t)p->n}, NULL,
-                          ARGS(U32(p->n), U32(clnet_shape_size(node->in[0])), U32(kind),
-                               MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->x[1]), MEM(p->loss),
-                               MEM(p->correct), MEM(p->act), U32(p->y), MEM(p->dact), U32(p->dx[0]),
-                               U32(clnet_dx_add(p, 0)), MEM(p->dact), U32(p->dx[1]),
-                               U32(clnet_dx_add(p, 1)), U32(p->want_grad), U32(want_target)));
+    /* the target: input 1, or the data's (the labels stand in for a pass
+     * without them, whose loss nobody reads) */
+    int data = node->ninputs == 1;
+    cl_mem t = data ? (p->targets ? p->targets : p->labels) : p->act;
+    uint32_t want_target = !data && p->want_grad && p->need_dx[1];
+    size_t toff = data ? 0 : p->x[1], dtoff = data ? 0 : p->dx[1];
+    return clnet_pass_run(
+        p, 0, "loss", "", "regression_loss", 1, (size_t[]){(size_t)p->n}, NULL,
+        ARGS(U32(p->n), U32(clnet_shape_size(node->in[0])), U32(kind), MEM(p->act), U32(p->x[0]),
+             MEM(t), U32(toff), MEM(p->loss), MEM(p->correct), MEM(p->act), U32(p->y), MEM(p->dact),
+             U32(p->dx[0]), U32(clnet_dx_add(p, 0)), MEM(p->dact), U32(dtoff),
+             U32(!data && clnet_dx_add(p, 1)), U32(p->want_grad), U32(want_target)));
 }
 
 /* target=NAME: the model parser makes NAME the node's second input
@@ -68,7 +70,7 @@ static const clnet_option options[] = {
      .type = CLNET_OPT_CUSTOM,
      .parse = parse_target,
      .expects = "a layer name, or 'input'",
-     .without = "required for now",
+     .without = "the data's float targets",
      .help = "the layer whose output is the target ('input': the model's input)"},
     {0},
 };
