@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# examples/torch_model.py builds the PyTorch network of a clnet model file and
+# gives the outputs of `clnet predict`: models of the new activations and
+# upsampling (a classifier, two autoencoders) and random models from a seed
+# (printed; CLNET_TORCH_MODEL_SEED sets it) are trained a few steps by clnet on
+# random data, and `clnet predict` (logits and --probabilities) and PyTorch,
+# loading the checkpoint strictly, agree on new samples within
+# 1e-4 * max(1, max |PyTorch|). Needs Debian's /usr/bin/python3 with torch
+# (python3-torch) and NumPy; exits 77 (skipped) without them.
+# usage: torch_model_test.sh CLNET EXAMPLES_DIR
+set -u
+clnet=$1 examples=$2
+gen=$(dirname "$0")/torch_model_gen.py
+python=${CLNET_TORCH_PYTHON:-/usr/bin/python3}
+if ! "$python" -c 'import torch, numpy' >/dev/null 2>&1; then
+  echo "skipped: $python cannot import torch and numpy (apt-get install python3-torch)"
+  exit 77
+fi
+work=$(mktemp -d /tmp/clnet-torch-model-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; shift; printf '%s\n' "$@"; fail=1; }
+
+# the largest |clnet - PyTorch| and its bound; exits 1 above it or on other shapes
+compare() {
+  "$python" - "$1" "$2" <<'EOF'
+import sys
+import numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+if a.shape != b.shape:
+    print(f"shapes differ: clnet {a.shape}, PyTorch {b.shape}")
+    sys.exit(1)
+diff, bound = float(np.abs(a - b).max()), 1e-4 * max(1.0, float(np.abs(b).max()))
+print(f"max|diff|={diff:.3g} bound={bound:.3g} shape={a.shape}")
+sys.exit(0 if diff <= bound else 1)
+EOF
+}
+
+# check NAME [WHAT]: trains $work/NAME.cfg a few steps on random data, then compares
+# clnet predict with torch_model.py, logits and the loss's outputs
+check() {
+  local name="$1${2:+ ($2)}" m=$work/$1.cfg d=$work/$1
+  "$python" "$gen" "$examples" data "$m" 64 7 "$d.x.npy" "$d.y.npy" 2>"$d.err" &&
+    "$python" "$gen" "$examples" data "$m" 24 8 "$d.tx.npy" "$d.ty.npy" 2>"$d.err" ||
+    { bad "$name: data" "$(cat "$d.err")" "$(cat "$m")"; return; }
+  "$clnet" train "$m" --data-npy "$d.x.npy,$d.y.npy" --steps 4 --batch 16 --lr 0.02 \
+    --momentum 0.9 --no-eval --save "$d.safetensors" >"$d.out" 2>&1 ||
+    { bad "$name: clnet train" "$(cat "$d.out")" "$(cat "$m")"; return; }
+  local how out
+  for how in logits outputs; do
+    local pflag=() tflag=(--logits)
+    [ $how = outputs ] && pflag=(--probabilities) tflag=()
+    if ! "$clnet" predict "$m" --weights "$d.safetensors" --input "$d.tx.npy" --mean 0 --std 1 \
+      --output "$d.c.npy" "${pflag[@]}" >"$d.out" 2>&1; then
+      bad "$name: clnet predict" "$(cat "$d.out")" "$(cat "$m")"
+      return
+    fi
+    if ! "$python" "$examples/torch_model.py" "$m" "$d.safetensors" "$d.tx.npy" "$d.t.npy" \
+      --mean 0 --std 1 "${tflag[@]}" >"$d.out" 2>&1; then
+      bad "$name: torch_model.py" "$(cat "$d.out")" "$(cat "$m")"
+      return
+    fi
+    if out=$(compare "$d.c.npy" "$d.t.npy"); then ok "$name ($how): $out"
+    else bad "$name ($how): $out" "$(cat "$m")"; fi
+  done
+}
+
+# 1. a classifier of the new layers, default names and inputs, dotted names
+cat >"$work/classifier.cfg" <<'END'
+input channels=2 height=12 width=12
+conv2d name=stem.conv filters=8 size=3 pad=1 bias=off
+batchnorm name=stem.bn momentum=0.5
+leaky_relu slope=0.2
+conv2d name=block.0.conv1 filters=8 size=3 pad=same
+elu alpha=0.5
+conv2d name=block.0.conv2 filters=8 size=3 pad=1 groups=2
+batchnorm name=block.0.bn2 eps=1e-3
+add input=leaky_relu1,block.0.bn2            # a residual connection
+silu
+concat name=join input=pool2,silu1           # before the line that defines pool2
+maxpool size=2 input=silu1                   # 8x6x6
+upsample scale=2 mode=nearest                # 8x12x12
+conv2d filters=8 size=3 stride=2 pad=1       # 8x6x6
+hardswish
+upsample scale=2 mode=linear                 # 8x12x12
+conv_transpose2d filters=4 size=4 stride=2 pad=1    # 4x24x24
+gelu
+avgpool size=2                               # 4x12x12
+global_avgpool input=join                    # 12x1x1
+dropout p=0.2
+linear units=5
+softmax_cross_entropy
+END
+check classifier
+
+# 2. autoencoders: mse and bce_with_logits against the input
+cat >"$work/autoencoder.cfg" <<'END'
+input channels=1 height=16 width=16
+conv2d name=enc.conv1 filters=8 size=3 stride=2 pad=1    # 8x8x8
+batchnorm name=enc.bn1
+gelu approximate=tanh
+conv2d name=enc.conv2 filters=16 size=3 stride=2 pad=1   # 16x4x4
+leaky_relu slope=0.2
+upsample scale=2 mode=linear                             # 16x8x8
+conv2d name=dec.conv1 filters=8 size=3 pad=1
+elu alpha=0.5
+add input=elu1,enc.bn1
+conv_transpose2d name=dec.up filters=4 size=4 stride=2 pad=1   # 4x16x16
+hardswish
+upsample scale=2 mode=nearest                            # 4x32x32
+avgpool size=2                                           # 4x16x16
+silu
+conv2d name=dec.out filters=1 size=3 pad=same
+mse target=input
+END
+check autoencoder
+sed 's/^mse target=input/bce_with_logits target=input/' "$work/autoencoder.cfg" >"$work/autoencoder_bce.cfg"
+check autoencoder_bce
+
+# 3. random models: every layer names its inputs, the lines shuffled
+seed=${CLNET_TORCH_MODEL_SEED:-$(date +%s)}
+echo "random models from seed $seed (CLNET_TORCH_MODEL_SEED=$seed reruns them)"
+for i in 0 1 2 3 4 5; do
+  "$python" "$gen" "$examples" model $((seed + i)) "$work/random$i.cfg"
+  check random$i "seed $((seed + i))"
+done
+exit $fail
