@@ -2,7 +2,7 @@
 # examples/torch_model.py builds the PyTorch network of a clnet model file and
 # gives the outputs of `clnet predict`: models of the new activations and
 # upsampling (a classifier, two autoencoders) and random models from a seed
-# (printed; CLNET_TORCH_MODEL_SEED sets it) are trained a few steps by clnet on
+# (printed; CLNET_TORCH_MODEL_SEED sets it, default 30) are trained a few steps by clnet on
 # random data, and `clnet predict` (logits and --probabilities) and PyTorch,
 # loading the checkpoint strictly, agree on new samples within
 # 1e-4 * max(1, max |PyTorch|). Needs Debian's /usr/bin/python3 with torch
@@ -119,7 +119,7 @@ sed 's/^mse target=input/bce_with_logits target=input/' "$work/autoencoder.cfg" 
 check autoencoder_bce
 
 # 3. random models: every layer names its inputs, the lines shuffled
-seed=${CLNET_TORCH_MODEL_SEED:-$(date +%s)}
+seed=${CLNET_TORCH_MODEL_SEED:-30}
 echo "random models from seed $seed (CLNET_TORCH_MODEL_SEED=$seed reruns them)"
 for i in 0 1 2 3 4 5; do
   "$python" "$gen" "$examples" model $((seed + i)) "$work/random$i.cfg"
