@@ -216,6 +216,7 @@ typedef struct {
     int has_bn;   /* a batch norm: shares are never micro-batched */
     int reshaped; /* one reshape at most */
     int max_size; /* the largest tensor (floats per sample) a layer may make */
+    int outputs;  /* the model's outputs per sample: the classes, or the input's size */
     char summary[1024];
 } graph;
 
@@ -583,8 +584,44 @@ static int blocks(graph *g, rng *r, int x, int most, int (*block)(graph *, rng *
     return x;
 }
 
-/* global pooling or flatten, maybe a hidden layer, the classes, the loss */
+/* The reference's view of a shape: (c, h, w), a signal (c, 1, L), a volume (c, D*H, W). */
+static ref_shape ref_view(shape s) {
+    return s.rank == 1   ? (ref_shape){s.c, 1, s.d[0]}
+           : s.rank == 2 ? (ref_shape){s.c, s.d[0], s.d[1]}
+                         : (ref_shape){s.c, s.d[0] * s.d[1], s.d[2]};
+}
+
+/* A reconstruction of the model's input instead of classes: a linear layer of
+ * the input's size, reshaped to its shape, then mse, l1 or bce_with_logits
+ * against the input itself (its second input). -1 where the input is large. */
+static int regression_head(graph *g, rng *r, int x) {
+    shape in = g->out[0];
+    int size = shape_size(in);
+    if (size > 300) return -1;
+    static const char *const kinds[] = {"mse", "l1", "bce_with_logits"};
+    static const ref_op ops[] = {REF_MSE, REF_L1, REF_BCE};
+    int k = pick(r, 0, 2);
+    say(g, "fc%d ", size);
+    x = add(g, "linear", &x, 1, (shape){size, 0, {0}},
+            &(ref_node){.op = REF_LINEAR, .units = size, .bias = 1}, "units=%d", size);
+    char text[96];
+    int n = sprintf(text, "channels=%d", in.c);
+    if (in.rank == 1) sprintf(text + n, " length=%d", in.d[0]);
+    if (in.rank == 2) sprintf(text + n, " height=%d width=%d", in.d[0], in.d[1]);
+    if (in.rank == 3) sprintf(text + n, " depth=%d height=%d width=%d", in.d[0], in.d[1], in.d[2]);
+    ref_shape v = ref_view(in);
+    x = add(g, "reshape", &x, 1, in,
+            &(ref_node){.op = REF_RESHAPE, .units = v.c, .kh = v.h, .kw = v.w}, "%s", text);
+    say(g, "%s(input)", kinds[k]);
+    g->outputs = size;
+    return add(g, kinds[k], (int[]){x, 0}, 2, in, &(ref_node){.op = ops[k]}, NULL);
+}
+
+/* global pooling or flatten, maybe a hidden layer, the classes, the loss;
+ * or sometimes a reconstruction of the input (regression_head) */
 static void head(graph *g, rng *r, int x, int classes) {
+    g->outputs = classes;
+    if (chance(r, 0.15) && regression_head(g, r, x) > 0) return;
     shape s = g->out[x];
     if (s.rank > 0 && (shape_size(s) > 600 || chance(r, 0.4))) {
         int max = !g->ref_only && chance(r, 0.4);
@@ -671,11 +708,7 @@ static void generate(graph *g, rng *r, int flavor, int classes) {
  * the same values in the same order for every layer it runs on them (only
  * images reach its windows). */
 static ref_graph ref_graph_of(const graph *g) {
-    shape in = g->out[0];
-    ref_shape s = in.rank == 1   ? (ref_shape){in.c, 1, in.d[0]}
-                  : in.rank == 2 ? (ref_shape){in.c, in.d[0], in.d[1]}
-                                 : (ref_shape){in.c, in.d[0] * in.d[1], in.d[2]};
-    return (ref_graph){g->ref + 1, g->count - 1, s};
+    return (ref_graph){g->ref + 1, g->count - 1, ref_view(g->out[0])};
 }
 
 /* ---- runs -------------------------------------------------------------------------------- */
@@ -1009,7 +1042,7 @@ static void draw_case(gen_case *c, uint64_t seed, int index, int D, int sim) {
     recipe *rc = &c->rc;
     rc->lines = c->lines;
     rc->nlines = c->g.count;
-    rc->classes = classes;
+    rc->classes = c->g.outputs; /* labels are drawn below it, and read only for classes */
     rc->init_seed = next(&r) % 1000;
     rc->data_seed = next(&r) % 100000;
     rc->conv = conv_algorithms(seed, index);

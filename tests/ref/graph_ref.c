@@ -61,7 +61,8 @@ static int window_fits(const ref_node *nd, ref_shape in) {
 static int node_shape(const ref_graph *g, const ref_shape *shapes, int i, ref_shape *out) {
     const ref_node *nd = &g->nodes[i];
     int joins = nd->op == REF_ADD || nd->op == REF_CONCAT;
-    if (joins ? nd->nin < 2 || nd->nin > REF_MAX_INPUTS : nd->nin != 1) return 0;
+    int pairs = nd->op == REF_MSE || nd->op == REF_L1 || nd->op == REF_BCE; /* and the target */
+    if (joins ? nd->nin < 2 || nd->nin > REF_MAX_INPUTS : nd->nin != 1 + pairs) return 0;
     ref_shape in[REF_MAX_INPUTS];
     for (int j = 0; j < nd->nin; j++) {
         if (nd->in[j] < REF_INPUT || nd->in[j] >= i) return 0; // not an earlier node
@@ -123,6 +124,15 @@ static int node_shape(const ref_graph *g, const ref_shape *shapes, int i, ref_sh
         return 1;
     case REF_SOFTMAX_XENT:
         if (i != g->count - 1 || in[0].h != 1 || in[0].w != 1) return 0;
+        *out = in[0];
+        return 1;
+    case REF_RESHAPE:
+        *out = (ref_shape){nd->units, nd->kh, nd->kw};
+        return numel(*out) == numel(in[0]);
+    case REF_MSE:
+    case REF_L1:
+    case REF_BCE:
+        if (i != g->count - 1 || nd->nin != 2 || numel(in[0]) != numel(in[1])) return 0;
         *out = in[0];
         return 1;
     }
@@ -630,6 +640,32 @@ static void batchnorm_backward(double *dx, double *dgamma, double *dbeta, const 
 
 /* ---- softmax + cross-entropy ------------------------------------------------------------- */
 
+static int is_loss(ref_op op) {
+    return op == REF_SOFTMAX_XENT || op == REF_MSE || op == REF_L1 || op == REF_BCE;
+}
+
+/* A regression loss of z against t, both (N, E): forward (y not NULL) writes
+ * the output and returns the sum over samples of each one's mean; backward
+ * adds the gradients of that sum into dz and dt. */
+static double regression(ref_op op, double *y, double *dz, double *dt, const double *z,
+                         const double *t, int N, size_t E) {
+    double total = 0;
+    for (size_t i = 0; i < (size_t)N * E; i++) {
+        double d = z[i] - t[i], s = 1 / (1 + exp(-z[i])), loss = 0, gz = 0, gt = 0;
+        if (op == REF_MSE) loss = d * d, gz = 2 * d, gt = -2 * d;
+        if (op == REF_L1) loss = fabs(d), gz = d > 0 ? 1 : d < 0 ? -1 : 0, gt = -gz;
+        // -t log s - (1 - t) log(1 - s), with log s = -log(1 + e^-z), log(1 - s) = -log(1 + e^z)
+        if (op == REF_BCE)
+            loss = t[i] * log1p(exp(-z[i])) + (1 - t[i]) * log1p(exp(z[i])), gz = s - t[i],
+            gt = -z[i];
+        total += loss / (double)E;
+        if (y) y[i] = op == REF_BCE ? s : z[i];
+        if (dz) dz[i] += gz / (double)E;
+        if (dt) dt[i] += gt / (double)E;
+    }
+    return total;
+}
+
 static double softmax_xent_forward(double *probs, int *correct, const double *logits,
                                    const int32_t *labels, int N, int K) {
     // probs is (N,K), logits is (N,K), labels is (N) in [0,K)
@@ -747,6 +783,15 @@ ref_graph_pass *ref_graph_forward(const ref_graph *g, const double *params, cons
             require(labels != NULL, "a loss without labels");
             p->loss = softmax_xent_forward(y, &p->correct, x0, labels, N, in.c);
             break;
+        case REF_RESHAPE:
+            memcpy(y, x0, (size_t)N * numel(in) * sizeof *y);
+            break;
+        case REF_MSE:
+        case REF_L1:
+        case REF_BCE:
+            p->loss = regression(nd->op, y, NULL, NULL, x0, tensor_of(p, nd->in[1]), N, numel(in));
+            p->correct = 0;
+            break;
         }
     }
     return p;
@@ -755,7 +800,7 @@ ref_graph_pass *ref_graph_forward(const ref_graph *g, const double *params, cons
 void ref_graph_backward(ref_graph_pass *p, const double *dout, double *dparams, double *dx) {
     const ref_graph *g = p->g;
     int N = p->N, last = g->count - 1;
-    int ends_in_loss = g->nodes[last].op == REF_SOFTMAX_XENT;
+    int ends_in_loss = is_loss(g->nodes[last].op);
     require(ends_in_loss ? dout == NULL : dout != NULL,
             ends_in_loss ? "dout given for a graph ending in its loss"
                          : "no dout for a graph without a loss");
@@ -839,6 +884,14 @@ void ref_graph_backward(ref_graph_pass *p, const double *dout, double *dparams, 
         case REF_SOFTMAX_XENT:
             softmax_xent_backward(dxs[0], y, p->labels, N, in.c);
             break;
+        case REF_RESHAPE:
+            add_into(dxs[0], dy, (size_t)N * numel(in));
+            break;
+        case REF_MSE:
+        case REF_L1:
+        case REF_BCE:
+            regression(nd->op, NULL, dxs[0], dxs[1], x0, tensor_of(p, nd->in[1]), N, numel(in));
+            break;
         }
     }
     if (dparams) memcpy(dparams, dp, nparams * sizeof *dp);
@@ -861,7 +914,7 @@ void ref_graph_pass_free(ref_graph_pass *p) {
 
 double ref_graph_loss(const ref_graph *g, const double *params, const double *x,
                       const int32_t *labels, int N, int *correct) {
-    require(g && g->count >= 1 && g->nodes[g->count - 1].op == REF_SOFTMAX_XENT,
+    require(g && g->count >= 1 && is_loss(g->nodes[g->count - 1].op),
             "the graph does not end in its loss");
     ref_graph_pass *p = ref_graph_forward(g, params, x, labels, N);
     double loss = p->loss;
@@ -872,7 +925,7 @@ double ref_graph_loss(const ref_graph *g, const double *params, const double *x,
 
 double ref_graph_gradients(const ref_graph *g, const double *params, const double *x,
                            const int32_t *labels, int N, double *dparams, double *dx) {
-    require(g && g->count >= 1 && g->nodes[g->count - 1].op == REF_SOFTMAX_XENT,
+    require(g && g->count >= 1 && is_loss(g->nodes[g->count - 1].op),
             "the graph does not end in its loss");
     ref_graph_pass *p = ref_graph_forward(g, params, x, labels, N);
     ref_graph_backward(p, NULL, dparams, dx);

@@ -59,6 +59,10 @@ typedef enum {
                            variance over N*h*w (>= 2) values, eps 1e-5, then * weight + bias */
     REF_UPSAMPLE,       /* (C,H,W) -> (C,H*kh,W*kw): whole factors kh, kw >= 1; nearest, or with
                            .bilinear PyTorch's bilinear with align_corners=False */
+    REF_RESHAPE,        /* the same values as (units, kh, kw) */
+    REF_MSE,            /* the losses of a prediction and a target (2 inputs of one shape), last */
+    REF_L1,             /* node only: each sample's loss the mean over its elements of */
+    REF_BCE,            /* (z - t)^2, |z - t| or BCE(sigmoid(z), t); output z (bce: sigmoid(z)) */
     REF_SOFTMAX_XENT,   /* the loss, last node only: input (K,1,1), softmax then cross-entropy */
 } ref_op;
 
