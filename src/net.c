@@ -432,9 +432,17 @@ static int targets_fit(const clnet_net *net, const clnet_dataset *ds, char *why,
         snprintf(
             why, cap, "takes %s, but the data set holds float targets (%zu values a sample)",
             clnet_model_is_classifier(&net->model) ? "labels" : "its target from target=", have);
-    else
-        snprintf(why, cap, "compares its output (%zu values a sample) with targets of %zu values",
-                 want, have);
+    else {
+        char a[64], b[64];
+        int rank = 0;
+        while (rank < 4 && dims[rank]) rank++;
+        clnet_shape_format(loss->in[0], a, sizeof a);
+        clnet_dims_text(dims, rank, b, sizeof b);
+        snprintf(why, cap,
+                 "compares the output of its loss '%s' (line %d), %s (%zu values a sample), with "
+                 "the data's targets, %s (%zu values): they must have one shape",
+                 loss->name, loss->line, a, want, b, have);
+    }
     return 0;
 }
 

@@ -339,6 +339,11 @@ out=$("$clnet" train "$work/cls.cfg" --data-npy "$npy/x_f32_regress.npy,$npy/y_f
 if [ $rc -ne 0 ] && grep -q "takes labels, but the data set holds float targets (64 values a sample)" <<<"$out"
 then ok "a classifier refuses float targets, saying so"
 else bad "classifier with float targets (rc $rc)" "$out"; fi
+sed 's/^conv2d filters=1 size=1/conv2d filters=2 size=1/' "$work/reg.cfg" >"$work/reg2.cfg"
+out=$("$clnet" train "$work/reg2.cfg" "${regdata[@]}" --steps 1 --no-eval 2>&1); rc=$?
+if [ $rc -ne 0 ] && grep -q "compares the output of its loss 'loss' (line 5), 2x8x8 (128 values a sample), with the data's targets, 1x8x8 (64 values)" <<<"$out"
+then ok "targets of another shape than the output are refused, naming both shapes and the line"
+else bad "targets of another shape (rc $rc)" "$out"; fi
 sed 's/height=8 width=8/height=28 width=28/' "$work/reg.cfg" >"$work/reg28.cfg"
 out=$("$clnet" train "$work/reg28.cfg" "${quick[@]}" --steps 1 --no-eval 2>&1); rc=$?
 if [ $rc -ne 0 ] && grep -q "compares its output with float targets (784 values a sample" <<<"$out"
