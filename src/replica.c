@@ -107,6 +107,21 @@ static int first_reader(const clnet_model *m, int b) {
     return first;
 }
 
+/* What the loss reads and writes per sample: labels, float targets (for a
+ * model that takes them), losses and answers, for B samples. */
+static clnet_status make_loss_buffers(clnet_replica *r, size_t B) {
+    clnet_status status = CLNET_OK;
+    clnet_device *d = r->d;
+    TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->labels));
+    r->target_size = clnet_model_target_size(r->model);
+    if (r->target_size)
+        TRY(clnet_buffer_create(d, B * r->target_size * sizeof(float), &r->targets));
+    TRY(clnet_buffer_create(d, B * sizeof(float), &r->loss));
+    TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->correct));
+cleanup:
+    return status;
+}
+
 /* r->starts: for each node that leaves exchanges for later (kind->finish),
  * where its backward can start (the replica's exchanges on their way). */
 static clnet_status make_starts(clnet_replica *r) {
@@ -186,12 +201,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(make_norm_links(r));
     TRY(make_starts(r));
     TRY(clnet_buffer_create(d, p->work * sizeof(float), &r->work));
-    TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->labels));
-    r->target_size = clnet_model_target_size(m);
-    if (r->target_size)
-        TRY(clnet_buffer_create(d, B * r->target_size * sizeof(float), &r->targets));
-    TRY(clnet_buffer_create(d, B * sizeof(float), &r->loss));
-    TRY(clnet_buffer_create(d, B * sizeof(int32_t), &r->correct));
+    TRY(make_loss_buffers(r, B));
     TRY(clnet_staging_create(d, m->nparams * sizeof(float), &r->staging)); /* step.c */
     if (clnet_guard_on()) { /* a pass's tails, then every buffer's */
         r->guards = clnet_calloc((size_t)m->count + 32 + CLNET_MAX_INPUTS, sizeof *r->guards);
