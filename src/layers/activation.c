@@ -24,50 +24,40 @@ static const char *stem(const clnet_node *node) {
     return CLNET_CONFIG(node, activation_config)->tanh ? "gelu_tanh" : node->kind->name;
 }
 
-/* relu, sigmoid, tanh: backward reads y */
-static clnet_status run_of_y(const clnet_node *node, const clnet_pass *p, int backward) {
+/* Backward reads the forward's output y (relu, sigmoid, tanh) or its input x
+ * (the others, whose kernels also take the parameter a as their last
+ * argument: the relu, sigmoid and tanh kernels get every argument but it). */
+static clnet_status run(const clnet_node *node, const clnet_pass *p, int backward) {
     char name[64];
     snprintf(name, sizeof name, "%s_%s", stem(node), backward ? "backward" : "forward");
     size_t c = (size_t)p->n * clnet_shape_size(node->in[0]);
-    if (!backward)
-        return clnet_pass_run(p, 0, "activation", "", name, 1, (size_t[]){c}, NULL,
-                              ARGS(U32(c), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
+    int of_x = node->kind->backward_reads == CLNET_READS_X;
+    clnet_arg a = F32(CLNET_CONFIG(node, activation_config)->a);
+    if (!backward) {
+        clnet_arg args[] = {U32(c), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y), a};
+        return clnet_pass_run(p, 0, "activation", "", name, 1, (size_t[]){c}, NULL, args, 5 + of_x);
+    }
     if (!p->need_dx[0]) return CLNET_OK;
-    return clnet_pass_run(p, 1, "activation", "", name, 1, (size_t[]){c}, NULL,
-                          ARGS(U32(c), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->y),
-                               MEM(p->dact), U32(p->dx[0]), U32(clnet_dx_add(p, 0))));
+    clnet_arg args[] = {U32(c),
+                        MEM(p->dact),
+                        U32(p->dy),
+                        MEM(p->act),
+                        U32(of_x ? p->x[0] : p->y),
+                        MEM(p->dact),
+                        U32(p->dx[0]),
+                        U32(clnet_dx_add(p, 0)),
+                        a};
+    return clnet_pass_run(p, 1, "activation", "", name, 1, (size_t[]){c}, NULL, args, 8 + of_x);
 }
 
-/* the others: backward reads x, and both kernels take the parameter */
-static clnet_status run_of_x(const clnet_node *node, const clnet_pass *p, int backward) {
-    char name[64];
-    snprintf(name, sizeof name, "%s_%s", stem(node), backward ? "backward" : "forward");
-    size_t c = (size_t)p->n * clnet_shape_size(node->in[0]);
-    float a = CLNET_CONFIG(node, activation_config)->a;
-    if (!backward)
-        return clnet_pass_run(
-            p, 0, "activation", "", name, 1, (size_t[]){c}, NULL,
-            ARGS(U32(c), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y), F32(a)));
-    if (!p->need_dx[0]) return CLNET_OK;
-    return clnet_pass_run(p, 1, "activation", "", name, 1, (size_t[]){c}, NULL,
-                          ARGS(U32(c), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->x[0]),
-                               MEM(p->dact), U32(p->dx[0]), U32(clnet_dx_add(p, 0)), F32(a)));
+static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
+    return run(node, p, 0);
+}
+static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
+    return run(node, p, 1);
 }
 
-static clnet_status forward_of_y(const clnet_node *node, const clnet_pass *p) {
-    return run_of_y(node, p, 0);
-}
-static clnet_status backward_of_y(const clnet_node *node, const clnet_pass *p) {
-    return run_of_y(node, p, 1);
-}
-static clnet_status forward_of_x(const clnet_node *node, const clnet_pass *p) {
-    return run_of_x(node, p, 0);
-}
-static clnet_status backward_of_x(const clnet_node *node, const clnet_pass *p) {
-    return run_of_x(node, p, 1);
-}
-
-#define ACTIVATION(id, reads, of, options_, about_)                                                \
+#define ACTIVATION(id, reads, options_, about_)                                                    \
     const clnet_kind clnet_##id##_kind = {                                                         \
         .name = #id,                                                                               \
         .about = about_,                                                                           \
@@ -77,16 +67,16 @@ static clnet_status backward_of_x(const clnet_node *node, const clnet_pass *p) {
         .max_inputs = 1,                                                                           \
         .backward_reads = CLNET_READS_##reads,                                                     \
         .setup = setup,                                                                            \
-        .forward = forward_of_##of,                                                                \
-        .backward = backward_of_##of,                                                              \
+        .forward = forward,                                                                        \
+        .backward = backward,                                                                      \
     };
 
-ACTIVATION(relu, Y, y, NULL,
+ACTIVATION(relu, Y, NULL,
            "max(0, x) element by element, any shape. A relu whose input no other layer "
            "reads runs inside the convolution, batch norm or add before it (CLNET_FUSE=off "
            "keeps it apart; the results are the same).")
-ACTIVATION(sigmoid, Y, y, NULL, "1 / (1 + exp(-x)) element by element, any shape.")
-ACTIVATION(tanh, Y, y, NULL, "tanh(x) element by element, any shape.")
+ACTIVATION(sigmoid, Y, NULL, "1 / (1 + exp(-x)) element by element, any shape.")
+ACTIVATION(tanh, Y, NULL, "tanh(x) element by element, any shape.")
 
 static const clnet_option leaky_relu_options[] = {
     {.name = "slope",
@@ -118,19 +108,19 @@ static const clnet_option gelu_options[] = {
     {0},
 };
 
-ACTIVATION(leaky_relu, X, x, leaky_relu_options,
+ACTIVATION(leaky_relu, X, leaky_relu_options,
            "x for x > 0, slope * x otherwise, element by element, any shape (PyTorch's "
            "nn.LeakyReLU).")
-ACTIVATION(elu, X, x, elu_options,
+ACTIVATION(elu, X, elu_options,
            "x for x > 0, alpha (exp(x) - 1) otherwise, element by element, any shape (PyTorch's "
            "nn.ELU).")
-ACTIVATION(gelu, X, x, gelu_options,
+ACTIVATION(gelu, X, gelu_options,
            "x Phi(x), Phi the standard normal distribution function, element by element, any "
            "shape (PyTorch's nn.GELU, approximate= as there).")
-ACTIVATION(silu, X, x, NULL,
+ACTIVATION(silu, X, NULL,
            "x / (1 + exp(-x)) element by element, any shape (PyTorch's nn.SiLU, also called "
            "swish).")
-ACTIVATION(hardswish, X, x, NULL,
+ACTIVATION(hardswish, X, NULL,
            "x min(max(x + 3, 0), 6) / 6 element by element, any shape (PyTorch's nn.Hardswish).")
 
 /* A relu that the layer before it runs (clnet_kind.fuse_relu): its output is
