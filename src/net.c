@@ -375,7 +375,8 @@ static clnet_status check_truth(const clnet_net *net, int with_targets, const ch
     return CLNET_OK;
 }
 
-/* A training step with labels or float targets (the other NULL). */
+/* A training step with labels or float targets (the other NULL, or the
+ * zeros an unlabelled data set gives, which a loss of targets does not read). */
 static clnet_status train_step(clnet_net *net, const float *images, const int32_t *labels,
                                const float *targets, int n, clnet_step_result *out,
                                const char *what) {
@@ -387,11 +388,6 @@ static clnet_status train_step(clnet_net *net, const float *images, const int32_
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "batch of %d samples: the net is bound for 1..%d", n,
              net->trainer->max_batch);
     if (labels) TRY(check_labels(net, labels, n));
-    if (!labels) { /* the loss kernels read labels all the same */
-        int32_t *zeros = net->trainer->zero_labels;
-        memset(zeros, 0, (size_t)n * sizeof *zeros);
-        labels = zeros;
-    }
     TRY(clnet_optim_prepare(&net->optim, net->model.nparams));
     double loss = 0;
     int correct = 0;
@@ -481,10 +477,8 @@ clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, c
     net->trainer->feed.next = loader_ahead;
     net->trainer->feed.arg = loader;
     net->trainer->feed.current = clnet_loader_serial(loader);
-    status = batch->targets ? train_step(net, batch->images, NULL, batch->targets, batch->n, out,
-                                         "clnet_net_train_loader_step")
-                            : train_step(net, batch->images, batch->labels, NULL, batch->n, out,
-                                         "clnet_net_train_loader_step");
+    status = train_step(net, batch->images, batch->labels, batch->targets, batch->n, out,
+                        "clnet_net_train_loader_step");
     net->trainer->feed.next = NULL;
     net->trainer->feed.arg = NULL;
     net->trainer->feed.current = 0;

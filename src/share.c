@@ -31,7 +31,7 @@ clnet_status clnet_share_run(clnet_replica *r, clnet_ctx *ctx, const clnet_share
             TRY(clnet_replica_backward_node(r, ctx, n, node, done > 0));
             if (last && s->node_done && m->nodes[node].param_count) TRY(s->node_done(s->arg, node));
         }
-        TRY(clnet_replica_results(r, n, labels != NULL, &l, &c,
+        TRY(clnet_replica_results(r, n, labels || targets, &l, &c,
                                   s->probs ? s->probs + (size_t)done * classes : NULL, s->logits));
         *loss += l;
         *correct += c;

@@ -6,8 +6,8 @@
 
 typedef struct {
     const float *images;   /* (n, input) */
-    const int32_t *labels; /* (n), or NULL: no loss, no correct answers */
-    const float *targets;  /* (n, the replica's target_size), or NULL */
+    const int32_t *labels; /* (n), or NULL */
+    const float *targets;  /* (n, the replica's target_size), or NULL; with neither: no loss */
     float *probs;          /* (n, classes) the outputs, or NULL */
     int logits;            /* probs gets the loss layer's input instead of its output */
     int n;

@@ -131,8 +131,7 @@ static clnet_status run_share(clnet_trainer *t, int i) {
     clnet_share share = {
         .images = t->step.images + (size_t)off * clnet_shape_size(m->input),
         .labels = t->step.labels ? t->step.labels + off : NULL,
-        .targets =
-            t->step.targets ? t->step.targets + (size_t)off * clnet_model_target_size(m) : NULL,
+        .targets = t->step.targets ? t->step.targets + (size_t)off * r->target_size : NULL,
         .probs = t->step.probs ? t->step.probs + (size_t)off * clnet_model_classes(m) : NULL,
         .logits = t->step.logits,
         .n = t->step.shares[me],
@@ -462,7 +461,6 @@ static void stage_next(clnet_trainer *t, int64_t step) {
     const float *images = b.images;
     const int32_t *labels = b.labels;
     int n = b.n;
-    size_t T = clnet_model_target_size(t->model);
     /* no exchange between ranks here: a rank whose loader could not look
      * ahead does not come here, and the others must not wait for it */
     if (!images || !labels || n < 1 || n > t->max_batch || split(t, n, step, 1, 0) != CLNET_OK)
@@ -474,7 +472,8 @@ static void stage_next(clnet_trainer *t, int64_t step) {
         int first = share < r->max_batch ? share : r->max_batch;
         if (share > 0)
             (void)clnet_replica_stage(r, images + (size_t)off * in, labels + off,
-                                      b.targets ? b.targets + (size_t)off * T : NULL, first);
+                                      b.targets ? b.targets + (size_t)off * r->target_size : NULL,
+                                      first);
     }
     t->feed.staged = ticket;
 }

@@ -83,7 +83,6 @@ void clnet_trainer_free(clnet_trainer *t) {
     clnet_balance_free(&t->split.balance);
     free(t->split.caps);
     free(t->alive), free(t->dropped_step), free(t->dropped_why);
-    free(t->zero_labels);
     step_state_free(&t->step);
     ranks_free(&t->ranks);
     free(t);
@@ -125,8 +124,6 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
     t->model = m;
     t->count = n;
     t->max_batch = max_batch;
-    t->zero_labels = clnet_calloc((size_t)max_batch, sizeof *t->zero_labels);
-    if (!t->zero_labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory binding the net");
     TRY(clnet_dist_create(&t->ranks.dist));
     t->ranks.overlap = !getenv("CLNET_MPI_OVERLAP") || atoi(getenv("CLNET_MPI_OVERLAP")) != 0;
     TRY(count_devices(t));

@@ -88,8 +88,7 @@ typedef struct {
 
 typedef struct {
     const clnet_model *model;
-    int max_batch;        /* the global batch the net is bound for */
-    int32_t *zero_labels; /* (max_batch) zeros: the labels of a step with float targets */
+    int max_batch; /* the global batch the net is bound for */
     /* 1: a step's update runs bucket by bucket during the backward pass
      * (step.c); 0 in an MPI job and with CLNET_OVERLAP=off: after it */
     int by_bucket;

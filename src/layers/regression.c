@@ -37,10 +37,11 @@ static clnet_status setup(clnet_node *node) {
 
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     uint32_t kind = node->kind == &clnet_mse_kind ? MSE : node->kind == &clnet_l1_kind ? L1 : BCE;
-    /* the target: input 1, or the data's (the labels stand in for a pass
-     * without them, whose loss nobody reads) */
+    /* the target: input 1, or the data's (the replica holds room for them
+     * whenever its model takes them) */
     int data = node->ninputs == 1;
-    cl_mem t = data ? (p->targets ? p->targets : p->labels) : p->act;
+    if (data && !p->targets) return clnet_node_fail(node, "no room for the data's targets");
+    cl_mem t = data ? p->targets : p->act;
     uint32_t want_target = !data && p->want_grad && p->need_dx[1];
     size_t toff = data ? 0 : p->x[1], dtoff = data ? 0 : p->dx[1];
     return clnet_pass_run(
