@@ -86,6 +86,7 @@ enum {
     ACT_OF_X,
     REGRESSION,
     UPSAMPLE,
+    SOFTMAX_XENT_POSITIONS,
     LAYER_COUNT
 };
 static const char *const layer_names[LAYER_COUNT] = {"conv2d",
@@ -105,7 +106,8 @@ static const char *const layer_names[LAYER_COUNT] = {"conv2d",
                                                      "avgpoolnd",
                                                      "activation of x",
                                                      "regression loss",
-                                                     "upsample"};
+                                                     "upsample",
+                                                     "softmax_xent_positions"};
 static double worst[LAYER_COUNT];
 
 /* The finite-difference step per layer. The forward passes are float, so a
@@ -120,12 +122,25 @@ static double worst[LAYER_COUNT];
  *  - sigmoid, tanh, softmax and batch norm are smooth: the error of a central
  *    difference is ~step^2 times the third derivative, small at 1e-2. Batch
  *    norm is affine in its weight and bias, so those steps are exact. */
-static const float layer_eps[LAYER_COUNT] = {
-    [CONV] = 0.25f,           [AVGPOOL] = 0.25f,   [GLOBAL_AVGPOOL] = 0.25f, [LINEAR] = 0.25f,
-    [RELU] = 1e-2f,           [MAXPOOL] = 1e-2f,   [SIGMOID] = 1e-2f,        [TANH] = 1e-2f,
-    [SOFTMAX_XENT] = 1e-2f,   [BATCHNORM] = 1e-2f, [GLOBAL_MAXPOOL] = 1e-2f, [CONVND] = 0.25f,
-    [CONV_TRANSPOSE] = 0.25f, [AVGPOOLND] = 0.25f, [MAXPOOLND] = 1e-2f,      [ACT_OF_X] = 1e-2f,
-    [REGRESSION] = 1e-2f,     [UPSAMPLE] = 0.25f};
+static const float layer_eps[LAYER_COUNT] = {[CONV] = 0.25f,
+                                             [AVGPOOL] = 0.25f,
+                                             [GLOBAL_AVGPOOL] = 0.25f,
+                                             [LINEAR] = 0.25f,
+                                             [RELU] = 1e-2f,
+                                             [MAXPOOL] = 1e-2f,
+                                             [SIGMOID] = 1e-2f,
+                                             [TANH] = 1e-2f,
+                                             [SOFTMAX_XENT] = 1e-2f,
+                                             [BATCHNORM] = 1e-2f,
+                                             [GLOBAL_MAXPOOL] = 1e-2f,
+                                             [CONVND] = 0.25f,
+                                             [CONV_TRANSPOSE] = 0.25f,
+                                             [AVGPOOLND] = 0.25f,
+                                             [MAXPOOLND] = 1e-2f,
+                                             [ACT_OF_X] = 1e-2f,
+                                             [REGRESSION] = 1e-2f,
+                                             [UPSAMPLE] = 0.25f,
+                                             [SOFTMAX_XENT_POSITIONS] = 1e-2f};
 
 typedef double (*loss_fn)(void *ctx);
 
@@ -639,6 +654,58 @@ START_TEST(softmax_xent_backward_matches_finite_differences) {
 }
 END_TEST
 
+/* ---- cross-entropy at every position: finite differences ------------------------------- */
+
+typedef struct {
+    int N, K, P;
+    float *logits;   // (N,K,P)
+    int32_t *labels; // (N,P)
+} xent_positions_case;
+
+static double xent_positions_loss(void *ctx) {
+    xent_positions_case *c = ctx;
+    return ref_softmax_xent_positions_forward(NULL, NULL, c->logits, c->labels, c->N, c->K, c->P);
+}
+
+/* Each of the K probabilities at each of the N*P positions of probs (N,K,P) sum to 1. */
+static void expect_positions_sum_to_one(const float *probs, int N, int K, int P) {
+    for (int b = 0; b < N; b++)
+        for (int p = 0; p < P; p++) {
+            double sum = 0;
+            for (int k = 0; k < K; k++) sum += probs[((size_t)b * K + k) * P + p];
+            ck_assert_msg(fabs(sum - 1) < 1e-6, "sample %d position %d sums to %.9g", b, p, sum);
+        }
+}
+
+START_TEST(softmax_xent_positions_backward_matches_finite_differences) {
+    // N, K, P: one position (the plain case), two classes, odd sizes, one class (loss 0)
+    const int shapes[][3] = {{2, 3, 5}, {3, 4, 1}, {1, 2, 7}, {3, 2, 1}, {2, 5, 9}, {1, 1, 3}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int N = shapes[k][0], K = shapes[k][1], P = shapes[k][2];
+        size_t n = (size_t)N * K * P, positions = (size_t)N * P;
+        uint64_t seed = 650 + k;
+        xent_positions_case c = {.N = N, .K = K, .P = P, .logits = random_floats(n, seed, 3.0f)};
+        c.labels = malloc(positions * sizeof *c.labels);
+        for (size_t i = 0; i < positions; i++) c.labels[i] = (int32_t)(rng_next() % (uint32_t)K);
+        float *probs = alloc_floats(n), *dlogits = alloc_floats(n);
+        int correct = -1;
+        double loss =
+            ref_softmax_xent_positions_forward(probs, &correct, c.logits, c.labels, N, K, P);
+        ref_softmax_xent_positions_backward(dlogits, c.logits, c.labels, N, K, P);
+        check_guard(probs, n, "positions probs");
+        check_guard(dlogits, n, "positions dlogits");
+        ck_assert(isfinite(loss) && loss >= 0);
+        ck_assert(correct >= 0 && (size_t)correct <= positions);
+        expect_positions_sum_to_one(probs, N, K, P);
+        double e = fd_check(SOFTMAX_XENT_POSITIONS, "dlogits", xent_positions_loss, &c, c.logits,
+                            dlogits, n);
+        printf("softmax_xent_positions N%d K%d P%d seed %llu: dlogits %.1e\n", N, K, P,
+               (unsigned long long)seed, e);
+        free(c.logits), free(c.labels), free(probs), free(dlogits);
+    }
+}
+END_TEST
+
 /* ---- batch normalization: finite differences ------------------------------------------ */
 
 typedef struct {
@@ -1000,6 +1067,55 @@ START_TEST(softmax_xent_stays_finite_for_huge_logits) {
     const float low[3] = {-1000, -1000, -1000};
     loss = ref_softmax_xent_forward(probs, NULL, low, labels, 1, 3);
     ck_assert_double_eq_tol(loss, log(3.0), 1e-6);
+}
+END_TEST
+
+START_TEST(softmax_xent_positions_by_hand) {
+    // One sample, K = 3, P = 2, laid out (K,P): position 0 holds [0, ln 2, ln 3] (softmax
+    // [1, 2, 3] / 6), position 1 three equal logits (softmax 1/3 each).
+    const float l2 = (float)log(2.0), l3 = (float)log(3.0);
+    const float l[6] = {0, 5, l2, 5, l3, 5};
+    const int32_t labels[2] = {2, 1};
+    float probs[6], dl[6];
+    int correct = -1;
+    double loss = ref_softmax_xent_positions_forward(probs, &correct, l, labels, 1, 3, 2);
+    expect_floats(probs,
+                  (const float[]){1 / 6.0f, 1 / 3.0f, 2 / 6.0f, 1 / 3.0f, 3 / 6.0f, 1 / 3.0f}, 6,
+                  1e-6, "positions probs");
+    ck_assert_double_eq_tol(loss, (log(2.0) + log(3.0)) / 2, 1e-6); // the mean over positions
+    // Position 0's argmax is its label; position 1 ties, and the first maximum (0) is not 1.
+    ck_assert_int_eq(correct, 1);
+    ref_softmax_xent_positions_backward(dl, l, labels, 1, 3, 2);
+    // (softmax - onehot) / P
+    expect_floats(dl,
+                  (const float[]){1 / 12.0f, 1 / 6.0f, 1 / 6.0f, -1 / 3.0f, -1 / 4.0f, 1 / 6.0f}, 6,
+                  1e-6, "positions dlogits");
+
+    // Two samples: the means of the samples add up, and so do the correct counts.
+    const float two[12] = {0, 5, l2, 5, l3, 5, 0, 5, l2, 5, l3, 5};
+    const int32_t labels2[4] = {2, 1, 0, 0};
+    loss = ref_softmax_xent_positions_forward(NULL, &correct, two, labels2, 2, 3, 2);
+    ck_assert_double_eq_tol(loss, (log(2.0) + log(3.0)) / 2 + (log(6.0) + log(3.0)) / 2, 1e-6);
+    ck_assert_int_eq(correct, 2);
+}
+END_TEST
+
+START_TEST(softmax_xent_positions_at_one_position_is_softmax_xent) {
+    // With P = 1 the mean over positions is the single position's loss, bit for bit.
+    enum { N = 4, K = 7 };
+    float *l = random_floats(N * K, 690, 3.0f);
+    const int32_t labels[N] = {0, 6, 3, 3};
+    float pa[N * K], pb[N * K], da[N * K], db[N * K];
+    int ca = -1, cb = -2;
+    double la = ref_softmax_xent_forward(pa, &ca, l, labels, N, K);
+    double lb = ref_softmax_xent_positions_forward(pb, &cb, l, labels, N, K, 1);
+    ck_assert_msg(la == lb, "loss %.17g, at every position %.17g", la, lb);
+    ck_assert_int_eq(ca, cb);
+    expect_floats(pb, pa, N * K, 0, "probs at P = 1");
+    ref_softmax_xent_backward(da, l, labels, N, K);
+    ref_softmax_xent_positions_backward(db, l, labels, N, K, 1);
+    expect_floats(db, da, N * K, 0, "dlogits at P = 1");
+    free(l);
 }
 END_TEST
 
@@ -1701,6 +1817,8 @@ int main(void) {
     tcase_add_test(t, linear_by_hand);
     tcase_add_test(t, softmax_xent_by_hand);
     tcase_add_test(t, softmax_xent_stays_finite_for_huge_logits);
+    tcase_add_test(t, softmax_xent_positions_by_hand);
+    tcase_add_test(t, softmax_xent_positions_at_one_position_is_softmax_xent);
     tcase_add_test(t, batch_gradients_are_sums_of_per_sample_gradients);
     tcase_add_test(t, backward_passes_overwrite_their_outputs);
     tcase_add_test(t, conv2d_backward_matches_finite_differences);
@@ -1713,6 +1831,7 @@ int main(void) {
     tcase_add_test(t, regression_losses_match_finite_differences_in_prediction_and_target);
     tcase_add_test(t, linear_backward_matches_finite_differences);
     tcase_add_test(t, softmax_xent_backward_matches_finite_differences);
+    tcase_add_test(t, softmax_xent_positions_backward_matches_finite_differences);
     tcase_add_test(t, batchnorm_by_hand);
     tcase_add_test(t, batchnorm_backward_matches_finite_differences);
     tcase_add_test(t, nd_output_sizes_follow_pytorch);

@@ -868,16 +868,18 @@ void ref_linear_backward(float *dx, float *dw, float *db, const float *dy, const
 
 /* ---- softmax + cross-entropy ------------------------------------------------------- */
 
-/* Row statistics of logits row (K): the first maximum's index, the maximum
- * and log(sum_k exp(row[k] - max)). Subtracting the max keeps every exp <= 1. */
-static void softmax_row(const float *row, int K, int *argmax, double *max, double *log_sum) {
+/* Statistics of the K logits row[0], row[stride], ..., row[(K-1)*stride] (a row of (N,K) has
+ * stride 1, a position of (N,K,P) stride P): the first maximum's index, the maximum and
+ * log(sum_k exp(row[k] - max)). Subtracting the max keeps every exp <= 1. */
+static void softmax_stats(const float *row, int K, size_t stride, int *argmax, double *max,
+                          double *log_sum) {
     int a = 0;
     for (int k = 1; k < K; k++)
-        if (row[k] > row[a]) a = k; // strictly greater: the first maximum wins
+        if (row[k * stride] > row[a * stride]) a = k; // strictly greater: the first maximum wins
     double sum = 0;
-    for (int k = 0; k < K; k++) sum += exp((double)row[k] - row[a]);
+    for (int k = 0; k < K; k++) sum += exp((double)row[k * stride] - row[a * stride]);
     *argmax = a;
-    *max = row[a];
+    *max = row[a * stride];
     *log_sum = log(sum);
 }
 
@@ -891,7 +893,7 @@ double ref_softmax_xent_forward(float *probs, int *correct, const float *logits,
         const float *row = logits + (size_t)n * K;
         int argmax;
         double max, log_sum;
-        softmax_row(row, K, &argmax, &max, &log_sum);
+        softmax_stats(row, K, 1, &argmax, &max, &log_sum);
         assert(labels[n] >= 0 && labels[n] < K);
         loss += max + log_sum - row[labels[n]];
         hits += argmax == labels[n];
@@ -912,11 +914,58 @@ void ref_softmax_xent_backward(float *dlogits, const float *logits, const int32_
         const float *row = logits + (size_t)n * K;
         int argmax;
         double max, log_sum;
-        softmax_row(row, K, &argmax, &max, &log_sum);
+        softmax_stats(row, K, 1, &argmax, &max, &log_sum);
         for (int k = 0; k < K; k++)
             dlogits[(size_t)n * K + k] =
                 (float)(exp((double)row[k] - max - log_sum) - (k == labels[n] ? 1.0 : 0.0));
     }
+}
+
+double ref_softmax_xent_positions_forward(float *probs, int *correct, const float *logits,
+                                          const int32_t *labels, int N, int K, int P) {
+    // probs is (N,K,P) or NULL, logits is (N,K,P), labels is (N,P)
+    // sample b's loss is (1/P) sum_p ((max + log_sum) - l[b,t,p]) over its K logits at p
+    double loss = 0;
+    int hits = 0;
+    for (int b = 0; b < N; b++) {
+        double sample = 0;
+        for (int p = 0; p < P; p++) {
+            const float *col = logits + (size_t)b * K * P + p; // (K) with stride P
+            int32_t t = labels[(size_t)b * P + p];
+            int argmax;
+            double max, log_sum;
+            softmax_stats(col, K, (size_t)P, &argmax, &max, &log_sum);
+            assert(t >= 0 && t < K);
+            sample += max + log_sum - col[(size_t)t * P];
+            hits += argmax == t;
+            if (probs)
+                for (int k = 0; k < K; k++)
+                    probs[((size_t)b * K + k) * P + p] =
+                        (float)exp((double)col[(size_t)k * P] - max - log_sum);
+        }
+        loss += sample / P;
+    }
+    if (correct) *correct = hits;
+    return loss;
+}
+
+void ref_softmax_xent_positions_backward(float *dlogits, const float *logits, const int32_t *labels,
+                                         int N, int K, int P) {
+    // dlogits is (N,K,P), logits is (N,K,P), labels is (N,P)
+    // forward was L = sum_b (1/P) sum_p (log sum_k e^{l[b,k,p]} - l[b,t_bp,p]),
+    // so backward is dL/dl[b,k,p] = (softmax(l[b,:,p])[k] - (k == t_bp)) / P.
+    for (int b = 0; b < N; b++)
+        for (int p = 0; p < P; p++) {
+            const float *col = logits + (size_t)b * K * P + p; // (K) with stride P
+            int32_t t = labels[(size_t)b * P + p];
+            int argmax;
+            double max, log_sum;
+            softmax_stats(col, K, (size_t)P, &argmax, &max, &log_sum);
+            for (int k = 0; k < K; k++) {
+                double prob = exp((double)col[(size_t)k * P] - max - log_sum);
+                dlogits[((size_t)b * K + k) * P + p] = (float)((prob - (k == t)) / P);
+            }
+        }
 }
 
 /* ---- add, concat -------------------------------------------------------------------------- */

@@ -195,6 +195,16 @@ double ref_softmax_xent_forward(float *probs, int *correct, const float *logits,
 /* dlogits (N,K) = softmax(logits) - onehot(label): the gradient of the summed loss */
 void ref_softmax_xent_backward(float *dlogits, const float *logits, const int32_t *labels, int N,
                                int K);
+/* Cross-entropy at every position (PyTorch's nn.CrossEntropyLoss on (N, K, spatial...)):
+ * logits (N, K, P), labels (N, P) in [0, K). Returns the SUM over samples of each sample's
+ * MEAN over its positions of -log softmax(logits[b, :, p])[label]; *correct (may be NULL)
+ * gets the count of positions whose argmax over K (first maximum on ties) is the label;
+ * probs (N, K, P), the softmax over K at each position, may be NULL. */
+double ref_softmax_xent_positions_forward(float *probs, int *correct, const float *logits,
+                                          const int32_t *labels, int N, int K, int P);
+/* dlogits (N, K, P) = (softmax - onehot(label)) / P: the gradient of the returned sum */
+void ref_softmax_xent_positions_backward(float *dlogits, const float *logits, const int32_t *labels,
+                                         int N, int K, int P);
 
 /* add (a residual connection): nin inputs of one shape, y = x_0 + x_1 + ...; all (count) */
 void ref_add_forward(float *y, const float *const *xs, int nin, size_t count);
