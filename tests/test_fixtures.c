@@ -1,8 +1,10 @@
 /* The PyTorch golden fixtures in tests/fixtures/ (written by make_fixtures.py): every file
  * loads, says which layer it is, and holds exactly the tensors that layer needs, with
  * shapes consistent with each other and with the configuration in its metadata. The
- * torch.* tests (test_layers_torch.c) compare the kernels against the values. */
+ * torch.* tests (test_layers_torch.c) compare the kernels against the values; the
+ * softmax_xent_positions files are also compared here with the plain-C reference. */
 #include "harness.h"
+#include "ref/layers_ref.h"
 #include "safetensors.h"
 
 #include <ctype.h>
@@ -39,6 +41,7 @@ static const char *const LAYERS[] = {"conv1d",
                                      "hardswish",
                                      "dropout",
                                      "softmax_xent",
+                                     "softmax_xent_positions",
                                      "mse",
                                      "l1",
                                      "bce_with_logits",
@@ -253,6 +256,65 @@ static void activation_options(const clnet_st_file *f, const char *file, const c
     }
 }
 
+/* A 0-d tensor (or one of a single value) name; returns its value. */
+static float expect_scalar(const clnet_st_file *f, const char *file, const char *name) {
+    const float *v = NULL;
+    int ndim = -1;
+    const int64_t *shape;
+    ck_assert_msg(clnet_st_get(f, name, 0, NULL, &v, &ndim, &shape) == CLNET_OK, "%s: %s", file,
+                  clnet_last_error());
+    ck_assert_msg(ndim == 0 || (ndim == 1 && shape[0] == 1), "%s: %s must hold one value", file,
+                  name);
+    return v[0];
+}
+
+/* got (n) against the fixture's want (n), within tol of max(1, |want|) */
+static void expect_close(const char *file, const char *what, const float *got, const float *want,
+                         int64_t n, double tol) {
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_msg(fabs((double)got[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
+                      "%s: %s[%lld] is %.9g, the reference says %.9g", file, what, (long long)i,
+                      got[i], want[i]);
+}
+
+/* softmax_xent_positions: x = logits (N, K, spatial...), labels (N, spatial...) = class
+ * indices as floats, y (x's shape) the softmax over K, loss and correct (0-d), dx (x's
+ * shape); each compared with ref_softmax_xent_positions_forward/backward. Returns the
+ * number of tensors, 6. */
+static int check_xent_positions(const clnet_st_file *f, const char *file, dims x) {
+    ck_assert_msg(x.ndim >= 3, "%s: x must be logits (N, K, spatial...)", file);
+    int64_t n = x.d[0], k = x.d[1], positions = 1;
+    ck_assert_int_eq(meta_int(f, file, "classes"), k);
+    dims at = {x.ndim - 1, {n}}; /* labels (N, spatial...) */
+    for (int i = 2; i < x.ndim; i++) at.d[i - 1] = x.d[i], positions *= x.d[i];
+    const float *logits = expect(f, file, "x", x), *y = expect(f, file, "y", x);
+    const float *dx = expect(f, file, "dx", x);
+    const float *label_values = expect(f, file, "labels", at);
+    float loss = expect_scalar(f, file, "loss"), correct = expect_scalar(f, file, "correct");
+    size_t count = (size_t)(n * k * positions);
+    int32_t *labels = malloc((size_t)(n * positions) * sizeof *labels);
+    float *probs = malloc(count * sizeof *probs), *dlogits = malloc(count * sizeof *dlogits);
+    ck_assert(labels && probs && dlogits);
+    for (int64_t i = 0; i < n * positions; i++) {
+        float v = label_values[i];
+        ck_assert_msg(v == floorf(v) && v >= 0 && v < k, "%s: label %lld is %g", file, (long long)i,
+                      v);
+        labels[i] = (int32_t)v;
+    }
+    int hits = -1;
+    double want = ref_softmax_xent_positions_forward(probs, &hits, logits, labels, (int)n, (int)k,
+                                                     (int)positions);
+    ref_softmax_xent_positions_backward(dlogits, logits, labels, (int)n, (int)k, (int)positions);
+    ck_assert_msg(fabs(loss - want) <= 1e-6 * fmax(1.0, fabs(want)),
+                  "%s: loss is %.9g, the reference says %.9g", file, loss, want);
+    ck_assert_msg(correct == (float)hits, "%s: correct is %g, the reference says %d", file, correct,
+                  hits);
+    expect_close(file, "y", y, probs, (int64_t)count, 1e-6);
+    expect_close(file, "dx", dx, dlogits, (int64_t)count, 1e-6);
+    free(labels), free(probs), free(dlogits);
+    return 6; /* x, labels, y, loss, correct, dx */
+}
+
 /* Checks one fixture; returns the index of its layer in LAYERS. */
 static int check_fixture(const char *path, const char *file) {
     clnet_st_file *f = NULL;
@@ -370,6 +432,8 @@ static int check_fixture(const char *path, const char *file) {
         ck_assert_msg(correct[0] == (float)hits, "%s: correct is %g, argmax finds %d", file,
                       correct[0], hits);
         expected_tensors = 5; /* x, labels, loss, correct, dx */
+    } else if (!strcmp(layer, "softmax_xent_positions")) {
+        expected_tensors = check_xent_positions(f, file, x);
     } else if (!strcmp(layer, "batchnorm")) {
         /* x (N, C, spatial...): y, dy, dx and y_eval have its shape; the parameters, their
          * gradients and the running statistics before and after the step are (C) */
