@@ -38,6 +38,55 @@ __kernel void softmax_xent(uint n, uint K, __global const float *z, uint zoff,
     }
 }
 
+// Cross-entropy at every position (softmax_cross_entropy per=position),
+// one work-item per sample: z (n, K, P) holds K class scores at each of P
+// positions, t (n, P) the class of each position as a float. loss[b] is the
+// mean over b's positions of -log softmax(z[b, :, p])[t], correct[b] the
+// positions whose first maximum is the class, probs the softmax over the
+// classes at each position, and dz the gradient of loss[b],
+// (softmax - onehot) / P. A target that is not a class gives NaN and -1.
+__kernel void softmax_xent_positions(uint n, uint K, uint P, __global const float *z, uint zoff,
+                                     __global const float *t, __global float *loss,
+                                     __global int *correct, __global float *probs, uint poff,
+                                     __global float *dz, uint dzoff, uint want_grad) {
+    const uint b = get_global_id(0);
+    if (b >= n) return;
+    const size_t base = (size_t)b * K * P;
+    const float share = 1.0f / (float)P;
+    float sum_loss = 0.0f;
+    int right = 0;
+    for (uint p = 0; p < P; p++) {
+        __global const float *at = z + zoff + base + p; // class j at at[j * P]
+        const float target = t[(size_t)b * P + p];
+        if (!(target >= 0.0f && target < (float)K) || target != floor(target)) {
+            loss[b] = NAN;
+            correct[b] = -1;
+            return;
+        }
+        const uint label = (uint)target;
+        float m = at[0];
+        uint best = 0;
+        for (uint j = 1; j < K; j++)
+            if (at[j * P] > m) {
+                m = at[j * P];
+                best = j;
+            }
+        float sum = 0.0f;
+        for (uint j = 0; j < K; j++) sum += exp(at[j * P] - m);
+        const float log_sum = log(sum);
+        sum_loss += log_sum - (at[label * P] - m);
+        right += best == label;
+        for (uint j = 0; j < K; j++) {
+            const float q = exp(at[j * P] - m - log_sum);
+            const size_t i = base + (size_t)j * P + p;
+            probs[poff + i] = q;
+            if (want_grad) dz[dzoff + i] = (q - (j == label ? 1.0f : 0.0f)) * share;
+        }
+    }
+    loss[b] = sum_loss * share;
+    correct[b] = right;
+}
+
 // Regression and reconstruction losses, one work-item per sample: the
 // prediction z (n, E) against the target t (n, E), each sample's loss the MEAN
 // over its E elements of

@@ -300,12 +300,23 @@ clnet_status clnet_net_layer_info(const clnet_net *net, int i, clnet_layer_info 
 size_t clnet_net_param_count(const clnet_net *net);
 /* Floats of buffers (state that is saved and sent to devices, not trained). */
 size_t clnet_net_buffer_count(const clnet_net *net);
-int clnet_net_classes(const clnet_net *net); /* the loss layer's input size */
+/* The classes a classifier predicts: its loss layer's input size, or its
+ * channels for softmax_cross_entropy per=position; the loss layer's input
+ * size for a loss without classes. */
+int clnet_net_classes(const clnet_net *net);
 /* 1 when the loss is over classes (softmax_cross_entropy: labels index its
  * input, and it counts correct answers); 0 for a regression or reconstruction
  * loss (mse, l1, bce_with_logits), whose runs report the loss alone and whose
  * labels are not read, or for NULL. */
 int clnet_net_is_classifier(const clnet_net *net);
+/* The labels a classifier takes for each sample: 1, or the positions of its
+ * input (its spatial size) for softmax_cross_entropy per=position; 0 for a
+ * loss without classes, or NULL. */
+int clnet_net_positions(const clnet_net *net);
+/* The values of the loss layer's output for each sample: what
+ * clnet_net_predict writes (probabilities, or a regression's prediction);
+ * 0 for NULL. */
+size_t clnet_net_outputs(const clnet_net *net);
 
 /* One sample's shape as the model's input line declares it (0s if none);
  * height and width are the last two spatial dimensions (1 where absent). */
@@ -353,7 +364,10 @@ const float *clnet_net_buffers(clnet_net *net);
 /* 1 when the samples of ds fit the net's input: the same shape, or the same
  * without the channel dimension of a one-channel input ((N, 28, 28) for
  * channels=1 height=28 width=28); IDX images fit any input of as many values
- * (Fashion-MNIST as channels=1 length=784). Else 0, and a sentence in why
+ * (Fashion-MNIST as channels=1 length=784); and its labels or targets are
+ * what the loss takes (one label a sample, float targets of the loss's input
+ * size, or the class of each position for a loss per position; samples
+ * without any, for prediction, fit every loss). Else 0, and a sentence in why
  * ("takes 1x28x28 inputs (784 values) but the data set's samples are 3x32x32
  * (3072)") when why is not NULL. */
 int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap);
@@ -407,8 +421,11 @@ clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path
  * y_path holds the labels, shape (N,), of any integer type, each 0 or more;
  * or float32 targets, shape (N, ...) with 1 to 4 dimensions after N, for a
  * model whose loss compares its output with a target of that shape (mse, l1,
- * bce_with_logits without target=): the data set is then unlabelled
- * (clnet_dataset_labelled 0) and clnet_dataset_targets gives their size.
+ * bce_with_logits without target=); or integers of shape (N, spatial...), the
+ * class of each position, for softmax_cross_entropy per=position (held as
+ * floats: clnet_dataset_target_classes). With targets the data set is
+ * unlabelled (clnet_dataset_labelled 0) and clnet_dataset_targets gives their
+ * size.
  * Errors name the file and say what is wrong: CLNET_ERR_IO for a file that
  * cannot be read; CLNET_ERR_FORMAT for a bad magic string, Fortran order, an
  * element type or rank not taken here, a count of labels that differs from
@@ -437,6 +454,11 @@ int clnet_dataset_labelled(const clnet_dataset *ds);
 /* The values of one sample's float target (0: the data set has none, or
  * NULL), and their shape in dims[0..rank) unless dims is NULL (the rest 0). */
 int clnet_dataset_targets(const clnet_dataset *ds, int dims[4]);
+
+/* 1 when the targets are the class of each position (an integer y of
+ * shape (N, spatial...), for softmax_cross_entropy per=position), held as
+ * floats; 0 for float targets, none, or NULL. */
+int clnet_dataset_target_classes(const clnet_dataset *ds);
 
 /* Writes float32 data of the given shape (rank 0 to 8) as a NumPy .npy file
  * (version 1.0, little-endian, C order), atomically. */
@@ -660,12 +682,16 @@ typedef struct {
 clnet_status clnet_net_mpi_stats(const clnet_net *net, clnet_mpi_stats *out);
 
 typedef struct {
-    double loss; /* mean cross-entropy over the batch */
-    int correct; /* samples whose most probable class is the label */
+    double loss; /* the mean over the batch of each sample's loss */
+    /* the answers whose most probable class is the label: samples, or
+     * positions for a loss per position */
+    int correct;
     int n;       /* samples */
+    int answers; /* what correct counts among: n, or n x positions; 0 without classes */
 } clnet_step_result;
 
-/* One SGD step on a batch in host memory: images (n, C, H, W), labels (n).
+/* One SGD step on a batch in host memory: images (n, C, H, W), labels (n),
+ * or (n, clnet_net_positions) for softmax_cross_entropy per=position.
  * A step whose loss or summed gradient is NaN or infinite, or whose update
  * would make a parameter or the optimizer's state so, is not applied:
  * CLNET_ERR_NONFINITE, naming the step and the first tensor concerned, with
@@ -677,14 +703,21 @@ clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int
                                   clnet_step_result *out);
 /* The same for a model whose loss compares its output with float targets
  * from the data (mse, l1 or bce_with_logits without target=): targets (n,
- * the loss's input size per sample). Each call refuses the other's model. */
+ * the loss's input size per sample); or softmax_cross_entropy per=position,
+ * whose targets (n, positions) hold the classes as floats, as a data set of
+ * class maps gives them. clnet_net_train_step refuses a regression's model,
+ * and this call a model of labels. */
 clnet_status clnet_net_train_step_targets(clnet_net *net, const float *images, const float *targets,
                                           int n, clnet_step_result *out);
-/* Class probabilities (n, classes) for images (n, C, H, W); any n. */
+/* The loss layer's outputs (n, clnet_net_outputs) for images (n, C, H, W),
+ * any n: class probabilities (per position: over the channels at each), or
+ * a regression's prediction. */
 clnet_status clnet_net_predict(clnet_net *net, const float *images, int n, float *probs);
-/* The logits (n, classes): what the loss layer reads, before its softmax. */
+/* The logits (n, clnet_net_outputs): what the loss layer reads, before its
+ * softmax. */
 clnet_status clnet_net_logits(clnet_net *net, const float *images, int n, float *logits);
-/* Loss and accuracy over a batch without training (any n). */
+/* Loss and accuracy over a batch without training (any n), labels as
+ * clnet_net_train_step takes them. */
 clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const int32_t *labels,
                                       int n, clnet_step_result *out);
 

@@ -379,22 +379,39 @@ cleanup:
     return status;
 }
 
-/* Random images and labels for the step that shows which shapes run. */
-static clnet_status random_batch(const clnet_net *net, int batch, float **x, int32_t **y) {
-    size_t per = clnet_shape_size(net->model.input);
+/* What a step that shows which shapes run trains on: random images, and
+ * labels (one a sample, or one a position) or a regression's float targets. */
+typedef struct {
+    float *x, *targets; /* targets: NULL unless the loss reads floats from the data */
+    int32_t *y;
+    int n;
+} tune_batch;
+
+static clnet_status random_batch(const clnet_net *net, int batch, tune_batch *b) {
+    size_t per = clnet_shape_size(net->model.input), T = clnet_model_target_size(&net->model);
+    int positions = clnet_model_positions(&net->model);
+    size_t labels = (size_t)batch * (size_t)(positions > 1 ? positions : 1);
     int classes = clnet_model_classes(&net->model);
     uint64_t seed = 7;
-    *x = random_floats(per * (size_t)batch, 3);
-    *y = clnet_malloc((size_t)batch * sizeof **y);
-    if (!*x || !*y) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a batch");
-    for (int i = 0; i < batch; i++) (*y)[i] = (int32_t)(next_random(&seed) % (uint64_t)classes);
+    b->n = batch;
+    b->x = random_floats(per * (size_t)batch, 3);
+    b->y = clnet_malloc(labels * sizeof *b->y);
+    if (T && !clnet_model_is_classifier(&net->model))
+        b->targets = random_floats(T * (size_t)batch, 5);
+    if (!b->x || !b->y || (T && !clnet_model_is_classifier(&net->model) && !b->targets))
+        return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a batch");
+    for (size_t i = 0; i < labels; i++) b->y[i] = (int32_t)(next_random(&seed) % (uint64_t)classes);
     return CLNET_OK;
+}
+
+static clnet_status tune_step(clnet_net *net, const tune_batch *b) {
+    return b->targets ? clnet_net_train_step_targets(net, b->x, b->targets, b->n, NULL)
+                      : clnet_net_train_step(net, b->x, b->y, b->n, NULL);
 }
 
 clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, void *user) {
     clnet_status status = CLNET_OK;
-    float *x = NULL;
-    int32_t *y = NULL;
+    tune_batch b = {0};
     clnet_gemm_pick *shapes = NULL;
     clnet_tune_entry *found = NULL; /* measured in this run */
     int *owner = NULL, nfound = 0;  /* the replica each was measured on */
@@ -409,17 +426,17 @@ clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, voi
                           "clnet_net_tune: batch of %d samples: the net is bound for 1..%d", batch,
                           net->trainer->max_batch);
     clnet_trainer *t = net->trainer;
-    TRY(random_batch(net, batch, &x, &y));
+    TRY(random_batch(net, batch, &b));
     /* The first step settles the split (calibration runs probes of its own);
      * the second fills the arenas the convolutions are timed on; the third,
      * with their algorithms chosen, shows the GEMM shapes of a steady step. */
-    TRY(clnet_net_train_step(net, x, y, batch, NULL));
-    TRY(clnet_net_train_step(net, x, y, batch, NULL));
+    TRY(tune_step(net, &b));
+    TRY(tune_step(net, &b));
     found = clnet_malloc(((size_t)t->count * (size_t)net->model.count + 1) * sizeof *found);
     owner = clnet_malloc(((size_t)t->count * (size_t)net->model.count + 1) * sizeof *owner);
     if (!found || !owner) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory tuning");
     TRY(tune_convolutions(t, &rep, found, owner, &nfound));
-    TRY(clnet_net_train_step(net, x, y, batch, NULL));
+    TRY(tune_step(net, &b));
 
     for (int i = 0; i < t->count; i++) {
         clnet_device *d = t->replicas[i]->d;
@@ -455,8 +472,9 @@ clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, voi
     for (int i = 0; i < t->count; i++) clnet_gemm_forget(t->replicas[i]->d);
     TRY(clnet_trainer_fit_work(t)); /* the scratch of what was chosen, before the next step */
 cleanup:
-    free(x);
-    free(y);
+    free(b.x);
+    free(b.y);
+    free(b.targets);
     free(shapes);
     free(found);
     free(owner);

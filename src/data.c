@@ -36,9 +36,12 @@ struct clnet_dataset {
     float *floats;               /* (count, sample) float32 (.npy), or NULL */
     int32_t *labels;             /* (count) */
     /* Float targets, .npy float32 y (count, targets), in place of labels
-     * (which are then all 0); NULL and 0 otherwise. */
+     * (which are then all 0); NULL and 0 otherwise. With target_classes,
+     * an integer y of a class per position (count, spatial...), held as
+     * floats. */
     float *targets;
     int target_size, target_rank, target_dims[4];
+    int target_classes;
 };
 
 /* Float targets y for the samples x: one per sample, of 1 to 4 dimensions. */
@@ -49,9 +52,30 @@ static clnet_status check_targets(const clnet_npy *y, const char *y_path, const 
     if (y->rank < 2 || y->rank > 5 || y->shape[0] != x->shape[0] || !y->count ||
         y->count / (size_t)y->shape[0] > INT32_MAX)
         return clnet_fail(CLNET_ERR_FORMAT,
-                          "%s has shape %s: float targets want (%lld, ...), a tensor of 1 to 4 "
+                          "%s has shape %s: %s want (%lld, ...), a tensor of 1 to 4 "
                           "dimensions for each of the samples of %s",
-                          y_path, shape, (long long)x->shape[0], x_path);
+                          y_path, shape, y->kind == 'f' ? "float targets" : "classes per position",
+                          (long long)x->shape[0], x_path);
+    return CLNET_OK;
+}
+
+/* An integer y of a class per position, (count, spatial...), into the data
+ * set's targets as floats (exact up to 2^24). */
+static clnet_status class_maps(clnet_dataset *ds, const clnet_npy *y, const char *y_path) {
+    ds->targets = clnet_malloc(y->count * sizeof *ds->targets);
+    if (!ds->targets) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %s", y_path);
+    size_t per = y->count / (size_t)y->shape[0];
+    for (size_t i = 0; i < y->count; i++) {
+        int64_t v = clnet_npy_int(y, i);
+        if (v < 0 || v >= (1 << 24))
+            return clnet_fail(CLNET_ERR_FORMAT,
+                              "%s: sample %zu, position %zu: the class is %lld: classes are 0, 1, "
+                              "2, ... (below 2^24)",
+                              y_path, i / per, i % per, (long long)v);
+        ds->targets[i] = (float)v;
+        if (v + 1 > ds->classes) ds->classes = (int)v + 1;
+    }
+    ds->target_classes = 1;
     return CLNET_OK;
 }
 
@@ -262,12 +286,12 @@ clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, con
              "%s: shape %s: want (N, C, spatial...) or (N, spatial...) with 1 to 3 spatial "
              "dimensions",
              x_path, shape);
-    int floats = y_path && y.kind == 'f';
+    int floats = y_path && y.kind == 'f', maps = y_path && !floats && y.rank >= 2;
     if (y_path && y.kind != 'i' && y.kind != 'u' && !(floats && y.size == 4))
         FAIL(CLNET_ERR_FORMAT, "%s: labels must be integers, or targets float32, not %s%d", y_path,
              y.kind == 'f' ? "float" : "bool", y.size * 8);
-    if (floats) TRY(check_targets(&y, y_path, &x, x_path));
-    if (y_path && !floats && (y.rank != 1 || y.shape[0] != x.shape[0])) {
+    if (floats || maps) TRY(check_targets(&y, y_path, &x, x_path));
+    if (y_path && !floats && !maps && (y.rank != 1 || y.shape[0] != x.shape[0])) {
         char yshape[160];
         clnet_npy_shape_text(&y, yshape, sizeof yshape);
         FAIL(CLNET_ERR_FORMAT,
@@ -289,14 +313,15 @@ clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, con
     ds->channels = (int)(sample / ((size_t)ds->width * (size_t)ds->height));
     ds->labels = clnet_calloc((size_t)ds->count, sizeof *ds->labels);
     if (!ds->labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %d labels", ds->count);
-    ds->unlabelled = !y_path || floats;
-    if (floats) {
-        ds->targets = y.data, y.data = NULL;
+    ds->unlabelled = !y_path || floats || maps;
+    if (floats) ds->targets = y.data, y.data = NULL;
+    if (maps) TRY(class_maps(ds, &y, y_path));
+    if (floats || maps) {
         ds->target_size = (int)(y.count / (size_t)y.shape[0]);
         ds->target_rank = y.rank - 1;
         for (int i = 0; i < ds->target_rank; i++) ds->target_dims[i] = (int)y.shape[i + 1];
     }
-    for (int i = 0; y_path && !floats && i < ds->count; i++) {
+    for (int i = 0; y_path && !floats && !maps && i < ds->count; i++) {
         int64_t v = clnet_npy_int(&y, (size_t)i);
         if (v < 0 || v >= INT32_MAX)
             FAIL(CLNET_ERR_FORMAT, "%s: label %d is %lld: labels are classes 0, 1, 2, ...", y_path,
@@ -421,6 +446,10 @@ int clnet_dataset_targets(const clnet_dataset *ds, int dims[4]) {
     for (int i = 0; dims && i < 4; i++)
         dims[i] = ds && i < ds->target_rank ? ds->target_dims[i] : 0;
     return ds ? ds->target_size : 0;
+}
+
+int clnet_dataset_target_classes(const clnet_dataset *ds) {
+    return ds ? ds->target_classes : 0;
 }
 
 int clnet_dataset_from_idx(const clnet_dataset *ds) {

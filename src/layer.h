@@ -269,6 +269,16 @@ struct clnet_kind {
     /* A loss over classes: its input's values are the classes, the labels
      * index them, and it counts the correct answers (softmax cross-entropy). */
     int classifier;
+    /* A loss that reads values of the data's for each sample, on the device
+     * as floats (clnet_pass.targets): how many a sample has, 0 for none
+     * (NULL: none). The float targets of a regression without target=, or
+     * the class of each position of a classifier per position. */
+    size_t (*data_targets)(const clnet_node *node);
+    /* A classifier that predicts a class at each position: its input's
+     * channels are the classes, and this gives their count; the data's
+     * targets are the classes of the positions (NULL: one class per sample,
+     * every value of the input being one). */
+    int (*position_classes)(const clnet_node *node);
     int is_view;        /* the output is input 0 reshaped: same memory, no kernels */
     int backward_reads; /* CLNET_READS_X | CLNET_READS_Y | CLNET_READS_Y_RELU */
     /* Statistics over the batch (batch norm): a replica's share of a step

@@ -491,13 +491,28 @@ const clnet_node *clnet_model_loss(const clnet_model *m) {
 
 int clnet_model_classes(const clnet_model *m) {
     const clnet_node *loss = clnet_model_loss(m);
-    return loss ? (int)clnet_shape_size(loss->in[0]) : 0;
+    if (!loss) return 0;
+    if (loss->kind->position_classes) {
+        int classes = loss->kind->position_classes(loss);
+        if (classes) return classes;
+    }
+    return (int)clnet_shape_size(loss->in[0]);
+}
+
+int clnet_model_positions(const clnet_model *m) {
+    if (!clnet_model_is_classifier(m)) return 0;
+    const clnet_node *loss = clnet_model_loss(m);
+    return (int)(clnet_shape_size(loss->in[0]) / (size_t)clnet_model_classes(m));
+}
+
+size_t clnet_model_outputs(const clnet_model *m) {
+    const clnet_node *loss = clnet_model_loss(m);
+    return loss ? clnet_shape_size(loss->out) : 0;
 }
 
 size_t clnet_model_target_size(const clnet_model *m) {
     const clnet_node *loss = clnet_model_loss(m);
-    if (!loss || !loss->kind->target || loss->ninputs != 1) return 0;
-    return clnet_shape_size(loss->in[0]);
+    return loss && loss->kind->data_targets ? loss->kind->data_targets(loss) : 0;
 }
 
 int clnet_model_is_classifier(const clnet_model *m) {

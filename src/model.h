@@ -48,10 +48,18 @@ clnet_status clnet_model_finish(clnet_model *m, int *bad_line);
 
 /* The loss node (the last), or NULL while the model has none. */
 const clnet_node *clnet_model_loss(const clnet_model *m);
+/* The classes of a classifier: its loss's input size, or its channels for
+ * a loss per position; a loss without classes: its input's size. */
 int clnet_model_classes(const clnet_model *m);
-/* The values of one sample's float target from the data: the loss's input
- * size for a loss that compares with a target and was given no target=
- * (clnet_kind.target); 0 for every other model. */
+/* The answers a classifier gives for each sample: 1, or its positions for
+ * a loss per position; 0 without classes. */
+int clnet_model_positions(const clnet_model *m);
+/* The values of the loss's output for each sample (probabilities, or the
+ * prediction of a regression). */
+size_t clnet_model_outputs(const clnet_model *m);
+/* The values of one sample's target from the data, carried as floats
+ * (clnet_kind.data_targets): a regression's target when no target= names
+ * one, the classes of the positions of a loss per position; else 0. */
 size_t clnet_model_target_size(const clnet_model *m);
 /* 1 when the loss is over classes (clnet_kind.classifier). */
 int clnet_model_is_classifier(const clnet_model *m);

@@ -43,6 +43,7 @@ void clnet_net_free(clnet_net *net) {
     clnet_model_release(&net->model);
     clnet_optim_release(&net->optim);
     free(net->gemm_choices);
+    free(net->position_classes);
     free(net);
 }
 
@@ -158,6 +159,14 @@ int clnet_net_classes(const clnet_net *net) {
 
 int clnet_net_is_classifier(const clnet_net *net) {
     return net ? clnet_model_is_classifier(&net->model) : 0;
+}
+
+int clnet_net_positions(const clnet_net *net) {
+    return net ? clnet_model_positions(&net->model) : 0;
+}
+
+size_t clnet_net_outputs(const clnet_net *net) {
+    return net ? clnet_model_outputs(&net->model) : 0;
 }
 
 int64_t clnet_net_step(const clnet_net *net) {
@@ -342,15 +351,60 @@ static clnet_status need_bound(const clnet_net *net, const void *data, const cha
     return CLNET_OK;
 }
 
+/* A classifier per position: it reads the class of each position from the
+ * data's targets, as floats (clnet_model_target_size). */
+static int per_position(const clnet_net *net) {
+    return clnet_model_is_classifier(&net->model) && clnet_model_target_size(&net->model);
+}
+
 static clnet_status check_labels(const clnet_net *net, const int32_t *labels, int n) {
     int classes = clnet_net_classes(net);
-    if (!clnet_net_is_classifier(net)) return CLNET_OK; /* not read */
+    if (!clnet_net_is_classifier(net) || per_position(net)) return CLNET_OK; /* not read */
     for (int b = 0; b < n; b++)
         if (labels[b] < 0 || labels[b] >= classes)
             return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                               "label %d of sample %d is outside [0, %d)", (int)labels[b], b,
                               classes);
     return CLNET_OK;
+}
+
+/* The class of each position (n, positions) as the floats a loss per
+ * position reads: each a whole number in [0, classes). */
+static clnet_status check_position_classes(const clnet_net *net, const float *t, int n) {
+    int classes = clnet_net_classes(net);
+    size_t P = (size_t)clnet_net_positions(net);
+    for (size_t i = 0; i < (size_t)n * P; i++)
+        if (!(t[i] >= 0 && t[i] < (float)classes) || t[i] != floorf(t[i]))
+            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                              "the class of sample %zu at position %zu is %g: the loss per "
+                              "position takes classes 0 to %d",
+                              i / P, i % P, t[i], classes - 1);
+    return CLNET_OK;
+}
+
+/* The classes of a loss per position, where the caller gave them as labels
+ * (n, positions): checked, and into *targets as the floats it reads. */
+static clnet_status labels_as_targets(clnet_net *net, const int32_t *labels, int n,
+                                      const float **targets) {
+    size_t count = (size_t)n * (size_t)clnet_net_positions(net);
+    if (count > net->position_cap) {
+        float *grown = realloc(net->position_classes, count * sizeof *grown);
+        if (!grown)
+            return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %zu labels", count);
+        net->position_classes = grown, net->position_cap = count;
+    }
+    for (size_t i = 0; i < count; i++) net->position_classes[i] = (float)labels[i];
+    *targets = net->position_classes;
+    return check_position_classes(net, net->position_classes, n);
+}
+
+/* What a step reports: the answers of a classifier are its samples, or its
+ * positions for a loss per position. */
+static clnet_step_result result(const clnet_net *net, double loss_sum, int correct, int n) {
+    return (clnet_step_result){.loss = n ? loss_sum / n : 0,
+                               .correct = correct,
+                               .n = n,
+                               .answers = n * clnet_net_positions(net)};
 }
 
 /* What the loss compares with, where the caller gives float targets or not
@@ -383,23 +437,24 @@ static clnet_status train_step(clnet_net *net, const float *images, const int32_
     clnet_status status = CLNET_OK;
     TRY(need_bound(net, images, what));
     if (!labels && !targets) FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s: labels are NULL", what);
-    TRY(check_truth(net, targets != NULL, what));
     if (n < 1 || n > net->trainer->max_batch)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "batch of %d samples: the net is bound for 1..%d", n,
              net->trainer->max_batch);
+    if (per_position(net) && !targets) TRY(labels_as_targets(net, labels, n, &targets));
+    TRY(check_truth(net, targets != NULL, what));
     if (labels) TRY(check_labels(net, labels, n));
+    if (per_position(net)) TRY(check_position_classes(net, targets, n));
     TRY(clnet_optim_prepare(&net->optim, net->model.nparams));
     double loss = 0;
     int correct = 0;
     status = clnet_step_train(net->trainer, &net->model, &net->optim, images, labels, targets, n,
                               &loss, &correct);
-    if (status == CLNET_ERR_NONFINITE && out)
-        *out = (clnet_step_result){.loss = loss / n, .correct = correct, .n = n};
+    if (status == CLNET_ERR_NONFINITE && out) *out = result(net, loss, correct, n);
     if (status != CLNET_OK) {
         clnet_error_context(status, "training step %lld", (long long)net->optim.step);
         goto cleanup;
     }
-    if (out) *out = (clnet_step_result){.loss = loss / n, .correct = correct, .n = n};
+    if (out) *out = result(net, loss, correct, n);
 cleanup:
     return status;
 }
@@ -409,6 +464,38 @@ static int loader_ahead(void *arg, clnet_batch *next, uint64_t *ticket) {
     return clnet_loader_peek(arg, next, ticket);
 }
 
+/* Targets of the size the loss takes are of its kind: the classes of the
+ * positions (integers, within the model's classes) for a loss per position,
+ * floats for a regression. */
+static int kinds_fit(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap) {
+    int maps = clnet_dataset_target_classes(ds), classes = clnet_net_classes(net);
+    const clnet_node *loss = clnet_model_loss(&net->model);
+    if (maps && !per_position(net)) {
+        if (why && cap)
+            snprintf(why, cap,
+                     "compares its output with float targets (its loss '%s', %s), but the data "
+                     "set's targets are classes (integers: they fit softmax_cross_entropy "
+                     "per=position)",
+                     loss->name, loss->kind->name);
+        return 0;
+    }
+    if (!maps && per_position(net)) {
+        if (why && cap)
+            snprintf(why, cap,
+                     "takes the class of each position (its loss '%s' has per=position), as "
+                     "integers, but the data set's targets are float32",
+                     loss->name);
+        return 0;
+    }
+    if (maps && clnet_dataset_classes(ds) > classes) {
+        if (why && cap)
+            snprintf(why, cap, "predicts %d classes at each position but the data has %d", classes,
+                     clnet_dataset_classes(ds));
+        return 0;
+    }
+    return 1;
+}
+
 /* Whether the data's float targets are what the loss compares with: there
  * are some exactly when it takes them, of its input's size. */
 static int targets_fit(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap) {
@@ -416,18 +503,25 @@ static int targets_fit(const clnet_net *net, const clnet_dataset *ds, char *why,
     size_t want = clnet_model_target_size(&net->model);
     size_t have = (size_t)clnet_dataset_targets(ds, dims);
     const clnet_node *loss = clnet_model_loss(&net->model);
-    if (want == have) return 1;
+    if (want && want == have) return kinds_fit(net, ds, why, cap);
+    if (want == have || (!have && !clnet_dataset_labelled(ds))) return 1; /* or nothing to fit */
     if (!why || !cap) return 0;
-    if (!have)
+    if (!have && per_position(net))
+        snprintf(why, cap,
+                 "predicts a class at each of %zu positions (its loss '%s' has per=position), but "
+                 "the data set has one label per sample or none (give the classes as integers of "
+                 "shape (N, spatial...), --data-npy X,Y)",
+                 want, loss->name);
+    else if (!have)
         snprintf(why, cap,
                  "compares its output with float targets (%zu values a sample: its loss '%s' has "
                  "no target=), but the data set has labels or nothing (give float32 targets, "
                  "--data-npy X,Y)",
                  want, loss ? loss->name : "?");
     else if (!want)
-        snprintf(
-            why, cap, "takes %s, but the data set holds float targets (%zu values a sample)",
-            clnet_model_is_classifier(&net->model) ? "labels" : "its target from target=", have);
+        snprintf(why, cap, "takes %s, but the data set holds %s (%zu values a sample)",
+                 clnet_model_is_classifier(&net->model) ? "labels" : "its target from target=",
+                 clnet_dataset_target_classes(ds) ? "classes per position" : "float targets", have);
     else {
         char a[64], b[64];
         int rank = 0;
@@ -435,9 +529,10 @@ static int targets_fit(const clnet_net *net, const clnet_dataset *ds, char *why,
         clnet_shape_format(loss->in[0], a, sizeof a);
         clnet_dims_text(dims, rank, b, sizeof b);
         snprintf(why, cap,
-                 "compares the output of its loss '%s' (line %d), %s (%zu values a sample), with "
-                 "the data's targets, %s (%zu values): they must have one shape",
-                 loss->name, loss->line, a, want, b, have);
+                 "compares the output of its loss '%s' (line %d), %s (%zu %s a sample), with "
+                 "the data's targets, %s (%zu values): they must have one %s",
+                 loss->name, loss->line, a, want, per_position(net) ? "positions" : "values", b,
+                 have, per_position(net) ? "spatial shape" : "shape");
     }
     return 0;
 }
@@ -501,9 +596,7 @@ clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int upd
     int correct = 0, samples = 0;
     status = clnet_async_train(net->trainer, &net->model, &net->optim, loader, updates, staleness,
                                &loss, &correct, &samples);
-    if (status == CLNET_OK && out)
-        *out = (clnet_step_result){
-            .loss = samples ? loss / samples : 0, .correct = correct, .n = samples};
+    if (status == CLNET_OK && out) *out = result(net, loss, correct, samples);
 cleanup:
     return status;
 }
@@ -539,27 +632,30 @@ clnet_status clnet_net_train_step_targets(clnet_net *net, const float *images, c
 static clnet_status forward_all(clnet_net *net, const float *images, const int32_t *labels, int n,
                                 float *probs, int logits, clnet_step_result *out) {
     clnet_status status = CLNET_OK;
-    size_t in_size = clnet_shape_size(net->model.input);
-    int classes = clnet_net_classes(net), batch = net->trainer->max_batch;
+    size_t in_size = clnet_shape_size(net->model.input), outputs = clnet_net_outputs(net);
+    size_t T = clnet_model_target_size(&net->model);
+    int batch = net->trainer->max_batch;
     double loss = 0;
     int correct = 0;
+    const float *targets = NULL;
     if (labels) TRY(check_labels(net, labels, n));
+    if (labels && per_position(net)) TRY(labels_as_targets(net, labels, n, &targets));
     TRY(clnet_broadcast_folded(net->trainer, &net->model));
     for (int first = 0; first < n; first += batch) {
         int m = n - first < batch ? n - first : batch;
         const float *x = images + (size_t)first * in_size;
-        float *p = probs ? probs + (size_t)first * classes : NULL;
+        float *p = probs ? probs + (size_t)first * outputs : NULL;
         double l = 0;
         int c = 0;
         if (logits)
             TRY(clnet_step_logits(net->trainer, net->optim.step, x, m, p));
         else
             TRY(clnet_step_forward(net->trainer, net->optim.step, x, labels ? labels + first : NULL,
-                                   NULL, m, p, &l, &c));
+                                   targets ? targets + (size_t)first * T : NULL, m, p, &l, &c));
         loss += l;
         correct += c;
     }
-    if (out) *out = (clnet_step_result){.loss = n ? loss / n : 0, .correct = correct, .n = n};
+    if (out) *out = result(net, loss, correct, n);
 cleanup:
     return status;
 }
@@ -588,6 +684,8 @@ clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const
     if (s != CLNET_OK) return s;
     if (!labels || n < 0)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_evaluate_batch: bad labels");
+    if (clnet_model_target_size(&net->model) && !per_position(net))
+        return check_truth(net, 0, "clnet_net_evaluate_batch");
     return forward_all(net, images, labels, n, NULL, 0, out);
 }
 
@@ -612,14 +710,15 @@ clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float m
         int c = 0;
         TRY(clnet_loader_next(loader, &batch));
         TRY(check_labels(net, batch.labels, batch.n));
+        if (per_position(net) && batch.targets)
+            TRY(check_position_classes(net, batch.targets, batch.n));
         TRY(clnet_step_forward(net->trainer, net->optim.step, batch.images, batch.labels,
                                batch.targets, batch.n, NULL, &l, &c));
         loss += l;
         correct += c;
         seen += batch.n;
     }
-    if (out)
-        *out = (clnet_step_result){.loss = seen ? loss / seen : 0, .correct = correct, .n = seen};
+    if (out) *out = result(net, loss, correct, seen);
 cleanup:
     clnet_loader_free(loader);
     return status;

@@ -13,6 +13,10 @@ struct clnet_net {
     /* The GEMM choices a loaded checkpoint recorded ("gemm_choices"), pinned
      * on the devices while bound; NULL when none. */
     char *gemm_choices;
+    /* Labels given to a loss per position, as the floats it reads: room for
+     * a batch's, grown as needed (NULL until then). */
+    float *position_classes;
+    size_t position_cap;
 };
 
 #endif

@@ -66,7 +66,7 @@ clnet_status clnet_ranks_every_rank_a_sample(const clnet_ranks *r, int n, int *s
 
 clnet_status clnet_ranks_exchange_figures(clnet_ranks *r, const int *shares, double *loss,
                                           int *correct, double *seconds, float *probs,
-                                          int classes) {
+                                          int outputs) {
     clnet_status status = CLNET_OK;
     int ranks = clnet_mpi_size(), me = clnet_mpi_rank(), bytes[CLNET_MAX_DEVICES];
     double *mine = r->record + (2 * (size_t)me + (size_t)r->first);
@@ -89,7 +89,7 @@ clnet_status clnet_ranks_exchange_figures(clnet_ranks *r, const int *shares, dou
         for (int k = 0, dev = 0; k < ranks; k++) {
             int rows = 0;
             for (int j = 0; j < r->rank_count[k]; j++) rows += shares[dev++];
-            bytes[k] = rows * classes * (int)sizeof(float);
+            bytes[k] = rows * outputs * (int)sizeof(float);
         }
         TRY(clnet_dist_allgatherv(r->dist, CLNET_LANE_CONTROL, NULL, bytes, probs,
                                   "gathering the outputs"));

@@ -49,9 +49,9 @@ clnet_status clnet_ranks_every_rank_a_sample(const clnet_ranks *r, int n, int *s
 
 /* The step's figures of every rank: loss and correct become the sums over
  * the ranks, seconds (total) every device's, so every rank balances alike;
- * with probs (rows of `classes` floats, this rank's at its devices'
+ * with probs (rows of `outputs` floats, this rank's at its devices'
  * offsets), every rank's rows of it. */
 clnet_status clnet_ranks_exchange_figures(clnet_ranks *r, const int *shares, double *loss,
-                                          int *correct, double *seconds, float *probs, int classes);
+                                          int *correct, double *seconds, float *probs, int outputs);
 
 #endif

@@ -722,7 +722,7 @@ clnet_status clnet_replica_results(clnet_replica *r, int n, int with_labels, dou
         int right = 0;
         for (int b = 0; b < n; b++) {
             sum += r->loss_host[b];
-            right += r->correct_host[b] == 1;
+            right += r->correct_host[b] > 0 ? r->correct_host[b] : 0; /* -1: not a class */
         }
         if (loss_sum) *loss_sum = sum;
         if (correct) *correct = right;
@@ -732,7 +732,7 @@ clnet_status clnet_replica_results(clnet_replica *r, int n, int with_labels, dou
         size_t at = !logits                     ? r->plan.y[m->count - 1]
                     : from == CLNET_MODEL_INPUT ? r->plan.input
                                                 : r->plan.y[from];
-        TRY(clnet_buffer_read(d, r->act, at, (size_t)n * clnet_model_classes(m), probs));
+        TRY(clnet_buffer_read(d, r->act, at, (size_t)n * clnet_model_outputs(m), probs));
     }
 cleanup:
     return in_device(status, r);

@@ -10,7 +10,7 @@ clnet_status clnet_share_run(clnet_replica *r, clnet_ctx *ctx, const clnet_share
                              int *correct) {
     clnet_status status = CLNET_OK;
     const clnet_model *m = r->model;
-    size_t in = clnet_shape_size(m->input), classes = (size_t)clnet_model_classes(m);
+    size_t in = clnet_shape_size(m->input), outputs = clnet_model_outputs(m);
     for (int done = 0; done < s->n; done += r->max_batch) {
         int n = s->n - done < r->max_batch ? s->n - done : r->max_batch;
         int last = done + n >= s->n;
@@ -32,7 +32,7 @@ clnet_status clnet_share_run(clnet_replica *r, clnet_ctx *ctx, const clnet_share
             if (last && s->node_done && m->nodes[node].param_count) TRY(s->node_done(s->arg, node));
         }
         TRY(clnet_replica_results(r, n, labels || targets, &l, &c,
-                                  s->probs ? s->probs + (size_t)done * classes : NULL, s->logits));
+                                  s->probs ? s->probs + (size_t)done * outputs : NULL, s->logits));
         *loss += l;
         *correct += c;
     }

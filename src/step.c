@@ -132,7 +132,7 @@ static clnet_status run_share(clnet_trainer *t, int i) {
         .images = t->step.images + (size_t)off * clnet_shape_size(m->input),
         .labels = t->step.labels ? t->step.labels + off : NULL,
         .targets = t->step.targets ? t->step.targets + (size_t)off * r->target_size : NULL,
-        .probs = t->step.probs ? t->step.probs + (size_t)off * clnet_model_classes(m) : NULL,
+        .probs = t->step.probs ? t->step.probs + (size_t)off * clnet_model_outputs(m) : NULL,
         .logits = t->step.logits,
         .n = t->step.shares[me],
         .first = off,
@@ -439,9 +439,10 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
         total_loss += t->step.loss[i];
         total_correct += t->step.correct[i];
     }
-    if (t->ranks.dist && (status = clnet_ranks_exchange_figures(
-                              &t->ranks, t->step.shares, &total_loss, &total_correct,
-                              t->step.seconds, t->step.probs, clnet_model_classes(m))) != CLNET_OK)
+    if (t->ranks.dist &&
+        (status = clnet_ranks_exchange_figures(&t->ranks, t->step.shares, &total_loss,
+                                               &total_correct, t->step.seconds, t->step.probs,
+                                               (int)clnet_model_outputs(m))) != CLNET_OK)
         return status;
     if (loss) *loss = total_loss;
     if (correct) *correct = total_correct;

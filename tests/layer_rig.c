@@ -72,13 +72,15 @@ void rig_create_input(layer_rig *r, clnet_device *d, const char *input, const ch
     r->host = malloc(l->kind->host_bytes ? l->kind->host_bytes(l, 1) : 1);
     ck_assert(r->host != NULL);
     r->labels = buffer(d, (size_t)n);
+    r->target_size = l->kind->data_targets ? l->kind->data_targets(l) : 0;
+    r->targets = buffer(d, (size_t)n * r->target_size);
     r->loss = buffer(d, (size_t)n);
     r->correct = buffer(d, (size_t)n);
 }
 
 void rig_free(layer_rig *r) {
-    cl_mem all[] = {r->params, r->grads, r->buffers, r->act,  r->dact,
-                    r->keep,   r->work,  r->labels,  r->loss, r->correct};
+    cl_mem all[] = {r->params, r->grads,  r->buffers, r->act,     r->dact,   r->keep,
+                    r->work,   r->labels, r->loss,    r->correct, r->targets};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]) clReleaseMemObject(all[i]);
     clnet_net_free(r->net);
@@ -128,6 +130,7 @@ static clnet_pass pass(layer_rig *r, const clnet_ctx *ctx) {
                     .labels = r->labels,
                     .loss = r->loss,
                     .correct = r->correct,
+                    .targets = r->targets,
                     .want_grad = 1};
     for (int k = 0; k < r->nin; k++) {
         p.x[k] = p.dx[k] = r->x_off[k];
@@ -151,7 +154,14 @@ void rig_forward(layer_rig *r, const float *x, float *y, const int32_t *labels, 
                  int *correct) {
     clnet_ctx ctx = {.train = !r->eval, .d = r->d};
     ck_assert_int_eq(clnet_buffer_write(r->d, r->act, 0, r->in_count, x), CLNET_OK);
-    if (labels)
+    if (labels && r->target_size) {
+        size_t count = (size_t)r->n * r->target_size;
+        float *t = malloc(count * sizeof *t);
+        ck_assert(t != NULL);
+        for (size_t i = 0; i < count; i++) t[i] = (float)labels[i];
+        ck_assert_int_eq(clnet_buffer_write(r->d, r->targets, 0, count, t), CLNET_OK);
+        free(t);
+    } else if (labels)
         ck_assert_int_eq(clEnqueueWriteBuffer(r->d->queue, r->labels, CL_TRUE, 0,
                                               (size_t)r->n * sizeof(int32_t), labels, 0, NULL,
                                               NULL),

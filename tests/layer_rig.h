@@ -38,6 +38,8 @@ typedef struct {
     int eval;
     size_t nbuffers; /* floats of the layer's buffers (running statistics) */
     cl_mem params, grads, buffers, act, dact, keep, work, labels, loss, correct;
+    cl_mem targets; /* the data's targets a loss reads (clnet_kind.data_targets), as floats */
+    size_t target_size;
     void *host; /* the layer's host scratch */
 } layer_rig;
 
@@ -56,7 +58,8 @@ void rig_set_params(layer_rig *r, const float *w, const float *b); /* either may
 void rig_set_buffers(layer_rig *r, const float *v);
 void rig_get_buffers(layer_rig *r, float *v);
 /* x holds every input back to back (in_count floats); y may be NULL;
- * labels/loss/correct only for the loss layer. */
+ * labels/loss/correct only for the loss layer: labels (n), or a loss per
+ * position's (n, positions), given to it as the floats it reads. */
 void rig_forward(layer_rig *r, const float *x, float *y, const int32_t *labels, float *loss,
                  int *correct);
 /* A forward pass (not for the loss layer) that returns the layer's status

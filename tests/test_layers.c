@@ -63,6 +63,7 @@ typedef struct {
     int approx;      /* gelu: approximate=tanh */
     int scale[3];    /* upsample: the factor per spatial axis */
     int linear;      /* upsample: mode=linear (0: nearest) */
+    int positions;   /* softmax_cross_entropy per=position: a class per position */
 } layer_geom;
 
 /* The arrays of one reference call: forward writes y (and loss), backward dx,
@@ -256,12 +257,19 @@ static void batchnorm_backward(const layer_geom *g, ref_args *a) {
                            g->eps);
 }
 
+/* per sample: every value a class; per=position: the channels, at each position */
 static void softmax_xent_forward(const layer_geom *g, ref_args *a) {
-    a->loss = ref_softmax_xent_forward(a->y, NULL, a->x, a->labels, g->n, g->in.c);
+    a->loss = g->positions ? ref_softmax_xent_positions_forward(a->y, NULL, a->x, a->labels, g->n,
+                                                                g->in.c, spatial(g))
+                           : ref_softmax_xent_forward(a->y, NULL, a->x, a->labels, g->n,
+                                                      (int)sample_size(g));
 }
 
 static void softmax_xent_backward(const layer_geom *g, ref_args *a) {
-    ref_softmax_xent_backward(a->dx, a->x, a->labels, g->n, g->in.c);
+    if (g->positions)
+        ref_softmax_xent_positions_backward(a->dx, a->x, a->labels, g->n, g->in.c, spatial(g));
+    else
+        ref_softmax_xent_backward(a->dx, a->x, a->labels, g->n, (int)sample_size(g));
 }
 
 /* mse, l1, bce_with_logits: x holds the prediction, then the target (a copy
@@ -500,10 +508,15 @@ static const layer_row TABLE[] = {
     {"concat", concat_forward, concat_backward, PLAIN, 1,
      CASES({"concat input=input,input", 2, IMAGE(3, 5, 4)},
            {"concat input=input,input,input", 3, SIGNAL(2, 7)})},
-    /* softmax + cross-entropy (channels = classes) */
+    /* softmax + cross-entropy: per sample (every value a class), and per=position
+     * (the channels are the classes, a label for each position: 1 to 3 axes) */
     {"softmax_cross_entropy", softmax_xent_forward, softmax_xent_backward, LOGITS, 0,
      CASES({"softmax_cross_entropy", 1, VECTOR(10)}, {"softmax_cross_entropy", 7, VECTOR(10)},
-           {"softmax_cross_entropy", 4, VECTOR(37)})},
+           {"softmax_cross_entropy", 4, VECTOR(37)}, {"softmax_cross_entropy", 2, IMAGE(3, 2, 2)},
+           {"softmax_cross_entropy per=position", 1, SIGNAL(4, 7)},
+           {"softmax_cross_entropy per=position", 3, IMAGE(5, 3, 5)},
+           {"softmax_cross_entropy per=position", 2, VOLUME(2, 2, 3, 3)},
+           {"softmax_cross_entropy per=position", 1, IMAGE(3, 1, 1)})},
     /* the target is the model's input: a second input, with data of its own here */
     {"mse", regression_forward, regression_backward, PLAIN, 0,
      CASES({"mse target=input", 1, VECTOR(10)}, {"mse target=input", 3, IMAGE(2, 5, 7)},
@@ -595,6 +608,8 @@ static void read_option(const layer_case *t, layer_geom *g, const char *key, con
     }
     if (!strcmp(key, "name"))
         snprintf(g->name, sizeof g->name, "%s", value);
+    else if (!strcmp(key, "per") && (!strcmp(value, "position") || !strcmp(value, "sample")))
+        g->positions = !strcmp(value, "position");
     else if (!strcmp(key, "approximate"))
         g->approx = !strcmp(value, "tanh");
     else if (!strcmp(key, "target"))
@@ -811,14 +826,15 @@ static void run_case(clnet_device *d, const layer_row *row, const layer_case *t,
     float *w = malloc((nw + 1) * 4), *b = malloc((nb + 1) * 4);
     float *dw = malloc((nw + 1) * 4), *dwr = unset_floats(nw);
     float *db = malloc((nb + 1) * 4), *dbr = unset_floats(nb);
-    int32_t labels[16] = {0};
-    int loss_kind = r.l->kind->is_loss;
-    ck_assert(t->n <= 16);
+    int loss_kind = r.l->kind->is_loss, classes = g.positions ? g.in.c : (int)sample_size(&g);
+    size_t nlabels = (size_t)t->n * (g.positions ? (size_t)spatial(&g) : 1);
+    int32_t *labels = calloc(nlabels, sizeof *labels);
+    ck_assert(t->n <= 16 && labels);
     make_input(row, &g, x, nx, 100 + seed);
     test_random_floats(w, nw, 200 + seed);
     test_random_floats(b, nb, 300 + seed);
     test_random_floats(dy, ny, 400 + seed);
-    for (int i = 0; i < t->n && loss_kind; i++) labels[i] = (int32_t)((i * 3 + 1) % g.in.c);
+    for (size_t i = 0; i < nlabels && loss_kind; i++) labels[i] = (int32_t)((i * 3 + 1) % classes);
     rig_set_params(&r, nw ? w : NULL, nb ? b : NULL);
 
     ref_args a = {.y = yr, .x = x, .w = w, .b = g.bias ? b : NULL, .labels = labels};
@@ -877,7 +893,7 @@ static void run_case(clnet_device *d, const layer_row *row, const layer_case *t,
            input + 6, d->info.name, fwd, bwd, fd);
     rig_free(&r);
     free(x), free(y), free(yr), free(dy), free(dx), free(dxr);
-    free(w), free(b), free(dw), free(dwr), free(db), free(dbr);
+    free(w), free(b), free(dw), free(dwr), free(db), free(dbr), free(labels);
 }
 
 /* A convolution's case runs once per algorithm (device.h's CLNET_CONV_*) on

@@ -56,13 +56,26 @@ typedef enum {
     GLOBAL_MAXPOOL,
     REGRESSION, /* mse, l1, bce_with_logits: a loss against a target of x's shape */
     UPSAMPLE,
+    POSITIONS, /* softmax_cross_entropy per=position: a class at each position */
     NKINDS
 } kind;
-static const char *const KIND_META[NKINDS] = {
-    "conv2d",  "conv_transpose2d", "maxpool",   "avgpool",
-    "relu",    "sigmoid",          "tanh",      "gelu",
-    "linear",  "softmax_xent",     "batchnorm", "global_avgpool",
-    "dropout", "global_maxpool",   "mse",       "upsample"};
+static const char *const KIND_META[NKINDS] = {"conv2d",
+                                              "conv_transpose2d",
+                                              "maxpool",
+                                              "avgpool",
+                                              "relu",
+                                              "sigmoid",
+                                              "tanh",
+                                              "gelu",
+                                              "linear",
+                                              "softmax_xent",
+                                              "batchnorm",
+                                              "global_avgpool",
+                                              "dropout",
+                                              "global_maxpool",
+                                              "mse",
+                                              "upsample",
+                                              "softmax_xent_positions"};
 /* The kind of a fixture's "layer": its KIND_META name, or another rank's convolution. */
 static kind kind_of(const char *layer) {
     if (!strcmp(layer, "conv1d") || !strcmp(layer, "conv3d")) return CONV;
@@ -299,6 +312,10 @@ static void fixture_load(fixture *fx, const char *file) {
         ck_assert_int_eq(meta_int(fx, "classes"), (int)rig_shape_size(fx->in));
         snprintf(fx->line, sizeof fx->line, "softmax_cross_entropy");
         break;
+    case POSITIONS:
+        ck_assert_int_eq(meta_int(fx, "classes"), c);
+        snprintf(fx->line, sizeof fx->line, "softmax_cross_entropy per=position");
+        break;
     case BATCHNORM: {
         ck_assert_int_eq(meta_int(fx, "channels"), c);
         const char *eps = clnet_st_meta_get(fx->st, "eps");
@@ -314,7 +331,8 @@ static void fixture_load(fixture *fx, const char *file) {
     }
     if (fx->ndim == 3 || fx->ndim == 5) { /* batch norm, activations, global pooling */
         memcpy(fx->yshape, fx->xshape, sizeof fx->yshape);
-        int same = fx->k == BATCHNORM || fx->k == ACT_OF_X || fx->k == REGRESSION;
+        int same =
+            fx->k == BATCHNORM || fx->k == ACT_OF_X || fx->k == REGRESSION || fx->k == POSITIONS;
         for (int i = 2; i < fx->ndim && !same; i++) fx->yshape[i] = 1;
         fx->ny = 1;
         for (int i = 0; i < fx->ndim; i++) fx->ny *= (size_t)fx->yshape[i];
@@ -390,6 +408,46 @@ static double run_regression(const fixture *fx, clnet_device *d, const char **wo
             best)
             best = v, *worst = names[k];
     free(x), free(dx), free(y), free(loss);
+    rig_free(&r);
+    return best;
+}
+
+/* Cross-entropy at every position: the classes (labels, (N, spatial...),
+ * stored as floats) go to the loss as the data's targets would; its
+ * probabilities, summed loss, correct positions and dx against PyTorch's. */
+static double run_positions(const fixture *fx, clnet_device *d, const char **worst) {
+    layer_rig r;
+    rig_create_input(&r, d, fx->input, fx->line, fx->n);
+    size_t n = fx->nx, P = n / (size_t)fx->n / (size_t)fx->xshape[1];
+    ck_assert_msg(r.in_count == n && r.out_count == n && r.target_size == P,
+                  "%s: %zu inputs, %zu outputs, %zu targets", fx->file, r.in_count, r.out_count,
+                  r.target_size);
+    int64_t lshape[5] = {fx->n};
+    for (int i = 2; i < fx->ndim; i++) lshape[i - 1] = fx->xshape[i];
+    const float *lf = tensor(fx, "labels", fx->ndim - 1, lshape);
+    int32_t *labels = malloc((size_t)fx->n * P * sizeof *labels);
+    int *correct = malloc((size_t)fx->n * sizeof *correct);
+    float *y = malloc(n * sizeof *y), *dx = malloc(n * sizeof *dx);
+    float *loss = malloc((size_t)fx->n * sizeof *loss);
+    for (size_t i = 0; i < (size_t)fx->n * P; i++) labels[i] = (int32_t)lf[i];
+    rig_forward(&r, tensor(fx, "x", fx->ndim, fx->xshape), y, labels, loss, correct);
+    rig_backward(&r, NULL, dx, NULL, NULL);
+    double sum = 0;
+    int hits = 0;
+    for (int i = 0; i < fx->n; i++) sum += loss[i], hits += correct[i];
+    const float *loss_ref = tensor(fx, "loss", -1, NULL),
+                *hits_ref = tensor(fx, "correct", -1, NULL);
+    double best = fabs(sum - loss_ref[0]) / fmax(1, fabs(loss_ref[0])), v;
+    ck_assert_msg(best <= TOLERANCE, "%s on %s: loss %.9g, PyTorch %.9g", fx->file, d->info.name,
+                  sum, loss_ref[0]);
+    ck_assert_msg(hits == (int)hits_ref[0], "%s on %s: %d correct, PyTorch %g", fx->file,
+                  d->info.name, hits, hits_ref[0]);
+    *worst = "loss";
+    if ((v = compare(fx, d, "y", y, tensor(fx, "y", fx->ndim, fx->xshape), n)) > best)
+        best = v, *worst = "y";
+    if ((v = compare(fx, d, "dx", dx, tensor(fx, "dx", fx->ndim, fx->xshape), n)) > best)
+        best = v, *worst = "dx";
+    free(labels), free(correct), free(y), free(dx), free(loss);
     rig_free(&r);
     return best;
 }
@@ -620,6 +678,7 @@ START_TEST(every_layer_matches_pytorch_on_every_device) {
             const char *worst = "";
             double diff = fx[i].k == DROPOUT      ? run_dropout(&fx[i], d, &worst)
                           : fx[i].k == REGRESSION ? run_regression(&fx[i], d, &worst)
+                          : fx[i].k == POSITIONS  ? run_positions(&fx[i], d, &worst)
                                                   : run_fixture(&fx[i], d, &worst);
             worst_kind[fx[i].k] = fmax(worst_kind[fx[i].k], diff);
             printf("%-38s on %-24.24s largest relative difference %.1e (%s)\n", fx[i].file,

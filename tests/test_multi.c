@@ -80,10 +80,19 @@ static const char *TARGETS[] = {"input channels=1 height=8 width=8",
                                 "silu",
                                 "conv2d filters=1 size=1",
                                 "bce_with_logits"};
-/* what make_net builds: LeNet (SMALL beside the simulator), RANKS, DECODER
- * or TARGETS (use_targets: update_on trains with float targets) */
+/* A class at each position (segmentation): cross-entropy per position,
+ * its labels (n, 8, 8) from the data */
+static const char *SEGMENT[] = {"input channels=1 height=8 width=8",
+                                "conv2d filters=4 size=3 stride=2 pad=1",
+                                "gelu",
+                                "upsample scale=2",
+                                "conv2d filters=3 size=3 pad=1",
+                                "softmax_cross_entropy per=position"};
+/* what make_net builds: LeNet (SMALL beside the simulator), RANKS, DECODER,
+ * TARGETS (use_targets: update_on trains with float targets) or SEGMENT
+ * (use_positions: with a label for each of the input's positions) */
 static const char **use_model;
-static int use_lines, use_targets;
+static int use_lines, use_targets, use_positions;
 
 static int has_slow_device(void) {
     clnet_runtime *rt = test_runtime();
@@ -135,7 +144,7 @@ static float *update_on(clnet_runtime *rt, const double *split, int64_t *samples
     size_t np = clnet_net_param_count(net);
     float *before = malloc(np * sizeof(float)), *delta = malloc(np * sizeof(float));
     float *x = malloc((size_t)BATCH * 784 * sizeof(float));
-    int32_t y[BATCH];
+    int32_t *y = malloc((size_t)BATCH * 64 * sizeof *y);
     memcpy(before, clnet_net_params(net), np * sizeof(float));
     ck_assert_msg(clnet_net_bind(net, rt, BATCH) == CLNET_OK, "%s", clnet_last_error());
     if (split)
@@ -145,6 +154,8 @@ static float *update_on(clnet_runtime *rt, const double *split, int64_t *samples
         batch_data(net, s, x, y);
         for (int i = 0; use_targets && i < BATCH * 64; i++) /* in [0, 1], of the input's shape */
             t[i] = 0.5f + 0.4f * sinf(3.0f * x[i] + (float)(i % 7));
+        for (int i = 0; use_positions && i < BATCH * 64; i++) /* 3 classes of the input's value */
+            y[i] = (int32_t)(fabsf(x[i]) * 2.999f) % 3;
         clnet_status st = use_targets ? clnet_net_train_step_targets(net, x, t, BATCH, NULL)
                                       : clnet_net_train_step(net, x, y, BATCH, NULL);
         ck_assert_msg(st == CLNET_OK, "%s", clnet_last_error());
@@ -160,6 +171,7 @@ static float *update_on(clnet_runtime *rt, const double *split, int64_t *samples
     }
     free(before);
     free(x);
+    free(y);
     clnet_net_free(net);
     return delta;
 }
@@ -253,6 +265,57 @@ START_TEST(float_targets_take_the_same_steps_on_two_devices) {
     expect_same_updates(unequal, "float targets (upsample, bce_with_logits): two devices, 1:4 "
                                  "split");
     use_model = NULL, use_targets = 0;
+}
+END_TEST
+
+/* A class at each position, the labels split with their samples, as exactly. */
+START_TEST(a_class_per_position_takes_the_same_steps_on_two_devices) {
+    use_model = SEGMENT, use_lines = (int)(sizeof SEGMENT / sizeof *SEGMENT), use_positions = 1;
+    double unequal[2] = {2, 5};
+    expect_same_updates(unequal, "a class per position (softmax_cross_entropy per=position): two "
+                                 "devices, 2:5 split");
+    use_model = NULL, use_positions = 0;
+}
+END_TEST
+
+/* A loss per position takes its classes as labels (n, positions) or as the
+ * floats a data set of class maps gives, refuses what is not a class, and
+ * counts its answers by position. */
+START_TEST(a_loss_per_position_checks_its_classes_and_counts_positions) {
+    clnet_runtime *rt = test_runtime();
+    float x[4 * 64], t[4 * 64];
+    int32_t y[4 * 64];
+    use_model = SEGMENT, use_lines = (int)(sizeof SEGMENT / sizeof *SEGMENT);
+    clnet_net *net = make_net();
+    use_model = NULL;
+    ck_assert_int_eq(clnet_net_bind(net, rt, 4), CLNET_OK);
+    ck_assert_int_eq(clnet_net_classes(net), 3);
+    ck_assert_int_eq(clnet_net_positions(net), 64);
+    ck_assert_int_eq((int)clnet_net_outputs(net), 3 * 64);
+    test_random_floats(x, 4 * 64, 77);
+    for (int i = 0; i < 4 * 64; i++) y[i] = i % 3, t[i] = (float)(i % 3);
+    clnet_step_result by_labels, by_targets;
+    ck_assert_msg(clnet_net_evaluate_batch(net, x, y, 4, &by_labels) == CLNET_OK, "%s",
+                  clnet_last_error());
+    ck_assert_int_eq(by_labels.answers, 4 * 64);
+    ck_assert(by_labels.correct >= 0 && by_labels.correct <= 4 * 64);
+    ck_assert_msg(clnet_net_train_step_targets(net, x, t, 4, &by_targets) == CLNET_OK, "%s",
+                  clnet_last_error());
+    /* the same batch, before the step: the same loss and answers */
+    ck_assert_double_eq_tol(by_targets.loss, by_labels.loss, 1e-6);
+    ck_assert_int_eq(by_targets.correct, by_labels.correct);
+    ck_assert_int_eq(by_targets.answers, 4 * 64);
+    y[70] = 3;
+    ck_assert_int_eq(clnet_net_train_step(net, x, y, 4, NULL), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "the class of sample 1 at position 6 is 3: the loss "
+                                             "per position takes classes 0 to 2"),
+                  "%s", clnet_last_error());
+    t[5] = 1.5f;
+    ck_assert_int_eq(clnet_net_train_step_targets(net, x, t, 4, NULL), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "the class of sample 0 at position 5 is 1.5"), "%s",
+                  clnet_last_error());
+    ck_assert_int_eq(clnet_net_step(net), 1); /* the refused steps changed nothing */
+    clnet_net_free(net);
 }
 END_TEST
 
@@ -761,6 +824,8 @@ int main(void) {
     tcase_add_test(equal, convolutions_of_every_rank_take_the_same_steps_on_two_devices);
     tcase_add_test(equal, an_autoencoder_takes_the_same_steps_on_two_devices);
     tcase_add_test(equal, float_targets_take_the_same_steps_on_two_devices);
+    tcase_add_test(equal, a_class_per_position_takes_the_same_steps_on_two_devices);
+    tcase_add_test(equal, a_loss_per_position_checks_its_classes_and_counts_positions);
     tcase_add_test(equal, labels_and_float_targets_are_refused_where_the_loss_takes_the_other);
     tcase_add_test(equal, a_throttled_device_gets_a_smaller_share);
     suite_add_tcase(s, equal);

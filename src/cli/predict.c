@@ -166,12 +166,15 @@ typedef struct {
     clnet_dataset *ds;
     clnet_runtime *rt;
     clnet_loader *loader;
-    float *out;      /* (n, classes) */
+    float *out;      /* (n, outputs) */
     float *pictured; /* (drawn, *sample's shape): the inputs --picture draws */
     int *predicted;  /* (n) */
     int32_t *labels; /* (n) */
-    int n, classes, labelled, drawn, correct;
+    int n, classes, labelled, drawn;
+    long correct;   /* answers whose winner is the label */
     int classifier; /* 0: a model without classes (no winners, no accuracy) */
+    int positions;  /* a classifier's answers a sample: 1, or its positions (per=position) */
+    size_t outputs; /* the values of one sample's output */
     size_t sample;  /* the values of one sample */
 } prediction;
 
@@ -202,7 +205,9 @@ static int load(prediction *p) {
         clnet_dataset_truncate(p->ds, (int)o->count);
     p->n = clnet_dataset_count(p->ds);
     p->classes = clnet_net_classes(p->net);
-    p->labelled = clnet_dataset_labelled(p->ds);
+    p->outputs = clnet_net_outputs(p->net);
+    p->positions = clnet_net_positions(p->net);
+    p->labelled = clnet_dataset_labelled(p->ds) || clnet_dataset_target_classes(p->ds);
     p->classifier = clnet_net_is_classifier(p->net);
     return 0;
 }
@@ -221,7 +226,7 @@ static int prepare(prediction *p) {
     p->drawn = p->n < PICTURED ? p->n : PICTURED;
     p->sample = 1;
     for (int d = 0; d < rank; d++) p->sample *= (size_t)dims[d];
-    p->out = malloc((size_t)p->n * p->classes * sizeof *p->out);
+    p->out = malloc((size_t)p->n * p->outputs * sizeof *p->out);
     p->predicted = malloc((size_t)p->n * sizeof *p->predicted);
     p->labels = malloc((size_t)p->n * sizeof *p->labels);
     p->pictured = malloc((size_t)p->drawn * p->sample * sizeof *p->pictured);
@@ -232,17 +237,33 @@ static int prepare(prediction *p) {
     return 0;
 }
 
+/* The winners of a loss per position, sample i of batch b (its outputs
+ * (classes, positions) at `row`), counted against the data's classes. */
+static void keep_positions(prediction *p, const clnet_batch *b, int i, const float *row) {
+    size_t P = (size_t)p->positions;
+    for (size_t at = 0; at < P; at++) {
+        int best = 0;
+        for (int c = 1; c < p->classes; c++)
+            if (row[c * P + at] > row[(size_t)best * P + at]) best = c;
+        if (b->targets) p->correct += best == (int)b->targets[(size_t)i * P + at];
+    }
+}
+
 /* Keeps batch b's winners and labels, and the inputs --picture draws. `first` is
- * the index of b's first sample; `rows` are b's outputs (b.n, classes). */
+ * the index of b's first sample; `rows` are b's outputs (b.n, outputs). */
 static void keep(prediction *p, const clnet_batch *b, int first, const float *rows) {
+    int per_position = clnet_dataset_target_classes(p->ds); /* the data fits the net */
     for (int i = 0; i < b->n; i++) {
-        const float *row = rows + (size_t)i * p->classes;
+        const float *row = rows + (size_t)i * p->outputs;
         int best = 0;
         for (int c = 1; c < p->classes; c++)
             if (row[c] > row[best]) best = c;
         p->predicted[first + i] = best;
         p->labels[first + i] = b->labels[i];
-        p->correct += best == b->labels[i];
+        if (per_position)
+            keep_positions(p, b, i, row);
+        else
+            p->correct += best == b->labels[i];
         if (first + i < p->drawn)
             memcpy(p->pictured + (size_t)(first + i) * p->sample, b->images + (size_t)i * p->sample,
                    p->sample * sizeof *p->pictured);
@@ -253,7 +274,7 @@ static int predict_all(prediction *p) {
     for (int done = 0; done < p->n;) {
         clnet_batch b;
         if (clnet_loader_next(p->loader, &b) != CLNET_OK) return fail("data");
-        float *dst = p->out + (size_t)done * p->classes;
+        float *dst = p->out + (size_t)done * p->outputs;
         clnet_status s = p->o.probabilities ? clnet_net_predict(p->net, b.images, b.n, dst)
                                             : clnet_net_logits(p->net, b.images, b.n, dst);
         if (s != CLNET_OK) return fail("prediction");
@@ -266,8 +287,9 @@ static int predict_all(prediction *p) {
 /* --picture: the first samples with their predicted (and true) classes; images only. */
 static int draw(const prediction *p) {
     int image[4];
-    if (!p->classifier) {
-        fprintf(stderr, "clnet: --picture: %s has no classes to draw; nothing drawn\n", p->o.model);
+    if (!p->classifier || p->positions > 1) {
+        fprintf(stderr, "clnet: --picture: %s has no class a sample to draw; nothing drawn\n",
+                p->o.model);
         return 0;
     }
     if (clnet_net_input_rank(p->net, image) != 3) {
@@ -299,7 +321,7 @@ static int write_outputs(const prediction *p) {
     if (used < sizeof text) snprintf(text + used, sizeof text - used, ")");
     if (p->labelled && p->classifier)
         printf("predicted: count=%d shape=%s output=%s accuracy=%.4f\n", p->n, text, o->output,
-               (double)p->correct / p->n);
+               (double)p->correct / ((double)p->n * p->positions));
     else
         printf("predicted: count=%d shape=%s output=%s accuracy=-\n", p->n, text, o->output);
     return 0;

@@ -150,7 +150,7 @@ static int evaluate(const train_options *o, session *s, double *acc, double *los
     clnet_step_result r;
     if (clnet_net_evaluate(s->net, s->test, (float)o->mean, (float)o->std, &r) != CLNET_OK)
         return fail("evaluation");
-    *acc = r.n ? (double)r.correct / r.n : 0;
+    *acc = r.answers ? (double)r.correct / r.answers : 0;
     if (loss) *loss = r.loss;
     return 0;
 }
@@ -335,7 +335,7 @@ typedef struct {
     int64_t skipped, epoch_skipped; /* steps not applied: a NaN or infinity (--skip-nonfinite) */
     int64_t next_position; /* where the next batch starts, for checkpoints: (epoch, position) */
     double epoch_loss, epoch_start, epoch_train_seconds;
-    long epoch_correct, epoch_seen;
+    long epoch_correct, epoch_seen, epoch_answers; /* answers: samples, or their positions */
 } run;
 
 /* The parameters: the checkpoint's with --resume, else fresh ones from the seed. */
@@ -525,7 +525,7 @@ static void report_epoch(run *r, int epoch_done, double test_acc) {
     const train_options *o = &r->o;
     history *h = &r->h;
     double secs = clnet_seconds() - r->epoch_start, ips = epoch_images_per_s(r);
-    double train_acc = (double)r->epoch_correct / r->epoch_seen;
+    double train_acc = (double)r->epoch_correct / (r->epoch_answers ? r->epoch_answers : 1);
     char test_text[32], skip_text[48] = "";
     if (r->tty) fprintf(stderr, "\n");
     if (r->epoch_skipped)
@@ -564,7 +564,8 @@ static int end_epoch(run *r, int epoch_done) {
     r->last_loss = r->epoch_loss / r->epoch_seen;
     report_epoch(r, epoch_done, test_acc);
     if (epoch_done) r->epoch++, r->next_position = 0;
-    r->epoch_loss = 0, r->epoch_correct = 0, r->epoch_seen = 0, r->epoch_batches = 0;
+    r->epoch_loss = 0, r->epoch_correct = 0, r->epoch_seen = 0, r->epoch_answers = 0,
+    r->epoch_batches = 0;
     r->epoch_skipped = 0;
     r->epoch_train_seconds = 0;
     r->epoch_start = clnet_seconds();
@@ -590,6 +591,7 @@ static int train_loop(run *r) {
             r->epoch_loss += res.loss * res.n;
             r->epoch_correct += res.correct;
             r->epoch_seen += res.n;
+            r->epoch_answers += res.answers;
             step_log_add(&r->slog, &res, dt, step_before, clnet_net_step(net), r->epoch + 1, lr);
         }
         int epoch_done = r->next_position >= r->count;

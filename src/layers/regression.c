@@ -66,6 +66,11 @@ static const char *target(const void *config) {
     return ((const regression_config *)config)->target;
 }
 
+/* Without target=, the data's: one for each value of the prediction. */
+static size_t data_targets(const clnet_node *node) {
+    return node->ninputs == 1 ? clnet_shape_size(node->in[0]) : 0;
+}
+
 static const clnet_option options[] = {
     {.name = "target",
      .type = CLNET_OPT_CUSTOM,
@@ -84,6 +89,7 @@ static const clnet_option options[] = {
         .options = options,                                                                        \
         .config_size = sizeof(regression_config),                                                  \
         .target = target,                                                                          \
+        .data_targets = data_targets,                                                              \
         .min_inputs = 1,                                                                           \
         .max_inputs = 2,                                                                           \
         .is_loss = 1,                                                                              \
