@@ -209,14 +209,15 @@ typedef struct {
     shape out[MAX_LINES];
     ref_node ref[MAX_LINES]; /* line i is the reference's node i - 1 */
     int count;
-    int ref_only; /* draw only what the reference runs */
-    int ref_ok;   /* every layer is one the reference runs */
-    int unsynced; /* a batch norm with sync=off: the result depends on the split */
-    int two;      /* batches of 2 or more samples (see batchnorm and head) */
-    int has_bn;   /* a batch norm: shares are never micro-batched */
-    int reshaped; /* one reshape at most */
-    int max_size; /* the largest tensor (floats per sample) a layer may make */
-    int outputs;  /* the model's outputs per sample: the classes, or the input's size */
+    int ref_only;  /* draw only what the reference runs */
+    int ref_ok;    /* every layer is one the reference runs */
+    int unsynced;  /* a batch norm with sync=off: the result depends on the split */
+    int two;       /* batches of 2 or more samples (see batchnorm and head) */
+    int has_bn;    /* a batch norm: shares are never micro-batched */
+    int reshaped;  /* one reshape at most */
+    int max_size;  /* the largest tensor (floats per sample) a layer may make */
+    int outputs;   /* the model's outputs per sample: the classes, or the input's size */
+    int positions; /* a class at each of so many positions (per=position); 0: one a sample */
     char summary[1024];
 } graph;
 
@@ -617,11 +618,31 @@ static int regression_head(graph *g, rng *r, int x) {
     return add(g, kinds[k], (int[]){x, 0}, 2, in, &(ref_node){.op = ops[k]}, NULL);
 }
 
+/* A class at each position instead of one a sample: a 1x1 convolution to
+ * the classes, then cross-entropy per position (the reference runs it on
+ * any rank: a 1x1 window sees no axis). -1 where x has no positions or many. */
+static int position_head(graph *g, rng *r, int x, int classes) {
+    shape s = g->out[x], o = {classes, s.rank, {s.d[0], s.d[1], s.d[2]}};
+    if (s.rank == 0 || shape_size(o) > 1200) return -1;
+    int bias = chance(r, 0.8);
+    say(g, "conv1x1(f%d%s) xent(per position)", classes, bias ? "" : " nobias");
+    ref_node rn = {
+        .op = REF_CONV2D, .filters = classes, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .bias = bias};
+    x = add(g, conv_kind(s.rank, 0), &x, 1, o, &rn, "filters=%d size=1%s", classes,
+            bias ? "" : " bias=off");
+    g->outputs = shape_size(o);
+    g->positions = shape_size(s) / s.c;
+    return add(g, "softmax_cross_entropy", &x, 1, o, &(ref_node){.op = REF_XENT_POSITIONS},
+               "per=position");
+}
+
 /* global pooling or flatten, maybe a hidden layer, the classes, the loss;
- * or sometimes a reconstruction of the input (regression_head) */
+ * or sometimes a reconstruction of the input (regression_head), or a class
+ * at each position (position_head) */
 static void head(graph *g, rng *r, int x, int classes) {
     g->outputs = classes;
     if (chance(r, 0.15) && regression_head(g, r, x) > 0) return;
+    if (chance(r, 0.15) && position_head(g, r, x, classes) > 0) return;
     shape s = g->out[x];
     if (s.rank > 0 && (shape_size(s) > 600 || chance(r, 0.4))) {
         int max = !g->ref_only && chance(r, 0.4);
@@ -718,6 +739,8 @@ typedef struct {
     int nlines;
     uint64_t init_seed, data_seed;
     int classes;
+    int positions; /* labels per sample: 0 or 1, or the positions of a loss per position */
+    int outputs;   /* the loss's outputs per sample (0: classes) */
     int steps, batch[MAX_STEPS]; /* batch[0]: the bound maximum */
     int eval_n, logits_n;
     float lr, momentum;
@@ -751,11 +774,20 @@ static void outcome_free(outcome *o) {
     memset(o, 0, sizeof *o);
 }
 
+static size_t labels_per_sample(const recipe *rc) {
+    return rc->positions > 1 ? (size_t)rc->positions : 1;
+}
+
+static size_t outputs_per_sample(const recipe *rc) {
+    return rc->outputs ? (size_t)rc->outputs : (size_t)rc->classes;
+}
+
 /* The data of a pass: inputs in [-1, 1) and labels, both from (seed, which). */
 static void pass_data(const recipe *rc, size_t in_size, int n, int which, float *x, int32_t *y) {
     test_random_floats(x, (size_t)n * in_size, rc->data_seed * 100 + (uint64_t)which);
     rng r = {rc->data_seed * 7919 + (uint64_t)which};
-    for (int i = 0; i < n; i++) y[i] = (int32_t)pick(&r, 0, rc->classes - 1);
+    for (size_t i = 0; i < (size_t)n * labels_per_sample(rc); i++)
+        y[i] = (int32_t)pick(&r, 0, rc->classes - 1);
 }
 
 /* The recipe's rows of weights: training step s uses row s % nrows, and
@@ -869,7 +901,7 @@ static void run(clnet_runtime *rt, const recipe *rc, const graph *ref, int split
     for (int i = 0, rank = clnet_net_input_rank(net, shp); i < rank; i++) in *= (size_t)shp[i];
     before = malloc(o->np * sizeof *before);
     x = malloc((size_t)most * in * sizeof *x);
-    y = malloc((size_t)most * sizeof *y);
+    y = malloc((size_t)most * labels_per_sample(rc) * sizeof *y);
     memcpy(before, clnet_net_params(net), o->np * sizeof *before);
     if (ref) {
         p0 = malloc(o->np * sizeof *p0);
@@ -901,7 +933,7 @@ static void run(clnet_runtime *rt, const recipe *rc, const graph *ref, int split
     snprintf(what, sizeof what, "clnet_net_evaluate_batch (%d samples)", rc->eval_n);
     RUN_CHECK(clnet_net_evaluate_batch(net, x, y, rc->eval_n, &o->eval), what);
     pass_data(rc, in, rc->logits_n, 11, x, y);
-    o->logits = malloc((size_t)rc->logits_n * rc->classes * sizeof *o->logits);
+    o->logits = malloc((size_t)rc->logits_n * outputs_per_sample(rc) * sizeof *o->logits);
     snprintf(what, sizeof what, "clnet_net_logits (%d samples)", rc->logits_n);
     RUN_CHECK(clnet_net_logits(net, x, rc->logits_n, o->logits), what);
     o->delta = malloc(o->np * sizeof *o->delta);
@@ -1042,7 +1074,10 @@ static void draw_case(gen_case *c, uint64_t seed, int index, int D, int sim) {
     recipe *rc = &c->rc;
     rc->lines = c->lines;
     rc->nlines = c->g.count;
-    rc->classes = c->g.outputs; /* labels are drawn below it, and read only for classes */
+    /* labels are drawn below classes, and read only for classes */
+    rc->classes = c->g.positions ? classes : c->g.outputs;
+    rc->positions = c->g.positions;
+    rc->outputs = c->g.outputs;
     rc->init_seed = next(&r) % 1000;
     rc->data_seed = next(&r) % 100000;
     rc->conv = conv_algorithms(seed, index);
@@ -1168,7 +1203,7 @@ static void judge_shares(const recipe *rc, const outcome *multi, verdict *v) {
 /* N devices against one, within TOLERANCE. */
 static void judge_equal(const recipe *rc, const outcome *multi, const outcome *base, verdict *v) {
     differences d;
-    compare(multi, base, rc->steps, rc->logits_n, rc->classes, &d);
+    compare(multi, base, rc->steps, rc->logits_n, (int)outputs_per_sample(rc), &d);
     printf("upd %.1e buf %.1e logits %.1e loss %.1e", d.update, d.buffer, d.logit, d.loss);
     if (!(d.update <= TOLERANCE)) blame(v, "update of %s differs by %.3g; ", d.update_at, d.update);
     if (!(d.buffer <= TOLERANCE)) blame(v, "buffer %s differs by %.3g; ", d.buffer_at, d.buffer);
@@ -1211,7 +1246,7 @@ static int check_case(const char *label, const char *replay, const graph *g, con
     } else {
         judge_shares(rc, &multi, &v);
         if (unsynced) { /* the split decides: the same split twice, bit for bit */
-            int same = bitwise_same(&multi, &again, rc->logits_n, rc->classes);
+            int same = bitwise_same(&multi, &again, rc->logits_n, (int)outputs_per_sample(rc));
             printf("bitwise %s", same ? "same" : "DIFFERENT");
             if (!same) blame(&v, "batch norm sync=off: the same split twice differs; ");
         } else {

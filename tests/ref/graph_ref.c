@@ -126,6 +126,10 @@ static int node_shape(const ref_graph *g, const ref_shape *shapes, int i, ref_sh
         if (i != g->count - 1 || in[0].h != 1 || in[0].w != 1) return 0;
         *out = in[0];
         return 1;
+    case REF_XENT_POSITIONS:
+        if (i != g->count - 1 || in[0].c < 2) return 0;
+        *out = in[0];
+        return 1;
     case REF_RESHAPE:
         *out = (ref_shape){nd->units, nd->kh, nd->kw};
         return numel(*out) == numel(in[0]);
@@ -641,7 +645,8 @@ static void batchnorm_backward(double *dx, double *dgamma, double *dbeta, const 
 /* ---- softmax + cross-entropy ------------------------------------------------------------- */
 
 static int is_loss(ref_op op) {
-    return op == REF_SOFTMAX_XENT || op == REF_MSE || op == REF_L1 || op == REF_BCE;
+    return op == REF_SOFTMAX_XENT || op == REF_XENT_POSITIONS || op == REF_MSE || op == REF_L1 ||
+           op == REF_BCE;
 }
 
 /* A regression loss of z against t, both (N, E): forward (y not NULL) writes
@@ -698,6 +703,44 @@ static void softmax_xent_backward(double *dlogits, const double *probs, const in
     for (int n = 0; n < N; n++)
         for (int k = 0; k < K; k++)
             dlogits[(size_t)n * K + k] += probs[(size_t)n * K + k] - (k == labels[n] ? 1.0 : 0.0);
+}
+
+/* Cross-entropy at each of P positions of logits (N, K, P) against labels
+ * (N, P): the softmax over K at every position into probs, the sum over
+ * samples of each one's mean over its positions, the positions whose first
+ * maximum is the label in *correct. */
+static double xent_positions_forward(double *probs, int *correct, const double *logits,
+                                     const int32_t *labels, int N, int K, int P) {
+    double loss = 0;
+    int hits = 0;
+    for (int n = 0; n < N; n++)
+        for (int p = 0; p < P; p++) {
+            const double *z = logits + (size_t)n * K * P + p; /* class k at z[k * P] */
+            int t = labels[(size_t)n * P + p], best = 0;
+            require(t >= 0 && t < K, "class %d of sample %d at %d is outside [0,%d)", t, n, p, K);
+            for (int k = 1; k < K; k++)
+                if (z[k * P] > z[best * P]) best = k;
+            double sum = 0;
+            for (int k = 0; k < K; k++) sum += exp(z[k * P] - z[best * P]);
+            double lse = z[best * P] + log(sum);
+            loss += (lse - z[t * P]) / P;
+            hits += best == t;
+            for (int k = 0; k < K; k++)
+                probs[(size_t)n * K * P + (size_t)k * P + p] = exp(z[k * P] - lse);
+        }
+    *correct = hits;
+    return loss;
+}
+
+/* Adds (softmax - onehot) / P: the gradient of that sum. */
+static void xent_positions_backward(double *dlogits, const double *probs, const int32_t *labels,
+                                    int N, int K, int P) {
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++)
+            for (int p = 0; p < P; p++) {
+                size_t i = (size_t)n * K * P + (size_t)k * P + p;
+                dlogits[i] += (probs[i] - (k == labels[(size_t)n * P + p] ? 1.0 : 0.0)) / P;
+            }
 }
 
 /* ---- the interpreter ----------------------------------------------------------------------- */
@@ -782,6 +825,10 @@ ref_graph_pass *ref_graph_forward(const ref_graph *g, const double *params, cons
         case REF_SOFTMAX_XENT:
             require(labels != NULL, "a loss without labels");
             p->loss = softmax_xent_forward(y, &p->correct, x0, labels, N, in.c);
+            break;
+        case REF_XENT_POSITIONS:
+            require(labels != NULL, "a loss without labels");
+            p->loss = xent_positions_forward(y, &p->correct, x0, labels, N, in.c, in.h * in.w);
             break;
         case REF_RESHAPE:
             memcpy(y, x0, (size_t)N * numel(in) * sizeof *y);
@@ -883,6 +930,9 @@ void ref_graph_backward(ref_graph_pass *p, const double *dout, double *dparams, 
             break;
         case REF_SOFTMAX_XENT:
             softmax_xent_backward(dxs[0], y, p->labels, N, in.c);
+            break;
+        case REF_XENT_POSITIONS:
+            xent_positions_backward(dxs[0], y, p->labels, N, in.c, in.h * in.w);
             break;
         case REF_RESHAPE:
             add_into(dxs[0], dy, (size_t)N * numel(in));

@@ -64,6 +64,9 @@ typedef enum {
     REF_L1,             /* node only: each sample's loss the mean over its elements of */
     REF_BCE,            /* (z - t)^2, |z - t| or BCE(sigmoid(z), t); output z (bce: sigmoid(z)) */
     REF_SOFTMAX_XENT,   /* the loss, last node only: input (K,1,1), softmax then cross-entropy */
+    REF_XENT_POSITIONS, /* the loss, last node only: input (K,h,w), softmax over K and cross-
+                           entropy at each of the h*w positions against labels (N, h*w), each
+                           sample's loss the mean over its positions; correct counts positions */
 } ref_op;
 
 enum {
@@ -119,9 +122,10 @@ size_t ref_graph_param_offset(const ref_graph *g, int node, size_t *weight_count
  * stay alive and unchanged until it is freed. */
 typedef struct {
     const ref_graph *g;
-    const double *params;  /* (param_count) */
-    const double *x;       /* (N, input.c, input.h, input.w) */
-    const int32_t *labels; /* (N) in [0,K) for a graph ending in its loss, else NULL */
+    const double *params; /* (param_count) */
+    const double *x;      /* (N, input.c, input.h, input.w) */
+    /* (N) in [0,K) for a graph ending in its loss ((N, h*w) for REF_XENT_POSITIONS), else NULL */
+    const int32_t *labels;
     int N;
     ref_shape *shape; /* (count): node i's output is (N, shape[i].c, shape[i].h, shape[i].w) */
     double **y;       /* (count): node outputs; the loss node's holds its probabilities */
