@@ -7,7 +7,8 @@ that its outputs can be compared with `clnet predict`'s:
     /usr/bin/python3 examples/torch_model.py MODEL.cfg CKPT.safetensors X.npy torch.npy --logits
 
 Without --logits the outputs are the loss layer's (`clnet predict
---probabilities`): softmax_cross_entropy's probabilities, bce_with_logits's
+--probabilities`): softmax_cross_entropy's probabilities (with per=position,
+over the channels at each position), bce_with_logits's
 sigmoid, mse's and l1's prediction; with --logits they are what the loss
 reads (`clnet predict`'s default). Samples are normalised as clnet predict
 does: (x - mean) / std with the mean and std the checkpoint recorded, unless
@@ -256,7 +257,13 @@ def make_layer(layer, shapes):
     if kind == "concat":
         return None, lambda xs: torch.cat(xs, dim=1), None
     if kind == "softmax_cross_entropy":
+        per = o.get("per", "sample")
+        if per not in ("sample", "position"):
+            raise ValueError(f"per={per}: expected sample or position")
+
         def probabilities(xs):
+            if per == "position":  # over the channels at each position
+                return F.softmax(xs[0], dim=1)
             return F.softmax(xs[0].flatten(1), dim=1).reshape(xs[0].shape)
         return None, probabilities, lambda xs: xs[0]
     if kind in ("mse", "l1"):

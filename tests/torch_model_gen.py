@@ -127,11 +127,15 @@ def random_model(seed):
             if left:
                 b.add("concat", [left, x])
     regress = rng.random() < 0.5
-    if len(b.shape()) > 1 and rng.random() < 0.3:
+    positions = not regress and len(b.shape()) > 1 and rng.random() < 0.35
+    if len(b.shape()) > 1 and not positions and rng.random() < 0.3:
         b.add(rng.choice(["global_avgpool", "global_maxpool"]))
-    if rng.random() < 0.5:
+    if not positions and rng.random() < 0.5:
         b.add("flatten")
-    if regress:  # back to the input's shape, and a loss against it
+    if positions:  # a class at each position: a 1x1 convolution to the classes
+        b.add(f"conv{len(b.shape()) - 1}d filters={rng.randint(2, 5)} size=1")
+        loss = "softmax_cross_entropy per=position"
+    elif regress:  # back to the input's shape, and a loss against it
         b.add(f"linear units={np.prod(shape)}")
         b.add("reshape channels=%d " % shape[0] + " ".join(f"{k}={spatial}" for k in keys))
         loss = rng.choice(["mse", "l1", "bce_with_logits"]) + " target=input"
@@ -152,12 +156,16 @@ def main():
         model = tm.build_model(path)
         g = np.random.default_rng(int(seed))
         x = g.random((int(n),) + model.input_shape, dtype=np.float32)
-        classes = 1
-        if model.layers[-1].kind == "softmax_cross_entropy":
+        classes, labels = 1, (int(n),)
+        loss = model.layers[-1]
+        if loss.kind == "softmax_cross_entropy":
             with torch.no_grad():
-                classes = model(torch.zeros(1, *model.input_shape), logits=True)[0].numel()
+                logits = model(torch.zeros(1, *model.input_shape), logits=True)[0]
+            classes = logits.numel()
+            if loss.options.get("per") == "position":  # (n, spatial...) of the channels
+                classes, labels = logits.shape[0], (int(n),) + tuple(logits.shape[1:])
         np.save(x_path, x)
-        np.save(y_path, g.integers(0, classes, int(n)).astype(np.int64))
+        np.save(y_path, g.integers(0, classes, labels).astype(np.int64))
 
 
 if __name__ == "__main__":

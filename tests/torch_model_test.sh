@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # examples/torch_model.py builds the PyTorch network of a clnet model file and
 # gives the outputs of `clnet predict`: models of the new activations and
-# upsampling (a classifier, two autoencoders) and random models from a seed
+# upsampling (a classifier, two autoencoders, a class at each position) and random models from a seed
 # (printed; CLNET_TORCH_MODEL_SEED sets it, default 30) are trained a few steps by clnet on
 # random data, and `clnet predict` (logits and --probabilities) and PyTorch,
 # loading the checkpoint strictly, agree on new samples within
@@ -118,7 +118,22 @@ check autoencoder
 sed 's/^mse target=input/bce_with_logits target=input/' "$work/autoencoder.cfg" >"$work/autoencoder_bce.cfg"
 check autoencoder_bce
 
-# 3. random models: every layer names its inputs, the lines shuffled
+# 3. a class at each position: an encoder-decoder and cross-entropy per position
+cat >"$work/segmenter.cfg" <<'END'
+input channels=1 height=12 width=12
+conv2d name=enc.conv filters=6 size=3 stride=2 pad=1     # 6x6x6
+batchnorm name=enc.bn
+silu
+upsample scale=2 mode=linear                             # 6x12x12
+conv2d name=dec.conv filters=6 size=3 pad=same
+gelu
+concat input=gelu1,input                                 # 7x12x12
+conv2d name=dec.classes filters=4 size=1
+softmax_cross_entropy per=position
+END
+check segmenter
+
+# 4. random models: every layer names its inputs, the lines shuffled
 seed=${CLNET_TORCH_MODEL_SEED:-30}
 echo "random models from seed $seed (CLNET_TORCH_MODEL_SEED=$seed reruns them)"
 for i in 0 1 2 3 4 5; do
