@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
         clnet_step_result t;
         CHECK(clnet_net_evaluate(net, test, 0, 1, &t));
         printf("epoch %d: train loss %.4f, test accuracy %.4f\n", epoch, loss / seen,
-               (double)t.correct / t.n);
+               (double)t.correct / t.answers);
     }
     CHECK(clnet_net_save(net, "lenet.safetensors", NULL));
     printf("saved lenet.safetensors\n");
