@@ -865,6 +865,14 @@ START_TEST(graph_errors_name_the_file_and_line) {
          ":3: target=nowhere: there is no layer named 'nowhere'"},
         {"flatten\nsoftmax_cross_entropy target=input\n",
          ":3: unknown option 'target' for softmax_cross_entropy"},
+        /* a class at each position: positions, and two classes at least */
+        {"flatten\nsoftmax_cross_entropy per=position\n",
+         ":3: layer 'loss' (softmax_cross_entropy, input 64): per=position: its input, 64, has no "
+         "positions"},
+        {"softmax_cross_entropy per=position\n",
+         ":2: layer 'loss' (softmax_cross_entropy, input 1x8x8): per=position: its input, 1x8x8, "
+         "needs at least 2 channels (the classes)"},
+        {"conv2d filters=2 size=1\nsoftmax_cross_entropy per=pixel\n", ":3: per=pixel"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *text = malloc(strlen(head) + strlen(cases[i].body) + 1);
