@@ -429,7 +429,9 @@ clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path
  * Errors name the file and say what is wrong: CLNET_ERR_IO for a file that
  * cannot be read; CLNET_ERR_FORMAT for a bad magic string, Fortran order, an
  * element type or rank not taken here, a count of labels that differs from
- * the samples', a negative label, or a file shorter than its header says. */
+ * the samples', a negative label, a class of a class map below 0 or from
+ * 2^24 (naming the sample and the position), or a file shorter than its
+ * header says. */
 clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, const char *y_path);
 
 /* Loads the MNIST-layout data set in dir (NULL: $CLNET_DATA_DIR, else

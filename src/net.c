@@ -496,15 +496,26 @@ static int kinds_fit(const clnet_net *net, const clnet_dataset *ds, char *why, s
     return 1;
 }
 
+/* Whether class maps (dims, one class a position) have the spatial shape of
+ * the loss's input `in` (classes, spatial...): as many positions in another
+ * arrangement would pair each output with another position's class. */
+static int same_spatial(clnet_shape in, const int dims[4]) {
+    for (int i = 0; i < 4; i++)
+        if (dims[i] != (i < in.ndim ? in.dim[i] : 0)) return 0;
+    return 1;
+}
+
 /* Whether the data's float targets are what the loss compares with: there
- * are some exactly when it takes them, of its input's size. */
+ * are some exactly when it takes them, of its input's size (and, for a loss
+ * per position, of its spatial shape). */
 static int targets_fit(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap) {
     int dims[4];
     size_t want = clnet_model_target_size(&net->model);
     size_t have = (size_t)clnet_dataset_targets(ds, dims);
     const clnet_node *loss = clnet_model_loss(&net->model);
-    if (want && want == have) return kinds_fit(net, ds, why, cap);
-    if (want == have || (!have && !clnet_dataset_labelled(ds))) return 1; /* or nothing to fit */
+    if (want && want == have && !kinds_fit(net, ds, why, cap)) return 0;
+    if (want == have && (!want || !per_position(net) || same_spatial(loss->in[0], dims))) return 1;
+    if (!have && !clnet_dataset_labelled(ds)) return 1; /* nothing to fit */
     if (!why || !cap) return 0;
     if (!have && per_position(net))
         snprintf(why, cap,

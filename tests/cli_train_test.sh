@@ -11,6 +11,11 @@ trap 'rm -rf "$work"' EXIT
 fail=0
 ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1"; shift; printf '%s\n' "$@"; fail=1; }
+expect_error() { # what, words, command...: the command fails, its stderr saying the words
+  local what=$1 words=$2; shift 2
+  local err; err=$("$@" 2>&1 >/dev/null); local rc=$?
+  if [ $rc -ne 0 ] && grep -q -- "$words" <<<"$err"; then ok "$what"; else bad "$what (rc $rc)" "$err"; fi
+}
 quick=(--train-limit 640 --test-limit 256 --batch 64)
 
 # 1. a short run: stdout ends with the final line; CSV, plot and checkpoint written
@@ -206,11 +211,6 @@ PY
   b=$("$clnet" eval "$models/lenet.cfg" --weights "$work/npy.safetensors" --batch 64 --test-limit 256 | tail -n1)
   if [[ $a =~ ^test_accuracy= ]] && [ "$a" = "$b" ]; then ok "eval --data-npy X,Y evaluates that pair ($a)"
   else bad "eval --data-npy" "npy: $a" "idx: $b"; fi
-  expect_error() { # what, words, command...
-    local what=$1 words=$2; shift 2
-    local err; err=$("$@" 2>&1 >/dev/null); local rc=$?
-    if [ $rc -ne 0 ] && grep -q -- "$words" <<<"$err"; then ok "$what"; else bad "$what (rc $rc)" "$err"; fi
-  }
   expect_error "--data-npy with three files is refused" "takes X.npy,Y.npy or" \
     "$clnet" train "$models/lenet.cfg" --data-npy "$work/x.npy,$work/y.npy,$work/tx.npy"
   expect_error "--data-npy without a test pair needs --no-eval" "add it, or --no-eval" \
@@ -349,4 +349,98 @@ out=$("$clnet" train "$work/reg28.cfg" "${quick[@]}" --steps 1 --no-eval 2>&1); 
 if [ $rc -ne 0 ] && grep -q "compares its output with float targets (784 values a sample" <<<"$out"
 then ok "a model that wants float targets refuses labels, saying so"
 else bad "regression with labels (rc $rc)" "$out"; fi
+# class maps (an integer y of shape (N, 8, 8), softmax_cross_entropy per=position): 3 classes
+# by where each value lies; the test accuracy over positions rises from the untrained model's
+# (about a third) above 0.9, and eval agrees; predict writes probabilities (N, 3, 8, 8) whose
+# argmax gives its accuracy; resume is bitwise; data and models that do not fit are refused
+printf 'input channels=1 height=8 width=8\nflatten\nlinear units=3\nsoftmax_cross_entropy per=position\n' \
+  >"$work/flat.cfg"
+expect_error "per=position on an input without positions is a model-file error naming the line" \
+  "flat.cfg:4: layer 'loss' (softmax_cross_entropy, input 3): per=position: its input, 3, has no positions" \
+  "$clnet" train "$work/flat.cfg" --steps 1 --no-eval
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  /usr/bin/python3 - "$work" <<'PY'
+import os, sys
+import numpy as np
+work = sys.argv[1]
+rng = np.random.default_rng(5)
+for split, n in (("", 256), ("t", 64)):
+    x = rng.uniform(0, 1, (n, 1, 8, 8)).astype(np.float32)
+    y = (x[:, 0] > 1 / 3).astype(np.int64) + (x[:, 0] > 2 / 3)  # (n, 8, 8) in 0, 1, 2
+    np.save(os.path.join(work, split + "segx.npy"), x)
+    np.save(os.path.join(work, split + "segy.npy"), y)
+y = np.load(os.path.join(work, "segy.npy"))
+np.save(os.path.join(work, "seg_labels.npy"), y[:, 0, 0].copy())  # a label per sample
+np.save(os.path.join(work, "seg_f32.npy"), y.astype(np.float32))
+np.save(os.path.join(work, "seg_plus2.npy"), y + 2)  # classes 2 to 4
+np.save(os.path.join(work, "seg_4x4.npy"), y[:, :4, :4].copy())
+np.save(os.path.join(work, "seg_4x16.npy"), y.reshape(-1, 4, 16))  # as many positions
+PY
+  cat >"$work/seg.cfg" <<'END'
+input channels=1 height=8 width=8
+conv2d filters=8 size=3 pad=1
+relu
+conv2d filters=3 size=1
+softmax_cross_entropy per=position
+END
+  segdata=(--data-npy "$work/segx.npy,$work/segy.npy,$work/tsegx.npy,$work/tsegy.npy")
+  "$clnet" train "$work/seg.cfg" "${segdata[@]}" --seed 5 --steps 0 --save "$work/seg0.safetensors" \
+    >/dev/null 2>&1
+  before=$("$clnet" eval "$work/seg.cfg" "${segdata[@]}" --weights "$work/seg0.safetensors" 2>/dev/null |
+           sed -n 's/^test_accuracy=//p')
+  seg=(train "$work/seg.cfg" "${segdata[@]}" --epochs 10 --batch 32 --lr 0.1 --momentum 0.9 --seed 5)
+  out=$("$clnet" "${seg[@]}" --save "$work/seg.safetensors" 2>&1); rc=$?
+  final=$(sed -nE 's/^final: test_accuracy=([0-9.]+) .*/\1/p' <<<"$out")
+  after=$("$clnet" eval "$work/seg.cfg" "${segdata[@]}" --weights "$work/seg.safetensors" 2>/dev/null |
+          sed -n 's/^test_accuracy=//p')
+  if [ $rc -eq 0 ] && [ -n "$final" ] && [ "$after" = "$final" ] && [ -n "$before" ] &&
+     awk -v a="$final" -v b="$before" 'BEGIN { exit !(b < 0.6 && a > 0.9) }'; then
+    ok "class maps: the test accuracy over positions rises from $before to $final, as eval says"
+  else bad "class maps (rc $rc)" "$out" "before: $before" "eval after: $after"; fi
+  # stopped after 3 epochs and a half, then resumed: the same checkpoint, byte for byte
+  "$clnet" "${seg[@]}" --steps 28 --save "$work/seg_half.safetensors" >/dev/null 2>&1
+  "$clnet" "${seg[@]}" --resume "$work/seg_half.safetensors" --save "$work/seg_resumed.safetensors" \
+    >/dev/null 2>&1
+  if cmp -s "$work/seg.safetensors" "$work/seg_resumed.safetensors"; then
+    ok "a run on class maps resumes to a byte-identical checkpoint"
+  else bad "class maps: resume is not bitwise identical"; fi
+  line=$("$clnet" predict "$work/seg.cfg" --weights "$work/seg.safetensors" "${segdata[@]}" \
+         --probabilities --output "$work/segp.npy" 2>&1 | tail -n1)
+  acc=$(/usr/bin/python3 - "$work/segp.npy" "$work/tsegy.npy" <<'PY'
+import sys
+import numpy as np
+p, y = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert p.dtype == np.float32 and p.shape == (64, 3, 8, 8), (p.dtype, p.shape)
+assert np.abs(p.sum(axis=1) - 1).max() < 1e-5, "not a softmax over the channels"
+print(f"{(p.argmax(axis=1) == y).mean():.4f}")
+PY
+  )
+  if [[ $line == "predicted: count=64 shape=(64,3,8,8) output=$work/segp.npy accuracy=$acc" ]] &&
+     [ "$acc" = "$final" ]; then
+    ok "predict on class maps writes (64,3,8,8) whose argmax gives its accuracy ($acc)"
+  else bad "predict on class maps" "$line" "from the .npy: $acc" "train: $final"; fi
+  fit() { "$clnet" train "$work/$1" --data-npy "$work/segx.npy,$work/$2" --steps 1 --no-eval; }
+  expect_error "a model per position refuses a label per sample, saying so" \
+    "predicts a class at each of 64 positions (its loss 'loss' has per=position), but the data set has one label per sample" \
+    fit seg.cfg seg_labels.npy
+  expect_error "a model per position refuses float32 targets, saying so" \
+    "takes the class of each position (its loss 'loss' has per=position), as integers, but the data set's targets are float32" \
+    fit seg.cfg seg_f32.npy
+  expect_error "a model per position refuses more classes than it predicts" \
+    "predicts 3 classes at each position but the data has 5" fit seg.cfg seg_plus2.npy
+  expect_error "class maps of fewer positions are refused, naming both shapes and the line" \
+    "loss 'loss' (line 5), 3x8x8 (64 positions a sample), with the data's targets, 4x4 (16 values): they must have one spatial shape" \
+    fit seg.cfg seg_4x4.npy
+  expect_error "class maps of as many positions in another shape are refused" \
+    "3x8x8 (64 positions a sample), with the data's targets, 4x16 (64 values): they must have one spatial shape" \
+    fit seg.cfg seg_4x16.npy
+  expect_error "a regression refuses class maps, saying so" \
+    "compares its output with float targets (its loss 'loss', mse), but the data set's targets are classes" \
+    fit reg.cfg segy.npy
+  expect_error "a classifier per sample refuses class maps, saying so" \
+    "takes labels, but the data set holds classes per position (64 values a sample)" \
+    fit cls.cfg segy.npy
+else
+  echo "skip class maps: numpy is missing for /usr/bin/python3"
+fi
 exit $fail

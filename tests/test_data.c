@@ -1099,10 +1099,120 @@ START_TEST(npy_float_targets_follow_their_samples_through_the_loader) {
 }
 END_TEST
 
+/* The class that y_maps_u8.npy gives a value of x_f32_regress.npy. */
+static float class_of(float x) {
+    return (float)((x > -0.25f) + (x > 0.25f));
+}
+
+/* Every target of a data set's samples, in file order (a loader without shuffling). */
+static float *all_targets(const clnet_dataset *ds) {
+    int n = clnet_dataset_count(ds);
+    size_t per = (size_t)clnet_dataset_targets(ds, NULL);
+    clnet_loader *l = make_loader(ds, n, 0, 0, 0);
+    clnet_batch b;
+    ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+    ck_assert_int_eq(b.n, n);
+    ck_assert_ptr_nonnull(b.targets);
+    float *out = malloc((size_t)n * per * sizeof(float));
+    memcpy(out, b.targets, (size_t)n * per * sizeof(float));
+    clnet_loader_free(l);
+    return out;
+}
+
+/* Class maps, an integer y of shape (N, spatial...) for softmax_cross_entropy
+ * per=position: held as targets (one a position, their spatial shape), the
+ * data set unlabelled with 1 + the largest class as its classes, and every
+ * batch of a shuffling loader holds each sample's own classes (y_maps_u8's are
+ * 0, 1 or 2 by where x lies), over two epochs with a partial batch. uint8 and
+ * int32 alike, the largest class (2^24 - 1) exact; (N, 1) is a map of one
+ * position. */
+START_TEST(npy_class_maps_follow_their_samples_through_the_loader) {
+    clnet_dataset *ds = NULL;
+    char x[512];
+    snprintf(x, sizeof x, "%s", npy("x_f32_regress.npy"));
+    ck_assert_msg(clnet_dataset_load_npy(&ds, x, npy("y_maps_u8.npy")) == CLNET_OK, "%s",
+                  clnet_last_error());
+    int dims[4];
+    ck_assert_int_eq(clnet_dataset_targets(ds, dims), 64);
+    ck_assert(dims[0] == 8 && dims[1] == 8 && dims[2] == 0 && dims[3] == 0);
+    ck_assert_int_eq(clnet_dataset_target_classes(ds), 1);
+    ck_assert_int_eq(clnet_dataset_classes(ds), 3);
+    ck_assert_int_eq(clnet_dataset_labelled(ds), 0);
+    clnet_loader *l = make_loader(ds, 24, 7, 1, 0);
+    int seen = 0, of_class[3] = {0};
+    for (int b = 0; b < 6; b++) { /* 24, 24, 16 in each epoch */
+        clnet_batch batch;
+        ck_assert_int_eq(clnet_loader_next(l, &batch), CLNET_OK);
+        ck_assert_ptr_nonnull(batch.targets);
+        for (int i = 0; i < batch.n * 64; i++) { /* one channel: value i is position i's */
+            ck_assert_msg(batch.targets[i] == class_of(batch.images[i]),
+                          "batch %d position %d: class %g for x %g", b, i, batch.targets[i],
+                          batch.images[i]);
+            of_class[(int)batch.targets[i]]++;
+        }
+        seen += batch.n;
+    }
+    ck_assert_int_eq(seen, 128);
+    ck_assert(of_class[0] > 0 && of_class[1] > 0 && of_class[2] > 0);
+    clnet_loader_free(l);
+    clnet_dataset_free(ds);
+    /* int32, (3, 5) for samples (3, 2, 5): 10 i + p at sample i, position p, and 2^24 - 1 */
+    ck_assert_msg(clnet_dataset_load_npy(&ds, npy("x_f32_ncl.npy"), npy("y_maps_i32.npy")) ==
+                      CLNET_OK,
+                  "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_dataset_targets(ds, dims), 5);
+    ck_assert(dims[0] == 5 && dims[1] == 0);
+    ck_assert_int_eq(clnet_dataset_target_classes(ds), 1);
+    ck_assert_int_eq(clnet_dataset_classes(ds), 1 << 24);
+    ck_assert_int_eq(clnet_dataset_labelled(ds), 0);
+    float *t = all_targets(ds);
+    for (int i = 0; i < 3; i++)
+        for (int p = 0; p < 5; p++) {
+            float want = i == 2 && p == 4 ? (float)((1 << 24) - 1) : (float)(10 * i + p);
+            ck_assert_msg(t[i * 5 + p] == want, "sample %d position %d: %.9g, want %.9g", i, p,
+                          t[i * 5 + p], want);
+        }
+    free(t);
+    clnet_dataset_free(ds);
+    /* int64 (4, 1): a class map of one position, all 0 */
+    ck_assert_msg(clnet_dataset_load_npy(&ds, npy("x_u8_nchw.npy"), npy("y_2d.npy")) == CLNET_OK,
+                  "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_dataset_targets(ds, dims), 1);
+    ck_assert(dims[0] == 1 && dims[1] == 0);
+    ck_assert_int_eq(clnet_dataset_target_classes(ds), 1);
+    ck_assert_int_eq(clnet_dataset_classes(ds), 1);
+    clnet_dataset_free(ds);
+    /* float targets and labels are not class maps */
+    ck_assert_int_eq(clnet_dataset_load_npy(&ds, x, npy("y_f32_regress.npy")), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_target_classes(ds), 0);
+    clnet_dataset_free(ds);
+    ck_assert_int_eq(clnet_dataset_load_npy(&ds, npy("x_u8_nchw.npy"), npy("y_i64.npy")), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_target_classes(ds), 0);
+    ck_assert_int_eq(clnet_dataset_targets(ds, NULL), 0);
+    clnet_dataset_free(ds);
+    ck_assert_int_eq(clnet_dataset_target_classes(NULL), 0);
+}
+END_TEST
+
 static void expect_npy_failure(const char *x, const char *y, clnet_status want, const char *path,
                                const char *words) {
     expect_pair_failure(clnet_dataset_load_npy, x, y, want, path, words);
 }
+
+/* Class maps with a class below 0, or of 2^24 and more (floats hold them
+ * exactly below that), are refused naming the sample and the position; maps
+ * for another count of samples name it. */
+START_TEST(npy_class_maps_out_of_range_are_errors_naming_sample_and_position) {
+    char x[512];
+    snprintf(x, sizeof x, "%s", npy("x_u8_nchw.npy"));
+    expect_npy_failure(x, npy("y_maps_negative.npy"), CLNET_ERR_FORMAT, "y_maps_negative.npy",
+                       "sample 2, position 4: the class is -1:");
+    expect_npy_failure(x, npy("y_maps_too_big.npy"), CLNET_ERR_FORMAT, "y_maps_too_big.npy",
+                       "sample 1, position 5: the class is 16777216:");
+    expect_npy_failure(npy("x_f32_ncl.npy"), npy("y_maps_negative.npy"), CLNET_ERR_FORMAT,
+                       "y_maps_negative.npy", "classes per position want (3, ...)");
+}
+END_TEST
 
 /* A copy of a fixture, cut to `keep` bytes or with byte `flip` changed (-1: none). */
 static const char *altered(const char *fixture, const char *name, long keep, long flip) {
@@ -1142,8 +1252,7 @@ START_TEST(npy_bad_files_are_errors_naming_the_file_and_the_fault) {
                        "float targets want (4, ...)");
     expect_npy_failure(x, npy("y_negative.npy"), CLNET_ERR_FORMAT, "y_negative.npy",
                        "label 1 is -1");
-    expect_npy_failure(x, npy("y_2d.npy"), CLNET_ERR_FORMAT, "y_2d.npy", "want (4,)");
-    expect_npy_failure(x, npy("y_u8.npy"), CLNET_ERR_FORMAT, "y_u8.npy", "shape (3,)");
+    expect_npy_failure(x, npy("y_u8.npy"), CLNET_ERR_FORMAT, "y_u8.npy", "shape (3,): want (4,)");
     expect_npy_failure(npy("y_i64.npy"), y, CLNET_ERR_FORMAT, "y_i64.npy", "must be uint8");
     remove_dir();
 }
@@ -1155,6 +1264,8 @@ int main(void) {
     tcase_set_timeout(t, 60);
     tcase_add_test(t, idx_gz_and_raw_read_back_exactly);
     tcase_add_test(t, npy_float_targets_follow_their_samples_through_the_loader);
+    tcase_add_test(t, npy_class_maps_follow_their_samples_through_the_loader);
+    tcase_add_test(t, npy_class_maps_out_of_range_are_errors_naming_sample_and_position);
     tcase_add_test(t, idx_missing_or_unreadable_files_are_io_errors_naming_them);
     tcase_add_test(t, idx_bad_magic_is_a_format_error_naming_the_file);
     tcase_add_test(t, idx_truncated_files_are_format_errors_naming_the_file);
