@@ -261,6 +261,36 @@ cleanup:
 
 /* ---- reading .npy files ----------------------------------------------------- */
 
+/* What y gives the data set (y NULL: nothing, all labelled 0): labels (N,),
+ * float targets, or class maps; float targets are taken from y. */
+static clnet_status take_y(clnet_dataset *ds, clnet_npy *y, const char *y_path) {
+    int floats = y && y->kind == 'f', maps = y && !floats && y->rank >= 2;
+    ds->labels = clnet_calloc((size_t)ds->count, sizeof *ds->labels);
+    if (!ds->labels)
+        return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %d labels", ds->count);
+    ds->unlabelled = !y || floats || maps;
+    if (floats) ds->targets = y->data, y->data = NULL;
+    if (maps) {
+        clnet_status s = class_maps(ds, y, y_path);
+        if (s != CLNET_OK) return s;
+    }
+    if (floats || maps) {
+        ds->target_size = (int)(y->count / (size_t)y->shape[0]);
+        ds->target_rank = y->rank - 1;
+        for (int i = 0; i < ds->target_rank; i++) ds->target_dims[i] = (int)y->shape[i + 1];
+    }
+    for (int i = 0; y && !floats && !maps && i < ds->count; i++) {
+        int64_t v = clnet_npy_int(y, (size_t)i);
+        if (v < 0 || v >= INT32_MAX)
+            return clnet_fail(CLNET_ERR_FORMAT,
+                              "%s: label %d is %lld: labels are classes 0, 1, 2, ...", y_path, i,
+                              (long long)v);
+        ds->labels[i] = (int32_t)v;
+        if (ds->labels[i] + 1 > ds->classes) ds->classes = ds->labels[i] + 1;
+    }
+    return CLNET_OK;
+}
+
 clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, const char *y_path) {
     clnet_status status = CLNET_OK;
     clnet_dataset *ds = NULL;
@@ -311,24 +341,7 @@ clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, con
     ds->width = ds->dims[ds->rank - 1];
     ds->height = ds->rank >= 2 ? ds->dims[ds->rank - 2] : 1;
     ds->channels = (int)(sample / ((size_t)ds->width * (size_t)ds->height));
-    ds->labels = clnet_calloc((size_t)ds->count, sizeof *ds->labels);
-    if (!ds->labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %d labels", ds->count);
-    ds->unlabelled = !y_path || floats || maps;
-    if (floats) ds->targets = y.data, y.data = NULL;
-    if (maps) TRY(class_maps(ds, &y, y_path));
-    if (floats || maps) {
-        ds->target_size = (int)(y.count / (size_t)y.shape[0]);
-        ds->target_rank = y.rank - 1;
-        for (int i = 0; i < ds->target_rank; i++) ds->target_dims[i] = (int)y.shape[i + 1];
-    }
-    for (int i = 0; y_path && !floats && !maps && i < ds->count; i++) {
-        int64_t v = clnet_npy_int(&y, (size_t)i);
-        if (v < 0 || v >= INT32_MAX)
-            FAIL(CLNET_ERR_FORMAT, "%s: label %d is %lld: labels are classes 0, 1, 2, ...", y_path,
-                 i, (long long)v);
-        ds->labels[i] = (int32_t)v;
-        if (ds->labels[i] + 1 > ds->classes) ds->classes = ds->labels[i] + 1;
-    }
+    TRY(take_y(ds, y_path ? &y : NULL, y_path));
     if (x.kind == 'u')
         ds->images = x.data;
     else

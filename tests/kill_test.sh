@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kill -9 at any moment: `clnet train --save-every 1` is killed with SIGKILL
-# at random moments, many of them inside a save (CLNET_SAVE_PAUSE makes each
-# save sleep half-way through its file), and resumed each time. After every
+# at random moments, and every third one inside a save (CLNET_SAVE_PAUSE
+# makes each save sleep half-way through it), and resumed each time. After every
 # kill the checkpoint is whole and loads; a temporary file the kill left is
 # removed by the next save (clnet_atomic_clean_stale); and the run, resumed
 # to its end, gives the checkpoint of a run never interrupted, byte for byte.
@@ -32,7 +32,18 @@ for i in $(seq 1 "$kills"); do
   CLNET_SAVE_PAUSE=50 "$clnet" "${run[@]}" --save "$ck" --save-every 1 "${resume[@]}" \
     >/dev/null 2>"$work/run.err" &
   pid=$!
-  sleep "$((RANDOM % 2)).$(printf '%03d' $((RANDOM % 1000)))"
+  if [ $((i % 3)) -eq 0 ]; then # aimed inside this run's second save, whatever the load
+    saw=0                         # 1: inside its first save, 2: after it
+    for _ in $(seq 1 2000); do
+      if compgen -G "$ck.tmp.$pid.*" >/dev/null; then
+        [ $saw -eq 2 ] && break
+        saw=1
+      elif [ $saw -eq 1 ]; then saw=2; fi
+      sleep 0.01
+    done
+  else
+    sleep "$((RANDOM % 2)).$(printf '%03d' $((RANDOM % 1000)))"
+  fi
   if compgen -G "$ck.tmp.$pid.*" >/dev/null; then inside=$((inside + 1)); fi
   kill -9 $pid 2>/dev/null
   wait $pid 2>/dev/null
