@@ -544,13 +544,59 @@ clnet_status clnet_write_curves_svg(const char *path, const char *title, const d
 clnet_status clnet_write_loss_curves_svg(const char *path, const char *title, const double *epoch,
                                          const double *train_loss, const double *test_loss, int n);
 
-/* Writes an SVG picture of the first n samples (each C x H x W; the first
- * channel drawn in grey, or three channels in colour, scaled to the sample's
- * own range) with the predicted class under each, and the true one when
- * labels is not NULL (red where they differ). */
+/* The pictures of samples below (clnet predict --picture draws them) are SVG
+ * files, written atomically, with each image an embedded PNG at its own
+ * resolution, drawn pixelated and as large as an 80x80 box allows, its aspect
+ * kept. An image is the first channel in grey, or three channels in colour;
+ * NaN and infinities are drawn black. They return CLNET_ERR_INVALID_ARGUMENT,
+ * naming what is wrong, for a NULL path or array, n < 1, or a size below 1
+ * (or, for images and volumes, above 65535); CLNET_ERR_IO for a file that
+ * cannot be written. */
+
+/* The first n images (n, C, H, W), each scaled to its own range (its smallest
+ * value black, its largest white), with the predicted class under each, and
+ * the true one when labels is not NULL (red where they differ). */
 clnet_status clnet_write_predictions_svg(const char *path, const float *images, int channels,
                                          int height, int width, int n, const int *predicted,
                                          const int32_t *labels);
+/* Columns of images, a sample a row group: columns[k] holds n images (n, C, H,
+ * W), e.g. the inputs, a model's reconstructions and the clean targets;
+ * titles (NULL, or ncolumns entries, each may be NULL) head the columns.
+ * A sample's images share one grey scale, so that equal values look equal
+ * and a reconstruction compares with its input pixel for pixel: [0, 1] (0
+ * black, 1 white) when all of the sample's finite values lie in [0, 1], so a
+ * faint image stays faint; else their smallest value black and their largest
+ * white, so that nothing is clipped (an output that overshoots lowers the
+ * contrast of its whole row rather than hide the overshoot). */
+clnet_status clnet_write_image_columns_svg(const char *path, const float *const *columns,
+                                           const char *const *titles, int ncolumns, int channels,
+                                           int height, int width, int n);
+/* The first n volumes (n, C, D, H, W), each as its three central slices side
+ * by side: axial (depth D/2, H x W), coronal (height H/2, D x W) and sagittal
+ * (width W/2, D x H), depth downwards; the three on one scale, the range of
+ * their values. The classes under each as clnet_write_predictions_svg puts
+ * them. */
+clnet_status clnet_write_volume_predictions_svg(const char *path, const float *volumes,
+                                                int channels, int depth, int height, int width,
+                                                int n, const int *predicted, const int32_t *labels);
+/* The first n signals (n, C, L), each in a 200x80 box: channel k (the first
+ * ten) as a line in colour k, all on the range of the sample's values, a grey
+ * line at zero when it is in range; a signal longer than twice the box's width
+ * keeps each pixel column's smallest and largest value, so no peak is lost.
+ * NaN and infinities break the line. The classes under each as
+ * clnet_write_predictions_svg puts them. */
+clnet_status clnet_write_signal_predictions_svg(const char *path, const float *signals,
+                                                int channels, int length, int n,
+                                                const int *predicted, const int32_t *labels);
+/* A classifier of each position (softmax_cross_entropy per=position) on n
+ * images (n, C, H, W): each image (its own range), its predicted class map
+ * (n, H, W) and, when truth is not NULL, the true one (n, H, W), each class
+ * in its own colour (ten colours, then they repeat; a legend under the
+ * picture), with "right of all" under each sample. A class outside [0,
+ * classes) is CLNET_ERR_INVALID_ARGUMENT, naming the sample and position. */
+clnet_status clnet_write_class_maps_svg(const char *path, const float *images, int channels,
+                                        int height, int width, int n, const int *predicted,
+                                        const int *truth, int classes);
 
 /* ==== Training ================================================================== */
 

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 /* ---- layout (pixels) ------------------------------------------------------------------- */
 enum {
@@ -32,16 +31,18 @@ enum {
 };
 #define FONT "DejaVu Sans, Helvetica, Arial, sans-serif"
 /* Colour-blind friendly and distinct (Tableau 10); after ten the colours repeat dashed. */
-static const char *const PALETTE[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-enum { NCOLOURS = sizeof PALETTE / sizeof PALETTE[0] };
+const char *const clnet_plot_palette[CLNET_PLOT_COLOURS] = {
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+#define PALETTE  clnet_plot_palette
+#define NCOLOURS CLNET_PLOT_COLOURS
 /* Data beyond this magnitude is clamped, so that ranges and pixel positions stay finite. */
 #define BIG 1e100
 
 /* ---- escaped text (into a clnet_text) ----------------------------------------------- */
 /* Text content or attribute value: the five XML specials escaped, control characters (which
  * XML 1.0 forbids) dropped. Bytes from 0x80 up pass through: the text is taken to be UTF-8. */
-static void put_escaped(clnet_text *t, const char *s) {
+void clnet_svg_escaped(clnet_text *t, const char *s) {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         switch (c) {
@@ -67,12 +68,10 @@ static void put_escaped(clnet_text *t, const char *s) {
 }
 
 /* ---- numbers --------------------------------------------------------------------------- */
-typedef struct {
-    char s[48];
-} num;
+typedef clnet_svg_number num;
 
 /* v with a fixed number of decimals (0..9), or as m.mmme±X when it is too large for that. */
-static num fixed(double v, int decimals) {
+num clnet_svg_fixed(double v, int decimals) {
     static const double p10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
     num r;
     if (!isfinite(v)) v = 0;
@@ -86,7 +85,7 @@ static num fixed(double v, int decimals) {
             m /= 10;
             e++;
         }
-        num mm = fixed(m, 3);
+        num mm = clnet_svg_fixed(m, 3);
         snprintf(r.s, sizeof r.s, "%.24se%d", mm.s, e);
         return r;
     }
@@ -103,7 +102,7 @@ static num fixed(double v, int decimals) {
 
 /* A pixel position. */
 static num px(double v) {
-    return fixed(v, 1);
+    return clnet_svg_fixed(v, 1);
 }
 
 /* ---- axes ------------------------------------------------------------------------------ */
@@ -142,7 +141,7 @@ static axis nice_axis(double lo, double hi, int whole) {
 
 static num tick_text(const axis *a, double v) {
     if (fabs(v) < a->step * 1e-6) v = 0; /* no "-0.0" or "1e-17" from rounding */
-    if (!a->scientific) return fixed(v, a->decimals);
+    if (!a->scientific) return clnet_svg_fixed(v, a->decimals);
     num r;
     if (v == 0) {
         snprintf(r.s, sizeof r.s, "0");
@@ -154,7 +153,7 @@ static num tick_text(const axis *a, double v) {
         m /= 10;
         e++;
     }
-    num mm = fixed(m, 2);
+    num mm = clnet_svg_fixed(m, 2);
     /* 1.50 -> 1.5, 2.00 -> 2 */
     char *end = mm.s + strlen(mm.s);
     while (end > mm.s && end[-1] == '0') *--end = '\0';
@@ -343,7 +342,7 @@ static void put_legend(clnet_text *t, const panel *p) {
         clnet_text_printf(t,
                           "<text x=\"%s\" y=\"%s\" font-size=\"12\" dominant-baseline=\"central\">",
                           px(lx + LEGEND_SWATCH).s, px(y).s);
-        put_escaped(t, label);
+        clnet_svg_escaped(t, label);
         clnet_text_printf(t, "</text>\n");
     }
     clnet_text_printf(t, "</g>\n");
@@ -410,7 +409,7 @@ static void put_panel(clnet_text *t, const panel *p, const char *x_label) {
     if (x_label) {
         clnet_text_printf(t, "<text x=\"%s\" y=\"%s\" font-size=\"13\" text-anchor=\"middle\">",
                           px(mid_x).s, px(p->bottom + 42).s);
-        put_escaped(t, x_label);
+        clnet_svg_escaped(t, x_label);
         clnet_text_printf(t, "</text>\n");
     }
     /* The y label just left of the widest number, but inside the panel. */
@@ -473,11 +472,11 @@ static void assign_colours(const clnet_plot_series *loss, int nloss, const clnet
     }
 }
 
-/* The whole picture, written atomically. */
-static clnet_status write_atomically(const char *path, const char *data, size_t len) {
+clnet_status clnet_svg_write(const char *path, const clnet_text *t) {
+    if (t->failed) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     clnet_atomic_file f;
     clnet_status s = clnet_atomic_open(&f, path);
-    if (s == CLNET_OK) s = clnet_atomic_write(&f, data, len);
+    if (s == CLNET_OK) s = clnet_atomic_write(&f, t->buf, t->len);
     if (s == CLNET_OK) s = clnet_atomic_commit(&f);
     clnet_atomic_abort(&f);
     return s;
@@ -511,12 +510,12 @@ clnet_status clnet_plot_svg(const char *path, const char *title, const char *x_l
                       width, HEIGHT);
     if (title) {
         clnet_text_printf(&t, "<title>");
-        put_escaped(&t, title);
+        clnet_svg_escaped(&t, title);
         clnet_text_printf(&t,
                           "</title>\n<text x=\"%d\" y=\"30\" font-size=\"18\" font-weight=\"bold\" "
                           "text-anchor=\"middle\">",
                           width / 2);
-        put_escaped(&t, title);
+        clnet_svg_escaped(&t, title);
         clnet_text_printf(&t, "</text>\n");
     }
     for (int i = 0; i < npanels; i++) {
@@ -529,124 +528,9 @@ clnet_status clnet_plot_svg(const char *path, const char *title, const char *x_l
         put_panel(&t, p, x_label);
     }
     clnet_text_printf(&t, "</svg>\n");
-    if (t.failed) FAIL(CLNET_ERR_OUT_OF_MEMORY, "clnet_plot_svg %s: out of memory", path);
-    TRY(write_atomically(path, t.buf, t.len));
+    TRY(clnet_svg_write(path, &t));
 cleanup:
     free(colour);
-    clnet_text_free(&t);
-    return status;
-}
-
-/* ---- predictions: a grid of samples with their predicted class ---------------------------- */
-
-enum { CELL = 96, IMAGE = 80, COLUMNS = 8, LABEL_ROOM = 34 };
-
-static void put_u32(unsigned char *p, uint32_t v) {
-    p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
-}
-
-/* One PNG chunk (length, type, data, CRC over type and data) at out; returns its size. */
-static size_t png_chunk(unsigned char *out, const char *type, const unsigned char *data,
-                        size_t len) {
-    put_u32(out, (uint32_t)len);
-    memcpy(out + 4, type, 4);
-    if (len) memmove(out + 8, data, len); /* IDAT's data is compressed in place */
-    put_u32(out + 8 + len, (uint32_t)crc32(0, out + 4, (uInt)(len + 4)));
-    return len + 12;
-}
-
-/* An 8-bit grey (colours 1) or RGB (3) PNG of w x h pixels, base64 into t. */
-static void put_png(clnet_text *t, const unsigned char *pixels, int w, int h, int colours) {
-    size_t row = 1 + (size_t)w * colours, raw_len = row * (size_t)h;
-    uLongf packed_len = compressBound((uLong)raw_len);
-    unsigned char *raw = clnet_malloc(raw_len), *png = clnet_malloc(packed_len + 64);
-    if (!raw || !png) {
-        t->failed = 1;
-        goto done;
-    }
-    for (int y = 0; y < h; y++) { /* filter type 0 (none) before each row */
-        raw[(size_t)y * row] = 0;
-        memcpy(raw + (size_t)y * row + 1, pixels + (size_t)y * w * colours, row - 1);
-    }
-    static const unsigned char SIGNATURE[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    unsigned char ihdr[13] = {0};
-    put_u32(ihdr, (uint32_t)w);
-    put_u32(ihdr + 4, (uint32_t)h);
-    ihdr[8] = 8;                              /* bits per sample */
-    ihdr[9] = colours == 3 ? 2 : 0;           /* truecolour or greyscale */
-    unsigned char *packed = png + 8 + 25 + 8; /* where IDAT's data goes */
-    if (compress2(packed, &packed_len, raw, (uLong)raw_len, 9) != Z_OK) {
-        t->failed = 1;
-        goto done;
-    }
-    memcpy(png, SIGNATURE, 8);
-    size_t len = 8 + png_chunk(png + 8, "IHDR", ihdr, 13);
-    len += png_chunk(png + len, "IDAT", packed, packed_len);
-    len += png_chunk(png + len, "IEND", NULL, 0);
-    static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (size_t i = 0; i < len; i += 3) {
-        uint32_t v = (uint32_t)png[i] << 16 | (i + 1 < len ? (uint32_t)png[i + 1] << 8 : 0) |
-                     (i + 2 < len ? png[i + 2] : 0);
-        clnet_text_printf(t, "%c%c%c%c", B64[v >> 18 & 63], B64[v >> 12 & 63],
-                          i + 1 < len ? B64[v >> 6 & 63] : '=', i + 2 < len ? B64[v & 63] : '=');
-    }
-done:
-    free(raw);
-    free(png);
-}
-
-clnet_status clnet_write_predictions_svg(const char *path, const float *images, int channels,
-                                         int height, int width, int n, const int *predicted,
-                                         const int32_t *labels) {
-    clnet_status status = CLNET_OK;
-    clnet_text t = {0};
-    unsigned char *pixels = NULL;
-    if (!path || !images || !predicted || n < 1 || channels < 1 || height < 1 || width < 1)
-        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_write_predictions_svg: bad arguments");
-    int colours = channels == 3 ? 3 : 1, cols = n < COLUMNS ? n : COLUMNS;
-    int rows = (n + COLUMNS - 1) / COLUMNS, w = cols * CELL, h = rows * (CELL + LABEL_ROOM);
-    size_t plane = (size_t)height * width;
-    pixels = clnet_malloc(plane * colours);
-    if (!pixels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    clnet_text_printf(
-        &t,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" "
-        "version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"" FONT
-        "\">\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
-        w, h, w, h, w, h);
-    for (int i = 0; i < n; i++) {
-        const float *x = images + (size_t)i * channels * plane;
-        float lo = x[0], hi = x[0]; /* the sample's own range, to grey 0..255 */
-        for (size_t k = 0; k < plane * colours; k++) lo = fminf(lo, x[k]), hi = fmaxf(hi, x[k]);
-        float scale = hi > lo ? 255.0f / (hi - lo) : 0.0f;
-        for (size_t k = 0; k < plane; k++) /* planar (C, H, W) to interleaved pixels */
-            for (int c = 0; c < colours; c++)
-                pixels[k * colours + c] = (unsigned char)lrintf((x[c * plane + k] - lo) * scale);
-        int left = (i % COLUMNS) * CELL + (CELL - IMAGE) / 2,
-            top = (i / COLUMNS) * (CELL + LABEL_ROOM) + 8;
-        clnet_text_printf(
-            &t,
-            "<image x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" preserveAspectRatio=\"none\" "
-            "style=\"image-rendering:pixelated\" xlink:href=\"data:image/png;base64,",
-            left, top, IMAGE, IMAGE);
-        put_png(&t, pixels, width, height, colours);
-        int wrong = labels && labels[i] != predicted[i];
-        clnet_text_printf(
-            &t,
-            "\"/>\n<text x=\"%d\" y=\"%d\" font-size=\"13\" text-anchor=\"middle\" fill=\"%s\">",
-            left + IMAGE / 2, top + IMAGE + 16, wrong ? "#d62728" : "#000000");
-        if (labels)
-            clnet_text_printf(&t, "%d (true %d)", predicted[i], (int)labels[i]);
-        else
-            clnet_text_printf(&t, "%d", predicted[i]);
-        clnet_text_printf(&t, "</text>\n");
-    }
-    clnet_text_printf(&t, "</svg>\n");
-    if (t.failed) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    TRY(write_atomically(path, t.buf, t.len));
-cleanup:
-    free(pixels);
     clnet_text_free(&t);
     return status;
 }

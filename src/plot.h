@@ -16,6 +16,7 @@
 #define CLNET_PLOT_H
 
 #include "clnet.h"
+#include "text.h"
 
 /* One curve: n points (x[i], y[i]). label may be NULL ("series <k>"). */
 typedef struct {
@@ -33,5 +34,26 @@ typedef struct {
 clnet_status clnet_plot_svg(const char *path, const char *title, const char *x_label,
                             const clnet_plot_series *loss, int nloss, const clnet_plot_series *acc,
                             int nacc);
+
+/* ---- what the SVG writers share (plot.c, samples.c) ------------------------------------- */
+
+/* Tableau 10: colour-blind friendly and distinct, as "#rrggbb". */
+#define CLNET_PLOT_COLOURS 10
+extern const char *const clnet_plot_palette[CLNET_PLOT_COLOURS];
+
+/* Text content or an attribute value into t: the five XML specials escaped, control characters
+ * (which XML 1.0 forbids) dropped, bytes from 0x80 up passed on as UTF-8. */
+void clnet_svg_escaped(clnet_text *t, const char *s);
+
+/* v with `decimals` decimals (0..9), or as m.mmme+-X when too large for that; NaN and
+ * infinities as 0. Integer arithmetic: an application's LC_NUMERIC cannot change it. */
+typedef struct {
+    char s[48];
+} clnet_svg_number;
+clnet_svg_number clnet_svg_fixed(double v, int decimals);
+
+/* Writes t to path atomically (a temporary file next to it, then a rename);
+ * CLNET_ERR_OUT_OF_MEMORY when t failed, CLNET_ERR_IO naming the file. */
+clnet_status clnet_svg_write(const char *path, const clnet_text *t);
 
 #endif

@@ -2,7 +2,8 @@
 # `clnet predict` as a user runs it, on a LeNet trained briefly here: the logits
 # it writes give `clnet eval`'s accuracy, PyTorch's forward pass of the same
 # weights gives the same logits, --probabilities, --input without labels,
-# --picture, the normalisation recorded in the checkpoint, and clear errors.
+# --picture (images, and what it draws for autoencoders, denoisers, volumes, signals and class
+# maps), the normalisation recorded in the checkpoint, and clear errors.
 # usage: cli_predict_test.sh CLNET MODEL_DIR
 set -u
 clnet=$1 models=$2
@@ -101,11 +102,110 @@ else bad "--input" "$line"; fi
 
 # 5. the picture: 16 samples, each a PNG, with predicted and true classes
 if [ "$(grep -o 'data:image/png;base64,' "$work/p.svg" | wc -l)" -eq 16 ] &&
+   grep -q -- "--picture: drew 16 images to $work/p.svg" "$work/p.err" &&
    [ "$(grep -oE '>[0-9] \(true [0-9]\)<' "$work/p.svg" | wc -l)" -eq 16 ] && tail -c 10 "$work/p.svg" | grep -q '</svg>'; then
   ok "--picture draws 16 samples with their predicted and true classes"
 else bad "--picture" "$(head -c 400 "$work/p.svg")"; fi
 
-# 6. errors
+# 6. what --picture draws for other models, each trained a few steps on random data here:
+# reconstructions (input | output, and | target for a denoiser's float targets), volumes'
+# central slices, signals, class maps, and nothing for an output not shaped as the input
+$py - "$work" <<'PY'
+import os, sys
+import numpy as np
+w, rng = sys.argv[1], np.random.default_rng(7)
+clean = rng.uniform(0, 1, (32, 1, 8, 8)).astype(np.float32)
+np.save(os.path.join(w, "img.npy"), clean)
+np.save(os.path.join(w, "img_y.npy"), np.zeros(32, np.int64))
+np.save(os.path.join(w, "noisy.npy"), clean + rng.normal(0, 0.3, clean.shape).astype(np.float32))
+np.save(os.path.join(w, "clean.npy"), clean)
+vol = rng.normal(0, 1, (32, 1, 8, 8, 8)).astype(np.float32)
+np.save(os.path.join(w, "vol.npy"), vol)
+np.save(os.path.join(w, "vol_y.npy"), (vol[:, 0, :4].mean((1, 2, 3)) > 0).astype(np.int64))
+sig = rng.normal(0, 1, (32, 2, 50)).astype(np.float32)
+np.save(os.path.join(w, "sig.npy"), sig)
+np.save(os.path.join(w, "sig_y.npy"), (sig[:, 0].mean(1) > 0).astype(np.int64))
+np.save(os.path.join(w, "map_y.npy"), (clean[:, 0] > 0.5).astype(np.int64))
+np.save(os.path.join(w, "three.npy"), rng.normal(0, 1, (32, 3)).astype(np.float32))
+PY
+model() { # name, lines...: a model file in $work
+  local name=$1; shift; printf '%s\n' "$@" >"$work/$name.cfg"
+}
+model ae "input channels=1 height=8 width=8" "conv2d filters=4 size=3 stride=2 pad=1" gelu \
+  "conv_transpose2d filters=1 size=4 stride=2 pad=1" "bce_with_logits target=input"
+model denoise "input channels=1 height=8 width=8" "conv2d filters=4 size=3 pad=1" relu \
+  "conv2d filters=1 size=3 pad=1" mse
+model vol "input channels=1 depth=8 height=8 width=8" "conv3d filters=4 size=3 pad=1" relu \
+  global_avgpool flatten "linear units=2" softmax_cross_entropy
+model sig "input channels=2 length=50" "conv1d filters=4 size=3 pad=1" relu global_avgpool \
+  flatten "linear units=2" softmax_cross_entropy
+model map "input channels=1 height=8 width=8" "conv2d filters=2 size=3 pad=1" \
+  "softmax_cross_entropy per=position"
+model three "input channels=1 height=8 width=8" flatten "linear units=3" mse
+picture() { # name, X,Y: trains the model 3 steps, then predicts with --picture $work/name.svg
+  local name=$1 data=$2
+  "$clnet" train "$work/$name.cfg" --data-npy "$data" --steps 3 --batch 16 --no-eval \
+    --save "$work/$name.safetensors" >/dev/null 2>"$work/$name.err" &&
+  "$clnet" predict "$work/$name.cfg" --weights "$work/$name.safetensors" --data-npy "$data" \
+    --output "$work/$name.npy" --picture "$work/$name.svg" >/dev/null 2>"$work/$name.err"
+}
+tally() { grep -o -- "$2" "$work/$1.svg" | wc -l; } # name, pattern: how often it is in the picture
+drew() { grep -q -- "--picture: drew $2 to $work/$1.svg" "$work/$1.err"; } # name, what
+wellformed() { $py -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$work/$1.svg"; }
+picture ae "$work/img.npy,$work/img_y.npy"
+# the output column shows sigmoid(logits), as --probabilities writes them, on the scale [0, 1]
+err=$($py - "$work/ae.svg" "$work/ae.npy" <<'PY'
+import base64, re, struct, sys, zlib
+import numpy as np
+svg, logits = open(sys.argv[1]).read(), np.load(sys.argv[2])
+pngs = [base64.b64decode(b) for b in re.findall(r'data:image/png;base64,([^"]+)', svg)]
+worst = 0
+for i in range(16):
+    png = pngs[2 * i + 1]  # sample i's output
+    w, h = struct.unpack(">II", png[16:24])
+    at, idat = 8, b""
+    while at < len(png):
+        n, kind = struct.unpack(">I4s", png[at:at + 8])
+        idat += png[at + 8:at + 8 + n] if kind == b"IDAT" else b""
+        at += 12 + n
+    rows = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(h, w + 1)[:, 1:]
+    want = np.rint(255 / (1 + np.exp(-logits[i, 0].astype(np.float64))))
+    worst = max(worst, np.abs(rows - want).max())
+print(int(worst))
+PY
+)
+if drew ae "16 reconstructions (input | output)" && wellformed ae && [ "$(tally ae '<image ')" -eq 32 ] &&
+   [ "$(tally ae 'class="caption"')" -eq 16 ] && [ "$err" = 0 ]; then
+  ok "--picture draws an autoencoder's 16 inputs and outputs (bce_with_logits: its sigmoid, to the grey level)"
+else bad "--picture of an autoencoder" "$(cat "$work/ae.err")" "largest grey difference: $err"; fi
+picture denoise "$work/noisy.npy,$work/clean.npy"
+if drew denoise "16 reconstructions (input | output | target)" && wellformed denoise &&
+   [ "$(tally denoise '<image ')" -eq 48 ] && [ "$(tally denoise '>target<')" -eq 3 ]; then
+  ok "--picture draws a denoiser's noisy input, output and clean target"
+else bad "--picture of a denoiser" "$(cat "$work/denoise.err")"; fi
+picture vol "$work/vol.npy,$work/vol_y.npy"
+if drew vol "16 volumes (central slices)" && wellformed vol && [ "$(tally vol '<image ')" -eq 48 ] &&
+   [ "$(grep -oE '>[0-9] \(true [0-9]\)<' "$work/vol.svg" | wc -l)" -eq 16 ] &&
+   [ "$(tally vol '>sagittal w=4<')" -eq 3 ]; then
+  ok "--picture draws a conv3d classifier's volumes as three central slices with their classes"
+else bad "--picture of volumes" "$(cat "$work/vol.err")"; fi
+picture sig "$work/sig.npy,$work/sig_y.npy"
+if drew sig "16 signals" && wellformed sig && [ "$(tally sig 'class="signal"')" -eq 32 ] &&
+   [ "$(grep -oE '>[0-9] \(true [0-9]\)<' "$work/sig.svg" | wc -l)" -eq 16 ]; then
+  ok "--picture draws a conv1d classifier's signals, a line a channel, with their classes"
+else bad "--picture of signals" "$(cat "$work/sig.err")"; fi
+picture map "$work/img.npy,$work/map_y.npy"
+if drew map "16 class maps (input | predicted | true)" && wellformed map &&
+   [ "$(tally map '<image ')" -eq 48 ] && [ "$(grep -oE '>[0-9]+ of 64 right<' "$work/map.svg" | wc -l)" -eq 16 ]; then
+  ok "--picture draws a classifier of positions' images with their predicted and true class maps"
+else bad "--picture of class maps" "$(cat "$work/map.err")"; fi
+picture three "$work/img.npy,$work/three.npy"
+if grep -q "three.cfg gives outputs not shaped as its inputs; nothing drawn" "$work/three.err" &&
+   [ ! -e "$work/three.svg" ]; then
+  ok "--picture says why it draws nothing for outputs not shaped as the inputs"
+else bad "--picture of a regression onto 3 values" "$(cat "$work/three.err")"; fi
+
+# 7. errors
 expect_error() { # what, words, command...
   local what=$1 words=$2; shift 2
   local err; err=$("$@" 2>&1 >/dev/null); local rc=$?

@@ -1,15 +1,20 @@
-/* The training-curve SVG writer (no OpenCL device needed): the picture is well-formed, holds the
- * title, labels, legend and one path per series, picks 1-2-5 ticks, copes with a single point
- * and with NaN values, escapes text, and a failed write leaves no temporary file. */
+/* The SVG writers (no OpenCL device needed). Training curves: the picture is well-formed, holds
+ * the title, labels, legend and one path per series, picks 1-2-5 ticks, copes with a single
+ * point and with NaN values, escapes text, and a failed write leaves no temporary file. Pictures
+ * of samples: well-formed, with an image (or a path) per tile and a caption per sample, whose
+ * embedded PNGs decode (zlib) to the values given on the scale documented, and bad arguments
+ * are refused. */
 #include "harness.h"
 #include "plot.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -376,6 +381,380 @@ START_TEST(long_and_odd_ranges_get_readable_ticks) {
 }
 END_TEST
 
+/* ---- pictures of samples ----------------------------------------------------------- */
+
+/* The PNG of the k-th <image> (0-based) of svg, decoded: its width, height, colours (1 grey, 3
+ * RGB) and pixels (h, w, colours; free them). Fails the test on anything that is not an 8-bit,
+ * non-interlaced grey or RGB PNG with filter type 0 on every row, as the writer makes them. */
+typedef struct {
+    int w, h, colours;
+    unsigned char *pixels;
+} png_image;
+
+static int b64_value(char c) {
+    const char *B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const char *at = c ? strchr(B64, c) : NULL;
+    return at ? (int)(at - B64) : -1;
+}
+
+static uint32_t be32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static png_image decode_png(const char *svg, int k) {
+    const char *at = svg;
+    for (int i = 0; i <= k; i++) {
+        at = strstr(at, "data:image/png;base64,");
+        ck_assert_msg(at != NULL, "no image %d", k);
+        at += strlen("data:image/png;base64,");
+    }
+    size_t len = strcspn(at, "\""), n = 0;
+    unsigned char *png = malloc(len);
+    for (size_t i = 0; i + 4 <= len; i += 4) {
+        int v[4];
+        for (int j = 0; j < 4; j++) v[j] = at[i + j] == '=' ? 0 : b64_value(at[i + j]);
+        ck_assert_msg(v[0] >= 0 && v[1] >= 0 && v[2] >= 0 && v[3] >= 0, "bad base64");
+        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | v[3];
+        png[n++] = (unsigned char)(w >> 16);
+        if (at[i + 2] != '=') png[n++] = (unsigned char)(w >> 8);
+        if (at[i + 3] != '=') png[n++] = (unsigned char)w;
+    }
+    ck_assert_int_eq(memcmp(png, "\x89PNG\r\n\x1a\n", 8), 0);
+    png_image im = {0};
+    unsigned char *idat = malloc(n);
+    size_t idat_len = 0;
+    for (size_t p = 8; p + 12 <= n;) { /* chunks, each CRC checked */
+        uint32_t clen = be32(png + p);
+        ck_assert_uint_eq(crc32(0, png + p + 4, clen + 4), be32(png + p + 8 + clen));
+        if (memcmp(png + p + 4, "IHDR", 4) == 0) {
+            im.w = (int)be32(png + p + 8), im.h = (int)be32(png + p + 12);
+            ck_assert_int_eq(png[p + 16], 8); /* bits */
+            ck_assert(png[p + 17] == 0 || png[p + 17] == 2);
+            im.colours = png[p + 17] == 2 ? 3 : 1;
+            ck_assert_int_eq(png[p + 20], 0); /* not interlaced */
+        } else if (memcmp(png + p + 4, "IDAT", 4) == 0) {
+            memcpy(idat + idat_len, png + p + 8, clen);
+            idat_len += clen;
+        }
+        p += 12 + clen;
+    }
+    ck_assert(im.w > 0 && im.h > 0);
+    size_t row = 1 + (size_t)im.w * im.colours;
+    uLongf raw_len = (uLongf)(row * im.h);
+    unsigned char *raw = malloc(raw_len);
+    ck_assert_int_eq(uncompress(raw, &raw_len, idat, (uLong)idat_len), Z_OK);
+    ck_assert_uint_eq(raw_len, row * im.h);
+    im.pixels = malloc(row * im.h);
+    for (int y = 0; y < im.h; y++) {
+        ck_assert_int_eq(raw[y * row], 0); /* filter type 0 */
+        memcpy(im.pixels + (size_t)y * (row - 1), raw + y * row + 1, row - 1);
+    }
+    free(raw);
+    free(idat);
+    free(png);
+    return im;
+}
+
+/* The grey the writer gives v on the scale lo (black) to hi (white). */
+static int grey(double v, double lo, double hi) {
+    double q = (v - lo) * 255.0 / (hi - lo);
+    return (int)lrint(q < 0 ? 0 : q > 255 ? 255 : q);
+}
+
+/* Image k of svg is the grey picture of h x w values v (row by row) on the scale lo to hi. */
+static void assert_grey_image(const char *svg, int k, const float *v, int h, int w, double lo,
+                              double hi) {
+    png_image im = decode_png(svg, k);
+    ck_assert_int_eq(im.w, w);
+    ck_assert_int_eq(im.h, h);
+    ck_assert_int_eq(im.colours, 1);
+    for (int i = 0; i < h * w; i++)
+        ck_assert_msg(im.pixels[i] == grey(v[i], lo, hi), "image %d pixel %d: %d, want %d", k, i,
+                      im.pixels[i], grey(v[i], lo, hi));
+    free(im.pixels);
+}
+
+/* A picture's file, checked well-formed and free of NaN numbers. */
+static char *read_svg(const char *path) {
+    char *svg = read_text(path);
+    ASSERT_WELL_FORMED(svg);
+    ASSERT_NUMBERS_FINITE(svg);
+    return svg;
+}
+
+START_TEST(image_columns_share_one_scale_per_sample) {
+    char dir[256], path[300];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/recon.svg", dir);
+    /* 5 samples of 2x3 images (one channel): inputs, outputs, targets. Samples 0 and 2..4 lie
+     * in [0, 1] (drawn on [0, 1]); sample 1's input spans -1..3, its output 0..1. */
+    enum { N = 5, PIX = 6 };
+    float in[N * PIX], out[N * PIX], target[N * PIX];
+    for (int i = 0; i < N * PIX; i++) {
+        in[i] = (float)(i % PIX) / 10.0f + 0.05f * (float)(i / PIX);
+        out[i] = 0.9f - in[i] / 2;
+        target[i] = 0.5f;
+    }
+    in[PIX + 0] = -1, in[PIX + 5] = 3;
+    const float *columns[3] = {in, out, target};
+    const char *titles[3] = {"noisy <input>", "output", NULL};
+    ck_assert_int_eq(clnet_write_image_columns_svg(path, columns, titles, 3, 1, 2, 3, N), CLNET_OK);
+    char *svg = read_svg(path);
+    ck_assert_int_eq(count(svg, "<image "), 3 * N);
+    /* three samples a row: the two titles over each of the first row's samples */
+    ck_assert_int_eq(count(svg, ">noisy &lt;input&gt;<"), 3);
+    ck_assert_int_eq(count(svg, ">output<"), 3);
+    ck_assert_int_eq(count(svg, "class=\"title\""), 6);
+    ck_assert_int_eq(count(svg, "class=\"caption\""), N);
+    ck_assert(strstr(svg, ">sample 4<"));
+    for (int i = 0; i < N; i++) {
+        double lo = i == 1 ? -1 : 0, hi = i == 1 ? 3 : 1;
+        for (int k = 0; k < 3; k++)
+            assert_grey_image(svg, 3 * i + k, columns[k] + i * PIX, 2, 3, lo, hi);
+    }
+    free(svg);
+    /* one column, no titles; three channels are drawn in colour */
+    float rgb[3 * PIX];
+    for (int i = 0; i < 3 * PIX; i++) rgb[i] = (float)i / (3 * PIX - 1);
+    const float *one[1] = {rgb};
+    ck_assert_int_eq(clnet_write_image_columns_svg(path, one, NULL, 1, 3, 2, 3, 1), CLNET_OK);
+    svg = read_svg(path);
+    ck_assert_int_eq(count(svg, "<image "), 1);
+    ck_assert_int_eq(count(svg, "class=\"title\""), 0);
+    png_image im = decode_png(svg, 0);
+    ck_assert_int_eq(im.colours, 3);
+    for (int p = 0; p < PIX; p++)
+        for (int c = 0; c < 3; c++)
+            ck_assert_int_eq(im.pixels[p * 3 + c], grey(rgb[c * PIX + p], 0, 1));
+    free(im.pixels);
+    free(svg);
+}
+END_TEST
+
+START_TEST(predictions_draw_each_image_on_its_own_range) {
+    char dir[256], path[300];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/p.svg", dir);
+    enum { N = 3, PIX = 4 };
+    float x[N * PIX];
+    for (int i = 0; i < N * PIX; i++) x[i] = (float)((i * 7) % 5) * (float)(1 + i / PIX) - 2;
+    x[5] = NAN; /* drawn black, and left out of the range */
+    int predicted[N] = {1, 2, 3};
+    int32_t labels[N] = {1, 0, 3};
+    ck_assert_int_eq(clnet_write_predictions_svg(path, x, 1, 2, 2, N, predicted, labels), CLNET_OK);
+    char *svg = read_svg(path);
+    ck_assert_int_eq(count(svg, "<image "), N);
+    ck_assert(strstr(svg, ">1 (true 1)<") && strstr(svg, ">3 (true 3)<"));
+    ck_assert_int_eq(count(svg, "fill=\"#d62728\">2 (true 0)<"), 1); /* wrong: red */
+    for (int i = 0; i < N; i++) {
+        float lo = INFINITY, hi = -INFINITY;
+        for (int p = 0; p < PIX; p++)
+            if (isfinite(x[i * PIX + p]))
+                lo = fminf(lo, x[i * PIX + p]), hi = fmaxf(hi, x[i * PIX + p]);
+        float v[PIX];
+        for (int p = 0; p < PIX; p++) v[p] = isfinite(x[i * PIX + p]) ? x[i * PIX + p] : lo;
+        assert_grey_image(svg, i, v, 2, 2, lo, hi);
+    }
+    free(svg);
+}
+END_TEST
+
+START_TEST(volumes_draw_their_three_central_slices) {
+    char dir[256], path[300];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/v.svg", dir);
+    enum { N = 3, D = 4, H = 3, W = 2, SIZE = D * H * W };
+    float x[N * SIZE];
+    for (int i = 0; i < N; i++)
+        for (int d = 0; d < D; d++)
+            for (int h = 0; h < H; h++)
+                for (int w = 0; w < W; w++)
+                    x[((i * D + d) * H + h) * W + w] = (float)(100 * d + 10 * h + w + i);
+    int predicted[N] = {0, 1, 1};
+    int32_t labels[N] = {0, 1, 0};
+    ck_assert_int_eq(clnet_write_volume_predictions_svg(path, x, 1, D, H, W, N, predicted, labels),
+                     CLNET_OK);
+    char *svg = read_svg(path);
+    ck_assert_int_eq(count(svg, "<image "), 3 * N);
+    ck_assert(strstr(svg, ">axial d=2<") && strstr(svg, ">coronal h=1<") &&
+              strstr(svg, ">sagittal w=1<"));
+    ck_assert_int_eq(count(svg, "class=\"caption\""), N);
+    ck_assert_int_eq(count(svg, "fill=\"#d62728\">1 (true 0)<"), 1);
+    for (int i = 0; i < N; i++) {
+        float axial[H * W], coronal[D * W], sagittal[D * H];
+        const float *v = x + i * SIZE;
+        for (int h = 0; h < H; h++)
+            for (int w = 0; w < W; w++) axial[h * W + w] = v[(2 * H + h) * W + w];
+        for (int d = 0; d < D; d++)
+            for (int w = 0; w < W; w++) coronal[d * W + w] = v[(d * H + 1) * W + w];
+        for (int d = 0; d < D; d++)
+            for (int h = 0; h < H; h++) sagittal[d * H + h] = v[(d * H + h) * W + 1];
+        /* one scale for the three: from the smallest value drawn (the sagittal slice's d 0,
+         * h 0, w 1) to the largest (its d 3, h 2, w 1) */
+        double lo = 1 + i, hi = 321 + i;
+        assert_grey_image(svg, 3 * i, axial, H, W, lo, hi);
+        assert_grey_image(svg, 3 * i + 1, coronal, D, W, lo, hi);
+        assert_grey_image(svg, 3 * i + 2, sagittal, D, H, lo, hi);
+    }
+    free(svg);
+}
+END_TEST
+
+/* The d attribute of the k-th signal path (0-based), copied. */
+static char *path_data(const char *svg, int k) {
+    const char *at = svg;
+    for (int i = 0; i <= k; i++) {
+        at = strstr(at, "class=\"signal\"");
+        ck_assert_msg(at != NULL, "no signal path %d", k);
+        at++;
+    }
+    at = strstr(at, " d=\"") + 4;
+    size_t n = strcspn(at, "\"");
+    char *d = malloc(n + 1);
+    memcpy(d, at, n);
+    d[n] = '\0';
+    return d;
+}
+
+START_TEST(signals_draw_a_line_a_channel) {
+    char dir[256], path[300];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/s.svg", dir);
+    enum { N = 3, C = 2, L = 5 };
+    float x[N * C * L];
+    for (int i = 0; i < N * C * L; i++) x[i] = (float)(i % L); /* 0 1 2 3 4 in each channel */
+    for (int j = 0; j < L; j++) x[L + j] = (float)(4 - j);     /* sample 0, channel 1: falling */
+    x[2 * C * L + 2] = NAN;                                    /* sample 2 channel 0 breaks */
+    int predicted[N] = {1, 0, 1};
+    ck_assert_int_eq(clnet_write_signal_predictions_svg(path, x, C, L, N, predicted, NULL),
+                     CLNET_OK);
+    char *svg = read_svg(path);
+    ck_assert_int_eq(count(svg, "class=\"signal\""), N * C);
+    ck_assert_int_eq(count(svg, "class=\"caption\""), N);
+    ck_assert_int_eq(count(svg, "(true"), 0);
+    /* the first box's plot area: x 12..204, y 12..84 for the values 0..4 */
+    char *d = path_data(svg, 0);
+    ck_assert_str_eq(d, "M12.0 84.0 L60.0 66.0 L108.0 48.0 L156.0 30.0 L204.0 12.0");
+    free(d);
+    d = path_data(svg, 1);
+    ck_assert_str_eq(d, "M12.0 12.0 L60.0 30.0 L108.0 48.0 L156.0 66.0 L204.0 84.0");
+    free(d);
+    d = path_data(svg, 4); /* NaN at 2: two pieces */
+    int pieces = 0;
+    for (const char *p = d; *p; p++) pieces += *p == 'M';
+    ck_assert_int_eq(pieces, 2);
+    free(d);
+    free(svg);
+    /* a long signal keeps each pixel column's extremes: a lone spike survives */
+    enum { LONG = 100000 };
+    float *s = calloc(LONG, sizeof *s);
+    s[50001] = 10;
+    s[70000] = -2;
+    int one = 3;
+    int32_t label = 3;
+    ck_assert_int_eq(clnet_write_signal_predictions_svg(path, s, 1, LONG, 1, &one, &label),
+                     CLNET_OK);
+    svg = read_svg(path);
+    ck_assert(strstr(svg, ">3 (true 3)<"));
+    d = path_data(svg, 0);
+    int points = 0;
+    for (const char *p = d; *p; p++) points += *p == 'M' || *p == 'L';
+    ck_assert_int_le(points, 2 * 192);
+    ck_assert(strstr(d, " 12.0 L")); /* the spike: the top of the area */
+    ck_assert(strstr(d, " 84.0"));   /* the dip: its bottom */
+    free(d);
+    free(svg);
+    free(s);
+}
+END_TEST
+
+START_TEST(class_maps_colour_each_class) {
+    char dir[256], path[300];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/m.svg", dir);
+    enum { N = 2, H = 2, W = 3, P = H * W };
+    float x[N * P];
+    for (int i = 0; i < N * P; i++) x[i] = (float)i;
+    int predicted[N * P] = {0, 1, 2, 2, 1, 0, 1, 1, 1, 1, 1, 1};
+    int truth[N * P] = {0, 1, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1};
+    ck_assert_int_eq(clnet_write_class_maps_svg(path, x, 1, H, W, N, predicted, truth, 3),
+                     CLNET_OK);
+    char *svg = read_svg(path);
+    ck_assert_int_eq(count(svg, "<image "), 3 * N);
+    ck_assert(strstr(svg, ">input<") && strstr(svg, ">predicted<") && strstr(svg, ">true<"));
+    ck_assert(strstr(svg, ">5 of 6 right<") && strstr(svg, ">6 of 6 right<"));
+    ck_assert_int_eq(count(svg, "class=\"legend\""), 3);
+    static const unsigned char RGB[3][3] = {
+        {0x1f, 0x77, 0xb4}, {0xff, 0x7f, 0x0e}, {0x2c, 0xa0, 0x2c}};
+    for (int i = 0; i < N; i++)
+        for (int m = 0; m < 2; m++) {
+            png_image im = decode_png(svg, 3 * i + 1 + m);
+            ck_assert(im.w == W && im.h == H && im.colours == 3);
+            const int *map = (m ? truth : predicted) + i * P;
+            for (int p = 0; p < P; p++)
+                ck_assert_int_eq(memcmp(im.pixels + 3 * p, RGB[map[p]], 3), 0);
+            free(im.pixels);
+        }
+    assert_grey_image(svg, 0, x, H, W, 0, 5);
+    free(svg);
+    /* without the truth: two columns, no count */
+    ck_assert_int_eq(clnet_write_class_maps_svg(path, x, 1, H, W, N, predicted, NULL, 3), CLNET_OK);
+    svg = read_svg(path);
+    ck_assert_int_eq(count(svg, "<image "), 2 * N);
+    ck_assert_int_eq(count(svg, "right<"), 0);
+    free(svg);
+    /* a class out of range names the sample and the position */
+    truth[P + 4] = 3;
+    ck_assert_int_eq(clnet_write_class_maps_svg(path, x, 1, H, W, N, predicted, truth, 3),
+                     CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(
+        strstr(clnet_last_error(), "true class 3 of sample 1 at position 4 is not 0 to 2"), "%s",
+        clnet_last_error());
+}
+END_TEST
+
+START_TEST(sample_pictures_refuse_bad_arguments) {
+    char dir[256], path[300];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/bad.svg", dir);
+    float x[64] = {0};
+    int predicted[4] = {0};
+    const float *columns[2] = {x, NULL};
+    const clnet_status BAD = CLNET_ERR_INVALID_ARGUMENT;
+    ck_assert_int_eq(clnet_write_image_columns_svg(NULL, columns, NULL, 1, 1, 2, 2, 1), BAD);
+    ck_assert_int_eq(clnet_write_image_columns_svg(path, NULL, NULL, 1, 1, 2, 2, 1), BAD);
+    ck_assert_int_eq(clnet_write_image_columns_svg(path, columns, NULL, 0, 1, 2, 2, 1), BAD);
+    ck_assert_int_eq(clnet_write_image_columns_svg(path, columns, NULL, 2, 1, 2, 2, 1), BAD);
+    ck_assert_msg(strstr(clnet_last_error(), "column 1 is NULL"), "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_write_image_columns_svg(path, columns, NULL, 1, 1, 2, 2, 0), BAD);
+    ck_assert_msg(strstr(clnet_last_error(), "n = 0: nothing to draw"), "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_write_image_columns_svg(path, columns, NULL, 1, 1, 70000, 2, 1), BAD);
+    ck_assert_msg(strstr(clnet_last_error(), "height = 70000, not 1 to 65535"), "%s",
+                  clnet_last_error());
+    ck_assert_int_eq(clnet_write_predictions_svg(path, x, 0, 2, 2, 1, predicted, NULL), BAD);
+    ck_assert_int_eq(clnet_write_predictions_svg(path, x, 1, 2, 2, 1, NULL, NULL), BAD);
+    ck_assert_int_eq(clnet_write_volume_predictions_svg(path, x, 1, 0, 2, 2, 1, predicted, NULL),
+                     BAD);
+    ck_assert_msg(strstr(clnet_last_error(), "clnet_write_volume_predictions_svg") &&
+                      strstr(clnet_last_error(), "depth = 0"),
+                  "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_write_volume_predictions_svg(path, NULL, 1, 2, 2, 2, 1, predicted, NULL),
+                     BAD);
+    ck_assert_int_eq(clnet_write_signal_predictions_svg(path, x, 1, 0, 1, predicted, NULL), BAD);
+    ck_assert_int_eq(clnet_write_signal_predictions_svg(path, x, 1, 8, -1, predicted, NULL), BAD);
+    ck_assert_int_eq(clnet_write_signal_predictions_svg(path, x, 1, 8, 1, NULL, NULL), BAD);
+    ck_assert_int_eq(clnet_write_class_maps_svg(path, x, 1, 2, 2, 1, predicted, NULL, 0), BAD);
+    ck_assert_int_eq(clnet_write_class_maps_svg(path, x, 1, 2, 2, 1, NULL, NULL, 2), BAD);
+    ck_assert_int_eq(entries_in(dir), 0); /* nothing written */
+    /* a folder that is not there: an I/O error naming the file, no temporary file */
+    snprintf(path, sizeof path, "%s/missing/p.svg", dir);
+    ck_assert_int_eq(clnet_write_signal_predictions_svg(path, x, 1, 8, 1, predicted, NULL),
+                     CLNET_ERR_IO);
+    ck_assert_msg(strstr(clnet_last_error(), path), "%s", clnet_last_error());
+    ck_assert_int_eq(entries_in(dir), 0);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("plot");
     TCase *t = tcase_create("plot");
@@ -389,6 +768,12 @@ int main(void) {
     tcase_add_test(t, an_existing_picture_is_replaced);
     tcase_add_test(t, bad_arguments_are_refused);
     tcase_add_test(t, long_and_odd_ranges_get_readable_ticks);
+    tcase_add_test(t, image_columns_share_one_scale_per_sample);
+    tcase_add_test(t, predictions_draw_each_image_on_its_own_range);
+    tcase_add_test(t, volumes_draw_their_three_central_slices);
+    tcase_add_test(t, signals_draw_a_line_a_channel);
+    tcase_add_test(t, class_maps_colour_each_class);
+    tcase_add_test(t, sample_pictures_refuse_bad_arguments);
     suite_add_tcase(s, t);
     return test_run_suite(s);
 }

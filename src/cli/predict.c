@@ -7,9 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PICTURED   16 /* samples drawn by --picture */
-#define TEXT_OF(n) #n
-#define NUMBER(n)  TEXT_OF(n) /* a macro's value as a string literal */
+#define PICTURED      16 /* samples drawn by --picture */
+#define TEXT_OF(n)    #n
+#define NUMBER(n)     TEXT_OF(n) /* a macro's value as a string literal */
+#define PICTURED_TEXT NUMBER(PICTURED)
+#define PICTURE_HELP                                                                               \
+    "draw the first " PICTURED_TEXT " samples: a classifier's images,\n"                           \
+    "volumes (central slices) or signals with the predicted\n"                                     \
+    "(and true) class, or its class maps; input | output\n"                                        \
+    "(| target) for a model whose output is shaped as its\n"                                       \
+    "input (an autoencoder)"
 
 typedef struct {
     const char *model, *weights, *output, *input, *data, *devices, *picture;
@@ -92,8 +99,7 @@ static const cli_opt predict_opts[] = {
      .arg = "FILE.svg",
      .type = CLI_TEXT,
      .at = AT(picture),
-     .help = "draw the first " NUMBER(PICTURED) " samples with their predicted (and true)\n"
-                                                "class"},
+     .help = PICTURE_HELP},
     CLI_DEVICES(options, "which devices (see clnet devices); batches are split across\n"
                          "them as in evaluation"),
     CLI_BATCH(options, "samples per pass"),
@@ -168,6 +174,10 @@ typedef struct {
     clnet_loader *loader;
     float *out;      /* (n, outputs) */
     float *pictured; /* (drawn, *sample's shape): the inputs --picture draws */
+    /* (drawn, targets): the data's targets of the samples drawn (float targets or class maps), or
+     * NULL without */
+    float *pictured_targets;
+    size_t targets;  /* the values of one sample's target; 0: none */
     int *predicted;  /* (n) */
     int32_t *labels; /* (n) */
     int n, classes, labelled, drawn;
@@ -183,6 +193,7 @@ static void prediction_free(prediction *p) {
     free(p->predicted);
     free(p->labels);
     free(p->pictured);
+    free(p->pictured_targets);
     clnet_loader_free(p->loader);
     clnet_net_free(p->net);
     clnet_runtime_free(p->rt);
@@ -230,7 +241,11 @@ static int prepare(prediction *p) {
     p->predicted = malloc((size_t)p->n * sizeof *p->predicted);
     p->labels = malloc((size_t)p->n * sizeof *p->labels);
     p->pictured = malloc((size_t)p->drawn * p->sample * sizeof *p->pictured);
-    if (!p->out || !p->predicted || !p->labels || !p->pictured) {
+    p->targets = (size_t)clnet_dataset_targets(p->ds, NULL);
+    if (p->targets)
+        p->pictured_targets = malloc((size_t)p->drawn * p->targets * sizeof *p->pictured_targets);
+    if (!p->out || !p->predicted || !p->labels || !p->pictured ||
+        (p->targets && !p->pictured_targets)) {
         fprintf(stderr, "clnet: out of memory for %d outputs\n", p->n);
         return 1;
     }
@@ -270,6 +285,13 @@ static void keep(prediction *p, const clnet_batch *b, int first, const float *ro
     }
 }
 
+/* The data's targets of the samples --picture draws, from batch b (its first sample `first`). */
+static void keep_drawn_targets(prediction *p, const clnet_batch *b, int first) {
+    for (int i = 0; b->targets && i < b->n && first + i < p->drawn; i++)
+        memcpy(p->pictured_targets + (size_t)(first + i) * p->targets,
+               b->targets + (size_t)i * p->targets, p->targets * sizeof *p->pictured_targets);
+}
+
 static int predict_all(prediction *p) {
     for (int done = 0; done < p->n;) {
         clnet_batch b;
@@ -279,31 +301,176 @@ static int predict_all(prediction *p) {
                                             : clnet_net_logits(p->net, b.images, b.n, dst);
         if (s != CLNET_OK) return fail("prediction");
         keep(p, &b, done, dst);
+        keep_drawn_targets(p, &b, done);
         done += b.n;
     }
     return 0;
 }
 
-/* --picture: the first samples with their predicted (and true) classes; images only. */
-static int draw(const prediction *p) {
-    int image[4];
-    if (!p->classifier || p->positions > 1) {
-        fprintf(stderr, "clnet: --picture: %s has no class a sample to draw; nothing drawn\n",
-                p->o.model);
-        return 0;
-    }
-    if (clnet_net_input_rank(p->net, image) != 3) {
-        fprintf(stderr,
-                "clnet: --picture: %s takes no images (channels, height, width); "
-                "nothing drawn\n",
-                p->o.model);
-        return 0;
-    }
-    if (clnet_write_predictions_svg(p->o.picture, p->pictured, image[0], image[1], image[2],
-                                    p->drawn, p->predicted,
-                                    p->labelled ? p->labels : NULL) != CLNET_OK)
-        return fail("picture");
+/* ---- --picture: what the model made of the first samples -------------------------------- */
+
+static int nothing_drawn(const prediction *p, const char *why) {
+    fprintf(stderr, "clnet: --picture: %s %s; nothing drawn\n", p->o.model, why);
     return 0;
+}
+
+static int drew(const prediction *p, clnet_status s, const char *what) {
+    if (s != CLNET_OK) return fail("picture");
+    fprintf(stderr, "clnet: --picture: drew %d %s to %s\n", p->drawn, what, p->o.picture);
+    return 0;
+}
+
+/* The drawn inputs as the data gave them: the loader's normalisation undone. */
+static float *data_units(const prediction *p, const float *x) {
+    size_t count = (size_t)p->drawn * p->sample;
+    float *y = malloc(count * sizeof *y);
+    for (size_t k = 0; y && k < count; k++) y[k] = x[k] * (float)p->o.std + (float)p->o.mean;
+    return y;
+}
+
+/* The loss layer's output for the drawn samples, in the data's units: what --probabilities
+ * writes (the sigmoid of bce_with_logits' logits), with the normalisation undone where the
+ * target is the input itself (target=input: the output is compared with the normalised input). */
+static float *drawn_outputs(const prediction *p) {
+    int last = clnet_net_layer_count(p->net) - 1;
+    clnet_layer_info loss;
+    clnet_net_layer_info(p->net, last, &loss);
+    int sigmoid = !p->o.probabilities && strcmp(loss.kind, "bce_with_logits") == 0;
+    int of_input = loss.inputs == 2 && strcmp(loss.input_names[1], "input") == 0;
+    size_t count = (size_t)p->drawn * p->outputs;
+    float *y = malloc(count * sizeof *y);
+    for (size_t k = 0; y && k < count; k++) {
+        float v = sigmoid ? 1.0f / (1.0f + expf(-p->out[k])) : p->out[k];
+        y[k] = of_input ? v * (float)p->o.std + (float)p->o.mean : v;
+    }
+    return y;
+}
+
+/* The data's targets when they are images of the input's shape that differ from the inputs
+ * drawn (a denoiser's clean images), else NULL: they make a third column. */
+static const float *target_column(const prediction *p, const float *inputs) {
+    if (!p->pictured_targets || p->targets != p->sample || clnet_dataset_target_classes(p->ds))
+        return NULL;
+    for (size_t k = 0; k < (size_t)p->drawn * p->sample; k++)
+        if (fabsf(p->pictured_targets[k] - inputs[k]) > 1e-6f * (1 + fabsf(inputs[k])))
+            return p->pictured_targets;
+    return NULL;
+}
+
+/* The central axial slices (n, C, H, W) of volumes x (n, C, D, H, W), in place of x. */
+static void axial_slices(float *x, int n, const int *in) {
+    size_t plane = (size_t)in[2] * in[3];
+    for (size_t s = 0; s < (size_t)n * in[0]; s++) /* s: a sample's channel */
+        memmove(x + s * plane, x + (s * in[1] + in[1] / 2) * plane, plane * sizeof *x);
+}
+
+/* Columns (drawn, *the input's shape) of images, or of volumes (their central axial slices
+ * are drawn: the columns are cut down to them in place), titled input, output, target. */
+static int write_columns(const prediction *p, float *const *columns, int ncolumns, const int *in,
+                         int rank) {
+    static const char *const NAMES[3] = {"input", "output", "target"};
+    char titles[3][32], what[80];
+    for (int k = 0; k < ncolumns; k++) {
+        snprintf(titles[k], sizeof titles[k], "%s", NAMES[k]);
+        if (rank == 4) {
+            snprintf(titles[k], sizeof titles[k], "%s d=%d", NAMES[k], in[1] / 2);
+            axial_slices(columns[k], p->drawn, in);
+        }
+    }
+    snprintf(what, sizeof what, "reconstructions (input | output%s)%s",
+             ncolumns == 3 ? " | target" : "", rank == 4 ? " of central axial slices" : "");
+    clnet_status s = clnet_write_image_columns_svg(
+        p->o.picture, (const float *const[]){columns[0], columns[1], columns[2]},
+        (const char *const[]){titles[0], titles[1], titles[2]}, ncolumns, in[0], in[rank - 2],
+        in[rank - 1], p->drawn);
+    return drew(p, s, what);
+}
+
+/* A model whose output has its input's shape (an autoencoder, a denoiser, a regression onto
+ * images): input | output, and | target where the data's targets differ from the inputs. */
+static int draw_reconstructions(const prediction *p, const int *in, int rank) {
+    int64_t shape[8];
+    int same = output_shape(p->net, shape) == rank;
+    for (int d = 0; same && d < rank; d++) same = shape[d] == in[d];
+    if (!same) return nothing_drawn(p, "gives outputs not shaped as its inputs");
+    if (rank != 3 && rank != 4) return nothing_drawn(p, "reconstructs no images or volumes");
+    size_t bytes = (size_t)p->drawn * p->sample * sizeof(float);
+    float *columns[3] = {data_units(p, p->pictured), drawn_outputs(p), NULL};
+    const float *target = columns[0] ? target_column(p, columns[0]) : NULL;
+    if (target && (columns[2] = malloc(bytes)) != NULL) memcpy(columns[2], target, bytes);
+    int rc = 1;
+    if (columns[0] && columns[1] && (!target || columns[2]))
+        rc = write_columns(p, columns, target ? 3 : 2, in, rank);
+    else
+        fprintf(stderr, "clnet: --picture: out of memory\n");
+    for (int k = 0; k < 3; k++) free(columns[k]);
+    return rc;
+}
+
+/* softmax_cross_entropy per=position on images: each image, its predicted class map (the
+ * winner at each position of the outputs (classes, positions)) and the true one. */
+static int draw_class_maps(const prediction *p, const int *in) {
+    size_t P = (size_t)p->positions, count = (size_t)p->drawn * P;
+    int *predicted = malloc(count * sizeof *predicted), *truth = NULL, rc = 1;
+    float *images = data_units(p, p->pictured);
+    int with_truth = p->pictured_targets && clnet_dataset_target_classes(p->ds);
+    if (with_truth) truth = malloc(count * sizeof *truth);
+    if (!predicted || !images || (with_truth && !truth)) {
+        fprintf(stderr, "clnet: --picture: out of memory\n");
+        goto done;
+    }
+    for (size_t k = 0; k < count; k++) {
+        const float *row = p->out + (k / P) * p->outputs;
+        int best = 0;
+        for (int c = 1; c < p->classes; c++)
+            if (row[c * P + k % P] > row[(size_t)best * P + k % P]) best = c;
+        predicted[k] = best;
+        if (truth) truth[k] = (int)p->pictured_targets[k];
+    }
+    rc = drew(p,
+              clnet_write_class_maps_svg(p->o.picture, images, in[0], in[1], in[2], p->drawn,
+                                         predicted, truth, p->classes),
+              truth ? "class maps (input | predicted | true)" : "class maps (input | predicted)");
+done:
+    free(predicted);
+    free(truth);
+    free(images);
+    return rc;
+}
+
+/* --picture: reconstructions for a model without classes whose output has its input's shape;
+ * for a classifier, its images, volumes (central slices) or signals with their predicted (and
+ * true) classes, or class maps for a classifier of each position of images. */
+static int draw(const prediction *p) {
+    int in[4], rank = clnet_net_input_rank(p->net, in);
+    if (!p->classifier) return draw_reconstructions(p, in, rank);
+    if (p->positions > 1)
+        return rank == 3 ? draw_class_maps(p, in)
+                         : nothing_drawn(p, "classifies the positions of no image");
+    if (rank < 2) return nothing_drawn(p, "takes no images, volumes or signals");
+    const int32_t *labels = p->labelled ? p->labels : NULL;
+    float *x = data_units(p, p->pictured);
+    if (!x) {
+        fprintf(stderr, "clnet: --picture: out of memory\n");
+        return 1;
+    }
+    clnet_status s;
+    const char *what;
+    if (rank == 2) {
+        s = clnet_write_signal_predictions_svg(p->o.picture, x, in[0], in[1], p->drawn,
+                                               p->predicted, labels);
+        what = "signals";
+    } else if (rank == 3) {
+        s = clnet_write_predictions_svg(p->o.picture, x, in[0], in[1], in[2], p->drawn,
+                                        p->predicted, labels);
+        what = "images";
+    } else {
+        s = clnet_write_volume_predictions_svg(p->o.picture, x, in[0], in[1], in[2], in[3],
+                                               p->drawn, p->predicted, labels);
+        what = "volumes (central slices)";
+    }
+    free(x);
+    return drew(p, s, what);
 }
 
 /* The .npy file, the picture, and the line on stdout. */
