@@ -18,7 +18,8 @@
       Runs every shell block of the pages that runs clnet: ```sh blocks
       whole, and the `$ ` lines of ```console blocks (the rest is output).
       Each page's blocks run in order in one scratch folder where
-      `build/clnet` and `clnet` are CLNET and examples/, bench/, scripts/,
+      `build/clnet` and `clnet` are CLNET, build/examples/ the example
+      programs built next to it, and examples/, bench/, scripts/,
       include/ and cl/ are copies of the repository's (tests/ is linked).
       HTML comments on the lines right above a block's fence change what
       runs:
@@ -211,6 +212,9 @@ def scratch_folder(clnet):
     folder = tempfile.mkdtemp(prefix="clnet-docs-")
     os.mkdir(os.path.join(folder, "build"))
     os.symlink(os.path.abspath(clnet), os.path.join(folder, "build", "clnet"))
+    examples = os.path.join(os.path.dirname(os.path.abspath(clnet)), "examples")
+    if os.path.isdir(examples):  # the built example programs (make_volumes)
+        os.symlink(examples, os.path.join(folder, "build", "examples"))
     for name in COPIED:
         shutil.copytree(os.path.join(ROOT, name), os.path.join(folder, name), symlinks=True)
     for name in LINKED:
