@@ -114,7 +114,7 @@ def read_model(path):
                     layer.name = stem if kind in LOSSES else f"{stem}{counts[stem]}"
                 if layer.inputs is None:
                     layer.inputs = [last or "input"]
-                if kind in LOSSES[1:]:
+                if kind in LOSSES[1:] and "target" in options:  # else the data's targets
                     layer.inputs.append(options.pop("target"))
             except (ValueError, KeyError) as e:
                 raise ModelError(f"{path}:{number}: {e}") from None

@@ -474,6 +474,18 @@ int clnet_dataset_dims(const clnet_dataset *ds, int dims[4]);
  * it, so a model for a subset fits the whole set); 0 for NULL. */
 int clnet_dataset_classes(const clnet_dataset *ds);
 
+/* Makes each sample its own float target, for a denoising autoencoder (a loss
+ * of the data's targets, mse without target=, trained on inputs with noise:
+ * clnet_loader_config.noise): a loader's batch.targets then holds each
+ * sample's clean values, normalised as the loader normalises its images,
+ * (x - mean) / std, before any noise, so they equal the images of a loader
+ * without noise. Nothing is copied: the loader reads the samples twice.
+ * clnet_dataset_targets then gives a sample's size and shape (its labels, if
+ * any, stay). CLNET_ERR_INVALID_ARGUMENT for NULL or a data set that has
+ * targets of its own (float targets or class maps from .npy). Not while a
+ * loader uses the data set. */
+clnet_status clnet_dataset_targets_from_samples(clnet_dataset *ds);
+
 /* Keeps only the first n samples (1 <= n <= count): for quick runs and tests on
  * a subset. Not while a loader uses the data set. */
 clnet_status clnet_dataset_truncate(clnet_dataset *ds, int n);
@@ -487,6 +499,14 @@ typedef struct {
     int shuffle;     /* 1: a new permutation every epoch; 0: file order */
     int drop_last;   /* 1: an epoch ends before a last partial batch */
     float mean, std; /* image = (byte / 255 - mean) / std; 0 and 1 give [0, 1] */
+    /* Gaussian noise of standard deviation `noise` (0: none) added to every
+     * input value x in [0, 1] (byte / 255, or the .npy float) before the
+     * normalisation: image = (x + noise * z - mean) / std, z ~ N(0, 1). Each z
+     * is a pure function of (noise_seed, epoch, the sample's index in the data
+     * set, the value's index in the sample): the same whatever the batch
+     * size, order, seek or split across devices. Targets are never noisy. */
+    float noise;
+    uint64_t noise_seed;
 } clnet_loader_config;
 
 typedef struct {
@@ -505,9 +525,9 @@ typedef struct {
  * driven by xoshiro256** seeded from both, or file order without shuffle. So
  * runs with the same data set and configuration give bitwise the same
  * batches. CLNET_ERR_INVALID_ARGUMENT for a NULL pointer, batch < 1, a std of
- * 0 or a mean or std that is not finite, or drop_last with a batch larger than
- * the data set (an epoch would have no batch); CLNET_ERR_THREAD when the
- * thread cannot start. */
+ * 0 or a mean or std that is not finite, a noise below 0 or not finite, or drop_last with a batch
+ * larger than the data set (an epoch would have no batch); CLNET_ERR_THREAD when the thread cannot
+ * start. */
 clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
                                  const clnet_loader_config *cfg);
 
@@ -813,6 +833,12 @@ clnet_status clnet_net_check_replicas(clnet_net *net);
  * std scales them (0 and 1: [0, 1]). */
 clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float mean, float std,
                                 clnet_step_result *out);
+/* The same with the images prepared as a loader of configuration cfg
+ * prepares epoch 0 (its mean, std, noise and noise_seed; its batch, seed,
+ * shuffle and drop_last are not used): a denoiser's test loss is its error
+ * on noisy inputs against clean targets (clnet_dataset_targets_from_samples). */
+clnet_status clnet_net_evaluate_with(clnet_net *net, const clnet_dataset *ds,
+                                     const clnet_loader_config *cfg, clnet_step_result *out);
 
 /* ==== Checkpoints =============================================================== */
 
@@ -826,7 +852,8 @@ clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float m
  * is "optimizer.<optimizer>.<slot>.<tensor name>" (SGD's velocity:
  * "optimizer.sgd.momentum.conv1.weight"). __metadata__ holds the progress
  * below as decimal strings ("step", "epoch", "position", "data_seed",
- * "init_seed", and "mean" and "std" when recorded), "format" ("clnet-checkpoint-2"),
+ * "init_seed", "mean" and "std" when recorded, "noise" and "noise_seed" when
+ * the noise is not 0), "format" ("clnet-checkpoint-2"),
  * "clnet_version" and "model" (one line per layer: name, kind, output shape, inputs). Checkpoints
  * of clnet 0.1 ("clnet-checkpoint-1", velocity as "optimizer.momentum.<tensor name>") still load.
  * Saving is atomic: a temporary file, then a rename, so an interrupted save never damages the last
@@ -841,6 +868,10 @@ typedef struct {
     /* the images' normalisation in training, (x - mean) / std ("mean" and
      * "std" in the metadata); std 0: not recorded */
     float mean, std;
+    /* the training inputs' noise (clnet_loader_config.noise and noise_seed;
+     * "noise" and "noise_seed" in the metadata); 0: none, or not recorded */
+    float noise;
+    uint64_t noise_seed;
 } clnet_progress;
 
 /* Writes parameters, buffers, optimizer state and progress (may be NULL: zeros). */

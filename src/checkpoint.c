@@ -106,10 +106,12 @@ clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, c
     snprintf(position, sizeof position, "%" PRId64, p.position);
     snprintf(data_seed, sizeof data_seed, "%" PRIu64, p.data_seed);
     snprintf(init_seed, sizeof init_seed, "%" PRIu64, p.init_seed);
-    char mean[32], std[32];
+    char mean[32], std[32], noise[32], noise_seed[32];
     snprintf(mean, sizeof mean, "%.9g", (double)p.mean);
     snprintf(std, sizeof std, "%.9g", (double)p.std);
-    clnet_st_meta meta[12] = {
+    snprintf(noise, sizeof noise, "%.9g", (double)p.noise);
+    snprintf(noise_seed, sizeof noise_seed, "%" PRIu64, p.noise_seed);
+    clnet_st_meta meta[14] = {
         {"format", FORMAT},
         {"clnet_version", clnet_version()},
         {"optimizer", clnet_optim_name(o->kind)},
@@ -126,6 +128,10 @@ clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, c
     if (p.std != 0.0f) {
         meta[nmeta++] = (clnet_st_meta){"mean", mean};
         meta[nmeta++] = (clnet_st_meta){"std", std};
+    }
+    if (p.noise != 0.0f) {
+        meta[nmeta++] = (clnet_st_meta){"noise", noise};
+        meta[nmeta++] = (clnet_st_meta){"noise_seed", noise_seed};
     }
     TRY(clnet_st_save(path, tensors, count, meta, nmeta));
 cleanup:
@@ -185,6 +191,21 @@ static int file_state(const clnet_st_file *f, clnet_optimizer *k) {
     return 0;
 }
 
+/* "noise" and "noise_seed", written together when the noise is not 0. */
+static clnet_status noise_from(const clnet_st_file *f, const char *path, clnet_progress *p) {
+    const char *noise = clnet_st_meta_get(f, "noise"), *seed = clnet_st_meta_get(f, "noise_seed");
+    if (!noise && !seed) return CLNET_OK; /* trained without noise, or before clnet knew it */
+    char *end = NULL;
+    double d = noise ? strtod(noise, &end) : NAN;
+    if (!noise || !seed || *end || !isfinite(d) || d < 0 || !parse_u64(seed, &p->noise_seed))
+        return clnet_fail(CLNET_ERR_FORMAT,
+                          "%s: metadata noise='%s' noise_seed='%s' is no noise (a standard "
+                          "deviation of 0 or more and a seed)",
+                          path, noise ? noise : "(none)", seed ? seed : "(none)");
+    p->noise = (float)d;
+    return CLNET_OK;
+}
+
 static clnet_status progress_from(const clnet_st_file *f, const char *path, clnet_progress *p) {
     const char *keys[] = {"step", "epoch", "position", "data_seed", "init_seed"};
     memset(p, 0, sizeof *p);
@@ -214,7 +235,7 @@ static clnet_status progress_from(const clnet_st_file *f, const char *path, clne
         p->mean = (float)m;
         p->std = (float)d;
     }
-    return CLNET_OK;
+    return noise_from(f, path, p);
 }
 
 /* Fails on a tensor of the file that is none of the model's `count` entries. */

@@ -42,6 +42,9 @@ struct clnet_dataset {
     float *targets;
     int target_size, target_rank, target_dims[4];
     int target_classes;
+    /* clnet_dataset_targets_from_samples: each sample is its own target,
+     * read from images or floats (targets stays NULL) */
+    int samples_as_targets;
 };
 
 /* Float targets y for the samples x: one per sample, of 1 to 4 dimensions. */
@@ -465,6 +468,24 @@ int clnet_dataset_target_classes(const clnet_dataset *ds) {
     return ds ? ds->target_classes : 0;
 }
 
+clnet_status clnet_dataset_targets_from_samples(clnet_dataset *ds) {
+    if (!ds)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_dataset_targets_from_samples: ds is NULL");
+    if (ds->samples_as_targets) return CLNET_OK;
+    if (ds->target_size)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_dataset_targets_from_samples: the data set has %s of its own "
+                          "(%d values a sample)",
+                          ds->target_classes ? "classes per position" : "float targets",
+                          ds->target_size);
+    ds->samples_as_targets = 1;
+    ds->target_size = ds->channels * ds->height * ds->width;
+    ds->target_rank = ds->rank;
+    for (int i = 0; i < 4; i++) ds->target_dims[i] = i < ds->rank ? ds->dims[i] : 0;
+    return CLNET_OK;
+}
+
 int clnet_dataset_from_idx(const clnet_dataset *ds) {
     return ds ? ds->from_idx : 0;
 }
@@ -480,11 +501,17 @@ void clnet_dataset_free(clnet_dataset *ds) {
 
 /* ---- the order of an epoch ------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+#define GOLDEN 0x9E3779B97F4A7C15ull /* 2^64 / the golden ratio: splitmix64's step */
+
+/* splitmix64's output function: a bijection of 64-bit words that mixes well. */
+static uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+static uint64_t splitmix64(uint64_t *state) {
+    return mix64(*state += GOLDEN);
 }
 
 typedef struct {
@@ -540,6 +567,33 @@ static void make_order(int32_t *order, int n, int shuffle, uint64_t seed, int ep
         int32_t t = order[i];
         order[i] = order[j];
         order[j] = t;
+    }
+}
+
+/* ---- noise ------------------------------------------------------------------- */
+
+#define NOISE_DOMAIN 0x6E6F697365ull /* "noise": apart from the shuffles of one seed */
+
+/* The key of one sample's noise in one epoch: distinct (epoch, sample) give
+ * distinct keys for a seed (mix64 is a bijection). */
+static uint64_t noise_key(uint64_t seed, int epoch, int32_t sample) {
+    uint64_t which = (uint64_t)(uint32_t)epoch << 32 | (uint32_t)sample;
+    return mix64(mix64(seed ^ NOISE_DOMAIN) + GOLDEN * which);
+}
+
+/* z (n) ~ N(0, 1), value j of the sample whose key is `key`, times `scale`,
+ * added to dst: a counter-based stream (splitmix64 at position j / 2 after
+ * the key), each 64-bit word two uniforms, Box-Muller making them two
+ * normals, the cosine's for the even value, the sine's for the odd one. */
+static void add_noise(float *dst, size_t n, uint64_t key, float scale) {
+    const double two_pi = 6.283185307179586;
+    for (size_t pair = 0; 2 * pair < n; pair++) {
+        uint64_t bits = mix64(key + GOLDEN * (pair + 1));
+        double u1 = ((double)(bits >> 32) + 1.0) * 0x1p-32; /* (0, 1] */
+        double u2 = (double)(bits & 0xffffffffu) * 0x1p-32; /* [0, 1) */
+        double r = sqrt(-2.0 * log(u1));
+        dst[2 * pair] += scale * (float)(r * cos(two_pi * u2));
+        if (2 * pair + 1 < n) dst[2 * pair + 1] += scale * (float)(r * sin(two_pi * u2));
     }
 }
 
@@ -610,8 +664,22 @@ static cursor settle(const clnet_loader *l, cursor c) {
     return c;
 }
 
+/* dst (sample_bytes) = sample `sample`, normalised: (x - mean) / std. */
+static void normalise_sample(const clnet_loader *l, int32_t sample, float *dst) {
+    size_t from = (size_t)sample * l->sample_bytes;
+    const float *floats = l->ds->floats, mean = l->cfg.mean, std = l->cfg.std;
+    if (l->ds->images) { /* bytes: through the table */
+        const uint8_t *images = l->ds->images + from;
+        for (size_t j = 0; j < l->sample_bytes; j++) dst[j] = l->normalised[images[j]];
+    } else { /* float32 from .npy: as they are, then the mean and std */
+        for (size_t j = 0; j < l->sample_bytes; j++) dst[j] = (floats[from + j] - mean) / std;
+    }
+}
+
 /* Gathers the samples at positions [at, at + n) of the epoch's order and
- * converts their bytes to floats. Runs on the prefetch thread. */
+ * converts their bytes to floats, adding the noise to the inputs; the
+ * targets are the data set's, or the clean samples. Runs on the prefetch
+ * thread. */
 static clnet_status prepare_batch(clnet_loader *l, cursor at, int buffer, int fail,
                                   clnet_batch *out) {
     if (fail)
@@ -624,20 +692,20 @@ static clnet_status prepare_batch(clnet_loader *l, cursor at, int buffer, int fa
     int64_t left = l->count - at.position;
     int n = left < l->cfg.batch ? (int)left : l->cfg.batch;
     batch_buffer *b = &l->buffers[buffer];
-    const uint8_t *images = l->ds->images;
-    const float *floats = l->ds->floats, mean = l->cfg.mean, std = l->cfg.std;
+    size_t T = (size_t)l->ds->target_size;
+    /* noise x + noise * z is (x - mean) / std + (noise / std) * z after normalisation */
+    float scale = l->cfg.noise / l->cfg.std;
     for (int i = 0; i < n; i++) {
         int32_t sample = l->order[at.position + i];
-        size_t from = (size_t)sample * l->sample_bytes;
         float *dst = b->images + (size_t)i * l->sample_bytes; /* (C, H, W) */
-        if (images) {                                         /* bytes: through the table */
-            for (size_t j = 0; j < l->sample_bytes; j++) dst[j] = l->normalised[images[from + j]];
-        } else { /* float32 from .npy: as they are, then the mean and std */
-            for (size_t j = 0; j < l->sample_bytes; j++) dst[j] = (floats[from + j] - mean) / std;
-        }
+        normalise_sample(l, sample, dst);
+        if (l->ds->samples_as_targets) /* the clean sample, before its noise */
+            memcpy(b->targets + (size_t)i * T, dst, T * sizeof(float));
+        else if (T)
+            memcpy(b->targets + (size_t)i * T, l->ds->targets + (size_t)sample * T, T * 4);
+        if (l->cfg.noise > 0)
+            add_noise(dst, l->sample_bytes, noise_key(l->cfg.noise_seed, at.epoch, sample), scale);
         b->labels[i] = l->ds->labels[sample];
-        size_t T = (size_t)l->ds->target_size;
-        if (T) memcpy(b->targets + (size_t)i * T, l->ds->targets + (size_t)sample * T, T * 4);
     }
     *out = (clnet_batch){.images = b->images,
                          .labels = b->labels,
@@ -711,6 +779,10 @@ clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
         FAIL(CLNET_ERR_INVALID_ARGUMENT,
              "clnet_loader_create: mean %g and std %g must be finite and std not 0",
              (double)cfg->mean, (double)cfg->std);
+    if (!(cfg->noise >= 0.0f) || !isfinite(cfg->noise))
+        FAIL(CLNET_ERR_INVALID_ARGUMENT,
+             "clnet_loader_create: noise %g must be finite and 0 or more (a standard deviation)",
+             (double)cfg->noise);
     if (cfg->drop_last && cfg->batch > ds->count)
         FAIL(CLNET_ERR_INVALID_ARGUMENT,
              "clnet_loader_create: with drop_last, batch %d larger than the %d samples leaves no "

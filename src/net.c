@@ -702,15 +702,21 @@ clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const
 
 clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float mean, float std,
                                 clnet_step_result *out) {
+    clnet_loader_config cfg = {.mean = mean, .std = std};
+    return clnet_net_evaluate_with(net, ds, &cfg, out);
+}
+
+clnet_status clnet_net_evaluate_with(clnet_net *net, const clnet_dataset *ds,
+                                     const clnet_loader_config *with, clnet_step_result *out) {
     clnet_status status = CLNET_OK;
     clnet_loader *loader = NULL;
     TRY(need_bound(net, ds, "clnet_net_evaluate"));
-    clnet_loader_config cfg = {.batch = net->trainer->max_batch,
-                               .seed = 0,
-                               .shuffle = 0,
-                               .drop_last = 0,
-                               .mean = mean,
-                               .std = std};
+    if (!with) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_evaluate_with: cfg is NULL");
+    clnet_loader_config cfg = *with; /* epoch 0 in file order, in batches of the bound size */
+    cfg.batch = net->trainer->max_batch;
+    cfg.seed = 0;
+    cfg.shuffle = 0;
+    cfg.drop_last = 0;
     TRY(clnet_loader_create(&loader, ds, &cfg));
     TRY(clnet_broadcast_folded(net->trainer, &net->model));
     double loss = 0;

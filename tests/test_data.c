@@ -1258,6 +1258,230 @@ START_TEST(npy_bad_files_are_errors_naming_the_file_and_the_fault) {
 }
 END_TEST
 
+/* ---- noise on the inputs, the clean samples as targets ------------------------- */
+
+#define NOISE_EPOCHS 2
+
+static clnet_loader *noisy_loader(const clnet_dataset *ds, int batch, uint64_t seed, int shuffle,
+                                  float noise, uint64_t noise_seed) {
+    clnet_loader_config cfg = {.batch = batch,
+                               .seed = seed,
+                               .shuffle = shuffle,
+                               .mean = 0.0f,
+                               .std = 1.0f,
+                               .noise = noise,
+                               .noise_seed = noise_seed};
+    clnet_loader *l = NULL;
+    ck_assert_msg(clnet_loader_create(&l, ds, &cfg) == CLNET_OK, "%s", clnet_last_error());
+    return l;
+}
+
+/* The noisy images of epochs 0 to NOISE_EPOCHS - 1 by (epoch, sample), NaN where the
+ * loader gave none: from (epoch, position) on, through a loader of this batch,
+ * shuffling (with shuffle_seed) or not. Each batch's targets must be its samples,
+ * clean (sample_of checks every value), which says which sample an image is. */
+static float *noisy_epochs(const clnet_dataset *ds, int batch, int shuffle, uint64_t shuffle_seed,
+                           uint64_t noise_seed, int epoch, int64_t position) {
+    size_t per_epoch = (size_t)COUNT * PIXELS;
+    float *out = malloc(NOISE_EPOCHS * per_epoch * sizeof(float));
+    ck_assert_ptr_nonnull(out);
+    for (size_t k = 0; k < NOISE_EPOCHS * per_epoch; k++) out[k] = NAN;
+    clnet_loader *l = noisy_loader(ds, batch, shuffle_seed, shuffle, 0.3f, noise_seed);
+    if (epoch || position) ck_assert_int_eq(clnet_loader_seek(l, epoch, position), CLNET_OK);
+    for (;;) {
+        clnet_batch b;
+        ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+        if (b.epoch >= NOISE_EPOCHS) break;
+        ck_assert_ptr_nonnull(b.targets);
+        for (int i = 0; i < b.n; i++) {
+            int id = sample_of(b.targets, b.labels, i);
+            memcpy(out + b.epoch * per_epoch + (size_t)id * PIXELS, b.images + (size_t)i * PIXELS,
+                   PIXELS * sizeof(float));
+        }
+    }
+    clnet_loader_free(l);
+    return out;
+}
+
+/* How many of the samples' values were seen in both and are bitwise equal, in
+ * *equal, and seen in both, in *both. */
+static void compare_noise(const float *a, const float *b, size_t n, size_t *equal, size_t *both) {
+    *equal = 0, *both = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (isnan(a[k]) || isnan(b[k])) continue;
+        (*both)++;
+        *equal += memcmp(&a[k], &b[k], sizeof(float)) == 0;
+    }
+}
+
+/* The noise of a value is a function of (noise seed, epoch, sample, value)
+ * alone: the same at batch sizes 1, 7, 10 and 103, in file order or
+ * shuffled by any seed, and after a seek into the second epoch; another
+ * epoch or another noise seed changes every value. The targets are the clean
+ * samples throughout (noisy_epochs). */
+START_TEST(noise_is_a_function_of_seed_epoch_sample_and_value) {
+    clnet_dataset *ds = synthetic_set(0);
+    ck_assert_int_eq(clnet_dataset_targets_from_samples(ds), CLNET_OK);
+    size_t per_epoch = (size_t)COUNT * PIXELS, all = NOISE_EPOCHS * per_epoch, equal, both;
+    float *ref = noisy_epochs(ds, 10, 1, 4, 9, 0, 0);
+    struct {
+        int batch, shuffle;
+        uint64_t shuffle_seed;
+        int epoch, position;
+        const char *what;
+    } same[] = {{1, 0, 0, 0, 0, "batch 1, file order"},
+                {7, 1, 77, 0, 0, "batch 7, another shuffle"},
+                {COUNT, 1, 4, 0, 0, "one batch an epoch"},
+                {8, 1, 4, 1, 50, "after a seek to epoch 1 position 50"}};
+    for (size_t c = 0; c < sizeof same / sizeof *same; c++) {
+        float *x = noisy_epochs(ds, same[c].batch, same[c].shuffle, same[c].shuffle_seed, 9,
+                                same[c].epoch, same[c].position);
+        compare_noise(ref, x, all, &equal, &both);
+        size_t want = same[c].epoch ? (size_t)(COUNT - same[c].position) * PIXELS : all;
+        ck_assert_msg(both == want && equal == both, "%s: %zu of %zu values equal (want %zu)",
+                      same[c].what, equal, both, want);
+        free(x);
+    }
+    float *other = noisy_epochs(ds, 10, 1, 4, 10, 0, 0);
+    compare_noise(ref, other, all, &equal, &both);
+    ck_assert_msg(both == all && equal == 0, "another noise seed: %zu of %zu values equal", equal,
+                  both);
+    compare_noise(ref, ref + per_epoch, per_epoch, &equal, &both);
+    ck_assert_msg(both == per_epoch && equal == 0, "epochs 0 and 1: %zu of %zu values equal", equal,
+                  both);
+    free(other);
+    free(ref);
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+/* z = (image - target) * std / noise over 40 epochs (82,400 values), for
+ * noise 0.25 with mean 0.3 and std 2, is N(0, 1): its mean, standard
+ * deviation, the share within 1 and 2 of 0, and the correlation of the two
+ * values a Box-Muller pair makes and of neighbours of two pairs, each within
+ * five of its standard errors (noise in the normalised units would give a
+ * standard deviation of 2). */
+START_TEST(noise_has_the_standard_deviation_asked_in_pixel_units) {
+    clnet_dataset *ds = synthetic_set(0);
+    ck_assert_int_eq(clnet_dataset_targets_from_samples(ds), CLNET_OK);
+    const float noise = 0.25f, mean = 0.3f, std = 2.0f;
+    clnet_loader_config cfg = {
+        .batch = COUNT, .seed = 3, .shuffle = 1, .mean = mean, .std = std, .noise = noise};
+    clnet_loader *l = NULL;
+    ck_assert_int_eq(clnet_loader_create(&l, ds, &cfg), CLNET_OK);
+    double sum = 0, squares = 0, within1 = 0, within2 = 0, pair = 0, neighbours = 0, n = 0;
+    for (int e = 0; e < 40; e++) {
+        clnet_batch b;
+        ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+        for (int i = 0; i < b.n; i++) {
+            double z[PIXELS];
+            for (int j = 0; j < PIXELS; j++) {
+                size_t k = (size_t)i * PIXELS + j;
+                z[j] = ((double)b.images[k] - b.targets[k]) * std / noise;
+                sum += z[j], squares += z[j] * z[j], n++;
+                within1 += fabs(z[j]) < 1, within2 += fabs(z[j]) < 2;
+            }
+            for (int j = 0; j + 1 < PIXELS; j++) {
+                if (j % 2 == 0) pair += z[j] * z[j + 1];
+                if (j % 2 == 1) neighbours += z[j] * z[j + 1];
+            }
+        }
+    }
+    double m = sum / n, s = sqrt(squares / n - m * m), pairs = n / 2, se = 1 / sqrt(n);
+    printf("noise: %.0f values, mean %.4f, std %.4f, |z|<1 %.4f, |z|<2 %.4f, pair correlation "
+           "%.4f, neighbours %.4f\n",
+           n, m, s, within1 / n, within2 / n, pair / pairs, neighbours / (pairs - n / PIXELS));
+    ck_assert_msg(fabs(m) < 5 * se, "mean %g", m);
+    ck_assert_msg(fabs(s - 1) < 5 * se / sqrt(2), "standard deviation %g, want 1", s);
+    ck_assert_msg(fabs(within1 / n - 0.682689) < 5 * sqrt(0.682689 * 0.317311 / n),
+                  "share within 1: %g, want 0.6827", within1 / n);
+    ck_assert_msg(fabs(within2 / n - 0.954500) < 5 * sqrt(0.9545 * 0.0455 / n),
+                  "share within 2: %g, want 0.9545", within2 / n);
+    ck_assert_msg(fabs(pair / pairs) < 5 / sqrt(pairs), "pair correlation %g", pair / pairs);
+    ck_assert_msg(fabs(neighbours / (pairs - n / PIXELS)) < 5 / sqrt(pairs - n / PIXELS),
+                  "neighbour correlation %g", neighbours / (pairs - n / PIXELS));
+    clnet_loader_free(l);
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+/* clnet_dataset_targets_from_samples: a sample's shape as the targets' (an IDX
+ * set keeps its labels), each batch's targets its samples normalised as the
+ * images are and bitwise those of a loader without noise, for bytes and for
+ * float32 samples; noise 0 adds nothing. A data set with targets of its own,
+ * NULL, and a noise below 0 or not a number are refused. */
+START_TEST(samples_as_targets_are_the_clean_normalised_samples) {
+    clnet_dataset *ds = synthetic_set(0);
+    ck_assert_int_eq(clnet_dataset_targets(ds, NULL), 0);
+    ck_assert_int_eq(clnet_dataset_targets_from_samples(ds), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_targets_from_samples(ds), CLNET_OK); /* twice is once */
+    int dims[4];
+    ck_assert_int_eq(clnet_dataset_targets(ds, dims), PIXELS);
+    ck_assert(dims[0] == 1 && dims[1] == HEIGHT && dims[2] == WIDTH && dims[3] == 0);
+    ck_assert_int_eq(clnet_dataset_labelled(ds), 1);
+    ck_assert_int_eq(clnet_dataset_target_classes(ds), 0);
+    for (int c = 0; c < 3; c++) {
+        float noise = c == 0 ? 0.0f : 0.5f;
+        clnet_loader_config cfg = {.batch = 16,
+                                   .seed = 2,
+                                   .shuffle = 1,
+                                   .mean = 0.286f,
+                                   .std = 0.353f,
+                                   .noise = noise,
+                                   .noise_seed = 5};
+        clnet_loader_config clean = cfg;
+        clean.noise = 0;
+        clnet_loader *l = NULL, *plain = NULL;
+        ck_assert_int_eq(clnet_loader_create(&l, ds, &cfg), CLNET_OK);
+        ck_assert_int_eq(clnet_loader_create(&plain, ds, &clean), CLNET_OK);
+        for (int k = 0; k < 9; k++) { /* over an epoch's end */
+            clnet_batch b, p;
+            ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+            ck_assert_int_eq(clnet_loader_next(plain, &p), CLNET_OK);
+            size_t values = (size_t)b.n * PIXELS;
+            ck_assert_mem_eq(b.targets, p.images, values * sizeof(float));
+            ck_assert_mem_eq(p.targets, p.images, values * sizeof(float));
+            if (noise == 0) ck_assert_mem_eq(b.images, p.images, values * sizeof(float));
+            for (size_t v = 0; noise > 0 && v < values; v++)
+                ck_assert_msg(b.images[v] != b.targets[v], "value %zu has no noise", v);
+        }
+        clnet_loader_free(l);
+        clnet_loader_free(plain);
+        if (c < 2) continue;
+        /* float32 samples (64, 1, 8, 8) without labels: (x - mean) / std */
+        clnet_dataset_free(ds);
+        ck_assert_int_eq(clnet_dataset_load_npy(&ds, npy("x_f32_regress.npy"), NULL), CLNET_OK);
+        ck_assert_int_eq(clnet_dataset_targets_from_samples(ds), CLNET_OK);
+        ck_assert_int_eq(clnet_dataset_targets(ds, dims), 64);
+        ck_assert(dims[0] == 1 && dims[1] == 8 && dims[2] == 8 && dims[3] == 0);
+        int32_t labels[64];
+        float *x = loaded(ds, 0.0f, 1.0f, labels);
+        clnet_loader *f = noisy_loader(ds, 64, 0, 0, 0.1f, 3);
+        clnet_batch b;
+        ck_assert_int_eq(clnet_loader_next(f, &b), CLNET_OK);
+        ck_assert_int_eq(b.n, 64);
+        ck_assert_mem_eq(b.targets, x, 64 * 64 * sizeof(float));
+        clnet_loader_free(f);
+        free(x);
+    }
+    clnet_dataset_free(ds);
+    ck_assert_int_eq(clnet_dataset_targets_from_samples(NULL), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(
+        clnet_dataset_load_npy(&ds, npy("x_f32_regress.npy"), npy("y_f32_regress.npy")), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_targets_from_samples(ds), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "float targets of its own"), "%s", clnet_last_error());
+    float bad[] = {-0.1f, NAN, INFINITY};
+    for (int i = 0; i < 3; i++) {
+        clnet_loader_config cfg = {.batch = 4, .std = 1, .noise = bad[i]};
+        clnet_loader *l = NULL;
+        ck_assert_int_eq(clnet_loader_create(&l, ds, &cfg), CLNET_ERR_INVALID_ARGUMENT);
+        ck_assert_ptr_null(l);
+        ck_assert_msg(strstr(clnet_last_error(), "noise"), "%s", clnet_last_error());
+    }
+    clnet_dataset_free(ds);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("data");
     TCase *t = tcase_create("data");
@@ -1287,6 +1511,9 @@ int main(void) {
     tcase_add_test(t, seek_and_free_while_prefetching_are_clean);
     tcase_add_test(t, npy_files_of_each_type_and_rank_read_back_exactly);
     tcase_add_test(t, npy_bad_files_are_errors_naming_the_file_and_the_fault);
+    tcase_add_test(t, noise_is_a_function_of_seed_epoch_sample_and_value);
+    tcase_add_test(t, noise_has_the_standard_deviation_asked_in_pixel_units);
+    tcase_add_test(t, samples_as_targets_are_the_clean_normalised_samples);
     suite_add_tcase(s, t);
     /* Its own case (and CTest entry), so that a missing data set shows as a skip. */
     TCase *real = tcase_create("fashion_mnist");

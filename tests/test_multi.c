@@ -88,11 +88,26 @@ static const char *SEGMENT[] = {"input channels=1 height=8 width=8",
                                 "upsample scale=2",
                                 "conv2d filters=3 size=3 pad=1",
                                 "softmax_cross_entropy per=position"};
+/* A denoising autoencoder with batch norm: mse against the data's targets,
+ * which are its clean samples, on inputs with noise from the loader (no bias
+ * before a batch norm: its gradient is 0, its update rounding alone) */
+static const char *DENOISER[] = {"input channels=1 height=8 width=8",
+                                 "conv2d filters=4 size=3 stride=2 pad=1 bias=off",
+                                 "batchnorm",
+                                 "silu",
+                                 "conv_transpose2d filters=4 size=4 stride=2 pad=1 bias=off",
+                                 "batchnorm",
+                                 "gelu",
+                                 "conv2d filters=1 size=3 pad=1",
+                                 "mse"};
 /* what make_net builds: LeNet (SMALL beside the simulator), RANKS, DECODER,
- * TARGETS (use_targets: update_on trains with float targets) or SEGMENT
- * (use_positions: with a label for each of the input's positions) */
+ * TARGETS (use_targets: update_on trains with float targets), SEGMENT
+ * (use_positions: with a label for each of the input's positions) or
+ * DENOISER (use_noisy: update_on trains through a loader of noisy_set) */
 static const char **use_model;
 static int use_lines, use_targets, use_positions;
+static clnet_dataset *noisy_set;
+static int use_noisy;
 
 static int has_slow_device(void) {
     clnet_runtime *rt = test_runtime();
@@ -150,7 +165,17 @@ static float *update_on(clnet_runtime *rt, const double *split, int64_t *samples
     if (split)
         ck_assert_int_eq(clnet_net_set_split(net, split, clnet_net_device_count(net)), CLNET_OK);
     float *t = malloc((size_t)BATCH * 64 * sizeof(float));
-    for (int s = 0; s < STEPS; s++) {
+    clnet_loader *loader = NULL;
+    clnet_loader_config lc = {
+        .batch = BATCH, .seed = 3, .shuffle = 1, .mean = 0.3f, .std = 0.4f, .noise = 0.2f};
+    if (use_noisy) ck_assert_int_eq(clnet_loader_create(&loader, noisy_set, &lc), CLNET_OK);
+    for (int s = 0; use_noisy && s < STEPS; s++) {
+        clnet_batch b;
+        clnet_status st = clnet_net_train_loader_step(net, loader, &b, NULL);
+        ck_assert_msg(st == CLNET_OK, "%s", clnet_last_error());
+    }
+    clnet_loader_free(loader);
+    for (int s = 0; !use_noisy && s < STEPS; s++) {
         batch_data(net, s, x, y);
         for (int i = 0; use_targets && i < BATCH * 64; i++) /* in [0, 1], of the input's shape */
             t[i] = 0.5f + 0.4f * sinf(3.0f * x[i] + (float)(i % 7));
@@ -275,6 +300,31 @@ START_TEST(a_class_per_position_takes_the_same_steps_on_two_devices) {
     expect_same_updates(unequal, "a class per position (softmax_cross_entropy per=position): two "
                                  "devices, 2:5 split");
     use_model = NULL, use_positions = 0;
+}
+END_TEST
+
+/* A denoiser trained through a loader that adds noise to the inputs and gives
+ * the clean samples as targets (96 of them: the fourth step starts a second
+ * epoch, with other noise): two devices at 2:5 take the steps of one. */
+START_TEST(a_denoiser_of_noisy_inputs_takes_the_same_steps_on_two_devices) {
+    char dir[512], path[600];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/x.npy", dir);
+    float *x = malloc(96 * 64 * sizeof(float));
+    test_random_floats(x, 96 * 64, 41);
+    for (int i = 0; i < 96 * 64; i++) x[i] = 0.5f + 0.5f * x[i]; /* pixels in [0, 1) */
+    int64_t shape[4] = {96, 1, 8, 8};
+    ck_assert_int_eq(clnet_write_npy(path, x, 4, shape), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_load_npy(&noisy_set, path, NULL), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_targets_from_samples(noisy_set), CLNET_OK);
+    use_model = DENOISER, use_lines = (int)(sizeof DENOISER / sizeof *DENOISER), use_noisy = 1;
+    double unequal[2] = {2, 5};
+    expect_same_updates(unequal, "a denoiser (noisy inputs, clean targets from the loader): two "
+                                 "devices, 2:5 split");
+    use_model = NULL, use_noisy = 0;
+    clnet_dataset_free(noisy_set);
+    noisy_set = NULL;
+    free(x);
 }
 END_TEST
 
@@ -824,6 +874,7 @@ int main(void) {
     tcase_add_test(equal, convolutions_of_every_rank_take_the_same_steps_on_two_devices);
     tcase_add_test(equal, an_autoencoder_takes_the_same_steps_on_two_devices);
     tcase_add_test(equal, float_targets_take_the_same_steps_on_two_devices);
+    tcase_add_test(equal, a_denoiser_of_noisy_inputs_takes_the_same_steps_on_two_devices);
     tcase_add_test(equal, a_class_per_position_takes_the_same_steps_on_two_devices);
     tcase_add_test(equal, a_loss_per_position_checks_its_classes_and_counts_positions);
     tcase_add_test(equal, labels_and_float_targets_are_refused_where_the_loss_takes_the_other);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # examples/torch_model.py builds the PyTorch network of a clnet model file and
 # gives the outputs of `clnet predict`: models of the new activations and
-# upsampling (a classifier, two autoencoders, a class at each position) and random models from a seed
+# upsampling (a classifier, two autoencoders and examples/models/autoencoder.cfg, a class at each
+# position) and random models from a seed
 # (printed; CLNET_TORCH_MODEL_SEED sets it, default 30) are trained a few steps by clnet on
 # random data, and `clnet predict` (logits and --probabilities) and PyTorch,
 # loading the checkpoint strictly, agree on new samples within
@@ -117,6 +118,8 @@ END
 check autoencoder
 sed 's/^mse target=input/bce_with_logits target=input/' "$work/autoencoder.cfg" >"$work/autoencoder_bce.cfg"
 check autoencoder_bce
+cp "$examples/models/autoencoder.cfg" "$work/autoencoder_example.cfg"
+check autoencoder_example "examples/models/autoencoder.cfg"
 
 # 3. a class at each position: an encoder-decoder and cross-entropy per position
 cat >"$work/segmenter.cfg" <<'END'

@@ -69,6 +69,12 @@ typedef struct {
         .name = "--batch", .arg = "B", .type = CLI_INT, .at = CLI_AT(record, batch), .min = 1,     \
         .max = 1 << 20, .def = "256", .help = text                                                 \
     }
+/* --noise STD, into the fields `noise` (double) and `noise_given` (int). */
+#define CLI_NOISE(record, text)                                                                    \
+    {                                                                                              \
+        .name = "--noise", .arg = "STD", .type = CLI_FLOAT, .at = CLI_AT(record, noise),           \
+        .given = CLI_AT(record, noise_given), .min = 0, .max = 1e3, .help = text                   \
+    }
 #define CLI_DEVICES(record, text)                                                                  \
     {                                                                                              \
         .name = "--devices", .arg = "SPEC", .type = CLI_TEXT, .at = CLI_AT(record, devices),       \
@@ -122,6 +128,16 @@ cli_parser cli_npy_files;
 /* 1 when ds's samples have the shape the net takes and its labels (if any) are within
  * the net's classes; else 0 after a message that names the model file. */
 int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const char *model);
+
+/* The seed of the noise on a test set (clnet eval, the test set of clnet train,
+ * clnet predict): every run draws the same noisy test inputs. */
+#define CLI_TEST_NOISE_SEED 0x7465737473657475ull
+
+/* --noise on ds for net: 2 after a message when the net's loss takes its
+ * target from target= (that target would be noisy); with a loss of the
+ * data's float targets and a data set without any, the clean samples become
+ * its targets (clnet_dataset_targets_from_samples); else 0. */
+int cli_noise_targets(const clnet_net *net, clnet_dataset *ds, const char *model);
 
 /* A batch of n made-up samples of net's input shape (values in [0, 1]) and
  * labels over its classes, in *x and *y (free both); 0 when out of memory. */

@@ -4,10 +4,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* 1 when the net compares its output with the data's float targets, one for
+ * each value of a sample, and ds has none: its samples could be its targets. */
+static int could_denoise(const clnet_net *net, const clnet_dataset *ds) {
+    int c = 0, h = 0, w = 0;
+    clnet_layer_info loss;
+    clnet_dataset_shape(ds, &c, &h, &w);
+    return !clnet_net_is_classifier(net) && !clnet_dataset_targets(ds, NULL) &&
+           clnet_net_layer_info(net, clnet_net_layer_count(net) - 1, &loss) == CLNET_OK &&
+           loss.inputs == 1 && clnet_net_outputs(net) == (size_t)c * h * w;
+}
+
 int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const char *model) {
     char why[256];
     if (!clnet_net_accepts(net, ds, why, sizeof why)) {
-        fprintf(stderr, "clnet: %s %s\n", model, why);
+        fprintf(stderr, "clnet: %s %s%s\n", model, why,
+                could_denoise(net, ds) ? "; or, for a denoising autoencoder, --noise STD makes "
+                                         "the clean samples the targets"
+                                       : "");
         return 0;
     }
     int classes = clnet_dataset_classes(ds);
@@ -30,4 +44,24 @@ int cli_random_batch(const clnet_net *net, long n, float **x, int32_t **y) {
     for (size_t i = 0; i < count; i++) (*x)[i] = (float)((i * 2654435761u) % 256) / 255.0f;
     for (long i = 0; i < n; i++) (*y)[i] = (int32_t)(i % clnet_net_classes(net));
     return 1;
+}
+
+int cli_noise_targets(const clnet_net *net, clnet_dataset *ds, const char *model) {
+    clnet_layer_info loss;
+    if (clnet_net_layer_info(net, clnet_net_layer_count(net) - 1, &loss) != CLNET_OK) return 1;
+    if (clnet_net_is_classifier(net)) return 0; /* labels: noise alone, as augmentation */
+    if (loss.inputs > 1) {
+        fprintf(stderr,
+                "clnet: --noise: the loss '%s' of %s compares its output with target=%s, which "
+                "would be the noisy input: drop target= (the clean samples become the data's "
+                "targets)\n",
+                loss.name, model, loss.input_names[1]);
+        return 2;
+    }
+    if (clnet_dataset_targets(ds, NULL)) return 0; /* the data's own targets */
+    if (clnet_dataset_targets_from_samples(ds) != CLNET_OK) {
+        fprintf(stderr, "clnet: --noise: %s\n", clnet_last_error());
+        return 1;
+    }
+    return 0;
 }

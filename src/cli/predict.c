@@ -25,6 +25,8 @@ typedef struct {
     long count, batch;
     double mean, std;
     int mean_given, std_given, probabilities;
+    double noise;    /* --noise */
+    int noise_given; /* --noise, even 0: a loss of the data's targets gets the clean samples */
 } options;
 
 #define AT(field) CLI_AT(options, field)
@@ -91,6 +93,10 @@ static const cli_opt predict_opts[] = {
      .min = 1e-6,
      .max = 1e3,
      .help = "the Y of --mean"},
+    CLI_NOISE(options, "add Gaussian noise of this standard deviation to the\n"
+                       "inputs (to the pixels in [0, 1], before --mean/--std),\n"
+                       "drawn as clnet eval draws the test set's; the targets\n"
+                       "stay clean (a loss without target= gets the samples)"),
     {.name = "--probabilities",
      .type = CLI_FLAG,
      .at = AT(probabilities),
@@ -211,6 +217,7 @@ static int load(prediction *p) {
     if (!o->std_given) o->std = progress.std != 0 ? progress.std : 1;
     int rc = load_inputs(o, &p->ds);
     if (rc) return rc;
+    if (o->noise_given && (rc = cli_noise_targets(p->net, p->ds, o->model)) != 0) return rc;
     if (!cli_data_fits(p->net, p->ds, o->model)) return 1;
     if (o->count && o->count < clnet_dataset_count(p->ds))
         clnet_dataset_truncate(p->ds, (int)o->count);
@@ -230,8 +237,13 @@ static int prepare(prediction *p) {
     if (clnet_runtime_create(&p->rt, o->devices) != CLNET_OK ||
         clnet_net_bind(p->net, p->rt, batch) != CLNET_OK)
         return fail("devices");
-    clnet_loader_config cfg = {
-        .batch = batch, .seed = 0, .shuffle = 0, .mean = (float)o->mean, .std = (float)o->std};
+    clnet_loader_config cfg = {.batch = batch,
+                               .seed = 0,
+                               .shuffle = 0,
+                               .mean = (float)o->mean,
+                               .std = (float)o->std,
+                               .noise = (float)o->noise,
+                               .noise_seed = CLI_TEST_NOISE_SEED};
     if (clnet_loader_create(&p->loader, p->ds, &cfg) != CLNET_OK) return fail("data");
     int dims[4], rank = clnet_dataset_dims(p->ds, dims);
     p->drawn = p->n < PICTURED ? p->n : PICTURED;
@@ -264,7 +276,7 @@ static void keep_positions(prediction *p, const clnet_batch *b, int i, const flo
     }
 }
 
-/* Keeps batch b's winners and labels, and the inputs --picture draws. `first` is
+/* Keeps batch b's winners and labels, and the inputs and targets --picture draws. `first` is
  * the index of b's first sample; `rows` are b's outputs (b.n, outputs). */
 static void keep(prediction *p, const clnet_batch *b, int first, const float *rows) {
     int per_position = clnet_dataset_target_classes(p->ds); /* the data fits the net */
@@ -279,9 +291,9 @@ static void keep(prediction *p, const clnet_batch *b, int first, const float *ro
             keep_positions(p, b, i, row);
         else
             p->correct += best == b->labels[i];
-        if (first + i < p->drawn)
-            memcpy(p->pictured + (size_t)(first + i) * p->sample, b->images + (size_t)i * p->sample,
-                   p->sample * sizeof *p->pictured);
+        if (first + i >= p->drawn) continue;
+        memcpy(p->pictured + (size_t)(first + i) * p->sample, b->images + (size_t)i * p->sample,
+               p->sample * sizeof *p->pictured);
     }
 }
 

@@ -38,7 +38,9 @@ typedef struct {
     clnet_runtime *rt;
     clnet_net *net;
     clnet_dataset *train, *test;
-    double mean, std; /* the images' normalisation (--mean, --std), for checkpoints */
+    double mean, std;    /* the images' normalisation (--mean, --std), for checkpoints */
+    float noise;         /* --noise, for checkpoints */
+    uint64_t noise_seed; /* the training noise's seed */
 } session;
 
 static void session_free(session *s) {
@@ -95,6 +97,7 @@ static int open_session(const train_options *o, session *s, int need_train) {
     memset(s, 0, sizeof *s);
     s->mean = o->mean;
     s->std = o->std;
+    s->noise = (float)o->noise;
     if (clnet_net_load(&s->net, o->model) != CLNET_OK) return fail("model");
     int rc = load_data(o, s, need_train);
     if (rc) return rc;
@@ -102,6 +105,10 @@ static int open_session(const train_options *o, session *s, int need_train) {
         clnet_dataset_truncate(s->train, (int)o->train_limit);
     if (s->test && o->test_limit && o->test_limit < clnet_dataset_count(s->test))
         clnet_dataset_truncate(s->test, (int)o->test_limit);
+    if (o->noise_given &&
+        ((s->train && (rc = cli_noise_targets(s->net, s->train, o->model)) != 0) ||
+         (s->test && (rc = cli_noise_targets(s->net, s->test, o->model)) != 0)))
+        return rc;
     if ((s->train && !cli_data_fits(s->net, s->train, o->model)) ||
         (s->test && !cli_data_fits(s->net, s->test, o->model)))
         return 1;
@@ -146,10 +153,14 @@ static const char *accuracy_text(char *out, size_t cap, double acc, int digits, 
     return out;
 }
 
+/* The test set, with --noise its own noise (the same in every run) against clean targets. */
 static int evaluate(const train_options *o, session *s, double *acc, double *loss) {
     clnet_step_result r;
-    if (clnet_net_evaluate(s->net, s->test, (float)o->mean, (float)o->std, &r) != CLNET_OK)
-        return fail("evaluation");
+    clnet_loader_config cfg = {.mean = (float)o->mean,
+                               .std = (float)o->std,
+                               .noise = (float)o->noise,
+                               .noise_seed = CLI_TEST_NOISE_SEED};
+    if (clnet_net_evaluate_with(s->net, s->test, &cfg, &r) != CLNET_OK) return fail("evaluation");
     *acc = r.answers ? (double)r.correct / r.answers : 0;
     if (loss) *loss = r.loss;
     return 0;
@@ -173,7 +184,9 @@ static int save(session *s, const char *path, int epoch, int64_t position, uint6
                         .data_seed = data_seed,
                         .init_seed = init_seed,
                         .mean = (float)s->mean,
-                        .std = (float)s->std};
+                        .std = (float)s->std,
+                        .noise = s->noise,
+                        .noise_seed = s->noise_seed};
     if (position >= clnet_dataset_count(s->train)) p.epoch++, p.position = 0;
     if (clnet_net_save(s->net, path, &p) != CLNET_OK) return fail("saving a checkpoint");
     return 0;
@@ -341,12 +354,21 @@ typedef struct {
 /* The parameters: the checkpoint's with --resume, else fresh ones from the seed. */
 static int init_weights(run *r) {
     const train_options *o = &r->o;
-    r->init_seed = r->data_seed = (uint64_t)o->seed;
+    r->init_seed = r->data_seed = r->s.noise_seed = (uint64_t)o->seed;
     if (!o->resume)
         return clnet_net_init(r->s.net, r->init_seed) != CLNET_OK ? fail("initialisation") : 0;
     if (clnet_net_load_weights(r->s.net, o->resume, &r->resumed) != CLNET_OK) return fail("resume");
     r->data_seed = r->resumed.data_seed;
     r->init_seed = r->resumed.init_seed;
+    if (r->resumed.noise != r->s.noise) { /* another task than the checkpoint's */
+        char had[48] = "without --noise";
+        if (r->resumed.noise > 0)
+            snprintf(had, sizeof had, "with --noise %g", (double)r->resumed.noise);
+        fprintf(stderr, "clnet: --resume %s: the run was trained %s: resume it %s\n", o->resume,
+                had, had);
+        return 2;
+    }
+    r->s.noise_seed = r->resumed.noise_seed;
     if (o->seed_given && (uint64_t)o->seed != r->data_seed)
         fprintf(stderr, "clnet: note: resuming with the checkpoint's seed %" PRIu64 "\n",
                 r->data_seed);
@@ -386,7 +408,9 @@ static int start(run *r) {
                               .shuffle = 1,
                               .drop_last = 0,
                               .mean = (float)o->mean,
-                              .std = (float)o->std};
+                              .std = (float)o->std,
+                              .noise = r->s.noise,
+                              .noise_seed = r->s.noise_seed};
     if (clnet_loader_create(&r->loader, r->s.train, &lc) != CLNET_OK) return fail("training data");
     r->per_epoch = clnet_loader_batches_per_epoch(r->loader);
     r->count = clnet_dataset_count(r->s.train);

@@ -157,6 +157,10 @@ static const cli_opt train_opts[] = {
      .max = 1e3,
      .def = "1",
      .help = "the Y of --mean"},
+    CLI_NOISE(train_options, "add Gaussian noise of this standard deviation to the\n"
+                             "inputs (to the pixels in [0, 1], before --mean/--std);\n"
+                             "the targets stay clean: a loss without target= gets\n"
+                             "the clean samples (a denoising autoencoder)"),
     CLI_DEVICES(train_options, "which devices (see clnet devices); a step splits its batch\n"
                                "across all of them by measured speed; under mpirun, each\n"
                                "rank's own, and local-rank gives ranks that share a\n"

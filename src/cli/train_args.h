@@ -10,6 +10,8 @@ typedef struct {
     long epochs, steps, batch, save_every, train_limit, test_limit, step_size, log_every, seed;
     long staleness, skip_nonfinite, check_replicas;
     double lr, momentum, wd, gamma, mean, std, beta1, beta2, eps, mpi_timeout;
+    double noise;    /* --noise */
+    int noise_given; /* --noise, even 0: a loss of the data's targets gets the clean samples */
     int nesterov, no_eval, deterministic, async;
     int stop_on_failure;     /* --on-device-failure: 0 continue, 1 stop */
     int optimizer, schedule; /* a clnet_optimizer, a clnet_schedule */
