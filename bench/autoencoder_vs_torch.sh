@@ -13,7 +13,8 @@
 # NOISE 0 (default) trains examples/models/autoencoder.cfg; NOISE > 0 trains
 # examples/models/denoiser.cfg with --noise NOISE, its test MSE the error on
 # noisy test images against clean ones. TRAIN_LIMIT and TEST_LIMIT cut the
-# data sets for a short check; CLNET is the program (default build/clnet).
+# data sets for a short check; CLNET is the program (default build/clnet); PICTURE, an .svg
+# path, gets clnet predict --picture of the trained model on the first test images.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -40,9 +41,13 @@ echo "== $(basename "$model") ${noisy[*]}, ${recipe[*]} ${limits[*]}"
 
 "$clnet" train "$model" "${recipe[@]}" "${noisy[@]}" "${limits[@]}" --steps 0 \
   --save "$work/init.safetensors" >/dev/null 2>&1
-"$clnet" train "$model" "${recipe[@]}" "${noisy[@]}" "${limits[@]}" >"$work/clnet.out" \
-  2>"$work/clnet.err" || { cat "$work/clnet.err"; exit 1; }
+"$clnet" train "$model" "${recipe[@]}" "${noisy[@]}" "${limits[@]}" --save "$work/clnet.safetensors" \
+  >"$work/clnet.out" 2>"$work/clnet.err" || { cat "$work/clnet.err"; exit 1; }
 grep '^epoch' "$work/clnet.err" | sed 's/^/clnet   /'
+if [ -n "${PICTURE:-}" ]; then # clnet's trained model on the first test images
+  "$clnet" predict "$model" --weights "$work/clnet.safetensors" "${noisy[@]}" --count 16 \
+    --probabilities --output "$work/out.npy" --picture "$PICTURE" 2>&1 | sed 's/^/clnet   /'
+fi
 "$python" "$here/pytorch_autoencoder.py" "$model" --init "$work/init.safetensors" \
   --epochs "$epochs" --batch 128 --lr 0.001 --noise "$noise" --seed 1 --threads 2 \
   "${limits[@]}" >"$work/torch.out" 2>"$work/torch.err" || { cat "$work/torch.err"; exit 1; }

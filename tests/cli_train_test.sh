@@ -246,6 +246,15 @@ if [ "$plain" -eq 0 ] && [ "$stored" -gt 0 ] && [ "$after" -eq "$stored" ] &&
    grep -qE "^warmed .* at batch 16 on 1 device in .* s: [0-9]+ programs built" <<<"$warm"; then
   ok "a plain run stores no binary on PoCL; clnet warm stores $stored, which the next run uses"
 else bad "clnet warm (plain $plain, warmed $stored, after $after)" "$warm"; fi
+# warm and bench take any loss: a denoiser's (float targets from the data) and a class at each
+# position's (labels for every position), with made-up targets or labels of their kinds
+seg=$work/warm_seg.cfg
+printf 'input channels=1 height=8 width=8\nconv2d filters=3 size=3 pad=1\nsoftmax_cross_entropy per=position\n' >"$seg"
+for m in "$models/denoiser.cfg" "$seg"; do
+  out=$("$clnet" warm "$m" --batch 4 2>&1) && out2=$("$clnet" bench "$m" --batch 4 --steps 1 --rounds 1 2>&1) &&
+    grep -qE "^warmed .* at batch 4" <<<"$out" && ok "clnet warm and bench train $(basename "$m")" ||
+    bad "clnet warm / bench $(basename "$m")" "$out" "${out2:-}"
+done
 # The start-up report: one line per program built and per first launch, as
 # many as the summary counts, and a cold build (an empty PoCL cache) whose
 # kernels compile without a warning.

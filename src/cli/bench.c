@@ -49,8 +49,7 @@ typedef struct {
 
 typedef struct {
     long batch, steps, rounds;
-    float *x;
-    int32_t *y;
+    cli_batch b;
 } bench_data;
 
 static int fail(const char *what) {
@@ -63,7 +62,7 @@ static double time_steps(config *c, const bench_data *d, int n, int times) {
     double t = 0;
     for (int s = 0; s < times; s++) {
         double t0 = clnet_seconds();
-        if (clnet_net_train_step(c->net, d->x, d->y, n, NULL) != CLNET_OK) return -1;
+        if (cli_random_step(c->net, &d->b, n) != CLNET_OK) return -1;
         t = clnet_seconds() - t0;
     }
     return t;
@@ -96,8 +95,7 @@ static int set_up(config *c, const char *model, const bench_data *d, const doubl
         }
     }
     for (int s = 0; s < 3; s++) /* warm-up; lets the balancer settle */
-        if (clnet_net_train_step(c->net, d->x, d->y, (int)d->batch, NULL) != CLNET_OK)
-            return fail(c->what);
+        if (cli_random_step(c->net, &d->b, (int)d->batch) != CLNET_OK) return fail(c->what);
     return 0;
 }
 
@@ -105,7 +103,7 @@ static int set_up(config *c, const char *model, const bench_data *d, const doubl
 static int time_images(config *c, const bench_data *d, int n, double *ips) {
     double t0 = clnet_seconds();
     for (long s = 0; s < d->steps; s++)
-        if (clnet_net_train_step(c->net, d->x, d->y, n, NULL) != CLNET_OK) return fail(c->what);
+        if (cli_random_step(c->net, &d->b, n) != CLNET_OK) return fail(c->what);
     *ips = (double)d->steps * n / (clnet_seconds() - t0);
     return 0;
 }
@@ -132,11 +130,11 @@ static void *at_once_thread(void *arg) {
     int n = j->c->share;
     double t0 = clnet_seconds();
     for (long s = 0; s < d->steps && j->ok; s++)
-        j->ok = clnet_net_train_step(j->c->net, d->x, d->y, n, NULL) == CLNET_OK;
+        j->ok = cli_random_step(j->c->net, &d->b, n) == CLNET_OK;
     j->c->once[j->round] = (double)d->steps * n / (clnet_seconds() - t0);
     atomic_fetch_sub(j->running, 1);
     while (j->ok && atomic_load(j->running) > 0)
-        j->ok = clnet_net_train_step(j->c->net, d->x, d->y, n, NULL) == CLNET_OK;
+        j->ok = cli_random_step(j->c->net, &d->b, n) == CLNET_OK;
     return NULL;
 }
 
@@ -259,8 +257,7 @@ static void bench_free(bench *b) {
         clnet_net_free(b->c[k].net);
         if (b->c[k].rt != b->all) clnet_runtime_free(b->c[k].rt);
     }
-    free(b->d.x);
-    free(b->d.y);
+    cli_batch_free(&b->d.b);
     clnet_runtime_free(b->all);
 }
 
@@ -268,7 +265,7 @@ static void bench_free(bench *b) {
 static int make_data(bench_data *d, const char *model) {
     clnet_net *probe = NULL;
     if (clnet_net_load(&probe, model) != CLNET_OK) return fail(model);
-    int ok = cli_random_batch(probe, d->batch, &d->x, &d->y);
+    int ok = cli_random_batch(probe, d->batch, &d->b);
     clnet_net_free(probe);
     return ok ? 0 : 1;
 }

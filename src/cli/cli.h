@@ -139,9 +139,19 @@ int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const char *mod
  * its targets (clnet_dataset_targets_from_samples); else 0. */
 int cli_noise_targets(const clnet_net *net, clnet_dataset *ds, const char *model);
 
-/* A batch of n made-up samples of net's input shape (values in [0, 1]) and
- * labels over its classes, in *x and *y (free both); 0 when out of memory. */
-int cli_random_batch(const clnet_net *net, long n, float **x, int32_t **y);
+/* A made-up batch for timing and warming up: n samples of a net's input
+ * shape (values in [0, 1]) and what its loss compares with: labels over its
+ * classes (one a position for a loss per position), and for a loss of the
+ * data's float targets those targets (t; else NULL). */
+typedef struct {
+    float *x, *t;
+    int32_t *y;
+} cli_batch;
+/* Fills *b with n samples (cli_batch_free frees it); 0 when out of memory. */
+int cli_random_batch(const clnet_net *net, long n, cli_batch *b);
+void cli_batch_free(cli_batch *b);
+/* A training step on the first n samples of b, with the labels or targets its loss takes. */
+clnet_status cli_random_step(clnet_net *net, const cli_batch *b, int n);
 
 /* ---- warm.c ---- */
 

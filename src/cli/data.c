@@ -34,16 +34,35 @@ int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const char *mod
     return 1;
 }
 
-int cli_random_batch(const clnet_net *net, long n, float **x, int32_t **y) {
-    int ch = 0, h = 0, w = 0;
+int cli_random_batch(const clnet_net *net, long n, cli_batch *b) {
+    int ch = 0, h = 0, w = 0, positions = clnet_net_positions(net);
     clnet_net_input_shape(net, &ch, &h, &w);
-    size_t count = (size_t)n * ch * h * w;
-    *x = malloc(count * sizeof **x);
-    *y = malloc((size_t)n * sizeof **y);
-    if (!*x || !*y) return 0;
-    for (size_t i = 0; i < count; i++) (*x)[i] = (float)((i * 2654435761u) % 256) / 255.0f;
-    for (long i = 0; i < n; i++) (*y)[i] = (int32_t)(i % clnet_net_classes(net));
+    size_t count = (size_t)n * ch * h * w, labels = (size_t)n * (positions > 1 ? positions : 1);
+    size_t targets = clnet_net_is_classifier(net) ? 0 : (size_t)n * clnet_net_outputs(net);
+    *b = (cli_batch){malloc(count * sizeof *b->x), NULL, malloc(labels * sizeof *b->y)};
+    if (targets) b->t = malloc(targets * sizeof *b->t);
+    if (!b->x || !b->y || (targets && !b->t)) return 0;
+    for (size_t i = 0; i < count; i++) b->x[i] = (float)((i * 2654435761u) % 256) / 255.0f;
+    for (size_t i = 0; i < labels; i++) b->y[i] = (int32_t)(i % (size_t)clnet_net_classes(net));
+    for (size_t i = 0; i < targets; i++) b->t[i] = (float)((i * 40503u) % 256) / 255.0f;
     return 1;
+}
+
+void cli_batch_free(cli_batch *b) {
+    free(b->x), free(b->t), free(b->y);
+    *b = (cli_batch){0};
+}
+
+/* A loss without classes and without target= (its one input the prediction)
+ * reads float targets from the data; one with target= takes labels, unread. */
+clnet_status cli_random_step(clnet_net *net, const cli_batch *b, int n) {
+    clnet_layer_info loss;
+    int data_targets =
+        !clnet_net_is_classifier(net) &&
+        clnet_net_layer_info(net, clnet_net_layer_count(net) - 1, &loss) == CLNET_OK &&
+        loss.inputs == 1;
+    return data_targets ? clnet_net_train_step_targets(net, b->x, b->t, n, NULL)
+                        : clnet_net_train_step(net, b->x, b->y, n, NULL);
 }
 
 int cli_noise_targets(const clnet_net *net, clnet_dataset *ds, const char *model) {

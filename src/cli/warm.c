@@ -37,8 +37,7 @@ int cli_first_step(const char *command, const char *done, const char *model, lon
                    const char *devices) {
     clnet_runtime *rt = NULL;
     clnet_net *net = NULL;
-    float *x = NULL;
-    int32_t *y = NULL;
+    cli_batch b = {0};
     clnet_counters before, after;
     clnet_debug_counters(&before);
     double began = clnet_seconds();
@@ -52,12 +51,14 @@ int cli_first_step(const char *command, const char *done, const char *model, lon
         fprintf(stderr, "clnet %s: %s: %s\n", command, model, clnet_last_error());
         goto done;
     }
-    if (!cli_random_batch(net, batch, &x, &y)) {
+    if (!cli_random_batch(net, batch, &b)) {
         fprintf(stderr, "clnet %s: out of memory for a batch of %ld\n", command, batch);
         goto done;
     }
-    if (clnet_net_train_step(net, x, y, (int)batch, NULL) != CLNET_OK ||
-        clnet_net_evaluate_batch(net, x, y, (int)batch, NULL) != CLNET_OK) {
+    /* then the evaluation pass: the loss on labels, or a regression's outputs (into b.t) */
+    if (cli_random_step(net, &b, (int)batch) != CLNET_OK ||
+        (b.t ? clnet_net_predict(net, b.x, (int)batch, b.t)
+             : clnet_net_evaluate_batch(net, b.x, b.y, (int)batch, NULL)) != CLNET_OK) {
         fprintf(stderr, "clnet %s: %s: %s\n", command, model, clnet_last_error());
         goto done;
     }
@@ -70,8 +71,7 @@ int cli_first_step(const char *command, const char *done, const char *model, lon
            (unsigned long long)(after.first_launches - before.first_launches));
     rc = 0;
 done:
-    free(x);
-    free(y);
+    cli_batch_free(&b);
     clnet_net_free(net);
     clnet_runtime_free(rt);
     return rc;
