@@ -4,7 +4,8 @@
 //   correct[b] = 1 if the first maximum of z is the label
 //   probs      = softmax(z)                    (for prediction)
 //   dz         = softmax(z) - onehot(label)    (the gradient of loss[b]; written when dz != 0)
-// A label outside [0, K) gives loss NaN and correct -1, which the host reports.
+// A label outside [0, K) gives loss NaN and correct -1, which the host reports;
+// the probabilities are written whatever the labels hold.
 
 __kernel void softmax_xent(uint n, uint K, __global const float *z, uint zoff,
                            __global const int *labels, __global float *loss,
@@ -23,27 +24,23 @@ __kernel void softmax_xent(uint n, uint K, __global const float *z, uint zoff,
     float sum = 0.0f;
     for (uint j = 0; j < K; j++) sum += exp(row[j] - m);
     const float log_sum = log(sum);
-    const int label = labels[b];
-    if (label < 0 || label >= (int)K) {
-        loss[b] = NAN;
-        correct[b] = -1;
-        return;
-    }
-    loss[b] = log_sum - (row[label] - m);
-    correct[b] = best == (uint)label;
-    for (uint j = 0; j < K; j++) {
+    const int label = labels[b], valid = label >= 0 && label < (int)K;
+    loss[b] = valid ? log_sum - (row[label] - m) : NAN;
+    correct[b] = valid ? best == (uint)label : -1;
+    for (uint j = 0; j < K; j++) { // probabilities always: prediction reads them
         const float p = exp(row[j] - m - log_sum);
         probs[poff + b * K + j] = p;
-        if (want_grad) dz[dzoff + b * K + j] = p - (j == (uint)label ? 1.0f : 0.0f);
+        if (want_grad) dz[dzoff + b * K + j] = p - (valid && j == (uint)label ? 1.0f : 0.0f);
     }
 }
 
 // Cross-entropy at every position (softmax_cross_entropy per=position),
 // one work-item per sample: z (n, K, P) holds K class scores at each of P
-// positions, t (n, P) the class of each position as a float. loss[b] is the
-// mean over b's positions of -log softmax(z[b, :, p])[t], correct[b] the
-// positions whose first maximum is the class, probs the softmax over the
-// classes at each position, and dz the gradient of loss[b],
+// positions, t (n, P) the class of each position as a float. probs gets the
+// softmax over the classes at each position, always (prediction reads it,
+// with no classes given: t then holds anything); loss[b] is the mean over b's
+// positions of -log softmax(z[b, :, p])[t], correct[b] the positions whose
+// first maximum is the class, and dz the gradient of loss[b],
 // (softmax - onehot) / P. A target that is not a class gives NaN and -1.
 __kernel void softmax_xent_positions(uint n, uint K, uint P, __global const float *z, uint zoff,
                                      __global const float *t, __global float *loss,
@@ -54,16 +51,13 @@ __kernel void softmax_xent_positions(uint n, uint K, uint P, __global const floa
     const size_t base = (size_t)b * K * P;
     const float share = 1.0f / (float)P;
     float sum_loss = 0.0f;
-    int right = 0;
+    int right = 0, bad = 0;
     for (uint p = 0; p < P; p++) {
         __global const float *at = z + zoff + base + p; // class j at at[j * P]
         const float target = t[(size_t)b * P + p];
-        if (!(target >= 0.0f && target < (float)K) || target != floor(target)) {
-            loss[b] = NAN;
-            correct[b] = -1;
-            return;
-        }
-        const uint label = (uint)target;
+        const int valid = target >= 0.0f && target < (float)K && target == floor(target);
+        const uint label = valid ? (uint)target : K; // K: no class
+        bad |= !valid;
         float m = at[0];
         uint best = 0;
         for (uint j = 1; j < K; j++)
@@ -74,7 +68,7 @@ __kernel void softmax_xent_positions(uint n, uint K, uint P, __global const floa
         float sum = 0.0f;
         for (uint j = 0; j < K; j++) sum += exp(at[j * P] - m);
         const float log_sum = log(sum);
-        sum_loss += log_sum - (at[label * P] - m);
+        if (valid) sum_loss += log_sum - (at[label * P] - m);
         right += best == label;
         for (uint j = 0; j < K; j++) {
             const float q = exp(at[j * P] - m - log_sum);
@@ -83,8 +77,8 @@ __kernel void softmax_xent_positions(uint n, uint K, uint P, __global const floa
             if (want_grad) dz[dzoff + i] = (q - (j == label ? 1.0f : 0.0f)) * share;
         }
     }
-    loss[b] = sum_loss * share;
-    correct[b] = right;
+    loss[b] = bad ? NAN : sum_loss * share;
+    correct[b] = bad ? -1 : right;
 }
 
 // Regression and reconstruction losses, one work-item per sample: the

@@ -8,6 +8,7 @@
  * evaluation with them, and the refusal of a training batch with one value per
  * channel. */
 #include "layer_rig.h"
+#include "elementwise.h"
 #include "net.h"
 #include "ref/layers_ref.h"
 
@@ -812,6 +813,25 @@ static void check_guard(const float *v, size_t n, const char *line, const char *
 
 /* One case on one device: forward and backward against the reference, backward
  * adding into dx, and finite differences of the device's forward. */
+/* A loss's outputs, as prediction reads them, whatever its labels or
+ * targets hold (no labels are given then): here labels of -1 and targets of
+ * NaN, which are no class. */
+static void predict_without_labels(layer_rig *r, const float *x, float *y, const float *yr,
+                                   const char *line) {
+    int32_t *none = malloc((size_t)r->n * sizeof *none);
+    for (int i = 0; i < r->n; i++) none[i] = -1;
+    ck_assert_int_eq(clEnqueueWriteBuffer(r->d->queue, r->labels, CL_TRUE, 0,
+                                          (size_t)r->n * sizeof *none, none, 0, NULL, NULL),
+                     CL_SUCCESS);
+    if (r->target_size)
+        ck_assert_int_eq(clnet_fill(r->d, r->targets, 0, (size_t)r->n * r->target_size, NAN),
+                         CLNET_OK);
+    rig_forward(r, x, y, NULL, NULL, NULL);
+    double d = rel_diff(y, yr, r->out_count);
+    ck_assert_msg(d < 1e-5, "%s: outputs without labels differ by %g", line, d);
+    free(none);
+}
+
 static void run_case(clnet_device *d, const layer_row *row, const layer_case *t, uint64_t seed) {
     layer_geom g = read_geom(t);
     char input[96];
@@ -889,6 +909,7 @@ static void run_case(clnet_device *d, const layer_row *row, const layer_case *t,
         fd = fmax(fd, finite_differences(&r, row, x, dy, labels, y, w, nw, dw, w, b, "dw"));
         fd = fmax(fd, finite_differences(&r, row, x, dy, labels, y, b, nb, db, w, b, "db"));
     }
+    if (loss_kind) predict_without_labels(&r, x, y, yr, t->line); /* last: it leaves dx wrong */
     printf("%-45s n=%d %s on %-24.24s forward %.1e backward %.1e fd %.1e\n", t->line, t->n,
            input + 6, d->info.name, fwd, bwd, fd);
     rig_free(&r);
