@@ -989,9 +989,11 @@ double clnet_seconds(void);
  *   CLNET_GEMM=own|clblast   runs every GEMM with that implementation (auto,
  *                            the default: the tuning database or the rules)
  *   CLNET_CONV=ALGO          runs every convolution with one algorithm:
- *                            im2col, direct or implicit (where it can: stride
- *                            1, not transposed); auto, the default: the
- *                            checkpoint, the tuning database or the rules
+ *                            im2col, direct, implicit or lanes (each runs
+ *                            any convolution), or each pass with its own
+ *                            (implicit/implicit/im2col: forward, input
+ *                            gradient, weight gradient); auto, the default:
+ *                            the checkpoint, the tuning database or the rules
  *   CLNET_TUNE=off           clnet_net_tune refuses and times nothing (0 too)
  *   CLNET_TUNE_COLD_MB=N     tuning times operands over N MiB with cold
  *                            caches (default 4)

@@ -33,12 +33,13 @@ typedef struct clnet_program {
 } clnet_program;
 
 /* The convolution algorithms (src/layers/conv.c), by name in $CLNET_CONV:
- * auto (the rules), im2col, direct, implicit. */
+ * auto (the rules), im2col, direct, implicit, lanes. */
 enum {
     CLNET_CONV_AUTO,
     CLNET_CONV_IM2COL,
     CLNET_CONV_DIRECT,
     CLNET_CONV_IMPLICIT,
+    CLNET_CONV_LANES,
     CLNET_CONV_ALGOS
 };
 extern const char *const clnet_conv_algo_names[CLNET_CONV_ALGOS];

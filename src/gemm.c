@@ -264,8 +264,8 @@ clnet_status clnet_gemm_open(clnet_device *d) {
      * version: an entry measured over anything else is stale. */
     uint64_t h = CLNET_FNV_BASIS;
     /* the convolutions' algorithms are entries of the database too */
-    static const char *const families[] = {FAMILY, "gemm_tiled", "conv", "conv_direct",
-                                           "conv_implicit"};
+    static const char *const families[] = {FAMILY,        "gemm_tiled",    "conv",
+                                           "conv_direct", "conv_implicit", "conv_lanes"};
     for (int f = 0; f < (int)(sizeof families / sizeof *families); f++) {
         if (clnet_kernel_source(families[f], &source) == CLNET_OK) {
             h = clnet_fnv1a(source, strlen(source), h);

@@ -97,8 +97,9 @@ clnet_status clnet_kernel_source(const char *family, char **out) {
     size_t len = 0;
     *out = NULL;
     TRY(append_family("common", &text, &len));
-    /* the implicit-GEMM convolution runs the tiled GEMM's micro-kernel */
-    if (strcmp(family, "conv_implicit") == 0) TRY(append_family("gemm_tiled", &text, &len));
+    /* the implicit and lanes convolutions run the tiled GEMM's micro-kernel */
+    if (strcmp(family, "conv_implicit") == 0 || strcmp(family, "conv_lanes") == 0)
+        TRY(append_family("gemm_tiled", &text, &len));
     if (strcmp(family, CLNET_SHARED_PROGRAM) == 0)
         for (int i = 0; i < SHARED_FAMILIES; i++)
             TRY(append_family(shared_families[i], &text, &len));

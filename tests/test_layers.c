@@ -24,6 +24,7 @@ typedef struct {
     clnet_shape in;
     int big; /* too much work for a slow simulator */
 } layer_case;
+#define CASE_MOST_N 80 /* samples a case may have */
 
 #define VECTOR(c)                                                                                  \
     {                                                                                              \
@@ -402,6 +403,10 @@ static const layer_row TABLE[] = {
            {"conv2d filters=4 size=3 pad=1", 7, IMAGE(64, 46, 46), 1},
            /* ResNet's 7x7 stage with a small share (its grid has a lead and a shared gap) */
            {"conv2d filters=8 size=3 pad=1", 6, IMAGE(8, 7, 7)},
+           /* the lanes algorithm: 40 channels a group (its weight gradient as a GEMM over
+              channels padded to 64), and more samples than one tile's 64 */
+           {"conv2d filters=12 size=3 stride=2 pad=1 groups=2", 3, IMAGE(80, 9, 9), 1},
+           {"conv2d filters=5 size=3 pad=1", 70, IMAGE(3, 6, 5), 1},
            /* dilation and groups (PyTorch's Conv2d) */
            {"conv2d filters=3 size=3 pad=1 dilation=3", 2, IMAGE(2, 11, 9)},
            {"conv2d filters=6 size=3 stride=2 pad=1 groups=2", 2, IMAGE(4, 7, 6)},
@@ -430,6 +435,8 @@ static const layer_row TABLE[] = {
             5, IMAGE(4, 5, 6)},
            /* stride larger than the kernel */
            {"conv_transpose2d filters=3 size=2 stride=3 bias=off", 1, IMAGE(2, 4, 5)},
+           /* 36 output channels: the lanes algorithm's weight gradient as a GEMM */
+           {"conv_transpose2d filters=36 size=3 stride=2 pad=1", 2, IMAGE(5, 4, 5), 1},
            /* depthwise-like: groups = input channels */
            {"conv_transpose2d filters=6 size=3 stride=2 pad=1 groups=3", 2, IMAGE(3, 5, 4)},
            /* 576 Ki column floats a sample: chunks of 4 and 3 samples (conv.c) */
@@ -732,7 +739,7 @@ static double objective(layer_rig *r, const float *x, const float *rr, const int
                         float *y) {
     double s = 0;
     if (r->l->kind->is_loss) {
-        float loss[16];
+        float loss[CASE_MOST_N];
         rig_forward(r, x, NULL, labels, loss, NULL);
         for (int b = 0; b < r->n; b++) s += loss[b];
         return s;
@@ -849,7 +856,7 @@ static void run_case(clnet_device *d, const layer_row *row, const layer_case *t,
     int loss_kind = r.l->kind->is_loss, classes = g.positions ? g.in.c : (int)sample_size(&g);
     size_t nlabels = (size_t)t->n * (g.positions ? (size_t)spatial(&g) : 1);
     int32_t *labels = calloc(nlabels, sizeof *labels);
-    ck_assert(t->n <= 16 && labels);
+    ck_assert(t->n <= CASE_MOST_N && labels);
     make_input(row, &g, x, nx, 100 + seed);
     test_random_floats(w, nw, 200 + seed);
     test_random_floats(b, nb, 300 + seed);
@@ -860,7 +867,7 @@ static void run_case(clnet_device *d, const layer_row *row, const layer_case *t,
     ref_args a = {.y = yr, .x = x, .w = w, .b = g.bias ? b : NULL, .labels = labels};
     row->forward(&g, &a);
     check_guard(yr, ny, t->line, "y");
-    float loss[16];
+    float loss[CASE_MOST_N];
     rig_forward(&r, x, y, loss_kind ? labels : NULL, loss, NULL);
     double fwd = rel_diff(y, yr, ny);
     ck_assert_msg(fwd < 1e-5, "%s on %s: forward differs by %g", t->line, d->info.name, fwd);

@@ -1,0 +1,288 @@
+// The lanes convolution (src/layers/conv.c's "lanes" algorithm): the samples
+// of a chunk lie along the vectors, so every position of a layer is a GEMM
+// over its own taps. This family's program is cl/gemm_tiled.cl followed by
+// this file, built with a tiled GEMM's -D options (MR, NV, VW, KC) and the
+// taps IKD, IKH, IKW.
+//
+// Layout: a side of C channels at P positions is held as
+//   T[(c * P + pos) * ldn + b],  ldn: the chunk's samples rounded up to NR,
+// zero past the samples. Output position o's tap (kd, kh, kw) reads the
+// input at o * stride - pad + k * dilation along each axis: a row of ldn
+// samples, contiguous, loaded as whole vectors, whatever the stride,
+// dilation or padding. A tap that falls in the padding is left out of that
+// position's sum: no multiply-add is spent on a zero (on a 4x4 image, a
+// third of a 3x3 layer's), and no position is computed that is not an
+// output. The input gradient (and a transposed convolution's forward) is
+// the same product gathered the other way: input position q takes, from
+// each tap whose q + pad - k * dilation is a multiple of the stride, the
+// output gradient at that quotient.
+//
+// Geometry: the window (clnet_win, cl/common.cl) of the convolution: the big
+// side (the windows read it: a convolution's x, a transposed one's y) and the
+// small side (the windows: a convolution's y, a transposed one's x).
+
+#ifndef IKD
+#define IKD 1
+#endif
+#ifndef IKH
+#define IKH 1
+#endif
+#ifndef IKW
+#define IKW 1
+#endif
+#define IK (IKD * IKH * IKW)
+
+// Along one axis, where tap k of position o reads: down (small from big):
+// the big side's o * s - p + k * d; up (big from small): the small side's
+// (o + p - k * d) / s where that divides. -1 where the tap reads nothing.
+inline int lanes_reach(int up, int o, int k, int s, int p, int d, int size) {
+    if (!up) {
+        const int u = o * s - p + k * d;
+        return u >= 0 && u < size ? u : -1;
+    }
+    const int v = o + p - k * d;
+    return v >= 0 && v % s == 0 && v / s < size ? v / s : -1;
+}
+
+// The taps of position `pos` of the side a product writes (down: the small
+// side, up: the big side) that read something: their offsets in a channel
+// of the side it reads (rows of ldn) and their columns of A. Returns the count.
+inline uint lanes_taps(clnet_win win, int up, uint pos, uint ldn, int at[IK], uint col[IK]) {
+    const int OD = up ? WIN_D : WIN_OD, OH = up ? WIN_H : WIN_OH, OW = up ? WIN_W : WIN_OW;
+    const int SD = up ? WIN_OD : WIN_D, SH = up ? WIN_OH : WIN_H, SW = up ? WIN_OW : WIN_W;
+    const int od = (int)pos / (OH * OW), oh = (int)pos / OW % OH, ow = (int)pos % OW;
+    (void)OD;
+    uint taps = 0;
+    for (int kd = 0; kd < IKD; kd++) {
+        const int ud = lanes_reach(up, od, kd, WIN_sd, WIN_pd, WIN_dd, SD);
+        for (int kh = 0; kh < IKH; kh++) {
+            const int uh = lanes_reach(up, oh, kh, WIN_sh, WIN_ph, WIN_dh, SH);
+            for (int kw = 0; kw < IKW; kw++) {
+                const int uw = lanes_reach(up, ow, kw, WIN_sw, WIN_pw, WIN_dw, SW);
+                if (ud < 0 || uh < 0 || uw < 0) continue;
+                at[taps] = ((ud * SH + uh) * SW + uw) * (int)ldn;
+                col[taps++] = (uint)((kd * IKH + kh) * IKW + kw);
+            }
+        }
+    }
+    return taps;
+}
+
+#if LOCAL == 0
+
+// For each group g and position pos of the side it writes (work-item z =
+// g * P + pos, P that side's positions): C(m, pos, :) = sum over the CH
+// channels c of the side it reads and over pos's taps t of A(m, c, t) *
+// X(c, tap t's position, :), A(m, c, t) = A[aoff + m * sam + c * ach + t].
+// down: M = a group's filters, A = W (sam = Cg * IK, ach = IK); up: M = a
+// group's big-side channels, A = W read across (sam = IK, ach = Cg * IK).
+// X, C in the lanes layout (channel strides xcs, csm), group strides gsa,
+// gsx, gsc. Work-item (x, y, z): the samples x * NR .., row blocks y * mb ..
+// of MR; k is blocked by whole channels (KC / IK of them), C holding the
+// partial sums between blocks.
+__kernel void lanes_gemm(clnet_win win, uint up, uint M, uint CH, uint mb, uint ldn,
+                         __global const float *A, uint aoff, uint sam, uint ach, uint gsa,
+                         __global const float *X, uint xoff, uint xcs, uint gsx, __global float *C,
+                         uint coff, uint csm, uint gsc) {
+    const uint P = csm / ldn, z = get_global_id(2), g = z / P, pos = z % P;
+    const uint n0 = get_global_id(0) * NR, ib0 = get_global_id(1) * mb;
+    const uint nblocks = (M + MR - 1) / MR;
+    if (n0 >= ldn || ib0 >= nblocks) return;
+    const uint ib1 = min(nblocks, ib0 + mb);
+    aoff += g * gsa;
+    xoff += g * gsx + n0;
+    coff += g * gsc + pos * ldn;
+    int tap_at[IK];
+    uint tap_col[IK];
+    const uint taps = lanes_taps(win, (int)up, pos, ldn, tap_at, tap_col);
+    const uint cc = KC == 0 ? CH : max(1u, (uint)KC / IK);
+#define A_AT(r, i) ak[(i) + arow##r]
+    for (uint c0 = 0; c0 < CH; c0 += cc) {
+        const uint c1 = min(CH, c0 + cc);
+        for (uint ib = ib0; ib < ib1; ib++) {
+            const uint m0 = ib * MR;
+            FOR_R(DECL_AROW, _)
+            __global const float *ak = A + aoff + c0 * ach;
+            __global const float *xc = X + xoff + c0 * xcs;
+            FOR_R(DECL_ACCS, _)
+            for (uint c = c0; c < c1; c++, xc += xcs, ak += ach)
+                for (uint j = 0; j < taps; j++) {
+                    __global const float *bk = xc + tap_at[j];
+                    const uint t = tap_col[j];
+                    FOR_V(LOAD_B, bk)
+                    FOR_R(FMA_ROW, t)
+                }
+            floatV acc[MR][NV];
+            FOR_R(SAVE_ACCS, _)
+            store_tile(acc, C, coff, csm, 1, M, ldn, m0, n0, 1.0f, 0.0f, c0 == 0);
+        }
+    }
+#undef A_AT
+}
+
+// The weight gradient: dW(g * Fg + f, c, t) = beta * dW + the sum over the
+// small side's positions o whose tap t reads the big side, and over the
+// samples, of S(g * Fg + f, o, b) * B(g * Cg + c, tap t's position, b). S
+// and B in the lanes layout (the small side at soff, the big side at boff);
+// dW (Fs, Cg, IK) at woff. Work-item (x, y, z): big channels x * NV ..,
+// filters y * MR .., z = g * IK + t; its MR x NV sums are vectors along the
+// samples, added across at the end.
+#define WG_DECL(v, r) floatV acc##r##_##v = (floatV)(0.0f);
+#define WG_DECLS(r, _) FOR_V(WG_DECL, r)
+#define WG_LOAD_B(v, _) const floatV b##v = VLOAD(brow##v + i);
+#define WG_FMA(v, r)    acc##r##_##v = MADD(s##r, b##v, acc##r##_##v);
+#define WG_ROW(r, _)                                                                               \
+    {                                                                                              \
+        const floatV s##r = VLOAD(srow##r + i);                                                    \
+        FOR_V(WG_FMA, r)                                                                           \
+    }
+#define WG_SROW(r, _)                                                                              \
+    __global const float *srow##r = S + soff + (min(f0 + (r), Fg - 1) + g * Fg) * sP + o * ldn;
+#define WG_BROW(v, _)                                                                              \
+    __global const float *brow##v = B + boff + (min(c0 + (v), Cg - 1) + g * Cg) * bP + u;
+#define WG_SUM(v, r) t[r][v] = acc##r##_##v;
+#define WG_SUMS(r, _) FOR_V(WG_SUM, r)
+
+__kernel void lanes_wgrad(clnet_win win, uint Fg, uint Cg, uint ldn, __global const float *S,
+                          uint soff, __global const float *B, uint boff, float beta,
+                          __global float *dW, uint woff) {
+    const uint c0 = get_global_id(0) * NV, f0 = get_global_id(1) * MR;
+    const uint g = get_global_id(2) / IK, tap = get_global_id(2) % IK;
+    if (c0 >= Cg || f0 >= Fg) return;
+    const uint sP = WIN_OD * WIN_OH * WIN_OW * ldn, bP = WIN_D * WIN_H * WIN_W * ldn;
+    const int kd = (int)(tap / (IKH * IKW)), kh = (int)(tap / IKW % IKH), kw = (int)(tap % IKW);
+    FOR_R(WG_DECLS, _)
+    for (uint o = 0; o < WIN_OD * WIN_OH * WIN_OW; o++) {
+        const int ud = lanes_reach(0, (int)(o / (WIN_OH * WIN_OW)), kd, WIN_sd, WIN_pd, WIN_dd, WIN_D),
+                  uh = lanes_reach(0, (int)(o / WIN_OW % WIN_OH), kh, WIN_sh, WIN_ph, WIN_dh, WIN_H),
+                  uw = lanes_reach(0, (int)(o % WIN_OW), kw, WIN_sw, WIN_pw, WIN_dw, WIN_W);
+        if (ud < 0 || uh < 0 || uw < 0) continue;
+        const uint u = (((uint)ud * WIN_H + (uint)uh) * WIN_W + (uint)uw) * ldn;
+        FOR_R(WG_SROW, _)
+        FOR_V(WG_BROW, _)
+        for (uint i = 0; i < ldn; i += VW) {
+            FOR_V(WG_LOAD_B, _)
+            FOR_R(WG_ROW, _)
+        }
+    }
+    floatV t[MR][NV];
+    FOR_R(WG_SUMS, _)
+    for (uint r = 0; r < MR && f0 + r < Fg; r++)
+        for (uint v = 0; v < NV && c0 + v < Cg; v++) {
+            float sum = 0.0f;
+            for (uint l = 0; l < VW; l++) sum += ((float *)&t[r][v])[l];
+            __global float *w = dW + woff + ((g * Fg + f0 + r) * Cg + c0 + v) * IK + tap;
+            *w = beta != 0.0f ? mad(beta, *w, sum) : sum;
+        }
+}
+
+// The weight gradient as a GEMM, for groups of many channels: dW(g * Fg +
+// f, c, t) = beta * dW + the sum over the small side's positions o whose
+// tap t reads the big side at u, and over the n samples, of S(g * Fg + f, o,
+// b) * L(g, u, b, c): A(f, (o, b)) = S, lanes layout at soff, and B((o, b),
+// c) = L, the big side with its channels last, (G, Pb, ldn, Cgp) at loff
+// (Cgp: a group's channels rounded up to NR, zeros past Cg). Work-item (x,
+// y, z): channels x * NR .., row blocks y * mb .., z = g * IK + t; k is
+// blocked by whole positions (KC / n of them), dW holding the partial sums.
+__kernel void lanes_wgemm(clnet_win win, uint M, uint Cg, uint Cgp, uint n, uint ldn, uint mb,
+                          __global const float *S, uint soff, __global const float *L, uint loff,
+                          float beta, __global float *dW, uint woff) {
+    const uint n0 = get_global_id(0) * NR, ib0 = get_global_id(1) * mb;
+    const uint g = get_global_id(2) / IK, tap = get_global_id(2) % IK;
+    const uint nblocks = (M + MR - 1) / MR;
+    if (n0 >= Cg || ib0 >= nblocks) return;
+    const uint ib1 = min(nblocks, ib0 + mb);
+    const uint P = WIN_OD * WIN_OH * WIN_OW, sam = P * ldn;
+    const int kd = (int)(tap / (IKH * IKW)), kh = (int)(tap / IKW % IKH), kw = (int)(tap % IKW);
+    const uint ob = KC == 0 ? P : max(1u, 8 * (uint)KC / n); /* B: 8 KC rows (L2) */
+    __global const float *sg = S + soff + g * M * sam;
+    __global const float *lg = L + loff + g * WIN_D * WIN_H * WIN_W * ldn * Cgp + n0;
+    const uint coff = woff + g * M * Cg * IK + tap;
+#define A_AT(r, i) ak[(i) + arow##r]
+    for (uint o0 = 0; o0 < P; o0 += ob) {
+        const uint o1 = min(P, o0 + ob);
+        for (uint ib = ib0; ib < ib1; ib++) {
+            const uint m0 = ib * MR;
+            FOR_R(DECL_AROW, _)
+            FOR_R(DECL_ACCS, _)
+            for (uint o = o0; o < o1; o++) {
+                const int ud = lanes_reach(0, (int)(o / (WIN_OH * WIN_OW)), kd, WIN_sd, WIN_pd,
+                                           WIN_dd, WIN_D),
+                          uh = lanes_reach(0, (int)(o / WIN_OW % WIN_OH), kh, WIN_sh, WIN_ph,
+                                           WIN_dh, WIN_H),
+                          uw = lanes_reach(0, (int)(o % WIN_OW), kw, WIN_sw, WIN_pw, WIN_dw, WIN_W);
+                if (ud < 0 || uh < 0 || uw < 0) continue;
+                const uint u = ((uint)ud * WIN_H + (uint)uh) * WIN_W + (uint)uw;
+                __global const float *ak = sg + o * ldn;
+                __global const float *bk = lg + u * ldn * Cgp;
+                for (uint b = 0; b < n; b++, ak++, bk += Cgp) {
+                    FOR_V(LOAD_B, bk)
+                    FOR_R(FMA_ROW, 0)
+                }
+            }
+            floatV acc[MR][NV];
+            FOR_R(SAVE_ACCS, _)
+            store_tile(acc, dW, coff, Cg * IK, IK, M, Cg, m0, n0, 1.0f, beta, o0 == 0);
+        }
+    }
+#undef A_AT
+}
+
+#endif
+
+// dst (C, P, ldn) in the lanes layout at doff = the (n, C, P) tensor at src +
+// soff (only where y > 0 with relu: the gradient of a relu taken in, y at the
+// same offsets of `y`), zero past the n samples. One work-item per element,
+// (b, pos, c): consecutive work-items write consecutive floats, and their
+// reads, a sample apart, share cache lines with the next position's.
+__kernel void lanes_in(uint n, uint C, uint P, uint ldn, __global const float *src, uint soff,
+                       __global const float *y, uint yoff, uint relu, __global float *dst,
+                       uint doff) {
+    const uint b = get_global_id(0), pos = get_global_id(1), c = get_global_id(2);
+    if (b >= ldn || pos >= P) return;
+    float v = 0.0f;
+    if (b < n) {
+        const uint at = (b * C + c) * P + pos;
+        v = src[soff + at];
+        if (relu && !(y[yoff + at] > 0.0f)) v = 0.0f;
+    }
+    dst[doff + (c * P + pos) * ldn + b] = v;
+}
+
+// The inverse: the (n, C, P) tensor at dst + doff = src (C, P, ldn) at soff,
+// + bias[boff + c] with has_bias, through max(., 0) with relu, stored by
+// clnet_store_dx (add). One work-item per element, (pos, b, c).
+__kernel void lanes_out(uint n, uint C, uint P, uint ldn, __global const float *src, uint soff,
+                        __global const float *bias, uint boff, __global float *dst, uint doff,
+                        uint has_bias, uint relu, uint add) {
+    const uint pos = get_global_id(0), b = get_global_id(1), c = get_global_id(2);
+    if (pos >= P || b >= n) return;
+    const float v = src[soff + (c * P + pos) * ldn + b] + (has_bias ? bias[boff + c] : 0.0f);
+    clnet_store_dx(dst + doff + (b * C + c) * P + pos, relu ? fmax(v, 0.0f) : v, add);
+}
+
+// dst (G, P, ldn, Cgp) at doff = the (n, G * Cg, P) tensor at src + soff with
+// its channels last, a group's rounded up to Cgp with zeros (lanes_wgemm's
+// L). One work-item per element of the n samples, (cg, pos, b * G + g).
+__kernel void lanes_in_last(uint n, uint G, uint Cg, uint Cgp, uint P, uint ldn,
+                            __global const float *src, uint soff, __global float *dst, uint doff) {
+    const uint cg = get_global_id(0), pos = get_global_id(1), b = get_global_id(2) / G,
+               g = get_global_id(2) % G;
+    if (cg >= Cgp || pos >= P || b >= n) return;
+    const float v = cg < Cg ? src[soff + (b * G * Cg + g * Cg + cg) * P + pos] : 0.0f;
+    dst[doff + ((g * P + pos) * ldn + b) * Cgp + cg] = v;
+}
+
+// wt[toff + ((g * Cg + c) * Fg + f) * K + t] = w[woff + ((g * Fg + f) * Cg + c)
+// * K + t]: the weight with its two channel axes swapped, so that the up
+// product reads it as the down product reads w (a row a big-side channel).
+// One work-item per (g * Cg + c, f): a window's K taps.
+__kernel void lanes_flip(uint G, uint Fg, uint Cg, uint K, __global const float *w, uint woff,
+                         __global float *wt, uint toff) {
+    const uint gc = get_global_id(0), f = get_global_id(1);
+    if (gc >= G * Cg || f >= Fg) return;
+    const uint g = gc / Cg, c = gc % Cg;
+    __global const float *from = w + woff + ((g * Fg + f) * Cg + c) * K;
+    __global float *to = wt + toff + (gc * Fg + f) * K;
+    for (uint t = 0; t < K; t++) to[t] = from[t];
+}
