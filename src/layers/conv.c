@@ -381,9 +381,9 @@ static clnet_conv_plan plan_of(const clnet_node *node, const clnet_device *d) {
 static size_t implicit_floats(const clnet_node *node, int s);
 static size_t implicit_sums_floats(const clnet_node *node, int s);
 /* The lanes algorithm's, and a sample's share of it. */
-static size_t lanes_floats(const clnet_node *node, int s);
-static size_t lanes_sums_floats(const clnet_node *node, int s);
-static size_t lanes_per_sample(const clnet_node *node);
+static size_t lanes_floats(const clnet_node *node, const clnet_device *d, int s);
+static size_t lanes_sums_floats(const clnet_node *node, const clnet_device *d, int s);
+static size_t lanes_per_sample(const clnet_node *node, const clnet_device *d);
 
 /* The batch runs through im2col and the GEMMs in chunks of samples whose
  * column matrix holds at most CHUNK_FLOATS floats (at least one sample a
@@ -420,14 +420,22 @@ static size_t col_per_sample(const clnet_node *node, int algo) {
 }
 
 /* The lanes algorithm's chunks hold up to LANES_CHUNK_FLOATS of its
- * regions, a multiple of LANES_UNIT samples where more than one fits (the
- * vectors then run full), as equal as the chunks can be. */
-#define LANES_UNIT         64          /* samples: the CPU tile's 64 columns */
+ * regions, a multiple of the device's lane unit where more than one fits
+ * (the vectors then run full), as equal as the chunks can be. The unit: the
+ * CPU tile's 64 columns; 16 elsewhere (tiles of 4 columns), where a
+ * simulator computes every lane, empty or not. */
+#define LANES_UNIT         64
+#define LANES_UNIT_OTHERS  16
 #define LANES_CHUNK_FLOATS (16u << 20) /* 64 MiB */
 
-static int lanes_chunk_samples(const clnet_node *node, int n) {
-    size_t most = LANES_CHUNK_FLOATS / lanes_per_sample(node);
-    most = most >= LANES_UNIT ? most / LANES_UNIT * LANES_UNIT : most < 1 ? 1 : most;
+/* The lanes' unit on d (without a device, the larger). */
+static size_t lanes_unit(const clnet_device *d) {
+    return d && !d->vector_cpu ? LANES_UNIT_OTHERS : LANES_UNIT;
+}
+
+static int lanes_chunk_samples(const clnet_node *node, const clnet_device *d, int n) {
+    size_t most = LANES_CHUNK_FLOATS / lanes_per_sample(node, d), unit = lanes_unit(d);
+    most = most >= unit ? most / unit * unit : most < 1 ? 1 : most;
     size_t chunks = ((size_t)n + most - 1) / most;
     if (chunks < 1) chunks = 1;
     return (int)(((size_t)n + chunks - 1) / chunks);
@@ -439,7 +447,7 @@ static int lanes_chunk_samples(const clnet_node *node, int n) {
  * direct algorithm counts its small side in GEMM layout too: it has no
  * column matrix to keep in cache, only memory to bound. */
 static int chunk_samples(const clnet_node *node, const clnet_device *d, int algo, int n) {
-    if (algo == CLNET_CONV_LANES) return lanes_chunk_samples(node, n);
+    if (algo == CLNET_CONV_LANES) return lanes_chunk_samples(node, d, n);
     size_t per = col_per_sample(node, algo);
     if (algo == CLNET_CONV_DIRECT) per += sides_of(node).Cs * sides_of(node).Ps;
     if (algo == CLNET_CONV_IMPLICIT) /* what a sample adds: the weight's copies are per chunk */
@@ -453,10 +461,10 @@ static int chunk_samples(const clnet_node *node, const clnet_device *d, int algo
 
 /* A chunk of s samples' scratch: its small side in GEMM layout (Cs, s*Ps),
  * then its column region. */
-static size_t chunk_floats(const clnet_node *node, int algo, int s) {
+static size_t chunk_floats(const clnet_node *node, const clnet_device *d, int algo, int s) {
     sides v = sides_of(node);
     if (algo == CLNET_CONV_IMPLICIT) return implicit_floats(node, s);
-    if (algo == CLNET_CONV_LANES) return lanes_floats(node, s);
+    if (algo == CLNET_CONV_LANES) return lanes_floats(node, d, s);
     return v.Cs * (size_t)s * v.Ps + (size_t)s * col_per_sample(node, algo);
 }
 
@@ -470,8 +478,8 @@ static size_t most(size_t a, size_t b) {
 }
 
 /* Where a chunk's GEMMs and row sums take their scratch: after its regions. */
-static size_t gemm_at(const clnet_node *node, int algo, int s) {
-    return (chunk_floats(node, algo, s) + 15) / 16 * 16;
+static size_t gemm_at(const clnet_node *node, const clnet_device *d, int algo, int s) {
+    return (chunk_floats(node, d, algo, s) + 15) / 16 * 16;
 }
 
 /* The scratch of a chunk's GEMMs (im2col) and of the bias gradient's row
@@ -483,7 +491,7 @@ static size_t gemm_floats(const clnet_node *node, const clnet_device *d, int alg
     if (algo == CLNET_CONV_IMPLICIT) /* over the grids' rows */
         return most(sums, implicit_sums_floats(node, s));
     if (algo == CLNET_CONV_DIRECT) return sums;
-    if (algo == CLNET_CONV_LANES) return lanes_sums_floats(node, s); /* over whole lanes */
+    if (algo == CLNET_CONV_LANES) return lanes_sums_floats(node, d, s); /* over whole lanes */
     clnet_gemm_shape down = shape_down(node, s), up = shape_up(node, s),
                      weight = shape_weight(node, s);
     return most(
@@ -493,7 +501,7 @@ static size_t gemm_floats(const clnet_node *node, const clnet_device *d, int alg
 
 static size_t algo_work_floats(const clnet_node *node, const clnet_device *d, int algo, int n) {
     int s = chunk_samples(node, d, algo, n);
-    return gemm_at(node, algo, s) + gemm_floats(node, d, algo, s);
+    return gemm_at(node, d, algo, s) + gemm_floats(node, d, algo, s);
 }
 
 /* Without a device (a plan made before one is chosen), the most that any
@@ -558,14 +566,15 @@ typedef struct {
     size_t wo, bo;     /* the weight and the bias in the parameters */
 } chunk;
 
-static chunk chunk_at(const clnet_node *node, int algo, int makes, int b0, int s) {
+static chunk chunk_at(const clnet_node *node, const clnet_device *d, int algo, int makes, int b0,
+                      int s) {
     sides v = sides_of(node);
     chunk ch = {.algo = algo,
                 .makes = makes,
                 .first = b0 == 0,
                 .s = s,
                 .NP = (size_t)s * v.Ps,
-                .gemm = gemm_at(node, algo, s)};
+                .gemm = gemm_at(node, d, algo, s)};
     ch.small = v.Cs * v.Ps * (size_t)b0;
     ch.big = v.Cb * v.Pb * (size_t)b0;
     ch.col = v.Cs * ch.NP;
@@ -744,7 +753,7 @@ static clnet_status each_chunk(const clnet_node *node, const clnet_pass *p, cons
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "conv.c: no %s pass for '%s'",
                           clnet_conv_algo_names[algo], node->name);
     for (int b0 = 0; b0 < p->n; b0 += most) {
-        chunk ch = chunk_at(node, algo, makes, b0, p->n - b0 < most ? p->n - b0 : most);
+        chunk ch = chunk_at(node, p->d, algo, makes, b0, p->n - b0 < most ? p->n - b0 : most);
         if (p->fold) ch.bo = p->fold->bias; /* a folded batch norm's, in the folded copy */
         clnet_status s = fn(node, p, &ch, b0 == 0 ? p->beta : 1.0f);
         if (s != CLNET_OK) return s;
@@ -1443,14 +1452,13 @@ cleanup:
 /* ---- the lanes algorithm (cl/conv_lanes.cl) ---- */
 
 /* A chunk of s samples holds each side as (C, P, ldn), ldn = s rounded up to
- * LANES_UNIT (a multiple of every tile's columns), in three regions of work,
- * after the weight with its channel axes swapped (the up product's A, made
- * by the pass's first chunk):
- * the big side (x, or a transposed convolution's dy), the small side (dy, or
- * a transposed convolution's x) and a product's result (either side); then,
+ * the device's lane unit (a multiple of its tile's columns), in three
+ * regions of work, after the weight with its channel axes swapped (the up
+ * product's A, made by the pass's first chunk): the big side (x, or a transposed convolution's dy),
+ * the small side (dy, or a transposed convolution's x) and a product's result (either side); then,
  * for a weight gradient as a GEMM (groups of at least LANES_WGEMM_MIN
  * channels on the big side), the big side with its channels last, a
- * group's rounded up to LANES_UNIT (Cgp). Smaller groups take their weight
+ * group's rounded up to the unit (Cgp). Smaller groups take their weight
  * gradient as vector dot products along the samples (lanes_wgrad), which
  * reads the big side's lanes instead. */
 typedef struct {
@@ -1458,12 +1466,12 @@ typedef struct {
     size_t ldn, Cgp, wt, big, small, out, last, end;
 } lanes_layout;
 
-static lanes_layout lanes_layout_of(const clnet_node *node, int s) {
+static lanes_layout lanes_layout_of(const clnet_node *node, const clnet_device *d, int s) {
     sides v = sides_of(node);
-    size_t Cg = v.Cb / v.G;
+    size_t Cg = v.Cb / v.G, unit = lanes_unit(d);
     lanes_layout l = {.wgemm = Cg >= LANES_WGEMM_MIN,
-                      .ldn = ((size_t)s + LANES_UNIT - 1) / LANES_UNIT * LANES_UNIT,
-                      .Cgp = (Cg + LANES_UNIT - 1) / LANES_UNIT * LANES_UNIT};
+                      .ldn = ((size_t)s + unit - 1) / unit * unit,
+                      .Cgp = (Cg + unit - 1) / unit * unit};
     size_t big = v.Cb * v.Pb * l.ldn, small = v.Cs * v.Ps * l.ldn;
     l.big = round16(l.wt + v.Cs * Cg * v.K);
     l.small = round16(l.big + big);
@@ -1473,20 +1481,20 @@ static lanes_layout lanes_layout_of(const clnet_node *node, int s) {
     return l;
 }
 
-static size_t lanes_floats(const clnet_node *node, int s) {
-    return lanes_layout_of(node, s).end;
+static size_t lanes_floats(const clnet_node *node, const clnet_device *d, int s) {
+    return lanes_layout_of(node, d, s).end;
 }
 
-static size_t lanes_per_sample(const clnet_node *node) {
+static size_t lanes_per_sample(const clnet_node *node, const clnet_device *d) {
     sides v = sides_of(node);
-    lanes_layout l = lanes_layout_of(node, 1);
+    lanes_layout l = lanes_layout_of(node, d, 1);
     return v.Cb * v.Pb + v.Cs * v.Ps + most(v.Cb * v.Pb, v.Cs * v.Ps) +
            (l.wgemm ? v.G * l.Cgp * v.Pb : 0);
 }
 
-static size_t lanes_sums_floats(const clnet_node *node, int s) {
+static size_t lanes_sums_floats(const clnet_node *node, const clnet_device *d, int s) {
     sides v = sides_of(node);
-    size_t ldn = lanes_layout_of(node, s).ldn;
+    size_t ldn = lanes_layout_of(node, d, s).ldn;
     return most(clnet_row_sums_floats(v.Cs, v.Ps * ldn), clnet_row_sums_floats(v.Cb, v.Pb * ldn));
 }
 
@@ -1506,7 +1514,7 @@ static lanes_run lanes_begin(const clnet_node *node, const clnet_pass *p, const 
                    .ch = ch,
                    .w = &CLNET_CONFIG(node, conv_config)->win,
                    .v = sides_of(node),
-                   .l = lanes_layout_of(node, ch->s),
+                   .l = lanes_layout_of(node, p->d, ch->s),
                    .t = tile_of(node, p->d)};
     implicit_options(node, p->d, r.opt, sizeof r.opt);
     return r;
