@@ -305,12 +305,12 @@ static int implicit_rule(const clnet_node *node) {
  * the strided ones included, 1.05-1.85x faster than the algorithm before
  * it (its 4x4 layer 1.85x: a third of that layer's taps read padding); at
  * 28x28 as fast as implicit, and its 1x1 layers at 0.6-0.75x of im2col's
- * speed. Its lanes are 64 samples wide: a chunk of fewer leaves the rest
+ * speed. On a CPU its lanes are 64 samples wide: a chunk of fewer leaves the rest
  * empty (at 32 samples a device, half). */
 #define LANES_MOST_POSITIONS 256
-#define LANES_WGEMM_MIN                                                                            \
-    32 /* channels a group: below, the lanes' weight gradient by dot products                      \
-        */
+/* Channels a group on the big side below which the lanes' weight gradient
+ * runs as dot products instead of a GEMM (below). */
+#define LANES_WGEMM_MIN 32
 
 static int lanes_rule(const clnet_node *node) {
     sides v = sides_of(node);
