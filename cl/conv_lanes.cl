@@ -68,6 +68,16 @@ inline uint lanes_taps(clnet_win win, int up, uint pos, uint ldn, int at[IK], ui
     return taps;
 }
 
+// The big-side position that tap (kd, kh, kw) of small-side position o
+// reads (the down product's reach along each axis), or -1 where it reads
+// padding: the weight gradients' walk over o.
+inline int lanes_read(clnet_win win, uint o, int kd, int kh, int kw) {
+    const int ud = lanes_reach(0, (int)(o / (WIN_OH * WIN_OW)), kd, WIN_sd, WIN_pd, WIN_dd, WIN_D),
+              uh = lanes_reach(0, (int)(o / WIN_OW % WIN_OH), kh, WIN_sh, WIN_ph, WIN_dh, WIN_H),
+              uw = lanes_reach(0, (int)(o % WIN_OW), kw, WIN_sw, WIN_pw, WIN_dw, WIN_W);
+    return ud < 0 || uh < 0 || uw < 0 ? -1 : (ud * WIN_H + uh) * WIN_W + uw;
+}
+
 #if LOCAL == 0
 
 // For each group g and position pos of the side it writes (work-item z =
@@ -153,11 +163,9 @@ __kernel void lanes_wgrad(clnet_win win, uint Fg, uint Cg, uint ldn, __global co
     const int kd = (int)(tap / (IKH * IKW)), kh = (int)(tap / IKW % IKH), kw = (int)(tap % IKW);
     FOR_R(WG_DECLS, _)
     for (uint o = 0; o < WIN_OD * WIN_OH * WIN_OW; o++) {
-        const int ud = lanes_reach(0, (int)(o / (WIN_OH * WIN_OW)), kd, WIN_sd, WIN_pd, WIN_dd, WIN_D),
-                  uh = lanes_reach(0, (int)(o / WIN_OW % WIN_OH), kh, WIN_sh, WIN_ph, WIN_dh, WIN_H),
-                  uw = lanes_reach(0, (int)(o % WIN_OW), kw, WIN_sw, WIN_pw, WIN_dw, WIN_W);
-        if (ud < 0 || uh < 0 || uw < 0) continue;
-        const uint u = (((uint)ud * WIN_H + (uint)uh) * WIN_W + (uint)uw) * ldn;
+        const int at = lanes_read(win, o, kd, kh, kw);
+        if (at < 0) continue;
+        const uint u = (uint)at * ldn;
         FOR_R(WG_SROW, _)
         FOR_V(WG_BROW, _)
         for (uint i = 0; i < ldn; i += VW) {
@@ -206,13 +214,9 @@ __kernel void lanes_wgemm(clnet_win win, uint M, uint Cg, uint Cgp, uint n, uint
             FOR_R(DECL_AROW, _)
             FOR_R(DECL_ACCS, _)
             for (uint o = o0; o < o1; o++) {
-                const int ud = lanes_reach(0, (int)(o / (WIN_OH * WIN_OW)), kd, WIN_sd, WIN_pd,
-                                           WIN_dd, WIN_D),
-                          uh = lanes_reach(0, (int)(o / WIN_OW % WIN_OH), kh, WIN_sh, WIN_ph,
-                                           WIN_dh, WIN_H),
-                          uw = lanes_reach(0, (int)(o % WIN_OW), kw, WIN_sw, WIN_pw, WIN_dw, WIN_W);
-                if (ud < 0 || uh < 0 || uw < 0) continue;
-                const uint u = ((uint)ud * WIN_H + (uint)uh) * WIN_W + (uint)uw;
+                const int at = lanes_read(win, o, kd, kh, kw);
+                if (at < 0) continue;
+                const uint u = (uint)at;
                 __global const float *ak = sg + o * ldn;
                 __global const float *bk = lg + u * ldn * Cgp;
                 for (uint b = 0; b < n; b++, ak++, bk += Cgp) {
