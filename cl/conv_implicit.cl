@@ -45,6 +45,9 @@
 #ifndef WR
 #define WR 1
 #endif
+#ifndef WT
+#define WT IK
+#endif
 #define IK (IKD * IKH * IKW)
 
 // Tap t's (kd, ky, kx), as the x, y, z of a vector.
@@ -176,6 +179,13 @@ __kernel void implicit_pad(uint n, uint C, uint SD, uint SH, uint SW, int lz, in
         return;
     }
     __global const float *row = src + soff + b * sb + c * sc + (uint)sz * szs + (uint)sy * sys;
+    if (st.z == 1) { // zeros, the row, zeros: loops without a test an element
+        const uint x0 = (uint)clamp(lx, 0, (int)GW), x1 = (uint)clamp(lx + (int)SW, lx, (int)GW);
+        for (uint x = 0; x < x0; x++) out[x] = 0.0f;
+        for (uint x = x0; x < x1; x++) out[x] = row[(int)x - lx];
+        for (uint x = max(x0, x1); x < GW; x++) out[x] = 0.0f;
+        return;
+    }
     for (uint x = 0; x < GW; x++) {
         const int sx = (int)(x * st.z) + px - lx;
         out[x] = sx >= 0 && sx < (int)SW ? row[sx] : 0.0f;
@@ -205,12 +215,18 @@ __kernel void implicit_output(uint n, uint F, uint OD, uint OH, uint OW, uint GD
     __global float *dst = y + yoff + (z * OH + oy) * OW;
     const float bv = has_bias ? bias[boff + f] : 0.0f;
     const int inside = gz < GD && gy < GH && pz < kept.x && py < kept.y;
-    if (st.z == 1) { // no division a value
+    if (st.z == 1) { // no division a value, and no test an element but past the grid
         src += phzy * pst + lo.z;
-        for (uint ox = 0; ox < OW; ox++) {
-            const float v = inside && ox + lo.z < GW ? src[ox] + bv : bv;
-            clnet_store_dx(dst + ox, relu ? fmax(v, 0.0f) : v, add);
-        }
+        const uint end = inside ? min(OW, GW - min(GW, lo.z)) : 0;
+        const float past = relu ? fmax(bv, 0.0f) : bv;
+        if (!add && !relu)
+            for (uint ox = 0; ox < end; ox++) dst[ox] = src[ox] + bv;
+        else if (!add)
+            for (uint ox = 0; ox < end; ox++) dst[ox] = fmax(src[ox] + bv, 0.0f);
+        else
+            for (uint ox = 0; ox < end; ox++)
+                dst[ox] += relu ? fmax(src[ox] + bv, 0.0f) : src[ox] + bv;
+        for (uint ox = end; ox < OW; ox++) clnet_store_dx(dst + ox, past, add);
         return;
     }
     for (uint ox = 0; ox < OW; ox++) {
@@ -242,9 +258,13 @@ inline void to_grid(uint n, uint F, uint OD, uint OH, uint OW, uint GD, uint GH,
         for (uint x = 0; x < GW; x++) out[x] = 0.0f;
         return;
     }
-    const uint at = ((b * F + f) * OD + gz) * OH * OW + gy * OW;
-    for (uint x = 0; x < GW; x++)
-        out[x] = x < OW && (!relu || y[yoff + at + x] > 0.0f) ? dy[dyoff + at + x] : 0.0f;
+    const uint at = ((b * F + f) * OD + gz) * OH * OW + gy * OW, end = min(OW, GW);
+    __global const float *drow = dy + dyoff + at, *yrow = y + yoff + at;
+    if (relu)
+        for (uint x = 0; x < end; x++) out[x] = yrow[x] > 0.0f ? drow[x] : 0.0f;
+    else
+        for (uint x = 0; x < end; x++) out[x] = drow[x];
+    for (uint x = end; x < GW; x++) out[x] = 0.0f;
 }
 
 __kernel void implicit_to_grid(uint n, uint F, uint OD, uint OH, uint OW, uint GD, uint GH, uint GW,
@@ -277,49 +297,52 @@ __kernel void implicit_flip(uint G, uint Fg, uint Cbg, uint K, __global const fl
 // over q in chunk z (q from z * chunk, fewer than L) of A[aoff + (g * M + m)
 // * lda + q] * X[xoff + (g * CH + c) * xcs + q + tap's offset]: A the output
 // gradient on the grid (zero off the outputs), X the input's grid. One
-// work-item per (channel g * CH + c, WR rows from y * WR, chunk z), holding
-// WR x IK vector accumulators; chunk and L are multiples of VW (the rows of
-// A are padded with zeros to ld). elementwise.cl's col_sums adds the parts
-// in chunk order.
+// work-item per (channel g * CH + c and WT taps from tg * WT, WR rows from y
+// * WR, chunk z), holding WR x WT vector accumulators (a last group short of
+// WT taps repeats the last tap and stores only its own); chunk and L are
+// multiples of VW (the rows of A are padded with zeros to ld).
+// elementwise.cl's col_sums adds the parts in chunk order.
 __kernel void implicit_wgrad(uint M, uint CH, uint G, uint L, uint chunk, __global const float *A,
                              uint aoff, uint lda, __global const float *X, uint xoff, uint xcs,
                              int4 dil, int4 stride, int4 kept, int4 step, __global float *part,
                              uint poff) {
-    const uint gc = get_global_id(0), m0 = get_global_id(1) * WR, z = get_global_id(2);
+    const uint groups = (IK + WT - 1) / WT;
+    const uint gc = get_global_id(0) / groups, t0 = get_global_id(0) % groups * WT;
+    const uint m0 = get_global_id(1) * WR, z = get_global_id(2);
     if (gc >= G * CH || m0 >= M || z * chunk >= L) return;
     const uint g = gc / CH, c = gc % CH;
     aoff += g * M * lda;
     poff += (z * G + g) * M * CH * IK;
     const uint q1 = min(L, z * chunk + chunk);
-    floatV acc[WR][IK];
-    int tap_at[IK];
+    floatV acc[WR][WT];
+    int tap_at[WT];
     __global const float *arow[WR];
 #pragma unroll
     for (uint r = 0; r < WR; r++) {
         arow[r] = A + aoff + min(m0 + r, M - 1) * lda;
 #pragma unroll
-        for (uint t = 0; t < IK; t++) acc[r][t] = (floatV)(0.0f);
+        for (uint t = 0; t < WT; t++) acc[r][t] = (floatV)(0.0f);
     }
 #pragma unroll
-    for (uint t = 0; t < IK; t++)
-        tap_at[t] = tap_offset(t, dil, stride, kept, step);
+    for (uint t = 0; t < WT; t++)
+        tap_at[t] = tap_offset(min(t0 + t, (uint)IK - 1), dil, stride, kept, step);
     __global const float *xc = X + xoff + gc * xcs;
     for (uint q = z * chunk; q < q1; q += VW) {
         floatV a[WR];
 #pragma unroll
         for (uint r = 0; r < WR; r++) a[r] = VLOAD(arow[r] + q);
 #pragma unroll
-        for (uint t = 0; t < IK; t++) {
+        for (uint t = 0; t < WT; t++) {
             const floatV x = VLOAD(xc + q + tap_at[t]);
 #pragma unroll
             for (uint r = 0; r < WR; r++) acc[r][t] = MADD(a[r], x, acc[r][t]);
         }
     }
     for (uint r = 0; r < WR && m0 + r < M; r++)
-        for (uint t = 0; t < IK; t++) {
+        for (uint t = 0; t < WT && t0 + t < IK; t++) {
             float lanes[VW], s = 0.0f;
             VSTORE(acc[r][t], lanes);
             for (uint i = 0; i < VW; i++) s += lanes[i];
-            part[poff + (m0 + r) * CH * IK + c * IK + t] = s;
+            part[poff + (m0 + r) * CH * IK + c * IK + t0 + t] = s;
         }
 }

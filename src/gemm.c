@@ -328,10 +328,19 @@ void clnet_gemm_key(const clnet_gemm_shape *s, char *key, size_t cap, int *bucke
 /* The fixed rule (no database entry): CLBlast on GPUs but for a long k into
  * a small C (split, own-tm8-wg1); on CPUs the tiled
  * point that reached at least 56% of OpenBLAS on every shape measured (the
- * 6 x 64 register tile, k blocked by 256, unrolled twice); the simple kernel
+ * 6 x 64 register tile, k blocked by 256, unrolled twice), a 10 x 32 tile for
+ * NT products (CPU_RULE_NT); the simple kernel
  * with the driver's layout elsewhere (simulators, and CPUs without vector
  * types: on llvmpipe it beat CLBlast by 1.4x and the CPU layout by 3.7x). */
 #define CPU_RULE "tiled-m6n64v16k256c0a0b0l0w1x1u2"
+/* NT products (weight gradients from a column matrix, a linear layer's
+ * forward) on CPUs: a narrower tile, twice the work-items of a small C, and k
+ * unblocked. On the EPYC VM (2026-11-28, bench_gemm) it ran LeNet's second
+ * weight gradient (50 x 500 x 20736) at 157 GFLOP/s against CPU_RULE's 75,
+ * ResNet's 1x1 ones (128 x 64 x 25088, 256 x 128 x 6272) at 137 and 178
+ * against 67 and 177, its 3x3 one through im2col (128 x 1152 x 25088) at 207
+ * against 155, LeNet's fc1 forward (256 x 128 x 800) at 122 against 101. */
+#define CPU_RULE_NT "tiled-m10n32v16k0c0a0b0l0w1x1u1"
 static const char *fixed_rule(const clnet_device *d, const clnet_gemm_shape *s) {
     if (d->info.type == CLNET_DEVICE_GPU)
         return s->K >= SPLIT_K_MIN && s->M * s->N <= GPU_SPLIT_K_SMALL_C ? "own-tm8-wg1"
@@ -341,7 +350,7 @@ static const char *fixed_rule(const clnet_device *d, const clnet_gemm_shape *s) 
      * from k = 173,056): the tiled kernel has one work-item per tile of C,
      * so next to nothing runs in parallel; the simple kernel splits k */
     if (s->K >= SPLIT_K_MIN && s->M * s->N <= SPLIT_K_SMALL_C) return "own-tm16-wg0";
-    return CPU_RULE;
+    return !s->ta && s->tb ? CPU_RULE_NT : CPU_RULE;
 }
 
 static int same_shape(const clnet_gemm_shape *a, const clnet_gemm_shape *b) {

@@ -1108,25 +1108,29 @@ static int same_grids(const grid *f, const grid *b) {
 /* Register tiles: the CPU rule's for the GEMM (6 x 64 of float16s, k in
  * blocks of 256); smaller ones elsewhere (a first version for GPUs, untuned). */
 typedef struct {
-    int mr, nv, vw, kc, wr;
+    int mr, nv, vw, kc, wr, wt;
 } implicit_tile;
 
-#define NR_MOST 64   /* the widest tile: the grids' slack holds one past the end */
-#define WGRAD_Q 4096 /* grid positions per part of the weight gradient */
+#define NR_MOST    64   /* the widest tile: the grids' slack holds one past the end */
+#define WGRAD_Q    4096 /* grid positions per part of the weight gradient */
+#define WGRAD_TAPS 9    /* the most taps of a weight-gradient work-item */
+#define WGRAD_ACCS 24   /* and of its accumulators */
 
 static implicit_tile tile_of(const clnet_node *node, const clnet_device *d) {
     int cpu = !d || d->vector_cpu;
-    implicit_tile t = cpu ? (implicit_tile){6, 4, 16, 256, 0} : (implicit_tile){4, 1, 4, 0, 0};
-    int taps = (int)sides_of(node).K;
-    t.wr = 24 / taps < 1 ? 1 : 24 / taps > 8 ? 8 : 24 / taps; /* WR x taps accumulators */
+    implicit_tile t =
+        cpu ? (implicit_tile){6, 4, 16, 256, 0, 0} : (implicit_tile){4, 1, 4, 0, 0, 0};
+    int taps = (int)sides_of(node).K, groups = (taps + WGRAD_TAPS - 1) / WGRAD_TAPS;
+    t.wt = (taps + groups - 1) / groups;                  /* the taps in groups of equal size */
+    t.wr = WGRAD_ACCS / t.wt > 8 ? 8 : WGRAD_ACCS / t.wt; /* WR x WT accumulators */
     return t;
 }
 
 static void implicit_options(const clnet_node *node, const clnet_device *d, char *opt, size_t cap) {
     const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
     implicit_tile t = tile_of(node, d);
-    snprintf(opt, cap, "-DMR=%d -DNV=%d -DVW=%d -DKC=%d -DIKD=%d -DIKH=%d -DIKW=%d -DWR=%d", t.mr,
-             t.nv, t.vw, t.kc, w->k[0], w->k[1], w->k[2], t.wr);
+    snprintf(opt, cap, "-DMR=%d -DNV=%d -DVW=%d -DKC=%d -DIKD=%d -DIKH=%d -DIKW=%d -DWR=%d -DWT=%d",
+             t.mr, t.nv, t.vw, t.kc, w->k[0], w->k[1], w->k[2], t.wr, t.wt);
 }
 
 static size_t round16(size_t v) {
@@ -1316,14 +1320,14 @@ static clnet_status implicit_weight(const clnet_node *node, const implicit_run *
     const clnet_pass *p = r->p;
     const grid *f = &r->l.f;
     sides v = sides_of(node);
-    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, wr = (size_t)r->t.wr;
+    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, wr = (size_t)r->t.wr, wt = (size_t)r->t.wt;
     taps t = forward_taps(f, r->ch->s);
-    TRY(clnet_pass_run(p, 14, "conv_implicit", r->opt, "implicit_wgrad", 3,
-                       (size_t[]){v.Cb, (Fg + wr - 1) / wr, r->l.chunks}, NULL,
-                       ARGS(U32(Fg), U32(Cg), U32(v.G), U32(r->l.ld), U32(WGRAD_Q), MEM(p->work),
-                            U32(r->l.yp), U32(r->l.ld), MEM(p->work), U32(r->l.x0), U32(r->l.xcs),
-                            VEC4(t.dil), VEC4(t.stride), VEC4(t.kept), VEC4(t.step), MEM(p->work),
-                            U32(r->l.parts))));
+    TRY(clnet_pass_run(
+        p, 14, "conv_implicit", r->opt, "implicit_wgrad", 3,
+        (size_t[]){v.Cb * ((v.K + wt - 1) / wt), (Fg + wr - 1) / wr, r->l.chunks}, NULL,
+        ARGS(U32(Fg), U32(Cg), U32(v.G), U32(r->l.ld), U32(WGRAD_Q), MEM(p->work), U32(r->l.yp),
+             U32(r->l.ld), MEM(p->work), U32(r->l.x0), U32(r->l.xcs), VEC4(t.dil), VEC4(t.stride),
+             VEC4(t.kept), VEC4(t.step), MEM(p->work), U32(r->l.parts))));
     TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 15), r->l.chunks, v.Cs * Cg * v.K, p->work,
                        r->l.parts, p->grads, r->ch->wo, beta));
 cleanup:
