@@ -132,6 +132,126 @@ __kernel void direct_up(clnet_win win, uint n, uint cs, uint cbg, uint fg,
     }
 }
 
+// small[j + off] for j = 0 .. 15, zero where j + off falls outside [0,
+// ow): one vector load where those 16 floats lie inside the buffer (`at` is
+// row's offset in it, `size` its floats), else one float a lane.
+inline float16 direct_lanes16(__global const float *row, int at, int size, int off, int ow) {
+    const int16 j = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) + off;
+    const int16 in = j >= 0 && j < ow;
+    if (at + off >= 0 && at + off + 16 <= size)
+        return select((float16)(0.0f), vload16(0, row + off), in);
+    float v[16];
+    for (int i = 0; i < 16; i++) v[i] = i + off >= 0 && i + off < ow ? row[i + off] : 0.0f;
+    return vload16(0, v);
+}
+
+// row[2j - u] for j = 0 .. 15, zero where 2j - u falls outside [0, w): two
+// vector loads where those 32 floats lie inside the buffer (`at` is row's
+// offset in it, `size` its floats), else one float a lane.
+inline float16 direct_evens16(__global const float *row, int at, int size, int u, int w) {
+    const int16 i = (int16)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) - u;
+    const int16 in = i >= 0 && i < w;
+    if (at - u >= 0 && at - u + 32 <= size) {
+        const float16 a = vload16(0, row - u), b = vload16(1, row - u);
+        return select((float16)(0.0f), (float16)(a.even, b.even), in);
+    }
+    float v[16];
+    for (int j = 0; j < 16; j++) v[j] = 2 * j - u >= 0 && 2 * j - u < w ? row[2 * j - u] : 0.0f;
+    return vload16(0, v);
+}
+
+// direct_down for small rows of at most 16 at a stride of 2 along them (a
+// depthwise layer's forward at stride 2): the row is one vector of
+// accumulators, and each tap's inputs two vector loads. `size`: the floats
+// of the big side's buffer from bigoff.
+__kernel void direct_down_pairs(clnet_win win, uint n, uint cs, uint cbg, uint fg,
+                                __global const float *big, uint bigoff, uint size,
+                                __global const float *w, uint woff, __global float *small,
+                                uint soff, uint sb, uint sf, __global const float *bias, uint boff,
+                                uint has_bias, uint relu, uint add) {
+    const uint oy = get_global_id(0), z = get_global_id(1);
+    if (oy >= WIN_OH || z >= n * cs * WIN_OD) return;
+    const uint od = z % WIN_OD, bf = z / WIN_OD, b = bf / cs, fs = bf % cs;
+    __global const float *wt = w + woff + fs * CONV_CBG * WIN_K;
+    uint vat = (b * WIN_C + fs / CONV_FG * CONV_CBG) * WIN_IN;
+    float16 acc = (float16)(0.0f);
+    for (uint cbl = 0; cbl < CONV_CBG; cbl++, vat += WIN_IN)
+        for (uint kd = 0; kd < WIN_KD; kd++) {
+            const int iz = (int)(od * WIN_sd + kd * WIN_dd) - (int)WIN_pd;
+            for (uint ky = 0; ky < WIN_KH; ky++, wt += WIN_KW) {
+                const int iy = (int)(oy * WIN_sh + ky * WIN_dh) - (int)WIN_ph;
+                if (iz < 0 || iz >= (int)WIN_D || iy < 0 || iy >= (int)WIN_H) continue;
+                const int at = (int)vat + (iz * (int)WIN_H + iy) * (int)WIN_W;
+                for (uint kx = 0; kx < WIN_KW; kx++) {
+                    const int u = (int)WIN_pw - (int)(kx * WIN_dw);
+                    acc += wt[kx] * direct_evens16(big + bigoff + at, at, (int)size, u,
+                                                   (int)WIN_W);
+                }
+            }
+        }
+    float row[16];
+    vstore16(acc, 0, row);
+    __global float *out = small + soff + b * sb + fs * sf + (od * WIN_OH + oy) * WIN_OW;
+    const float bv = has_bias ? bias[boff + fs] : 0.0f;
+    for (uint i = 0; i < WIN_OW; i++) {
+        float v = row[i] + bv;
+        if (add) v += out[i];
+        out[i] = relu ? fmax(v, 0.0f) : v;
+    }
+}
+
+// direct_up for big rows of at most 32 at a stride of 2 along them (a
+// depthwise layer's input gradient at stride 2): the row's even and odd
+// positions are two vectors of 16 accumulators, and the small side's row
+// each tap reads is one vector load; direct_up's rows of a few floats ran
+// mostly their scalar tails. `size`: the floats of the small side's buffer
+// from soff (no load strays past it).
+__kernel void direct_up_pairs(clnet_win win, uint n, uint cs, uint cbg, uint fg,
+                              __global const float *small, uint soff, uint sb, uint sf, uint size,
+                              __global const float *w, uint woff, __global float *big,
+                              uint bigoff, __global const float *bias, uint boff, uint has_bias,
+                              uint add) {
+    const uint iy = get_global_id(0), z = get_global_id(1);
+    if (iy >= WIN_H || z >= n * WIN_C * WIN_D) return;
+    const uint iz = z % WIN_D, bc = z / WIN_D, b = bc / WIN_C, cb = bc % WIN_C;
+    const uint f0 = cb / CONV_CBG * CONV_FG, cbl = cb % CONV_CBG;
+    float16 even = (float16)(0.0f), odd = (float16)(0.0f);
+    for (uint fl = 0; fl < CONV_FG; fl++) {
+        const uint sat = b * sb + (f0 + fl) * sf;
+        __global const float *wt = w + woff + ((f0 + fl) * CONV_CBG + cbl) * WIN_K;
+        for (uint kd = 0; kd < WIN_KD; kd++) {
+            const int oz = clnet_window_at((int)iz, kd, WIN_sd, WIN_pd, WIN_dd, WIN_OD);
+            for (uint ky = 0; ky < WIN_KH; ky++) {
+                const int oy = clnet_window_at((int)iy, ky, WIN_sh, WIN_ph, WIN_dh, WIN_OH);
+                if (oz < 0 || oy < 0) continue;
+                const uint at = sat + ((uint)oz * WIN_OH + (uint)oy) * WIN_OW;
+                for (uint kx = 0; kx < WIN_KW; kx++) {
+                    // position 2j + p takes the small row at (2j + p + u) / 2
+                    // where that divides: the phase p of u's parity, j + off
+                    const int u = (int)WIN_pw - (int)(kx * WIN_dw), odd_phase = u & 1;
+                    const int off = (u + odd_phase) / 2;
+                    const float16 v = direct_lanes16(small + soff + at, (int)at, (int)size, off,
+                                                     (int)WIN_OW);
+                    const float a = wt[(kd * WIN_KH + ky) * WIN_KW + kx];
+                    if (odd_phase)
+                        odd += a * v;
+                    else
+                        even += a * v;
+                }
+            }
+        }
+    }
+    float row[32];
+    vstore16(shuffle2(even, odd, (uint16)(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23)),
+             0, row);
+    vstore16(shuffle2(even, odd,
+                      (uint16)(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31)),
+             1, row);
+    __global float *out = big + bigoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W;
+    const float bv = has_bias ? bias[boff + cb] : 0.0f;
+    for (uint i = 0; i < WIN_W; i++) clnet_store_dx(out + i, row[i] + bv, add);
+}
+
 // One work-item per (tap, fs * CBG + cbl, sample b): sample b's part of
 // dW[fs, cbl, tap], the sum over the windows whose tap reads the input, to
 // part[poff + (b * cs * CBG + fs * CBG + cbl) * K + tap]. Along each row the
@@ -174,4 +294,36 @@ __kernel void direct_weight_partial(clnet_win win, uint n, uint cs, uint cbg, ui
     const float4 s4 = s8.lo + s8.hi;
     const float2 s2 = s4.lo + s4.hi;
     part[poff + (b * cs * CONV_CBG + e) * WIN_K + tap] = s + (s2.x + s2.y);
+}
+
+// direct_weight_partial for small rows of at most 16 at a stride of 2 along
+// them: a row's windows are one vector product. `ssize` and `bsize`: the
+// floats of the small and big sides' buffers from soff and bigoff.
+__kernel void direct_weight_pairs(clnet_win win, uint n, uint cs, uint cbg, uint fg,
+                                  __global const float *small, uint soff, uint sb, uint sf,
+                                  uint ssize, __global const float *big, uint bigoff, uint bsize,
+                                  __global float *part, uint poff) {
+    const uint tap = get_global_id(0), e = get_global_id(1), b = get_global_id(2);
+    if (tap >= WIN_K || e >= cs * CONV_CBG || b >= n) return;
+    const uint fs = e / CONV_CBG, cb = fs / CONV_FG * CONV_CBG + e % CONV_CBG;
+    const uint kx = tap % WIN_KW, ky = tap / WIN_KW % WIN_KH, kd = tap / (WIN_KW * WIN_KH);
+    const uint sat = b * sb + fs * sf, vat = (b * WIN_C + cb) * WIN_IN;
+    const int u = (int)WIN_pw - (int)(kx * WIN_dw);
+    float16 acc = (float16)(0.0f);
+    for (uint od = 0; od < WIN_OD; od++) {
+        const int iz = (int)(od * WIN_sd + kd * WIN_dd) - (int)WIN_pd;
+        if (iz < 0 || iz >= (int)WIN_D) continue;
+        for (uint oy = 0; oy < WIN_OH; oy++) {
+            const int iy = (int)(oy * WIN_sh + ky * WIN_dh) - (int)WIN_ph;
+            if (iy < 0 || iy >= (int)WIN_H) continue;
+            const uint srow = sat + (od * WIN_OH + oy) * WIN_OW;
+            const int brow = (int)vat + (iz * (int)WIN_H + iy) * (int)WIN_W;
+            acc += direct_lanes16(small + soff + srow, (int)srow, (int)ssize, 0, (int)WIN_OW) *
+                   direct_evens16(big + bigoff + brow, brow, (int)bsize, u, (int)WIN_W);
+        }
+    }
+    const float8 s8 = acc.lo + acc.hi;
+    const float4 s4 = s8.lo + s8.hi;
+    const float2 s2 = s4.lo + s4.hi;
+    part[poff + (b * cs * CONV_CBG + e) * WIN_K + tap] = s2.x + s2.y;
 }

@@ -412,7 +412,11 @@ static const layer_row TABLE[] = {
            {"conv2d filters=6 size=3 stride=2 pad=1 groups=2", 2, IMAGE(4, 7, 6)},
            /* depthwise, dilated, no bias */
            {"conv2d filters=3 size=3 pad=2 dilation=2 groups=3 bias=off", 3, IMAGE(3, 9, 7)},
-           {"conv2d filters=16 size=3 stride=2 pad=1 dilation=2 groups=4", 1, IMAGE(8, 12, 12)})},
+           {"conv2d filters=16 size=3 stride=2 pad=1 dilation=2 groups=4", 1, IMAGE(8, 12, 12)},
+           /* depthwise at stride 2 on rows of 32 and 33: direct's pairs kernels at their
+              limit (a row a vector of 16 a phase), and just past it */
+           {"conv2d filters=6 size=3 stride=2 pad=1 groups=6", 2, IMAGE(6, 3, 32)},
+           {"conv2d filters=4 size=4 stride=2 pad=2 groups=4", 2, IMAGE(4, 3, 33)})},
     {"conv3d", conv_forward, conv_backward, PLAIN, 1,
      CASES(
          {"conv3d filters=3 size=3 pad=1", 2, VOLUME(2, 5, 6, 7)},

@@ -896,6 +896,25 @@ static void direct_options(const clnet_node *node, char *opt, size_t cap) {
 /* The kernels' arguments after the window: samples, small channels, channels per group */
 #define DIRECT_SIZES(ch, v) U32((ch)->s), U32((v).Cs), U32((v).Cb / (v).G), U32((v).Cs / (v).G)
 
+/* Rows at a stride of 2 whose big side holds at most this many take the
+ * pairs kernels (direct_down_pairs, direct_up_pairs): a row is one vector of
+ * 16 accumulators a phase. */
+#define DIRECT_PAIRS_MOST_W 32
+
+static int direct_pairs(const clnet_window *w) {
+    return w->s[2] == 2 && w->in[2] <= DIRECT_PAIRS_MOST_W && w->out[2] <= DIRECT_PAIRS_MOST_W / 2;
+}
+
+/* The floats a small view spans: to its last sample's last channel's end */
+static size_t view_size(const chunk *ch, sides v, small_view s) {
+    return ((size_t)ch->s - 1) * s.sb + (v.Cs - 1) * s.sf + v.Ps;
+}
+
+/* The floats of the chunk's big side (NCDHW) */
+static size_t big_size(const chunk *ch, sides v, const clnet_window *w) {
+    return (size_t)ch->s * v.Cb * w->in[0] * w->in[1] * w->in[2];
+}
+
 /* small (+)= W . windows(big), with the flags' bias, relu and add */
 static clnet_status direct_down(const clnet_node *node, const clnet_pass *p, const chunk *ch,
                                 small_view s, cl_mem big, size_t big_off, output_flags f) {
@@ -904,6 +923,12 @@ static clnet_status direct_down(const clnet_node *node, const clnet_pass *p, con
     char opt[700];
     direct_options(node, opt, sizeof opt);
     size_t range[2] = {(size_t)w->out[1], (size_t)ch->s * v.Cs * w->out[0]};
+    if (direct_pairs(w))
+        return clnet_pass_run(p, 7, "conv_direct", opt, "direct_down_pairs", 2, range, NULL,
+                              ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(big), U32(big_off),
+                                   U32(big_size(ch, v, w)), MEM(p->params), U32(ch->wo), MEM(s.mem),
+                                   U32(s.off), U32(s.sb), U32(s.sf), MEM(p->params), U32(ch->bo),
+                                   U32(f.bias), U32(f.relu), U32(f.add)));
     return clnet_pass_run(p, 7, "conv_direct", opt, "direct_down", 2, range, NULL,
                           ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(big), U32(big_off), MEM(p->params),
                                U32(ch->wo), MEM(s.mem), U32(s.off), U32(s.sb), U32(s.sf),
@@ -918,6 +943,12 @@ static clnet_status direct_up(const clnet_node *node, const clnet_pass *p, const
     char opt[700];
     direct_options(node, opt, sizeof opt);
     size_t range[2] = {(size_t)w->in[1], (size_t)ch->s * v.Cb * w->in[0]};
+    if (direct_pairs(w))
+        return clnet_pass_run(p, 8, "conv_direct", opt, "direct_up_pairs", 2, range, NULL,
+                              ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
+                                   U32(s.sf), U32(view_size(ch, v, s)), MEM(p->params), U32(ch->wo),
+                                   MEM(big), U32(big_off), MEM(p->params), U32(ch->bo), U32(f.bias),
+                                   U32(f.add)));
     return clnet_pass_run(p, 8, "conv_direct", opt, "direct_up", 2, range, NULL,
                           ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
                                U32(s.sf), MEM(p->params), U32(ch->wo), MEM(big), U32(big_off),
@@ -935,10 +966,16 @@ static clnet_status direct_weight(const clnet_node *node, const clnet_pass *p, c
     size_t per = v.Cs * (v.Cb / v.G);
     char opt[700];
     direct_options(node, opt, sizeof opt);
-    TRY(clnet_pass_run(p, 9, "conv_direct", opt, "direct_weight_partial", 3,
-                       (size_t[]){v.K, per, (size_t)ch->s}, NULL,
-                       ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
-                            U32(s.sf), MEM(big), U32(big_off), MEM(p->work), U32(ch->col))));
+    size_t range[3] = {v.K, per, (size_t)ch->s};
+    if (direct_pairs(w))
+        TRY(clnet_pass_run(p, 9, "conv_direct", opt, "direct_weight_pairs", 3, range, NULL,
+                           ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
+                                U32(s.sf), U32(view_size(ch, v, s)), MEM(big), U32(big_off),
+                                U32(big_size(ch, v, w)), MEM(p->work), U32(ch->col))));
+    else
+        TRY(clnet_pass_run(p, 9, "conv_direct", opt, "direct_weight_partial", 3, range, NULL,
+                           ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
+                                U32(s.sf), MEM(big), U32(big_off), MEM(p->work), U32(ch->col))));
     TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 10), (size_t)ch->s, per * v.K, p->work, ch->col,
                        p->grads, ch->wo, beta));
 cleanup:
