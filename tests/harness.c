@@ -45,6 +45,12 @@ int test_device_is_slow(const clnet_device *d) {
            strstr(d->info.name, "llvmpipe") != NULL; /* Rusticl's CPU device */
 }
 
+int test_slow_case(uint64_t seed) {
+    const char *every = getenv("CLNET_TEST_SLOW_EVERY");
+    long n = every ? strtol(every, NULL, 10) : 1;
+    return n <= 1 || seed % (uint64_t)n == 0;
+}
+
 void test_random_floats(float *x, size_t n, uint64_t seed) {
     uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
     for (size_t i = 0; i < n; i++) {

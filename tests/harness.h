@@ -22,6 +22,11 @@ clnet_runtime *test_one_device(int which);
  * work tiny. */
 int test_device_is_slow(const clnet_device *d);
 
+/* 1 when case `seed` of a table runs on slow devices: every case, or with
+ * CLNET_TEST_SLOW_EVERY=N every N-th (the sanitized build's layers.mixed,
+ * whose Oclgrind checks the plain build runs in full). */
+int test_slow_case(uint64_t seed);
+
 /* Deterministic pseudo-random floats in [-1, 1). */
 void test_random_floats(float *x, size_t n, uint64_t seed);
 
