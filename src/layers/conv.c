@@ -897,8 +897,8 @@ static void direct_options(const clnet_node *node, char *opt, size_t cap) {
 #define DIRECT_SIZES(ch, v) U32((ch)->s), U32((v).Cs), U32((v).Cb / (v).G), U32((v).Cs / (v).G)
 
 /* Rows at a stride of 2 whose big side holds at most this many take the
- * pairs kernels (direct_down_pairs, direct_up_pairs): a row is one vector of
- * 16 accumulators a phase. */
+ * pairs kernels (direct_down_pairs, direct_up_pairs, direct_weight_pairs): a
+ * row is one vector of 16 accumulators a phase. */
 #define DIRECT_PAIRS_MOST_W 32
 
 static int direct_pairs(const clnet_window *w) {
