@@ -5,6 +5,9 @@
  *
  *   build/bench/bench_conv [REPS] [SHAPE-FILTER]
  *
+ * (a shape runs where its name contains SHAPE-FILTER; a trailing '$' anchors
+ * it to the name's end)
+ *
  * Each shape is one layer run directly (its kind's forward, then its
  * backward: weight, bias and input gradients), as a training step runs it
  * but with nothing around it: no loss, no optimizer. Two untimed passes
@@ -294,6 +297,14 @@ static int bench(clnet_device *d, const shape *s, int reps) {
     return 0;
 }
 
+/* Whether a shape's name contains `filter`; a filter ending in '$' must
+ * end the name ("resnet_128x14x14$" leaves out "resnet_128x14x14_s2"). */
+static int name_matches(const char *name, const char *filter) {
+    size_t n = strlen(filter), len = strlen(name);
+    if (n == 0 || filter[n - 1] != '$') return strstr(name, filter) != NULL;
+    return len >= n - 1 && strncmp(name + len - (n - 1), filter, n - 1) == 0;
+}
+
 int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 10;
     const char *filter = argc > 2 ? argv[2] : "";
@@ -306,7 +317,7 @@ int main(int argc, char **argv) {
         printf("device %d: %s (%s %s), %u compute units, %d reps\n", d->info.index, d->info.name,
                d->info.platform_name, d->info.platform_version, d->info.compute_units, reps);
         for (size_t k = 0; k < sizeof SHAPES / sizeof SHAPES[0]; k++)
-            if (strstr(SHAPES[k].name, filter)) status |= bench(d, &SHAPES[k], reps);
+            if (name_matches(SHAPES[k].name, filter)) status |= bench(d, &SHAPES[k], reps);
     }
     clnet_runtime_free(rt);
     return status;

@@ -160,7 +160,7 @@ def main():
               (torch.__version__, torch.get_num_threads(), torch.backends.mkldnn.is_available(),
                os.environ.get("OMP_WAIT_POLICY", "(unset)")))
     for s in SHAPES:
-        if a.filter in s[0]:
+        if (s[0].endswith(a.filter[:-1]) if a.filter.endswith("$") else a.filter in s[0]):
             bench(*s, max(a.reps, 1))
 
 

@@ -189,44 +189,51 @@ __kernel void lanes_wgrad(clnet_win win, uint Fg, uint Cg, uint ldn, __global co
 // tap t reads the big side at u, and over the n samples, of S(g * Fg + f, o,
 // b) * L(g, u, b, c): A(f, (o, b)) = S, lanes layout at soff, and B((o, b),
 // c) = L, the big side with its channels last, (G, Pb, ldn, Cgp) at loff
-// (Cgp: a group's channels rounded up to NR, zeros past Cg). Work-item (x,
-// y, z): channels x * NR .., row blocks y * mb .., z = g * IK + t; k is
-// blocked by whole positions (KC / n of them), dW holding the partial sums.
+// (Cgp: a group's channels rounded up to NR, zeros past Cg). k is blocked
+// by whole positions (ob of them), dW holding the partial sums.
+// whole = 0: work-item (x, y, z) takes channels x * NR .., row blocks y * mb
+// .., z = g * IK + t. whole = 1 (CPUs): work-item (0, y, g) takes row blocks
+// y * mb .. for every tap and channel, so that its rows of S, read once
+// from memory, serve every tap and channel from the cache, block by block.
 __kernel void lanes_wgemm(clnet_win win, uint M, uint Cg, uint Cgp, uint n, uint ldn, uint mb,
-                          __global const float *S, uint soff, __global const float *L, uint loff,
-                          float beta, __global float *dW, uint woff) {
-    const uint n0 = get_global_id(0) * NR, ib0 = get_global_id(1) * mb;
-    const uint g = get_global_id(2) / IK, tap = get_global_id(2) % IK;
-    const uint nblocks = (M + MR - 1) / MR;
-    if (n0 >= Cg || ib0 >= nblocks) return;
+                          uint whole, uint ob, __global const float *S, uint soff,
+                          __global const float *L, uint loff, float beta, __global float *dW,
+                          uint woff) {
+    const uint ib0 = get_global_id(1) * mb, nblocks = (M + MR - 1) / MR;
+    const uint g = whole ? get_global_id(2) : get_global_id(2) / IK;
+    const uint t0 = whole ? 0 : get_global_id(2) % IK, t1 = whole ? IK : t0 + 1;
+    const uint c0 = whole ? 0 : get_global_id(0) * NR, c1 = whole ? Cg : min(Cg, c0 + NR);
+    if (c0 >= Cg || ib0 >= nblocks) return;
     const uint ib1 = min(nblocks, ib0 + mb);
     const uint P = WIN_OD * WIN_OH * WIN_OW, sam = P * ldn;
-    const int kd = (int)(tap / (IKH * IKW)), kh = (int)(tap / IKW % IKH), kw = (int)(tap % IKW);
-    const uint ob = KC == 0 ? P : max(1u, 8 * (uint)KC / n); /* B: 8 KC rows (L2) */
     __global const float *sg = S + soff + g * M * sam;
-    __global const float *lg = L + loff + g * WIN_D * WIN_H * WIN_W * ldn * Cgp + n0;
-    const uint coff = woff + g * M * Cg * IK + tap;
+    __global const float *lg = L + loff + g * WIN_D * WIN_H * WIN_W * ldn * Cgp;
 #define A_AT(r, i) ak[(i) + arow##r]
     for (uint o0 = 0; o0 < P; o0 += ob) {
         const uint o1 = min(P, o0 + ob);
-        for (uint ib = ib0; ib < ib1; ib++) {
-            const uint m0 = ib * MR;
-            FOR_R(DECL_AROW, _)
-            FOR_R(DECL_ACCS, _)
-            for (uint o = o0; o < o1; o++) {
-                const int at = lanes_read(win, o, kd, kh, kw);
-                if (at < 0) continue;
-                const uint u = (uint)at;
-                __global const float *ak = sg + o * ldn;
-                __global const float *bk = lg + u * ldn * Cgp;
-                for (uint b = 0; b < n; b++, ak++, bk += Cgp) {
-                    FOR_V(LOAD_B, bk)
-                    FOR_R(FMA_ROW, 0)
+        for (uint tap = t0; tap < t1; tap++) {
+            const int kd = (int)(tap / (IKH * IKW)), kh = (int)(tap / IKW % IKH),
+                      kw = (int)(tap % IKW);
+            const uint coff = woff + g * M * Cg * IK + tap;
+            for (uint n0 = c0; n0 < c1; n0 += NR)
+                for (uint ib = ib0; ib < ib1; ib++) {
+                    const uint m0 = ib * MR;
+                    FOR_R(DECL_AROW, _)
+                    FOR_R(DECL_ACCS, _)
+                    for (uint o = o0; o < o1; o++) {
+                        const int at = lanes_read(win, o, kd, kh, kw);
+                        if (at < 0) continue;
+                        __global const float *ak = sg + o * ldn;
+                        __global const float *bk = lg + (uint)at * ldn * Cgp + n0;
+                        for (uint b = 0; b < n; b++, ak++, bk += Cgp) {
+                            FOR_V(LOAD_B, bk)
+                            FOR_R(FMA_ROW, 0)
+                        }
+                    }
+                    floatV acc[MR][NV];
+                    FOR_R(SAVE_ACCS, _)
+                    store_tile(acc, dW, coff, Cg * IK, IK, M, Cg, m0, n0, 1.0f, beta, o0 == 0);
                 }
-            }
-            floatV acc[MR][NV];
-            FOR_R(SAVE_ACCS, _)
-            store_tile(acc, dW, coff, Cg * IK, IK, M, Cg, m0, n0, 1.0f, beta, o0 == 0);
         }
     }
 #undef A_AT

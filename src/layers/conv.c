@@ -1612,6 +1612,24 @@ cleanup:
     return status;
 }
 
+/* lanes_wgemm on a vector CPU: the row blocks of a work-item, two
+ * work-items for every compute unit (a function of the
+ * layer's filters and the device only, never of the share) */
+static size_t wgemm_row_blocks(size_t mblocks, const clnet_device *d) {
+    size_t want = 2 * (size_t)(d->info.compute_units > 0 ? d->info.compute_units : 1);
+    size_t mb = (mblocks + want - 1) / want;
+    return mb < 1 ? 1 : mb;
+}
+
+/* lanes_wgemm's k-block: whole positions of the chunk's lanes, about 8 KC
+ * rows (the tile's k-block, at L2's scale) */
+static size_t wgemm_positions(const lanes_run *r) {
+    size_t kc = r->t.kc > 0 ? (size_t)r->t.kc : 0, P = r->v.Ps;
+    if (kc == 0) return P;
+    size_t ob = 8 * kc / r->l.ldn;
+    return ob < 1 ? 1 : ob;
+}
+
 /* dW (beta: overwritten or added to) = the small side's lanes (at
  * l.small) against the windows of the big side, the chunk's (s, Cb, Pb)
  * tensor at (t, off): as a GEMM over its channels-last copy, or as dot
@@ -1636,14 +1654,16 @@ static clnet_status lanes_weight(const lanes_run *r, cl_mem t, size_t off, int h
                        ARGS(U32(r->ch->s), U32(v->G), U32(Cg), U32(l->Cgp), U32(v->Pb), U32(l->ldn),
                             MEM(t), U32(off), MEM(p->work), U32(l->last))));
     size_t nr = (size_t)(r->t.nv * r->t.vw), mblocks = (Fg + mr - 1) / mr;
-    int cpu = p->d->vector_cpu;
-    size_t mb = cpu ? mblocks : 1;
+    int whole = p->d->vector_cpu;
+    size_t mb = whole ? wgemm_row_blocks(mblocks, p->d) : 1;
+    size_t ob = wgemm_positions(r);
     TRY(clnet_pass_run(p, 23, "conv_lanes", r->opt, "lanes_wgemm", 3,
-                       (size_t[]){(Cg + nr - 1) / nr, (mblocks + mb - 1) / mb, v->G * v->K},
-                       cpu ? (size_t[]){1, 1, 1} : NULL,
+                       whole ? (size_t[]){1, (mblocks + mb - 1) / mb, v->G}
+                             : (size_t[]){(Cg + nr - 1) / nr, mblocks, v->G * v->K},
+                       whole ? (size_t[]){1, 1, 1} : NULL,
                        ARGS(WIN(r->w), U32(Fg), U32(Cg), U32(l->Cgp), U32(r->ch->s), U32(l->ldn),
-                            U32(mb), MEM(p->work), U32(l->small), MEM(p->work), U32(l->last),
-                            F32(beta), MEM(p->grads), U32(r->ch->wo))));
+                            U32(mb), U32(whole), U32(ob), MEM(p->work), U32(l->small), MEM(p->work),
+                            U32(l->last), F32(beta), MEM(p->grads), U32(r->ch->wo))));
 cleanup:
     return status;
 }
