@@ -149,6 +149,19 @@ __kernel void avgpool_backward(clnet_win win, uint n, __global const float *dy, 
     if (ix >= WIN_W || iy >= WIN_H || z >= n * WIN_C * WIN_D) return;
     const uint iz = z % WIN_D, bc = z / WIN_D;
     __global const float *g = dy + dyoff + bc * WIN_OUT;
+    __global float *to = dx + dxoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix;
+    if (WIN_sd == WIN_KD && WIN_sh == WIN_KH && WIN_sw == WIN_KW && WIN_pd == 0 && WIN_ph == 0 &&
+        WIN_pw == 0) {
+        // Windows side by side, no padding (LeNet's 2x2 at stride 2): the
+        // input lies in one window, or in none past the last (floor mode).
+        const uint oz = iz / WIN_KD, oy = iy / WIN_KH, ox = ix / WIN_KW;
+        const int held = oz < WIN_OD && oy < WIN_OH && ox < WIN_OW;
+        clnet_store_dx(to,
+                       held ? g[(oz * WIN_OH + oy) * WIN_OW + ox] / avgpool_divisor(win, oz, oy, ox)
+                            : 0.0f,
+                       add);
+        return;
+    }
     int lo[3], hi[3];
     clnet_windows_holding_all(win, iz, iy, ix, lo, hi);
     float s = 0.0f;
@@ -163,5 +176,5 @@ __kernel void avgpool_backward(clnet_win win, uint n, __global const float *dy, 
             for (int ox = lo[2]; ox <= hi[2]; ox++)
                 s += g[(oz * (int)WIN_OH + oy) * (int)WIN_OW + ox] / avgpool_divisor(win, (uint)oz, (uint)oy, (uint)ox);
 #endif
-    clnet_store_dx(dx + dxoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W + ix, s, add);
+    clnet_store_dx(to, s, add);
 }

@@ -464,6 +464,8 @@ static const layer_row TABLE[] = {
      CASES({"avgpool size=2 stride=2", 2, IMAGE(3, 7, 9)},
            {"avgpool size=3 stride=2 pad=1", 1, IMAGE(2, 13, 11)},
            {"avgpool size=2 stride=3", 2, IMAGE(1, 9, 9)},
+           {"avgpool size=2 stride=2 ceil=on count_pad=off", 2, IMAGE(2, 7, 9)},
+           {"avgpool size=2 stride=2", 1, VOLUME(2, 5, 6, 4)},
            {"avgpool size=3 stride=1 pad=2", 1, IMAGE(1, 7, 7)},
            /* over 1 and 3 axes */
            {"avgpool size=3 stride=2 pad=1 ceil=on count_pad=off", 2, SIGNAL(3, 12)},
