@@ -78,6 +78,10 @@ static const shape SHAPES[] = {
      "conv2d filters=128 size=1 stride=2"},
     {"resnet_1x1_128x14x14_s2", 128, "input channels=128 height=14 width=14",
      "conv2d filters=256 size=1 stride=2"},
+    /* LeNet's (examples/models/lenet.cfg) at batch 256 */
+    {"lenet_conv1_1x28x28", 256, "input channels=1 height=28 width=28", "conv2d filters=20 size=3"},
+    {"lenet_conv2_20x13x13", 256, "input channels=20 height=13 width=13",
+     "conv2d filters=50 size=5"},
 };
 
 /* The fixed inputs both programs use: element i of a tensor is

@@ -64,6 +64,9 @@ SHAPES = [
     # and its 1x1 stride-2 shortcuts
     ("resnet_1x1_64x28x28_s2", 128, (64, 28, 28), "conv2d", 128, dict(kernel=1, stride=2)),
     ("resnet_1x1_128x14x14_s2", 128, (128, 14, 14), "conv2d", 256, dict(kernel=1, stride=2)),
+    # LeNet's (examples/models/lenet.cfg) at batch 256
+    ("lenet_conv1_1x28x28", 256, (1, 28, 28), "conv2d", 20, dict(kernel=3)),
+    ("lenet_conv2_20x13x13", 256, (20, 13, 13), "conv2d", 50, dict(kernel=5)),
 ]
 
 
