@@ -191,19 +191,21 @@ __kernel void lanes_wgrad(clnet_win win, uint Fg, uint Cg, uint ldn, __global co
 // c) = L, the big side with its channels last, (G, Pb, ldn, Cgp) at loff
 // (Cgp: a group's channels rounded up to NR, zeros past Cg). k is blocked
 // by whole positions (ob of them), dW holding the partial sums.
-// whole = 0: work-item (x, y, z) takes channels x * NR .., row blocks y * mb
-// .., z = g * IK + t. whole = 1 (CPUs): work-item (0, y, g) takes row blocks
-// y * mb .. for every tap and channel, so that its rows of S, read once
-// from memory, serve every tap and channel from the cache, block by block.
+// tg = 0: work-item (x, y, z) takes channels x * NR .., row blocks y * mb
+// .., z = g * IK + t. tg > 0 (CPUs): work-item (0, y, g * tg + j) takes row
+// blocks y * mb .. for every channel and the j-th of tg groups of taps, so
+// that its rows of S, read once from memory, serve those taps and every
+// channel from the cache, block by block.
 __kernel void lanes_wgemm(clnet_win win, uint M, uint Cg, uint Cgp, uint n, uint ldn, uint mb,
-                          uint whole, uint ob, __global const float *S, uint soff,
+                          uint tg, uint ob, __global const float *S, uint soff,
                           __global const float *L, uint loff, float beta, __global float *dW,
                           uint woff) {
-    const uint ib0 = get_global_id(1) * mb, nblocks = (M + MR - 1) / MR;
-    const uint g = whole ? get_global_id(2) : get_global_id(2) / IK;
-    const uint t0 = whole ? 0 : get_global_id(2) % IK, t1 = whole ? IK : t0 + 1;
-    const uint c0 = whole ? 0 : get_global_id(0) * NR, c1 = whole ? Cg : min(Cg, c0 + NR);
-    if (c0 >= Cg || ib0 >= nblocks) return;
+    const uint ib0 = get_global_id(1) * mb, nblocks = (M + MR - 1) / MR, z = get_global_id(2);
+    const uint per = tg ? (IK + tg - 1) / tg : 1; /* taps a work-item */
+    const uint g = tg ? z / tg : z / IK, t0 = tg ? z % tg * per : z % IK;
+    const uint t1 = min((uint)IK, t0 + per);
+    const uint c0 = tg ? 0 : get_global_id(0) * NR, c1 = tg ? Cg : min(Cg, c0 + NR);
+    if (c0 >= Cg || ib0 >= nblocks || t0 >= t1) return;
     const uint ib1 = min(nblocks, ib0 + mb);
     const uint P = WIN_OD * WIN_OH * WIN_OW, sam = P * ldn;
     __global const float *sg = S + soff + g * M * sam;

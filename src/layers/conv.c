@@ -1619,13 +1619,19 @@ cleanup:
     return status;
 }
 
-/* lanes_wgemm on a vector CPU: the row blocks of a work-item, two
- * work-items for every compute unit (a function of the
- * layer's filters and the device only, never of the share) */
-static size_t wgemm_row_blocks(size_t mblocks, const clnet_device *d) {
+/* lanes_wgemm on a vector CPU: the row blocks of a work-item (*mb) and the
+ * groups its taps are split into (*tg), for two work-items a compute unit
+ * (a function of the layer's filters and taps and of the device only, never
+ * of the share): row blocks first, taps where the rows are too few. */
+static void wgemm_split(size_t mblocks, size_t taps, const clnet_device *d, size_t *mb,
+                        size_t *tg) {
     size_t want = 2 * (size_t)(d->info.compute_units > 0 ? d->info.compute_units : 1);
-    size_t mb = (mblocks + want - 1) / want;
-    return mb < 1 ? 1 : mb;
+    *mb = (mblocks + want - 1) / want;
+    size_t rows = (mblocks + *mb - 1) / *mb;
+    *tg = (want + rows - 1) / rows;
+    if (*tg > taps) *tg = taps;
+    size_t per = (taps + *tg - 1) / *tg; /* the kernel's taps a group */
+    *tg = (taps + per - 1) / per;        /* none left empty */
 }
 
 /* lanes_wgemm's k-block: whole positions of the chunk's lanes, about 8 KC
@@ -1661,15 +1667,14 @@ static clnet_status lanes_weight(const lanes_run *r, cl_mem t, size_t off, int h
                        ARGS(U32(r->ch->s), U32(v->G), U32(Cg), U32(l->Cgp), U32(v->Pb), U32(l->ldn),
                             MEM(t), U32(off), MEM(p->work), U32(l->last))));
     size_t nr = (size_t)(r->t.nv * r->t.vw), mblocks = (Fg + mr - 1) / mr;
-    int whole = p->d->vector_cpu;
-    size_t mb = whole ? wgemm_row_blocks(mblocks, p->d) : 1;
-    size_t ob = wgemm_positions(r);
+    size_t mb = 1, tg = 0, ob = wgemm_positions(r);
+    if (p->d->vector_cpu) wgemm_split(mblocks, v->K, p->d, &mb, &tg);
     TRY(clnet_pass_run(p, 23, "conv_lanes", r->opt, "lanes_wgemm", 3,
-                       whole ? (size_t[]){1, (mblocks + mb - 1) / mb, v->G}
-                             : (size_t[]){(Cg + nr - 1) / nr, mblocks, v->G * v->K},
-                       whole ? (size_t[]){1, 1, 1} : NULL,
+                       tg ? (size_t[]){1, (mblocks + mb - 1) / mb, v->G * tg}
+                          : (size_t[]){(Cg + nr - 1) / nr, mblocks, v->G * v->K},
+                       tg ? (size_t[]){1, 1, 1} : NULL,
                        ARGS(WIN(r->w), U32(Fg), U32(Cg), U32(l->Cgp), U32(r->ch->s), U32(l->ldn),
-                            U32(mb), U32(whole), U32(ob), MEM(p->work), U32(l->small), MEM(p->work),
+                            U32(mb), U32(tg), U32(ob), MEM(p->work), U32(l->small), MEM(p->work),
                             U32(l->last), F32(beta), MEM(p->grads), U32(r->ch->wo))));
 cleanup:
     return status;
