@@ -65,7 +65,18 @@ __kernel void col2im(clnet_win win, uint n, __global const float *col, uint colo
     const uint iz = z % WIN_D, bc = z / WIN_D, b = bc / WIN_C, c = bc % WIN_C, NP = n * WIN_OUT;
     __global const float *base = col + coloff + c * WIN_K * NP + b * WIN_OUT;
     float s = 0.0f;
-    if (WIN_dd * WIN_dh * WIN_dw == 1) { // no dilation (each is at least 1)
+    if ((WIN_dd * WIN_dh * WIN_dw == 1) & (WIN_KD <= WIN_sd) & (WIN_KH <= WIN_sh) &
+        (WIN_KW <= WIN_sw)) {
+        // Windows apart (a 1x1 layer at a stride): at most one holds the
+        // input, found by division, without loops (bitwise ands: the tests
+        // are constants in a fixed geometry's program, where && warns).
+        const uint uz = iz + WIN_pd, uy = iy + WIN_ph, ux = ix + WIN_pw;
+        const uint oz = uz / WIN_sd, oy = uy / WIN_sh, ox = ux / WIN_sw;
+        const uint kd = uz - oz * WIN_sd, ky = uy - oy * WIN_sh, kx = ux - ox * WIN_sw;
+        if ((kd < WIN_KD) & (ky < WIN_KH) & (kx < WIN_KW) & (oz < WIN_OD) & (oy < WIN_OH) &
+            (ox < WIN_OW))
+            s = base[((kd * WIN_KH + ky) * WIN_KW + kx) * NP + (oz * WIN_OH + oy) * WIN_OW + ox];
+    } else if (WIN_dd * WIN_dh * WIN_dw == 1) { // no dilation (each is at least 1)
         int lo[3], hi[3];
         clnet_windows_holding_all(win, iz, iy, ix, lo, hi);
         for (int oz = lo[0]; oz <= hi[0]; oz++) {

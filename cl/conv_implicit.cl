@@ -85,17 +85,24 @@ inline int tap_in(uint t, int4 dil, int4 stride, int4 want) {
 // gradient's product over the reversed weight). Work-item (x, y, g): columns
 // x * NR .., row blocks y * mb .. y * mb + mb - 1 (of MR rows), as
 // gemm_tiled, of group g, whose A, X and C start gsa, gsx and gsc further
-// on; k is blocked by whole channels (KC / IK of them).
-__kernel void implicit_gemm(uint M, uint N, uint CH, uint mb, __global const float *A, uint aoff,
+// on; k is blocked by whole channels (KC / IK of them). The columns come in
+// runs of P (a sample's grid) of which x's tiles cover the first `tiles`
+// (those with a position of the result: a sample's trailing positions past
+// its last output are skipped, 6% of a small volume's), each tile storing
+// only inside its run; P = N is one run.
+__kernel void implicit_gemm(uint M, uint N, uint P, uint tiles, uint CH, uint mb,
+                            __global const float *A, uint aoff,
                             uint sam, uint gsa, __global const float *X, uint xoff, uint xcs,
                                                         uint gsx, int4 dil, int4 stride, int4 kept, int4 step, int4 want,
                             float beta, __global float *C, uint coff, uint csm, uint gsc) {
-    const uint n0 = get_global_id(0) * NR, ib0 = get_global_id(1) * mb, g = get_global_id(2);
+    const uint run = get_global_id(0) / tiles, end = min(N, run * P + P);
+    const uint n0 = run * P + get_global_id(0) % tiles * NR, ib0 = get_global_id(1) * mb,
+               g = get_global_id(2);
     aoff += g * gsa;
     xoff += g * gsx;
     coff += g * gsc;
     const uint nblocks = (M + MR - 1) / MR;
-    if (n0 >= N || ib0 >= nblocks) return;
+    if (n0 >= end || ib0 >= nblocks) return;
     const uint ib1 = min(nblocks, ib0 + mb);
     const uint cc = KC == 0 ? CH : max(1u, (uint)KC / IK);
     int every_at[IK]; // each tap's offset in a channel's grids
@@ -133,7 +140,7 @@ __kernel void implicit_gemm(uint M, uint N, uint CH, uint mb, __global const flo
             }
             floatV acc[MR][NV];
             FOR_R(SAVE_ACCS, _)
-            store_tile(acc, C, coff, csm, 1, M, N, m0, n0, 1.0f, beta, c0 == 0);
+            store_tile(acc, C, coff, csm, 1, M, end, m0, n0, 1.0f, beta, c0 == 0);
         }
     }
 #undef A_AT

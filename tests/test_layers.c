@@ -407,6 +407,9 @@ static const layer_row TABLE[] = {
               channels padded to 64), and more samples than one tile's 64 */
            {"conv2d filters=12 size=3 stride=2 pad=1 groups=2", 3, IMAGE(80, 9, 9), 1},
            {"conv2d filters=5 size=3 pad=1", 70, IMAGE(3, 6, 5), 1},
+           /* 16 filters over 8 channels: the implicit algorithm's 8 x 48 tiles, and lanes
+              (always 64-column tiles) on 60 samples, more than 48 */
+           {"conv2d filters=16 size=3 pad=1", 60, IMAGE(8, 5, 5), 1},
            /* dilation and groups (PyTorch's Conv2d) */
            {"conv2d filters=3 size=3 pad=1 dilation=3", 2, IMAGE(2, 11, 9)},
            {"conv2d filters=6 size=3 stride=2 pad=1 groups=2", 2, IMAGE(4, 7, 6)},

@@ -1150,10 +1150,12 @@ static int same_grids(const grid *f, const grid *b) {
 }
 
 /* Register tiles: the CPU rule's for the GEMM (6 x 64 of float16s, k in
- * blocks of 256), or 8 x 48 where the rows of the layer's two products (its
- * filters and its channels a group) waste less on it (32 and 16 of them: 36
- * and 18 rows on 6; 10% faster on conv3d 16 -> 32, 10% slower on 64 -> 64);
- * smaller ones elsewhere (a first version for GPUs, untuned). The weight
+ * blocks of 256), or for the implicit algorithm 8 x 48 where the rows of the
+ * layer's two products (its filters and its channels a group) waste less on
+ * it (32 and 16 of them: 36 and 18 rows on 6; 10% faster on conv3d 16 -> 32,
+ * 10% slower on 64 -> 64; not for lanes, whose lane unit of 64 samples the
+ * tile's columns must divide); smaller ones elsewhere (a first version for
+ * GPUs, untuned). The weight
  * gradient's work-items hold 8 rows x 3 taps (15% faster than 2 x 9 on
  * conv3d and ResNet's 64 -> 64, level elsewhere). */
 typedef struct {
@@ -1170,22 +1172,23 @@ static size_t rows_on(size_t mr, size_t m1, size_t m2) {
     return (m1 + mr - 1) / mr * mr + (m2 + mr - 1) / mr * mr;
 }
 
-static implicit_tile tile_of(const clnet_node *node, const clnet_device *d) {
+static implicit_tile tile_of(const clnet_node *node, const clnet_device *d, int lanes) {
     int cpu = !d || d->vector_cpu;
     sides v = sides_of(node);
     size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G;
     implicit_tile t =
         cpu ? (implicit_tile){6, 4, 16, 256, 0, 0} : (implicit_tile){4, 1, 4, 0, 0, 0};
-    if (cpu && rows_on(8, Fg, Cg) * 100 < rows_on(6, Fg, Cg) * 92) t.mr = 8, t.nv = 3;
+    if (cpu && !lanes && rows_on(8, Fg, Cg) * 100 < rows_on(6, Fg, Cg) * 92) t.mr = 8, t.nv = 3;
     int taps = (int)v.K, groups = (taps + WGRAD_TAPS - 1) / WGRAD_TAPS;
     t.wt = (taps + groups - 1) / groups;                  /* the taps in groups of equal size */
     t.wr = WGRAD_ACCS / t.wt > 8 ? 8 : WGRAD_ACCS / t.wt; /* WR x WT accumulators */
     return t;
 }
 
-static void implicit_options(const clnet_node *node, const clnet_device *d, char *opt, size_t cap) {
+static void implicit_options(const clnet_node *node, const clnet_device *d, int lanes, char *opt,
+                             size_t cap) {
     const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
-    implicit_tile t = tile_of(node, d);
+    implicit_tile t = tile_of(node, d, lanes);
     snprintf(opt, cap, "-DMR=%d -DNV=%d -DVW=%d -DKC=%d -DIKD=%d -DIKH=%d -DIKW=%d -DWR=%d -DWT=%d",
              t.mr, t.nv, t.vw, t.kc, w->k[0], w->k[1], w->k[2], t.wr, t.wt);
 }
@@ -1275,8 +1278,8 @@ static implicit_run implicit_begin(const clnet_node *node, const clnet_pass *p, 
                       .ch = ch,
                       .w = &CLNET_CONFIG(node, conv_config)->win,
                       .l = layout_of(node, ch->s),
-                      .t = tile_of(node, p->d)};
-    implicit_options(node, p->d, r.opt, sizeof r.opt);
+                      .t = tile_of(node, p->d, 0)};
+    implicit_options(node, p->d, 0, r.opt, sizeof r.opt);
     return r;
 }
 
@@ -1298,21 +1301,31 @@ static clnet_status pad(const implicit_run *r, size_t C, view src, const grid *g
 /* For each of G groups: C (M x the grid's positions, rows of ldc at work +
  * c) = A (M x CH * K, rows of lda, at a) . the windows of CH channels of grid
  * g (at work + x, channel stride xcs) over taps t, the groups' operands one
- * after another (A's M rows, x's CH channels, C's M rows), in one launch */
+ * after another (A's M rows, x's CH channels, C's M rows), in one launch.
+ * With `valid` (the result's size along each axis), a sample's positions
+ * past its last valid one are skipped where that saves tiles. */
 static clnet_status implicit_product(const implicit_run *r, size_t G, size_t M, size_t CH, cl_mem A,
                                      size_t a, size_t lda, const grid *g, taps t, size_t x,
-                                     size_t xcs, size_t c, size_t ldc) {
+                                     size_t xcs, size_t c, size_t ldc, const int *valid) {
     const clnet_pass *p = r->p;
     size_t N = (size_t)r->ch->s * g->P, nr = (size_t)(r->t.nv * r->t.vw);
+    size_t run = N, tiles = (N + nr - 1) / nr, runs = 1;
+    if (valid) {
+        size_t last =
+            (((size_t)valid[0] - 1) * g->d[1] + (size_t)valid[1] - 1) * g->d[2] + (size_t)valid[2];
+        size_t per = (last + nr - 1) / nr;
+        if (per * (size_t)r->ch->s < tiles) run = g->P, tiles = per, runs = (size_t)r->ch->s;
+    }
     size_t mblocks = (M + (size_t)r->t.mr - 1) / (size_t)r->t.mr;
     int cpu = p->d->vector_cpu;
     size_t mb = cpu ? mblocks : 1; /* CPUs: a work-item runs down all of C's rows */
     return clnet_pass_run(
         p, 12, "conv_implicit", r->opt, "implicit_gemm", 3,
-        (size_t[]){(N + nr - 1) / nr, (mblocks + mb - 1) / mb, G}, cpu ? (size_t[]){1, 1, 1} : NULL,
-        ARGS(U32(M), U32(N), U32(CH), U32(mb), MEM(A), U32(a), U32(lda), U32(M * lda), MEM(p->work),
-             U32(x), U32(xcs), U32(CH * xcs), VEC4(t.dil), VEC4(t.stride), VEC4(t.kept),
-             VEC4(t.step), VEC4(t.want), F32(0.0f), MEM(p->work), U32(c), U32(ldc), U32(M * ldc)));
+        (size_t[]){runs * tiles, (mblocks + mb - 1) / mb, G}, cpu ? (size_t[]){1, 1, 1} : NULL,
+        ARGS(U32(M), U32(N), U32(run), U32(tiles), U32(CH), U32(mb), MEM(A), U32(a), U32(lda),
+             U32(M * lda), MEM(p->work), U32(x), U32(xcs), U32(CH * xcs), VEC4(t.dil),
+             VEC4(t.stride), VEC4(t.kept), VEC4(t.step), VEC4(t.want), F32(0.0f), MEM(p->work),
+             U32(c), U32(ldc), U32(M * ldc)));
 }
 
 /* (n, F, out...) at (t, off) = the valid positions of grid g's result (F
@@ -1350,7 +1363,8 @@ static clnet_status implicit_down(const clnet_node *node, const implicit_run *r,
     const grid *f = &r->l.f;
     size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G;
     TRY(implicit_product(r, v.G, Fg, Cg, r->p->params, r->ch->wo, Cg * v.K, f,
-                         forward_taps(f, r->ch->s), r->l.x0, r->l.xcs, r->l.yp, r->l.ld));
+                         forward_taps(f, r->ch->s), r->l.x0, r->l.xcs, r->l.yp, r->l.ld,
+                         r->w->out));
     TRY(from_grid(r, v.Cs, r->w->out, f, 0, r->l.ld, r->l.yp, t, off, o));
 cleanup:
     return status;
@@ -1403,7 +1417,7 @@ static clnet_status phase_products(const clnet_node *node, const implicit_run *r
         for (ph[1] = 0; ph[1] < f->kept[1]; ph[1]++)
             for (ph[2] = 0; ph[2] < f->kept[2]; ph[2]++, at += v.Cb * ld)
                 TRY(implicit_product(r, v.G, Cg, Fg, r->p->work, r->l.wf, Fg * v.K, f,
-                                     phase_taps(f, ph), r->l.yp, ld, at, ld));
+                                     phase_taps(f, ph), r->l.yp, ld, at, ld, NULL));
 cleanup:
     return status;
 }
@@ -1436,7 +1450,7 @@ static clnet_status implicit_up(const clnet_node *node, const implicit_run *r, c
     else
         TRY(implicit_product(r, v.G, Cg, Fg, p->work, r->l.wf, Fg * v.K, b,
                              forward_taps(b, r->ch->s), (size_t)((long)dy + b->base), ycs, r->l.dxp,
-                             r->l.ldb));
+                             r->l.ldb, r->w->in));
     TRY(from_grid(r, v.Cb, r->w->in, b, f->strided, r->l.ldb, r->l.dxp, t, off, o));
 cleanup:
     return status;
@@ -1576,8 +1590,8 @@ static lanes_run lanes_begin(const clnet_node *node, const clnet_pass *p, const 
                    .w = &CLNET_CONFIG(node, conv_config)->win,
                    .v = sides_of(node),
                    .l = lanes_layout_of(node, p->d, ch->s),
-                   .t = tile_of(node, p->d)};
-    implicit_options(node, p->d, r.opt, sizeof r.opt);
+                   .t = tile_of(node, p->d, 1)};
+    implicit_options(node, p->d, 1, r.opt, sizeof r.opt);
     return r;
 }
 
