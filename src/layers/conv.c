@@ -1155,9 +1155,8 @@ static int same_grids(const grid *f, const grid *b) {
  * it (32 and 16 of them: 36 and 18 rows on 6; 10% faster on conv3d 16 -> 32,
  * 10% slower on 64 -> 64; not for lanes, whose lane unit of 64 samples the
  * tile's columns must divide); smaller ones elsewhere (a first version for
- * GPUs, untuned). The weight
- * gradient's work-items hold 8 rows x 3 taps (15% faster than 2 x 9 on
- * conv3d and ResNet's 64 -> 64, level elsewhere). */
+ * GPUs, untuned). The weight gradient's work-items hold 8 rows x 3 taps (15%
+ * faster than 2 x 9 on conv3d and ResNet's 64 -> 64, level elsewhere). */
 typedef struct {
     int mr, nv, vw, kc, wr, wt;
 } implicit_tile;
@@ -1185,12 +1184,12 @@ static implicit_tile tile_of(const clnet_node *node, const clnet_device *d, int 
     return t;
 }
 
-static void implicit_options(const clnet_node *node, const clnet_device *d, int lanes, char *opt,
+/* The program's build options for tile t. */
+static void implicit_options(const clnet_node *node, const implicit_tile *t, char *opt,
                              size_t cap) {
     const clnet_window *w = &CLNET_CONFIG(node, conv_config)->win;
-    implicit_tile t = tile_of(node, d, lanes);
     snprintf(opt, cap, "-DMR=%d -DNV=%d -DVW=%d -DKC=%d -DIKD=%d -DIKH=%d -DIKW=%d -DWR=%d -DWT=%d",
-             t.mr, t.nv, t.vw, t.kc, w->k[0], w->k[1], w->k[2], t.wr, t.wt);
+             t->mr, t->nv, t->vw, t->kc, w->k[0], w->k[1], w->k[2], t->wr, t->wt);
 }
 
 static size_t round16(size_t v) {
@@ -1279,7 +1278,7 @@ static implicit_run implicit_begin(const clnet_node *node, const clnet_pass *p, 
                       .w = &CLNET_CONFIG(node, conv_config)->win,
                       .l = layout_of(node, ch->s),
                       .t = tile_of(node, p->d, 0)};
-    implicit_options(node, p->d, 0, r.opt, sizeof r.opt);
+    implicit_options(node, &r.t, r.opt, sizeof r.opt);
     return r;
 }
 
@@ -1591,7 +1590,7 @@ static lanes_run lanes_begin(const clnet_node *node, const clnet_pass *p, const 
                    .v = sides_of(node),
                    .l = lanes_layout_of(node, p->d, ch->s),
                    .t = tile_of(node, p->d, 1)};
-    implicit_options(node, p->d, 1, r.opt, sizeof r.opt);
+    implicit_options(node, &r.t, r.opt, sizeof r.opt);
     return r;
 }
 
