@@ -39,10 +39,15 @@ inline float2 bn_add2(float2 a, float2 b) {
 
 // The statistics kernels read their channel's values BN_V at a time: sample
 // b's row of S values, at (b * C + c) * S, as R = ceil(S / BN_V) slots of
-// consecutive positions. Work-item i takes slots i, i + L, i + 2L, ... of
-// the n * R (L: the local size), each lane of a slot adding to its own
-// pair; the lanes' pairs are added in lane order at the end. A short last
-// slot is filled with a value that adds exactly zero.
+// consecutive positions, n * R in all. Spread over the L work-items of the
+// work-group (GPUs: `blocks` 0), work-item i takes slots i, i + L, i + 2L,
+// ..., so that neighbouring work-items read neighbouring slots at once; in
+// blocks (CPUs, which run a work-group's items one after another), work-item
+// i takes the i-th run of ceil(n * R / L) consecutive slots, so that it reads
+// along its rows and each cache line once (spread, every line was read by
+// two work-items a channel's walk apart: 2-3x the time). Each lane of a slot
+// adds to its own pair; the lanes' pairs are added in lane order at the end.
+// A short last slot is filled with a value that adds exactly zero.
 #define BN_V 8
 
 typedef struct {
@@ -67,15 +72,21 @@ inline float2 bn_lanes(float2 acc, bn_pair8 p) {
 // A work-item's walk over its slots, as sample b and slot r: no division a slot.
 typedef struct {
     uint b, r;   // where the walk is
-    uint db, dr; // a step: the local size as samples and slots
+    uint db, dr; // a step as samples and slots
+    uint left;   // the slots still to take
 } bn_walk;
 
-inline bn_walk bn_walk_start(uint R) {
-    const uint i = get_local_id(0), step = get_local_size(0);
-    return (bn_walk){i / R, i % R, step / R, step % R};
+inline bn_walk bn_walk_start(uint n, uint R, uint blocks) {
+    const uint i = get_local_id(0), L = get_local_size(0), total = n * R;
+    if (blocks) {
+        const uint per = (total + L - 1) / L, first = min(i * per, total);
+        return (bn_walk){first / R, first % R, 0, 1, min(per, total - first)};
+    }
+    return (bn_walk){i / R, i % R, L / R, L % R, i < total ? (total - i + L - 1) / L : 0};
 }
 
 inline void bn_walk_next(bn_walk *w, uint R) {
+    w->left--;
     w->r += w->dr;
     w->b += w->db;
     if (w->r >= R) {
@@ -124,18 +135,18 @@ inline void bn_store_pairs(__global float *out, uint C, uint c, float2 a, float2
 // cancels, however far the mean lies from zero. stats: D hi, D lo, Q hi, Q
 // lo, m, each (C).
 __kernel void bn_stats(uint n, uint C, uint S, __global const float *x, uint xoff,
-                       __global float *stats, uint soff, __local float2 *tmp) {
+                       __global float *stats, uint soff, uint blocks, __local float2 *tmp) {
     const uint c = get_group_id(0), count = n * S, R = (S + BN_V - 1) / BN_V;
     __global const float *xc = x + xoff + c * S; /* sample b's row at xc + b * C * S */
     const bn_pair8 zero = {(float8)(0.0f), (float8)(0.0f)};
     bn_pair8 acc = zero;
-    for (bn_walk w = bn_walk_start(R); w.b < n; bn_walk_next(&w, R))
+    for (bn_walk w = bn_walk_start(n, R, blocks); w.left; bn_walk_next(&w, R))
         acc = bn_add8(acc, bn_load(xc + w.b * C * S, w.r * BN_V, S, 0.0f));
     const float2 s1 = bn_group_sum(tmp, bn_lanes((float2)(0.0f, 0.0f), acc));
     const float m = (s1.x + s1.y) / (float)count;
     float8 d = 0.0f; /* small: about count times m's rounding, plus cancelling terms */
     acc = zero;
-    for (bn_walk w = bn_walk_start(R); w.b < n; bn_walk_next(&w, R)) {
+    for (bn_walk w = bn_walk_start(n, R, blocks); w.left; bn_walk_next(&w, R)) {
         /* x - m exactly as dh + dl (two-sum; m past S: zero) */
         const float8 v = bn_load(xc + w.b * C * S, w.r * BN_V, S, m), dh = v - m, bb = dh - v;
         const float8 dl = (v - (dh - bb)) + (-m - bb);
@@ -311,12 +322,12 @@ __kernel void bn_backward_sums(uint n, uint C, uint S, __global const float *x, 
                                uint noff, __global const float *params, uint poff, uint relu,
                                __global const float *mask, uint moff, uint masked,
                                __global float *sums, uint soff, __global float *grads, uint goff,
-                               uint accumulate, __local float2 *tmp) {
+                               uint accumulate, uint blocks, __local float2 *tmp) {
     const uint c = get_group_id(0), R = (S + BN_V - 1) / BN_V;
     const bn_map f = bn_train_map(C, c, norm, noff, params, poff, relu);
     const bn_pair8 zero = {(float8)(0.0f), (float8)(0.0f)};
     bn_pair8 a = zero, b = zero;
-    for (bn_walk w = bn_walk_start(R); w.b < n; bn_walk_next(&w, R)) {
+    for (bn_walk w = bn_walk_start(n, R, blocks); w.left; bn_walk_next(&w, R)) {
         const uint row = (w.b * C + c) * S, s = w.r * BN_V; /* past S: dy 0 adds nothing */
         const float8 v = bn_load(x + xoff + row, s, S, f.hi);
         const float8 m8 = masked ? bn_load(mask + moff + row, s, S, 0.0f) : 0.0f;

@@ -177,14 +177,17 @@ static void chan_merge(double *acc, const double *r, size_t C) {
     acc[0] = n;
 }
 
-/* A statistics kernel, one work-group per channel; its last argument is
- * the work-group's __local scratch (a pair of floats per work-item). */
+/* A statistics kernel, one work-group per channel; its last two arguments
+ * are whether its work-items walk the channel in blocks (CPUs: see
+ * cl/batchnorm.cl) and the work-group's __local scratch (a pair of floats
+ * per work-item). */
 static clnet_status run_stats(const clnet_pass *p, int slot, const bn_view *v, const char *name,
                               clnet_arg *args, int nargs) {
     size_t local = 1;
     clnet_status s =
         clnet_reduction_local(p->d, clnet_pass_kept(p, slot), "batchnorm", "", name, &local);
     if (s != CLNET_OK) return s;
+    args[nargs - 2] = U32(p->d->info.type == CLNET_DEVICE_CPU);
     args[nargs - 1] = LOCAL(local * 2 * sizeof(float));
     return clnet_pass_run(p, slot, "batchnorm", "", name, 1, (size_t[]){v->C * local},
                           (size_t[]){local}, args, nargs);
@@ -291,8 +294,8 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
                                    MEM(p->params), U32(v.weight), F32(cfg->eps),
                                    U32(relu_of(node))));
 
-    clnet_arg args[] = {U32(v.n),     U32(C),       U32(v.S), MEM(p->act),
-                        U32(p->x[0]), MEM(p->work), U32(0),   LOCAL(0)};
+    clnet_arg args[] = {U32(v.n),     U32(C), U32(v.S), MEM(p->act), U32(p->x[0]),
+                        MEM(p->work), U32(0), U32(0),   LOCAL(0)};
     TRY(run_stats(p, 10, &v, "bn_stats", args, (int)(sizeof args / sizeof args[0])));
     if (alone(ctx)) {
         TRY(enough(ctx, (double)(v.n * v.S)));
@@ -366,7 +369,7 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
                         U32(p->keep_off), MEM(p->params), U32(v.weight), U32(relu_of(node)),
                         MEM(p->act),      U32(g.mask),    U32(g.masked), MEM(p->work),
                         U32(0),           MEM(p->grads),  U32(v.weight), U32(p->beta != 0),
-                        LOCAL(0)};
+                        U32(0),           LOCAL(0)};
     TRY(run_stats(p, 11, &v, "bn_backward_sums", args, (int)(sizeof args / sizeof args[0])));
     if (!p->need_dx[0]) return CLNET_OK;
     if (exchanges) {
