@@ -299,6 +299,8 @@ __kernel void lanes_in(uint n, uint C, uint P, uint ldn, __global const float *s
 #define LANES_IN_COL(j) \
     if (j < left) lanes_put(dst + doff + (c * P + pos + j) * ldn + b, LANES_COL(j), ldn - b, 0);
     LANES_EACH(LANES_IN_COL)
+#undef LANES_IN_ROW
+#undef LANES_IN_COL
 }
 
 // The inverse: the (n, C, P) tensor at dst + doff = src (C, P, ldn) at soff,
@@ -322,6 +324,8 @@ __kernel void lanes_out(uint n, uint C, uint P, uint ldn, __global const float *
                   add);                                                          \
     }
     LANES_EACH(LANES_OUT_COL)
+#undef LANES_OUT_ROW
+#undef LANES_OUT_COL
 }
 
 // dst (G, P, ldn, Cgp) at doff = the (n, G * Cg, P) tensor at src + soff with
@@ -341,6 +345,8 @@ __kernel void lanes_in_last(uint n, uint G, uint Cg, uint Cgp, uint P, uint ldn,
         lanes_put(dst + doff + ((g * P + pos + j) * ldn + b) * Cgp + cg, LANES_COL(j), Cgp - cg, \
                   0);
     LANES_EACH(LANES_LAST_COL)
+#undef LANES_LAST_ROW
+#undef LANES_LAST_COL
 }
 
 // wt[toff + ((g * Cg + c) * Fg + f) * K + t] = w[woff + ((g * Fg + f) * Cg + c)

@@ -1594,13 +1594,19 @@ static lanes_run lanes_begin(const clnet_node *node, const clnet_pass *p, const 
     return r;
 }
 
+/* The work-items of a layout move along an axis of `size`: one a block of 8
+ * (cl/conv_lanes.cl turns 8 x 8 blocks in registers) */
+static size_t move_blocks(size_t size) {
+    return (size + 7) / 8;
+}
+
 /* work + to (C, P, ldn) = the chunk's (s, C, P) tensor at (t, off), only
  * where y > 0 with relu */
 static clnet_status lanes_in(const lanes_run *r, size_t C, size_t P, cl_mem t, size_t off, int relu,
                              size_t to) {
     const clnet_pass *p = r->p;
     return clnet_pass_run(p, 18, "conv_lanes", r->opt, "lanes_in", 3,
-                          (size_t[]){(P + 7) / 8, (r->l.ldn + 7) / 8, C}, NULL,
+                          (size_t[]){move_blocks(P), move_blocks(r->l.ldn), C}, NULL,
                           ARGS(U32(r->ch->s), U32(C), U32(P), U32(r->l.ldn), MEM(t), U32(off),
                                MEM(p->act), U32(p->y + r->ch->small), U32(relu), MEM(p->work),
                                U32(to)));
@@ -1611,7 +1617,7 @@ static clnet_status lanes_out(const lanes_run *r, size_t C, size_t P, size_t fro
                               size_t off, output_flags f) {
     const clnet_pass *p = r->p;
     return clnet_pass_run(p, 20, "conv_lanes", r->opt, "lanes_out", 3,
-                          (size_t[]){(P + 7) / 8, ((size_t)r->ch->s + 7) / 8, C}, NULL,
+                          (size_t[]){move_blocks(P), move_blocks((size_t)r->ch->s), C}, NULL,
                           ARGS(U32(r->ch->s), U32(C), U32(P), U32(r->l.ldn), MEM(p->work),
                                U32(from), MEM(p->params), U32(r->ch->bo), MEM(t), U32(off),
                                U32(f.bias), U32(f.relu), U32(f.add)));
@@ -1690,7 +1696,8 @@ static clnet_status lanes_weight(const lanes_run *r, cl_mem t, size_t off, int h
                                    MEM(p->grads), U32(r->ch->wo)));
     }
     TRY(clnet_pass_run(p, 22, "conv_lanes", r->opt, "lanes_in_last", 3,
-                       (size_t[]){(v->Pb + 7) / 8, (l->Cgp + 7) / 8, (size_t)r->ch->s * v->G}, NULL,
+                       (size_t[]){move_blocks(v->Pb), move_blocks(l->Cgp), (size_t)r->ch->s * v->G},
+                       NULL,
                        ARGS(U32(r->ch->s), U32(v->G), U32(Cg), U32(l->Cgp), U32(v->Pb), U32(l->ldn),
                             MEM(t), U32(off), MEM(p->work), U32(l->last))));
     size_t nr = (size_t)(r->t.nv * r->t.vw), mblocks = (Fg + mr - 1) / mr;
