@@ -163,6 +163,47 @@ __kernel void bn_stats(uint n, uint C, uint S, __global const float *x, uint xof
     }
 }
 
+// bn_stats's D, Q and m from the records that the convolution before the
+// batch norm wrote as it stored x (cl/conv_lanes.cl's lanes_out,
+// cl/conv_implicit.cl's implicit_output; src/layers/conv.c): channel c's R
+// records at rec + roff + 4 * (c * R + r), each a block's count k, its mean
+// m_b and its sums d_b = sum (x - m_b) and q_b = sum (x - m_b)^2, count
+// values in all. As in bn_stats, the first pass takes the shift m = sum x /
+// count rounded to a float (a block adds k m_b + d_b); about it, with delta
+// = m_b - m, a block adds k delta + d_b to D and q_b + delta (2 d_b + k
+// delta) to Q (Chan's formula), all as pairs: delta is exact (two-sum) and
+// the products keep their rounding (fma). A block's own sums are about its
+// own mean, so nothing cancels however far that lies from zero. Walked like
+// bn_stats's slots (blocks: see bn_walk_start), in a fixed order.
+__kernel void bn_merge(uint C, uint R, float count, __global const float *rec, uint roff,
+                       __global float *stats, uint soff, uint blocks, __local float2 *tmp) {
+    const uint c = get_group_id(0);
+    __global const float *rc = rec + roff + 4 * c * R;
+    float2 s1 = (float2)(0.0f, 0.0f);
+    for (bn_walk w = bn_walk_start(1, R, blocks); w.left; bn_walk_next(&w, R)) {
+        const float4 r = vload4(w.r, rc); /* k, m_b, d_b, q_b */
+        const float km = r.x * r.y;
+        s1 = bn_add2(s1, bn_two_sum(km, r.z));
+        s1.y += fma(r.x, r.y, -km);
+    }
+    s1 = bn_group_sum(tmp, s1);
+    const float m = (s1.x + s1.y) / count;
+    float2 d = (float2)(0.0f, 0.0f), q = (float2)(0.0f, 0.0f);
+    for (bn_walk w = bn_walk_start(1, R, blocks); w.left; bn_walk_next(&w, R)) {
+        const float4 r = vload4(w.r, rc);
+        const float2 delta = bn_two_sum(r.y, -m);
+        const float kd = r.x * delta.x;
+        d = bn_add2(d, bn_two_sum(kd, r.z));
+        d.y += fma(r.x, delta.x, -kd) + r.x * delta.y;
+        q = bn_add2(q, bn_two_sum(r.w, delta.x * (2.0f * r.z + kd)));
+    }
+    const float2 sd = bn_group_sum(tmp, d), sq = bn_group_sum(tmp, q);
+    if (get_local_id(0) == 0) {
+        bn_store_pairs(stats + soff, C, c, sd, sq);
+        stats[soff + 4 * C + c] = m;
+    }
+}
+
 // One device's statistics (bn_stats's, over count values a channel) made
 // into norm (at noff), and the running mean and variance moved by momentum
 // towards the batch's mean and unbiased variance. One work-item a channel.

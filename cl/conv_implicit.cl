@@ -199,6 +199,20 @@ __kernel void implicit_pad(uint n, uint C, uint SD, uint SH, uint SW, int lz, in
     }
 }
 
+// The statistics record of a row of len values (lanes_out's in
+// cl/conv_lanes.cl): its count, its mean m, the sums of v - m and (v - m)^2.
+inline void implicit_stats(__global const float *row, uint len, __global float *to) {
+    float sum = 0.0f, d = 0.0f, q = 0.0f;
+    for (uint x = 0; x < len; x++) sum += row[x];
+    const float m = sum / (float)len;
+    for (uint x = 0; x < len; x++) {
+        const float e = row[x] - m;
+        d += e;
+        q += e * e;
+    }
+    vstore4((float4)((float)len, m, d, q), 0, to);
+}
+
 // y[b, f, od, oy, ox] = Yp[f * ld + b * P + (od * GH + oy) * GW + ox]
 // (+ bias[f] with has_bias), through max(., 0) with relu, stored by
 // clnet_store_dx (add): the valid grid positions of the GEMM's result, in
@@ -208,11 +222,16 @@ __kernel void implicit_pad(uint n, uint C, uint SD, uint SH, uint SW, int lz, in
 // below `kept` along each axis, pst floats apart): output position o + lo
 // along an axis is phase (o + lo) % st's grid position (o + lo) / st, zero
 // past the grid's GD, GH, GW and in the phases not kept (no tap reaches them).
+//
+// With stats, each row also writes the statistics record of what it stored
+// (implicit_stats) at rec + roff + 4 * (f * R + rbase + (b * OD + od) * OH
+// + oy): cl/batchnorm.cl's bn_merge reads them.
 __kernel void implicit_output(uint n, uint F, uint OD, uint OH, uint OW, uint GD, uint GH, uint GW,
                               uint P, uint ld, uint4 st, uint4 kept, uint4 lo, uint pst,
                               __global const float *Yp, uint ypoff, __global const float *bias,
                               uint boff, __global float *y, uint yoff, uint has_bias, uint relu,
-                              uint add) {
+                              uint add, __global float *rec, uint roff, uint R, uint rbase,
+                              uint stats) {
     const uint oy = get_global_id(0), z = get_global_id(1);
     if (oy >= OH || z >= n * F * OD) return;
     const uint od = z % OD, bf = z / OD, b = bf / F, f = bf % F;
@@ -234,13 +253,15 @@ __kernel void implicit_output(uint n, uint F, uint OD, uint OH, uint OW, uint GD
             for (uint ox = 0; ox < end; ox++)
                 dst[ox] += relu ? fmax(src[ox] + bv, 0.0f) : src[ox] + bv;
         for (uint ox = end; ox < OW; ox++) clnet_store_dx(dst + ox, past, add);
-        return;
+    } else {
+        for (uint ox = 0; ox < OW; ox++) {
+            const uint ux = ox + lo.z, gx = ux / st.z, px = ux % st.z;
+            const float v =
+                inside && gx < GW && px < kept.z ? src[(phzy + px) * pst + gx] + bv : bv;
+            clnet_store_dx(dst + ox, relu ? fmax(v, 0.0f) : v, add);
+        }
     }
-    for (uint ox = 0; ox < OW; ox++) {
-        const uint ux = ox + lo.z, gx = ux / st.z, px = ux % st.z;
-        const float v = inside && gx < GW && px < kept.z ? src[(phzy + px) * pst + gx] + bv : bv;
-        clnet_store_dx(dst + ox, relu ? fmax(v, 0.0f) : v, add);
-    }
+    if (stats) implicit_stats(dst, OW, rec + roff + 4 * (f * R + rbase + (b * OD + od) * OH + oy));
 }
 
 // The inverse: dYp[f * ld + b * P + (od * GH + oy) * GW + ox] = dy[b, f, od,

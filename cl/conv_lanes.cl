@@ -303,13 +303,31 @@ __kernel void lanes_in(uint n, uint C, uint P, uint ldn, __global const float *s
 #undef LANES_IN_COL
 }
 
+// A value of a block's row r as lanes_out stores it: + shift, through
+// max(., 0) with relu.
+inline float8 lanes_value(float8 r, float shift, uint relu) {
+    const float8 v = r + shift;
+    return relu ? fmax(v, 0.0f) : v;
+}
+
+// The sum of v's lanes.
+inline float lanes_sum(float8 v) {
+    return dot(v.lo, (float4)(1.0f)) + dot(v.hi, (float4)(1.0f));
+}
+
 // The inverse: the (n, C, P) tensor at dst + doff = src (C, P, ldn) at soff,
 // + bias[boff + c] with has_bias, through max(., 0) with relu, stored by
 // clnet_store_dx (add). One work-item per block of 8 positions x 8 samples
 // of a channel, (pos / 8, b / 8, c).
+//
+// With stats, each block also writes the statistics record of the values it
+// stores (cl/batchnorm.cl's bn_merge reads them): its count, its mean m and
+// the sums of v - m and (v - m)^2, at rec + roff + 4 * (c * R + rbase + the
+// block's index (b / 8) * ceil(P / 8) + pos / 8).
 __kernel void lanes_out(uint n, uint C, uint P, uint ldn, __global const float *src, uint soff,
                         __global const float *bias, uint boff, __global float *dst, uint doff,
-                        uint has_bias, uint relu, uint add) {
+                        uint has_bias, uint relu, uint add, __global float *rec, uint roff, uint R,
+                        uint rbase, uint stats) {
     const uint pos = get_global_id(0) * 8, b = get_global_id(1) * 8, c = get_global_id(2);
     if (pos >= P || b >= n) return;
     const uint left = P - pos;
@@ -324,8 +342,28 @@ __kernel void lanes_out(uint n, uint C, uint P, uint ldn, __global const float *
                   add);                                                          \
     }
     LANES_EACH(LANES_OUT_COL)
+    if (!stats) return;
+    /* the block's rows are its positions, its lanes its samples */
+    const uint rows = min(left, 8u), cols = min(n - b, 8u);
+    const int8 in = (int8)(0, 1, 2, 3, 4, 5, 6, 7) < (int8)((int)cols);
+    float8 sum = 0.0f, d = 0.0f, q = 0.0f;
+#define LANES_OUT_SUM(j) \
+    if (j < rows) sum += select((float8)(0.0f), lanes_value(r##j, shift, relu), in);
+    LANES_EACH(LANES_OUT_SUM)
+    const float count = (float)(rows * cols), m = lanes_sum(sum) / count;
+#define LANES_OUT_DEV(j)                                                              \
+    if (j < rows) {                                                                   \
+        const float8 e = select((float8)(0.0f), lanes_value(r##j, shift, relu) - m, in); \
+        d += e;                                                                       \
+        q += e * e;                                                                   \
+    }
+    LANES_EACH(LANES_OUT_DEV)
+    const uint at = c * R + rbase + b / 8 * ((P + 7) / 8) + pos / 8;
+    vstore4((float4)(count, m, lanes_sum(d), lanes_sum(q)), 0, rec + roff + 4 * at);
 #undef LANES_OUT_ROW
 #undef LANES_OUT_COL
+#undef LANES_OUT_SUM
+#undef LANES_OUT_DEV
 }
 
 // dst (G, P, ldn, Cgp) at doff = the (n, G * Cg, P) tensor at src + soff with

@@ -138,6 +138,11 @@ typedef struct clnet_node {
      * batch norm writes no output); on the batch norm, norm_by = 1 + the
      * add's index (its backward reads the add's output gradient). */
     int norm_in, norm_by;
+    /* Training with a batch norm whose one reader is a convolution able to
+     * make its statistics (clnet_kind.stats_out): on the convolution,
+     * stats_bn = 1 + the batch norm's index; on the batch norm, stats_from =
+     * 1 + the convolution's. */
+    int stats_bn, stats_from;
     /* the kind's own configuration: CLNET_CONFIG(node, type) */
     union {
         max_align_t align;
@@ -180,6 +185,18 @@ typedef struct {
     size_t dy, y;
     uint32_t relu;
 } clnet_norm_link;
+
+/* The statistics of a convolution's output, as the convolution wrote them
+ * for the batch norm that alone reads it (clnet_node.stats_bn), in the
+ * convolution's kept memory `mem` from `off`: per channel, `records` records
+ * of 4 floats (cl/batchnorm.cl's bn_merge), or none (0) where the pass's
+ * algorithm does not write them. Training forward passes of both share one:
+ * the convolution sets records, the batch norm reads them. */
+typedef struct {
+    cl_mem mem;
+    size_t off;
+    uint32_t records;
+} clnet_stats_link;
 
 /* An exchange with the other devices that a pass left on its way
  * (clnet_pass.later): what it sends is being read to the host (event), and
@@ -235,6 +252,9 @@ typedef struct {
     /* A training pass of an add with a batch norm left to it (forward), or
      * of that batch norm (backward), else NULL. */
     const clnet_norm_link *norm;
+    /* A training forward pass of a convolution that makes the statistics of
+     * the batch norm after it, or of that batch norm, else NULL. */
+    clnet_stats_link *stats;
     /* Set where the runner can queue other nodes' work while this pass
      * exchanges with the other devices (replica.c): the pass may then stop
      * once the read of what it sends is queued (later->event), setting
@@ -325,6 +345,10 @@ struct clnet_kind {
      * in double) by s[its output channel]. Returns 0 where the node's
      * kernels cannot add a bias and apply a relu (`relu`) in evaluation. */
     int (*fold_scale)(const clnet_node *node, double *w, const double *s, int relu);
+    /* Its training forward may write the per-channel statistics of its
+     * output for the batch norm that alone reads it (clnet_pass.stats), so
+     * that the batch norm need not read its input an extra time. */
+    int stats_out;
     /* The algorithms a tuner chooses between for each pass (convolutions:
      * device.h's CLNET_CONV_*; NULL: none): writes the node's key in the
      * tuning database to key, the algorithms worth timing on it to algos

@@ -528,6 +528,15 @@ static int readers_of(const clnet_model *m, int from) {
     return readers;
 }
 
+/* The node whose output batch norm `bn` alone reads, or NULL: bn is not a
+ * batch norm, reads the model's input, or shares its input with others. */
+static clnet_node *sole_input(clnet_model *m, const clnet_node *bn) {
+    int from = bn->inputs[0];
+    if (bn->kind != &clnet_batchnorm_kind || from == CLNET_MODEL_INPUT || readers_of(m, from) != 1)
+        return NULL;
+    return &m->nodes[from];
+}
+
 /* A batch norm that alone reads a convolution (clnet_kind.fold_scale) folds
  * into it for evaluation: the convolution's evaluation pass runs with scaled
  * weights and a bias of the batch norm's (clnet_model_fold) and writes the batch
@@ -535,12 +544,9 @@ static int readers_of(const clnet_model *m, int from) {
  * batch norm taken in, the convolution applies it. */
 static void fold(clnet_model *m) {
     for (int i = 0; i < m->count; i++) {
-        clnet_node *bn = &m->nodes[i];
-        int from = bn->inputs[0];
-        if (bn->kind != &clnet_batchnorm_kind || from == CLNET_MODEL_INPUT) continue;
-        clnet_node *conv = &m->nodes[from];
-        if (!conv->kind->fold_scale || conv->relu_taken || conv->fold_bn ||
-            readers_of(m, from) != 1 || !conv->kind->fold_scale(conv, NULL, NULL, bn->relu_taken))
+        clnet_node *bn = &m->nodes[i], *conv = sole_input(m, bn);
+        if (!conv || !conv->kind->fold_scale || conv->relu_taken || conv->fold_bn ||
+            !conv->kind->fold_scale(conv, NULL, NULL, bn->relu_taken))
             continue;
         conv->fold_bn = i + 1;
         bn->folded = 1;
@@ -564,6 +570,20 @@ static void link_norms(clnet_model *m) {
             add->norm_in = k + 1;
             bn->norm_by = i + 1;
         }
+    }
+}
+
+/* A batch norm that alone reads a convolution able to make its statistics
+ * (clnet_kind.stats_out) takes them from the convolution in training: the
+ * convolution writes each block's count, mean and centred sums as it stores
+ * its output (cl/conv_lanes.cl, cl/conv_implicit.cl) and the batch norm
+ * merges those instead of reading its input again. */
+static void link_stats(clnet_model *m) {
+    for (int i = 0; i < m->count; i++) {
+        clnet_node *bn = &m->nodes[i], *conv = sole_input(m, bn);
+        if (!conv || !conv->kind->stats_out || conv->relu_taken) continue;
+        conv->stats_bn = i + 1;
+        bn->stats_from = bn->inputs[0] + 1;
     }
 }
 
@@ -591,8 +611,9 @@ clnet_status clnet_model_fold(const clnet_model *m, float *out) {
 
 /* A relu that alone reads a layer able to take it in (clnet_kind.fuse_relu)
  * runs in that layer's kernels and becomes a view of its output: one pass
- * over the memory fewer each way. Then batch norms fold for evaluation, and
- * those an add alone reads are left to the add in training.
+ * over the memory fewer each way. Then batch norms fold for evaluation,
+ * those an add alone reads are left to the add in training, and those a
+ * convolution alone feeds take their statistics from it.
  * CLNET_FUSE=off keeps every layer apart. */
 static void fuse(clnet_model *m) {
     const char *env = getenv("CLNET_FUSE");
@@ -610,6 +631,7 @@ static void fuse(clnet_model *m) {
     }
     fold(m);
     link_norms(m);
+    link_stats(m);
 }
 
 clnet_status clnet_model_finish(clnet_model *m, int *bad_line) {

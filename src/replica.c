@@ -22,6 +22,7 @@ void clnet_replica_free(clnet_replica *r) {
     free(r->keeps);
     free(r->folds);
     free(r->norms);
+    free(r->stats);
     free(r->starts);
     drop_later(r);
     free(r->kernels); /* the handles belong to the device */
@@ -77,6 +78,21 @@ static clnet_status make_norm_links(clnet_replica *r) {
                                 .relu = (uint32_t)add->relu_taken};
         r->norms[i] = r->norms[bn] = link;
     }
+    return CLNET_OK;
+}
+
+/* Each convolution that makes the statistics of the batch norm after it:
+ * where it writes them, at the start of its kept memory. None: r->stats
+ * stays NULL. */
+static clnet_status make_stats_links(clnet_replica *r) {
+    const clnet_model *m = r->model;
+    int links = 0;
+    for (int i = 0; i < m->count; i++) links += m->nodes[i].stats_bn && r->keeps[i];
+    if (!links) return CLNET_OK;
+    r->stats = clnet_calloc((size_t)m->count, sizeof *r->stats);
+    if (!r->stats) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < m->count; i++)
+        if (m->nodes[i].stats_bn) r->stats[i] = (clnet_stats_link){.mem = r->keeps[i]};
     return CLNET_OK;
 }
 
@@ -199,6 +215,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     for (int i = 0; i < m->count; i++)
         if (p->keep[i]) TRY(clnet_buffer_create(d, p->keep[i] * sizeof(float), &r->keeps[i]));
     TRY(make_norm_links(r));
+    TRY(make_stats_links(r));
     TRY(make_starts(r));
     TRY(clnet_buffer_create(d, p->work * sizeof(float), &r->work));
     TRY(make_loss_buffers(r, B));
@@ -420,6 +437,9 @@ static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i,
     pass.want_grad = ctx->train && pass.need_dx[0];
     if (ctx->train && r->norms && (node->norm_by || (node->norm_in && !backward)))
         pass.norm = &r->norms[i];
+    int conv = node->stats_bn ? i : node->stats_from - 1; /* the link's, at the convolution */
+    if (ctx->train && !backward && r->stats && conv >= 0 && r->stats[conv].mem)
+        pass.stats = &r->stats[conv];
     if (!ctx->train && node->fold_bn && clnet_replica_folded_now(r)) {
         pass.params = r->folded;
         pass.y = p->y[node->fold_bn - 1];

@@ -35,6 +35,9 @@ typedef struct {
     /* (model count) each add's and batch norm's link when the add
      * normalizes the batch norm (clnet_node.norm_in), or NULL: none */
     clnet_norm_link *norms;
+    /* (model count) at each convolution that makes the statistics of the
+     * batch norm after it (clnet_node.stats_bn), their link, or NULL: none */
+    clnet_stats_link *stats;
     cl_kernel *kernels;            /* (model count x CLNET_NODE_KERNELS) kept kernels */
     clnet_gemm_site *gemms;        /* (model count x CLNET_NODE_GEMMS) GEMM call sites */
     clnet_gemm_record gemm_record; /* the GEMM choices its passes made (checkpoints) */

@@ -252,11 +252,13 @@ static float *update_on(clnet_runtime *rt, const double *split, const char *cons
     return delta;
 }
 
-/* ||a - b|| / ||b|| over each parameter tensor; the largest. */
-static double worst_tensor(const float *a, const float *b, const char *const *lines, int count) {
+/* ||a - b|| / ||b|| over each parameter tensor of the nodes from `first` on;
+ * the largest. */
+static double worst_tensor_from(const float *a, const float *b, const char *const *lines, int count,
+                                int first) {
     clnet_net *net = make_net(lines, count, 8);
     double worst = 0;
-    for (int i = 0; i < net->model.count; i++)
+    for (int i = first; i < net->model.count; i++)
         for (int t = 0; t < net->model.nodes[i].nparams; t++) {
             const clnet_tensor *ten = &net->model.nodes[i].params[t];
             double num = 0, den = 0;
@@ -269,6 +271,10 @@ static double worst_tensor(const float *a, const float *b, const char *const *li
         }
     clnet_net_free(net);
     return worst;
+}
+
+static double worst_tensor(const float *a, const float *b, const char *const *lines, int count) {
+    return worst_tensor_from(a, b, lines, count, 0);
 }
 
 /* A relu that alone reads a convolution, a batch norm or an add runs in that
@@ -368,6 +374,125 @@ START_TEST(a_fused_relu_takes_the_steps_of_a_separate_one) {
         free(fused);
         free(apart);
     }
+    clnet_runtime_free(one);
+}
+END_TEST
+
+/* A batch norm that alone reads a convolution merges the statistics that
+ * the convolution wrote as it stored its output (lanes and implicit
+ * algorithms; clnet_pass.stats): the same step, within rounding, as its
+ * own statistics pass (CLNET_FUSE=off), which test_layers.c checks against
+ * double-precision references. The first convolution's outputs lie 10^2 to
+ * 10^4 spreads from zero (inputs 1000 + U[-1, 1), no padding); batch 13
+ * and 7 x 7 outputs leave partial blocks of 8 samples and 8 positions. */
+static const char *STATS[] = {
+    "input channels=16 height=9 width=9",
+    "conv2d name=c1 filters=16 size=3 init=xavier bias=off",
+    "batchnorm name=n1",
+    "relu",
+    "conv2d name=c2 filters=32 size=3 stride=2 init=xavier bias=off",
+    "batchnorm name=n2",
+    "flatten",
+    "linear units=3 init=xavier",
+    "softmax_cross_entropy",
+};
+#define STATS_LINES (int)(sizeof STATS / sizeof *STATS)
+enum { STATS_BATCH = 13, STATS_IN = 16 * 9 * 9 };
+
+/* A step of STATS on rt's device 0 with every convolution pass on
+ * algorithm algo (a second would compare more than the statistics: the
+ * first step's roundings, amplified by the inputs of 1000): the update, the
+ * buffers after it (to *buffers) and the records the first convolution
+ * wrote (to *records). */
+static float *stats_steps(clnet_runtime *rt, int algo, float **buffers, uint32_t *records) {
+    clnet_device *d = clnet_runtime_device(rt, 0);
+    clnet_conv_plan forced = d->conv_force;
+    d->conv_force = clnet_conv_plan_all(algo);
+    clnet_net *net = make_net(STATS, STATS_LINES, 8);
+    clnet_optimizer_config c;
+    clnet_optimizer_defaults(&c);
+    c.lr = 0.01f;
+    ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_OK);
+    size_t np = clnet_net_param_count(net), nb = clnet_net_buffer_count(net);
+    float *delta = malloc(np * sizeof(float)), *x = malloc(STATS_BATCH * STATS_IN * sizeof(float));
+    int32_t y[STATS_BATCH];
+    ck_assert(delta && x);
+    memcpy(delta, clnet_net_params(net), np * sizeof(float));
+    ck_assert_msg(clnet_net_bind(net, rt, STATS_BATCH) == CLNET_OK, "%s", clnet_last_error());
+    batch_data(net, STATS_BATCH, 70, x, y);
+    for (int i = 0; i < STATS_BATCH * STATS_IN; i++) x[i] += 1000.0f;
+    ck_assert_msg(clnet_net_train_step(net, x, y, STATS_BATCH, NULL) == CLNET_OK, "%s",
+                  clnet_last_error());
+    for (size_t i = 0; i < np; i++) delta[i] = clnet_net_params(net)[i] - delta[i];
+    *buffers = malloc(nb * sizeof(float));
+    ck_assert(*buffers);
+    memcpy(*buffers, clnet_net_buffers(net), nb * sizeof(float));
+    const clnet_replica *r = net->trainer->replicas[0];
+    *records = r->stats ? r->stats[0].records : 0; /* node 0: c1 */
+    clnet_net_free(net);
+    free(x);
+    d->conv_force = forced;
+    return delta;
+}
+
+/* max |a - b| / max |b| over each float buffer tensor of model m (the
+ * running statistics); the largest. */
+static double worst_buffer(const float *a, const float *b, const clnet_model *m) {
+    double worst = 0;
+    for (int i = 0; i < m->count; i++)
+        for (int t = 0; t < m->nodes[i].nbuffers; t++) {
+            const clnet_tensor *ten = &m->nodes[i].buffers[t];
+            if (ten->dtype != CLNET_DTYPE_F32) continue;
+            double num = 0, den = 1e-30;
+            for (size_t k = ten->offset; k < ten->offset + ten->count; k++) {
+                num = fmax(num, fabs((double)a[k] - b[k]));
+                den = fmax(den, fabs((double)b[k]));
+            }
+            worst = fmax(worst, num / den);
+        }
+    return worst;
+}
+
+START_TEST(batch_norm_statistics_from_the_convolution_equal_its_own) {
+    clnet_runtime *one = test_one_device(0);
+    const int algos[] = {CLNET_CONV_IM2COL, CLNET_CONV_IMPLICIT, CLNET_CONV_LANES};
+    clnet_net *net = make_net(STATS, STATS_LINES, 8);
+    ck_assert_msg(net->model.nodes[0].stats_bn == 2 && net->model.nodes[1].stats_from == 1 &&
+                      net->model.nodes[3].stats_bn == 5,
+                  "c1 and c2 make their batch norms' statistics");
+    for (size_t a = 0; a < sizeof algos / sizeof *algos; a++) {
+        float *fb, *ab;
+        uint32_t fused_records, apart_records;
+        float *fused = stats_steps(one, algos[a], &fb, &fused_records);
+        setenv("CLNET_FUSE", "off", 1);
+        float *apart = stats_steps(one, algos[a], &ab, &apart_records);
+        unsetenv("CLNET_FUSE");
+        /* im2col writes none; implicit one a row (13 x 7), lanes one a block (2 x 7) */
+        uint32_t want = algos[a] == CLNET_CONV_IMPLICIT ? 13 * 7
+                        : algos[a] == CLNET_CONV_LANES  ? 2 * 7
+                                                        : 0;
+        ck_assert_msg(fused_records == want && apart_records == 0, "%s: %u records, %u apart",
+                      clnet_conv_algo_names[algos[a]], fused_records, apart_records);
+        /* c1's weight gradient is the sum of dy times inputs of 1000 where dy
+         * sums to zero: as ill-conditioned as the inputs lie far from zero,
+         * whatever the statistics. The rest depend on them and not on that. */
+        double params = worst_tensor_from(fused, apart, STATS, STATS_LINES, 1);
+        double running = worst_buffer(fb, ab, &net->model), far = INFINITY;
+        const clnet_node *n1 = &net->model.nodes[1];
+        for (int64_t c = 0; c < n1->in[0].c; c++) { /* after one step: 0.1 mean, 0.9 + 0.1 var */
+            double mean = 10 * ab[n1->buffers[0].offset + c];
+            double var = 10 * (ab[n1->buffers[1].offset + c] - 0.9);
+            far = fmin(far, fabs(mean) / sqrt(var));
+        }
+        ck_assert_msg(far > 100, "n1's means only %g spreads from zero", far);
+        printf("statistics from the convolution, %s: update %.1e, running statistics %.1e from "
+               "the batch norm's own (means %.0f spreads from zero or more)\n",
+               clnet_conv_algo_names[algos[a]], params, running, far);
+        ck_assert_msg(params < 1e-5 && running < 1e-6, "%s: update %g, running statistics %g",
+                      clnet_conv_algo_names[algos[a]], params, running);
+        free(fused), free(apart), free(fb), free(ab);
+    }
+    clnet_net_free(net);
     clnet_runtime_free(one);
 }
 END_TEST
@@ -1120,6 +1245,7 @@ int main(void) {
     tcase_add_test(any, steady_steps_start_no_thread_allocate_nothing_and_wait_for_no_batch_norm);
     tcase_add_test(any, folded_batch_norms_evaluate_as_the_layers_apart);
     tcase_add_test(any, a_fused_relu_takes_the_steps_of_a_separate_one);
+    tcase_add_test(any, batch_norm_statistics_from_the_convolution_equal_its_own);
     tcase_add_test(any, small_window_ops_share_their_programs);
     suite_add_tcase(s, any);
     TCase *fast = tcase_create("fast"); /* a device fast enough for a LeNet */

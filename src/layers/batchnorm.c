@@ -7,7 +7,9 @@
  *
  * Each replica computes per channel its count, mean and centred sum of
  * squares M2 (two passes over its share, with compensated sums:
- * cl/batchnorm.cl). Alone in its step (one device, no MPI, or outside a
+ * cl/batchnorm.cl), or, after a convolution that wrote the statistics of
+ * each block of its output as it stored it (clnet_pass.stats), merges
+ * those. Alone in its step (one device, no MPI, or outside a
  * step), a kernel makes them what normalizes, and the host never waits.
  * Across devices (the collective in the pass's context), the replicas'
  * triples are merged on the host in double with Chan's formula, in rank
@@ -193,6 +195,21 @@ static clnet_status run_stats(const clnet_pass *p, int slot, const bn_view *v, c
                           (size_t[]){local}, args, nargs);
 }
 
+/* This share's statistics to work (bn_stats's D, Q and m): merged from the
+ * records the convolution before wrote as it made x (p->stats), or from x. */
+static clnet_status statistics(const clnet_pass *p, const bn_view *v) {
+    const clnet_stats_link *st = p->stats;
+    if (st && st->records) {
+        clnet_arg args[] = {U32(v->C),    U32(st->records), F32((float)(v->n * v->S)),
+                            MEM(st->mem), U32(st->off),     MEM(p->work),
+                            U32(0),       U32(0),           LOCAL(0)};
+        return run_stats(p, 12, v, "bn_merge", args, (int)(sizeof args / sizeof args[0]));
+    }
+    clnet_arg args[] = {U32(v->n),    U32(v->C), U32(v->S), MEM(p->act), U32(p->x[0]),
+                        MEM(p->work), U32(0),    U32(0),    LOCAL(0)};
+    return run_stats(p, 10, v, "bn_stats", args, (int)(sizeof args / sizeof args[0]));
+}
+
 /* A calibration probe is timed and thrown away: a device probed alone with
  * one sample may hold one value per channel, which a step never normalizes
  * with (the step's batch covers every device). */
@@ -294,9 +311,7 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
                                    MEM(p->params), U32(v.weight), F32(cfg->eps),
                                    U32(relu_of(node))));
 
-    clnet_arg args[] = {U32(v.n),     U32(C), U32(v.S), MEM(p->act), U32(p->x[0]),
-                        MEM(p->work), U32(0), U32(0),   LOCAL(0)};
-    TRY(run_stats(p, 10, &v, "bn_stats", args, (int)(sizeof args / sizeof args[0])));
+    TRY(statistics(p, &v));
     if (alone(ctx)) {
         TRY(enough(ctx, (double)(v.n * v.S)));
         TRY(clnet_pass_run(p, 5, "batchnorm", "", "bn_finish", 1, (size_t[]){C}, NULL,

@@ -524,6 +524,38 @@ static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) 
     return floats;
 }
 
+/* The statistics records (clnet_pass.stats) a chunk of s samples writes
+ * per channel as algorithm algo stores its output: the implicit
+ * algorithm's one an output row of a sample (implicit_output), the lanes
+ * algorithm's one a block of 8 positions x 8 samples (lanes_out); none for
+ * the others. A chunk's records follow the chunks before it. */
+static size_t records_in(const clnet_node *node, const clnet_device *d, int algo, int s) {
+    const int *out = CLNET_CONFIG(node, conv_config)->win.out;
+    (void)d;
+    if (algo == CLNET_CONV_IMPLICIT) return (size_t)s * (size_t)out[0] * (size_t)out[1];
+    if (algo == CLNET_CONV_LANES) return ((size_t)s + 7) / 8 * ((sides_of(node).Ps + 7) / 8);
+    return 0;
+}
+
+/* Every chunk's records, for a pass over n samples. */
+static size_t pass_records(const clnet_node *node, const clnet_device *d, int algo, int n) {
+    size_t records = 0;
+    int most = chunk_samples(node, d, algo, n);
+    for (int b0 = 0; b0 < n; b0 += most)
+        records += records_in(node, d, algo, n - b0 < most ? n - b0 : most);
+    return records;
+}
+
+/* Kept from a training forward to the batch norm after it: the statistics
+ * records of every channel (4 floats each), as many as the algorithm that
+ * writes the most would (the choice may change with tuning). */
+static size_t keep_floats(const clnet_node *node, const clnet_device *d, int n) {
+    if (!node->stats_bn) return 0;
+    size_t records = most(pass_records(node, d, CLNET_CONV_IMPLICIT, n),
+                          pass_records(node, d, CLNET_CONV_LANES, n));
+    return 4 * (size_t)sides_of(node).Cs * records;
+}
+
 /* Without a bias, the kernels that would add it run with their has_bias
  * argument 0 and never read one. */
 static int has_bias(const clnet_node *node) {
@@ -571,6 +603,8 @@ typedef struct {
     size_t col;        /* its column region in work, after Sp */
     size_t gemm;       /* its GEMMs' and row sums' scratch in work (gemm_at) */
     size_t wo, bo;     /* the weight and the bias in the parameters */
+    size_t rec;        /* its first statistics record of a channel (records_in) */
+    size_t records;    /* and the pass's, all chunks' */
 } chunk;
 
 static chunk chunk_at(const clnet_node *node, const clnet_device *d, int algo, int makes, int b0,
@@ -713,9 +747,11 @@ static clnet_status to_gemm_layout(const clnet_pass *p, int slot, int relu, size
 }
 
 /* What conv_output does besides moving Sp: add the bias, apply the relu, add
- * to what is there. */
+ * to what is there; and where the algorithm can (lanes_out,
+ * implicit_output), write the statistics records of what it stores
+ * (clnet_pass.stats). */
 typedef struct {
-    uint32_t bias, relu, add;
+    uint32_t bias, relu, add, stats;
 } output_flags;
 
 /* The chunk's (s, C, P) tensor at (t, off) = Sp, with `f`. */
@@ -736,8 +772,15 @@ static uint32_t took_relu(const clnet_node *node) {
  * folded batch norm's (p->fold). */
 static output_flags forward_flags(const clnet_node *node, const clnet_pass *p) {
     if (p->fold) return (output_flags){.bias = 1, .relu = p->fold->relu};
-    return (output_flags){.bias = has_bias(node), .relu = took_relu(node)};
+    return (output_flags){.bias = has_bias(node), .relu = took_relu(node), .stats = !!p->stats};
 }
+
+/* The statistics arguments of implicit_output and lanes_out: where the
+ * records go (the link's memory, or any buffer when none are written), the
+ * records of a channel, the chunk's first, and whether to write them. */
+#define STATS_ARGS(p, ch, f)                                                                       \
+    MEM((f).stats ? (p)->stats->mem : (p)->work), U32((f).stats ? (p)->stats->off : 0),            \
+        U32((ch)->records), U32((ch)->rec), U32((f).stats)
 
 /* One chunk's share of a pass; beta is what its parameter gradients do
  * (the pass's beta for the first chunk; later chunks add to the first's). */
@@ -759,9 +802,13 @@ static clnet_status each_chunk(const clnet_node *node, const clnet_pass *p, cons
     if (!fn)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "conv.c: no %s pass for '%s'",
                           clnet_conv_algo_names[algo], node->name);
+    size_t rec = 0, records = pass_records(node, p->d, algo, p->n);
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, p->d, algo, makes, b0, p->n - b0 < most ? p->n - b0 : most);
         if (p->fold) ch.bo = p->fold->bias; /* a folded batch norm's, in the folded copy */
+        ch.rec = rec;
+        ch.records = records;
+        rec += records_in(node, p->d, algo, ch.s);
         clnet_status s = fn(node, p, &ch, b0 == 0 ? p->beta : 1.0f);
         if (s != CLNET_OK) return s;
     }
@@ -1349,7 +1396,7 @@ static clnet_status from_grid(const implicit_run *r, size_t F, const int *out, c
                                U32(g->d[0]), U32(g->d[1]), U32(g->d[2]), U32(g->P), U32(ld),
                                VEC4(st), VEC4(kept), VEC4(lo), U32(F * ld), MEM(p->work), U32(from),
                                MEM(p->params), U32(r->ch->bo), MEM(t), U32(off), U32(f.bias),
-                               U32(f.relu), U32(f.add)));
+                               U32(f.relu), U32(f.add), STATS_ARGS(p, r->ch, f)));
 }
 
 /* The small side at (t, off) = W . the windows of the big side's grid (at
@@ -1620,7 +1667,7 @@ static clnet_status lanes_out(const lanes_run *r, size_t C, size_t P, size_t fro
                           (size_t[]){move_blocks(P), move_blocks((size_t)r->ch->s), C}, NULL,
                           ARGS(U32(r->ch->s), U32(C), U32(P), U32(r->l.ldn), MEM(p->work),
                                U32(from), MEM(p->params), U32(r->ch->bo), MEM(t), U32(off),
-                               U32(f.bias), U32(f.relu), U32(f.add)));
+                               U32(f.bias), U32(f.relu), U32(f.add), STATS_ARGS(p, r->ch, f)));
 }
 
 /* work + `to` = the down product (up = 0: the small side from the big side at
@@ -1786,7 +1833,9 @@ cleanup:
 /* The forward pass with its algorithm. */
 static clnet_status forward_with(const clnet_node *node, const clnet_pass *p,
                                  const chunk_fns *fns) {
-    return each_chunk(node, p, fns, plan_of(node, p->d).pass[CLNET_PASS_FORWARD], 0);
+    int algo = plan_of(node, p->d).pass[CLNET_PASS_FORWARD];
+    if (p->stats) p->stats->records = (uint32_t)pass_records(node, p->d, algo, p->n);
+    return each_chunk(node, p, fns, algo, 0);
 }
 
 /* Backward: both gradients chunk by chunk where one algorithm makes them
@@ -1862,7 +1911,7 @@ static int algorithms(const clnet_node *node, const clnet_device *d, char *key, 
         .config_size = sizeof(conv_config), .defaults = defaults_, .check = check, .setup = setup, \
         .work_floats = work_floats, .forward = conv_forward, .backward = conv_backward,            \
         .splits_backward = 1, .fuse_relu = fuse_relu, .algorithms = algorithms,                    \
-        .fold_scale = fold_scale,                                                                  \
+        .fold_scale = fold_scale, .keep_floats = keep_floats, .stats_out = 1,                      \
     }
 
 /* backward reads x (the weight gradient's Xp), never y */
