@@ -19,7 +19,10 @@
 // (compensated: each addition's rounding error is kept in lo), so they are
 // nearly exact whatever the order of the additions, and so whatever the
 // split of a batch across devices: N devices then normalize with the same
-// floats as one device, and no activation moves by a rounding.
+// floats as one device, and no activation moves by a rounding. Statistics
+// merged from a convolution's records (bn_merge) keep that across blocks,
+// but each block's own sums are plain floats over the samples of its
+// device's share: there N devices may normalize a rounding apart.
 
 // The compensation below must not be undone by fused multiply-adds; the
 // running statistics must give the same floats on every device.
@@ -353,17 +356,33 @@ inline float bn_grad(bn_map f, float x, float dy, float mask, uint masked) {
     return masked ? (mask > 0.0f ? dy : 0.0f) : bn_pass(f, x, dy);
 }
 
+// The slot's values of v at row + s on (those before S), added to what is
+// there with add.
+inline void bn_store(__global float *row, uint s, uint S, float8 v, uint add) {
+    if (s + BN_V <= S) {
+        vstore8(add ? v + vload8(0, row + s) : v, 0, row + s);
+        return;
+    }
+    float t[BN_V];
+    vstore8(v, 0, t);
+    for (uint k = 0; s + k < S; k++) clnet_store_dx(row + s + k, t[k], add);
+}
+
 // Per channel over the share, as pairs: sum g (sums: hi at c, lo at C + c)
 // and sum g * xhat (hi at 2C + c, lo at 3C + c), with g the gradient of the
 // normalized y (bn_grad8: dy past the relu taken in, or the add's dy where
 // its output, mask, is > 0). They are also this share's gradients of beta
 // and gamma (added to what the gradient buffer holds when accumulate is set).
+// With pass (the add that normalizes the batch norm, in its backward:
+// src/layers/add.c), g is also written to dxo at dxoff, as that add's
+// gradient of another input (pass 2: added to what is there).
 __kernel void bn_backward_sums(uint n, uint C, uint S, __global const float *x, uint xoff,
                                __global const float *dy, uint dyoff, __global const float *norm,
                                uint noff, __global const float *params, uint poff, uint relu,
                                __global const float *mask, uint moff, uint masked,
                                __global float *sums, uint soff, __global float *grads, uint goff,
-                               uint accumulate, uint blocks, __local float2 *tmp) {
+                               uint accumulate, __global float *dxo, uint dxoff, uint pass,
+                               uint blocks, __local float2 *tmp) {
     const uint c = get_group_id(0), R = (S + BN_V - 1) / BN_V;
     const bn_map f = bn_train_map(C, c, norm, noff, params, poff, relu);
     const bn_pair8 zero = {(float8)(0.0f), (float8)(0.0f)};
@@ -373,6 +392,7 @@ __kernel void bn_backward_sums(uint n, uint C, uint S, __global const float *x, 
         const float8 v = bn_load(x + xoff + row, s, S, f.hi);
         const float8 m8 = masked ? bn_load(mask + moff + row, s, S, 0.0f) : 0.0f;
         const float8 g = bn_grad8(f, v, bn_load(dy + dyoff + row, s, S, 0.0f), m8, masked);
+        if (pass) bn_store(dxo + dxoff + row, s, S, g, pass == 2);
         const float8 xhat = bn_xhat8(f, v);
         const float8 p = g * xhat;
         a = bn_add8(a, g);

@@ -176,7 +176,11 @@ typedef struct {
  * batch norm kept (norm) and its weight and bias (at weight in the
  * parameters). Backward, on the batch norm: its output gradient is the add's,
  * at dy in the gradients, passed where the add's output at y is > 0 when
- * the add took in the relu after it (relu). */
+ * the add took in the relu after it (relu). The add's backward computes the
+ * batch norm's sums as it passes its output gradient on, into the batch
+ * norm's kept memory (clnet_batchnorm_add_backward), and sets `sums`; the
+ * batch norm's backward uses them and clears it. The add's passes and the
+ * batch norm's share one link. */
 typedef struct {
     int input;
     size_t x;
@@ -184,6 +188,7 @@ typedef struct {
     size_t weight;
     size_t dy, y;
     uint32_t relu;
+    int sums;
 } clnet_norm_link;
 
 /* The statistics of a convolution's output, as the convolution wrote them
@@ -251,7 +256,7 @@ typedef struct {
     const clnet_fold *fold;
     /* A training pass of an add with a batch norm left to it (forward), or
      * of that batch norm (backward), else NULL. */
-    const clnet_norm_link *norm;
+    clnet_norm_link *norm;
     /* A training forward pass of a convolution that makes the statistics of
      * the batch norm after it, or of that batch norm, else NULL. */
     clnet_stats_link *stats;
@@ -445,6 +450,12 @@ void clnet_batchnorm_fold(const clnet_node *bn, const float *params, const float
  * activations at `a` + that batch norm's output, made from its input, then
  * max(., 0) with relu (cl/batchnorm.cl's bn_add_forward). */
 clnet_status clnet_batchnorm_add(const clnet_pass *p, clnet_shape shape, size_t a, int relu);
+/* An add's backward pass with a batch norm left to it (p->norm): that batch
+ * norm's sums of g and g * xhat per channel, g the add's output gradient
+ * (shape) where its output is > 0 with relu, into the batch norm's kept
+ * memory, with its weight and bias gradients; and g as input k's gradient
+ * (k < 0: none), as the add's own backward would write it. */
+clnet_status clnet_batchnorm_add_backward(const clnet_pass *p, clnet_shape shape, int k, int relu);
 /* A relu whose producer took it in (fuse_relu): named "relu", a view. */
 extern const clnet_kind clnet_relu_fused_kind;
 

@@ -55,8 +55,8 @@ static clnet_status make_folds(clnet_replica *r) {
 
 /* Each add that normalizes a batch norm's output and that batch norm: where
  * the add reads the batch norm's input and statistics, where the batch norm
- * reads the add's output gradient (and output, for its relu). None: r->norms
- * stays NULL. */
+ * reads the add's output gradient (and output, for its relu). One link for
+ * both, at the batch norm's index. None: r->norms stays NULL. */
 static clnet_status make_norm_links(clnet_replica *r) {
     const clnet_model *m = r->model;
     const clnet_plan *p = &r->plan;
@@ -76,7 +76,7 @@ static clnet_status make_norm_links(clnet_replica *r) {
                                 .dy = p->dy[i],
                                 .y = p->y[i],
                                 .relu = (uint32_t)add->relu_taken};
-        r->norms[i] = r->norms[bn] = link;
+        r->norms[bn] = link;
     }
     return CLNET_OK;
 }
@@ -435,8 +435,8 @@ static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i,
         pass.dx_beta[k] = p->dx_beta[i * CLNET_MAX_INPUTS + k];
     }
     pass.want_grad = ctx->train && pass.need_dx[0];
-    if (ctx->train && r->norms && (node->norm_by || (node->norm_in && !backward)))
-        pass.norm = &r->norms[i];
+    if (ctx->train && r->norms && (node->norm_by || node->norm_in)) /* the batch norm's */
+        pass.norm = &r->norms[node->norm_in ? node->inputs[node->norm_in - 1] : i];
     int conv = node->stats_bn ? i : node->stats_from - 1; /* the link's, at the convolution */
     if (ctx->train && !backward && r->stats && conv >= 0 && r->stats[conv].mem)
         pass.stats = &r->stats[conv];
@@ -662,22 +662,17 @@ static clnet_status backward_part(clnet_replica *r, const clnet_ctx *ctx, int n,
 }
 
 /* Node i's backward, and the batch norm whose output gradient it completes
- * (r->starts[i]) started right after i's input gradient; or before all of
- * i's backward where i is an add that normalizes it (clnet_node.norm_in),
- * whose own output gradient the batch norm reads. */
+ * (r->starts[i]) started right after i's input gradient (an add that
+ * normalizes it, clnet_node.norm_in, computes its sums in its backward). */
 static clnet_status backward_starting(clnet_replica *r, const clnet_ctx *ctx, int n, int i,
                                       int accumulate, int b) {
     clnet_status status = CLNET_OK;
-    const clnet_node *reader = &r->model->nodes[i];
-    int before = reader->norm_in && r->model->nodes[b].norm_by == i + 1;
-    int split = !before && reader->kind->splits_backward;
-    if (!before)
-        TRY(backward_part(r, ctx, n, i, accumulate, split ? CLNET_PART_DX : CLNET_PART_ALL, NULL));
+    int split = r->model->nodes[i].kind->splits_backward;
+    TRY(backward_part(r, ctx, n, i, accumulate, split ? CLNET_PART_DX : CLNET_PART_ALL, NULL));
     TRY(backward_part(r, ctx, n, b, accumulate, CLNET_PART_ALL, &r->later));
     r->later_node = b + 1; /* a backward pass given later always leaves the rest to finish */
-    if (before) TRY(backward_part(r, ctx, n, i, accumulate, CLNET_PART_ALL, NULL));
     if (split) TRY(backward_part(r, ctx, n, i, accumulate, CLNET_PART_DW, NULL));
-    r->later_ran = before || split;
+    r->later_ran = split;
 cleanup:
     return status;
 }

@@ -5,7 +5,8 @@
  * (relu_backward) to every input. In training, an input that is a batch
  * norm's output read by no other layer is made here from the batch norm's
  * input (clnet_node.norm_in, p->norm), and that batch norm's backward reads
- * this layer's dy (and y, for the relu) itself. */
+ * this layer's dy (and y, for the relu) itself; its sums are computed here,
+ * in the pass that passes dy on to the other inputs. */
 #include "elementwise.h"
 #include "error.h"
 #include "layer.h"
@@ -60,12 +61,18 @@ cleanup:
 }
 
 /* Forward was y = sum of x_k, so backward is dx_k = dy for every k (where y
- * > 0 with the relu taken in). */
+ * > 0 with the relu taken in). With a batch norm left to it (p->norm), that
+ * batch norm reads dy itself, and the pass that computes its sums writes
+ * the first other input's dx_k as it goes. */
 static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t len = (size_t)p->n * clnet_shape_size(node->out);
+    int with_sums = -1;
+    for (int k = 0; p->norm && k < node->ninputs && with_sums < 0; k++)
+        if (p->need_dx[k] && node->norm_in != k + 1) with_sums = k;
+    if (p->norm) TRY(clnet_batchnorm_add_backward(p, node->out, with_sums, node->relu_taken));
     for (int k = 0; k < node->ninputs; k++) {
-        if (!p->need_dx[k] || node->norm_in == k + 1) continue; /* that batch norm reads dy */
+        if (!p->need_dx[k] || node->norm_in == k + 1 || k == with_sums) continue;
         if (node->relu_taken)
             TRY(clnet_pass_run(p, 3, "activation", "", "relu_backward", 1, (size_t[]){len}, NULL,
                                ARGS(U32(len), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->y),

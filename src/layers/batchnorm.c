@@ -90,10 +90,13 @@ static clnet_status setup(clnet_node *node) {
     return CLNET_OK;
 }
 
-/* keep: what normalized, the mean as a pair and 1/std (backward reads them) */
+/* keep: what normalized, the mean as a pair and 1/std (backward reads
+ * them); left to an add (norm_by), then the sums its backward computes
+ * (4C, as the sums kernel writes them to work: see sums_at) */
+#define KEPT_SUMS(C) (3 * (C))
 static size_t keep_floats(const clnet_node *node, const clnet_device *d, int n) {
     (void)d, (void)n;
-    return 3 * (size_t)node->in[0].c;
+    return (node->norm_by ? 7 : 3) * (size_t)node->in[0].c;
 }
 
 /* work: [0, 5C) what the statistics kernels write (backward: every device's
@@ -227,10 +230,11 @@ static clnet_status enough(const clnet_ctx *ctx, double count) {
  * merged values go back from v->f by writes the host does not wait for
  * either: the host changes v->f again only after a later read of the same
  * queue (the next batch norm's send) has completed, so after them. */
-static clnet_status send(const clnet_pass *p, const bn_view *v, size_t floats) {
-    if (!p->later) return clnet_buffer_read(p->d, p->work, 0, floats, v->f);
+static clnet_status send(const clnet_pass *p, const bn_view *v, cl_mem mem, size_t off,
+                         size_t floats) {
+    if (!p->later) return clnet_buffer_read(p->d, mem, off, floats, v->f);
     p->later->pending = 1;
-    return clnet_buffer_read_start(p->d, p->work, 0, floats, v->f, &p->later->event);
+    return clnet_buffer_read_start(p->d, mem, off, floats, v->f, &p->later->event);
 }
 static clnet_status exchanged(const clnet_pass *p) {
     return p->later ? clnet_event_wait(p->d, &p->later->event) : CLNET_OK;
@@ -320,7 +324,7 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
                                 U32(v.var), F32(cfg->momentum))));
         return normalize(node, p, &v);
     }
-    TRY(send(p, &v, 5 * C));
+    TRY(send(p, &v, p->work, 0, 5 * C));
     if (!p->later) TRY(forward_rest(node, p)); /* else finish: forward_rest */
 cleanup:
     return status;
@@ -338,8 +342,27 @@ static bn_grad_in grad_in(const clnet_pass *p) {
                    : (bn_grad_in){p->dy, 0, 0};
 }
 
-/* dx, from this share's sums of g and g * xhat (in work, as pairs) or, with
- * sync=on across devices, the whole batch's (this share's sent: send). */
+/* Where this share's sums of g and g * xhat are, as pairs (4C): in work,
+ * or in keep where the add that normalizes the batch norm computed them
+ * (p->norm->sums). */
+typedef struct {
+    cl_mem mem;
+    size_t off;
+} bn_sums_at;
+
+static bn_sums_at sums_at(const clnet_pass *p, size_t C) {
+    if (p->norm && p->norm->sums) return (bn_sums_at){p->keep, p->keep_off + KEPT_SUMS(C)};
+    return (bn_sums_at){p->work, 0};
+}
+
+/* The end of a backward pass: the add's sums are used. */
+static clnet_status backward_done(const clnet_pass *p) {
+    if (p->norm) p->norm->sums = 0;
+    return CLNET_OK;
+}
+
+/* dx, from this share's sums of g and g * xhat (sums_at) or, with sync=on
+ * across devices, the whole batch's (this share's sent: send). */
 static clnet_status backward_rest(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     const bn_config *cfg = CLNET_CONFIG(node, bn_config);
@@ -347,6 +370,7 @@ static clnet_status backward_rest(const clnet_node *node, const clnet_pass *p) {
     TRY(view(node, p, &v));
     size_t C = v.C;
     bn_grad_in g = grad_in(p);
+    bn_sums_at at = sums_at(p, C);
     double *sums = v.mine;
     sums[0] = (double)(v.n * v.S);
     if (cfg->sync && !alone(p->ctx)) {
@@ -354,14 +378,15 @@ static clnet_status backward_rest(const clnet_node *node, const clnet_pass *p) {
         for (size_t k = 0; k < 2 * C; k++) sums[1 + k] = pair_get(v.f, C, k);
         TRY(p->ctx->coll->sum(p->ctx->coll, sums, 1 + 2 * C));
         for (size_t k = 0; k < 2 * C; k++) pair_set(v.f, C, k, sums[1 + k]);
-        TRY(clnet_buffer_write_queued(p->d, p->work, 0, 4 * C, v.f)); /* see exchanged */
+        TRY(clnet_buffer_write_queued(p->d, at.mem, at.off, 4 * C, v.f)); /* see exchanged */
     }
     TRY(clnet_pass_run(
         p, 4, "batchnorm", "", "bn_backward_dx", 2, (size_t[]){slots(&v), v.n * C}, NULL,
         ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact), U32(g.dy),
-             MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off), MEM(p->work), U32(0),
+             MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off), MEM(at.mem), U32(at.off),
              F32((float)sums[0]), MEM(p->params), U32(v.weight), U32(relu_of(node)), MEM(p->act),
              U32(g.mask), U32(g.masked), U32(clnet_dx_add(p, 0)))));
+    TRY(backward_done(p));
 cleanup:
     return status;
 }
@@ -384,11 +409,14 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
                         U32(p->keep_off), MEM(p->params), U32(v.weight), U32(relu_of(node)),
                         MEM(p->act),      U32(g.mask),    U32(g.masked), MEM(p->work),
                         U32(0),           MEM(p->grads),  U32(v.weight), U32(p->beta != 0),
-                        U32(0),           LOCAL(0)};
-    TRY(run_stats(p, 11, &v, "bn_backward_sums", args, (int)(sizeof args / sizeof args[0])));
-    if (!p->need_dx[0]) return CLNET_OK;
+                        MEM(p->work),     U32(0),         U32(0),        U32(0),
+                        LOCAL(0)};
+    if (!(p->norm && p->norm->sums)) /* else the add's backward made them */
+        TRY(run_stats(p, 11, &v, "bn_backward_sums", args, (int)(sizeof args / sizeof args[0])));
+    if (!p->need_dx[0]) return backward_done(p);
     if (exchanges) {
-        TRY(send(p, &v, 4 * C));
+        bn_sums_at at = sums_at(p, C);
+        TRY(send(p, &v, at.mem, at.off, 4 * C));
         if (p->later) return CLNET_OK; /* finish: backward_rest */
     }
     TRY(backward_rest(node, p));
@@ -415,6 +443,41 @@ clnet_status clnet_batchnorm_add(const clnet_pass *p, clnet_shape shape, size_t 
                           ARGS(U32(v.n), U32(v.C), U32(v.S), MEM(p->act), U32(link->x), MEM(p->act),
                                U32(a), MEM(p->act), U32(p->y), MEM(link->norm), U32(0),
                                MEM(p->params), U32(link->weight), U32(relu != 0)));
+}
+
+clnet_status clnet_batchnorm_add_backward(const clnet_pass *p, clnet_shape shape, int k, int relu) {
+    clnet_norm_link *link = p->norm;
+    bn_view v = {.C = (size_t)shape.c, .S = clnet_shape_spatial(shape), .n = (size_t)p->n};
+    uint32_t pass = k < 0 ? 0 : 1 + clnet_dx_add(p, k);
+    clnet_arg args[] = {U32(v.n),
+                        U32(v.C),
+                        U32(v.S),
+                        MEM(p->act),
+                        U32(link->x),
+                        MEM(p->dact),
+                        U32(p->dy),
+                        MEM(link->norm),
+                        U32(0),
+                        MEM(p->params),
+                        U32(link->weight),
+                        U32(0),
+                        MEM(p->act),
+                        U32(p->y),
+                        U32(relu != 0),
+                        MEM(link->norm),
+                        U32(KEPT_SUMS(v.C)),
+                        MEM(p->grads),
+                        U32(link->weight),
+                        U32(p->beta != 0),
+                        MEM(p->dact),
+                        U32(k < 0 ? 0 : p->dx[k]),
+                        U32(pass),
+                        U32(0),
+                        LOCAL(0)};
+    clnet_status s =
+        run_stats(p, 5, &v, "bn_backward_sums", args, (int)(sizeof args / sizeof args[0]));
+    if (s == CLNET_OK) link->sums = 1;
+    return s;
 }
 
 void clnet_batchnorm_fold(const clnet_node *bn, const float *params, const float *buffers,
