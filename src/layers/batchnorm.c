@@ -198,6 +198,29 @@ static clnet_status run_stats(const clnet_pass *p, int slot, const bn_view *v, c
                           (size_t[]){local}, args, nargs);
 }
 
+/* What a bn_backward_sums pass reads and writes besides the pass's own
+ * buffers: x (at x in act) as norm normalizes it (at noff; relu: the batch
+ * norm's own relu, taken in), dy (at dy in dact) masked where the value at
+ * mask in act is not positive (masked), the sums to sums at soff, and with
+ * pass (1: set, 2: add) the masked dy on to out in dact. */
+typedef struct {
+    size_t x, dy, mask, out, noff, soff;
+    cl_mem norm, sums;
+    uint32_t relu, masked, pass;
+} bn_sums_job;
+
+/* This share's sums of g and g * xhat (also the weight and bias gradients,
+ * to grads at weight). */
+static clnet_status backward_sums(const clnet_pass *p, int slot, const bn_view *v, size_t weight,
+                                  const bn_sums_job *j) {
+    clnet_arg args[] = {U32(v->n),    U32(v->C),    U32(v->S),     MEM(p->act),  U32(j->x),
+                        MEM(p->dact), U32(j->dy),   MEM(j->norm),  U32(j->noff), MEM(p->params),
+                        U32(weight),  U32(j->relu), MEM(p->act),   U32(j->mask), U32(j->masked),
+                        MEM(j->sums), U32(j->soff), MEM(p->grads), U32(weight),  U32(p->beta != 0),
+                        MEM(p->dact), U32(j->out),  U32(j->pass),  U32(0),       LOCAL(0)};
+    return run_stats(p, slot, v, "bn_backward_sums", args, (int)(sizeof args / sizeof args[0]));
+}
+
 /* This share's statistics to work (bn_stats's D, Q and m): merged from the
  * records the convolution before wrote as it made x (p->stats), or from x. */
 static clnet_status statistics(const clnet_pass *p, const bn_view *v) {
@@ -403,16 +426,16 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     TRY(view(node, p, &v));
     size_t C = v.C;
     bn_grad_in g = grad_in(p);
-    /* this share's sums, which are also its weight and bias gradients */
-    clnet_arg args[] = {U32(v.n),         U32(C),         U32(v.S),      MEM(p->act),
-                        U32(p->x[0]),     MEM(p->dact),   U32(g.dy),     MEM(p->keep),
-                        U32(p->keep_off), MEM(p->params), U32(v.weight), U32(relu_of(node)),
-                        MEM(p->act),      U32(g.mask),    U32(g.masked), MEM(p->work),
-                        U32(0),           MEM(p->grads),  U32(v.weight), U32(p->beta != 0),
-                        MEM(p->work),     U32(0),         U32(0),        U32(0),
-                        LOCAL(0)};
+    bn_sums_job sums = {.x = p->x[0],
+                        .dy = g.dy,
+                        .mask = g.mask,
+                        .noff = p->keep_off,
+                        .norm = p->keep,
+                        .sums = p->work,
+                        .relu = relu_of(node),
+                        .masked = g.masked};
     if (!(p->norm && p->norm->sums)) /* else the add's backward made them */
-        TRY(run_stats(p, 11, &v, "bn_backward_sums", args, (int)(sizeof args / sizeof args[0])));
+        TRY(backward_sums(p, 11, &v, v.weight, &sums));
     if (!p->need_dx[0]) return backward_done(p);
     if (exchanges) {
         bn_sums_at at = sums_at(p, C);
@@ -448,34 +471,16 @@ clnet_status clnet_batchnorm_add(const clnet_pass *p, clnet_shape shape, size_t 
 clnet_status clnet_batchnorm_add_backward(const clnet_pass *p, clnet_shape shape, int k, int relu) {
     clnet_norm_link *link = p->norm;
     bn_view v = {.C = (size_t)shape.c, .S = clnet_shape_spatial(shape), .n = (size_t)p->n};
-    uint32_t pass = k < 0 ? 0 : 1 + clnet_dx_add(p, k);
-    clnet_arg args[] = {U32(v.n),
-                        U32(v.C),
-                        U32(v.S),
-                        MEM(p->act),
-                        U32(link->x),
-                        MEM(p->dact),
-                        U32(p->dy),
-                        MEM(link->norm),
-                        U32(0),
-                        MEM(p->params),
-                        U32(link->weight),
-                        U32(0),
-                        MEM(p->act),
-                        U32(p->y),
-                        U32(relu != 0),
-                        MEM(link->norm),
-                        U32(KEPT_SUMS(v.C)),
-                        MEM(p->grads),
-                        U32(link->weight),
-                        U32(p->beta != 0),
-                        MEM(p->dact),
-                        U32(k < 0 ? 0 : p->dx[k]),
-                        U32(pass),
-                        U32(0),
-                        LOCAL(0)};
-    clnet_status s =
-        run_stats(p, 5, &v, "bn_backward_sums", args, (int)(sizeof args / sizeof args[0]));
+    bn_sums_job sums = {.x = link->x,
+                        .dy = p->dy,
+                        .mask = p->y,
+                        .out = k < 0 ? 0 : p->dx[k],
+                        .soff = KEPT_SUMS(v.C),
+                        .norm = link->norm,
+                        .sums = link->norm,
+                        .masked = relu != 0,
+                        .pass = k < 0 ? 0 : 1 + clnet_dx_add(p, k)};
+    clnet_status s = backward_sums(p, 5, &v, link->weight, &sums);
     if (s == CLNET_OK) link->sums = 1;
     return s;
 }

@@ -529,9 +529,8 @@ static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) 
  * algorithm's one an output row of a sample (implicit_output), the lanes
  * algorithm's one a block of 8 positions x 8 samples (lanes_out); none for
  * the others. A chunk's records follow the chunks before it. */
-static size_t records_in(const clnet_node *node, const clnet_device *d, int algo, int s) {
+static size_t records_in(const clnet_node *node, int algo, int s) {
     const int *out = CLNET_CONFIG(node, conv_config)->win.out;
-    (void)d;
     if (algo == CLNET_CONV_IMPLICIT) return (size_t)s * (size_t)out[0] * (size_t)out[1];
     if (algo == CLNET_CONV_LANES) return ((size_t)s + 7) / 8 * ((sides_of(node).Ps + 7) / 8);
     return 0;
@@ -542,7 +541,7 @@ static size_t pass_records(const clnet_node *node, const clnet_device *d, int al
     size_t records = 0;
     int most = chunk_samples(node, d, algo, n);
     for (int b0 = 0; b0 < n; b0 += most)
-        records += records_in(node, d, algo, n - b0 < most ? n - b0 : most);
+        records += records_in(node, algo, n - b0 < most ? n - b0 : most);
     return records;
 }
 
@@ -802,13 +801,14 @@ static clnet_status each_chunk(const clnet_node *node, const clnet_pass *p, cons
     if (!fn)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "conv.c: no %s pass for '%s'",
                           clnet_conv_algo_names[algo], node->name);
-    size_t rec = 0, records = pass_records(node, p->d, algo, p->n);
+    /* a training forward's records, counted by forward_with */
+    size_t rec = 0, records = p->stats && !makes ? p->stats->records : 0;
     for (int b0 = 0; b0 < p->n; b0 += most) {
         chunk ch = chunk_at(node, p->d, algo, makes, b0, p->n - b0 < most ? p->n - b0 : most);
         if (p->fold) ch.bo = p->fold->bias; /* a folded batch norm's, in the folded copy */
         ch.rec = rec;
         ch.records = records;
-        rec += records_in(node, p->d, algo, ch.s);
+        rec += records_in(node, algo, ch.s);
         clnet_status s = fn(node, p, &ch, b0 == 0 ? p->beta : 1.0f);
         if (s != CLNET_OK) return s;
     }
