@@ -117,6 +117,8 @@ cleanup:
     return status;
 }
 
+static void stage_ahead(clnet_trainer *t, int i, int64_t step); /* the next batch: below */
+
 /* Replica i's share: micro-batches, then the gradient hand-over; and with
  * the update by bucket, the new parameters as they come (also for a replica
  * without a share). */
@@ -153,6 +155,7 @@ static clnet_status run_share(clnet_trainer *t, int i) {
         busy = clnet_now() - t0; /* what the balancer learns: not the wait for updates */
     }
     if (train && t->step.optim) {
+        stage_ahead(t, i, ctx->step + 1);
         TRY(send_updates(&sender, 1));
         CL_CHECK(clnet_finish(r->d), "clFinish"); /* the next step writes `next` again */
     }
@@ -288,11 +291,11 @@ static void updates_over(clnet_trainer *t) {
 
 /* With batch statistics a training share runs in one pass: caps the
  * shares at what each device holds, or refuses a batch that fits nowhere. */
-static clnet_status cap_shares(clnet_trainer *t, int n, int64_t step) {
+static clnet_status cap_shares(clnet_trainer *t, int n, int64_t step, int *shares) {
     int room = 0;
     for (int i = 0; i < t->ranks.total; i++) room += t->split.caps[i];
     if (room >= n) {
-        clnet_balance_cap(&t->split.balance, step, t->split.caps, t->step.shares);
+        clnet_balance_cap(&t->split.balance, step, t->split.caps, shares);
         return CLNET_OK;
     }
     char list[1024];
@@ -320,25 +323,26 @@ static clnet_status cap_shares(clnet_trainer *t, int n, int64_t step) {
                       per_sample, room);
 }
 
-/* The shares of n samples of optimizer step `step` (t->step.shares) and where each begins
- * (t->step.offsets), for every device of every rank: a pure function of
+/* The shares of n samples of optimizer step `step` and where each begins
+ * (offsets), for every device of every rank: a pure function of
  * the balancer's state, so a split made ahead (stage_next) is the one the
  * step makes. In an MPI job, with agree, rank 0's split is the one every
  * rank uses (every rank holds the same state, so it is the same split: the
  * broadcast only makes sure). */
-static clnet_status split(clnet_trainer *t, int n, int64_t step, int train, int agree) {
+static clnet_status split(clnet_trainer *t, int n, int64_t step, int train, int agree, int *shares,
+                          int *offsets) {
     clnet_status status = CLNET_OK;
-    clnet_balance_split(&t->split.balance, n, step, t->step.shares);
-    if (train && t->split.batch_stats) TRY(cap_shares(t, n, step));
+    clnet_balance_split(&t->split.balance, n, step, shares);
+    if (train && t->split.batch_stats) TRY(cap_shares(t, n, step, shares));
     if (train && t->split.batch_stats && t->ranks.dist)
-        TRY(clnet_ranks_every_rank_a_sample(&t->ranks, n, t->step.shares, t->split.batch_stats));
+        TRY(clnet_ranks_every_rank_a_sample(&t->ranks, n, shares, t->split.batch_stats));
     if (t->ranks.dist && agree)
-        TRY(clnet_dist_bcast(t->ranks.dist, CLNET_LANE_CONTROL, t->step.shares,
+        TRY(clnet_dist_bcast(t->ranks.dist, CLNET_LANE_CONTROL, shares,
                              (size_t)t->ranks.total * sizeof(int), 0,
                              "sending the split from rank 0"));
     for (int i = 0, off = 0; i < t->ranks.total; i++) {
-        t->step.offsets[i] = off;
-        off += t->step.shares[i];
+        offsets[i] = off;
+        off += shares[i];
     }
 cleanup:
     return status;
@@ -366,6 +370,7 @@ static void forget_handover(clnet_trainer *t) {
     t->step.started = 0;
     t->step.first_failed = -1;
     t->step.reduced = 0;
+    t->feed.ahead = -1;
 }
 
 /* Splits n samples, starts every replica with a share, and with train
@@ -381,7 +386,8 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     t->step.targets = targets;
     t->step.probs = probs;
     t->step.train = train;
-    if ((status = split(t, n, step, train, 1)) != CLNET_OK) return status;
+    if ((status = split(t, n, step, train, 1, t->step.shares, t->step.offsets)) != CLNET_OK)
+        return status;
     for (int i = 0; i < R; i++) {
         t->step.active[i] = t->step.shares[t->ranks.first + i] > 0;
         t->step.finished[i] = !t->step.active[i];
@@ -450,31 +456,73 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
     return CLNET_OK;
 }
 
+/* The next step's batch b split as that step will split it (as long as
+ * this step's timings do not move the balancer): 1, or 0 where it cannot be
+ * staged. No exchange between ranks here: a rank whose loader could not look
+ * ahead does not come here, and the others must not wait for it. */
+static int split_next(clnet_trainer *t, const clnet_batch *b, int64_t step, int *shares,
+                      int *offsets) {
+    return b->images && b->labels && b->n >= 1 && b->n <= t->max_batch &&
+           split(t, b->n, step, 1, 0, shares, offsets) == CLNET_OK;
+}
+
+/* Replica i's first micro-batch of b, split by shares and offsets, starts
+ * on its way, unless it is already: 1 when this started it. Nothing here
+ * fails a step: a device that could not take its share ahead copies it when
+ * the step loads it. */
+static int stage_share(clnet_trainer *t, int i, const clnet_batch *b, const int *shares,
+                       const int *offsets) {
+    clnet_replica *r = t->replicas[i];
+    int share = shares[t->ranks.first + i], off = offsets[t->ranks.first + i];
+    int first = share < r->max_batch ? share : r->max_batch;
+    const float *images = b->images + (size_t)off * clnet_shape_size(t->model->input);
+    const float *targets = b->targets ? b->targets + (size_t)off * r->target_size : NULL;
+    if (share <= 0 || (r->staged.images == images && r->staged.labels == b->labels + off &&
+                       r->staged.targets == targets && r->staged.n == first))
+        return 0;
+    return clnet_replica_stage(r, images, b->labels + off, targets, first) == CLNET_OK;
+}
+
+/* With the update by bucket, on replica i's worker once its share's kernels
+ * are done: its share of the next batch starts on its way at once, queued
+ * before the last of the new parameters, so that the next step's forward
+ * pass finds its input there as soon as the step is committed. The first
+ * replica to come asks the loader for the batch (prepared while this step
+ * ran; a slow loader makes this worker wait, as the next step would) and
+ * splits it, outside the step's lock; stage_next stages what this missed. */
+static void stage_ahead(clnet_trainer *t, int i, int64_t step) {
+    if (!t->feed.next) return;
+    pthread_mutex_lock(&t->step.lock);
+    int first = t->feed.ahead < 0;
+    if (first) t->feed.ahead = 2;
+    while (!first && t->feed.ahead == 2) pthread_cond_wait(&t->step.changed, &t->step.lock);
+    pthread_mutex_unlock(&t->step.lock);
+    if (first) { /* the balancer moves only once the workers are done */
+        int ahead = t->feed.next(t->feed.arg, &t->feed.batch, &t->feed.ticket) &&
+                    split_next(t, &t->feed.batch, step, t->feed.shares, t->feed.offsets);
+        pthread_mutex_lock(&t->step.lock);
+        t->feed.ahead = ahead;
+        pthread_cond_broadcast(&t->step.changed);
+        pthread_mutex_unlock(&t->step.lock);
+    }
+    if (t->feed.ahead == 1 && stage_share(t, i, &t->feed.batch, t->feed.shares, t->feed.offsets))
+        t->replicas[i]->staged_ahead++;
+}
+
 /* The next step's batch, split as that step will split it: each device's
  * first micro-batch starts on its way while the devices finish this step's
- * update. Nothing here fails a step: a device that could not take its share
- * ahead copies it when the step loads it. */
+ * update, where stage_ahead did not start it already (or split it
+ * otherwise than this step's timings now do). */
 static void stage_next(clnet_trainer *t, int64_t step) {
     clnet_batch b = {0};
     uint64_t ticket = 0;
     t->feed.staged = 0;
-    if (!t->feed.next || !t->feed.next(t->feed.arg, &b, &ticket)) return;
-    const float *images = b.images;
-    const int32_t *labels = b.labels;
-    int n = b.n;
-    /* no exchange between ranks here: a rank whose loader could not look
-     * ahead does not come here, and the others must not wait for it */
-    if (!images || !labels || n < 1 || n > t->max_batch || split(t, n, step, 1, 0) != CLNET_OK)
+    if (!t->feed.next || !t->feed.next(t->feed.arg, &b, &ticket) ||
+        !split_next(t, &b, step, t->step.shares, t->step.offsets))
         return;
-    size_t in = clnet_shape_size(t->model->input);
     for (int i = 0; i < t->count; i++) {
-        clnet_replica *r = t->replicas[i];
-        int share = t->step.shares[t->ranks.first + i], off = t->step.offsets[t->ranks.first + i];
-        int first = share < r->max_batch ? share : r->max_batch;
-        if (share > 0)
-            (void)clnet_replica_stage(r, images + (size_t)off * in, labels + off,
-                                      b.targets ? b.targets + (size_t)off * r->target_size : NULL,
-                                      first);
+        if (t->feed.ahead > 0 && t->feed.ticket != ticket) clnet_replica_unstage(t->replicas[i]);
+        if (t->alive[i]) (void)stage_share(t, i, &b, t->step.shares, t->step.offsets);
     }
     t->feed.staged = ticket;
 }

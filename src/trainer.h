@@ -73,8 +73,8 @@ typedef struct {
 } clnet_step_state;
 
 /* Where a training step learns the batch of the step after it (next NULL:
- * nowhere): 1 with the batch (images, labels, targets, n) and its ticket, or 0. Its first
- * micro-batches go to the devices before the step returns
+ * nowhere): 1 with the batch (images, labels, targets, n) and its ticket, or 0.
+ * Its first micro-batches go to the devices before the step returns
  * (clnet_replica_stage). A ticket names a batch's contents, never 0 and
  * never reused in the process (the loader's batch serial): a step whose
  * batch's ticket (current, set by the caller; 0 for unknown) is not the one
@@ -84,6 +84,15 @@ typedef struct {
     void *arg;
     uint64_t current; /* the ticket of the batch of the step about to run */
     uint64_t staged;  /* the ticket of the batch staged on the devices */
+    /* The next batch split during the update by bucket (step.c's
+     * stage_ahead), under the step's lock: ahead -1 not tried yet in this
+     * step, 2 being split, 0 not to be had, 1 split into shares and offsets
+     * (as the next step will split it unless this step's timings move the
+     * balancer). */
+    int ahead;
+    clnet_batch batch;
+    uint64_t ticket;
+    int shares[CLNET_MAX_DEVICES], offsets[CLNET_MAX_DEVICES];
 } clnet_trainer_feed;
 
 typedef struct {

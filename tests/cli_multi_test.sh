@@ -158,7 +158,8 @@ rc=$?
 if [ $rc -eq 0 ] && tail -n1 <<<"$out" | grep -qE '^aggregate: images_per_s=[0-9]+ efficiency=[0-9.]+ equal_split_efficiency=[0-9.]+$'; then
   ok "bench ends with the aggregate line ($(tail -n1 <<<"$out"))"
 else bad "bench" "$out"; fi
-# the machine's ceiling, measured beside it: at least 5 rounds, min <= ratio <= max;
+# the machine's ceiling, measured beside it: at least 5 rounds, each figure between
+# its min and max;
 # or, where the balanced split gave a device no share (a loaded machine can make
 # one look too slow to help at this batch), said to be not measured
 ceiling=$(tail -n2 <<<"$out" | head -n1)
@@ -166,9 +167,11 @@ if grep -q '^all devices, balanced split: .* 0 samples a step' <<<"$out"; then
   if [[ $ceiling == "ceiling: not measured (a device alone is estimated, or has no share)" ]]; then
     ok "bench says the ceiling is not measured when a device has no share"
   else bad "bench ceiling without a share" "$out"; fi
-elif [[ $ceiling =~ ^ceiling:\ ratio=([0-9.]+)\ min=([0-9.]+)\ max=([0-9.]+)\ rounds=([0-9]+)\ share_efficiency=[0-9.]+\ efficiency_over_ceiling=[0-9.]+$ ]] &&
+elif [[ $ceiling =~ ^ceiling:\ ratio=([0-9.]+)\ min=([0-9.]+)\ max=([0-9.]+)\ rounds=([0-9]+)\ share_efficiency=[0-9.]+\ efficiency_over_ceiling=([0-9.]+)\ over_min=([0-9.]+)\ over_max=([0-9.]+)$ ]] &&
   (( ${BASH_REMATCH[4]} >= 5 )) &&
-  awk -v r="${BASH_REMATCH[1]}" -v lo="${BASH_REMATCH[2]}" -v hi="${BASH_REMATCH[3]}" 'BEGIN { exit !(lo <= r && r <= hi && lo > 0) }'; then
+  awk -v r="${BASH_REMATCH[1]}" -v lo="${BASH_REMATCH[2]}" -v hi="${BASH_REMATCH[3]}" \
+    -v e="${BASH_REMATCH[5]}" -v elo="${BASH_REMATCH[6]}" -v ehi="${BASH_REMATCH[7]}" \
+    'BEGIN { exit !(lo <= r && r <= hi && lo > 0 && elo <= e && e <= ehi && elo > 0) }'; then
   ok "bench measures the ceiling beside it ($ceiling)"
 else bad "bench ceiling" "$out"; fi
 exit $fail

@@ -621,7 +621,7 @@ START_TEST(loader_steps_upload_the_next_batch_ahead_and_change_nothing) {
     ck_assert_int_eq(clnet_dataset_truncate(test, 200), CLNET_OK);
     const double split[2] = {1, 3};
     float *params[2];
-    int64_t ahead[2] = {0, 0};
+    int64_t ahead[2] = {0, 0}, early[2] = {0, 0};
     for (int way = 0; way < 2; way++) {
         clnet_net *net = make_net();
         ck_assert_int_eq(clnet_net_bind(net, test_runtime(), 64), CLNET_OK);
@@ -643,7 +643,8 @@ START_TEST(loader_steps_upload_the_next_batch_ahead_and_change_nothing) {
             if (s == 3) ck_assert_int_eq(clnet_loader_seek(loader, 0, 640), CLNET_OK);
         }
         for (int i = 0; i < net->trainer->count; i++)
-            ahead[way] += net->trainer->replicas[i]->staged_loads;
+            ahead[way] += net->trainer->replicas[i]->staged_loads,
+                early[way] += net->trainer->replicas[i]->staged_ahead;
         size_t np = clnet_net_param_count(net);
         params[way] = malloc(np * sizeof(float));
         memcpy(params[way], clnet_net_params(net), np * sizeof(float));
@@ -657,6 +658,10 @@ START_TEST(loader_steps_upload_the_next_batch_ahead_and_change_nothing) {
      * the evaluation, step 5 the seek */
     ck_assert_int_eq(ahead[0], 6);
     ck_assert_int_eq(ahead[1], 0);
+    /* every loader step started each device's share of the next batch as
+     * soon as its own share's kernels were done, before the last update */
+    ck_assert_int_eq(early[0], 12);
+    ck_assert_int_eq(early[1], 0);
     free(params[0]);
     free(params[1]);
     clnet_dataset_free(train);

@@ -5,15 +5,17 @@
  * where efficiency is the throughput of all devices together over the sum of
  * each device's throughput alone. Before it, the line
  *   ceiling: ratio=<c> min=<a> max=<b> rounds=<k> share_efficiency=<s>
- *            efficiency_over_ceiling=<e>
+ *            efficiency_over_ceiling=<e> over_min=<a> over_max=<b>
  * says what the machine allows. Each device runs alone with its share of
  * the batch (as the balanced split gives it); share_efficiency is the
  * throughput of all devices together over the sum of those. The ratio is
  * those single-device runs all at once (one thread each, as separate
  * processes would run them) over the sum of each alone in the same round:
  * devices that share cores, caches or memory bandwidth slow each other down
- * whoever drives them. efficiency_over_ceiling = share_efficiency / ratio is
- * what clnet's own coordination keeps.
+ * whoever drives them. Every round measures all three side by side, and its
+ * efficiency over the ceiling is its share_efficiency over its ratio: what
+ * clnet's own coordination keeps. The line gives the medians over the
+ * rounds, and the spread of the last figure.
  *
  * Shared machines drift, so the configurations are measured side by side:
  * all are set up first, then timed in turn for `--rounds` rounds, and each
@@ -225,13 +227,15 @@ const cli_command cli_bench_cmd = {
     .footer = "Training speed on random data of each device alone and of all together; the\n"
               "last lines are\n"
               "  ceiling: ratio=<c> min=<a> max=<b> rounds=<k> share_efficiency=<s>\n"
-              "           efficiency_over_ceiling=<e>\n"
+              "           efficiency_over_ceiling=<e> over_min=<a> over_max=<b>\n"
               "  aggregate: images_per_s=<n> efficiency=<e> equal_split_efficiency=<e>\n"
               "efficiency: all devices together over the sum of each alone at the whole batch;\n"
               "share_efficiency: the same against each alone with its share of the balanced\n"
               "split; ratio: those single-device runs all at once (one thread each, as\n"
-              "separate processes) over each alone, in at least 5 rounds, with the spread: what\n"
-              "the machine allows. efficiency_over_ceiling = share_efficiency / ratio.\n"
+              "separate processes) over each alone: what the machine allows.\n"
+              "efficiency_over_ceiling: share_efficiency over ratio, each round's measured\n"
+              "side by side. Medians of at least 5 rounds, with the spread of the ratio and\n"
+              "of efficiency_over_ceiling (over_min, over_max).\n"
               "With --startup, one training step and one evaluation on all the devices\n"
               "instead, then a report on stderr of each program built (family, options,\n"
               "seconds), each binary read back for clnet's cache, and each kernel's first\n"
@@ -245,11 +249,13 @@ typedef struct {
     bench_data d;
     clnet_runtime *all; /* every selected device, shared by the configurations of all */
     config c[MAX_CONFIGS];
-    int n, nc;                  /* devices; configurations set up */
-    int balanced, equal;        /* the indices of the two configurations of all devices */
-    double slowest;             /* an equal split's seconds a step, from the balanced rates */
-    double ceiling[MAX_ROUNDS]; /* per round: all alone at once over each alone */
-    int ceiling_rounds;         /* 0: not measured */
+    int n, nc;                    /* devices; configurations set up */
+    int balanced, equal;          /* the indices of the two configurations of all devices */
+    double slowest;               /* an equal split's seconds a step, from the balanced rates */
+    double ceiling[MAX_ROUNDS];   /* per round: all alone at once over each alone */
+    double share_eff[MAX_ROUNDS]; /* per round: balanced over the sum of each alone by share */
+    double over[MAX_ROUNDS];      /* per round: share_eff over ceiling */
+    int ceiling_rounds;           /* 0: not measured */
 } bench;
 
 static void bench_free(bench *b) {
@@ -330,12 +336,11 @@ static void report(bench *b) {
     }
     if (b->ceiling_rounds) {
         int k = b->ceiling_rounds;
-        double by_share = 0;
-        for (int i = 0; i < b->n; i++) by_share += median(b->c[i].by_share, k);
-        double c = median(b->ceiling, k), e = ips[b->balanced] / by_share;
+        double c = median(b->ceiling, k), e = median(b->share_eff, k), o = median(b->over, k);
         printf("ceiling: ratio=%.3f min=%.3f max=%.3f rounds=%d share_efficiency=%.3f "
-               "efficiency_over_ceiling=%.3f\n",
-               c, b->ceiling[0], b->ceiling[k - 1], k, e, e / c); /* sorted by median */
+               "efficiency_over_ceiling=%.3f over_min=%.3f over_max=%.3f\n",
+               c, b->ceiling[0], b->ceiling[k - 1], k, e, o, b->over[0],
+               b->over[k - 1]); /* sorted by median */
     } else if (b->n > 1) {
         printf("ceiling: not measured (a device alone is estimated, or has no share)\n");
     }
@@ -344,12 +349,14 @@ static void report(bench *b) {
 }
 
 /* Round r: the configurations in turn (in the first --rounds rounds), then
- * for the ceiling each device alone with its share and all of them at once. */
+ * for the ceiling each device alone with its share and all of them at once,
+ * beside the balanced split (timed again where the round has not timed it). */
 static int time_round_all(bench *b, int r) {
     const bench_data *d = &b->d;
     for (int k = 0; k < b->nc && r < d->rounds; k++)
         if (b->c[k].estimate == 0 && time_round(&b->c[k], d, r)) return 1;
     if (r >= b->ceiling_rounds) return 0;
+    if (r >= d->rounds && time_round(&b->c[b->balanced], d, r)) return 1;
     for (int i = 0; i < b->n; i++)
         if (time_by_share(&b->c[i], d, r)) return 1;
     if (time_at_once(b->c, b->n, d, r)) return 1;
@@ -359,6 +366,8 @@ static int time_round_all(bench *b, int r) {
         alone += b->c[i].by_share[r];
     }
     b->ceiling[r] = once / alone;
+    b->share_eff[r] = b->c[b->balanced].ips[r] / alone;
+    b->over[r] = b->share_eff[r] / b->ceiling[r];
     return 0;
 }
 
