@@ -24,6 +24,23 @@
  * a few percent of calibration noise, lost to a plain equal split. The
  * samples left over go to the device that finishes soonest with them. */
 #define SHARE_QUANTUM 16
+/* A measured split that moved is on trial: the rates predict a share's time
+ * as if it grew in proportion to its samples, and it does not always (on
+ * the 2-core EPYC VM's PoCL devices LeNet's 112 samples took what 128 did,
+ * while 144 took a third longer, so a move from 128:128 to 112:144 made
+ * every step slower, and the rates it then measured kept it there). The
+ * steps after a move's first (which may pay one-time costs) are timed, the
+ * split kept meanwhile; if after TRIAL_STEPS of them they are not faster
+ * than the replaced split's (both smoothed by SPAN_SMOOTHING, which forgets
+ * a start's slow steps sooner than the rates do), that split comes back and is kept for HOLD_FIRST
+ * steps, twice as long after each move that did not pay (up to HOLD_MOST), unless the rates predict
+ * a split at least HOLD_BREAK faster than it (a device that really slowed down must not wait for
+ * the hold). */
+#define TRIAL_STEPS    3
+#define SPAN_SMOOTHING 0.5
+#define HOLD_FIRST     16
+#define HOLD_MOST      256
+#define HOLD_BREAK     0.2
 
 /* "INDEX:VALUE[,INDEX:VALUE...]": calls set(i, value) for replica i with that
  * device index; malformed text is an error naming the variable. */
@@ -109,8 +126,10 @@ clnet_status clnet_balance_init(clnet_balance *b, const int *device_index, int n
     b->share = clnet_calloc((size_t)n, sizeof *b->share);
     b->seconds = clnet_calloc((size_t)n, sizeof *b->seconds);
     b->samples = clnet_calloc((size_t)n, sizeof *b->samples);
+    b->before = clnet_calloc((size_t)n, sizeof *b->before);
+    b->next_hold = HOLD_FIRST;
     if (!b->rate || !b->throttle || !b->fault_step || !b->fault_point || !b->lost || !b->share ||
-        !b->seconds || !b->samples) {
+        !b->seconds || !b->samples || !b->before) {
         clnet_balance_free(b);
         return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     }
@@ -131,6 +150,7 @@ void clnet_balance_free(clnet_balance *b) {
     free(b->share);
     free(b->seconds);
     free(b->samples);
+    free(b->before);
     memset(b, 0, sizeof *b);
 }
 
@@ -158,9 +178,22 @@ void clnet_balance_split(const clnet_balance *b, int total, int64_t step, int *s
     const double *row = row_of(b, step);
     proportional_split(b, row, total, shares);
     if (b->weight) return; /* fixed: nothing to smooth */
-    int last_total = 0;
-    for (int i = 0; i < b->n; i++) last_total += b->share[i];
+    int last_total = 0, before_total = 0, last_sharing = 0;
+    for (int i = 0; i < b->n; i++) {
+        last_total += b->share[i];
+        before_total += b->before[i];
+        last_sharing += b->share[i] > 0;
+    }
+    if (b->hold > 0 && before_total == total &&
+        predicted(b, shares) > (1 - HOLD_BREAK) * predicted(b, b->before)) {
+        memcpy(shares, b->before, (size_t)b->n * sizeof *shares); /* a move did not pay: judge */
+        return;
+    }
     if (last_total != total) return;
+    if (last_sharing > 1 && (b->trial > 0 || b->span <= 0)) { /* on trial, or not timed yet */
+        memcpy(shares, b->share, (size_t)b->n * sizeof *shares);
+        return;
+    }
     double fresh = predicted(b, shares), last = predicted(b, b->share);
     if (fresh > 0 && last > 0 && fresh > (1 - HYSTERESIS) * last)
         for (int i = 0; i < b->n; i++) shares[i] = b->share[i];
@@ -258,7 +291,9 @@ static double weight_of(const clnet_balance *b, const double *row, int i) {
 
 void clnet_balance_lose(clnet_balance *b, int i) {
     b->lost[i] = 1;
-    b->share[i] = 0; /* the last split no longer stands */
+    b->share[i] = 0; /* the last split no longer stands, nor any on trial */
+    b->trial = b->hold = 0;
+    b->span = 0;
 }
 
 void clnet_balance_cap(const clnet_balance *b, int64_t step, const int *cap, int *shares) {
@@ -289,7 +324,51 @@ void clnet_balance_cap(const clnet_balance *b, int64_t step, const int *cap, int
     }
 }
 
+/* A split on trial (TRIAL_STEPS above), from one step's shares and
+ * seconds, before they become the last step's: a step whose split is not
+ * the last one's starts a trial when the rates moved it (not when it came
+ * back after a trial, nor when the batch changed); the steps after it are
+ * timed (the slowest share, smoothed) and compared with the replaced
+ * split's time. Only steps that split the batch between devices count (an
+ * asynchronous push is one device's). */
+static void judge(clnet_balance *b, const int *shares, const double *seconds) {
+    int sharing = 0, same = 1, total = 0, last_total = 0;
+    double span = 0;
+    for (int i = 0; i < b->n; i++) {
+        sharing += shares[i] > 0;
+        if (shares[i] > 0 && seconds[i] > span) span = seconds[i];
+        same &= shares[i] == b->share[i];
+        total += shares[i];
+        last_total += b->share[i];
+    }
+    if (b->hold > 0) b->hold--;
+    if (sharing < 2 || b->weight || span <= 0) {
+        b->trial = 0;
+        b->span = 0;
+        return;
+    }
+    if (!same) { /* this step's time may hold one-time costs: not counted */
+        b->trial = total == last_total && b->span > 0 && b->hold == 0;
+        if (b->trial) {
+            memcpy(b->before, b->share, (size_t)b->n * sizeof *b->before);
+            b->before_span = b->span;
+        }
+        b->span = 0;
+        return;
+    }
+    b->span = b->span > 0 ? (1 - SPAN_SMOOTHING) * b->span + SPAN_SMOOTHING * span : span;
+    if (!b->trial || ++b->trial <= TRIAL_STEPS) return;
+    b->trial = 0;
+    if (b->span < b->before_span) { /* it paid */
+        b->next_hold = HOLD_FIRST;
+        return;
+    }
+    b->hold = b->next_hold;
+    b->next_hold = 2 * b->next_hold < HOLD_MOST ? 2 * b->next_hold : HOLD_MOST;
+}
+
 void clnet_balance_update(clnet_balance *b, const int *shares, const double *seconds) {
+    judge(b, shares, seconds);
     for (int i = 0; i < b->n; i++) {
         b->share[i] = shares[i];
         b->seconds[i] = seconds[i];

@@ -37,6 +37,13 @@ typedef struct {
     int *share;          /* samples of the last step */
     double *seconds;     /* seconds the last share took */
     int64_t *samples;    /* samples processed in training so far */
+    /* Moves on trial (balance.c's judge): the split a move replaced and its
+     * step time; the current split's step time (smoothed; 0: not yet);
+     * steps the move has run (0: none on trial); steps left to keep the
+     * replaced split after a move that did not pay, and the next hold. */
+    int *before;
+    double before_span, span;
+    int trial, hold, next_hold;
 } clnet_balance;
 
 /* device_index[i] is replica i's number in `clnet devices`. */
@@ -48,8 +55,9 @@ void clnet_balance_free(clnet_balance *b);
  * device's share has that many (see SHARE_QUANTUM in balance.c). A replica whose exact share would
  * be under one sample gets none: it would only make the others wait. The shares add up to total and
  * depend only on the weights (no timing) when they are set. A measured split keeps the last step's
- * shares unless the new ones are predicted to be at least 3% faster (noise is not worth chasing).
- */
+ * shares unless the new ones are predicted to be at least 3% faster (noise is not worth chasing),
+ * and a move that did not make steps faster is undone and not tried again for a while (see
+ * judge in balance.c). */
 void clnet_balance_split(const clnet_balance *b, int total, int64_t step, int *shares);
 
 /* Shares of step `step` above cap[i] give their excess to the replicas with room, in
@@ -70,7 +78,8 @@ int clnet_balance_fault(clnet_balance *b, int i, int64_t step, clnet_fault_point
 /* Replica i failed and is dropped: no share from now on. */
 void clnet_balance_lose(clnet_balance *b, int i);
 
-/* Folds one step's timings into the smoothed rates. */
+/* Folds one step's timings into the smoothed rates, and into the judgement
+ * of a split that moved. */
 void clnet_balance_update(clnet_balance *b, const int *shares, const double *seconds);
 
 #endif
