@@ -30,12 +30,12 @@
  * while 144 took a third longer, so a move from 128:128 to 112:144 made
  * every step slower, and the rates it then measured kept it there). The
  * steps after a move's first (which may pay one-time costs) are timed, the
- * split kept meanwhile; if after TRIAL_STEPS of them they are not faster
- * than the replaced split's (both smoothed by SPAN_SMOOTHING, which forgets
- * a start's slow steps sooner than the rates do), that split comes back and is kept for HOLD_FIRST
- * steps, twice as long after each move that did not pay (up to HOLD_MOST), unless the rates predict
- * a split at least HOLD_BREAK faster than it (a device that really slowed down must not wait for
- * the hold). */
+ * split kept meanwhile (unless the rates predict one HOLD_BREAK faster); if after TRIAL_STEPS of
+ * them they are not faster than the replaced split's (both smoothed by SPAN_SMOOTHING, which
+ * forgets a start's slow steps sooner than the rates do), that split comes back and is kept for
+ * HOLD_FIRST steps, twice as long after each move that did not pay (up to HOLD_MOST), unless the
+ * rates predict a split at least HOLD_BREAK faster than it (a device that really slowed down must
+ * not wait for the hold). */
 #define TRIAL_STEPS    3
 #define SPAN_SMOOTHING 0.5
 #define HOLD_FIRST     16
@@ -190,11 +190,12 @@ void clnet_balance_split(const clnet_balance *b, int total, int64_t step, int *s
         return;
     }
     if (last_total != total) return;
-    if (last_sharing > 1 && (b->trial > 0 || b->span <= 0)) { /* on trial, or not timed yet */
+    double fresh = predicted(b, shares), last = predicted(b, b->share);
+    int large = fresh > 0 && last > 0 && fresh < (1 - HOLD_BREAK) * last; /* never waits */
+    if (last_sharing > 1 && !large && (b->trial > 0 || b->span <= 0)) { /* on trial, or not timed */
         memcpy(shares, b->share, (size_t)b->n * sizeof *shares);
         return;
     }
-    double fresh = predicted(b, shares), last = predicted(b, b->share);
     if (fresh > 0 && last > 0 && fresh > (1 - HYSTERESIS) * last)
         for (int i = 0; i < b->n; i++) shares[i] = b->share[i];
 }
