@@ -60,7 +60,7 @@ typedef struct {
         int n;
     } staged;
     int64_t staged_loads; /* loads that found their batch uploaded ahead */
-    int64_t staged_ahead; /* of those uploads, started during the step before's backward */
+    int64_t staged_ahead; /* uploads started during the step before, by stage_ahead */
     /* An exchange of a batch norm on its way while later nodes' work runs
      * (clnet_pass.later): its node + 1 (0: none). */
     clnet_later later;
