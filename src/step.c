@@ -604,9 +604,14 @@ static clnet_status run_train(clnet_trainer *t, clnet_model *m, int64_t step, co
 }
 
 /* The update made bucket by bucket (update_node) becomes the current one:
- * on the host, in the optimizer and on every device. */
+ * on the host, in the optimizer and on every device. Every node's update is
+ * in `next` (the workers waited for each), so the host's two copies swap
+ * roles, as the devices' buffers do: nothing is copied. The master copy's
+ * address moves with it (clnet_net_params is valid until the next step). */
 static void commit(clnet_trainer *t, clnet_model *m, clnet_optim *o) {
-    memcpy(m->params, t->step.next, m->nparams * sizeof(float));
+    float *old = m->params;
+    m->params = t->step.next;
+    t->step.next = old;
     clnet_optim_commit_next(o);
     for (int i = 0; i < t->count; i++)
         if (t->alive[i]) clnet_replica_take_next(t->replicas[i]);
