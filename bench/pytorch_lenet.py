@@ -3,7 +3,8 @@
 
     /usr/bin/python3 bench/pytorch_lenet.py [--epochs N] [--batch B] [--lr X] [--momentum M]
         [--nesterov] [--wd W] [--schedule constant|step|cosine] [--seed S] [--threads T]
-        [--steps N] [--no-eval] [--data DIR]
+        [--steps N] [--no-eval] [--data DIR | --data-npy X,Y[,TX,TY]] [--model NAME]
+        [--device cpu|cuda] [--warmup N]
 
 The options and their defaults mirror `clnet train`: 10 epochs, batch 256, lr 0.1, plain SGD
 (momentum 0, no weight decay) with mean cross-entropy, batches reshuffled every epoch and the
@@ -13,7 +14,9 @@ that many optimizer steps (a partial epoch); --no-eval skips the test set (as `c
 --no-eval`: for timing a whole short process). --threads defaults to every core this process may
 use. The net is built here directly (not parsed from the cfg): conv 20@3x3, ReLU, avgpool 2/2,
 conv 50@5x5, ReLU, avgpool 2/2, flatten, linear 128, ReLU, linear 10; weights from N(0, 0.01^2),
-biases zero. Images are scaled to [0, 1], nothing else.
+biases zero. Images are scaled to [0, 1], nothing else. --model picks another of clnet's example
+models built alike (lenet5, resnet18, resnet18_w16, resnet18_96: the last takes 96x96 images,
+from bench/resize_fashion_mnist.py through --data-npy).
 
 Per epoch one line goes to stderr; the last line on stdout is
     final: test_accuracy=<a> train_loss=<l> images_per_s=<n>
@@ -74,6 +77,18 @@ def load_split(folder, prefix):
     x = torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1)
     y = torch.from_numpy(labels.astype(np.int64))
     return x, y
+
+
+def load_npy(x_path, y_path):
+    """Samples (n, C, ...) float32 (uint8 divided by 255, as clnet reads them) and int64 labels
+    from .npy files (clnet train --data-npy's)."""
+    x, y = np.load(x_path), np.load(y_path)
+    if x.shape[0] != y.shape[0]:
+        sys.exit(f"pytorch_lenet: {x_path}: {x.shape[0]} samples but {y.shape[0]} labels")
+    x = torch.from_numpy(x.astype(np.float32) / (255.0 if x.dtype == np.uint8 else 1.0))
+    if x.dim() == 3:  # (N, H, W): one channel
+        x = x.unsqueeze(1)
+    return x, torch.from_numpy(y.astype(np.int64))
 
 
 def lenet():
@@ -157,7 +172,25 @@ def resnet18(width=64, classes=10):
     return net
 
 
-MODELS = {"lenet": lenet, "lenet5": lenet5, "resnet18": resnet18, "resnet18_w16": lambda: resnet18(16)}
+def resnet18_96(classes=10):
+    """examples/models/resnet18_96.cfg, the ResNet-18 of d2l's ResNet chapter for 96x96 images:
+    a 7x7 stride-2 stem, 3x3 stride-2 max pooling, then resnet18's stages; Xavier-uniform
+    weights (d2l's train_ch6), biases PyTorch's."""
+    w = [64, 128, 256, 512]
+    b1 = nn.Sequential(nn.Conv2d(1, 64, 7, stride=2, padding=3), nn.BatchNorm2d(64), nn.ReLU(),
+                       nn.MaxPool2d(3, stride=2, padding=1))
+    stages = [nn.Sequential(Residual(64 if i == 0 else w[i - 1], c, stride=1 if i == 0 else 2),
+                            Residual(c, c)) for i, c in enumerate(w)]
+    net = nn.Sequential(b1, *stages, nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(),
+                        nn.Linear(512, classes))
+    for m in net.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            nn.init.xavier_uniform_(m.weight)
+    return net
+
+
+MODELS = {"lenet": lenet, "lenet5": lenet5, "resnet18": resnet18, "resnet18_w16": lambda: resnet18(16),
+          "resnet18_96": resnet18_96}
 
 
 def learning_rate(args, step, total_steps):
@@ -212,6 +245,9 @@ def main():
     p.add_argument("--mean", type=float, default=0.0, help="images = (pixel/255 - mean) / std")
     p.add_argument("--std", type=float, default=1.0)
     p.add_argument("--data", default=os.environ.get("CLNET_DATA_DIR", DEFAULT_DATA))
+    p.add_argument("--data-npy", metavar="X,Y[,TX,TY]",
+                   help=".npy samples and labels instead of --data, as clnet train --data-npy "
+                   "(the test pair is needed unless --no-eval)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cuda: train on the GPU (float32, TF32 off; each step's time ends with a synchronize)")
     args = p.parse_args()
@@ -227,8 +263,15 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cudnn.benchmark = True
-    train_x, train_y = load_split(args.data, "train")
-    test_x, test_y = load_split(args.data, "t10k")
+    if args.data_npy:
+        paths = args.data_npy.split(",")
+        if len(paths) not in (2, 4) or (len(paths) == 2 and not args.no_eval):
+            p.error("--data-npy takes X,Y (with --no-eval) or X,Y,TX,TY")
+        train_x, train_y = load_npy(paths[0], paths[1])
+        test_x, test_y = load_npy(*paths[2:]) if len(paths) == 4 else (train_x[:0], train_y[:0])
+    else:
+        train_x, train_y = load_split(args.data, "train")
+        test_x, test_y = load_split(args.data, "t10k")
     test_x, test_y = test_x[: args.test_limit], test_y[: args.test_limit]
     train_x = (train_x - args.mean) / args.std
     test_x = (test_x - args.mean) / args.std

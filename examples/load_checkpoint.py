@@ -23,7 +23,9 @@ is loaded the same way (the file's kind is told by its content) and
 Models (--model; lenet by default): lenet (examples/models/lenet.cfg),
 resnet18 and resnet18_w16 (examples/models/resnet18.cfg and
 resnet18_w16.cfg: "Dive into Deep Learning"'s resnet18(10, in_channels=1),
-built as d2l builds it, at widths 64 and 16).
+built as d2l builds it, at widths 64 and 16), resnet18_96 (resnet18_96.cfg:
+the ResNet-18 of d2l's ResNet chapter, for 96x96 images; it has no Fashion-MNIST
+accuracy here, n must be 0).
 
 Needs only torch (Debian: python3-torch); no safetensors package. The
 functions are imported by tests/fixtures/resnet/make_resnet_fixtures.py.
@@ -145,6 +147,26 @@ def resnet18(num_classes=10, in_channels=1, width=64):
     return net
 
 
+def resnet18_96(num_classes=10, in_channels=1):
+    """d2l's ResNet-18 of its ResNet chapter (7.6 of the PyTorch edition 0.17),
+    for 96x96 inputs: a 7x7 stride-2 stem and 3x3 stride-2 max pooling, then
+    the stages of resnet18 as a Sequential of Sequentials."""
+
+    def stage(in_channels, out_channels, first_block=False):
+        if first_block:
+            return nn.Sequential(Residual(in_channels, out_channels),
+                                 Residual(out_channels, out_channels))
+        return nn.Sequential(Residual(in_channels, out_channels, use_1x1conv=True, strides=2),
+                             Residual(out_channels, out_channels))
+
+    b1 = nn.Sequential(nn.Conv2d(in_channels, 64, kernel_size=7, stride=2, padding=3),
+                       nn.BatchNorm2d(64), nn.ReLU(),
+                       nn.MaxPool2d(kernel_size=3, stride=2, padding=1))
+    return nn.Sequential(b1, stage(64, 64, first_block=True), stage(64, 128), stage(128, 256),
+                         stage(256, 512), nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(),
+                         nn.Linear(512, num_classes))
+
+
 def d2l_init_weights(module):
     """d2l 13.6's initialisation: N(0, 0.01^2) weights for linear and
     convolution layers; the rest keeps PyTorch's defaults."""
@@ -153,7 +175,7 @@ def d2l_init_weights(module):
 
 
 MODELS = {"lenet": lenet, "resnet18": lambda: resnet18(10, 1, 64),
-          "resnet18_w16": lambda: resnet18(10, 1, 16)}
+          "resnet18_w16": lambda: resnet18(10, 1, 16), "resnet18_96": resnet18_96}
 
 
 def read_state(path):
@@ -217,6 +239,8 @@ def main():
         torch.save(model.state_dict(), args.save_pytorch)
     if args.n <= 0:
         return
+    if args.model == "resnet18_96":
+        raise SystemExit("resnet18_96 takes 96x96 images: give n 0 (no Fashion-MNIST accuracy)")
     x, y = fashion_mnist(args.data, "test", args.n, args.mean, args.std)
     correct = 0
     with torch.no_grad():

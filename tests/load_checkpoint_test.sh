@@ -74,4 +74,38 @@ want=$("$clnet" eval "$models/lenet.cfg" --weights "$work/lenet.safetensors" --t
 got=$("$python" "$script" "$work/lenet.safetensors" $n 2>&1 | tail -n1)
 if [ "$got" = "$want" ]; then ok "load_checkpoint.py CHECKPOINT N still reads LeNet ($got)"
 else bad "LeNet" "clnet eval: $want" "PyTorch: $got"; fi
+
+# 5. resnet18_96.cfg is d2l's ResNet-18 of its ResNet chapter: PyTorch's model with random
+#    weights and running statistics (seed 5) converts to a clnet checkpoint, and clnet
+#    predict's logits on five random 96x96 inputs are PyTorch's in evaluation
+"$python" - "$script" "$work" <<'EOF' >"$work/r96.out" 2>&1 || bad "resnet18_96 in PyTorch" "$(cat "$work/r96.out")"
+import importlib.util, sys
+import numpy as np, torch
+spec = importlib.util.spec_from_file_location("lc", sys.argv[1])
+lc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(lc)
+torch.manual_seed(5)
+net = lc.resnet18_96()
+with torch.no_grad():
+    for m in net.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.2, 0.2), m.running_var.uniform_(0.5, 2)
+            m.weight.uniform_(0.5, 1.5), m.bias.uniform_(-0.3, 0.3)
+torch.save(net.state_dict(), f"{sys.argv[2]}/r96.pt")
+x = torch.rand(5, 1, 96, 96)
+np.save(f"{sys.argv[2]}/x96.npy", x.numpy())
+with torch.no_grad():
+    np.save(f"{sys.argv[2]}/want96.npy", net.eval()(x).numpy())
+EOF
+"$python" "$script" --model resnet18_96 "$work/r96.pt" 0 --save-clnet "$work/r96.safetensors" \
+  >"$work/r96.out" 2>&1 || bad "resnet18_96 -> clnet" "$(cat "$work/r96.out")"
+"$clnet" predict "$models/resnet18_96.cfg" --weights "$work/r96.safetensors" --input "$work/x96.npy" \
+  --output "$work/got96.npy" >"$work/r96.out" 2>&1 || bad "clnet predict resnet18_96" "$(cat "$work/r96.out")"
+diff96=$("$python" -c 'import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+print(abs(a - b).max() / abs(a).max() if a.shape == b.shape else 1)' \
+  "$work/want96.npy" "$work/got96.npy" 2>/dev/null)
+if [ -n "$diff96" ] && awk "BEGIN { exit !($diff96 < 1e-5) }"; then
+  ok "resnet18_96.cfg's logits are d2l's ResNet-18's at 96x96 (relative difference $diff96)"
+else bad "resnet18_96 logits: relative difference ${diff96:-?}"; fi
 exit $fail
