@@ -355,7 +355,8 @@ clnet_status clnet_layer_kind_about(const char *kind, const char **about);
  * its parameters and buffers (what a checkpoint saves). */
 int64_t clnet_net_step(const clnet_net *net);        /* optimizer steps taken */
 float clnet_net_learning_rate(const clnet_net *net); /* for the next step */
-/* The host copy of all parameters, in layer order (weight then bias). */
+/* The host copy of all parameters, in layer order (weight then bias); its
+ * address may change with each training step. */
 const float *clnet_net_params(const clnet_net *net);
 /* The host copy of all float buffers, in layer order, brought up to date
  * from the first device when bound; NULL before initialisation. */
