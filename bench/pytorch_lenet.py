@@ -28,6 +28,7 @@ Needs Debian's python3-torch and python3-numpy (run it with /usr/bin/python3); n
 
 import argparse
 import gzip
+import importlib.util
 import math
 import os
 import struct
@@ -173,16 +174,14 @@ def resnet18(width=64, classes=10):
 
 
 def resnet18_96(classes=10):
-    """examples/models/resnet18_96.cfg, the ResNet-18 of d2l's ResNet chapter for 96x96 images:
-    a 7x7 stride-2 stem, 3x3 stride-2 max pooling, then resnet18's stages; Xavier-uniform
-    weights (d2l's train_ch6), biases PyTorch's."""
-    w = [64, 128, 256, 512]
-    b1 = nn.Sequential(nn.Conv2d(1, 64, 7, stride=2, padding=3), nn.BatchNorm2d(64), nn.ReLU(),
-                       nn.MaxPool2d(3, stride=2, padding=1))
-    stages = [nn.Sequential(Residual(64 if i == 0 else w[i - 1], c, stride=1 if i == 0 else 2),
-                            Residual(c, c)) for i, c in enumerate(w)]
-    net = nn.Sequential(b1, *stages, nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(),
-                        nn.Linear(512, classes))
+    """examples/models/resnet18_96.cfg, the ResNet-18 of d2l's ResNet chapter for 96x96 images,
+    as examples/load_checkpoint.py builds it (the network tests/load_checkpoint_test.sh checks
+    against the model file); Xavier-uniform weights (d2l's train_ch6), biases PyTorch's."""
+    spec = importlib.util.spec_from_file_location(
+        "load_checkpoint", os.path.join(os.path.dirname(__file__), "..", "examples", "load_checkpoint.py"))
+    lc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lc)
+    net = lc.resnet18_96(classes)
     for m in net.modules():
         if isinstance(m, (nn.Conv2d, nn.Linear)):
             nn.init.xavier_uniform_(m.weight)
