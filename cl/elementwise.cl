@@ -44,10 +44,15 @@ __kernel void row_sums_partial(uint M, uint N, uint chunk, uint chunks, __global
     if (m >= M || c >= chunks) return;
     const uint begin = c * chunk, end = min(N, begin + chunk);
     __global const float *row = X + xoff + m * N;
-    float16 acc = (float16)(0.0f);
+    // the sixteen sums as two float8s: no float16, which an AVX2 CPU holds in two registers
+    // anyway and whose builtins clang warns of there (the same sums in the same order)
+    float8 lo = (float8)(0.0f), hi = (float8)(0.0f);
     uint j = begin;
-    for (; j + 16 <= end; j += 16) acc += vload16(0, row + j);
-    float8 h8 = acc.lo + acc.hi;
+    for (; j + 16 <= end; j += 16) {
+        lo += vload8(0, row + j);
+        hi += vload8(1, row + j);
+    }
+    float8 h8 = lo + hi;
     float4 h4 = h8.lo + h8.hi;
     float2 h2 = h4.lo + h4.hi;
     float s = h2.x + h2.y;

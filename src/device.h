@@ -83,11 +83,14 @@ typedef struct clnet_device {
     /* 1: host reads of device buffers map them in place (the device shares
      * host memory); 0: they are read into a mapped staging buffer. */
     int zero_copy;
-    /* 1: a CPU whose compiler maps OpenCL's vector types onto its SIMD units
-     * (a preferred float vector width of 4 or more: PoCL), for which the CPU
-     * kernels and rules are made. 0 for every other device, CPUs that
-     * vectorise across work-items instead included (llvmpipe under Rusticl:
-     * width 1; the CPU register tiles took it over 10 minutes to compile). */
+    /* A CPU whose compiler maps OpenCL's vector types onto its SIMD units (a
+     * preferred float vector width of 4 or more: PoCL), for which the CPU
+     * kernels and rules are made: the float vector width of its register
+     * tiles, 16 where the driver prefers 16 (AVX-512: one zmm), else 8 (AVX2:
+     * one ymm; a float16 there is two registers, and a tile sized for 32 zmm
+     * spills). 0 for every other device, CPUs that vectorise across
+     * work-items instead included (llvmpipe under Rusticl: width 1; the CPU
+     * register tiles took it over 10 minutes to compile). */
     int vector_cpu;
     const clnet_cache_config *cache;
     pthread_mutex_t lock; /* guards programs */

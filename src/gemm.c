@@ -341,6 +341,12 @@ void clnet_gemm_key(const clnet_gemm_shape *s, char *key, size_t cap, int *bucke
  * against 67 and 177, its 3x3 one through im2col (128 x 1152 x 25088) at 207
  * against 155, LeNet's fc1 forward (256 x 128 x 800) at 122 against 101. */
 #define CPU_RULE_NT "tiled-m10n32v16k0c0a0b0l0w1x1u1"
+/* The same two on 8-wide CPUs (AVX2: 16 ymm registers), tiles of 6 x 2 and
+ * 10 x 1 vectors of 8: 12 and 10 accumulators, 14 and 12 registers with B's
+ * vectors. A tile sized for AVX-512's 32 zmm spills there (each float16 two
+ * ymm), and clang warns of every float16 its builtins pass. */
+#define CPU8_RULE    "tiled-m6n16v8k256c0a0b0l0w1x1u2"
+#define CPU8_RULE_NT "tiled-m10n8v8k0c0a0b0l0w1x1u1"
 static const char *fixed_rule(const clnet_device *d, const clnet_gemm_shape *s) {
     if (d->info.type == CLNET_DEVICE_GPU)
         return s->K >= SPLIT_K_MIN && s->M * s->N <= GPU_SPLIT_K_SMALL_C ? "own-tm8-wg1"
@@ -350,6 +356,7 @@ static const char *fixed_rule(const clnet_device *d, const clnet_gemm_shape *s) 
      * from k = 173,056): the tiled kernel has one work-item per tile of C,
      * so next to nothing runs in parallel; the simple kernel splits k */
     if (s->K >= SPLIT_K_MIN && s->M * s->N <= SPLIT_K_SMALL_C) return "own-tm16-wg0";
+    if (d->vector_cpu == 8) return !s->ta && s->tb ? CPU8_RULE_NT : CPU8_RULE;
     return !s->ta && s->tb ? CPU_RULE_NT : CPU_RULE;
 }
 

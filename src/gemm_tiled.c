@@ -221,6 +221,18 @@ static const char *const SPACE_CPU[] = {
     "tiled-m12n32v16k256c0a1b1l0w1x1u2",
 };
 
+/* 8-wide CPUs (AVX2): the same ideas for 16 ymm registers (MR x NV
+ * accumulators + NV vectors of B <= 15): 6 x 2, 4 x 3, 5 x 2, 3 x 4, 10 x 1,
+ * 12 x 1, 7 x 1. */
+static const char *const SPACE_CPU8[] = {
+    "tiled-m6n16v8k256c0a0b0l0w1x1u1",  "tiled-m6n16v8k256c0a0b0l0w1x1u2",
+    "tiled-m6n16v8k256c0a1b0l0w1x1u1",  "tiled-m6n16v8k128c0a0b0l0w1x1u1",
+    "tiled-m6n16v8k256c96a0b0l0w1x1u1", "tiled-m4n24v8k256c0a0b0l0w1x1u1",
+    "tiled-m5n16v8k256c0a0b0l0w1x1u1",  "tiled-m3n32v8k256c0a0b0l0w1x1u1",
+    "tiled-m10n8v8k0c0a0b0l0w1x1u1",    "tiled-m10n8v8k256c0a0b0l0w1x1u1",
+    "tiled-m12n8v8k256c0a1b1l0w1x1u2",  "tiled-m7n8v8k0c0a0b0l0w1x1u1",
+};
+
 /* GPUs: work-groups of 64-256 work-items, tiles of A and B staged in local
  * memory (KL = 8 or 16 steps of k), register tiles of 2-8 rows x 4-8
  * columns as float4s or scalars, A packed or read in place; and two points
@@ -239,8 +251,12 @@ static const char *const SPACE_GPU[] = {
 /* The ids of d's space (those too big for d among them); returns how many. */
 static int space_ids(const clnet_device *d, const char *const **ids) {
     int cpu = d->info.type == CLNET_DEVICE_CPU;
-    *ids = cpu ? SPACE_CPU : SPACE_GPU;
     if (cpu && !d->vector_cpu) return 0; /* neither layout suits it (device.h) */
+    if (cpu && d->vector_cpu == 8) {
+        *ids = SPACE_CPU8;
+        return (int)(sizeof SPACE_CPU8 / sizeof *SPACE_CPU8);
+    }
+    *ids = cpu ? SPACE_CPU : SPACE_GPU;
     return cpu ? (int)(sizeof SPACE_CPU / sizeof *SPACE_CPU)
                : (int)(sizeof SPACE_GPU / sizeof *SPACE_GPU);
 }

@@ -384,10 +384,11 @@ static clnet_status open_device(clnet_device *d, const candidate *c, int index,
     d->id = c->id;
     d->zero_copy = d->info.host_unified_memory;
     cl_uint width = 0;
-    d->vector_cpu = d->info.type == CLNET_DEVICE_CPU &&
-                    clGetDeviceInfo(c->id, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof width,
-                                    &width, NULL) == CL_SUCCESS &&
-                    width >= 4;
+    if (d->info.type == CLNET_DEVICE_CPU &&
+        clGetDeviceInfo(c->id, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof width, &width,
+                        NULL) == CL_SUCCESS &&
+        width >= 4)
+        d->vector_cpu = width >= 16 ? 16 : 8;
     d->cache = cache;
     TRY(clnet_gemm_open(d));
     TRY(read_conv_force(d));

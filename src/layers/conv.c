@@ -1197,12 +1197,11 @@ static int same_grids(const grid *f, const grid *b) {
 }
 
 /* Register tiles: the CPU rule's for the GEMM (6 x 64 of float16s, k in
- * blocks of 256), or for the implicit algorithm 8 x 48 where the rows of the
- * layer's two products (its filters and its channels a group) waste less on
- * it (32 and 16 of them: 36 and 18 rows on 6; 10% faster on conv3d 16 -> 32,
- * 10% slower on 64 -> 64; not for lanes, whose lane unit of 64 samples the
- * tile's columns must divide); smaller ones elsewhere (a first version for
- * GPUs, untuned). The weight gradient's work-items hold 8 rows x 3 taps (15%
+ * blocks of 256; 6 x 16 of float8s on 8-wide CPUs), or for the implicit algorithm 8 x 48 where the
+ * rows of the layer's two products (its filters and its channels a group) waste less on it (32 and
+ * 16 of them: 36 and 18 rows on 6; 10% faster on conv3d 16 -> 32, 10% slower on 64 -> 64; not for
+ * lanes, whose lane unit of 64 samples the tile's columns must divide); smaller ones elsewhere (a
+ * first version for GPUs, untuned). The weight gradient's work-items hold 8 rows x 3 taps (15%
  * faster than 2 x 9 on conv3d and ResNet's 64 -> 64, level elsewhere). */
 typedef struct {
     int mr, nv, vw, kc, wr, wt;
@@ -1222,9 +1221,11 @@ static implicit_tile tile_of(const clnet_node *node, const clnet_device *d, int 
     int cpu = !d || d->vector_cpu;
     sides v = sides_of(node);
     size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G;
-    implicit_tile t =
-        cpu ? (implicit_tile){6, 4, 16, 256, 0, 0} : (implicit_tile){4, 1, 4, 0, 0, 0};
-    if (cpu && !lanes && rows_on(8, Fg, Cg) * 100 < rows_on(6, Fg, Cg) * 92) t.mr = 8, t.nv = 3;
+    int wide = cpu && (!d || d->vector_cpu == 16); /* AVX-512's 32 zmm, else 16 ymm */
+    implicit_tile t = wide  ? (implicit_tile){6, 4, 16, 256, 0, 0}
+                      : cpu ? (implicit_tile){6, 2, 8, 256, 0, 0}
+                            : (implicit_tile){4, 1, 4, 0, 0, 0};
+    if (wide && !lanes && rows_on(8, Fg, Cg) * 100 < rows_on(6, Fg, Cg) * 92) t.mr = 8, t.nv = 3;
     int taps = (int)v.K, groups = (taps + WGRAD_TAPS - 1) / WGRAD_TAPS;
     t.wt = (taps + groups - 1) / groups;                  /* the taps in groups of equal size */
     t.wr = WGRAD_ACCS / t.wt > 8 ? 8 : WGRAD_ACCS / t.wt; /* WR x WT accumulators */
