@@ -7,7 +7,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 export BUILD_DIR=${BUILD_DIR:-$root/build}
-"$root/scripts/deps.sh"
+"$root/scripts/deps.sh" --demo
 "$root/scripts/build.sh"
 "$BUILD_DIR/clnet" devices
 echo

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what clnet needs from Debian packages, only what is missing
 # (apt-get; through sudo when not root). Safe to run again.
+#   scripts/deps.sh          everything the test suite uses (scripts/test.sh), so that a fresh
+#                            machine skips no test it could run
+#   scripts/deps.sh --demo   what building clnet and training the demo need (scripts/demo.sh)
 set -euo pipefail
 
 packages=(
@@ -8,15 +11,19 @@ packages=(
   ocl-icd-opencl-dev opencl-c-headers # the OpenCL ICD loader and headers
   pocl-opencl-icd clinfo             # OpenCL on the CPU, and a lister
   libclblast-dev zlib1g-dev          # GEMM, gzip
-  check python3                      # unit tests; python3 for the layering check
-  clang-format                       # the format check (scripts/format.sh)
-  clang                              # the fuzz targets (scripts/fuzz.sh: libFuzzer)
-  oclgrind                           # a second OpenCL platform, for tests
+  check python3                      # unit tests (built by default); python3 for the checks
   libopenmpi-dev openmpi-bin         # training across machines (mpirun), and its tests
-  mesa-opencl-icd                    # Rusticl: a third OpenCL implementation, for tests
   dataset-fashion-mnist              # the data set the demo trains on
 )
-
+if [ "${1:-}" != --demo ]; then
+  packages+=(
+    clang-format                     # the format check (scripts/format.sh)
+    clang                            # the fuzz targets (scripts/fuzz.sh: libFuzzer)
+    oclgrind                         # a second OpenCL platform, for tests
+    mesa-opencl-icd                  # Rusticl: a third OpenCL implementation, for tests
+    python3-numpy python3-torch      # the tests' NumPy checks and PyTorch comparisons
+  )
+fi
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "clnet: not a Debian system; make sure these (or their equivalents) are installed:" >&2
   echo "  ${packages[*]}" >&2

@@ -9,6 +9,7 @@ set -u
 clnet=$1 models=$2
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$(dirname "$0")/need_fashion_mnist.sh"
+. "$(dirname "$0")/parts.sh"
 work=$(mktemp -d /tmp/clnet-cli-predict-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail=0
@@ -30,8 +31,8 @@ if [[ $line == "predicted: count=500 shape=(500,10) output=$work/logits.npy accu
 else bad "predict's line" "$line" "eval: $eval_acc" "$(cat "$work/p.err")"; fi
 
 if ! $py -c 'import numpy' 2>/dev/null; then
-  echo "skip the .npy checks: numpy is missing for $py"
-  exit $fail
+  skip_part "the .npy checks: numpy is missing for $py (apt-get install python3-numpy)"
+  finish
 fi
 acc=$($py - "$work/logits.npy" "$data" <<'PY'
 import gzip, os, sys
@@ -69,7 +70,7 @@ PY
     ok "PyTorch's forward pass of the checkpoint gives the same logits (largest difference $diff of the largest)"
   else bad "logits against PyTorch" "relative difference: $diff"; fi
 else
-  echo "skip the PyTorch comparison: torch is missing for $py"
+  skip_part "the PyTorch comparison: torch is missing for $py (apt-get install python3-torch)"
 fi
 
 # 3. --probabilities: rows of softmax, the same winners
@@ -222,4 +223,4 @@ $py -c "import numpy as np; np.save('$work/wide.npy', np.zeros((2, 3, 28, 28), n
 expect_error "inputs of another shape name both shapes" "takes 1x28x28 inputs (784 values) but the data set's samples are 3x28x28" \
   "$clnet" predict "$models/lenet.cfg" --weights "$work/lenet.safetensors" --output "$work/o.npy" --input "$work/wide.npy"
 if [ ! -e "$work/o.npy" ]; then ok "a failed prediction writes no output"; else bad "o.npy written"; fi
-exit $fail
+finish

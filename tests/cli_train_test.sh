@@ -6,6 +6,7 @@
 set -u
 clnet=$1 models=$2
 . "$(dirname "$0")/need_fashion_mnist.sh"
+. "$(dirname "$0")/parts.sh"
 work=$(mktemp -d /tmp/clnet-cli-train-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail=0
@@ -222,7 +223,7 @@ PY
   expect_error "a missing .npy file is named" "nothere.npy: cannot open" \
     "$clnet" train "$models/lenet.cfg" --data-npy "$work/nothere.npy,$work/y.npy" --no-eval
 else
-  echo "skip --data-npy: numpy is missing for /usr/bin/python3"
+  skip_part "--data-npy: numpy is missing for /usr/bin/python3 (apt-get install python3-numpy)"
 fi
 
 # IDX images feed any input of as many values: Fashion-MNIST as 784 values in a row
@@ -450,7 +451,7 @@ PY
     "takes labels, but the data set holds classes per position (64 values a sample)" \
     fit cls.cfg segy.npy
 else
-  echo "skip class maps: numpy is missing for /usr/bin/python3"
+  skip_part "class maps: numpy is missing for /usr/bin/python3 (apt-get install python3-numpy)"
 fi
 # 5. the examples autoencoder.cfg and denoiser.cfg (--noise): 80 Adam steps with a fixed seed on a
 # subset bring the test loss below a fifth of the untrained net's (about 0.23 to 0.03); the
@@ -524,4 +525,4 @@ expect_error "the denoiser without --noise (labels, no targets) names --noise" \
 if "$clnet" train "$models/lenet.cfg" "${quick[@]}" --noise 0.2 --steps 2 --no-eval >/dev/null 2>&1
 then ok "a classifier trains on noisy inputs with its labels"
 else bad "a classifier with --noise"; fi
-exit $fail
+finish

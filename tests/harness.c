@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static clnet_runtime *runtime;
@@ -49,6 +50,32 @@ int test_slow_case(uint64_t seed) {
     const char *every = getenv("CLNET_TEST_SLOW_EVERY");
     long n = every ? strtol(every, NULL, 10) : 1;
     return n <= 1 || seed % (uint64_t)n == 0;
+}
+
+int test_drawn_case(uint64_t seed) {
+    const char *every = getenv("CLNET_TEST_EVERY");
+    long n = every ? strtol(every, NULL, 10) : 1;
+    return n <= 1 || seed % (uint64_t)n == 0;
+}
+
+double test_budget_seconds(void) {
+    const char *env = getenv("CLNET_TEST_BUDGET");
+    double s = env && *env ? strtod(env, NULL) : 0;
+    return s > 0 ? s : 0;
+}
+
+uint64_t test_seed_from_env(const char *var, uint64_t fallback) {
+    const char *env = getenv(var);
+    if (!env || !*env) return fallback;
+    if (strcmp(env, "random") != 0) return strtoull(env, NULL, 10);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t seed =
+        ((uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 20) %
+        1000000000u;
+    printf("%s=random: seed %llu (replay with %s=%llu)\n", var, (unsigned long long)seed, var,
+           (unsigned long long)seed);
+    return seed;
 }
 
 void test_random_floats(float *x, size_t n, uint64_t seed) {

@@ -27,6 +27,20 @@ int test_device_is_slow(const clnet_device *d);
  * whose Oclgrind checks the plain build runs in full). */
 int test_slow_case(uint64_t seed);
 
+/* 1 when case `seed` of a table runs on every device: every case, or with
+ * CLNET_TEST_EVERY=N every N-th (pocl2's second device, whose driver and
+ * kernels pocl's device checks in full; CI's extended step runs them all). */
+int test_drawn_case(uint64_t seed);
+
+/* The time budget of a generated test, in seconds ($CLNET_TEST_BUDGET; 0 when unset):
+ * after the cases it must run, it draws more until the budget is spent (CI's extended
+ * step, scripts/test.sh --extended). */
+double test_budget_seconds(void);
+
+/* The seed that $VAR names, else `fallback`; "random" draws one from the clock and
+ * prints it, so that a failure can be replayed with VAR=<that seed>. */
+uint64_t test_seed_from_env(const char *var, uint64_t fallback);
+
 /* Deterministic pseudo-random floats in [-1, 1). */
 void test_random_floats(float *x, size_t n, uint64_t seed);
 

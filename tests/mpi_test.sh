@@ -23,7 +23,7 @@ set -u
 clnet=$1 models=$2 compare=$3
 . "$(dirname "$0")/need_fashion_mnist.sh"
 if ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: mpirun is not installed (apt-get install openmpi-bin)"
+  echo "skipped: mpirun is not installed (apt-get install openmpi-bin)"
   exit 77
 fi
 work=$(mktemp -d /tmp/clnet-mpi-XXXXXX)

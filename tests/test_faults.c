@@ -4,6 +4,7 @@
  * bitwise where a net that met only the good ones ends (parameters,
  * optimizer state, batch norms' running statistics), on every device of the
  * configuration and with the bad sample in any device's share. */
+#include "clock.h"
 #include "harness.h"
 
 #include <math.h>
@@ -178,12 +179,15 @@ static void one_case(clnet_runtime *rt, uint64_t seed) {
 
 START_TEST(nonfinite_steps_apply_nothing) {
     clnet_runtime *rt = test_runtime();
-    const char *env_seed = getenv("CLNET_FAULTS_SEED");
-    uint64_t first = env_seed ? strtoull(env_seed, NULL, 10) : 2711;
+    uint64_t first = test_seed_from_env("CLNET_FAULTS_SEED", 2711);
     int cases = getenv("CLNET_FAULTS_CASES") ? atoi(getenv("CLNET_FAULTS_CASES")) : 12;
-    printf("seeds %llu..%llu (replay one: CLNET_FAULTS_SEED=S CLNET_FAULTS_CASES=1)\n",
-           (unsigned long long)first, (unsigned long long)first + (uint64_t)cases - 1);
-    for (int c = 0; c < cases; c++) one_case(rt, first + (uint64_t)c);
+    double budget = test_budget_seconds(), t0 = clnet_now();
+    printf("seeds from %llu, %d of them%s (replay one: CLNET_FAULTS_SEED=S CLNET_FAULTS_CASES=1)\n",
+           (unsigned long long)first, cases, budget > 0 ? ", then more within the budget" : "");
+    int c = 0;
+    for (; c < cases || clnet_now() - t0 < budget; c++) one_case(rt, first + (uint64_t)c);
+    printf("%d cases, seeds %llu..%llu\n", c, (unsigned long long)first,
+           (unsigned long long)first + (uint64_t)c - 1);
 }
 END_TEST
 

@@ -3,7 +3,7 @@
 # gives the outputs of `clnet predict`: models of the new activations and
 # upsampling (a classifier, two autoencoders and examples/models/autoencoder.cfg, a class at each
 # position) and random models from a seed
-# (printed; CLNET_TORCH_MODEL_SEED sets it, default 30) are trained a few steps by clnet on
+# (printed; CLNET_TORCH_MODEL_SEED sets it, default 30; part 4 below says how many) are trained a few steps by clnet on
 # random data, and `clnet predict` (logits and --probabilities) and PyTorch,
 # loading the checkpoint strictly, agree on new samples within
 # 1e-4 * max(1, max |PyTorch|). Needs Debian's /usr/bin/python3 with torch
@@ -136,11 +136,18 @@ softmax_cross_entropy per=position
 END
 check segmenter
 
-# 4. random models: every layer names its inputs, the lines shuffled
+# 4. random models: every layer names its inputs, the lines shuffled. CLNET_TORCH_MODELS of
+# them (default 3); with CLNET_TEST_BUDGET=S (CI's extended step) more, until S seconds have
+# passed; CLNET_TORCH_MODEL_SEED=random draws the seed.
 seed=${CLNET_TORCH_MODEL_SEED:-30}
+[ "$seed" = random ] && seed=$(( $(date +%s%N) / 1000 % 1000000 ))
+models=${CLNET_TORCH_MODELS:-3} budget=${CLNET_TEST_BUDGET:-0}
 echo "random models from seed $seed (CLNET_TORCH_MODEL_SEED=$seed reruns them)"
-for i in 0 1 2 3 4 5; do
+i=0
+while [ $i -lt "$models" ] || [ $SECONDS -lt "$budget" ]; do
   "$python" "$gen" "$examples" model $((seed + i)) "$work/random$i.cfg"
   check random$i "seed $((seed + i))"
+  i=$((i + 1))
 done
+echo "$i random models, seeds $seed to $((seed + i - 1))"
 exit $fail
