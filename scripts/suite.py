@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,9 +68,8 @@ def record(junit, name, wall, build, machine):
     data = load_record() if os.path.exists(RECORD) else {"runs": {}}
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
-    date = subprocess.run(["date", "-u", "+%Y-%m-%d"], capture_output=True, text=True).stdout
     data["runs"][name] = {
-        "commit": commit, "date": date.strip(), "machine": machine, "wall_s": round(wall),
+        "commit": commit, "date": time.strftime("%Y-%m-%d", time.gmtime()), "machine": machine, "wall_s": round(wall),
         "build_s": round(build) if build is not None else None, "count": len(tests),
         "skipped": sorted(n for n, s, _, _ in tests if s == "notrun"),
         "tests": {n: round(t, 1) for n, _, t, _ in tests},
