@@ -444,6 +444,16 @@ clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, con
  * Another split is CLNET_ERR_INVALID_ARGUMENT. */
 clnet_status clnet_dataset_load(clnet_dataset **out, const char *dir, const char *split);
 
+/* clnet_dataset_load reading only the first `limit` images of the split
+ * (0, or as many as it holds or more: all of them), for quick runs on a
+ * subset: a gzip file is decompressed only that far, so its images past
+ * them are neither read nor checked (clnet_dataset_load reads a file to
+ * its end and verifies its checksum). The labels are read whole: the
+ * classes are those of the whole file, as after clnet_dataset_truncate.
+ * CLNET_ERR_INVALID_ARGUMENT for a negative limit. */
+clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, const char *split,
+                                      long limit);
+
 /* Samples; 0 for NULL. */
 int clnet_dataset_count(const clnet_dataset *ds);
 

@@ -159,9 +159,11 @@ static clnet_status check_stream_end(gzFile f, const char *path) {
 }
 
 /* Reads one IDX file of unsigned bytes with `ndims` dimensions (3: images, 1:
- * labels) into *data, and its dimensions into dims. */
+ * labels) into *data, and its dimensions into dims: the first `limit`
+ * samples where the file holds more (limit 0: all), the rest neither read
+ * nor checked. */
 static clnet_status read_idx(const char *path, uint32_t magic, int ndims, uint32_t *dims,
-                             uint8_t **data) {
+                             uint8_t **data, uint32_t limit) {
     clnet_status status = CLNET_OK;
     const char *what = ndims == 3 ? "images" : "labels";
     uint8_t *bytes = NULL;
@@ -205,8 +207,13 @@ static clnet_status read_idx(const char *path, uint32_t magic, int ndims, uint32
         FAIL(CLNET_ERR_FORMAT, "%s: absurd dimensions: %llu bytes of %s (at most %llu)", path,
              (unsigned long long)total, what, (unsigned long long)IDX_MAX_BYTES);
 
+    int partial = limit && limit < dims[0];
+    if (partial) total = total / dims[0] * limit;
     char promised[96];
-    if (ndims == 3)
+    if (partial)
+        snprintf(promised, sizeof promised, "the first %u of the %u %s", (unsigned)limit,
+                 (unsigned)dims[0], what);
+    else if (ndims == 3)
         snprintf(promised, sizeof promised, "the %u x %u x %u images the header promises",
                  (unsigned)dims[0], (unsigned)dims[1], (unsigned)dims[2]);
     else
@@ -215,7 +222,7 @@ static clnet_status read_idx(const char *path, uint32_t magic, int ndims, uint32
     bytes = clnet_malloc(cap);
     if (!bytes) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", path, cap);
     TRY(read_bytes(f, path, promised, 4 + 4 * (size_t)ndims, &bytes, &cap, (size_t)total));
-    TRY(check_stream_end(f, path));
+    if (!partial) TRY(check_stream_end(f, path));
     *data = bytes;
     bytes = NULL;
 cleanup:
@@ -224,8 +231,10 @@ cleanup:
     return status;
 }
 
-clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path,
-                                    const char *labels_path) {
+/* clnet_dataset_load_idx, the first `limit` images (0: all) with every label
+ * (the classes are those of the whole file). */
+static clnet_status load_idx(clnet_dataset **out, const char *images_path, const char *labels_path,
+                             int limit) {
     clnet_status status = CLNET_OK;
     clnet_dataset *ds = NULL;
     uint8_t *bytes = NULL;
@@ -236,21 +245,22 @@ clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path
     ds = clnet_calloc(1, sizeof *ds);
     if (!ds) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a data set");
     uint32_t image_dims[3] = {0}, label_dims[1] = {0};
-    TRY(read_idx(images_path, IDX_IMAGES_MAGIC, 3, image_dims, &ds->images));
-    TRY(read_idx(labels_path, IDX_LABELS_MAGIC, 1, label_dims, &bytes));
+    TRY(read_idx(images_path, IDX_IMAGES_MAGIC, 3, image_dims, &ds->images, (uint32_t)limit));
+    TRY(read_idx(labels_path, IDX_LABELS_MAGIC, 1, label_dims, &bytes, 0));
     if (image_dims[0] != label_dims[0])
         FAIL(CLNET_ERR_FORMAT, "%s has %u images but %s has %u labels: they must agree",
              images_path, (unsigned)image_dims[0], labels_path, (unsigned)label_dims[0]);
-    ds->count = (int)image_dims[0];
+    int all = (int)image_dims[0];
+    ds->count = limit && limit < all ? limit : all;
     ds->channels = 1;
     ds->height = (int)image_dims[1];
     ds->width = (int)image_dims[2];
     ds->rank = 3;
     ds->dims[0] = 1, ds->dims[1] = ds->height, ds->dims[2] = ds->width;
     ds->from_idx = 1;
-    ds->labels = clnet_malloc(((size_t)ds->count + 1) * sizeof *ds->labels);
-    if (!ds->labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %d labels", ds->count);
-    for (int i = 0; i < ds->count; i++) {
+    ds->labels = clnet_malloc(((size_t)all + 1) * sizeof *ds->labels);
+    if (!ds->labels) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %d labels", all);
+    for (int i = 0; i < all; i++) {
         ds->labels[i] = bytes[i];
         if (ds->labels[i] + 1 > ds->classes) ds->classes = ds->labels[i] + 1;
     }
@@ -260,6 +270,11 @@ cleanup:
     free(bytes);
     clnet_dataset_free(ds);
     return status;
+}
+
+clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path,
+                                    const char *labels_path) {
+    return load_idx(out, images_path, labels_path, 0);
 }
 
 /* ---- reading .npy files ----------------------------------------------------- */
@@ -387,11 +402,19 @@ cleanup:
 }
 
 clnet_status clnet_dataset_load(clnet_dataset **out, const char *dir, const char *split) {
+    return clnet_dataset_load_first(out, dir, split, 0);
+}
+
+clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, const char *split,
+                                      long limit) {
     clnet_status status = CLNET_OK;
     char *images = NULL, *labels = NULL;
     if (out) *out = NULL;
     if (!out || !split)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_dataset_load: out and split must not be NULL");
+    if (limit < 0)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT,
+             "clnet_dataset_load_first: limit %ld: want 0 (all) or more", limit);
     const char *prefix;
     if (strcmp(split, "train") == 0)
         prefix = "train";
@@ -416,7 +439,7 @@ clnet_status clnet_dataset_load(clnet_dataset **out, const char *dir, const char
     TRY(find_data_file(dir, name, hint, &images));
     snprintf(name, sizeof name, "%s-labels-idx1-ubyte", prefix);
     TRY(find_data_file(dir, name, hint, &labels));
-    TRY(clnet_dataset_load_idx(out, images, labels));
+    TRY(load_idx(out, images, labels, limit < INT_MAX ? (int)limit : 0));
 cleanup:
     free(images);
     free(labels);

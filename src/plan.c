@@ -199,9 +199,18 @@ static clnet_status place_all(clnet_plan *p, const clnet_model *m, const clnet_d
     p->dact *= B;
     p->input = w->act[N].offset * B;
     for (int i = 0; i < N; i++) {
-        const clnet_node *node = &m->nodes[i];
         p->y[i] = w->act[w->root[i]].offset * B;
         p->dy[i] = w->dact[w->root[i]].offset * B;
+    }
+    /* Kept memory and scratch take a pass over every batch size up to this
+     * one (seconds at a batch of millions): not for a batch whose arenas
+     * alone exceed the device, which clnet_replica_create refuses anyway
+     * (at batch 1 they are sized, for the message that says what is needed). */
+    if (d && p->batch > 1 &&
+        (uint64_t)(p->act + p->dact) * sizeof(float) > d->info.global_mem_bytes)
+        return CLNET_OK;
+    for (int i = 0; i < N; i++) {
+        const clnet_node *node = &m->nodes[i];
         p->keep[i] = clnet_plan_largest(node->kind->keep_floats, node, d, p->batch);
         p->keep_total += aligned(p->keep[i]);
     }

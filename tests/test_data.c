@@ -517,6 +517,57 @@ START_TEST(dataset_load_reads_both_splits_gz_or_raw_from_a_folder_or_the_environ
 }
 END_TEST
 
+/* clnet_dataset_load_first: the first images in file order, every label's
+ * classes; a file cut past them still loads, one cut before them does not. */
+START_TEST(dataset_load_first_reads_only_the_first_images) {
+    make_dir();
+    write_labels(in_dir("train-labels-idx1-ubyte"), 0, COUNT);
+    const long limits[] = {1, 7, COUNT - 1, COUNT, COUNT + 5, 0};
+    for (int gz = 0; gz < 2; gz++) {
+        remove(in_dir("train-images-idx3-ubyte.gz"));
+        write_images(in_dir(gz ? "train-images-idx3-ubyte.gz" : "train-images-idx3-ubyte"), gz,
+                     COUNT);
+        for (size_t k = 0; k < sizeof limits / sizeof *limits; k++) {
+            clnet_dataset *ds = NULL;
+            clnet_status s = clnet_dataset_load_first(&ds, dir, "train", limits[k]);
+            ck_assert_msg(s == CLNET_OK, "limit %ld: %s", limits[k], clnet_last_error());
+            int want = limits[k] && limits[k] < COUNT ? (int)limits[k] : COUNT;
+            ck_assert_int_eq(clnet_dataset_count(ds), want);
+            ck_assert_int_eq(clnet_dataset_classes(ds), 10); /* the whole label file's */
+            clnet_loader *l = make_loader(ds, want, 0, 0, 0);
+            clnet_batch b;
+            ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+            ck_assert_int_eq(b.n, want);
+            for (int i = 0; i < want; i++) ck_assert_int_eq(sample_of(b.images, b.labels, i), i);
+            clnet_loader_free(l);
+            clnet_dataset_free(ds);
+        }
+    }
+    /* gzip cut 3 bytes into image 10: 10 images load, 11 or all are truncated */
+    size_t n;
+    uint8_t *bytes = image_file_bytes(COUNT, &n);
+    write_file(in_dir("train-images-idx3-ubyte.gz"), 1, bytes, 16 + 10 * PIXELS + 3);
+    free(bytes);
+    clnet_dataset *ds = NULL;
+    ck_assert_msg(clnet_dataset_load_first(&ds, dir, "train", 10) == CLNET_OK, "%s",
+                  clnet_last_error());
+    ck_assert_int_eq(clnet_dataset_count(ds), 10);
+    clnet_dataset_free(ds);
+    const long cut[] = {11, 0};
+    for (int k = 0; k < 2; k++) {
+        ds = NULL;
+        ck_assert_int_eq(clnet_dataset_load_first(&ds, dir, "train", cut[k]), CLNET_ERR_FORMAT);
+        ck_assert_ptr_null(ds);
+        ck_assert_msg(strstr(clnet_last_error(), "truncated") &&
+                          (cut[k] == 0 || strstr(clnet_last_error(), "the first 11 of the")),
+                      "%s", clnet_last_error());
+    }
+    ck_assert_int_eq(clnet_dataset_load_first(&ds, dir, "train", -1), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(ds);
+    remove_dir();
+}
+END_TEST
+
 static void expect_load_failure(const char *folder, const char *split, clnet_status want,
                                 const char *words) {
     clnet_dataset *ds = NULL;
@@ -1498,6 +1549,7 @@ int main(void) {
     tcase_add_test(t, idx_absurd_dimensions_are_format_errors);
     tcase_add_test(t, idx_trailing_bytes_are_ignored);
     tcase_add_test(t, dataset_load_reads_both_splits_gz_or_raw_from_a_folder_or_the_environment);
+    tcase_add_test(t, dataset_load_first_reads_only_the_first_images);
     tcase_add_test(t, dataset_load_names_a_missing_folder_or_file);
     tcase_add_test(t, invalid_arguments_are_rejected_with_a_message);
     tcase_add_test(t, truncate_keeps_the_first_samples_and_the_classes);

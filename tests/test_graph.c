@@ -394,7 +394,8 @@ END_TEST
  * own statistics pass (CLNET_FUSE=off), which test_layers.c checks against
  * double-precision references. The first convolution's outputs lie 10^2 to
  * 10^4 spreads from zero (inputs 1000 + U[-1, 1), no padding); batch 13
- * and 7 x 7 outputs leave partial blocks of 8 samples and 8 positions. */
+ * (9 beside a simulator) and 7 x 7 outputs leave partial blocks of 8
+ * samples and 8 positions. */
 static const char *STATS[] = {
     "input channels=16 height=9 width=9",
     "conv2d name=c1 filters=16 size=3 init=xavier bias=off",
@@ -414,7 +415,8 @@ enum { STATS_BATCH = 13, STATS_IN = 16 * 9 * 9 };
  * first step's roundings, amplified by the inputs of 1000): the update, the
  * buffers after it (to *buffers) and the records the first convolution
  * wrote (to *records). */
-static float *stats_steps(clnet_runtime *rt, int algo, float **buffers, uint32_t *records) {
+static float *stats_steps(clnet_runtime *rt, int algo, int batch, float **buffers,
+                          uint32_t *records) {
     clnet_device *d = clnet_runtime_device(rt, 0);
     clnet_conv_plan forced = d->conv_force;
     d->conv_force = clnet_conv_plan_all(algo);
@@ -426,12 +428,13 @@ static float *stats_steps(clnet_runtime *rt, int algo, float **buffers, uint32_t
     size_t np = clnet_net_param_count(net), nb = clnet_net_buffer_count(net);
     float *delta = malloc(np * sizeof(float)), *x = malloc(STATS_BATCH * STATS_IN * sizeof(float));
     int32_t y[STATS_BATCH];
+    ck_assert(batch <= STATS_BATCH);
     ck_assert(delta && x);
     memcpy(delta, clnet_net_params(net), np * sizeof(float));
-    ck_assert_msg(clnet_net_bind(net, rt, STATS_BATCH) == CLNET_OK, "%s", clnet_last_error());
-    batch_data(net, STATS_BATCH, 70, x, y);
-    for (int i = 0; i < STATS_BATCH * STATS_IN; i++) x[i] += 1000.0f;
-    ck_assert_msg(clnet_net_train_step(net, x, y, STATS_BATCH, NULL) == CLNET_OK, "%s",
+    ck_assert_msg(clnet_net_bind(net, rt, batch) == CLNET_OK, "%s", clnet_last_error());
+    batch_data(net, batch, 70, x, y);
+    for (int i = 0; i < batch * STATS_IN; i++) x[i] += 1000.0f;
+    ck_assert_msg(clnet_net_train_step(net, x, y, batch, NULL) == CLNET_OK, "%s",
                   clnet_last_error());
     for (size_t i = 0; i < np; i++) delta[i] = clnet_net_params(net)[i] - delta[i];
     *buffers = malloc(nb * sizeof(float));
@@ -463,23 +466,26 @@ static double worst_buffer(const float *a, const float *b, const clnet_model *m)
     return worst;
 }
 
+/* Beside a simulator, a smaller batch and no im2col: it writes no records, and its
+ * kernels are test_layers'. */
 START_TEST(batch_norm_statistics_from_the_convolution_equal_its_own) {
     clnet_runtime *one = test_one_device(0);
-    const int algos[] = {CLNET_CONV_IM2COL, CLNET_CONV_IMPLICIT, CLNET_CONV_LANES};
+    const int algos[] = {CLNET_CONV_IMPLICIT, CLNET_CONV_LANES, CLNET_CONV_IM2COL};
+    const int slow = steps() != STEPS, batch = slow ? 9 : STATS_BATCH;
     clnet_net *net = make_net(STATS, STATS_LINES, 8);
     ck_assert_msg(net->model.nodes[0].stats_bn == 2 && net->model.nodes[1].stats_from == 1 &&
                       net->model.nodes[3].stats_bn == 5,
                   "c1 and c2 make their batch norms' statistics");
-    for (size_t a = 0; a < sizeof algos / sizeof *algos; a++) {
+    for (size_t a = 0; a < sizeof algos / sizeof *algos - slow; a++) {
         float *fb, *ab;
         uint32_t fused_records, apart_records;
-        float *fused = stats_steps(one, algos[a], &fb, &fused_records);
+        float *fused = stats_steps(one, algos[a], batch, &fb, &fused_records);
         setenv("CLNET_FUSE", "off", 1);
-        float *apart = stats_steps(one, algos[a], &ab, &apart_records);
+        float *apart = stats_steps(one, algos[a], batch, &ab, &apart_records);
         unsetenv("CLNET_FUSE");
-        /* im2col writes none; implicit one a row (13 x 7), lanes one a block (2 x 7) */
-        uint32_t want = algos[a] == CLNET_CONV_IMPLICIT ? 13 * 7
-                        : algos[a] == CLNET_CONV_LANES  ? 2 * 7
+        /* im2col writes none; implicit one a row (13 x 7), lanes one a block of 8 (2 x 7) */
+        uint32_t want = algos[a] == CLNET_CONV_IMPLICIT ? (uint32_t)batch * 7
+                        : algos[a] == CLNET_CONV_LANES  ? (uint32_t)(batch + 7) / 8 * 7
                                                         : 0;
         ck_assert_msg(fused_records == want && apart_records == 0, "%s: %u records, %u apart",
                       clnet_conv_algo_names[algos[a]], fused_records, apart_records);
@@ -601,7 +607,8 @@ END_TEST
 /* ---- steady-state steps: no thread, no allocation ---------------------------------------- */
 
 /* The counters' moves over 4 steady training steps of lines (SGD with
- * momentum) on rt, after 2 that build kernels and size scratch. */
+ * momentum) on rt, after 2 that build kernels and size scratch; of batch
+ * BATCH, or 4 beside a simulator (what they count is the host's). */
 static void steady_steps(clnet_runtime *rt, const double *split, const char *const *lines,
                          int count, clnet_counters *before, clnet_counters *after) {
     clnet_net *net = make_net(lines, count, 3);
@@ -609,16 +616,17 @@ static void steady_steps(clnet_runtime *rt, const double *split, const char *con
     clnet_optimizer_defaults(&c);
     c.momentum = 0.9f;
     ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_OK);
+    const int batch = steps() == STEPS ? BATCH : 4;
     float x[BATCH * 60];
     int32_t y[BATCH];
-    batch_data(net, BATCH, 77, x, y);
-    ck_assert_msg(clnet_net_bind(net, rt, BATCH) == CLNET_OK, "%s", clnet_last_error());
+    batch_data(net, batch, 77, x, y);
+    ck_assert_msg(clnet_net_bind(net, rt, batch) == CLNET_OK, "%s", clnet_last_error());
     if (split) ck_assert_int_eq(clnet_net_set_split(net, split, 2), CLNET_OK);
     for (int s = 0; s < 2; s++)
-        ck_assert_int_eq(clnet_net_train_step(net, x, y, BATCH, NULL), CLNET_OK);
+        ck_assert_int_eq(clnet_net_train_step(net, x, y, batch, NULL), CLNET_OK);
     clnet_debug_counters(before);
     for (int s = 0; s < 4; s++)
-        ck_assert_int_eq(clnet_net_train_step(net, x, y, BATCH, NULL), CLNET_OK);
+        ck_assert_int_eq(clnet_net_train_step(net, x, y, batch, NULL), CLNET_OK);
     clnet_debug_counters(after);
     clnet_net_free(net);
 }
@@ -721,9 +729,11 @@ static void expect_folded_logits(clnet_net *a, clnet_net *b, const float *x, int
 
 /* Evaluation with the folded batch norms gives what the layers apart give,
  * after steps, after a load and on a new bind: each makes the folded
- * parameters stale, and the next evaluation makes them again. */
+ * parameters stale, and the next evaluation makes them again. Beside a
+ * simulator, a batch of 6 and one step (the kernels are those of 16). */
 START_TEST(folded_batch_norms_evaluate_as_the_layers_apart) {
     clnet_runtime *rt = test_runtime();
+    const int batch = steps() == STEPS ? BATCH : 6;
     clnet_net *a = make_net(FOLDS, FOLDS_LINES, 4);
     setenv("CLNET_FUSE", "off", 1);
     clnet_net *b = make_net(FOLDS, FOLDS_LINES, 4);
@@ -742,31 +752,31 @@ START_TEST(folded_batch_norms_evaluate_as_the_layers_apart) {
     clnet_net *nets[2] = {a, b};
     float x[BATCH * 192];
     int32_t y[BATCH];
-    batch_data(a, BATCH, 90, x, y);
+    batch_data(a, batch, 90, x, y);
     for (int k = 0; k < 2; k++) {
         clnet_optimizer_config c;
         clnet_optimizer_defaults(&c);
         c.lr = 0.05f;
         ck_assert_int_eq(clnet_net_set_optimizer(nets[k], &c), CLNET_OK);
-        ck_assert_msg(clnet_net_bind(nets[k], rt, BATCH) == CLNET_OK, "%s", clnet_last_error());
+        ck_assert_msg(clnet_net_bind(nets[k], rt, batch) == CLNET_OK, "%s", clnet_last_error());
     }
-    expect_folded_logits(a, b, x, BATCH, "fresh");
-    for (int s = 0; s < (steps() == STEPS ? 3 : 1); s++) { /* 1 beside a simulator */
+    expect_folded_logits(a, b, x, batch, "fresh");
+    for (int s = 0; s < (batch == BATCH ? 3 : 1); s++) {
         for (int k = 0; k < 2; k++)
-            ck_assert_int_eq(clnet_net_train_step(nets[k], x, y, BATCH, NULL), CLNET_OK);
-        expect_folded_logits(a, b, x, BATCH, "after a step");
+            ck_assert_int_eq(clnet_net_train_step(nets[k], x, y, batch, NULL), CLNET_OK);
+        expect_folded_logits(a, b, x, batch, "after a step");
     }
     /* b takes two steps more and is saved; a loads that */
     char dir[200], path[300];
     test_make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/b.safetensors", dir);
     for (int s = 0; s < 2; s++)
-        ck_assert_int_eq(clnet_net_train_step(b, x, y, BATCH, NULL), CLNET_OK);
+        ck_assert_int_eq(clnet_net_train_step(b, x, y, batch, NULL), CLNET_OK);
     ck_assert_msg(clnet_net_save(b, path, NULL) == CLNET_OK, "%s", clnet_last_error());
     ck_assert_msg(clnet_net_load_weights(a, path, NULL) == CLNET_OK, "%s", clnet_last_error());
-    expect_folded_logits(a, b, x, BATCH - 3, "after a load");
-    ck_assert_msg(clnet_net_bind(a, rt, BATCH) == CLNET_OK, "%s", clnet_last_error());
-    expect_folded_logits(a, b, x, BATCH, "on a new bind");
+    expect_folded_logits(a, b, x, batch - 3, "after a load");
+    ck_assert_msg(clnet_net_bind(a, rt, batch) == CLNET_OK, "%s", clnet_last_error());
+    expect_folded_logits(a, b, x, batch, "on a new bind");
     remove(path);
     clnet_net_free(a);
     clnet_net_free(b);

@@ -5,9 +5,9 @@ the layers examples/torch_model.py builds, and random data to train them on.
     torch_model_gen.py EXAMPLES model SEED OUT.cfg
         a random model (its output shapes come from torch_model.py's modules;
         clnet checks them again as it reads it)
-    torch_model_gen.py EXAMPLES data MODEL.cfg N SEED X.npy Y.npy
+    torch_model_gen.py EXAMPLES data MODEL.cfg N SEED X.npy Y.npy [N SEED X.npy Y.npy]...
         N samples in [0, 1) of the model's input shape (float32) and labels
-        below its classes (int64)
+        below its classes (int64), for each set named (one start of PyTorch)
 
 EXAMPLES is the folder of examples/torch_model.py.
 """
@@ -147,25 +147,31 @@ def random_model(seed):
     return "\n".join([f"# random model, seed {seed}", head] + body + [f"{loss} input={b.last}"]) + "\n"
 
 
+def data(model, n, seed, x_path, y_path):
+    """n samples of the model's input and labels below its classes, from seed."""
+    g = np.random.default_rng(int(seed))
+    x = g.random((int(n),) + model.input_shape, dtype=np.float32)
+    classes, labels = 1, (int(n),)
+    loss = model.layers[-1]
+    if loss.kind == "softmax_cross_entropy":
+        with torch.no_grad():
+            logits = model(torch.zeros(1, *model.input_shape), logits=True)[0]
+        classes = logits.numel()
+        if loss.options.get("per") == "position":  # (n, spatial...) of the channels
+            classes, labels = logits.shape[0], (int(n),) + tuple(logits.shape[1:])
+    np.save(x_path, x)
+    np.save(y_path, g.integers(0, classes, labels).astype(np.int64))
+
+
 def main():
     if sys.argv[2] == "model":
         with open(sys.argv[4], "w") as f:
             f.write(random_model(int(sys.argv[3])))
     else:
-        path, n, seed, x_path, y_path = sys.argv[3:8]
-        model = tm.build_model(path)
-        g = np.random.default_rng(int(seed))
-        x = g.random((int(n),) + model.input_shape, dtype=np.float32)
-        classes, labels = 1, (int(n),)
-        loss = model.layers[-1]
-        if loss.kind == "softmax_cross_entropy":
-            with torch.no_grad():
-                logits = model(torch.zeros(1, *model.input_shape), logits=True)[0]
-            classes = logits.numel()
-            if loss.options.get("per") == "position":  # (n, spatial...) of the channels
-                classes, labels = logits.shape[0], (int(n),) + tuple(logits.shape[1:])
-        np.save(x_path, x)
-        np.save(y_path, g.integers(0, classes, labels).astype(np.int64))
+        model = tm.build_model(sys.argv[3])
+        sets = sys.argv[4:]
+        for i in range(0, len(sets) - 3, 4):
+            data(model, *sets[i:i + 4])
 
 
 if __name__ == "__main__":

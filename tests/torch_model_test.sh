@@ -42,8 +42,8 @@ EOF
 # clnet predict with torch_model.py, logits and the loss's outputs
 check() {
   local name="$1${2:+ ($2)}" m=$work/$1.cfg d=$work/$1
-  "$python" "$gen" "$examples" data "$m" 64 7 "$d.x.npy" "$d.y.npy" 2>"$d.err" &&
-    "$python" "$gen" "$examples" data "$m" 24 8 "$d.tx.npy" "$d.ty.npy" 2>"$d.err" ||
+  "$python" "$gen" "$examples" data "$m" 64 7 "$d.x.npy" "$d.y.npy" 24 8 "$d.tx.npy" "$d.ty.npy" \
+    2>"$d.err" ||
     { bad "$name: data" "$(cat "$d.err")" "$(cat "$m")"; return; }
   "$clnet" train "$m" --data-npy "$d.x.npy,$d.y.npy" --steps 4 --batch 16 --lr 0.02 \
     --momentum 0.9 --no-eval --save "$d.safetensors" >"$d.out" 2>&1 ||

@@ -35,9 +35,9 @@ int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const char *mod
 }
 
 int cli_random_batch(const clnet_net *net, long n, cli_batch *b) {
-    int ch = 0, h = 0, w = 0, positions = clnet_net_positions(net);
-    clnet_net_input_shape(net, &ch, &h, &w);
-    size_t count = (size_t)n * ch * h * w, labels = (size_t)n * (positions > 1 ? positions : 1);
+    int shape[4], rank = clnet_net_input_rank(net, shape), positions = clnet_net_positions(net);
+    size_t count = (size_t)n, labels = (size_t)n * (positions > 1 ? positions : 1);
+    for (int i = 0; i < rank; i++) count *= (size_t)shape[i]; /* volumes have a depth too */
     size_t targets = clnet_net_is_classifier(net) ? 0 : (size_t)n * clnet_net_outputs(net);
     *b = (cli_batch){malloc(count * sizeof *b->x), NULL, malloc(labels * sizeof *b->y)};
     if (targets) b->t = malloc(targets * sizeof *b->t);

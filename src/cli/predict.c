@@ -149,9 +149,10 @@ static int fail(const char *what) {
 static int load_inputs(const options *o, clnet_dataset **ds) {
     const cli_npy *npy = &o->npy;
     int k = npy->count == 4 && !o->train ? 2 : 0; /* the test pair comes second */
-    clnet_status s = o->input     ? clnet_dataset_load_npy(ds, o->input, NULL)
-                     : npy->count ? clnet_dataset_load_npy(ds, npy->paths[k], npy->paths[k + 1])
-                                  : clnet_dataset_load(ds, o->data, o->train ? "train" : "test");
+    clnet_status s =
+        o->input     ? clnet_dataset_load_npy(ds, o->input, NULL)
+        : npy->count ? clnet_dataset_load_npy(ds, npy->paths[k], npy->paths[k + 1])
+                     : clnet_dataset_load_first(ds, o->data, o->train ? "train" : "test", o->count);
     return s != CLNET_OK ? fail(o->input ? "input" : "data") : 0;
 }
 

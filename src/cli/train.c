@@ -66,9 +66,12 @@ static int fail(const char *what) {
  * clnet eval evaluates the test pair of --data-npy, or its only pair. */
 static int load_data(const train_options *o, session *s, int need_train) {
     if (!o->npy.count) {
-        if (need_train && clnet_dataset_load(&s->train, o->data, "train") != CLNET_OK)
+        /* only as far into the files as --train-limit and --test-limit go */
+        if (need_train &&
+            clnet_dataset_load_first(&s->train, o->data, "train", o->train_limit) != CLNET_OK)
             return fail("training data");
-        if (!o->no_eval && clnet_dataset_load(&s->test, o->data, "test") != CLNET_OK)
+        if (!o->no_eval &&
+            clnet_dataset_load_first(&s->test, o->data, "test", o->test_limit) != CLNET_OK)
             return fail("test data");
         return 0;
     }
