@@ -46,6 +46,12 @@ int test_device_is_slow(const clnet_device *d) {
            strstr(d->info.name, "llvmpipe") != NULL; /* Rusticl's CPU device */
 }
 
+int test_has_slow_device(clnet_runtime *rt) {
+    for (int i = 0; i < clnet_runtime_device_count(rt); i++)
+        if (test_device_is_slow(clnet_runtime_device(rt, i))) return 1;
+    return 0;
+}
+
 int test_slow_case(uint64_t seed) {
     const char *every = getenv("CLNET_TEST_SLOW_EVERY");
     long n = every ? strtol(every, NULL, 10) : 1;

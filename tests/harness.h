@@ -22,6 +22,9 @@ clnet_runtime *test_one_device(int which);
  * work tiny. */
 int test_device_is_slow(const clnet_device *d);
 
+/* 1 when any device of rt is slow (test_device_is_slow). */
+int test_has_slow_device(clnet_runtime *rt);
+
 /* 1 when case `seed` of a table runs on slow devices: every case, or with
  * CLNET_TEST_SLOW_EVERY=N every N-th (the sanitized build's layers.mixed,
  * whose Oclgrind checks the plain build runs in full). */

@@ -248,6 +248,17 @@ static int *epoch_orders(clnet_loader *l, int count, int batch, int drop_last, i
     return order;
 }
 
+/* One batch of the whole data set in file order holds sample i at i, for
+ * the count samples there must be: every byte and label. */
+static void expect_file_order(const clnet_dataset *ds, int count) {
+    clnet_loader *l = make_loader(ds, count, 0, 0, 0);
+    clnet_batch b;
+    ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+    ck_assert_int_eq(b.n, count);
+    for (int i = 0; i < count; i++) ck_assert_int_eq(sample_of(b.images, b.labels, i), i);
+    clnet_loader_free(l);
+}
+
 /* ---- reading IDX files ------------------------------------------------------- */
 
 START_TEST(idx_gz_and_raw_read_back_exactly) {
@@ -266,13 +277,7 @@ START_TEST(idx_gz_and_raw_read_back_exactly) {
         ck_assert_int_eq(h, HEIGHT);
         ck_assert_int_eq(w, WIDTH);
         ck_assert_int_eq(clnet_dataset_classes(ds), 10);
-        /* One batch of everything in file order: every byte and label. */
-        clnet_loader *l = make_loader(ds, COUNT, 0, 0, 0);
-        clnet_batch b;
-        ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
-        ck_assert_int_eq(b.n, COUNT);
-        for (int i = 0; i < COUNT; i++) ck_assert_int_eq(sample_of(b.images, b.labels, i), i);
-        clnet_loader_free(l);
+        expect_file_order(ds, COUNT);
         clnet_dataset_free(ds);
         remove_dir();
     }
@@ -534,12 +539,7 @@ START_TEST(dataset_load_first_reads_only_the_first_images) {
             int want = limits[k] && limits[k] < COUNT ? (int)limits[k] : COUNT;
             ck_assert_int_eq(clnet_dataset_count(ds), want);
             ck_assert_int_eq(clnet_dataset_classes(ds), 10); /* the whole label file's */
-            clnet_loader *l = make_loader(ds, want, 0, 0, 0);
-            clnet_batch b;
-            ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
-            ck_assert_int_eq(b.n, want);
-            for (int i = 0; i < want; i++) ck_assert_int_eq(sample_of(b.images, b.labels, i), i);
-            clnet_loader_free(l);
+            expect_file_order(ds, want);
             clnet_dataset_free(ds);
         }
     }

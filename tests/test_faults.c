@@ -196,13 +196,8 @@ END_TEST
  * are the host's logic, and of those only the transfer differs by device
  * (Oclgrind's gradients are read into staging, PoCL's mapped in place),
  * while the simulator is slow. */
-static int has_simulator(clnet_runtime *rt) {
-    for (int i = 0; i < clnet_runtime_device_count(rt); i++)
-        if (test_device_is_slow(clnet_runtime_device(rt, i))) return 1;
-    return 0;
-}
 static int first_point(clnet_runtime *rt) {
-    return has_simulator(rt) ? 2 : 0;
+    return test_has_slow_device(rt) ? 2 : 0;
 }
 
 /* CLNET_FAULT at each point of a step, on each device of two: the step

@@ -231,10 +231,7 @@ END_TEST
  * is to watch each kernel's memory and races (momentum has taken part from the second step
  * on), and where a step of these nets takes seconds. */
 static int steps(void) {
-    clnet_runtime *rt = test_runtime();
-    for (int i = 0; i < clnet_runtime_device_count(rt); i++)
-        if (test_device_is_slow(clnet_runtime_device(rt, i))) return 2;
-    return STEPS;
+    return test_has_slow_device(test_runtime()) ? 2 : STEPS;
 }
 
 /* steps() steps of SGD with momentum on rt; returns the parameters' update. */

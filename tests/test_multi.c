@@ -110,10 +110,7 @@ static clnet_dataset *noisy_set;
 static int use_noisy;
 
 static int has_slow_device(void) {
-    clnet_runtime *rt = test_runtime();
-    for (int i = 0; i < clnet_runtime_device_count(rt); i++)
-        if (test_device_is_slow(clnet_runtime_device(rt, i))) return 1;
-    return 0;
+    return test_has_slow_device(test_runtime());
 }
 
 static clnet_net *make_net(void) {

@@ -167,8 +167,7 @@ static void expect_test_one_device(const char *what, const char *const *lines, i
                                    const char *path, int batch, int steps) {
     clnet_runtime *all = test_runtime(), *one = test_one_device(0);
     ck_assert_int_eq(clnet_runtime_device_count(all), 2);
-    int slow = 0;
-    for (int i = 0; i < 2; i++) slow |= test_device_is_slow(clnet_runtime_device(all, i));
+    int slow = test_has_slow_device(all);
     run_result ref = run(one, NULL, lines, count, path, batch, steps);
     const double unequal[2] = {3, 1}, equal[2] = {1, 1};
     const double *splits[] = {equal, unequal, NULL};
@@ -268,10 +267,7 @@ static const char *SHORTCUT[] = {
 /* The steps the exchange tests take: 3, or 2 beside a simulator (momentum
  * takes part from the second step on), where a step takes seconds. */
 static int exchange_steps(void) {
-    clnet_runtime *all = test_runtime();
-    for (int i = 0; i < clnet_runtime_device_count(all); i++)
-        if (test_device_is_slow(clnet_runtime_device(all, i))) return 2;
-    return 3;
+    return test_has_slow_device(test_runtime()) ? 2 : 3;
 }
 
 /* exchange_steps() steps on two devices (split 3:1) with the exchanges on
