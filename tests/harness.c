@@ -52,10 +52,32 @@ int test_has_slow_device(clnet_runtime *rt) {
     return 0;
 }
 
+int test_fast_device(clnet_runtime *rt) {
+    for (int i = 0; i < clnet_runtime_device_count(rt); i++)
+        if (!test_device_is_slow(clnet_runtime_device(rt, i))) return i;
+    return 0;
+}
+
+const double *test_light_split(clnet_runtime *rt, const double split[2], double out[2]) {
+    int swap = clnet_runtime_device_count(rt) == 2 &&
+               test_device_is_slow(clnet_runtime_device(rt, 0)) &&
+               !test_device_is_slow(clnet_runtime_device(rt, 1)) && split[0] > split[1];
+    out[0] = split[swap], out[1] = split[!swap];
+    return out;
+}
+
 int test_slow_case(uint64_t seed) {
     const char *every = getenv("CLNET_TEST_SLOW_EVERY");
     long n = every ? strtol(every, NULL, 10) : 1;
     return n <= 1 || seed % (uint64_t)n == 0;
+}
+
+int test_slow_draw(clnet_runtime *rt, uint64_t c, const char *what) {
+    if (!test_has_slow_device(rt) || test_slow_case(c)) return 1;
+    printf("%s: left out beside a slow device (CLNET_TEST_SLOW_EVERY=%s draws every N-th case "
+           "there; the plain build runs them all)\n",
+           what, getenv("CLNET_TEST_SLOW_EVERY"));
+    return 0;
 }
 
 int test_drawn_case(uint64_t seed) {

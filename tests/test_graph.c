@@ -334,13 +334,14 @@ static int listed(const char *name, const char *list) {
 START_TEST(a_fused_relu_takes_the_steps_of_a_separate_one) {
     clnet_runtime *one = test_one_device(0);
     const struct {
-        const char *const *lines;
+        const char *name, *const *lines;
         int count;
         const char *fused, *apart; /* relus that must be fused, one that must not ("": none) */
-    } models[] = {{DAG, DAG_LINES, "a", ""},
-                  {FUSABLE, FUSABLE_LINES, "r2", "r1"},
-                  {NORMED, NORMED_LINES, "r1 r2 r4", "r3"}};
+    } models[] = {{"DAG", DAG, DAG_LINES, "a", ""},
+                  {"FUSABLE", FUSABLE, FUSABLE_LINES, "r2", "r1"},
+                  {"NORMED", NORMED, NORMED_LINES, "r1 r2 r4", "r3"}};
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        if (!test_slow_draw(one, m, models[m].name)) continue;
         for (int off = 0; off < 2; off++) {
             if (off) setenv("CLNET_FUSE", "off", 1);
             clnet_net *net = make_net(models[m].lines, models[m].count, 8);
@@ -474,6 +475,7 @@ START_TEST(batch_norm_statistics_from_the_convolution_equal_its_own) {
                       net->model.nodes[3].stats_bn == 5,
                   "c1 and c2 make their batch norms' statistics");
     for (size_t a = 0; a < sizeof algos / sizeof *algos - slow; a++) {
+        if (!test_slow_draw(one, a, clnet_conv_algo_names[algos[a]])) continue;
         float *fb, *ab;
         uint32_t fused_records, apart_records;
         float *fused = stats_steps(one, algos[a], batch, &fb, &fused_records);
@@ -513,11 +515,12 @@ END_TEST
 START_TEST(two_devices_take_the_steps_of_one) {
     clnet_runtime *all = test_runtime();
     ck_assert_int_eq(clnet_runtime_device_count(all), 2);
-    clnet_runtime *one = test_one_device(0);
+    clnet_runtime *one = test_one_device(test_fast_device(all));
     float *d1 = update_on(one, NULL, DAG, DAG_LINES);
-    const double unequal[2] = {3, 1};
+    double unequal[2];
     float *balanced = update_on(all, NULL, DAG, DAG_LINES);
-    float *forced = update_on(all, unequal, DAG, DAG_LINES);
+    float *forced =
+        update_on(all, test_light_split(all, (double[]){3, 1}, unequal), DAG, DAG_LINES);
     double a = worst_tensor(balanced, d1, DAG, DAG_LINES);
     double b = worst_tensor(forced, d1, DAG, DAG_LINES);
     printf("DAG, %d steps on 2 devices vs 1: balanced %.1e, split 3:1 %.1e (largest relative "
@@ -587,11 +590,12 @@ START_TEST(dropout_matches_its_reference_and_is_the_identity_in_evaluation) {
 END_TEST
 
 START_TEST(dropout_on_two_devices_takes_the_steps_of_one) {
-    clnet_runtime *one = test_one_device(0);
-    const double unequal[2] = {3, 1};
+    clnet_runtime *all = test_runtime(), *one = test_one_device(test_fast_device(all));
+    double unequal[2];
+    test_light_split(all, (double[]){3, 1}, unequal);
     float *d1 = update_on(one, NULL, DROPOUT_NET, DROPOUT_LINES);
-    float *balanced = update_on(test_runtime(), NULL, DROPOUT_NET, DROPOUT_LINES);
-    float *forced = update_on(test_runtime(), unequal, DROPOUT_NET, DROPOUT_LINES);
+    float *balanced = update_on(all, NULL, DROPOUT_NET, DROPOUT_LINES);
+    float *forced = update_on(all, unequal, DROPOUT_NET, DROPOUT_LINES);
     double a = worst_tensor(balanced, d1, DROPOUT_NET, DROPOUT_LINES);
     double b = worst_tensor(forced, d1, DROPOUT_NET, DROPOUT_LINES);
     printf("dropout, %d steps on 2 devices vs 1: balanced %.1e, split 3:1 %.1e\n", steps(), a, b);
@@ -659,8 +663,9 @@ START_TEST(steady_steps_start_no_thread_allocate_nothing_and_wait_for_no_batch_n
 END_TEST
 
 START_TEST(steady_steps_on_two_devices_start_no_thread_and_allocate_nothing) {
-    const double split[2] = {3, 1};
-    expect_steady(test_runtime(), split, "2 devices, split 3:1");
+    double split[2];
+    clnet_runtime *all = test_runtime();
+    expect_steady(all, test_light_split(all, (double[]){3, 1}, split), "2 devices, split 3:1");
 }
 END_TEST
 
@@ -730,6 +735,7 @@ static void expect_folded_logits(clnet_net *a, clnet_net *b, const float *x, int
  * simulator, a batch of 6 and one step (the kernels are those of 16). */
 START_TEST(folded_batch_norms_evaluate_as_the_layers_apart) {
     clnet_runtime *rt = test_runtime();
+    if (!test_slow_draw(rt, 1, "folded batch norms")) return; /* case 0 is each loop's first */
     const int batch = steps() == STEPS ? BATCH : 6;
     clnet_net *a = make_net(FOLDS, FOLDS_LINES, 4);
     setenv("CLNET_FUSE", "off", 1);

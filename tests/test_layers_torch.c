@@ -669,9 +669,10 @@ START_TEST(every_layer_matches_pytorch_on_every_device) {
         int slow = test_device_is_slow(d), ran = 0, skipped = 0;
         double worst_kind[NKINDS] = {0};
         for (int i = 0; i < files; i++) {
-            if (slow && fixture_size(&fx[i]) > SLOW_MAX_ELEMENTS) {
-                printf("%-38s on %-24.24s left to the fast devices: %zu elements\n", fx[i].file,
-                       d->info.name, fixture_size(&fx[i]));
+            if (slow && (fixture_size(&fx[i]) > SLOW_MAX_ELEMENTS || !test_slow_case(i))) {
+                printf("%-38s on %-24.24s left to the fast devices: %zu elements%s\n", fx[i].file,
+                       d->info.name, fixture_size(&fx[i]),
+                       test_slow_case(i) ? "" : ", not drawn (CLNET_TEST_SLOW_EVERY)");
                 skipped++;
                 continue;
             }

@@ -225,19 +225,10 @@ static double worst_tensor_difference(const float *a, const float *b) {
     return worst;
 }
 
-/* The first fast device (PoCL: not the simulator, not Rusticl) for the
- * one-device reference. */
-static int fast_device(void) {
-    clnet_runtime *rt = test_runtime();
-    for (int i = 0; i < clnet_runtime_device_count(rt); i++)
-        if (!test_device_is_slow(clnet_runtime_device(rt, i))) return i;
-    return 0;
-}
-
 static void expect_same_updates(const double *split, const char *what) {
     clnet_runtime *all = test_runtime();
     ck_assert_int_eq(clnet_runtime_device_count(all), 2);
-    clnet_runtime *one = test_one_device(fast_device());
+    clnet_runtime *one = test_one_device(test_fast_device(test_runtime()));
     int64_t samples[2] = {0, 0};
     printf("%s:\n", what);
     float *d1 = update_on(one, NULL, NULL);
@@ -368,7 +359,7 @@ END_TEST
 
 /* Each step call refuses the other's model, saying what its loss takes. */
 START_TEST(labels_and_float_targets_are_refused_where_the_loss_takes_the_other) {
-    clnet_runtime *rt = test_one_device(fast_device());
+    clnet_runtime *rt = test_one_device(test_fast_device(test_runtime()));
     float x[4 * 64] = {0}, t[4 * 64] = {0};
     int32_t y[4] = {0, 1, 2, 3};
     use_model = TARGETS, use_lines = (int)(sizeof TARGETS / sizeof *TARGETS);
@@ -439,7 +430,7 @@ START_TEST(a_throttled_device_gets_a_smaller_share) {
 END_TEST
 
 START_TEST(prediction_split_across_devices_equals_one_device) {
-    clnet_runtime *all = test_runtime(), *one = test_one_device(fast_device());
+    clnet_runtime *all = test_runtime(), *one = test_one_device(test_fast_device(test_runtime()));
     clnet_net *a = make_net(), *b = make_net();
     ck_assert_int_eq(clnet_net_bind(a, one, BATCH), CLNET_OK);
     ck_assert_int_eq(clnet_net_bind(b, all, BATCH), CLNET_OK);
@@ -460,7 +451,7 @@ START_TEST(prediction_split_across_devices_equals_one_device) {
 END_TEST
 
 START_TEST(micro_batches_give_the_same_step) {
-    clnet_runtime *one = test_one_device(fast_device());
+    clnet_runtime *one = test_one_device(test_fast_device(test_runtime()));
     float *whole = update_on(one, NULL, NULL);
     setenv("CLNET_MICRO_BATCH", "5", 1);
     int64_t samples[1];
@@ -805,10 +796,16 @@ static float *state_after(clnet_optimizer kind, const double *split, const doubl
 START_TEST(the_update_by_bucket_changes_no_float) {
     static const clnet_optimizer kinds[] = {CLNET_OPTIMIZER_SGD, CLNET_OPTIMIZER_ADAM,
                                             CLNET_OPTIMIZER_ADAMW};
-    double split[2] = {3, 1}, idle[2] = {1, 0}, both[2] = {1, 1};
-    if (has_slow_device()) split[0] = 7, split[1] = 1, both[0] = 7;
+    double split[2] = {3, 1}, idle[2] = {1, 0}, both[2] = {1, 1}, s[3][2];
+    if (has_slow_device()) split[0] = 7, both[0] = 7; /* the simulator takes 1 of 8 */
+    clnet_runtime *rt = test_runtime();
+    const double *light = test_light_split(rt, split, s[0]),
+                 *light_idle = test_light_split(rt, idle, s[1]),
+                 *light_both = test_light_split(rt, both, s[2]);
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
-        const double *first = k == 1 ? idle : split, *later = k == 1 ? both : idle;
+        if (!test_slow_draw(rt, k, clnet_optim_name(kinds[k]))) continue;
+        const double *first = k == 1 ? light_idle : light,
+                     *later = k == 1 ? light_both : light_idle;
         float *by_bucket = state_after(kinds[k], first, later);
         setenv("CLNET_OVERLAP", "off", 1);
         float *after = state_after(kinds[k], first, later);
@@ -841,7 +838,7 @@ START_TEST(three_implementations_take_the_same_steps_as_one) {
                    : strstr(info.name, "llvmpipe")        ? 2
                                                           : 5;
     }
-    clnet_runtime *one = test_one_device(fast_device());
+    clnet_runtime *one = test_one_device(test_fast_device(test_runtime()));
     int64_t samples[3] = {0, 0, 0};
     printf("PoCL + Oclgrind + Rusticl, a forced split:\n");
     float *d1 = update_on(one, NULL, NULL), *d3 = update_on(all, split, samples);
