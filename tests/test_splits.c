@@ -1504,7 +1504,7 @@ END_TEST
 
 START_TEST(generated_on_three_devices) {
     static const uint64_t seeds[] = {21};
-    generated_cases(seeds, 1, 14, -1);
+    generated_cases(seeds, 1, 8, -1);
 }
 END_TEST
 
