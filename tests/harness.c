@@ -52,10 +52,14 @@ int test_has_slow_device(clnet_runtime *rt) {
     return 0;
 }
 
-int test_fast_device(clnet_runtime *rt) {
+static int fast_device(clnet_runtime *rt) {
     for (int i = 0; i < clnet_runtime_device_count(rt); i++)
         if (!test_device_is_slow(clnet_runtime_device(rt, i))) return i;
     return 0;
+}
+
+clnet_runtime *test_fast_one_device(void) {
+    return test_one_device(fast_device(test_runtime()));
 }
 
 const double *test_light_split(clnet_runtime *rt, const double split[2], double out[2]) {

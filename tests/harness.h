@@ -25,14 +25,14 @@ int test_device_is_slow(const clnet_device *d);
 /* 1 when any device of rt is slow (test_device_is_slow). */
 int test_has_slow_device(clnet_runtime *rt);
 
-/* The index of rt's first device that is not slow (else 0): the one-device
- * reference beside a simulator. */
-int test_fast_device(clnet_runtime *rt);
-
 /* A split of two devices for rt, in out: split, or split reversed when rt's
  * device 0 is slow, device 1 is not and split would give device 0 the larger
  * share (what the tests check does not depend on which device takes which). */
 const double *test_light_split(clnet_runtime *rt, const double split[2], double out[2]);
+
+/* A runtime of the configuration's first device that is not slow (else device 0)
+ * alone, the one-device reference beside a simulator (free it). */
+clnet_runtime *test_fast_one_device(void);
 
 /* 1 when case `seed` of a table runs on slow devices: every case, or with
  * CLNET_TEST_SLOW_EVERY=N every N-th (the sanitized build's simulator and

@@ -515,7 +515,7 @@ END_TEST
 START_TEST(two_devices_take_the_steps_of_one) {
     clnet_runtime *all = test_runtime();
     ck_assert_int_eq(clnet_runtime_device_count(all), 2);
-    clnet_runtime *one = test_one_device(test_fast_device(all));
+    clnet_runtime *one = test_fast_one_device();
     float *d1 = update_on(one, NULL, DAG, DAG_LINES);
     double unequal[2];
     float *balanced = update_on(all, NULL, DAG, DAG_LINES);
@@ -590,7 +590,7 @@ START_TEST(dropout_matches_its_reference_and_is_the_identity_in_evaluation) {
 END_TEST
 
 START_TEST(dropout_on_two_devices_takes_the_steps_of_one) {
-    clnet_runtime *all = test_runtime(), *one = test_one_device(test_fast_device(all));
+    clnet_runtime *all = test_runtime(), *one = test_fast_one_device();
     double unequal[2];
     test_light_split(all, (double[]){3, 1}, unequal);
     float *d1 = update_on(one, NULL, DROPOUT_NET, DROPOUT_LINES);

@@ -228,7 +228,7 @@ static double worst_tensor_difference(const float *a, const float *b) {
 static void expect_same_updates(const double *split, const char *what) {
     clnet_runtime *all = test_runtime();
     ck_assert_int_eq(clnet_runtime_device_count(all), 2);
-    clnet_runtime *one = test_one_device(test_fast_device(test_runtime()));
+    clnet_runtime *one = test_fast_one_device();
     int64_t samples[2] = {0, 0};
     printf("%s:\n", what);
     float *d1 = update_on(one, NULL, NULL);
@@ -359,7 +359,7 @@ END_TEST
 
 /* Each step call refuses the other's model, saying what its loss takes. */
 START_TEST(labels_and_float_targets_are_refused_where_the_loss_takes_the_other) {
-    clnet_runtime *rt = test_one_device(test_fast_device(test_runtime()));
+    clnet_runtime *rt = test_fast_one_device();
     float x[4 * 64] = {0}, t[4 * 64] = {0};
     int32_t y[4] = {0, 1, 2, 3};
     use_model = TARGETS, use_lines = (int)(sizeof TARGETS / sizeof *TARGETS);
@@ -430,7 +430,7 @@ START_TEST(a_throttled_device_gets_a_smaller_share) {
 END_TEST
 
 START_TEST(prediction_split_across_devices_equals_one_device) {
-    clnet_runtime *all = test_runtime(), *one = test_one_device(test_fast_device(test_runtime()));
+    clnet_runtime *all = test_runtime(), *one = test_fast_one_device();
     clnet_net *a = make_net(), *b = make_net();
     ck_assert_int_eq(clnet_net_bind(a, one, BATCH), CLNET_OK);
     ck_assert_int_eq(clnet_net_bind(b, all, BATCH), CLNET_OK);
@@ -451,7 +451,7 @@ START_TEST(prediction_split_across_devices_equals_one_device) {
 END_TEST
 
 START_TEST(micro_batches_give_the_same_step) {
-    clnet_runtime *one = test_one_device(test_fast_device(test_runtime()));
+    clnet_runtime *one = test_fast_one_device();
     float *whole = update_on(one, NULL, NULL);
     setenv("CLNET_MICRO_BATCH", "5", 1);
     int64_t samples[1];
@@ -838,7 +838,7 @@ START_TEST(three_implementations_take_the_same_steps_as_one) {
                    : strstr(info.name, "llvmpipe")        ? 2
                                                           : 5;
     }
-    clnet_runtime *one = test_one_device(test_fast_device(test_runtime()));
+    clnet_runtime *one = test_fast_one_device();
     int64_t samples[3] = {0, 0, 0};
     printf("PoCL + Oclgrind + Rusticl, a forced split:\n");
     float *d1 = update_on(one, NULL, NULL), *d3 = update_on(all, split, samples);

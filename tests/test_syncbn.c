@@ -165,7 +165,7 @@ static double worst_diff(const run_result *a, const run_result *b, const char *c
  * (Oclgrind, slow) only 1:1, on the smallest batch. */
 static void expect_test_one_device(const char *what, const char *const *lines, int count,
                                    const char *path, int batch, int steps) {
-    clnet_runtime *all = test_runtime(), *one = test_one_device(test_fast_device(all));
+    clnet_runtime *all = test_runtime(), *one = test_fast_one_device();
     ck_assert_int_eq(clnet_runtime_device_count(all), 2);
     int slow = test_has_slow_device(all);
     run_result ref = run(one, NULL, lines, count, path, batch, steps);
@@ -213,7 +213,7 @@ START_TEST(unsynchronized_batch_norm_depends_on_the_split_and_learns) {
     const char *lines[SMALL_LINES];
     char edited[3][128];
     sync_off(SMALL, SMALL_LINES, lines, edited);
-    clnet_runtime *all = test_runtime(), *one = test_one_device(test_fast_device(all));
+    clnet_runtime *all = test_runtime(), *one = test_fast_one_device();
     double unequal[2];
     test_light_split(all, (double[]){3, 1}, unequal);
     run_result a = run(one, NULL, lines, SMALL_LINES, NULL, 12, 3);
