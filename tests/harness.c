@@ -79,15 +79,9 @@ int test_slow_case(uint64_t seed) {
 int test_slow_draw(clnet_runtime *rt, uint64_t c, const char *what) {
     if (!test_has_slow_device(rt) || test_slow_case(c)) return 1;
     printf("%s: left out beside a slow device (CLNET_TEST_SLOW_EVERY=%s draws every N-th case "
-           "there; the plain build runs them all)\n",
+           "there; CI's extended step runs them all)\n",
            what, getenv("CLNET_TEST_SLOW_EVERY"));
     return 0;
-}
-
-int test_drawn_case(uint64_t seed) {
-    const char *every = getenv("CLNET_TEST_EVERY");
-    long n = every ? strtol(every, NULL, 10) : 1;
-    return n <= 1 || seed % (uint64_t)n == 0;
 }
 
 double test_budget_seconds(void) {

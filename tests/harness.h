@@ -35,19 +35,14 @@ const double *test_light_split(clnet_runtime *rt, const double split[2], double 
 clnet_runtime *test_fast_one_device(void);
 
 /* 1 when case `seed` of a table runs on slow devices: every case, or with
- * CLNET_TEST_SLOW_EVERY=N every N-th (the sanitized build's simulator and
- * Rusticl tests, whose device checks the plain build runs in full, while its
- * host code runs every case on PoCL's devices there). */
+ * CLNET_TEST_SLOW_EVERY=N every N-th (the simulator's and Rusticl's longest
+ * tests in the suite, every fourth sanitized; their twins in CI's extended
+ * step run every case, and the host code runs every case on PoCL's devices). */
 int test_slow_case(uint64_t seed);
 
 /* 1 when case c of a test's loop runs on rt: always without a slow device,
  * else test_slow_case(c); says what it leaves out (`what`). */
 int test_slow_draw(clnet_runtime *rt, uint64_t c, const char *what);
-
-/* 1 when case `seed` of a table runs on every device: every case, or with
- * CLNET_TEST_EVERY=N every N-th (pocl2's second device, whose driver and
- * kernels pocl's device checks in full; CI's extended step runs them all). */
-int test_drawn_case(uint64_t seed);
 
 /* The time budget of a generated test, in seconds ($CLNET_TEST_BUDGET; 0 when unset):
  * after the cases it must run, it draws more until the budget is spent (CI's extended

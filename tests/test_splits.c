@@ -1498,13 +1498,13 @@ END_TEST
  * (splits_more.*) draws a new seed each run and runs at least 80 and 70 cases. */
 START_TEST(generated_on_two_devices) {
     static const uint64_t seeds[] = {11};
-    generated_cases(seeds, 1, 24, -1);
+    generated_cases(seeds, 1, 16, -1);
 }
 END_TEST
 
 START_TEST(generated_on_three_devices) {
     static const uint64_t seeds[] = {21};
-    generated_cases(seeds, 1, 8, -1);
+    generated_cases(seeds, 1, 4, -1);
 }
 END_TEST
 
