@@ -7,7 +7,9 @@
       (a part of its checks left out: testing.md says that is a skip, never a pass)
   suite.py record JUNIT NAME --wall SECONDS [--build SECONDS] [--machine TEXT]
       keeps that run's per-test times in tests/suite_runs.json as the run NAME (plain-cold,
-      plain-warm, sanitized-cold, ...), with the commit, the date and the machine
+      plain-warm, sanitized-cold, ...), with the commit, the date and the machine; a run of
+      the same NAME, commit and machine again is a repeat measurement: its wall and build
+      times join the earlier ones' (`repeats`, each shown in the docs' table)
   suite.py figures [--write]
       the docs' generated regions (<!-- generated: suite WHAT -->) made from
       tests/suite_runs.json: fails where a page differs; --write rewrites them
@@ -68,20 +70,37 @@ def record(junit, name, wall, build, machine):
     data = load_record() if os.path.exists(RECORD) else {"runs": {}}
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
+    build_s = round(build) if build is not None else None
+    earlier = data["runs"].get(name, {})
+    repeats = []
+    if earlier.get("commit") == commit and earlier.get("machine") == machine:
+        repeats = earlier.get("repeats") or [[earlier["wall_s"], earlier.get("build_s")]]
     data["runs"][name] = {
-        "commit": commit, "date": time.strftime("%Y-%m-%d", time.gmtime()), "machine": machine, "wall_s": round(wall),
-        "build_s": round(build) if build is not None else None, "count": len(tests),
+        "commit": commit, "date": time.strftime("%Y-%m-%d", time.gmtime()), "machine": machine,
+        "wall_s": round(wall), "build_s": build_s, "count": len(tests),
         "skipped": sorted(n for n, s, _, _ in tests if s == "notrun"),
         "tests": {n: round(t, 1) for n, _, t, _ in tests},
+        "repeats": repeats + [[round(wall), build_s]],
     }
     with open(RECORD, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=1, sort_keys=True)
         f.write("\n")
-    print(f"recorded {name}: {len(tests)} tests, {round(wall)} s wall, in {RECORD}")
+    print(f"recorded {name}: {len(tests)} tests, {round(wall)} s wall (measurement "
+          f"{len(data['runs'][name]['repeats'])} at {commit}), in {RECORD}")
 
 
 def minutes(seconds):
     return f"{seconds // 60} min {seconds % 60:02d} s"
+
+
+def walls(r):
+    """A run's wall time, build included, or each of its repeat measurements'."""
+    each = r.get("repeats") or [[r["wall_s"], r.get("build_s")]]
+    text = ", ".join(minutes(w) for w, _ in each)
+    builds = [b for _, b in each if b is not None]
+    if builds:
+        text += f" ({', '.join(str(b) for b in builds)} s building)"
+    return text
 
 
 def region(what, data):
@@ -90,10 +109,11 @@ def region(what, data):
     if what == "summary":
         cold, skipped = runs["plain-cold"], runs["plain-cold"]["skipped"]
         warm = runs.get("plain-warm")
+        took = [w for w, _ in cold.get("repeats") or [[cold["wall_s"], None]]]
         line = (f"The suite has {cold['count']} tests ({len(skipped)} of them skipped on a machine "
                 f"without a GPU). From a fresh clone with empty caches `scripts/test.sh` took "
-                f"{minutes(cold['wall_s'])}, building included, on the {cold['machine']} "
-                f"({cold['date']})")
+                f"{minutes(max(took))}, building included, on the {cold['machine']} "
+                f"({cold['date']}{f', the longest of {len(took)} runs' if len(took) > 1 else ''})")
         if warm:
             line += f"; run again with the caches warm, {minutes(warm['wall_s'])}"
         return line + ".\n"
@@ -104,8 +124,7 @@ def region(what, data):
             r = runs[name]
             top = sorted(r["tests"].items(), key=lambda kv: -kv[1])[:4]
             longest = ", ".join(f"`{n}` {t:.0f} s" for n, t in top)
-            build = f" ({r['build_s']} s building)" if r.get("build_s") is not None else ""
-            rows.append(f"| {name} | {r['count']} | {minutes(r['wall_s'])}{build} | {longest} | "
+            rows.append(f"| {name} | {r['count']} | {walls(r)} | {longest} | "
                         f"{r['machine']}, {r['date']}, {r['commit']} |")
         return "\n".join(rows) + "\n"
     raise ValueError(f"no region 'suite {what}'")

@@ -1493,9 +1493,10 @@ START_TEST(batch_norm_probe_of_one_value_per_channel) {
 }
 END_TEST
 
-/* The suite's share: few enough cases to keep it inside ten minutes with empty kernel caches
- * (each new window geometry is a program of its own, built on each device); CI's extended step
- * (splits_more.*) draws a new seed each run and runs at least 80 and 70 cases. */
+/* The suite's share (splits.pocl2): few enough cases to keep it inside ten minutes with empty
+ * kernel caches (each new window geometry is a program of its own, built on each device); CI's
+ * extended step (splits_more.*) draws a new seed each run and runs at least 80 cases on two
+ * devices and 70 on three. */
 START_TEST(generated_on_two_devices) {
     static const uint64_t seeds[] = {11};
     generated_cases(seeds, 1, 16, -1);

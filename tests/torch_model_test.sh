@@ -8,10 +8,14 @@
 # loading the checkpoint strictly, agree on new samples within
 # 1e-4 * max(1, max |PyTorch|). Needs Debian's /usr/bin/python3 with torch
 # (python3-torch) and NumPy; exits 77 (skipped) without them.
+# The suite runs the parts of `suite` (tests/parts.sh: the classifier, the mse autoencoder,
+# the segmenter, a random model); CI's extended step those of `extended` (the bce autoencoder,
+# examples/models/autoencoder.cfg, six random models and more).
 # usage: torch_model_test.sh CLNET EXAMPLES_DIR
 set -u
 clnet=$1 examples=$2
 gen=$(dirname "$0")/torch_model_gen.py
+. "$(dirname "$0")/parts.sh"
 python=${CLNET_TORCH_PYTHON:-/usr/bin/python3}
 if ! "$python" -c 'import torch, numpy' >/dev/null 2>&1; then
   echo "skipped: $python cannot import torch and numpy (apt-get install python3-torch)"
@@ -93,7 +97,7 @@ dropout p=0.2
 linear units=5
 softmax_cross_entropy
 END
-check classifier
+part suite && check classifier
 
 # 2. autoencoders: mse and bce_with_logits against the input
 cat >"$work/autoencoder.cfg" <<'END'
@@ -115,11 +119,13 @@ silu
 conv2d name=dec.out filters=1 size=3 pad=same
 mse target=input
 END
-check autoencoder
+part suite && check autoencoder
 sed 's/^mse target=input/bce_with_logits target=input/' "$work/autoencoder.cfg" >"$work/autoencoder_bce.cfg"
-check autoencoder_bce
 cp "$examples/models/autoencoder.cfg" "$work/autoencoder_example.cfg"
-check autoencoder_example "examples/models/autoencoder.cfg"
+if part extended; then
+  check autoencoder_bce
+  check autoencoder_example "examples/models/autoencoder.cfg"
+fi
 
 # 3. a class at each position: an encoder-decoder and cross-entropy per position
 cat >"$work/segmenter.cfg" <<'END'
@@ -134,7 +140,7 @@ concat input=gelu1,input                                 # 7x12x12
 conv2d name=dec.classes filters=4 size=1
 softmax_cross_entropy per=position
 END
-check segmenter
+part suite && check segmenter
 
 # 4. random models: every layer names its inputs, the lines shuffled. CLNET_TORCH_MODELS of
 # them (default 1, in the suite: each takes four starts of PyTorch; CI's extended step runs
