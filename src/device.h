@@ -77,6 +77,9 @@ void clnet_conv_plan_text(const clnet_conv_plan *plan, char *out, size_t cap);
 typedef struct clnet_device {
     clnet_device_info info;
     cl_platform_id platform;
+    /* The device's number among the devices its platform lists (info.index counts every
+     * platform's): what tells two devices of one driver apart in program.c. */
+    int platform_index;
     cl_device_id id;
     cl_context context;
     cl_command_queue queue; /* in order */

@@ -116,10 +116,13 @@ clnet_status clnet_program_build(clnet_device *d, const char *label, const char 
      * own. Re-checked without it (PoCL 3.1, two `basic` devices, 2026-11-26):
      * convolutions' backward passes wrote past their buffers (CLNET_GUARD in
      * multi.pocl2 and resnet_multi.pocl2), so devices of one driver do not
-     * share programs. */
+     * share programs. The number is the device's among PoCL's own, so that
+     * PoCL's device keeps its programs (and PoCL's cache its binaries) beside
+     * another platform's devices, whose order moves it. */
     char device_option[64] = "";
     if (strstr(d->info.platform_name, "Portable Computing Language"))
-        snprintf(device_option, sizeof device_option, " -DCLNET_DEVICE_INDEX=%d", d->info.index);
+        snprintf(device_option, sizeof device_option, " -DCLNET_DEVICE_INDEX=%d",
+                 d->platform_index);
     size_t n = strlen(STD_OPTION) + strlen(device_option) + strlen(options ? options : "") + 2;
     all_options = clnet_malloc(n);
     if (!all_options) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory building '%s'", label);

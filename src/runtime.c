@@ -470,6 +470,7 @@ clnet_status clnet_runtime_create(clnet_runtime **out, const char *device_spec) 
         if (!cands[i].selected) continue;
         clnet_device *d = &rt->devices[opened++];
         pthread_mutex_init(&d->lock, NULL);
+        for (int j = 0; j < i; j++) d->platform_index += cands[j].platform == cands[i].platform;
         TRY(open_device(d, &cands[i], i, &rt->cache));
     }
     clnet_startup_devices(rt->count, clnet_now() - began);
