@@ -227,19 +227,6 @@ PY
   if [[ $line =~ ^final:\ test_accuracy=0\.[0-9]{4} ]] && grep -q "takes 1x783 inputs (783 values) but the data set's samples are 1x28x28 (784)" <<<"$err"; then
     ok "IDX images feed a 1x784 input; a 1x783 one is refused naming both shapes"
   else bad "IDX images as rows" "$line" "$err"; fi
-  # Kernel binaries: PoCL keeps its own cache, so a plain run stores none in
-  # clnet's (reading a binary back costs more than it saves); `clnet warm`
-  # stores them, and the next run loads them and stores nothing more.
-  cache="$work/kernel-cache"
-  short=(train "$models/lenet.cfg" --batch 16 --steps 1 --train-limit 32 --no-eval)
-  bins() { find "$cache" -name '*.clbin' 2>/dev/null | wc -l; }
-  CLNET_CACHE_DIR=$cache "$clnet" "${short[@]}" >/dev/null 2>&1; plain=$(bins)
-  warm=$(CLNET_CACHE_DIR=$cache "$clnet" warm "$models/lenet.cfg" --batch 16 2>&1); stored=$(bins)
-  CLNET_CACHE_DIR=$cache "$clnet" "${short[@]}" >/dev/null 2>&1; after=$(bins)
-  if [ "$plain" -eq 0 ] && [ "$stored" -gt 0 ] && [ "$after" -eq "$stored" ] &&
-     grep -qE "^warmed .* at batch 16 on 1 device in .* s: [0-9]+ programs built" <<<"$warm"; then
-    ok "a plain run stores no binary on PoCL; clnet warm stores $stored, which the next run uses"
-  else bad "clnet warm (plain $plain, warmed $stored, after $after)" "$warm"; fi
   # A diverging run (--lr 1e6) stops at its first step with a NaN, naming the step, the last
   # checkpoint intact; --skip-nonfinite N skips up to N such steps and counts them.
   div=(train "$models/lenet.cfg" --train-limit 2560 --batch 256 --lr 1e6 --epochs 1 --no-eval)
@@ -289,6 +276,19 @@ END
 fi
 
 if part extended; then
+  # Kernel binaries: PoCL keeps its own cache, so a plain run stores none in
+  # clnet's (reading a binary back costs more than it saves); `clnet warm`
+  # stores them, and the next run loads them and stores nothing more.
+  cache="$work/kernel-cache"
+  short=(train "$models/lenet.cfg" --batch 16 --steps 1 --train-limit 32 --no-eval)
+  bins() { find "$cache" -name '*.clbin' 2>/dev/null | wc -l; }
+  CLNET_CACHE_DIR=$cache "$clnet" "${short[@]}" >/dev/null 2>&1; plain=$(bins)
+  warm=$(CLNET_CACHE_DIR=$cache "$clnet" warm "$models/lenet.cfg" --batch 16 2>&1); stored=$(bins)
+  CLNET_CACHE_DIR=$cache "$clnet" "${short[@]}" >/dev/null 2>&1; after=$(bins)
+  if [ "$plain" -eq 0 ] && [ "$stored" -gt 0 ] && [ "$after" -eq "$stored" ] &&
+     grep -qE "^warmed .* at batch 16 on 1 device in .* s: [0-9]+ programs built" <<<"$warm"; then
+    ok "a plain run stores no binary on PoCL; clnet warm stores $stored, which the next run uses"
+  else bad "clnet warm (plain $plain, warmed $stored, after $after)" "$warm"; fi
   # 4c. Fashion-MNIST read as signals (input length=784): conv1d with causal dilated layers
   #     trains from the IDX files, the loss falls and the test set beats chance by far
   out=$("$clnet" train "$models/conv1d.cfg" --train-limit 1280 --test-limit 256 --batch 64 --epochs 2 \

@@ -84,6 +84,15 @@ int test_slow_draw(clnet_runtime *rt, uint64_t c, const char *what) {
     return 0;
 }
 
+int test_part(const char *which) {
+    const char *env = getenv("CLNET_TEST_PARTS");
+    const char *parts = env && *env ? env : "suite";
+    size_t n = strlen(which);
+    for (const char *p = parts; (p = strstr(p, which)) != NULL; p += n)
+        if ((p == parts || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' ')) return 1;
+    return 0;
+}
+
 double test_budget_seconds(void) {
     const char *env = getenv("CLNET_TEST_BUDGET");
     double s = env && *env ? strtod(env, NULL) : 0;

@@ -44,6 +44,11 @@ int test_slow_case(uint64_t seed);
  * else test_slow_case(c); says what it leaves out (`what`). */
 int test_slow_draw(clnet_runtime *rt, uint64_t c, const char *what);
 
+/* 1 when this run includes the parts of `which` ("suite" or "extended"): the
+ * names in $CLNET_TEST_PARTS (default "suite"), as tests/parts.sh's `part` for
+ * the shell tests. A test's longer parts run in its twin in CI's extended step. */
+int test_part(const char *which);
+
 /* The time budget of a generated test, in seconds ($CLNET_TEST_BUDGET; 0 when unset):
  * after the cases it must run, it draws more until the budget is spent (CI's extended
  * step, scripts/test.sh --extended). */

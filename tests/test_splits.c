@@ -1499,7 +1499,7 @@ END_TEST
  * devices and 70 on three. */
 START_TEST(generated_on_two_devices) {
     static const uint64_t seeds[] = {11};
-    generated_cases(seeds, 1, 10, -1);
+    generated_cases(seeds, 1, 6, -1);
 }
 END_TEST
 
