@@ -657,7 +657,10 @@ static void expect_steady(clnet_runtime *rt, const double *split, const char *wh
 
 START_TEST(steady_steps_start_no_thread_allocate_nothing_and_wait_for_no_batch_norm) {
     clnet_runtime *one = test_one_device(0);
-    expect_steady(one, NULL, "1 device");
+    /* the counters count the host's work, the same on every device: on the simulator, in
+     * CI's extended step (graph_more.mixed) */
+    if (test_slow_draw(one, 1, "the steady steps' counters"))
+        expect_steady(one, NULL, "1 device");
     clnet_runtime_free(one);
 }
 END_TEST
