@@ -659,8 +659,7 @@ START_TEST(steady_steps_start_no_thread_allocate_nothing_and_wait_for_no_batch_n
     clnet_runtime *one = test_one_device(0);
     /* the counters count the host's work, the same on every device: on the simulator, in
      * CI's extended step (graph_more.mixed) */
-    if (test_slow_draw(one, 1, "the steady steps' counters"))
-        expect_steady(one, NULL, "1 device");
+    if (test_slow_draw(one, 1, "the steady steps' counters")) expect_steady(one, NULL, "1 device");
     clnet_runtime_free(one);
 }
 END_TEST
