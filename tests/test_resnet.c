@@ -341,12 +341,13 @@ START_TEST(resnet18_w16_on_two_devices_takes_the_steps_of_one) {
     ck_assert_int_eq(clnet_runtime_device_count(all), 2);
     w16_run ref = run_w16(one, NULL, "device 0 alone");
     /* (balanced, two equal devices take 12 + 12: a forced 1:1 split would repeat it.) The
-     * suite's part: 7:1 and balanced; 3:1 in CI's extended step (resnet_multi_more.pocl2). */
+     * suite's part: 7:1, one sample on a device; 3:1 and balanced in CI's extended step
+     * (resnet_multi_more.pocl2: multi.pocl2 checks a balanced split on small models). */
     const double unequal[2] = {3, 1}, lone[2] = {7, 1};
     const double *splits[] = {unequal, lone, NULL};
     const char *names[] = {"2 devices, split 3:1", "2 devices, split 7:1 (one sample on device 1)",
                            "2 devices, balanced"};
-    const int extended[] = {1, 0, 0};
+    const int extended[] = {1, 0, 1};
     clnet_st_file *f = open_fixture("resnet18_w16");
     clnet_net *shape = make_net(f, one, 1); /* for the tensor layout */
     const clnet_model *m = &shape->model;
