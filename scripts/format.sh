@@ -16,15 +16,18 @@ if [ "${1:-}" != --check ]; then
   "$clang_format" -i "${files[@]}"
   exit 0
 fi
-bad=0
-for f in "${files[@]}"; do
-  if ! "$clang_format" --dry-run -Werror "$f" >/dev/null 2>&1; then
-    echo "not formatted: $f"
-    bad=$((bad + 1))
-  fi
-done
-if [ $bad -gt 0 ]; then
-  echo "$bad of ${#files[@]} files are not formatted: run scripts/format.sh"
+# One process for every file (a process per file took 11 s of the suite's 2 cores, one 3 s);
+# its messages name each file that is not formatted.
+if out=$("$clang_format" --dry-run -Werror "${files[@]}" 2>&1); then
+  echo "all ${#files[@]} files are formatted"
+  exit 0
+fi
+mapfile -t bad < <(sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: error: .*/\1/p' <<<"$out" | sort -u)
+if [ ${#bad[@]} -eq 0 ]; then # not a formatting complaint: say what clang-format said
+  printf '%s\n' "$out" | head -n 20
+  echo "$clang_format failed on the sources"
   exit 1
 fi
-echo "all ${#files[@]} files are formatted"
+printf 'not formatted: %s\n' "${bad[@]}"
+echo "${#bad[@]} of ${#files[@]} files are not formatted: run scripts/format.sh"
+exit 1

@@ -8,9 +8,9 @@
 # loading the checkpoint strictly, agree on new samples within
 # 1e-4 * max(1, max |PyTorch|). Needs Debian's /usr/bin/python3 with torch
 # (python3-torch) and NumPy; exits 77 (skipped) without them.
-# The suite runs the parts of `suite` (tests/parts.sh: the classifier, the segmenter, a
-# random model); CI's extended step those of `extended` (the mse and bce autoencoders,
-# examples/models/autoencoder.cfg, six random models and more).
+# The suite runs the parts of `suite` (tests/parts.sh: the classifier, a random model); CI's
+# extended step those of `extended` (the mse and bce autoencoders,
+# examples/models/autoencoder.cfg, the segmenter, six random models and more).
 # usage: torch_model_test.sh CLNET EXAMPLES_DIR
 set -u
 clnet=$1 examples=$2
@@ -121,7 +121,7 @@ mse target=input
 END
 sed 's/^mse target=input/bce_with_logits target=input/' "$work/autoencoder.cfg" >"$work/autoencoder_bce.cfg"
 cp "$examples/models/autoencoder.cfg" "$work/autoencoder_example.cfg"
-if part extended; then # (the suite's classifier and segmenter hold most of these layers)
+if part extended; then # (the suite's classifier holds most of these layers)
   check autoencoder
   check autoencoder_bce
   check autoencoder_example "examples/models/autoencoder.cfg"
@@ -140,7 +140,7 @@ concat input=gelu1,input                                 # 7x12x12
 conv2d name=dec.classes filters=4 size=1
 softmax_cross_entropy per=position
 END
-part suite && check segmenter
+part extended && check segmenter # (per=position against PyTorch: its fixtures in torch.*)
 
 # 4. random models: every layer names its inputs, the lines shuffled. CLNET_TORCH_MODELS of
 # them (default 1, in the suite: each takes four starts of PyTorch; CI's extended step runs
