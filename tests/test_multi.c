@@ -939,7 +939,6 @@ int main(void) {
     tcase_add_checked_fixture(equal, need_two_fast_devices, NULL);
     add_shared_tests(equal);
     tcase_add_test(equal, two_devices_take_the_same_steps_as_one);
-    tcase_add_test(equal, convolutions_of_every_rank_take_the_same_steps_on_two_devices);
     tcase_add_test(equal, an_autoencoder_takes_the_same_steps_on_two_devices);
     tcase_add_test(equal, float_targets_take_the_same_steps_on_two_devices);
     tcase_add_test(equal, a_denoiser_of_noisy_inputs_takes_the_same_steps_on_two_devices);
@@ -947,6 +946,13 @@ int main(void) {
     tcase_add_test(equal, a_loss_per_position_checks_its_classes_and_counts_positions);
     tcase_add_test(equal, labels_and_float_targets_are_refused_where_the_loss_takes_the_other);
     suite_add_tcase(s, equal);
+    /* CI's extended step (multi_ranks_more.pocl2): the suite's generated split cases hold
+     * convolutions of every rank and transposed ones (test_splits.c) */
+    TCase *ranks = tcase_create("ranks");
+    tcase_set_timeout(ranks, 0);
+    tcase_add_checked_fixture(ranks, need_two_fast_devices, NULL);
+    tcase_add_test(ranks, convolutions_of_every_rank_take_the_same_steps_on_two_devices);
+    suite_add_tcase(s, ranks);
 
     /* Its own case: the suite runs it alone (what another test beside it does to a
      * device's speed is no throttle of this test's). */
