@@ -2,7 +2,7 @@
 # Sets up a fresh Debian machine (missing packages), builds clnet with
 # warnings as errors, and runs the test suite, then lists each skipped test
 # with its reason.
-#   scripts/test.sh                 the whole suite (12 minutes with empty caches on 2 cores: testing.md)
+#   scripts/test.sh                 the whole suite (10 minutes with empty caches on 2 cores: testing.md)
 #   scripts/test.sh --quick         every layer on one device and the tests without a device
 #                                   (about 2 minutes), for use between edits
 #   scripts/test.sh --extended      CI's extended step: more generated cases, seeds and

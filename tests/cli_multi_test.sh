@@ -8,7 +8,8 @@
 # CI's extended step (CLNET_TEST_PARTS=extended, tests/parts.sh) runs ResNet-18
 # (narrow) at two fixed unequal splits and a changing one (the suite's
 # resnet_multi.pocl2 splits it through the library), and `clnet tune` on both
-# devices, whose database --deterministic then repeats bit for bit (a cold tune compiles every candidate kernel: a minute here).
+# devices, whose database --deterministic then repeats bit for bit (a cold tune
+# compiles every candidate kernel: a minute here).
 # usage: cli_multi_test.sh CLNET MODEL_DIR CKPT_COMPARE
 set -u
 clnet=$1 models=$2 compare=$3
