@@ -99,9 +99,15 @@ double test_budget_seconds(void) {
     return s > 0 ? s : 0;
 }
 
-uint64_t test_seed_from_env(const char *var, uint64_t fallback) {
+const char *test_seed_env(const char *var) {
     const char *env = getenv(var);
-    if (!env || !*env) return fallback;
+    if (!env || !*env) env = getenv("CLNET_TEST_SEED");
+    return env && *env ? env : NULL;
+}
+
+uint64_t test_seed_from_env(const char *var, uint64_t fallback) {
+    const char *env = test_seed_env(var);
+    if (!env) return fallback;
     if (strcmp(env, "random") != 0) return strtoull(env, NULL, 10);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -54,9 +54,12 @@ int test_part(const char *which);
  * step, scripts/test.sh --extended). */
 double test_budget_seconds(void);
 
-/* The seed that $VAR names, else `fallback`; "random" draws one from the clock and
- * prints it, so that a failure can be replayed with VAR=<that seed>. */
+/* The seed that $VAR names, else that $CLNET_TEST_SEED names (CI's extended step sets it to
+ * "random": the variable a replay sets is never one CTest sets), else `fallback`; "random"
+ * draws one from the clock and prints it, so that a failure can be replayed with
+ * VAR=<that seed>. test_seed_env is the text that decides (NULL: neither is set). */
 uint64_t test_seed_from_env(const char *var, uint64_t fallback);
+const char *test_seed_env(const char *var);
 
 /* Deterministic pseudo-random floats in [-1, 1). */
 void test_random_floats(float *x, size_t n, uint64_t seed);

@@ -43,7 +43,8 @@
  * Every case prints one line: seed, case, graph, batches, split, actual
  * shares, worst differences. A failure prints the command that replays that
  * case alone and the model's lines. Environment:
- *   CLNET_SPLIT_SEED=S    suite seed (default: the test case's fixed seeds)
+ *   CLNET_SPLIT_SEED=S    suite seed (default: the test case's fixed seeds, or
+ *                         CLNET_TEST_SEED's: CI's extended step draws one)
  *   CLNET_SPLIT_CASES=N   N cases of one seed, and no named case
  *   CLNET_SPLIT_CASE=I    only case I
  *   CLNET_SPLIT_ONLY=NAME only the named case NAME
@@ -277,25 +278,33 @@ static const char *conv_kind(int rank, int transpose) {
     return kinds[transpose][rank];
 }
 
-/* A window for `use` over x: any that fits (same 0), one that keeps the
+/* Whether w serves `use` over in: any that fits (same 0), one that keeps the
  * size (1), one that keeps it with several taps (2), or one that may follow
- * another window (3). */
+ * another window (3); out is its output's size. */
+static int window_fits(const graph *g, const window *w, shape in, int use, int same, int out[3]) {
+    int serves =
+        use == WIN_CONV || use == WIN_TCONV ? w->use == use : (w->use & (WIN_POOL | use)) != 0;
+    if (!serves || !window_out(w, use == WIN_MAXPOOL ? WIN_POOL : use, in, out)) return 0;
+    if ((same == 1 || same == 2) &&
+        !same_spatial(in, (shape){in.c, in.rank, {out[0], out[1], out[2]}}))
+        return 0;
+    if (same == 2 && w->k[0] == 1) return 0;
+    if (same == 3 && !w->again) return 0;
+    return !(g->ref_only && (w->d[0] != 1 || w->ceil));
+}
+
+/* A window of the pool that fits (window_fits) over x, drawn; when 40 draws
+ * miss, the first in the pool that fits (so a caller that needs one, as the
+ * chunky cases' first convolution, gets it whenever the pool has one), or NULL. */
 static const window *choose_window(graph *g, rng *r, int x, int use, int same, int out[3]) {
     shape in = g->out[x];
     if (in.rank == 0) return NULL;
     for (int attempt = 0; attempt < 40; attempt++) {
         const window *w = &WINDOWS[pick(r, 0, NWINDOWS - 1)];
-        int serves =
-            use == WIN_CONV || use == WIN_TCONV ? w->use == use : (w->use & (WIN_POOL | use)) != 0;
-        if (!serves || !window_out(w, use == WIN_MAXPOOL ? WIN_POOL : use, in, out)) continue;
-        if ((same == 1 || same == 2) &&
-            !same_spatial(in, (shape){in.c, in.rank, {out[0], out[1], out[2]}}))
-            continue;
-        if (same == 2 && w->k[0] == 1) continue;
-        if (same == 3 && !w->again) continue;
-        if (g->ref_only && (w->d[0] != 1 || w->ceil)) continue;
-        return w;
+        if (window_fits(g, w, in, use, same, out)) return w;
     }
+    for (int i = 0; i < NWINDOWS; i++)
+        if (window_fits(g, &WINDOWS[i], in, use, same, out)) return &WINDOWS[i];
     return NULL;
 }
 
@@ -1283,15 +1292,16 @@ static int replaying_another(const char *name) {
 }
 
 /* The generated cases: the test case's seeds and count, or the environment's
- * (CLNET_SPLIT_SEED=random draws a seed). With a budget (CLNET_TEST_BUDGET) the
- * last seed goes on past the count until the budget is spent. */
+ * (CLNET_SPLIT_SEED=random, or CLNET_TEST_SEED=random, draws a seed). With a budget
+ * (CLNET_TEST_BUDGET) the last seed goes on past the count until the budget is spent. */
 static void generated_cases(const uint64_t *seeds, int nseeds, int count, int sim) {
     if (replaying_another(NULL)) return;
-    const char *env_seed = getenv("CLNET_SPLIT_SEED"), *env_cases = getenv("CLNET_SPLIT_CASES");
+    const char *env_seed = test_seed_env("CLNET_SPLIT_SEED"),
+               *env_cases = getenv("CLNET_SPLIT_CASES");
     const char *env_case = getenv("CLNET_SPLIT_CASE");
     uint64_t chosen[8];
     memcpy(chosen, seeds, (size_t)nseeds * sizeof *seeds);
-    if (env_seed && *env_seed) chosen[0] = test_seed_from_env("CLNET_SPLIT_SEED", 0), nseeds = 1;
+    if (env_seed) chosen[0] = test_seed_from_env("CLNET_SPLIT_SEED", 0), nseeds = 1;
     if (env_cases && *env_cases) count = atoi(env_cases), nseeds = 1;
     int only = env_case && *env_case ? atoi(env_case) : -1;
     if (only >= 0) count = only + 1; /* that case, whatever the count */

@@ -145,8 +145,9 @@ part extended && check segmenter # (per=position against PyTorch: its fixtures i
 # 4. random models: every layer names its inputs, the lines shuffled. CLNET_TORCH_MODELS of
 # them (default 1, in the suite: each takes four starts of PyTorch; CI's extended step runs
 # torch_model_more.pocl with 6 and a budget); with CLNET_TEST_BUDGET=S (CI's extended step) more, until S seconds have
-# passed; CLNET_TORCH_MODEL_SEED=random draws the seed.
-seed=${CLNET_TORCH_MODEL_SEED:-30}
+# passed; CLNET_TORCH_MODEL_SEED=random (or, where it is unset, CLNET_TEST_SEED=random: CI's
+# extended step) draws the seed.
+seed=${CLNET_TORCH_MODEL_SEED:-${CLNET_TEST_SEED:-30}}
 [ "$seed" = random ] && seed=$(( $(date +%s%N) / 1000 % 1000000 ))
 models=${CLNET_TORCH_MODELS:-1} budget=${CLNET_TEST_BUDGET:-0}
 echo "random models from seed $seed (CLNET_TORCH_MODEL_SEED=$seed reruns them)"
