@@ -1,6 +1,6 @@
 // Direct convolution: each pass of a grouped convolution with few channels
 // per group (depthwise: one) as one launch over the whole layer, without a
-// column matrix or a GEMM per group (src/layers/conv.c's "direct" algorithm).
+// column matrix or a GEMM per group (src/layers/conv_direct.c).
 // For convolutions and transposed convolutions alike, in conv.c's terms:
 //   the big side    the tensor the windows read, (n, WIN_C, D, H, W), NCDHW
 //   the small side  one value per window and channel, (n, cs, OD, OH, OW)

@@ -1,7 +1,7 @@
-// Implicit-GEMM convolution (src/layers/conv.c's "implicit" algorithm): the
+// Implicit-GEMM convolution (src/layers/conv_implicit.c): the
 // GEMM reads its B operand straight from the input instead of from a column
-// matrix, with the register micro-kernel of the tiled GEMM (this family's
-// program is cl/gemm_tiled.cl followed by this file, built with a tiled
+// matrix, with the register micro-kernel of the tiled GEMM (this file
+// includes cl/gemm_tiled.cl: src/sources.c composes it; built with a tiled
 // GEMM's -D options).
 //
 // The input is first copied into a zero-padded grid, channel-major:
@@ -32,6 +32,8 @@
 // IKD, IKH, IKW; WR, the rows of a weight-gradient work-item. The tap
 // strides and every size are arguments, so layers with the same kernel size
 // share one program.
+
+#include "gemm_tiled.cl"
 
 #ifndef IKD
 #define IKD 1

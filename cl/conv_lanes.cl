@@ -1,7 +1,7 @@
-// The lanes convolution (src/layers/conv.c's "lanes" algorithm): the samples
+// The lanes convolution (src/layers/conv_lanes.c): the samples
 // of a chunk lie along the vectors, so every position of a layer is a GEMM
-// over its own taps. This family's program is cl/gemm_tiled.cl followed by
-// this file, built with a tiled GEMM's -D options (MR, NV, VW, KC) and the
+// over its own taps. This file includes cl/gemm_tiled.cl (src/sources.c
+// composes it), built with a tiled GEMM's -D options (MR, NV, VW, KC) and the
 // taps IKD, IKH, IKW.
 //
 // Layout: a side of C channels at P positions is held as
@@ -20,6 +20,8 @@
 // Geometry: the window (clnet_win, cl/common.cl) of the convolution: the big
 // side (the windows read it: a convolution's x, a transposed one's y) and the
 // small side (the windows: a convolution's y, a transposed one's x).
+
+#include "gemm_tiled.cl"
 
 #ifndef IKD
 #define IKD 1

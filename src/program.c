@@ -3,6 +3,7 @@
 #include "program.h"
 #include "clock.h"
 #include "error.h"
+#include "guard.h"
 #include "kcache.h"
 #include "memory.h"
 #include "sources.h"
@@ -383,6 +384,21 @@ clnet_status clnet_run(clnet_device *d, const char *family, const char *options,
     return clnet_run_kept(d, &k, family, options, name, dims, global, local, args, nargs);
 }
 
+/* Guarded runs (CLNET_GUARD=1) check that a kept kernel is the one asked
+ * for: two kernels given one slot of a node (clnet_pass_kept) would
+ * otherwise run the first one's code with the second one's arguments. */
+static clnet_status check_kept(cl_kernel k, const char *name) {
+    clnet_status status = CLNET_OK;
+    char kept[128] = "";
+    CL_CHECK(clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof kept - 1, kept, NULL),
+             "clGetKernelInfo");
+    if (strcmp(kept, name) != 0)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "kernel slot taken twice: it holds '%s', asked for '%s'",
+             kept, name);
+cleanup:
+    return status;
+}
+
 clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family,
                             const char *options, const char *name, int dims, const size_t *global,
                             const size_t *local, const clnet_arg *args, int nargs) {
@@ -406,7 +422,10 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family
         if (global[i] == 0) return CLNET_OK; /* nothing to do */
         rounded[i] = local ? (global[i] + local[i] - 1) / local[i] * local[i] : global[i];
     }
-    if (!*kept) TRY(clnet_kernel_get(d, family, options, name, kept));
+    if (!*kept)
+        TRY(clnet_kernel_get(d, family, options, name, kept));
+    else if (clnet_guard_on())
+        TRY(check_kept(*kept, name));
     k = *kept;
     for (int i = 0; i < nargs; i++) {
         cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);

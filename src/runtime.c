@@ -323,8 +323,9 @@ static void query_info(const candidate *c, int index, clnet_device_info *info) {
     if (strstr(ext, "cl_khr_fp64")) info->fp64 = 1;
 }
 
-const char *const clnet_conv_algo_names[CLNET_CONV_ALGOS] = {"auto", "im2col", "direct", "implicit",
-                                                             "lanes"};
+const char *const clnet_conv_algo_names[] = {"auto", "im2col", "direct", "implicit", "lanes"};
+_Static_assert(sizeof clnet_conv_algo_names / sizeof *clnet_conv_algo_names == CLNET_CONV_ALGOS,
+               "a convolution algorithm without a name, or a name without an algorithm");
 
 /* The algorithm named by text[0, len) (any case), or -1. */
 static int algo_named(const char *text, size_t len) {

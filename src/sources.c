@@ -72,20 +72,65 @@ const char *clnet_program_of(const char *family, const char *options) {
     return family;
 }
 
-/* Appends "#line 1 "<family>.cl"" and the family's text to *text (of *len
- * characters), growing it. */
-static clnet_status append_family(const char *family, char **text, size_t *len) {
+/* A program's text as it is composed. */
+typedef struct {
+    char *s;
+    size_t len, cap;
+} source_text;
+
+/* Appends s (n characters) to t, growing it. */
+static clnet_status append_text(const char *s, size_t n, source_text *t) {
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = (t->len + n + 1) * 2;
+        char *grown = clnet_realloc(t->s, cap);
+        if (!grown)
+            return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory composing kernel source");
+        t->s = grown, t->cap = cap;
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+    return CLNET_OK;
+}
+
+#define INCLUDE       "#include \""
+#define INCLUDE_DEPTH 4
+
+/* Appends the family's text to *text, each line `#include "<other>.cl"` (at
+ * a line's start) replaced by the other family's text, that file's line
+ * numbers kept for the compiler's messages. */
+static clnet_status append_family(const char *family, source_text *t, int depth) {
     clnet_status status = CLNET_OK;
-    char *owned = NULL;
+    char *owned = NULL, mark[160];
     const char *body = NULL;
     size_t body_len = 0;
     TRY(family_text(family, &owned, &body, &body_len));
-    size_t cap = *len + body_len + strlen(family) + 32;
-    char *grown = clnet_realloc(*text, cap);
-    if (!grown) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory composing kernel source");
-    *text = grown;
-    *len += (size_t)snprintf(grown + *len, cap - *len, "#line 1 \"%s.cl\"\n%.*s\n", family,
-                             (int)body_len, body);
+    int n = snprintf(mark, sizeof mark, "#line 1 \"%s.cl\"\n", family);
+    TRY(append_text(mark, (size_t)n, t));
+    const char *at = body, *end = body + body_len;
+    for (int line = 1; at < end; line++) {
+        const char *eol = memchr(at, '\n', (size_t)(end - at));
+        size_t span = eol ? (size_t)(eol - at) + 1 : (size_t)(end - at);
+        size_t skip = strlen(INCLUDE);
+        const char *close = span > skip && strncmp(at, INCLUDE, skip) == 0
+                                ? memchr(at + skip, '"', span - skip)
+                                : NULL;
+        if (close && close - (at + skip) > 3 && strncmp(close - 3, ".cl", 3) == 0) {
+            char other[64];
+            int name = (int)(close - 3 - (at + skip));
+            if (depth >= INCLUDE_DEPTH || name >= (int)sizeof other)
+                FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s.cl:%d: an #include too deep or too long",
+                     family, line);
+            snprintf(other, sizeof other, "%.*s", name, at + skip);
+            TRY(append_family(other, t, depth + 1));
+            n = snprintf(mark, sizeof mark, "\n#line %d \"%s.cl\"\n", line + 1, family);
+            TRY(append_text(mark, (size_t)n, t));
+        } else {
+            TRY(append_text(at, span, t));
+        }
+        at += span;
+    }
+    TRY(append_text("\n", 1, t));
 cleanup:
     free(owned);
     return status;
@@ -93,21 +138,16 @@ cleanup:
 
 clnet_status clnet_kernel_source(const char *family, char **out) {
     clnet_status status = CLNET_OK;
-    char *text = NULL;
-    size_t len = 0;
+    source_text t = {0};
     *out = NULL;
-    TRY(append_family("common", &text, &len));
-    /* the implicit and lanes convolutions run the tiled GEMM's micro-kernel */
-    if (strcmp(family, "conv_implicit") == 0 || strcmp(family, "conv_lanes") == 0)
-        TRY(append_family("gemm_tiled", &text, &len));
+    TRY(append_family("common", &t, 0));
     if (strcmp(family, CLNET_SHARED_PROGRAM) == 0)
-        for (int i = 0; i < SHARED_FAMILIES; i++)
-            TRY(append_family(shared_families[i], &text, &len));
+        for (int i = 0; i < SHARED_FAMILIES; i++) TRY(append_family(shared_families[i], &t, 0));
     else
-        TRY(append_family(family, &text, &len));
-    *out = text;
-    text = NULL;
+        TRY(append_family(family, &t, 0));
+    *out = t.s;
+    t.s = NULL;
 cleanup:
-    free(text);
+    free(t.s);
     return status;
 }
