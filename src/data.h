@@ -1,11 +1,41 @@
-/* Private parts of the data module: a hook that lets the tests make the
- * loader's prefetch thread fail, to check that its failure reaches the caller
- * (nothing on that thread can fail on its own: its memory is allocated up
- * front). */
+/* Private parts of the data sets and the loader: a data set's fields (data.c,
+ * data_idx.c, data_npy.c fill them; loader.c reads them), and a hook that
+ * lets the tests make the loader's prefetch thread fail, to check that its
+ * failure reaches the caller (nothing on that thread can fail on its own: its
+ * memory is allocated up front). */
 #ifndef CLNET_DATA_H
 #define CLNET_DATA_H
 
 #include "clnet.h"
+
+#include <stdint.h>
+
+struct clnet_dataset {
+    int count;                   /* samples */
+    int channels, height, width; /* clnet_dataset_shape's view of a sample */
+    int rank, dims[4];           /* a sample's shape as the file has it */
+    int from_idx;                /* IDX images: they feed any input of as many values */
+    int unlabelled;              /* .npy samples without labels (all 0) */
+    int classes;                 /* 1 + the largest label of the files as loaded */
+    uint8_t *images;             /* (count, sample) bytes, or NULL with floats */
+    float *floats;               /* (count, sample) float32 (.npy), or NULL */
+    int32_t *labels;             /* (count) */
+    /* Float targets, .npy float32 y (count, targets), in place of labels
+     * (which are then all 0); NULL and 0 otherwise. With target_classes,
+     * an integer y of a class per position (count, spatial...), held as
+     * floats. */
+    float *targets;
+    int target_size, target_rank, target_dims[4];
+    int target_classes;
+    /* clnet_dataset_targets_from_samples: each sample is its own target,
+     * read from images or floats (targets stays NULL) */
+    int samples_as_targets;
+};
+
+/* clnet_dataset_load_idx, the first `limit` images (0: all) with every label
+ * (the classes are those of the whole file). */
+clnet_status clnet_dataset_load_idx_first(clnet_dataset **out, const char *images_path,
+                                          const char *labels_path, int limit);
 
 /* Makes the prefetch thread fail with CLNET_ERR_INTERNAL, once, when it
  * prepares the batch that starts at (epoch, position). Set it before that

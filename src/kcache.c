@@ -1,6 +1,7 @@
 /* On-disk kernel binary cache. */
 #include "alloc.h"
 #include "kcache.h"
+#include "bytes.h"
 #include "fileio.h"
 #include "error.h"
 
@@ -18,23 +19,6 @@
 #define FORMAT_VERSION  1
 #define MAX_ENTRY_BYTES (512u << 20)
 static const char MAGIC[8] = "CLNETKC";
-
-static void put32(unsigned char *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put64(unsigned char *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get32(const unsigned char *p) {
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-static uint64_t get64(const unsigned char *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
 
 char *clnet_kcache_key(const clnet_device *d, const char *source, const char *options) {
     size_t n = strlen(source);
@@ -102,17 +86,17 @@ static const char *check_entry(const unsigned char *f, size_t n, const char *key
     *other_key = 0;
     if (n < HEADER_BYTES) return "shorter than its header (truncated)";
     if (memcmp(f, MAGIC, 8) != 0) return "bad magic (not a clnet cache file)";
-    if (get32(f + 8) != FORMAT_VERSION) return "unknown format version";
-    uint64_t klen = get32(f + 12), plen = get64(f + 16);
+    if (clnet_get_le32(f + 8) != FORMAT_VERSION) return "unknown format version";
+    uint64_t klen = clnet_get_le32(f + 12), plen = clnet_get_le64(f + 16);
     if (klen > n || plen > n || HEADER_BYTES + klen + plen != n)
         return "length does not match its header (truncated or extended)";
     unsigned char head[HEADER_BYTES];
     memcpy(head, f, HEADER_BYTES);
-    put32(head + 28, 0);
+    clnet_put_le32(head + 28, 0);
     uint32_t hc = clnet_crc32(head, HEADER_BYTES);
     hc = (uint32_t)crc32(hc, f + HEADER_BYTES, (uInt)klen);
-    if (hc != get32(f + 28)) return "header checksum mismatch (corrupt)";
-    if (clnet_crc32(f + HEADER_BYTES + klen, plen) != get32(f + 24))
+    if (hc != clnet_get_le32(f + 28)) return "header checksum mismatch (corrupt)";
+    if (clnet_crc32(f + HEADER_BYTES + klen, plen) != clnet_get_le32(f + 24))
         return "payload checksum mismatch (corrupt)";
     if (klen != keylen || memcmp(f + HEADER_BYTES, key, keylen) != 0) *other_key = 1;
     return NULL;
@@ -164,13 +148,13 @@ int clnet_kcache_store(const clnet_cache_config *cfg, const char *key, const uns
     size_t keylen = strlen(key);
     unsigned char head[HEADER_BYTES] = {0};
     memcpy(head, MAGIC, 8);
-    put32(head + 8, FORMAT_VERSION);
-    put32(head + 12, (uint32_t)keylen);
-    put64(head + 16, len);
-    put32(head + 24, clnet_crc32(bin, len));
+    clnet_put_le32(head + 8, FORMAT_VERSION);
+    clnet_put_le32(head + 12, (uint32_t)keylen);
+    clnet_put_le64(head + 16, len);
+    clnet_put_le32(head + 24, clnet_crc32(bin, len));
     uint32_t hc = clnet_crc32(head, HEADER_BYTES);
     hc = (uint32_t)crc32(hc, (const unsigned char *)key, (uInt)keylen);
-    put32(head + 28, hc);
+    clnet_put_le32(head + 28, hc);
     clnet_atomic_file f;
     clnet_status s = clnet_atomic_open(&f, path);
     if (s == CLNET_OK) s = clnet_atomic_write(&f, head, HEADER_BYTES);

@@ -3,6 +3,7 @@
 #include "model.h"
 #include "alloc.h"
 #include "error.h"
+#include "random.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -668,15 +669,9 @@ clnet_status clnet_model_finish(clnet_model *m, int *bad_line) {
 
 /* ---- initialisation ------------------------------------------------------------ */
 
-/* splitmix64: small, fast, and the same everywhere */
-static uint64_t next_u64(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+/* splitmix64 (random.h): small, fast, and the same everywhere */
 static double uniform01(uint64_t *s) { /* (0, 1) */
-    return ((double)(next_u64(s) >> 11) + 0.5) / 9007199254740992.0;
+    return ((double)(clnet_splitmix64(s) >> 11) + 0.5) / 9007199254740992.0;
 }
 static double normal(uint64_t *s) { /* Box-Muller */
     double u = uniform01(s), v = uniform01(s);

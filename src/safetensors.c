@@ -1,6 +1,7 @@
 /* Reading and writing float32 and int64 tensors in the safetensors format. */
 #include "alloc.h"
 #include "safetensors.h"
+#include "bytes.h"
 #include "text.h"
 #include "fileio.h"
 #include "error.h"
@@ -35,22 +36,6 @@ static int dtype_valid(clnet_st_dtype dtype) {
 
 const char *clnet_st_dtype_name(clnet_st_dtype dtype) {
     return dtype_valid(dtype) ? DTYPES[dtype].name : "?";
-}
-
-/* Bytes are assembled by hand, so files are little-endian whatever the host is. */
-static void put_u32(unsigned char *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put_u64(unsigned char *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get_u32(const unsigned char *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get_u64(const unsigned char *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
 }
 
 /* "[20,1,3,3]" */
@@ -330,7 +315,7 @@ static clnet_status load_stream(FILE *fp, const char *path, uint64_t size, clnet
              "length",
              path, size);
     TRY(read_exactly(fp, path, len8, 8));
-    uint64_t n = get_u64(len8);
+    uint64_t n = clnet_get_le64(len8);
     if (n < 2)
         FAIL(CLNET_ERR_FORMAT, "%s: header length %" PRIu64 " is too small (at least 2: \"{}\")",
              path, n);
@@ -378,12 +363,12 @@ static clnet_status load_stream(FILE *fp, const char *path, uint64_t size, clnet
         size_t n = (size_t)(e->end - e->begin) / (size_t)DTYPES[e->dtype].size;
         if (e->dtype == CLNET_ST_F32) {
             for (size_t k = 0; k < n; k++) {
-                uint32_t u = get_u32(bytes + 4 * k);
+                uint32_t u = clnet_get_le32(bytes + 4 * k);
                 memcpy(bytes + 4 * k, &u, 4);
             }
             e->data = bytes;
         } else {
-            for (size_t k = 0; k < n; k++) next_int[k] = (int64_t)get_u64(bytes + 8 * k);
+            for (size_t k = 0; k < n; k++) next_int[k] = (int64_t)clnet_get_le64(bytes + 8 * k);
             e->data = next_int;
             next_int += n;
         }
@@ -698,11 +683,11 @@ static clnet_status write_elements(clnet_atomic_file *f, const void *x, size_t n
             if (size == 4) {
                 uint32_t u;
                 memcpy(&u, src + 4 * (i + j), 4);
-                put_u32(buf + 4 * j, u);
+                clnet_put_le32(buf + 4 * j, u);
             } else {
                 uint64_t u;
                 memcpy(&u, src + 8 * (i + j), 8);
-                put_u64(buf + 8 * j, u);
+                clnet_put_le64(buf + 8 * j, u);
             }
         }
         clnet_status s = clnet_atomic_write(f, buf, (size_t)size * m);
@@ -729,7 +714,7 @@ clnet_status clnet_st_save(const char *path, const clnet_st_tensor *tensors, int
     TRY(make_header(path, tensors, count, meta, nmeta, &header));
     clnet_atomic_clean_stale(path);
     TRY(clnet_atomic_open(&f, path));
-    put_u64(len8, (uint64_t)header.len);
+    clnet_put_le64(len8, (uint64_t)header.len);
     TRY(clnet_atomic_write(&f, len8, 8));
     TRY(clnet_atomic_write(&f, header.buf, header.len));
     for (int i = 0; i < count; i++) {

@@ -1,0 +1,396 @@
+/* The loader: shuffles, normalises and batches a data set on a prefetch
+ * thread, with noise where asked; every epoch's order and noise depend only
+ * on (seed, epoch), so any batch can be made again. */
+#include "alloc.h"
+#include "data.h"
+#include "error.h"
+#include "random.h"
+
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the order of an epoch ------------------------------------------------- */
+
+/* The generator of one epoch: its state depends on (seed, epoch) only, so any
+ * epoch's order can be made without making the ones before it. */
+static clnet_xoshiro epoch_generator(uint64_t seed, int epoch) {
+    uint64_t key = seed;
+    return clnet_xoshiro_from(clnet_splitmix64(&key) ^ (uint64_t)(uint32_t)epoch);
+}
+
+/* order (n) = the sample order of the epoch: file order, or a Fisher-Yates
+ * shuffle of it. */
+static void make_order(int32_t *order, int n, int shuffle, uint64_t seed, int epoch) {
+    for (int i = 0; i < n; i++) order[i] = i;
+    if (!shuffle) return;
+    clnet_xoshiro r = epoch_generator(seed, epoch);
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)clnet_uniform_below(&r, (uint32_t)i + 1);
+        int32_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+/* ---- noise ------------------------------------------------------------------- */
+
+#define NOISE_DOMAIN 0x6E6F697365ull /* "noise": apart from the shuffles of one seed */
+
+/* The key of one sample's noise in one epoch: distinct (epoch, sample) give
+ * distinct keys for a seed (mix64 is a bijection). */
+static uint64_t noise_key(uint64_t seed, int epoch, int32_t sample) {
+    uint64_t which = (uint64_t)(uint32_t)epoch << 32 | (uint32_t)sample;
+    return clnet_mix64(clnet_mix64(seed ^ NOISE_DOMAIN) + CLNET_GOLDEN * which);
+}
+
+/* z (n) ~ N(0, 1), value j of the sample whose key is `key`, times `scale`,
+ * added to dst: a counter-based stream (splitmix64 at position j / 2 after
+ * the key), each 64-bit word two uniforms, Box-Muller making them two
+ * normals, the cosine's for the even value, the sine's for the odd one. */
+static void add_noise(float *dst, size_t n, uint64_t key, float scale) {
+    const double two_pi = 6.283185307179586;
+    for (size_t pair = 0; 2 * pair < n; pair++) {
+        uint64_t bits = clnet_mix64(key + CLNET_GOLDEN * (pair + 1));
+        double u1 = ((double)(bits >> 32) + 1.0) * 0x1p-32; /* (0, 1] */
+        double u2 = (double)(bits & 0xffffffffu) * 0x1p-32; /* [0, 1) */
+        double r = sqrt(-2.0 * log(u1));
+        dst[2 * pair] += scale * (float)(r * cos(two_pi * u2));
+        if (2 * pair + 1 < n) dst[2 * pair + 1] += scale * (float)(r * sin(two_pi * u2));
+    }
+}
+
+/* ---- the loader --------------------------------------------------------------- */
+
+typedef struct {
+    int epoch;
+    int64_t position;
+} cursor;
+
+typedef struct {
+    float *images;   /* (batch, C, H, W) */
+    int32_t *labels; /* (batch) */
+    float *targets;  /* (batch, targets), or NULL: a data set without float targets */
+} batch_buffer;
+
+/* The serials of the batches every loader prepares, one count for the process. */
+static atomic_uint_least64_t serials;
+
+struct clnet_loader {
+    const clnet_dataset *ds;
+    clnet_loader_config cfg;
+    int count;           /* samples, as when the loader was made */
+    size_t sample_bytes; /* the values of a sample (C * H * W) */
+    int batches_per_epoch;
+    float normalised[256]; /* byte -> (byte / 255 - mean) / std */
+    batch_buffer buffers[2];
+
+    /* The caller's side (only clnet_loader_* calls touch these). */
+    int held;             /* the buffer of the caller's current batch; -1 for none */
+    uint64_t held_serial; /* its serial (clnet_loader_serial) */
+    cursor next;          /* where the caller's next batch starts */
+
+    /* The prefetch thread's own: the order of order_epoch. */
+    int32_t *order;  /* (count) */
+    int order_epoch; /* -1: none made yet */
+
+    /* Shared, under lock. The caller requests one batch at a time into the
+     * buffer it does not hold; the thread prepares it and posts the result. */
+    pthread_t thread;
+    int thread_started;
+    int sync_ready; /* the lock and conditions exist */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;     /* caller -> thread: a request, or stop */
+    pthread_cond_t finished; /* thread -> caller: a result */
+    int stop;
+    int requested; /* a request waits for the thread */
+    int busy;      /* the thread is preparing a batch */
+    int done;      /* a result waits for the caller */
+    cursor job;    /* the requested batch */
+    int job_buffer;
+    clnet_batch result;
+    uint64_t result_serial;
+    int result_buffer;
+    clnet_error_slot result_error;
+    int fail_armed; /* the test hook */
+    cursor fail_at;
+};
+
+/* Where the batch at c really starts: an epoch's end (or, with drop_last, a
+ * tail shorter than a batch) means the start of the next epoch. */
+static cursor settle(const clnet_loader *l, cursor c) {
+    int64_t left = l->count - c.position;
+    if (left <= 0 || (l->cfg.drop_last && left < l->cfg.batch)) {
+        c.epoch = c.epoch == INT_MAX ? 0 : c.epoch + 1; /* after 2^31 epochs: no overflow */
+        c.position = 0;
+    }
+    return c;
+}
+
+/* dst (sample_bytes) = sample `sample`, normalised: (x - mean) / std. */
+static void normalise_sample(const clnet_loader *l, int32_t sample, float *dst) {
+    size_t from = (size_t)sample * l->sample_bytes;
+    const float *floats = l->ds->floats, mean = l->cfg.mean, std = l->cfg.std;
+    if (l->ds->images) { /* bytes: through the table */
+        const uint8_t *images = l->ds->images + from;
+        for (size_t j = 0; j < l->sample_bytes; j++) dst[j] = l->normalised[images[j]];
+    } else { /* float32 from .npy: as they are, then the mean and std */
+        for (size_t j = 0; j < l->sample_bytes; j++) dst[j] = (floats[from + j] - mean) / std;
+    }
+}
+
+/* Gathers the samples at positions [at, at + n) of the epoch's order and
+ * converts their bytes to floats, adding the noise to the inputs; the
+ * targets are the data set's, or the clean samples. Runs on the prefetch
+ * thread. */
+static clnet_status prepare_batch(clnet_loader *l, cursor at, int buffer, int fail,
+                                  clnet_batch *out) {
+    if (fail)
+        return clnet_fail(CLNET_ERR_INTERNAL, "injected failure preparing epoch %d position %lld",
+                          at.epoch, (long long)at.position);
+    if (l->order_epoch != at.epoch) {
+        make_order(l->order, l->count, l->cfg.shuffle, l->cfg.seed, at.epoch);
+        l->order_epoch = at.epoch;
+    }
+    int64_t left = l->count - at.position;
+    int n = left < l->cfg.batch ? (int)left : l->cfg.batch;
+    batch_buffer *b = &l->buffers[buffer];
+    size_t T = (size_t)l->ds->target_size;
+    /* noise x + noise * z is (x - mean) / std + (noise / std) * z after normalisation */
+    float scale = l->cfg.noise / l->cfg.std;
+    for (int i = 0; i < n; i++) {
+        int32_t sample = l->order[at.position + i];
+        float *dst = b->images + (size_t)i * l->sample_bytes; /* (C, H, W) */
+        normalise_sample(l, sample, dst);
+        if (l->ds->samples_as_targets) /* the clean sample, before its noise */
+            memcpy(b->targets + (size_t)i * T, dst, T * sizeof(float));
+        else if (T)
+            memcpy(b->targets + (size_t)i * T, l->ds->targets + (size_t)sample * T, T * 4);
+        if (l->cfg.noise > 0)
+            add_noise(dst, l->sample_bytes, noise_key(l->cfg.noise_seed, at.epoch, sample), scale);
+        b->labels[i] = l->ds->labels[sample];
+    }
+    *out = (clnet_batch){.images = b->images,
+                         .labels = b->labels,
+                         .targets = b->targets,
+                         .n = n,
+                         .epoch = at.epoch,
+                         .position = at.position};
+    return CLNET_OK;
+}
+
+static void *prefetch_thread(void *arg) {
+    clnet_loader *l = arg;
+    pthread_mutex_lock(&l->lock);
+    for (;;) {
+        while (!l->stop && !l->requested) pthread_cond_wait(&l->wake, &l->lock);
+        if (l->stop) break;
+        cursor at = l->job;
+        int buffer = l->job_buffer;
+        int fail =
+            l->fail_armed && l->fail_at.epoch == at.epoch && l->fail_at.position == at.position;
+        if (fail) l->fail_armed = 0;
+        l->requested = 0;
+        l->busy = 1;
+        pthread_mutex_unlock(&l->lock);
+
+        clnet_batch result = {0};
+        clnet_error_slot error;
+        clnet_error_save(&error, prepare_batch(l, at, buffer, fail, &result));
+
+        pthread_mutex_lock(&l->lock);
+        l->busy = 0;
+        l->done = 1;
+        l->result = result;
+        l->result_serial = atomic_fetch_add(&serials, 1) + 1;
+        l->result_buffer = buffer;
+        l->result_error = error;
+        pthread_cond_broadcast(&l->finished);
+    }
+    pthread_mutex_unlock(&l->lock);
+    return NULL;
+}
+
+/* Asks the thread for the batch at c, into the buffer the caller does not
+ * hold. Called with the lock held. */
+static void request(clnet_loader *l, cursor c) {
+    l->job = c;
+    l->job_buffer = l->held == 0 ? 1 : 0;
+    l->requested = 1;
+    pthread_cond_signal(&l->wake);
+}
+
+/* Forgets a posted result that the caller will not take. Lock held. */
+static void discard_result(clnet_loader *l) {
+    if (!l->done) return;
+    l->done = 0;
+    free(l->result_error.message);
+    l->result_error = (clnet_error_slot){0};
+}
+
+clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
+                                 const clnet_loader_config *cfg) {
+    clnet_status status = CLNET_OK;
+    clnet_loader *l = NULL;
+    if (out) *out = NULL;
+    if (!out || !ds || !cfg)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_loader_create: out, ds and cfg must not be NULL");
+    if (cfg->batch < 1)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_loader_create: batch is %d, want at least 1",
+             cfg->batch);
+    if (!isfinite(cfg->mean) || !isfinite(cfg->std) || cfg->std == 0.0f)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT,
+             "clnet_loader_create: mean %g and std %g must be finite and std not 0",
+             (double)cfg->mean, (double)cfg->std);
+    if (!(cfg->noise >= 0.0f) || !isfinite(cfg->noise))
+        FAIL(CLNET_ERR_INVALID_ARGUMENT,
+             "clnet_loader_create: noise %g must be finite and 0 or more (a standard deviation)",
+             (double)cfg->noise);
+    if (cfg->drop_last && cfg->batch > ds->count)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT,
+             "clnet_loader_create: with drop_last, batch %d larger than the %d samples leaves no "
+             "batch in an epoch",
+             cfg->batch, ds->count);
+
+    l = clnet_calloc(1, sizeof *l);
+    if (!l) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a loader");
+    l->ds = ds;
+    l->cfg = *cfg;
+    l->cfg.shuffle = cfg->shuffle != 0;
+    l->cfg.drop_last = cfg->drop_last != 0;
+    l->count = ds->count;
+    l->sample_bytes = (size_t)ds->channels * (size_t)ds->height * (size_t)ds->width;
+    int64_t per_epoch = l->cfg.drop_last ? (int64_t)l->count / l->cfg.batch
+                                         : ((int64_t)l->count + l->cfg.batch - 1) / l->cfg.batch;
+    l->batches_per_epoch = (int)per_epoch;
+    for (int b = 0; b < 256; b++) l->normalised[b] = ((float)b / 255.0f - cfg->mean) / cfg->std;
+    l->held = -1;
+    l->order_epoch = -1;
+
+    size_t samples = (size_t)(cfg->batch < l->count ? cfg->batch : l->count);
+    for (int i = 0; i < 2; i++) {
+        l->buffers[i].images = clnet_malloc(samples * l->sample_bytes * sizeof(float));
+        l->buffers[i].labels = clnet_malloc(samples * sizeof(int32_t));
+        size_t T = (size_t)ds->target_size;
+        if (T) l->buffers[i].targets = clnet_malloc(samples * T * sizeof(float));
+        if (!l->buffers[i].images || !l->buffers[i].labels || (T && !l->buffers[i].targets))
+            FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for two batches of %zu samples", samples);
+    }
+    l->order = clnet_malloc((size_t)l->count * sizeof *l->order);
+    if (!l->order)
+        FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for the order of %d samples", l->count);
+
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_cond_init(&l->wake, NULL);
+    pthread_cond_init(&l->finished, NULL);
+    l->sync_ready = 1;
+    clnet_count_thread();
+    int err = pthread_create(&l->thread, NULL, prefetch_thread, l);
+    if (err) FAIL(CLNET_ERR_THREAD, "cannot start the loader's prefetch thread: %s", strerror(err));
+    l->thread_started = 1;
+
+    pthread_mutex_lock(&l->lock);
+    request(l, l->next);
+    pthread_mutex_unlock(&l->lock);
+    *out = l;
+    l = NULL;
+cleanup:
+    clnet_loader_free(l);
+    return status;
+}
+
+clnet_status clnet_loader_next(clnet_loader *l, clnet_batch *out) {
+    if (!l || !out)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_loader_next: l and out must not be NULL");
+    pthread_mutex_lock(&l->lock);
+    /* After a failure nothing is on its way: ask again. */
+    if (!l->done && !l->requested && !l->busy) request(l, l->next);
+    while (!l->done) pthread_cond_wait(&l->finished, &l->lock);
+    l->done = 0;
+    clnet_batch result = l->result;
+    clnet_error_slot error = l->result_error;
+    l->result_error = (clnet_error_slot){0};
+    if (error.status == CLNET_OK) {
+        l->held = l->result_buffer;
+        l->held_serial = l->result_serial;
+        l->next = settle(l, (cursor){result.epoch, result.position + result.n});
+        request(l, l->next);
+    }
+    pthread_mutex_unlock(&l->lock);
+    if (error.status != CLNET_OK) return clnet_error_restore(&error);
+    *out = result;
+    return CLNET_OK;
+}
+
+int clnet_loader_peek(clnet_loader *l, clnet_batch *out, uint64_t *serial) {
+    pthread_mutex_lock(&l->lock);
+    while (!l->done && (l->requested || l->busy)) pthread_cond_wait(&l->finished, &l->lock);
+    int ready = l->done && l->result_error.status == CLNET_OK;
+    if (ready) {
+        *out = l->result;
+        *serial = l->result_serial;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return ready;
+}
+
+uint64_t clnet_loader_serial(const clnet_loader *l) {
+    return l ? l->held_serial : 0;
+}
+
+clnet_status clnet_loader_seek(clnet_loader *l, int epoch, int64_t position) {
+    if (!l) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_loader_seek: l is NULL");
+    if (epoch < 0 || position < 0 || position >= l->count)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_loader_seek: epoch %d position %lld is out of range (want epoch "
+                          ">= 0 and 0 <= position < %d)",
+                          epoch, (long long)position, l->count);
+    pthread_mutex_lock(&l->lock);
+    l->requested = 0;
+    while (l->busy) pthread_cond_wait(&l->finished, &l->lock);
+    discard_result(l);
+    l->next = settle(l, (cursor){epoch, position});
+    request(l, l->next);
+    pthread_mutex_unlock(&l->lock);
+    return CLNET_OK;
+}
+
+int clnet_loader_batches_per_epoch(const clnet_loader *l) {
+    return l ? l->batches_per_epoch : 0;
+}
+
+void clnet_loader_inject_failure(clnet_loader *l, int epoch, int64_t position) {
+    pthread_mutex_lock(&l->lock);
+    l->fail_armed = 1;
+    l->fail_at = (cursor){epoch, position};
+    pthread_mutex_unlock(&l->lock);
+}
+
+void clnet_loader_free(clnet_loader *l) {
+    if (!l) return;
+    if (l->thread_started) {
+        pthread_mutex_lock(&l->lock);
+        l->stop = 1;
+        pthread_cond_signal(&l->wake);
+        pthread_mutex_unlock(&l->lock);
+        pthread_join(l->thread, NULL);
+        discard_result(l);
+    }
+    if (l->sync_ready) {
+        pthread_mutex_destroy(&l->lock);
+        pthread_cond_destroy(&l->wake);
+        pthread_cond_destroy(&l->finished);
+    }
+    for (int i = 0; i < 2; i++) {
+        free(l->buffers[i].images);
+        free(l->buffers[i].labels);
+        free(l->buffers[i].targets);
+    }
+    free(l->order);
+    free(l);
+}
