@@ -1,5 +1,5 @@
 /* Several processes: the MPI level of the coordinator (dist.c with MPI,
- * dist_none.c without; job.c in both).
+ * dist_none.c without; dist_job.c in both).
  *
  * A job started by mpirun has R ranks; each drives its own devices as one
  * process does, and the ranks meet here. Every call below is collective:

@@ -1,7 +1,7 @@
 /* Layer kinds and the nodes of a model. One file per kind in src/layers/:
  * it parses its own options into its own configuration, infers its output
  * shape and declares its parameters and buffers (setup), and runs its
- * forward and backward passes. The registry in layers.c lists the kinds.
+ * forward and backward passes. The registry in layer.c lists the kinds.
  *
  * A node sees one sample's shapes; passes run over n samples at a time,
  * batch first (NCHW for images), float32. Memory (per replica): all
@@ -423,7 +423,7 @@ clnet_status clnet_no_kernels(const clnet_node *node, const clnet_pass *p);
         .setup = setup_, .forward = forward_, .backward = backward_,                               \
     }
 
-/* The registry (layers.c). */
+/* The registry (layer.c). */
 const clnet_kind *clnet_kind_find(const char *name);
 /* Built-in kind i (registry order), or NULL past the last: kinds added
  * with clnet_kind_register are not among them. */
@@ -459,7 +459,7 @@ clnet_status clnet_batchnorm_add_backward(const clnet_pass *p, clnet_shape shape
 /* A relu whose producer took it in (fuse_relu): named "relu", a view. */
 extern const clnet_kind clnet_relu_fused_kind;
 
-/* ---- helpers for layer files (layers.c, options.c) ---- */
+/* ---- helpers for layer files (layer.c, options.c) ---- */
 
 /* A message for a node that cannot take its input ("layer 'conv1' (conv2d,
  * input 1x28x28): ..."). */
@@ -491,7 +491,7 @@ void clnet_axes(int rank, const int *v, int fill, int out[3]);
  * clnet_win argument, so small layers share one program. Then `extra` (may
  * be NULL or ""). */
 void clnet_window_options(const clnet_window *w, const char *extra, char *out, size_t cap);
-/* Whether clnet_window_options fixes w's geometry (layers.c says when). */
+/* Whether clnet_window_options fixes w's geometry (layer.c says when). */
 int clnet_window_fixed(const clnet_window *w);
 /* The work-group size for a window op's kernel over `range` (3 dims):
  * whole rows where its geometry is fixed (clnet_rows_local), else NULL. */
