@@ -58,8 +58,9 @@ static int run(clnet_device *d, const char *id, const shape *s, int reps, double
             clFinish(d->queue);
             *gflops = clnet_seconds();
         }
-        ok = clnet_gemm_with(d, id, &shape, &work, 1.0f, a, 0, lda, b, 0, ldb, 0.0f, c, 0, s->N) ==
-             CLNET_OK;
+        ok = clnet_gemm_with(d, id, &shape, &work,
+                             &(clnet_gemm_args){
+                                 1.0f, {a, 0, lda}, {b, 0, ldb}, 0.0f, {c, 0, s->N}}) == CLNET_OK;
     }
     if (ok) {
         clFinish(d->queue);

@@ -97,8 +97,9 @@ cleanup:
 
 static clnet_status run_once(clnet_device *d, const char *id, const clnet_gemm_shape *s,
                              operands *o) {
-    return clnet_gemm_with(d, id, s, &o->work, 1.0f, o->a, 0, o->lda, o->b, 0, o->ldb, 0.0f, o->c,
-                           0, o->ldc);
+    return clnet_gemm_with(
+        d, id, s, &o->work,
+        &(clnet_gemm_args){1.0f, {o->a, 0, o->lda}, {o->b, 0, o->ldb}, 0.0f, {o->c, 0, o->ldc}});
 }
 
 /* The fastest of COLD_CALLS calls, each after other data filled the caches. */

@@ -41,26 +41,26 @@ static int fits_u32(size_t v) {
     return v <= UINT_MAX;
 }
 
+/* to (cols, rows) = from (rows, cols)^T */
 static clnet_status transpose_kept(clnet_device *d, cl_kernel *kept, size_t rows, size_t cols,
-                                   cl_mem A, size_t aoff, size_t lda, cl_mem B, size_t boff,
-                                   size_t ldb) {
+                                   clnet_matrix from, clnet_matrix to) {
     if (rows == 0 || cols == 0) return CLNET_OK;
-    return clnet_run_kept(
-        d, kept, FAMILY, "", "transpose", 2, (size_t[]){cols, rows}, (size_t[]){16, 16},
-        ARGS(U32(rows), U32(cols), MEM(A), U32(aoff), U32(lda), MEM(B), U32(boff), U32(ldb)));
+    return clnet_run_kept(d, kept, FAMILY, "", "transpose", 2, (size_t[]){cols, rows},
+                          (size_t[]){16, 16},
+                          ARGS(U32(rows), U32(cols), MEM(from.mem), U32(from.off), U32(from.ld),
+                               MEM(to.mem), U32(to.off), U32(to.ld)));
 }
 
-static clnet_status gemm_clblast(clnet_device *d, int ta, int tb, size_t M, size_t N, size_t K,
-                                 float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
-                                 size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
-                                 size_t ldc) {
-    CLBlastStatusCode s =
-        CLBlastSgemm(CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
-                     tb ? CLBlastTransposeYes : CLBlastTransposeNo, M, N, K, alpha, A, aoff, lda, B,
-                     boff, ldb, beta, C, coff, ldc, &d->queue, NULL);
-    if (s != CLBlastSuccess)
+static clnet_status gemm_clblast(clnet_device *d, const clnet_gemm_shape *s,
+                                 const clnet_gemm_args *g) {
+    CLBlastStatusCode st =
+        CLBlastSgemm(CLBlastLayoutRowMajor, s->ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+                     s->tb ? CLBlastTransposeYes : CLBlastTransposeNo, s->M, s->N, s->K, g->alpha,
+                     g->a.mem, g->a.off, g->a.ld, g->b.mem, g->b.off, g->b.ld, g->beta, g->c.mem,
+                     g->c.off, g->c.ld, &d->queue, NULL);
+    if (st != CLBlastSuccess)
         return clnet_fail(CLNET_ERR_OPENCL, "CLBlastSgemm(%zu x %zu x %zu) failed with status %d",
-                          M, N, K, (int)s);
+                          s->M, s->N, s->K, (int)st);
     return CLNET_OK;
 }
 
@@ -184,18 +184,22 @@ size_t clnet_gemm_work_floats(const clnet_gemm_shape *s) {
 
 /* kept: [0] the product's kernel, [1] gemm_reduce, [2] transpose. */
 static clnet_status gemm_own(clnet_device *d, const choice *ch, cl_kernel *kept,
-                             const clnet_gemm_scratch *work, int ta, int tb, size_t M, size_t N,
-                             size_t K, float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
-                             size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
-                             size_t ldc) {
+                             const clnet_gemm_scratch *work, const clnet_gemm_shape *s,
+                             const clnet_gemm_args *g) {
     clnet_status status = CLNET_OK;
+    int ta = s->ta, tb = s->tb;
+    size_t M = s->M, N = s->N, K = s->K;
+    float alpha = g->alpha, beta = g->beta;
+    cl_mem A = g->a.mem, B = g->b.mem, C = g->c.mem;
+    size_t aoff = g->a.off, lda = g->a.ld, boff = g->b.off, ldb = g->b.ld, coff = g->c.off,
+           ldc = g->c.ld;
     size_t partials = 0;
     if (own_floats(ch->gpu, ta, tb, M, N, K, &partials) > work->floats)
         FAIL(CLNET_ERR_GUARD, "gemm %zu x %zu x %zu: %zu floats of scratch are too few", M, N, K,
              work->floats);
     int nt = own_nt(ta, tb, K);
     if (tb && !nt) { /* A^T B^T: make B^T into scratch and use gemm_nn */
-        TRY(transpose_kept(d, &kept[2], N, K, B, boff, ldb, work->mem, work->off, N));
+        TRY(transpose_kept(d, &kept[2], N, K, g->b, (clnet_matrix){work->mem, work->off, N}));
         B = work->mem;
         boff = work->off;
         ldb = N;
@@ -471,12 +475,11 @@ clnet_status clnet_gemm_pin(clnet_device *d, const char *key, int bucket, const 
     return clnet_tune_table_set(&d->pinned, &e);
 }
 
-static clnet_status check_shape(const clnet_gemm_shape *s, size_t aoff, size_t lda, size_t boff,
-                                size_t ldb, size_t coff, size_t ldc) {
+static clnet_status check_shape(const clnet_gemm_shape *s, const clnet_gemm_args *g) {
     size_t M = s->M, N = s->N, K = s->K;
     /* Every index the kernels compute must fit in 32 bits. */
-    size_t a_end = aoff + (s->ta ? K * lda : M * lda), b_end = boff + (s->tb ? N * ldb : K * ldb),
-           c_end = coff + M * ldc;
+    size_t a_end = g->a.off + (s->ta ? K : M) * g->a.ld,
+           b_end = g->b.off + (s->tb ? N : K) * g->b.ld, c_end = g->c.off + M * g->c.ld;
     if (!fits_u32(a_end) || !fits_u32(b_end) || !fits_u32(c_end) || !fits_u32(K * N) ||
         !fits_u32(16 * M * N))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
@@ -490,21 +493,15 @@ static clnet_status check_shape(const clnet_gemm_shape *s, size_t aoff, size_t l
  * scratch in `work`. */
 static clnet_status run_choice(clnet_device *d, const choice *ch, cl_kernel *kept,
                                const clnet_gemm_scratch *work, const clnet_gemm_shape *s,
-                               float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
-                               size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
-                               size_t ldc) {
-    clnet_status status = check_shape(s, aoff, lda, boff, ldb, coff, ldc);
+                               const clnet_gemm_args *g) {
+    clnet_status status = check_shape(s, g);
     double began = 0;
     if (status == CLNET_OK) status = clnet_profile_begin(d, &began);
     if (status != CLNET_OK) return status;
     if (ch->tiled)
-        status = clnet_gemm_tiled(d, kept, &ch->tp, work, s->ta, s->tb, s->M, s->N, s->K, alpha, A,
-                                  aoff, lda, B, boff, ldb, beta, C, coff, ldc);
+        status = clnet_gemm_tiled(d, kept, &ch->tp, work, s, g);
     else
-        status = ch->clblast ? gemm_clblast(d, s->ta, s->tb, s->M, s->N, s->K, alpha, A, aoff, lda,
-                                            B, boff, ldb, beta, C, coff, ldc)
-                             : gemm_own(d, ch, kept, work, s->ta, s->tb, s->M, s->N, s->K, alpha, A,
-                                        aoff, lda, B, boff, ldb, beta, C, coff, ldc);
+        status = ch->clblast ? gemm_clblast(d, s, g) : gemm_own(d, ch, kept, work, s, g);
     if (began != 0 && status == CLNET_OK) {
         char name[96];
         snprintf(name, sizeof name, "gemm %c%c %zux%zux%zu", s->ta ? 'T' : 'N', s->tb ? 'T' : 'N',
@@ -515,9 +512,7 @@ static clnet_status run_choice(clnet_device *d, const choice *ch, cl_kernel *kep
 }
 
 clnet_status clnet_gemm_with(clnet_device *d, const char *id, const clnet_gemm_shape *s,
-                             const clnet_gemm_scratch *scratch, float alpha, cl_mem A, size_t aoff,
-                             size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
-                             size_t coff, size_t ldc) {
+                             const clnet_gemm_scratch *scratch, const clnet_gemm_args *g) {
     clnet_status status = CLNET_OK;
     choice c;
     cl_kernel kept[CLNET_GEMM_KEPT] = {NULL};
@@ -532,7 +527,7 @@ clnet_status clnet_gemm_with(clnet_device *d, const char *id, const clnet_gemm_s
         TRY(clnet_buffer_create(d, own.floats * sizeof(float), &own.mem));
         scratch = &own;
     }
-    TRY(run_choice(d, &c, kept, scratch, s, alpha, A, aoff, lda, B, boff, ldb, beta, C, coff, ldc));
+    TRY(run_choice(d, &c, kept, scratch, s, g));
 cleanup:
     if (own.mem) { /* the queue may still read it: released once it is done */
         if (status == CLNET_OK) CL_CHECK(clnet_finish(d), "clFinish");
@@ -544,8 +539,7 @@ cleanup:
 /* The pick keeps the candidate, parsed, and its kernels: after a shape's
  * first call nothing is parsed or looked up by name. */
 clnet_status clnet_gemm(clnet_device *d, clnet_gemm_site *site, const clnet_gemm_shape *s,
-                        float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B, size_t boff,
-                        size_t ldb, float beta, cl_mem C, size_t coff, size_t ldc) {
+                        const clnet_gemm_args *g) {
     if (s->M == 0 || s->N == 0) return CLNET_OK;
     choice c;
     if (!site->record) { /* no record to keep it in: chosen for this call */
@@ -553,13 +547,11 @@ clnet_status clnet_gemm(clnet_device *d, clnet_gemm_site *site, const clnet_gemm
         cl_kernel kept[CLNET_GEMM_KEPT] = {NULL};
         choose(d, s, &once);
         memcpy(&c, once.choice, sizeof c);
-        return run_choice(d, &c, kept, &site->scratch, s, alpha, A, aoff, lda, B, boff, ldb, beta,
-                          C, coff, ldc);
+        return run_choice(d, &c, kept, &site->scratch, s, g);
     }
     clnet_gemm_pick *p = NULL;
     clnet_status status = pick(d, site, s, &p);
     if (status != CLNET_OK) return status;
     memcpy(&c, p->choice, sizeof c);
-    return run_choice(d, &c, p->kept, &site->scratch, s, alpha, A, aoff, lda, B, boff, ldb, beta, C,
-                      coff, ldc);
+    return run_choice(d, &c, p->kept, &site->scratch, s, g);
 }

@@ -82,9 +82,10 @@ typedef struct {
 clnet_status clnet_gemm_open(clnet_device *d);
 void clnet_gemm_close(clnet_device *d);
 
+/* C = alpha op(A) op(B) + beta C (gemm_shape.h's clnet_gemm_args), with the
+ * candidate the site's record keeps for the shape. */
 clnet_status clnet_gemm(clnet_device *d, clnet_gemm_site *site, const clnet_gemm_shape *s,
-                        float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B, size_t boff,
-                        size_t ldb, float beta, cl_mem C, size_t coff, size_t ldc);
+                        const clnet_gemm_args *g);
 
 /* Every candidate of the device's search space as ids ("clblast",
  * "own-tm8-wg1", ...), fixed order; returns how many (at most cap). */
@@ -93,9 +94,7 @@ int clnet_gemm_candidates(const clnet_device *d, char ids[][CLNET_GEMM_ID_CAP], 
 /* Runs one candidate, named by id, whatever the rules would pick, with its
  * scratch in `scratch` (NULL: a buffer made for this call). */
 clnet_status clnet_gemm_with(clnet_device *d, const char *id, const clnet_gemm_shape *s,
-                             const clnet_gemm_scratch *scratch, float alpha, cl_mem A, size_t aoff,
-                             size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
-                             size_t coff, size_t ldc);
+                             const clnet_gemm_scratch *scratch, const clnet_gemm_args *g);
 
 /* The database key of a shape ("gemm NT M=50 N=500 K=676n") and its bucket. */
 void clnet_gemm_key(const clnet_gemm_shape *s, char *key, size_t cap, int *bucket);

@@ -15,6 +15,22 @@ typedef struct {
     int n;      /* the samples, when batch is set */
 } clnet_gemm_shape;
 
+/* A matrix operand: its first element at `off` floats into `mem`, its rows
+ * `ld` floats apart. */
+typedef struct {
+    cl_mem mem;
+    size_t off, ld;
+} clnet_matrix;
+
+/* What a GEMM computes with: C = alpha op(A) op(B) + beta C (beta 0: C is
+ * only written, whatever it held). */
+typedef struct {
+    float alpha;
+    clnet_matrix a, b;
+    float beta;
+    clnet_matrix c;
+} clnet_gemm_args;
+
 /* Where a GEMM's scratch lies: `floats` floats of `mem` from `off`. */
 typedef struct {
     cl_mem mem;

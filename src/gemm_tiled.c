@@ -22,17 +22,26 @@ static int is_pow2_upto(int v, int max) {
     return v >= 1 && v <= max && (v & (v - 1)) == 0;
 }
 
+/* The register tile and the blocking within their ranges (gemm_tiled.h). */
+static int tile_in_range(const clnet_gemm_tiled_params *p) {
+    int nv = p->vw > 0 ? p->nr / p->vw : 0;
+    return p->mr >= 1 && p->mr <= 16 && is_pow2_upto(p->vw, 16) && nv >= 1 && nv <= 4 &&
+           nv * p->vw == p->nr && p->kc >= 0 && p->kc <= 65536 && p->mc >= 0 &&
+           p->mc % p->mr == 0 && (p->pack_a & ~1) == 0 && (p->pack_b & ~1) == 0;
+}
+
+/* The local-memory tiles, the work-group and the unroll within theirs. */
+static int group_in_range(const clnet_gemm_tiled_params *p) {
+    return p->kl >= 0 && p->kl <= 64 && p->wgm >= 1 && p->wgm <= 32 && p->wgn >= 1 &&
+           p->wgn <= 32 && p->wgm * p->wgn <= 1024 && p->ku >= 1 && p->ku <= 8 &&
+           (p->kl == 0 || (p->kc == 0 && p->mc == 0));
+}
+
 clnet_status clnet_gemm_tiled_check(const clnet_device *d, const clnet_gemm_tiled_params *p) {
     char id[96];
     clnet_gemm_tiled_name(p, id, sizeof id);
-    int nv = p->vw > 0 ? p->nr / p->vw : 0;
-    int ok = p->mr >= 1 && p->mr <= 16 && is_pow2_upto(p->vw, 16) && nv >= 1 && nv <= 4 &&
-             nv * p->vw == p->nr && p->kc >= 0 && p->kc <= 65536 && p->mc >= 0 &&
-             p->mc % p->mr == 0 && (p->pack_a & ~1) == 0 && (p->pack_b & ~1) == 0 && p->kl >= 0 &&
-             p->kl <= 64 && p->wgm >= 1 && p->wgm <= 32 && p->wgn >= 1 && p->wgn <= 32 &&
-             p->wgm * p->wgn <= 1024 && p->ku >= 1 && p->ku <= 8 &&
-             (p->kl == 0 || (p->kc == 0 && p->mc == 0));
-    if (!ok) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm_tiled: %s is out of range", id);
+    if (!tile_in_range(p) || !group_in_range(p))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm_tiled: %s is out of range", id);
     if (d) {
         size_t local_bytes = (size_t)p->kl * ((size_t)p->wgm * p->mr + (size_t)p->wgn * p->nr) * 4;
         if ((size_t)(p->wgm * p->wgn) > d->info.max_work_group_size ||
@@ -112,71 +121,75 @@ size_t clnet_gemm_tiled_scratch(const clnet_gemm_tiled_params *p, int ta, int tb
     return a + (pack_b ? (cols + nr - 1) / nr * nr * K : 0);
 }
 
-/* Packs X(x, k) = src[off + x * sx + k * sk], x < X, into blocks of P along x
- * (zero-padded) at `at` in the scratch: the layout PACK_A and packed_b read. */
-static clnet_status pack(clnet_device *d, cl_kernel *kept, const char *opts, size_t X, size_t K,
-                         size_t P, cl_mem src, size_t off, size_t sx, size_t sk,
-                         const clnet_gemm_scratch *work, size_t at) {
-    size_t blocks = (X + P - 1) / P;
-    if (!fits_u32(work->off + at + blocks * P * K))
+/* An operand as the kernels read it: X(x, k) = mem[off + x * sx + k * sk]. */
+typedef struct {
+    cl_mem mem;
+    size_t off, sx, sk;
+} strided;
+
+/* Packs X (x < rows, k < K) into blocks of P along x (zero-padded) at the
+ * start of `to`: the layout PACK_A and packed_b read. */
+static clnet_status pack(clnet_device *d, cl_kernel *kept, const char *opts, strided x, size_t rows,
+                         size_t K, size_t P, clnet_gemm_scratch to) {
+    size_t blocks = (rows + P - 1) / P;
+    if (!fits_u32(to.off + blocks * P * K))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm_tiled: packed operand beyond 2^32");
-    if (at + blocks * P * K > work->floats)
+    if (blocks * P * K > to.floats)
         return clnet_fail(CLNET_ERR_GUARD, "gemm_tiled: %zu floats of scratch are too few",
-                          work->floats);
+                          to.floats);
     /* a fixed work-group shape: PoCL compiles a kernel again for every new
      * local size, and one chosen by the driver would follow the shape */
     return clnet_run_kept(d, kept, FAMILY, opts, "pack", 2, (size_t[]){blocks, K},
                           (size_t[]){1, 32},
-                          ARGS(U32(X), U32(K), U32(P), MEM(src), U32(off), U32(sx), U32(sk),
-                               MEM(work->mem), U32(work->off + at)));
+                          ARGS(U32(rows), U32(K), U32(P), MEM(x.mem), U32(x.off), U32(x.sx),
+                               U32(x.sk), MEM(to.mem), U32(to.off)));
+}
+
+/* The scratch from `at` floats on. */
+static clnet_gemm_scratch scratch_from(const clnet_gemm_scratch *work, size_t at) {
+    return (clnet_gemm_scratch){work->mem, work->off + at,
+                                work->floats > at ? work->floats - at : 0};
 }
 
 clnet_status clnet_gemm_tiled(clnet_device *d, cl_kernel kept[3], const clnet_gemm_tiled_params *p,
-                              const clnet_gemm_scratch *work, int ta, int tb, size_t M, size_t N,
-                              size_t K, float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
-                              size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
-                              size_t ldc) {
+                              const clnet_gemm_scratch *work, const clnet_gemm_shape *s,
+                              const clnet_gemm_args *g) {
     clnet_status status = CLNET_OK;
+    int ta = s->ta, tb = s->tb;
+    size_t M = s->M, N = s->N, K = s->K;
     TRY(clnet_gemm_tiled_check(d, p));
     if (M == 0 || N == 0) return CLNET_OK;
     if (K == 0) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "gemm_tiled with K = 0");
-    size_t a_end = aoff + (ta ? K * lda : M * lda), b_end = boff + (tb ? N * ldb : K * ldb),
-           c_end = coff + M * ldc;
+    size_t a_end = g->a.off + (ta ? K : M) * g->a.ld, b_end = g->b.off + (tb ? N : K) * g->b.ld,
+           c_end = g->c.off + M * g->c.ld;
     if (!fits_u32(a_end) || !fits_u32(b_end) || !fits_u32(c_end))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                           "gemm_tiled %zu x %zu x %zu: matrices beyond 2^32 elements", M, N, K);
 
-    /* Strides of op(A)(m, k), op(B)(k, n), C(m, n). */
-    size_t sam = ta ? 1 : lda, sak = ta ? lda : 1;
-    size_t sbk = tb ? 1 : ldb, sbn = tb ? ldb : 1;
-    size_t csm = ldc, csn = 1;
-    /* C^T when B is not contiguous along n (runs_as_ct) */
-    if (runs_as_ct(ta, tb, M, N)) {
-        size_t t;
-        t = M, M = N, N = t;
-        cl_mem tm = A;
-        A = B, B = tm;
-        t = aoff, aoff = boff, boff = t;
-        size_t nsam = sbn, nsak = sbk;
-        sbk = sak, sbn = sam;
-        sam = nsam, sak = nsak;
-        csm = 1, csn = ldc;
+    /* op(A)(m, k), op(B)(n, k) as strided operands; C(m, n) = c[m * csm + n * csn]. */
+    strided a = {g->a.mem, g->a.off, ta ? 1 : g->a.ld, ta ? g->a.ld : 1};
+    strided b = {g->b.mem, g->b.off, tb ? g->b.ld : 1, tb ? 1 : g->b.ld};
+    size_t csm = g->c.ld, csn = 1;
+    if (runs_as_ct(ta, tb, M, N)) { /* C^T = op(B)^T op(A)^T, stored with strides */
+        strided t = a;
+        a = b, b = t;
+        size_t m = M;
+        M = N, N = m;
+        csm = 1, csn = g->c.ld;
     }
-    int pack_b = p->pack_b || sbn != 1;
+    int pack_b = p->pack_b || b.sx != 1;
     char opts[160];
     options(p, pack_b, opts, sizeof opts);
     size_t mr = (size_t)p->mr, nr = (size_t)p->nr;
     size_t b_at = 0; /* packed B's place in the scratch, after packed A */
     if (p->pack_a) {
-        TRY(pack(d, &kept[0], opts, M, K, mr, A, aoff, sam, sak, work, 0));
-        A = work->mem;
-        aoff = work->off, sam = 0, sak = 0;
+        TRY(pack(d, &kept[0], opts, a, M, K, mr, scratch_from(work, 0)));
+        a = (strided){work->mem, work->off, 0, 0};
         b_at = aligned((M + mr - 1) / mr * mr * K);
     }
     if (pack_b) {
-        TRY(pack(d, &kept[1], opts, N, K, nr, B, boff, sbn, sbk, work, b_at));
-        B = work->mem;
-        boff = work->off + b_at, sbk = 0;
+        TRY(pack(d, &kept[1], opts, b, N, K, nr, scratch_from(work, b_at)));
+        b = (strided){work->mem, work->off + b_at, b.sx, 0};
     }
 
     size_t mblocks = (M + mr - 1) / mr, panels = (N + nr - 1) / nr;
@@ -191,9 +204,9 @@ clnet_status clnet_gemm_tiled(clnet_device *d, cl_kernel kept[3], const clnet_ge
         global[1] = (mblocks + mb - 1) / mb;
     }
     TRY(clnet_run_kept(d, &kept[2], FAMILY, opts, "gemm_tiled", 2, global, local,
-                       ARGS(U32(M), U32(N), U32(K), U32(mb), F32(alpha), MEM(A), U32(aoff),
-                            U32(sam), U32(sak), MEM(B), U32(boff), U32(sbk), U32(pack_b), F32(beta),
-                            MEM(C), U32(coff), U32(csm), U32(csn))));
+                       ARGS(U32(M), U32(N), U32(K), U32(mb), F32(g->alpha), MEM(a.mem), U32(a.off),
+                            U32(a.sx), U32(a.sk), MEM(b.mem), U32(b.off), U32(b.sk), U32(pack_b),
+                            F32(g->beta), MEM(g->c.mem), U32(g->c.off), U32(csm), U32(csn))));
 cleanup:
     return status;
 }

@@ -41,10 +41,8 @@ typedef struct {
  * kept: the caller's handles of the kernels it runs (see clnet_run_kept):
  * NULLs at first, the same array for the same p and transposes after. */
 clnet_status clnet_gemm_tiled(clnet_device *d, cl_kernel kept[3], const clnet_gemm_tiled_params *p,
-                              const clnet_gemm_scratch *work, int ta, int tb, size_t M, size_t N,
-                              size_t K, float alpha, cl_mem A, size_t aoff, size_t lda, cl_mem B,
-                              size_t boff, size_t ldb, float beta, cl_mem C, size_t coff,
-                              size_t ldc);
+                              const clnet_gemm_scratch *work, const clnet_gemm_shape *s,
+                              const clnet_gemm_args *g);
 
 /* The most scratch any point takes for an M x N x K product (floats). */
 size_t clnet_gemm_tiled_work_floats(size_t M, size_t N, size_t K);

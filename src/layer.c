@@ -126,9 +126,7 @@ clnet_status clnet_pass_run(const clnet_pass *p, int slot, const char *family, c
 }
 
 clnet_status clnet_pass_gemm(const clnet_pass *p, int slot, size_t work_off,
-                             const clnet_gemm_shape *s, float alpha, cl_mem A, size_t aoff,
-                             size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
-                             size_t coff, size_t ldc) {
+                             const clnet_gemm_shape *s, const clnet_gemm_args *g) {
     clnet_gemm_site once = {0};
     clnet_gemm_site *site =
         p->gemms && slot >= 0 && slot < CLNET_NODE_GEMMS ? &p->gemms[slot] : &once;
@@ -136,7 +134,7 @@ clnet_status clnet_pass_gemm(const clnet_pass *p, int slot, size_t work_off,
     site->train = p->ctx->train && !p->ctx->probe; /* what checkpoints record */
     site->scratch = (clnet_gemm_scratch){p->work, work_off,
                                          p->work_cap > work_off ? p->work_cap - work_off : 0};
-    return clnet_gemm(p->d, site, s, alpha, A, aoff, lda, B, boff, ldb, beta, C, coff, ldc);
+    return clnet_gemm(p->d, site, s, g);
 }
 
 const char *const clnet_shape_keys[5] = {"channels", "depth", "height", "width", "length"};

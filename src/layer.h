@@ -397,9 +397,7 @@ cl_kernel *clnet_pass_kept(const clnet_pass *p, int slot);
  * clnet_gemm_chosen_work_floats(d, s) floats there. The site keeps its choice and kernels (gemm.h).
  */
 clnet_status clnet_pass_gemm(const clnet_pass *p, int slot, size_t work_off,
-                             const clnet_gemm_shape *s, float alpha, cl_mem A, size_t aoff,
-                             size_t lda, cl_mem B, size_t boff, size_t ldb, float beta, cl_mem C,
-                             size_t coff, size_t ldc);
+                             const clnet_gemm_shape *s, const clnet_gemm_args *g);
 
 /* States that the pass is about to use `work` floats of p->work and `keep`
  * floats of p->keep (from p->keep_off): CLNET_ERR_GUARD, naming the node, the

@@ -64,8 +64,9 @@ static void check_one(clnet_device *d, const char *id, const gemm_case *g, int t
     ck_assert_int_eq(clnet_buffer_write(d, db, 0, bsize, b), CLNET_OK);
     ck_assert_int_eq(clnet_buffer_write(d, dc, 0, csize, c), CLNET_OK);
     clnet_gemm_shape s = {ta, tb, M, N, K, 0, 0};
-    clnet_status st =
-        clnet_gemm_with(d, id, &s, NULL, 1.5f, da, aoff, lda, db, boff, ldb, beta, dc, coff, ldc);
+    clnet_status st = clnet_gemm_with(
+        d, id, &s, NULL,
+        &(clnet_gemm_args){1.5f, {da, aoff, lda}, {db, boff, ldb}, beta, {dc, coff, ldc}});
     ck_assert_msg(st == CLNET_OK, "%s: %s", id, clnet_last_error());
     ck_assert_int_eq(clnet_buffer_read(d, dc, 0, csize, c), CLNET_OK);
     for (size_t i = 0; i < csize; i++) {
@@ -121,9 +122,10 @@ START_TEST(every_candidate_against_the_reference) {
                    "them all)\n",
                    d->info.name, undrawn, drawn);
         /* an id that is no candidate is refused, not run */
-        ck_assert_int_ne(clnet_gemm_with(d, "own-tm7-wg1", &(clnet_gemm_shape){0, 0, 1, 1, 1, 0, 0},
-                                         NULL, 1, NULL, 0, 1, NULL, 0, 1, 0, NULL, 0, 1),
-                         CLNET_OK);
+        ck_assert_int_ne(
+            clnet_gemm_with(d, "own-tm7-wg1", &(clnet_gemm_shape){0, 0, 1, 1, 1, 0, 0}, NULL,
+                            &(clnet_gemm_args){1, {NULL, 0, 1}, {NULL, 0, 1}, 0, {NULL, 0, 1}}),
+            CLNET_OK);
     }
     ck_assert_int_gt(checked, 0);
 }

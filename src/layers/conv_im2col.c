@@ -70,14 +70,19 @@ typedef struct {
     size_t off, step, ld;
 } operand;
 
-/* C = A . B (beta: what happens to C) at GEMM call site `site`, group by group. */
+static clnet_matrix of_group(operand o, size_t g) {
+    return (clnet_matrix){o.mem, o.off + g * o.step, o.ld};
+}
+
+/* C = A . B (abc: the three; beta: what happens to C) at GEMM call site
+ * `site`, group by group. */
 static clnet_status per_group(const clnet_node *node, const clnet_pass *p, const conv_chunk *ch,
-                              int site, const clnet_gemm_shape *s, operand a, operand b, float beta,
-                              operand c) {
+                              int site, const clnet_gemm_shape *s, const operand abc[3],
+                              float beta) {
     for (size_t g = 0; g < conv_sides_of(node).G; g++) {
-        clnet_status st =
-            clnet_pass_gemm(p, site, ch->gemm, s, 1.0f, a.mem, a.off + g * a.step, a.ld, b.mem,
-                            b.off + g * b.step, b.ld, beta, c.mem, c.off + g * c.step, c.ld);
+        clnet_gemm_args args = {1.0f, of_group(abc[0], g), of_group(abc[1], g), beta,
+                                of_group(abc[2], g)};
+        clnet_status st = clnet_pass_gemm(p, site, ch->gemm, s, &args);
         if (st != CLNET_OK) return st;
     }
     return CLNET_OK;
@@ -105,23 +110,23 @@ static operand col_of(const clnet_node *node, const clnet_pass *p, const conv_ch
  * rows of col of its channels. */
 static clnet_status gemm_down(const clnet_node *node, const clnet_pass *p, const conv_chunk *ch) {
     clnet_gemm_shape s = shape_down(node, ch->s);
-    return per_group(node, p, ch, CONV_GEMM_DOWN, &s, weight_of(node, ch, p->params),
-                     col_of(node, p, ch), 0.0f, small_of(node, p, ch));
+    operand abc[3] = {weight_of(node, ch, p->params), col_of(node, p, ch), small_of(node, p, ch)};
+    return per_group(node, p, ch, CONV_GEMM_DOWN, &s, abc, 0.0f);
 }
 
 /* dcol (Cb*K, s*Ps) = W^T . Sp, group by group, over the column region */
 static clnet_status gemm_up(const clnet_node *node, const clnet_pass *p, const conv_chunk *ch) {
     clnet_gemm_shape s = shape_up(node, ch->s);
-    return per_group(node, p, ch, CONV_GEMM_UP, &s, weight_of(node, ch, p->params),
-                     small_of(node, p, ch), 0.0f, col_of(node, p, ch));
+    operand abc[3] = {weight_of(node, ch, p->params), small_of(node, p, ch), col_of(node, p, ch)};
+    return per_group(node, p, ch, CONV_GEMM_UP, &s, abc, 0.0f);
 }
 
 /* dW (+)= Sp . col^T, group by group (beta 0 overwrites, 1 adds) */
 static clnet_status gemm_weight(const clnet_node *node, const clnet_pass *p, const conv_chunk *ch,
                                 float beta) {
     clnet_gemm_shape s = shape_weight(node, ch->s);
-    return per_group(node, p, ch, CONV_GEMM_WEIGHT, &s, small_of(node, p, ch), col_of(node, p, ch),
-                     beta, weight_of(node, ch, p->grads));
+    operand abc[3] = {small_of(node, p, ch), col_of(node, p, ch), weight_of(node, ch, p->grads)};
+    return per_group(node, p, ch, CONV_GEMM_WEIGHT, &s, abc, beta);
 }
 
 /* The chunk's (s, C, P) tensor at (t, off) = Sp, with `f`. */
@@ -171,8 +176,9 @@ static clnet_status transpose_forward_chunk(const clnet_node *node, const clnet_
     clnet_status status = CLNET_OK;
     conv_sides v = conv_sides_of(node);
     (void)beta;
-    TRY(conv_to_gemm_layout(p, CONV_K_GRAD_LAYOUT, 0, v.Cs, v.Ps, ch->s, p->act,
-                            p->x[0] + ch->small, 0, 0));
+    TRY(conv_to_gemm_layout(p, CONV_K_GRAD_LAYOUT,
+                            (conv_tensor){p->act, p->x[0] + ch->small, v.Cs, v.Ps}, ch->s, 0, 0,
+                            0));
     TRY(gemm_up(node, p, ch));
     TRY(col2im(node, p, ch, conv_forward_flags(node, p).bias, 0, p->act, p->y));
 cleanup:
@@ -189,8 +195,9 @@ static clnet_status transpose_backward_chunk(const clnet_node *node, const clnet
     TRY(conv_transpose_bias_grad(node, p, ch, beta));
     TRY(im2col(node, p, ch, p->dact, p->dy));
     if (ch->makes & CONV_MAKES_DW) {
-        TRY(conv_to_gemm_layout(p, CONV_K_GRAD_LAYOUT, 0, v.Cs, v.Ps, ch->s, p->act,
-                                p->x[0] + ch->small, 0, 0));
+        TRY(conv_to_gemm_layout(p, CONV_K_GRAD_LAYOUT,
+                                (conv_tensor){p->act, p->x[0] + ch->small, v.Cs, v.Ps}, ch->s, 0, 0,
+                                0));
         TRY(gemm_weight(node, p, ch, beta));
     }
     if (!(ch->makes & CONV_MAKES_DX)) return CLNET_OK;

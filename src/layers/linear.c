@@ -75,8 +75,10 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     size_t I = clnet_shape_size(node->in[0]), O = (size_t)node->out.c, n = (size_t)p->n;
     size_t wo = node->params[0].offset;
     clnet_gemm_shape s = gemm_shape(node, GEMM_FORWARD, p->n);
-    TRY(clnet_pass_gemm(p, GEMM_FORWARD, 0, &s, 1.0f, p->act, p->x[0], I, p->params, wo, I, 0.0f,
-                        p->act, p->y, O));
+    TRY(clnet_pass_gemm(
+        p, GEMM_FORWARD, 0, &s,
+        &(clnet_gemm_args){
+            1.0f, {p->act, p->x[0], I}, {p->params, wo, I}, 0.0f, {p->act, p->y, O}}));
     if (node->nparams > 1) /* the bias */
         TRY(clnet_pass_run(p, 0, "elementwise", "", "add_bias_cols", 1, (size_t[]){n * O}, NULL,
                            ARGS(U32(n), U32(O), MEM(p->act), U32(p->y), MEM(p->params),
@@ -94,13 +96,19 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_gemm_shape weight = gemm_shape(node, GEMM_WEIGHT, p->n),
                      dx = gemm_shape(node, GEMM_DX, p->n);
     if (node->nparams > 1)
-        TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 1), n, O, p->dact, p->dy, p->grads,
-                           node->params[1].offset, p->beta));
-    TRY(clnet_pass_gemm(p, GEMM_WEIGHT, 0, &weight, 1.0f, p->dact, p->dy, O, p->act, p->x[0], I,
-                        p->beta, p->grads, wo, I));
+        TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 1), n, O, (clnet_place){p->dact, p->dy},
+                           (clnet_place){p->grads, node->params[1].offset}, p->beta));
+    TRY(clnet_pass_gemm(
+        p, GEMM_WEIGHT, 0, &weight,
+        &(clnet_gemm_args){
+            1.0f, {p->dact, p->dy, O}, {p->act, p->x[0], I}, p->beta, {p->grads, wo, I}}));
     if (p->need_dx[0])
-        TRY(clnet_pass_gemm(p, GEMM_DX, 0, &dx, 1.0f, p->dact, p->dy, O, p->params, wo, I,
-                            p->dx_beta[0], p->dact, p->dx[0], I));
+        TRY(clnet_pass_gemm(p, GEMM_DX, 0, &dx,
+                            &(clnet_gemm_args){1.0f,
+                                               {p->dact, p->dy, O},
+                                               {p->params, wo, I},
+                                               p->dx_beta[0],
+                                               {p->dact, p->dx[0], I}}));
 cleanup:
     return status;
 }
