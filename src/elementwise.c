@@ -109,10 +109,11 @@ size_t clnet_row_sums_floats(size_t M, size_t N) {
     return M * row_chunks(N);
 }
 
-clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
-                            size_t xoff, cl_mem out, size_t ooff, float beta, cl_mem part,
-                            size_t poff) {
+clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, clnet_place x,
+                            clnet_place out, float beta, clnet_place part) {
     clnet_status status = CLNET_OK;
+    cl_mem X = x.mem, P = part.mem;
+    size_t xoff = x.off, poff = part.off;
     cl_kernel k[2] = {NULL, NULL};
     if (!kept) kept = k;
     size_t chunks = row_chunks(N);
@@ -121,35 +122,35 @@ clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N
         TRY(clnet_run_kept(d, &kept[0], FAMILY, "", "row_sums_partial_lanes", 2,
                            (size_t[]){chunks * ROW_LANES, M}, (size_t[]){ROW_LANES, 1},
                            ARGS(U32(M), U32(N), U32(ROW_CHUNK), U32(chunks), MEM(X), U32(xoff),
-                                MEM(part), U32(poff))));
+                                MEM(P), U32(poff))));
     else
         TRY(clnet_run_kept(d, &kept[0], FAMILY, "", "row_sums_partial", 2, (size_t[]){chunks, M},
                            NULL,
                            ARGS(U32(M), U32(N), U32(ROW_CHUNK), U32(chunks), MEM(X), U32(xoff),
-                                MEM(part), U32(poff))));
+                                MEM(P), U32(poff))));
     TRY(clnet_run_kept(
         d, &kept[1], FAMILY, "", "row_sums_finish", 1, (size_t[]){M}, NULL,
-        ARGS(U32(M), U32(chunks), MEM(part), U32(poff), MEM(out), U32(ooff), F32(beta))));
+        ARGS(U32(M), U32(chunks), MEM(P), U32(poff), MEM(out.mem), U32(out.off), F32(beta))));
 cleanup:
     return status;
 }
 
-clnet_status clnet_col_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
-                            size_t xoff, cl_mem out, size_t ooff, float beta) {
+clnet_status clnet_col_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, clnet_place x,
+                            clnet_place out, float beta) {
     cl_kernel k = NULL;
-    return clnet_run_kept(d, kept ? kept : &k, FAMILY, "", "col_sums", 1, (size_t[]){N}, NULL,
-                          ARGS(U32(M), U32(N), MEM(X), U32(xoff), MEM(out), U32(ooff), F32(beta)));
+    return clnet_run_kept(
+        d, kept ? kept : &k, FAMILY, "", "col_sums", 1, (size_t[]){N}, NULL,
+        ARGS(U32(M), U32(N), MEM(x.mem), U32(x.off), MEM(out.mem), U32(out.off), F32(beta)));
 }
 
-clnet_status clnet_copy_rows(clnet_device *d, cl_kernel *kept, size_t n, size_t len, cl_mem src,
-                             size_t soff, size_t sstride, cl_mem dst, size_t doff, size_t dstride,
-                             float beta) {
+clnet_status clnet_copy_rows(clnet_device *d, cl_kernel *kept, size_t n, size_t len,
+                             clnet_matrix src, clnet_matrix dst, float beta) {
     cl_kernel k = NULL;
     if (n == 0 || len == 0) return CLNET_OK;
-    clnet_status s = check_range("copy_rows", soff, (n - 1) * sstride + len);
-    if (s == CLNET_OK) s = check_range("copy_rows", doff, (n - 1) * dstride + len);
+    clnet_status s = check_range("copy_rows", src.off, (n - 1) * src.ld + len);
+    if (s == CLNET_OK) s = check_range("copy_rows", dst.off, (n - 1) * dst.ld + len);
     if (s != CLNET_OK) return s;
     return clnet_run_kept(d, kept ? kept : &k, FAMILY, "", "copy_rows", 2, (size_t[]){len, n}, NULL,
-                          ARGS(U32(n), U32(len), MEM(src), U32(soff), U32(sstride), MEM(dst),
-                               U32(doff), U32(dstride), F32(beta)));
+                          ARGS(U32(n), U32(len), MEM(src.mem), U32(src.off), U32(src.ld),
+                               MEM(dst.mem), U32(dst.off), U32(dst.ld), F32(beta)));
 }

@@ -3,6 +3,7 @@
 #define CLNET_ELEMENTWISE_H
 
 #include "device.h"
+#include "gemm_shape.h"
 
 clnet_status clnet_fill(clnet_device *d, cl_mem x, size_t xoff, size_t n, float value);
 clnet_status clnet_scale(clnet_device *d, cl_mem x, size_t xoff, size_t n, float alpha);
@@ -18,21 +19,25 @@ clnet_status clnet_reduction_local(clnet_device *d, cl_kernel *kept, const char 
 /* *out = sum of x[xoff .. xoff+n), added in a fixed order (blocking). */
 clnet_status clnet_sum(clnet_device *d, cl_mem x, size_t xoff, size_t n, float *out);
 
-/* out[ooff + m] = sum over n of X (M, N)[m, n] (+ beta * out): fixed order.
- * Runs two kernels: kept (may be NULL) has two slots. Partial sums go to
- * part from poff: clnet_row_sums_floats(M, N) floats of the caller's scratch. */
-clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
-                            size_t xoff, cl_mem out, size_t ooff, float beta, cl_mem part,
-                            size_t poff);
-size_t clnet_row_sums_floats(size_t M, size_t N);
-/* out[ooff + j] = sum over m of X (M, N)[m, j] (+ beta * out). */
-clnet_status clnet_col_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, cl_mem X,
-                            size_t xoff, cl_mem out, size_t ooff, float beta);
+/* A place in a buffer: `off` floats into `mem`. */
+typedef struct {
+    cl_mem mem;
+    size_t off;
+} clnet_place;
 
-/* Row b < n of src (len floats at soff + b * sstride) to dst at
- * doff + b * dstride, overwriting (beta 0) or added with dst scaled by beta. */
-clnet_status clnet_copy_rows(clnet_device *d, cl_kernel *kept, size_t n, size_t len, cl_mem src,
-                             size_t soff, size_t sstride, cl_mem dst, size_t doff, size_t dstride,
-                             float beta);
+/* out[m] = sum over n of X (M, N)[m, n] (+ beta * out): fixed order. Runs
+ * two kernels: kept (may be NULL) has two slots. Partial sums go to part:
+ * clnet_row_sums_floats(M, N) floats of the caller's scratch. */
+clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, clnet_place x,
+                            clnet_place out, float beta, clnet_place part);
+size_t clnet_row_sums_floats(size_t M, size_t N);
+/* out[j] = sum over m of X (M, N)[m, j] (+ beta * out). */
+clnet_status clnet_col_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, clnet_place x,
+                            clnet_place out, float beta);
+
+/* Row b < n of src (len floats at src.off + b * src.ld) to dst at
+ * dst.off + b * dst.ld, overwriting (beta 0) or added with dst scaled by beta. */
+clnet_status clnet_copy_rows(clnet_device *d, cl_kernel *kept, size_t n, size_t len,
+                             clnet_matrix src, clnet_matrix dst, float beta);
 
 #endif

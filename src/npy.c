@@ -137,14 +137,10 @@ static clnet_status truncated(const char *path, const clnet_npy *a, size_t bytes
                       text, bytes, have);
 }
 
-clnet_status clnet_npy_read(const char *path, clnet_npy *out) {
+/* The header after the magic: its length from the version's preamble, then
+ * its text in *header (a heap string). */
+static clnet_status read_header(FILE *f, const char *path, char **header) {
     clnet_status status = CLNET_OK;
-    FILE *f = NULL;
-    char *header = NULL;
-    memset(out, 0, sizeof *out);
-    if (!path) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_npy_read: path is NULL");
-    f = fopen(path, "rb");
-    if (!f) FAIL(CLNET_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     unsigned char start[12];
     size_t got = fread(start, 1, 10, f);
     if (got < 10 || memcmp(start, MAGIC, sizeof MAGIC) != 0)
@@ -163,17 +159,24 @@ clnet_status clnet_npy_read(const char *path, clnet_npy *out) {
     }
     if (length == 0 || length > HEADER_MAX)
         FAIL(CLNET_ERR_FORMAT, "%s: a header of %zu bytes", path, length);
-    header = clnet_malloc(length + 1);
-    if (!header) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
-    if (fread(header, 1, length, f) != length)
+    *header = clnet_malloc(length + 1);
+    if (!*header) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+    if (fread(*header, 1, length, f) != length)
         FAIL(CLNET_ERR_FORMAT, "%s: truncated header (%zu bytes promised)", path, length);
-    header[length] = '\0';
+    (*header)[length] = '\0';
+cleanup:
+    return status;
+}
+
+/* out's dtype and shape from the header's 'descr', 'fortran_order' and
+ * 'shape'; *big: its bytes are big-endian. */
+static clnet_status parse_header(const char *path, const char *header, clnet_npy *out, int *big) {
+    clnet_status status = CLNET_OK;
     const char *descr = value_of(header, "descr"), *order = value_of(header, "fortran_order");
     const char *shape = value_of(header, "shape");
     if (!descr || !order || !shape)
         FAIL(CLNET_ERR_FORMAT, "%s: the header lacks 'descr', 'fortran_order' or 'shape'", path);
-    int big = 0;
-    TRY(parse_descr(path, descr, out, &big));
+    TRY(parse_descr(path, descr, out, big));
     if (strncmp(order, "True", 4) == 0)
         FAIL(CLNET_ERR_FORMAT,
              "%s: the array is in Fortran order; save it in C order "
@@ -182,12 +185,27 @@ clnet_status clnet_npy_read(const char *path, clnet_npy *out) {
     if (strncmp(order, "False", 5) != 0)
         FAIL(CLNET_ERR_FORMAT, "%s: a malformed 'fortran_order' in the header", path);
     TRY(parse_shape(path, shape, out));
+cleanup:
+    return status;
+}
+
+clnet_status clnet_npy_read(const char *path, clnet_npy *out) {
+    clnet_status status = CLNET_OK;
+    FILE *f = NULL;
+    char *header = NULL;
+    memset(out, 0, sizeof *out);
+    if (!path) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_npy_read: path is NULL");
+    f = fopen(path, "rb");
+    if (!f) FAIL(CLNET_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    TRY(read_header(f, path, &header));
+    int big = 0;
+    TRY(parse_header(path, header, out, &big));
     size_t bytes = out->count * (size_t)out->size, left = bytes_left(f);
     /* a short file is refused before its shape's bytes are allocated */
     if (left < bytes) TRY(truncated(path, out, bytes, left));
     out->data = clnet_malloc(bytes ? bytes : 1);
     if (!out->data) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %s (%zu bytes)", path, bytes);
-    got = fread(out->data, 1, bytes, f);
+    size_t got = fread(out->data, 1, bytes, f);
     if (got != bytes) {
         if (ferror(f)) FAIL(CLNET_ERR_IO, "%s: read error: %s", path, strerror(errno));
         TRY(truncated(path, out, bytes, got));

@@ -59,6 +59,18 @@ const char *clnet_optim_slot_name(clnet_optimizer k, int slot) {
     return optimizers[k].slot[slot];
 }
 
+static clnet_status check_schedule(const clnet_optimizer_config *cfg) {
+    if (cfg->schedule == CLNET_SCHEDULE_COSINE && cfg->total_steps < 1)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "the cosine schedule needs total_steps >= 1");
+    if (cfg->schedule == CLNET_SCHEDULE_STEP && (cfg->step_size < 1 || !(cfg->gamma > 0)))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "the step schedule needs step_size >= 1 and gamma > 0");
+    if (cfg->schedule != CLNET_SCHEDULE_CONSTANT && cfg->schedule != CLNET_SCHEDULE_STEP &&
+        cfg->schedule != CLNET_SCHEDULE_COSINE)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "unknown schedule %d", (int)cfg->schedule);
+    return CLNET_OK;
+}
+
 clnet_status clnet_optim_check(const clnet_optimizer_config *cfg) {
     int adam = cfg->optimizer == CLNET_OPTIMIZER_ADAM || cfg->optimizer == CLNET_OPTIMIZER_ADAMW;
     if (cfg->optimizer != CLNET_OPTIMIZER_SGD && !adam)
@@ -82,15 +94,7 @@ clnet_status clnet_optim_check(const clnet_optimizer_config *cfg) {
     if (!(cfg->weight_decay >= 0))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "weight decay %g must be >= 0",
                           cfg->weight_decay);
-    if (cfg->schedule == CLNET_SCHEDULE_COSINE && cfg->total_steps < 1)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "the cosine schedule needs total_steps >= 1");
-    if (cfg->schedule == CLNET_SCHEDULE_STEP && (cfg->step_size < 1 || !(cfg->gamma > 0)))
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "the step schedule needs step_size >= 1 and gamma > 0");
-    if (cfg->schedule != CLNET_SCHEDULE_CONSTANT && cfg->schedule != CLNET_SCHEDULE_STEP &&
-        cfg->schedule != CLNET_SCHEDULE_COSINE)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "unknown schedule %d", (int)cfg->schedule);
-    return CLNET_OK;
+    return check_schedule(cfg);
 }
 
 void clnet_optim_configure(clnet_optim *o, const clnet_optimizer_config *cfg) {

@@ -213,6 +213,39 @@ static clnet_status select_local_rank(candidate *c, int n, const char *known) {
 }
 
 /* Marks the candidates the spec selects. */
+/* A comma list of device numbers ("0,2"): each selected once; *matched counts them. */
+static clnet_status select_numbers(candidate *c, int n, char *text, const char *known,
+                                   int *matched) {
+    clnet_status status = CLNET_OK;
+    char *p = text;
+    for (;;) {
+        char *end = NULL;
+        long k = strtol(p, &end, 10);
+        if (end == p || !isdigit((unsigned char)*p))
+            FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
+                 "device selection '%s': expected a comma list of device numbers such as 0,2",
+                 text);
+        while (isspace((unsigned char)*end)) end++;
+        if (k < 0 || k >= n)
+            FAIL(CLNET_ERR_NO_DEVICE,
+                 "device selection '%s': there is no device %ld (devices are %s)", text, k, known);
+        if (c[k].selected)
+            FAIL(CLNET_ERR_BAD_DEVICE_SPEC, "device selection '%s' names device %ld twice", text,
+                 k);
+        c[k].selected = 1;
+        (*matched)++;
+        if (*end == '\0') break;
+        if (*end != ',')
+            FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
+                 "device selection '%s': expected a comma list of device numbers such as 0,2",
+                 text);
+        p = end + 1;
+        while (isspace((unsigned char)*p)) p++;
+    }
+cleanup:
+    return status;
+}
+
 static clnet_status select_devices(candidate *c, int n, const char *spec) {
     clnet_status status = CLNET_OK;
     char known[2048];
@@ -244,32 +277,7 @@ static clnet_status select_devices(candidate *c, int n, const char *spec) {
         for (int i = 0; i < n; i++)
             if (contains_ignoring_case(c[i].platform_name, want)) c[i].selected = 1, matched++;
     } else if (isdigit((unsigned char)text[0])) {
-        char *p = text;
-        for (;;) {
-            char *end = NULL;
-            long k = strtol(p, &end, 10);
-            if (end == p || !isdigit((unsigned char)*p))
-                FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
-                     "device selection '%s': expected a comma list of device numbers such as 0,2",
-                     text);
-            while (isspace((unsigned char)*end)) end++;
-            if (k < 0 || k >= n)
-                FAIL(CLNET_ERR_NO_DEVICE,
-                     "device selection '%s': there is no device %ld (devices are %s)", text, k,
-                     known);
-            if (c[k].selected)
-                FAIL(CLNET_ERR_BAD_DEVICE_SPEC, "device selection '%s' names device %ld twice",
-                     text, k);
-            c[k].selected = 1;
-            matched++;
-            if (*end == '\0') break;
-            if (*end != ',')
-                FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
-                     "device selection '%s': expected a comma list of device numbers such as 0,2",
-                     text);
-            p = end + 1;
-            while (isspace((unsigned char)*p)) p++;
-        }
+        TRY(select_numbers(c, n, text, known, &matched));
     } else {
         FAIL(CLNET_ERR_BAD_DEVICE_SPEC,
              "unknown device selection '%s': expected all, gpu, cpu, a comma list of device "

@@ -449,10 +449,11 @@ clnet_status clnet_st_info(const clnet_st_file *f, const char *name, clnet_st_dt
     return CLNET_OK;
 }
 
-/* clnet_st_get and clnet_st_get_i64: the tensor, which must be of dtype `type`. */
+/* clnet_st_get and clnet_st_get_i64: the tensor, which must be of dtype
+ * `type` (and of want_shape where want_ndim > 0); *ndim and *shape its own. */
 static clnet_status get_typed(const clnet_st_file *f, const char *name, clnet_st_dtype type,
                               const char *fn, int want_ndim, const int64_t *want_shape,
-                              const void **data, int *ndim, const int64_t **shape) {
+                              const entry **out) {
     clnet_status status = CLNET_OK;
     char have[256], want[256];
     const entry *e = NULL;
@@ -470,31 +471,37 @@ static clnet_status get_typed(const clnet_st_file *f, const char *name, clnet_st
                  name, shape_text(have, sizeof have, e->shape, e->ndim),
                  shape_text(want, sizeof want, want_shape, want_ndim));
     }
-    if (data) *data = e->data;
-    if (ndim) *ndim = e->ndim;
-    if (shape) *shape = e->shape;
+    *out = e;
 cleanup:
     return status;
+}
+
+static void tell_shape(const entry *e, int *ndim, const int64_t **shape) {
+    if (ndim) *ndim = e->ndim;
+    if (shape) *shape = e->shape;
 }
 
 clnet_status clnet_st_get(const clnet_st_file *f, const char *name, int want_ndim,
                           const int64_t *want_shape, const float **data, int *ndim,
                           const int64_t **shape) {
-    const void *p = NULL;
-    clnet_status s = get_typed(f, name, CLNET_ST_F32, "clnet_st_get", want_ndim, want_shape,
-                               data ? &p : NULL, ndim, shape);
-    if (s == CLNET_OK && data) *data = p;
-    return s;
+    const entry *e = NULL;
+    clnet_status s = get_typed(f, name, CLNET_ST_F32, "clnet_st_get", want_ndim, want_shape, &e);
+    if (s != CLNET_OK) return s;
+    if (data) *data = e->data;
+    tell_shape(e, ndim, shape);
+    return CLNET_OK;
 }
 
 clnet_status clnet_st_get_i64(const clnet_st_file *f, const char *name, int want_ndim,
                               const int64_t *want_shape, const int64_t **data, int *ndim,
                               const int64_t **shape) {
-    const void *p = NULL;
-    clnet_status s = get_typed(f, name, CLNET_ST_I64, "clnet_st_get_i64", want_ndim, want_shape,
-                               data ? &p : NULL, ndim, shape);
-    if (s == CLNET_OK && data) *data = p;
-    return s;
+    const entry *e = NULL;
+    clnet_status s =
+        get_typed(f, name, CLNET_ST_I64, "clnet_st_get_i64", want_ndim, want_shape, &e);
+    if (s != CLNET_OK) return s;
+    if (data) *data = e->data;
+    tell_shape(e, ndim, shape);
+    return CLNET_OK;
 }
 
 const char *clnet_st_meta_get(const clnet_st_file *f, const char *key) {
@@ -562,54 +569,46 @@ static void add_quoted(clnet_text *t, const char *s) {
     clnet_text_add(t, "\"", 1);
 }
 
-static clnet_status check_save_args(const char *path, const clnet_st_tensor *tensors, int count,
-                                    const clnet_st_meta *meta, int nmeta) {
+/* Tensor i of a save: named (not the metadata's key), of 0 to
+ * CLNET_ST_MAX_DIMS dimensions, a known dtype, a shape that fits, data. */
+static clnet_status check_tensor(const char *path, const clnet_st_tensor *t, int i) {
+    if (!t->name)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: tensor %d has no name",
+                          path, i);
+    if (!clnet_json_utf8_valid(t->name))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_st_save %s: tensor %d's name is not UTF-8", path, i);
+    if (strcmp(t->name, METADATA_KEY) == 0)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_st_save %s: a tensor cannot be named " METADATA_KEY, path);
+    if (t->ndim < 0 || t->ndim > CLNET_ST_MAX_DIMS)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_st_save %s: tensor '%s' has %d dimensions (0 to %d allowed)", path,
+                          t->name, t->ndim, CLNET_ST_MAX_DIMS);
+    if (!dtype_valid(t->dtype))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_st_save %s: tensor '%s' has dtype %d, which is neither "
+                          "CLNET_ST_F32 nor CLNET_ST_I64",
+                          path, t->name, (int)t->dtype);
+    int64_t bytes = shape_bytes(t->shape, t->ndim, DTYPES[t->dtype].size);
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] < 0) bytes = -1;
+    if (bytes < 0)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_st_save %s: tensor '%s' has a negative or too large shape", path,
+                          t->name);
+    if (bytes > 0 && !t->data)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: tensor '%s' has NULL data",
+                          path, t->name);
+    return CLNET_OK;
+}
+
+/* No two tensors of one name, no metadata key given twice. */
+static clnet_status check_unique(const char *path, const clnet_st_tensor *tensors, int count,
+                                 const clnet_st_meta *meta, int nmeta) {
     clnet_status status = CLNET_OK;
     char **names = NULL;
     const char *dup;
-    if (!path || count < 0 || nmeta < 0 || (count > 0 && !tensors) || (nmeta > 0 && !meta))
-        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save: NULL path, tensors or metadata, or a "
-                                         "negative count");
-    for (int i = 0; i < count; i++) {
-        const clnet_st_tensor *t = &tensors[i];
-        if (!t->name)
-            FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: tensor %d has no name", path, i);
-        if (!clnet_json_utf8_valid(t->name))
-            FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: tensor %d's name is not UTF-8",
-                 path, i);
-        if (strcmp(t->name, METADATA_KEY) == 0)
-            FAIL(CLNET_ERR_INVALID_ARGUMENT,
-                 "clnet_st_save %s: a tensor cannot be named " METADATA_KEY, path);
-        if (t->ndim < 0 || t->ndim > CLNET_ST_MAX_DIMS)
-            FAIL(CLNET_ERR_INVALID_ARGUMENT,
-                 "clnet_st_save %s: tensor '%s' has %d dimensions (0 to %d allowed)", path, t->name,
-                 t->ndim, CLNET_ST_MAX_DIMS);
-        if (!dtype_valid(t->dtype))
-            FAIL(CLNET_ERR_INVALID_ARGUMENT,
-                 "clnet_st_save %s: tensor '%s' has dtype %d, which is neither CLNET_ST_F32 nor "
-                 "CLNET_ST_I64",
-                 path, t->name, (int)t->dtype);
-        int64_t bytes = shape_bytes(t->shape, t->ndim, DTYPES[t->dtype].size);
-        for (int d = 0; d < t->ndim; d++)
-            if (t->shape[d] < 0) bytes = -1;
-        if (bytes < 0)
-            FAIL(CLNET_ERR_INVALID_ARGUMENT,
-                 "clnet_st_save %s: tensor '%s' has a negative or too large shape", path, t->name);
-        if (bytes > 0 && !t->data)
-            FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: tensor '%s' has NULL data", path,
-                 t->name);
-    }
-    for (int k = 0; k < nmeta; k++) {
-        if (!meta[k].key || !meta[k].value)
-            FAIL(CLNET_ERR_INVALID_ARGUMENT,
-                 "clnet_st_save %s: metadata %d has a NULL key or "
-                 "value",
-                 path, k);
-        if (!clnet_json_utf8_valid(meta[k].key) || !clnet_json_utf8_valid(meta[k].value))
-            FAIL(CLNET_ERR_INVALID_ARGUMENT,
-                 "clnet_st_save %s: metadata '%s' is not UTF-8 in its key or value", path,
-                 meta[k].key);
-    }
     int most = count > nmeta ? count : nmeta;
     if (most > 0) {
         names = clnet_malloc((size_t)most * sizeof *names);
@@ -626,6 +625,29 @@ static clnet_status check_save_args(const char *path, const clnet_st_tensor *ten
              dup);
 cleanup:
     free(names);
+    return status;
+}
+
+static clnet_status check_save_args(const char *path, const clnet_st_tensor *tensors, int count,
+                                    const clnet_st_meta *meta, int nmeta) {
+    clnet_status status = CLNET_OK;
+    if (!path || count < 0 || nmeta < 0 || (count > 0 && !tensors) || (nmeta > 0 && !meta))
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save: NULL path, tensors or metadata, or a "
+                                         "negative count");
+    for (int i = 0; i < count; i++) TRY(check_tensor(path, &tensors[i], i));
+    for (int k = 0; k < nmeta; k++) {
+        if (!meta[k].key || !meta[k].value)
+            FAIL(CLNET_ERR_INVALID_ARGUMENT,
+                 "clnet_st_save %s: metadata %d has a NULL key or "
+                 "value",
+                 path, k);
+        if (!clnet_json_utf8_valid(meta[k].key) || !clnet_json_utf8_valid(meta[k].value))
+            FAIL(CLNET_ERR_INVALID_ARGUMENT,
+                 "clnet_st_save %s: metadata '%s' is not UTF-8 in its key or value", path,
+                 meta[k].key);
+    }
+    TRY(check_unique(path, tensors, count, meta, nmeta));
+cleanup:
     return status;
 }
 

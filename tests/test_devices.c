@@ -2,6 +2,7 @@
  * selection, elementwise kernels against tests/ref, host staging, the kernel
  * binary cache on a real driver, and build errors. */
 #include "elementwise.h"
+#include "guard.h"
 #include "harness.h"
 #include "memory.h"
 #include "worker.h"
@@ -243,6 +244,34 @@ START_TEST(elementwise_rejects_ranges_beyond_32_bits) {
     clnet_device *d = clnet_runtime_device(rt, 0);
     ck_assert_int_eq(clnet_fill(d, NULL, 0, (size_t)1 << 33, 0.0f), CLNET_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(clnet_last_error(), "beyond 2^32"), "%s", clnet_last_error());
+}
+END_TEST
+
+/* A node's kernel slots (clnet_pass_kept) each hold one kernel: a guarded run
+ * (every device test runs with CLNET_GUARD=1) refuses a slot asked for a
+ * second kernel, which would otherwise run the first one's code with the
+ * second one's arguments. */
+START_TEST(a_kernel_slot_holds_one_kernel) {
+    clnet_runtime *rt = test_runtime();
+    ck_assert_msg(clnet_guard_on(), "the device tests run with CLNET_GUARD=1");
+    for (int i = 0; i < clnet_runtime_device_count(rt); i++) {
+        clnet_device *d = clnet_runtime_device(rt, i);
+        cl_mem x = NULL;
+        cl_kernel slot = NULL;
+        ck_assert_int_eq(clnet_buffer_create(d, 64 * sizeof(float), &x), CLNET_OK);
+        ck_assert_int_eq(clnet_run_kept(d, &slot, "elementwise", "", "fill", 1, (size_t[]){64},
+                                        NULL, ARGS(MEM(x), U32(0), U32(64), F32(1.0f))),
+                         CLNET_OK);
+        ck_assert_int_eq(clnet_run_kept(d, &slot, "elementwise", "", "fill", 1, (size_t[]){64},
+                                        NULL, ARGS(MEM(x), U32(0), U32(64), F32(2.0f))),
+                         CLNET_OK);
+        clnet_status s = clnet_run_kept(d, &slot, "elementwise", "", "scale", 1, (size_t[]){64},
+                                        NULL, ARGS(MEM(x), U32(0), U32(64), F32(2.0f)));
+        ck_assert_int_eq(s, CLNET_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(clnet_last_error(), "holds 'fill', asked for 'scale'"), "%s",
+                      clnet_last_error());
+        clReleaseMemObject(x);
+    }
 }
 END_TEST
 
@@ -516,6 +545,7 @@ int main(void) {
     tcase_add_test(t, conv_algorithms_by_pass_from_the_environment);
     tcase_add_test(t, elementwise_kernels_match_reference_on_every_device);
     tcase_add_test(t, elementwise_rejects_ranges_beyond_32_bits);
+    tcase_add_test(t, a_kernel_slot_holds_one_kernel);
     tcase_add_test(t, host_views_see_device_data_both_ways);
     tcase_add_test(t, devices_run_concurrently_from_their_own_threads);
     tcase_add_test(t, kernel_cache_cold_warm_and_damaged_entries);

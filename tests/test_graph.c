@@ -1147,8 +1147,8 @@ static clnet_status shift_forward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t C = clnet_shape_size(node->out), n = (size_t)p->n;
     if (p->ctx->train) TRY(clnet_scale(p->d, p->buffers, node->buffers[0].offset, C, 2.0f));
-    TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), 1, n * C, p->act, p->x[0], 0, p->act, p->y, 0,
-                        0.0f));
+    TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), 1, n * C, (clnet_matrix){p->act, p->x[0], 0},
+                        (clnet_matrix){p->act, p->y, 0}, 0.0f));
     TRY(clnet_run(p->d, "elementwise", "", "add_bias_cols", 1, (size_t[]){n * C}, NULL,
                   ARGS(U32(n), U32(C), MEM(p->act), U32(p->y), MEM(p->buffers),
                        U32(node->buffers[0].offset))));
@@ -1159,8 +1159,8 @@ cleanup:
 static clnet_status shift_backward(const clnet_node *node, const clnet_pass *p) {
     size_t len = (size_t)p->n * clnet_shape_size(node->out);
     if (!p->need_dx[0]) return CLNET_OK;
-    return clnet_copy_rows(p->d, clnet_pass_kept(p, 1), 1, len, p->dact, p->dy, 0, p->dact,
-                           p->dx[0], 0, p->dx_beta[0]);
+    return clnet_copy_rows(p->d, clnet_pass_kept(p, 1), 1, len, (clnet_matrix){p->dact, p->dy, 0},
+                           (clnet_matrix){p->dact, p->dx[0], 0}, p->dx_beta[0]);
 }
 
 static const clnet_kind SHIFT = {

@@ -49,10 +49,12 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
             sum = p->y;
         } else { /* y = sum, then y += x_k */
             if (sum != p->y)
-                TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), 1, len, p->act, sum, 0, p->act,
-                                    p->y, 0, 0.0f));
-            TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), 1, len, p->act, p->x[k], 0, p->act,
-                                p->y, 0, 1.0f));
+                TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), 1, len,
+                                    (clnet_matrix){p->act, sum, 0}, (clnet_matrix){p->act, p->y, 0},
+                                    0.0f));
+            TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), 1, len,
+                                (clnet_matrix){p->act, p->x[k], 0}, (clnet_matrix){p->act, p->y, 0},
+                                1.0f));
             sum = p->y;
         }
     }
@@ -78,8 +80,9 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
                                ARGS(U32(len), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->y),
                                     MEM(p->dact), U32(p->dx[k]), U32(clnet_dx_add(p, k)))));
         else
-            TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 1), 1, len, p->dact, p->dy, 0, p->dact,
-                                p->dx[k], 0, p->dx_beta[k]));
+            TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 1), 1, len,
+                                (clnet_matrix){p->dact, p->dy, 0},
+                                (clnet_matrix){p->dact, p->dx[k], 0}, p->dx_beta[k]));
     }
 cleanup:
     return status;

@@ -35,11 +35,13 @@ static clnet_status move(const clnet_node *node, const clnet_pass *p, int backwa
     for (int k = 0; k < node->ninputs; k++) {
         size_t len = (size_t)node->in[k].c * S;
         if (!backward)
-            TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), (size_t)p->n, len, p->act, p->x[k],
-                                len, p->act, p->y + c0 * S, row, 0.0f));
+            TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), (size_t)p->n, len,
+                                (clnet_matrix){p->act, p->x[k], len},
+                                (clnet_matrix){p->act, p->y + c0 * S, row}, 0.0f));
         else if (p->need_dx[k])
-            TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 1), (size_t)p->n, len, p->dact,
-                                p->dy + c0 * S, row, p->dact, p->dx[k], len, p->dx_beta[k]));
+            TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 1), (size_t)p->n, len,
+                                (clnet_matrix){p->dact, p->dy + c0 * S, row},
+                                (clnet_matrix){p->dact, p->dx[k], len}, p->dx_beta[k]));
         c0 += (size_t)node->in[k].c;
     }
 cleanup:

@@ -360,12 +360,12 @@ static conv_chunk chunk_at(const clnet_node *node, const clnet_device *d, const 
     return ch;
 }
 
-clnet_status conv_to_gemm_layout(const clnet_pass *p, int slot, int relu, size_t C, size_t P, int s,
-                                 cl_mem t, size_t off, size_t y, size_t to) {
-    return clnet_pass_run(
-        p, slot, "conv", "", relu ? "conv_grad_output_relu" : "conv_grad_output", 3,
-        (size_t[]){P, C, (size_t)s}, NULL,
-        ARGS(U32(s), U32(C), U32(P), MEM(t), U32(off), MEM(p->act), U32(y), MEM(p->work), U32(to)));
+clnet_status conv_to_gemm_layout(const clnet_pass *p, int slot, conv_tensor t, int s, int relu,
+                                 size_t y, size_t to) {
+    return clnet_pass_run(p, slot, "conv", "", relu ? "conv_grad_output_relu" : "conv_grad_output",
+                          3, (size_t[]){t.P, t.C, (size_t)s}, NULL,
+                          ARGS(U32(s), U32(t.C), U32(t.P), MEM(t.mem), U32(t.off), MEM(p->act),
+                               U32(y), MEM(p->work), U32(to)));
 }
 
 uint32_t conv_took_relu(const clnet_node *node) {
@@ -381,15 +381,17 @@ conv_output_flags conv_forward_flags(const clnet_node *node, const clnet_pass *p
 clnet_status conv_bias_sums(const clnet_pass *p, const conv_chunk *ch, size_t C, size_t len,
                             size_t at, float beta) {
     return clnet_row_sums(p->d, clnet_pass_kept(p, CONV_K_ROW_SUMS) /* and the next */, C, len,
-                          p->work, at, p->grads, ch->bo, beta, p->work, ch->gemm);
+                          (clnet_place){p->work, at}, (clnet_place){p->grads, ch->bo}, beta,
+                          (clnet_place){p->work, ch->gemm});
 }
 
 clnet_status conv_output_grad(const clnet_node *node, const clnet_pass *p, const conv_chunk *ch,
                               float beta) {
     clnet_status status = CLNET_OK;
     conv_sides v = conv_sides_of(node);
-    TRY(conv_to_gemm_layout(p, CONV_K_GRAD_LAYOUT, (int)conv_took_relu(node), v.Cs, v.Ps, ch->s,
-                            p->dact, p->dy + ch->small, p->y + ch->small, 0));
+    TRY(conv_to_gemm_layout(p, CONV_K_GRAD_LAYOUT,
+                            (conv_tensor){p->dact, p->dy + ch->small, v.Cs, v.Ps}, ch->s,
+                            (int)conv_took_relu(node), p->y + ch->small, 0));
     if (conv_has_bias(node) && (ch->makes & CONV_MAKES_DW))
         TRY(conv_bias_sums(p, ch, v.Cs, ch->NP, 0, beta));
 cleanup:
@@ -401,7 +403,8 @@ clnet_status conv_transpose_bias_grad(const clnet_node *node, const clnet_pass *
     clnet_status status = CLNET_OK;
     conv_sides v = conv_sides_of(node);
     if (!conv_has_bias(node) || !(ch->makes & CONV_MAKES_DW)) return CLNET_OK;
-    TRY(conv_to_gemm_layout(p, CONV_K_BIG_LAYOUT, 0, v.Cb, v.Pb, ch->s, p->dact, p->dy + ch->big, 0,
+    TRY(conv_to_gemm_layout(p, CONV_K_BIG_LAYOUT,
+                            (conv_tensor){p->dact, p->dy + ch->big, v.Cb, v.Pb}, ch->s, 0, 0,
                             ch->col));
     TRY(conv_bias_sums(p, ch, v.Cb, (size_t)ch->s * v.Pb, ch->col, beta));
 cleanup:

@@ -184,10 +184,16 @@ conv_output_flags conv_forward_flags(const clnet_node *node, const clnet_pass *p
     MEM((f).stats ? (p)->stats->mem : (p)->work), U32((f).stats ? (p)->stats->off : 0),            \
         U32((ch)->records), U32((ch)->rec), U32((f).stats)
 
-/* (C, s*P) in work at `to` = the chunk's (s, C, P) tensor at (t, off); with
- * the relu taken in (relu), only where y > 0. */
-clnet_status conv_to_gemm_layout(const clnet_pass *p, int slot, int relu, size_t C, size_t P, int s,
-                                 cl_mem t, size_t off, size_t y, size_t to);
+/* A chunk's (s, C, P) tensor at `off` in `mem`. */
+typedef struct {
+    cl_mem mem;
+    size_t off, C, P;
+} conv_tensor;
+
+/* (C, s*P) in work at `to` = the chunk's tensor t of s samples; with the
+ * relu taken in (relu), only where y (at `y` in the activations) > 0. */
+clnet_status conv_to_gemm_layout(const clnet_pass *p, int slot, conv_tensor t, int s, int relu,
+                                 size_t y, size_t to);
 
 /* The bias gradient (+)= the row sums of a (C, len) matrix at `at` in work. */
 clnet_status conv_bias_sums(const clnet_pass *p, const conv_chunk *ch, size_t C, size_t len,

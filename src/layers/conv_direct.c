@@ -134,7 +134,7 @@ static clnet_status direct_weight(const clnet_node *node, const clnet_pass *p, c
                            ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
                                 U32(s.sf), MEM(big), U32(big_off), MEM(p->work), U32(ch->col))));
     TRY(clnet_col_sums(p->d, clnet_pass_kept(p, CONV_K_DIRECT_SUMS), (size_t)ch->s, per * v.K,
-                       p->work, ch->col, p->grads, ch->wo, beta));
+                       (clnet_place){p->work, ch->col}, (clnet_place){p->grads, ch->wo}, beta));
 cleanup:
     return status;
 }

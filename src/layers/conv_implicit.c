@@ -266,16 +266,23 @@ static clnet_status pad(const implicit_run *r, size_t C, view src, const grid *g
                                U32(slack(g))));
 }
 
-/* For each of G groups: C (M x the grid's positions, rows of ldc at work +
- * c) = A (M x CH * K, rows of lda, at a) . the windows of CH channels of grid
- * g (at work + x, channel stride xcs) over taps t, the groups' operands one
- * after another (A's M rows, x's CH channels, C's M rows), in one launch.
- * With `valid` (the result's size along each axis), a sample's positions
- * past its last valid one are skipped where that saves tiles. */
-static clnet_status implicit_product(const implicit_run *r, size_t G, size_t M, size_t CH, cl_mem A,
-                                     size_t a, size_t lda, const grid *g, taps t, size_t x,
-                                     size_t xcs, size_t c, size_t ldc, const int *valid) {
+/* A product of implicit_product: for each of G groups, c (M x the grid's
+ * positions) = a (M x CH * K) . the windows of CH channels of a grid at x
+ * (its ld the channel stride), the groups' operands one after another (a's
+ * M rows, x's CH channels, c's M rows). x and c lie in the pass's work. */
+typedef struct {
+    size_t G, M, CH;
+    clnet_matrix a;
+    size_t x, xcs, c, ldc;
+} product;
+
+/* m over grid g with taps t, in one launch. With `valid` (the result's size
+ * along each axis), a sample's positions past its last valid one are
+ * skipped where that saves tiles. */
+static clnet_status implicit_product(const implicit_run *r, const product *m, const grid *g, taps t,
+                                     const int *valid) {
     const clnet_pass *p = r->p;
+    size_t M = m->M, CH = m->CH, lda = m->a.ld, xcs = m->xcs, ldc = m->ldc;
     size_t N = (size_t)r->ch->s * g->P, nr = (size_t)(r->t.nv * r->t.vw);
     size_t run = N, tiles = (N + nr - 1) / nr, runs = 1;
     if (valid) {
@@ -289,22 +296,22 @@ static clnet_status implicit_product(const implicit_run *r, size_t G, size_t M, 
     size_t mb = cpu ? mblocks : 1; /* CPUs: a work-item runs down all of C's rows */
     return clnet_pass_run(
         p, CONV_K_IMPLICIT_GEMM, "conv_implicit", r->opt, "implicit_gemm", 3,
-        (size_t[]){runs * tiles, (mblocks + mb - 1) / mb, G}, cpu ? (size_t[]){1, 1, 1} : NULL,
-        ARGS(U32(M), U32(N), U32(run), U32(tiles), U32(CH), U32(mb), MEM(A), U32(a), U32(lda),
-             U32(M * lda), MEM(p->work), U32(x), U32(xcs), U32(CH * xcs), VEC4(t.dil),
+        (size_t[]){runs * tiles, (mblocks + mb - 1) / mb, m->G}, cpu ? (size_t[]){1, 1, 1} : NULL,
+        ARGS(U32(M), U32(N), U32(run), U32(tiles), U32(CH), U32(mb), MEM(m->a.mem), U32(m->a.off),
+             U32(lda), U32(M * lda), MEM(p->work), U32(m->x), U32(xcs), U32(CH * xcs), VEC4(t.dil),
              VEC4(t.stride), VEC4(t.kept), VEC4(t.step), VEC4(t.want), F32(0.0f), MEM(p->work),
-             U32(c), U32(ldc), U32(M * ldc)));
+             U32(m->c), U32(ldc), U32(M * ldc)));
 }
 
-/* (n, F, out...) at (t, off) = the valid positions of grid g's result (F
- * rows of ld at work + from), with the flags' bias, relu and add. With
- * `phased` (a strided layer's input gradient): out's position o + pad of
- * each axis from phase (o + pad) % stride's result (those one after
- * another, F rows of ld each). */
-static clnet_status from_grid(const implicit_run *r, size_t F, const int *out, const grid *g,
-                              int phased, size_t ld, size_t from, cl_mem t, size_t off,
-                              conv_output_flags f) {
+/* The tensor `to` (n, F, out...), F its channels, = the valid positions of
+ * grid g's result (F rows of ld at work + from), with the flags' bias, relu
+ * and add. With `phased` (a strided layer's input gradient): out's position
+ * o + pad of each axis from phase (o + pad) % stride's result (those one
+ * after another, F rows of ld each). */
+static clnet_status from_grid(const implicit_run *r, const grid *g, int phased, size_t from,
+                              size_t ld, conv_tensor to, const int *out, conv_output_flags f) {
     const clnet_pass *p = r->p;
+    size_t F = to.C;
     const clnet_window *w = r->w;
     cl_uint4 st = {{1, 1, 1, 0}}, kept = {{1, 1, 1, 0}}, lo = {{0, 0, 0, 0}};
     for (int a = 0; a < 3 && phased; a++) {
@@ -317,8 +324,8 @@ static clnet_status from_grid(const implicit_run *r, size_t F, const int *out, c
                           ARGS(U32(r->ch->s), U32(F), U32(out[0]), U32(out[1]), U32(out[2]),
                                U32(g->d[0]), U32(g->d[1]), U32(g->d[2]), U32(g->P), U32(ld),
                                VEC4(st), VEC4(kept), VEC4(lo), U32(F * ld), MEM(p->work), U32(from),
-                               MEM(p->params), U32(r->ch->bo), MEM(t), U32(off), U32(f.bias),
-                               U32(f.relu), U32(f.add), CONV_STATS_ARGS(p, r->ch, f)));
+                               MEM(p->params), U32(r->ch->bo), MEM(to.mem), U32(to.off),
+                               U32(f.bias), U32(f.relu), U32(f.add), CONV_STATS_ARGS(p, r->ch, f)));
 }
 
 /* The small side at (t, off) = W . the windows of the big side's grid (at
@@ -330,10 +337,10 @@ static clnet_status implicit_down(const clnet_node *node, const implicit_run *r,
     conv_sides v = conv_sides_of(node);
     const grid *f = &r->l.f;
     size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G;
-    TRY(implicit_product(r, v.G, Fg, Cg, r->p->params, r->ch->wo, Cg * v.K, f,
-                         forward_taps(f, r->ch->s), r->l.x0, r->l.xcs, r->l.yp, r->l.ld,
-                         r->w->out));
-    TRY(from_grid(r, v.Cs, r->w->out, f, 0, r->l.ld, r->l.yp, t, off, o));
+    product m = {v.G,     Fg,       Cg,      {r->p->params, r->ch->wo, Cg * v.K},
+                 r->l.x0, r->l.xcs, r->l.yp, r->l.ld};
+    TRY(implicit_product(r, &m, f, forward_taps(f, r->ch->s), r->w->out));
+    TRY(from_grid(r, f, 0, r->l.yp, r->l.ld, (conv_tensor){t, off, v.Cs, 0}, r->w->out, o));
 cleanup:
     return status;
 }
@@ -368,7 +375,8 @@ static clnet_status implicit_weight(const clnet_node *node, const implicit_run *
              U32(r->l.ld), MEM(p->work), U32(r->l.x0), U32(r->l.xcs), VEC4(t.dil), VEC4(t.stride),
              VEC4(t.kept), VEC4(t.step), MEM(p->work), U32(r->l.parts))));
     TRY(clnet_col_sums(p->d, clnet_pass_kept(p, CONV_K_IMPLICIT_SUMS), r->l.chunks, v.Cs * Cg * v.K,
-                       p->work, r->l.parts, p->grads, r->ch->wo, beta));
+                       (clnet_place){p->work, r->l.parts}, (clnet_place){p->grads, r->ch->wo},
+                       beta));
 cleanup:
     return status;
 }
@@ -384,8 +392,10 @@ static clnet_status phase_products(const clnet_node *node, const implicit_run *r
     for (ph[0] = 0; ph[0] < f->kept[0]; ph[0]++)
         for (ph[1] = 0; ph[1] < f->kept[1]; ph[1]++)
             for (ph[2] = 0; ph[2] < f->kept[2]; ph[2]++, at += v.Cb * ld)
-                TRY(implicit_product(r, v.G, Cg, Fg, r->p->work, r->l.wf, Fg * v.K, f,
-                                     phase_taps(f, ph), r->l.yp, ld, at, ld, NULL));
+                TRY(implicit_product(
+                    r,
+                    &(product){v.G, Cg, Fg, {r->p->work, r->l.wf, Fg * v.K}, r->l.yp, ld, at, ld},
+                    f, phase_taps(f, ph), NULL));
 cleanup:
     return status;
 }
@@ -416,10 +426,18 @@ static clnet_status implicit_up(const clnet_node *node, const implicit_run *r, c
     if (f->strided)
         TRY(phase_products(node, r));
     else
-        TRY(implicit_product(r, v.G, Cg, Fg, p->work, r->l.wf, Fg * v.K, b,
-                             forward_taps(b, r->ch->s), (size_t)((long)dy + b->base), ycs, r->l.dxp,
-                             r->l.ldb, r->w->in));
-    TRY(from_grid(r, v.Cb, r->w->in, b, f->strided, r->l.ldb, r->l.dxp, t, off, o));
+        TRY(implicit_product(r,
+                             &(product){v.G,
+                                        Cg,
+                                        Fg,
+                                        {p->work, r->l.wf, Fg * v.K},
+                                        (size_t)((long)dy + b->base),
+                                        ycs,
+                                        r->l.dxp,
+                                        r->l.ldb},
+                             b, forward_taps(b, r->ch->s), r->w->in));
+    TRY(from_grid(r, b, f->strided, r->l.dxp, r->l.ldb, (conv_tensor){t, off, v.Cb, 0}, r->w->in,
+                  o));
 cleanup:
     return status;
 }

@@ -58,8 +58,9 @@ static clnet_status apply(const clnet_node *node, const clnet_pass *p, int slot,
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     size_t size = clnet_shape_size(node->out);
     if (!p->ctx->train) /* evaluation: the identity */
-        return clnet_copy_rows(p->d, clnet_pass_kept(p, 2), 1, (size_t)p->n * size, p->act, p->x[0],
-                               0, p->act, p->y, 0, 0.0f);
+        return clnet_copy_rows(p->d, clnet_pass_kept(p, 2), 1, (size_t)p->n * size,
+                               (clnet_matrix){p->act, p->x[0], 0}, (clnet_matrix){p->act, p->y, 0},
+                               0.0f);
     return apply(node, p, 0, 0, p->act, p->x[0], p->y);
 }
 

@@ -1,6 +1,7 @@
 /* Upsampling by whole factors (cl/upsample.cl), PyTorch's nn.Upsample with an
  * integer scale_factor, over the input's 1, 2 or 3 spatial axes:
  * x (n, C, spatial...) -> y (n, C, spatial * scale...). No parameters. */
+#include "elementwise.h"
 #include "error.h"
 #include "layer.h"
 #include "program.h"
@@ -61,7 +62,7 @@ cleanup:
  * the output (forward) or of the input (backward). Every upsample kernel
  * takes the planes, the input's (D, H, W), the factors and the mode first. */
 static clnet_status run(const clnet_node *node, const clnet_pass *p, int slot, const char *name,
-                        int backward, cl_mem a, size_t aoff, cl_mem b, size_t boff, int add) {
+                        int backward, clnet_place a, clnet_place b, int add) {
     const upsample_config *c = CLNET_CONFIG(node, upsample_config);
     clnet_shape in = node->in[0];
     int dhw[3];
@@ -70,20 +71,21 @@ static clnet_status run(const clnet_node *node, const clnet_pass *p, int slot, c
     for (int a = 0; a < 3; a++) range[2 - a] = (size_t)dhw[a] * (backward ? 1 : (size_t)c->s[a]);
     range[2] *= planes;
     clnet_arg head[] = {U32(planes),  U32(dhw[0]),  U32(dhw[1]),  U32(dhw[2]), U32(c->s[0]),
-                        U32(c->s[1]), U32(c->s[2]), U32(c->mode), MEM(a),      U32(aoff),
-                        MEM(b),       U32(boff),    U32(add)};
+                        U32(c->s[1]), U32(c->s[2]), U32(c->mode), MEM(a.mem),  U32(a.off),
+                        MEM(b.mem),   U32(b.off),   U32(add)};
     return clnet_pass_run(p, slot, "upsample", "", name, 3, range, NULL, head, backward ? 13 : 12);
 }
 
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
-    return run(node, p, 0, "upsample_forward", 0, p->act, p->x[0], p->act, p->y, 0);
+    return run(node, p, 0, "upsample_forward", 0, (clnet_place){p->act, p->x[0]},
+               (clnet_place){p->act, p->y}, 0);
 }
 
 /* reads neither x nor y: the weights depend on positions alone */
 static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     if (!p->need_dx[0]) return CLNET_OK;
-    return run(node, p, 1, "upsample_backward", 1, p->dact, p->dy, p->dact, p->dx[0],
-               clnet_dx_add(p, 0));
+    return run(node, p, 1, "upsample_backward", 1, (clnet_place){p->dact, p->dy},
+               (clnet_place){p->dact, p->dx[0]}, clnet_dx_add(p, 0));
 }
 
 const clnet_kind clnet_upsample_kind = {
