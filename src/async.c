@@ -498,8 +498,8 @@ cleanup:
 }
 
 clnet_status clnet_async_train(clnet_trainer *t, clnet_model *m, clnet_optim *o,
-                               clnet_loader *loader, int updates, int staleness, double *loss,
-                               int *correct, int *samples) {
+                               clnet_loader *loader, int updates, int staleness,
+                               clnet_async_sums *sums) {
     clnet_status status = make_state(t);
     if (status != CLNET_OK) return status;
     struct clnet_async *a = t->async;
@@ -525,8 +525,6 @@ clnet_status clnet_async_train(clnet_trainer *t, clnet_model *m, clnet_optim *o,
     /* after a failure the ranks are not in step: the caller stops them all */
     clnet_status s = status == CLNET_OK || !t->ranks.dist ? settle(t) : CLNET_OK;
     if (status == CLNET_OK) status = s;
-    *loss = a->loss;
-    *correct = a->correct;
-    *samples = a->samples;
+    *sums = (clnet_async_sums){a->loss, a->correct, a->samples};
     return status;
 }

@@ -226,17 +226,9 @@ static void proportional_split(const clnet_balance *b, const double *row, int to
 }
 
 /* Splits `total` units by the weights (largest remainder). */
-static void split_units(const clnet_balance *b, const double *row, int total, int *shares) {
-    int n = b->n;
-    double w[CLNET_MAX_DEVICES];
-    int active[CLNET_MAX_DEVICES];
-    for (int i = 0; i < n && i < CLNET_MAX_DEVICES; i++) {
-        w[i] = weight_of(b, row, i);
-        active[i] = w[i] > 0;
-        shares[i] = 0;
-    }
-    /* Drop replicas whose exact share is under one sample, slowest first,
-     * until every remaining one earns at least one. */
+/* Drops replicas whose exact share of total is under one sample, slowest
+ * first, until every remaining one earns at least one. */
+static void drop_below_one(const double *w, int *active, int n, int total) {
     for (;;) {
         double sum = 0;
         int slowest = -1, count = 0;
@@ -249,16 +241,12 @@ static void split_units(const clnet_balance *b, const double *row, int total, in
         if (count <= 1 || total * w[slowest] / sum >= 1.0) break;
         active[slowest] = 0;
     }
-    double sum = 0;
-    for (int i = 0; i < n; i++)
-        if (active[i]) sum += w[i];
-    if (sum <= 0) { /* nothing usable (fixed weights of 0): the first one left takes it all */
-        int first = 0;
-        while (first < n - 1 && b->lost[first]) first++;
-        shares[first] = total;
-        return;
-    }
-    /* Largest remainder: floors, then one more to the largest fractions. */
+}
+
+/* Largest remainder over the active replicas (weights summing to sum):
+ * floors, then one more to the largest fractions. */
+static void largest_remainder(const double *w, const int *active, int n, int total, double sum,
+                              int *shares) {
     double frac[CLNET_MAX_DEVICES];
     int given = 0;
     for (int i = 0; i < n; i++) {
@@ -282,6 +270,28 @@ static void split_units(const clnet_balance *b, const double *row, int total, in
                     if (active[i]) frac[i] = 0;
         }
     }
+}
+
+static void split_units(const clnet_balance *b, const double *row, int total, int *shares) {
+    int n = b->n;
+    double w[CLNET_MAX_DEVICES];
+    int active[CLNET_MAX_DEVICES];
+    for (int i = 0; i < n && i < CLNET_MAX_DEVICES; i++) {
+        w[i] = weight_of(b, row, i);
+        active[i] = w[i] > 0;
+        shares[i] = 0;
+    }
+    drop_below_one(w, active, n, total);
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        if (active[i]) sum += w[i];
+    if (sum <= 0) { /* nothing usable (fixed weights of 0): the first one left takes it all */
+        int first = 0;
+        while (first < n - 1 && b->lost[first]) first++;
+        shares[first] = total;
+        return;
+    }
+    largest_remainder(w, active, n, total, sum, shares);
 }
 
 /* The weight of replica i in a split (row: the step's fixed weights, or NULL). */

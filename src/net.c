@@ -603,11 +603,10 @@ clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int upd
              "asynchronous training takes labels or target=, not float targets from the data "
              "(not built yet): train synchronously");
     TRY(clnet_optim_prepare(&net->optim, net->model.nparams));
-    double loss = 0;
-    int correct = 0, samples = 0;
+    clnet_async_sums sums = {0};
     status = clnet_async_train(net->trainer, &net->model, &net->optim, loader, updates, staleness,
-                               &loss, &correct, &samples);
-    if (status == CLNET_OK && out) *out = result(net, loss, correct, samples);
+                               &sums);
+    if (status == CLNET_OK && out) *out = result(net, sums.loss, sums.correct, sums.samples);
 cleanup:
     return status;
 }

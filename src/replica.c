@@ -153,6 +153,36 @@ static clnet_status make_starts(clnet_replica *r) {
     return CLNET_OK;
 }
 
+/* Whether the replica's memory (*total floats, with `folds` batch norms
+ * folded in) fits the device, and its largest buffer the largest it allows. */
+static clnet_status check_fits(const clnet_model *m, const clnet_device *d, const clnet_plan *p,
+                               int max_batch, int folds, size_t *total) {
+    size_t largest_keep = 0;
+    for (int i = 0; i < m->count; i++)
+        if (p->keep[i] > largest_keep) largest_keep = p->keep[i];
+    size_t B = (size_t)max_batch;
+    *total = (folds ? 4 : 3) * m->nparams + 2 * m->nbuffers + p->act + p->dact + p->keep_total +
+             p->work + 3 * B;
+    /* each node's kept memory is a buffer of its own: together they may
+     * exceed the largest buffer a device allows */
+    size_t largest = p->act > largest_keep ? p->act : largest_keep;
+    if (p->dact > largest) largest = p->dact;
+    if (p->work > largest) largest = p->work;
+    uint64_t have = d->info.global_mem_bytes, max_buf = d->info.max_alloc_bytes;
+    if ((uint64_t)*total * 4 > have || (uint64_t)largest * 4 > max_buf)
+        return clnet_fail(CLNET_ERR_DEVICE_MEMORY,
+                          "the net needs %.1f MiB (largest buffer %.1f MiB) at batch %d on device "
+                          "%d (%s), which has %.1f MiB (largest buffer %.1f MiB): use a smaller "
+                          "batch",
+                          mib(*total), mib(largest), max_batch, d->info.index, d->info.name,
+                          (double)have / 1048576.0, (double)max_buf / 1048576.0);
+    if (p->act > UINT32_MAX || p->dact > UINT32_MAX || largest_keep > UINT32_MAX ||
+        p->work > UINT32_MAX)
+        return clnet_fail(CLNET_ERR_DEVICE_MEMORY, "batch %d needs buffers beyond 2^32 floats",
+                          max_batch);
+    return CLNET_OK;
+}
+
 clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, clnet_device *d,
                                   int max_batch, int ranks) {
     clnet_status status = CLNET_OK;
@@ -171,30 +201,10 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(clnet_plan_make(&r->plan, m, d, max_batch));
     const clnet_plan *p = &r->plan;
 
-    size_t largest_keep = 0;
-    for (int i = 0; i < m->count; i++)
-        if (p->keep[i] > largest_keep) largest_keep = p->keep[i];
-    size_t B = (size_t)max_batch;
     int folds = 0;
     for (int i = 0; i < m->count; i++) folds += m->nodes[i].fold_bn != 0;
-    size_t total = (folds ? 4 : 3) * m->nparams + 2 * m->nbuffers + p->act + p->dact +
-                   p->keep_total + p->work + 3 * B;
-    /* each node's kept memory is a buffer of its own: together they may
-     * exceed the largest buffer a device allows */
-    size_t largest = p->act > largest_keep ? p->act : largest_keep;
-    if (p->dact > largest) largest = p->dact;
-    if (p->work > largest) largest = p->work;
-    uint64_t have = d->info.global_mem_bytes, max_buf = d->info.max_alloc_bytes;
-    if ((uint64_t)total * 4 > have || (uint64_t)largest * 4 > max_buf)
-        FAIL(CLNET_ERR_DEVICE_MEMORY,
-             "the net needs %.1f MiB (largest buffer %.1f MiB) at batch %d on device %d (%s), "
-             "which has %.1f MiB (largest buffer %.1f MiB): use a smaller batch",
-             mib(total), mib(largest), max_batch, d->info.index, d->info.name,
-             (double)have / 1048576.0, (double)max_buf / 1048576.0);
-    if (p->act > UINT32_MAX || p->dact > UINT32_MAX || largest_keep > UINT32_MAX ||
-        p->work > UINT32_MAX)
-        FAIL(CLNET_ERR_DEVICE_MEMORY, "batch %d needs buffers beyond 2^32 floats", max_batch);
-
+    size_t total = 0;
+    TRY(check_fits(m, d, p, max_batch, folds, &total));
     r->bytes = total * sizeof(float);
     TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->params));
     TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->params_next));
@@ -218,7 +228,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(make_stats_links(r));
     TRY(make_starts(r));
     TRY(clnet_buffer_create(d, p->work * sizeof(float), &r->work));
-    TRY(make_loss_buffers(r, B));
+    TRY(make_loss_buffers(r, (size_t)max_batch));
     TRY(clnet_staging_create(d, m->nparams * sizeof(float), &r->staging)); /* step.c */
     if (clnet_guard_on()) { /* a pass's tails, then every buffer's */
         r->guards = clnet_calloc((size_t)m->count + 32 + CLNET_MAX_INPUTS, sizeof *r->guards);

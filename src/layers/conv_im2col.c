@@ -169,16 +169,23 @@ cleanup:
     return status;
 }
 
+/* Xp: a transposed convolution's x (its small side) in GEMM layout, at the
+ * start of work. */
+static clnet_status x_in_gemm_layout(const clnet_node *node, const clnet_pass *p,
+                                     const conv_chunk *ch) {
+    conv_sides v = conv_sides_of(node);
+    return conv_to_gemm_layout(p, CONV_K_GRAD_LAYOUT,
+                               (conv_tensor){p->act, p->x[0] + ch->small, v.Cs, v.Ps}, ch->s, 0, 0,
+                               0);
+}
+
 /* The transposed convolution's forward is the convolution's input gradient:
  * y = col2im(W^T . x) + bias. */
 static clnet_status transpose_forward_chunk(const clnet_node *node, const clnet_pass *p,
                                             const conv_chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
-    conv_sides v = conv_sides_of(node);
     (void)beta;
-    TRY(conv_to_gemm_layout(p, CONV_K_GRAD_LAYOUT,
-                            (conv_tensor){p->act, p->x[0] + ch->small, v.Cs, v.Ps}, ch->s, 0, 0,
-                            0));
+    TRY(x_in_gemm_layout(node, p, ch));
     TRY(gemm_up(node, p, ch));
     TRY(col2im(node, p, ch, conv_forward_flags(node, p).bias, 0, p->act, p->y));
 cleanup:
@@ -195,9 +202,7 @@ static clnet_status transpose_backward_chunk(const clnet_node *node, const clnet
     TRY(conv_transpose_bias_grad(node, p, ch, beta));
     TRY(im2col(node, p, ch, p->dact, p->dy));
     if (ch->makes & CONV_MAKES_DW) {
-        TRY(conv_to_gemm_layout(p, CONV_K_GRAD_LAYOUT,
-                                (conv_tensor){p->act, p->x[0] + ch->small, v.Cs, v.Ps}, ch->s, 0, 0,
-                                0));
+        TRY(x_in_gemm_layout(node, p, ch));
         TRY(gemm_weight(node, p, ch, beta));
     }
     if (!(ch->makes & CONV_MAKES_DX)) return CLNET_OK;

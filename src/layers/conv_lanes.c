@@ -216,77 +216,81 @@ cleanup:
     return status;
 }
 
-/* y = the down product of x's lanes + bias (then the relu) */
-static clnet_status lanes_forward_chunk(const clnet_node *node, const clnet_pass *p,
-                                        const conv_chunk *ch, float beta) {
+/* A side of the chunk as the passes move it: C channels of P positions, at
+ * `at` in a tensor of the side and in region `lanes` of work. */
+typedef struct {
+    size_t C, P, at, lanes;
+} lanes_side;
+
+static lanes_side side_of(const lanes_run *r, int big) {
+    return big ? (lanes_side){r->v.Cb, r->v.Pb, r->ch->big, r->l.big}
+               : (lanes_side){r->v.Cs, r->v.Ps, r->ch->small, r->l.small};
+}
+
+/* A forward pass: y = the down product of x's lanes (a convolution: x the
+ * big side) or the up product (transposed: x the small side), + bias, then
+ * the relu taken in. */
+static clnet_status forward(const clnet_node *node, const clnet_pass *p, const conv_chunk *ch,
+                            int transposed) {
     clnet_status status = CLNET_OK;
     lanes_run r = lanes_begin(node, p, ch);
-    (void)beta;
-    TRY(lanes_in(&r, r.v.Cb, r.v.Pb, p->act, p->x[0] + ch->big, 0, r.l.big));
-    TRY(lanes_product(&r, 0, r.l.big, r.l.out));
-    TRY(lanes_out(&r, r.v.Cs, r.v.Ps, r.l.out, p->act, p->y + ch->small,
-                  conv_forward_flags(node, p)));
+    lanes_side x = side_of(&r, !transposed), y = side_of(&r, transposed);
+    TRY(lanes_in(&r, x.C, x.P, p->act, p->x[0] + x.at, 0, x.lanes));
+    TRY(lanes_product(&r, transposed, x.lanes, r.l.out));
+    TRY(lanes_out(&r, y.C, y.P, r.l.out, p->act, p->y + y.at, conv_forward_flags(node, p)));
 cleanup:
     return status;
 }
 
-/* dy's lanes (only where y > 0 with the relu taken in), its row sums for the
- * bias, x's lanes and dW, then dx = the up product of dy's lanes */
-static clnet_status lanes_backward_chunk(const clnet_node *node, const clnet_pass *p,
-                                         const conv_chunk *ch, float beta) {
+/* A backward pass: dy's lanes (a convolution's only where y > 0 with the
+ * relu taken in), their row sums for the bias, dW from them and the big
+ * side (x, or a transposed convolution's dy, whose small side x gets its
+ * lanes first), then dx = the other product of dy's lanes. */
+static clnet_status backward(const clnet_node *node, const clnet_pass *p, const conv_chunk *ch,
+                             float beta, int transposed) {
     clnet_status status = CLNET_OK;
     lanes_run r = lanes_begin(node, p, ch);
-    const conv_sides *v = &r.v;
-    TRY(lanes_in(&r, v->Cs, v->Ps, p->dact, p->dy + ch->small, (int)conv_took_relu(node),
-                 r.l.small));
+    lanes_side dy = side_of(&r, transposed), x = side_of(&r, !transposed);
+    int relu = !transposed && conv_took_relu(node);
+    TRY(lanes_in(&r, dy.C, dy.P, p->dact, p->dy + dy.at, relu, dy.lanes));
     if (ch->makes & CONV_MAKES_DW) {
-        if (conv_has_bias(node))
-            TRY(conv_bias_sums(p, ch, v->Cs, v->Ps * r.l.ldn, r.l.small, beta));
-        TRY(lanes_weight(&r, p->act, p->x[0] + ch->big, 0, beta));
+        if (conv_has_bias(node)) TRY(conv_bias_sums(p, ch, dy.C, dy.P * r.l.ldn, dy.lanes, beta));
+        if (transposed) {
+            TRY(lanes_in(&r, x.C, x.P, p->act, p->x[0] + x.at, 0, x.lanes));
+            TRY(lanes_weight(&r, p->dact, p->dy + ch->big, 1, beta));
+        } else {
+            TRY(lanes_weight(&r, p->act, p->x[0] + ch->big, 0, beta));
+        }
     }
     if (ch->makes & CONV_MAKES_DX) {
-        TRY(lanes_product(&r, 1, r.l.small, r.l.out));
-        TRY(lanes_out(&r, v->Cb, v->Pb, r.l.out, p->dact, p->dx[0] + ch->big,
+        TRY(lanes_product(&r, !transposed, dy.lanes, r.l.out));
+        TRY(lanes_out(&r, x.C, x.P, r.l.out, p->dact, p->dx[0] + x.at,
                       (conv_output_flags){.add = clnet_dx_add(p, 0)}));
     }
 cleanup:
     return status;
 }
 
-/* A transposed convolution: y = the up product of x's lanes + bias. */
-static clnet_status lanes_transpose_forward_chunk(const clnet_node *node, const clnet_pass *p,
-                                                  const conv_chunk *ch, float beta) {
-    clnet_status status = CLNET_OK;
-    lanes_run r = lanes_begin(node, p, ch);
+static clnet_status forward_chunk(const clnet_node *node, const clnet_pass *p, const conv_chunk *ch,
+                                  float beta) {
     (void)beta;
-    TRY(lanes_in(&r, r.v.Cs, r.v.Ps, p->act, p->x[0] + ch->small, 0, r.l.small));
-    TRY(lanes_product(&r, 1, r.l.small, r.l.out));
-    TRY(lanes_out(&r, r.v.Cb, r.v.Pb, r.l.out, p->act, p->y + ch->big,
-                  conv_forward_flags(node, p)));
-cleanup:
-    return status;
+    return forward(node, p, ch, 0);
 }
 
-/* and backward: dy's lanes, their row sums for the bias, x's lanes and dW,
- * then dx = the down product of dy's lanes. */
-static clnet_status lanes_transpose_backward_chunk(const clnet_node *node, const clnet_pass *p,
-                                                   const conv_chunk *ch, float beta) {
-    clnet_status status = CLNET_OK;
-    lanes_run r = lanes_begin(node, p, ch);
-    const conv_sides *v = &r.v;
-    TRY(lanes_in(&r, v->Cb, v->Pb, p->dact, p->dy + ch->big, 0, r.l.big));
-    if (ch->makes & CONV_MAKES_DW) {
-        if (conv_has_bias(node)) TRY(conv_bias_sums(p, ch, v->Cb, v->Pb * r.l.ldn, r.l.big, beta));
-        TRY(lanes_in(&r, v->Cs, v->Ps, p->act, p->x[0] + ch->small, 0, r.l.small));
-        TRY(lanes_weight(&r, p->dact, p->dy + ch->big, 1, beta));
-    }
-    if (ch->makes & CONV_MAKES_DX) {
-        TRY(lanes_product(&r, 0, r.l.big, r.l.out));
-        TRY(lanes_out(&r, v->Cs, v->Ps, r.l.out, p->dact, p->dx[0] + ch->small,
-                      (conv_output_flags){.add = clnet_dx_add(p, 0)}));
-    }
-cleanup:
-    return status;
+static clnet_status backward_chunk(const clnet_node *node, const clnet_pass *p,
+                                   const conv_chunk *ch, float beta) {
+    return backward(node, p, ch, beta, 0);
+}
+
+static clnet_status transpose_forward_chunk(const clnet_node *node, const clnet_pass *p,
+                                            const conv_chunk *ch, float beta) {
+    (void)beta;
+    return forward(node, p, ch, 1);
+}
+
+static clnet_status transpose_backward_chunk(const clnet_node *node, const clnet_pass *p,
+                                             const conv_chunk *ch, float beta) {
+    return backward(node, p, ch, beta, 1);
 }
 
 /* The lanes algorithm on CPUs: a convolution (not transposed) with more
@@ -341,8 +345,8 @@ const conv_algo conv_lanes = {
     .regions = regions,
     .scratch = scratch,
     .records = records,
-    .forward = lanes_forward_chunk,
-    .backward = lanes_backward_chunk,
-    .transpose_forward = lanes_transpose_forward_chunk,
-    .transpose_backward = lanes_transpose_backward_chunk,
+    .forward = forward_chunk,
+    .backward = backward_chunk,
+    .transpose_forward = transpose_forward_chunk,
+    .transpose_backward = transpose_backward_chunk,
 };
