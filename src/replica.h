@@ -68,7 +68,7 @@ typedef struct {
     int later_ran; /* a pass ran while it was on its way */
     /* (model count) node b + 1 whose output gradient node i's backward
      * completes (b's first reader, through views), for b with a finish; 0:
-     * none. overlap: 0 with CLNET_OVERLAP=off. */
+     * none. overlap: 0 with CLNET_OVERLAP=off (the trainer sets it). */
     int *starts;
     int overlap;
     /* When not NULL, passes wait for every node and add its seconds here:

@@ -128,7 +128,8 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
     t->ranks.overlap = !getenv("CLNET_MPI_OVERLAP") || atoi(getenv("CLNET_MPI_OVERLAP")) != 0;
     TRY(count_devices(t));
     const char *overlap = getenv("CLNET_OVERLAP");
-    t->by_bucket = !t->ranks.dist && !(overlap && strcmp(overlap, "off") == 0);
+    t->overlap = !(overlap && strcmp(overlap, "off") == 0);
+    t->by_bucket = !t->ranks.dist && t->overlap;
     size_t all = (size_t)t->ranks.total;
     t->replicas = clnet_calloc((size_t)n, sizeof *t->replicas);
     index = clnet_calloc(all, sizeof *index);
@@ -156,6 +157,7 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
     for (int i = 0; i < n; i++) {
         clnet_device *d = clnet_runtime_device(rt, i);
         TRY(fit_replica(m, d, max_batch, t->ranks.total, &t->replicas[i]));
+        t->replicas[i]->overlap = t->overlap;
         t->split.caps[t->ranks.first + i] = t->replicas[i]->max_batch;
     }
     TRY(clnet_ranks_share(&t->ranks, t->split.caps, sizeof *t->split.caps));

@@ -101,6 +101,7 @@ typedef struct {
     /* 1: a step's update runs bucket by bucket during the backward pass
      * (step.c); 0 in an MPI job and with CLNET_OVERLAP=off: after it */
     int by_bucket;
+    int overlap; /* 0 with CLNET_OVERLAP=off (read once, here): every replica's too */
     /* this process's devices */
     int count; /* replicas, one per device, in device order */
     clnet_replica **replicas;
