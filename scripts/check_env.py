@@ -31,7 +31,7 @@ for folder, _, files in os.walk(os.path.join(root, "src")):
             with open(os.path.join(folder, name), encoding="utf-8") as f:
                 text = f.read()
             # getenv("CLNET_X") and the balancer's parse_pairs("CLNET_X", ...)
-            for m in re.finditer(r'(?:getenv|parse_pairs)\("(CLNET_[A-Z0-9_]+)"', text):
+            for m in re.finditer(r'getenv\("(CLNET_[A-Z0-9_]+)"', text):
                 read_by_sources.add(m.group(1))
 
 page = read("docs/environment.md")

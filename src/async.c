@@ -234,9 +234,8 @@ static clnet_status compute(clnet_trainer *t, int i, async_device *d, int n, req
     clnet_share share = {.images = d->images,
                          .labels = d->labels,
                          .n = n,
-                         .fault_after_forward =
-                             clnet_balance_fault(&t->split.balance, t->ranks.first + i, d->pulled,
-                                                 CLNET_FAULT_KERNELS)};
+                         .fault_after_forward = clnet_fault(&t->split.faults, t->ranks.first + i,
+                                                            d->pulled, CLNET_FAULT_KERNELS)};
     double t0 = clnet_now(), loss = 0;
     int correct = 0;
     *out = (request_header){.kind = PUSH, .device = t->ranks.first + i, .n = n};
@@ -246,7 +245,7 @@ static clnet_status compute(clnet_trainer *t, int i, async_device *d, int n, req
              "(%s) normalizes a batch in one pass: use a batch of at most %d",
              n, r->d->info.index, r->d->info.name, r->max_batch, t->split.batch_stats->name,
              t->split.batch_stats->kind->name, r->max_batch);
-    if (clnet_balance_fault(&t->split.balance, t->ranks.first + i, d->pulled, CLNET_FAULT_START))
+    if (clnet_fault(&t->split.faults, t->ranks.first + i, d->pulled, CLNET_FAULT_START))
         FAIL(CLNET_ERR_OPENCL, "injected fault (CLNET_FAULT) in update %lld", (long long)d->pulled);
     TRY(clnet_replica_write_state(r, d->params, NULL));
     TRY(clnet_share_run(r, &ctx, &share, &loss, &correct));
@@ -254,7 +253,7 @@ static clnet_status compute(clnet_trainer *t, int i, async_device *d, int n, req
     out->correct = correct;
     memset(d->grads, 0, t->model->nparams * sizeof(float));
     TRY(clnet_replica_add_grads(r, d->grads));
-    clnet_balance_throttle(&t->split.balance, t->ranks.first + i, clnet_now() - t0);
+    clnet_throttle_wait(&t->split.faults, t->ranks.first + i, clnet_now() - t0);
     out->seconds = clnet_now() - t0;
 cleanup:
     return status;

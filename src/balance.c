@@ -42,110 +42,26 @@
 #define HOLD_MOST      256
 #define HOLD_BREAK     0.2
 
-/* "INDEX:VALUE[,INDEX:VALUE...]": calls set(i, value) for replica i with that
- * device index; malformed text is an error naming the variable. */
-static clnet_status parse_pairs(const char *var, const int *device_index, int n,
-                                void (*set)(clnet_balance *, int, double), clnet_balance *b) {
-    const char *text = getenv(var);
-    if (!text || !*text) return CLNET_OK;
-    const char *p = text;
-    while (*p) {
-        char *end = NULL;
-        errno = 0;
-        long index = strtol(p, &end, 10);
-        if (end == p || *end != ':')
-            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s='%s': expected INDEX:VALUE[,...]",
-                              var, text);
-        p = end + 1;
-        double value = strtod(p, &end);
-        if (end == p || errno || !(value >= 0))
-            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s='%s': expected INDEX:VALUE[,...]",
-                              var, text);
-        for (int i = 0; i < n; i++)
-            if (device_index[i] == index) set(b, i, value);
-        p = end;
-        if (*p == ',')
-            p++;
-        else if (*p)
-            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s='%s': expected INDEX:VALUE[,...]",
-                              var, text);
-    }
-    return CLNET_OK;
-}
-
-static void set_throttle(clnet_balance *b, int i, double v) {
-    b->throttle[i] = v < 1 ? 1 : v;
-}
-static const char *const fault_points[] = {"start", "kernels", "transfer", "reduce", "drift", NULL};
-
-/* CLNET_FAULT: "INDEX:STEP[:POINT][,...]". */
-static clnet_status parse_faults(clnet_balance *b, const int *device_index, int n) {
-    const char *text = getenv("CLNET_FAULT");
-    for (const char *p = text; p && *p;) {
-        char *end = NULL;
-        long index = strtol(p, &end, 10),
-             step = end > p && *end == ':' ? strtol(end + 1, &end, 10) : -1;
-        int point = CLNET_FAULT_START;
-        if (step >= 0 && *end == ':') {
-            size_t len = strcspn(end + 1, ",");
-            point = -1;
-            for (int k = 0; fault_points[k]; k++)
-                if (strlen(fault_points[k]) == len && !strncmp(end + 1, fault_points[k], len))
-                    point = k;
-            end += 1 + len;
-        }
-        if (step < 0 || point < 0 || (*end && *end != ','))
-            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                              "CLNET_FAULT='%s': expected INDEX:STEP[:POINT][,...] with POINT one "
-                              "of start, kernels, transfer, reduce, drift",
-                              text);
-        for (int i = 0; i < n; i++)
-            if (device_index[i] == index) b->fault_step[i] = step, b->fault_point[i] = point;
-        p = *end ? end + 1 : end;
-    }
-    return CLNET_OK;
-}
-
-/* The point is compared first: replica i's worker and the host's reducer
- * never touch the same replica's step at once (their points differ). */
-int clnet_balance_fault(clnet_balance *b, int i, int64_t step, clnet_fault_point point) {
-    if (b->fault_point[i] != (int)point || b->fault_step[i] < 0 || b->fault_step[i] > step)
-        return 0;
-    b->fault_step[i] = -1; /* once: a step tried again goes through */
-    return 1;
-}
-
-clnet_status clnet_balance_init(clnet_balance *b, const int *device_index, int n) {
+clnet_status clnet_balance_init(clnet_balance *b, int n) {
     memset(b, 0, sizeof *b);
     b->n = n;
     b->rate = clnet_calloc((size_t)n, sizeof *b->rate);
-    b->throttle = clnet_calloc((size_t)n, sizeof *b->throttle);
-    b->fault_step = clnet_calloc((size_t)n, sizeof *b->fault_step);
-    b->fault_point = clnet_calloc((size_t)n, sizeof *b->fault_point);
     b->lost = clnet_calloc((size_t)n, sizeof *b->lost);
     b->share = clnet_calloc((size_t)n, sizeof *b->share);
     b->seconds = clnet_calloc((size_t)n, sizeof *b->seconds);
     b->samples = clnet_calloc((size_t)n, sizeof *b->samples);
     b->before = clnet_calloc((size_t)n, sizeof *b->before);
     b->next_hold = HOLD_FIRST;
-    if (!b->rate || !b->throttle || !b->fault_step || !b->fault_point || !b->lost || !b->share ||
-        !b->seconds || !b->samples || !b->before) {
+    if (!b->rate || !b->lost || !b->share || !b->seconds || !b->samples || !b->before) {
         clnet_balance_free(b);
         return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    for (int i = 0; i < n; i++) b->throttle[i] = 1, b->fault_step[i] = -1;
-    clnet_status s = parse_pairs("CLNET_THROTTLE", device_index, n, set_throttle, b);
-    if (s == CLNET_OK) s = parse_faults(b, device_index, n);
-    if (s != CLNET_OK) clnet_balance_free(b);
-    return s;
+    return CLNET_OK;
 }
 
 void clnet_balance_free(clnet_balance *b) {
     free(b->rate);
     free(b->weight);
-    free(b->throttle);
-    free(b->fault_step);
-    free(b->fault_point);
     free(b->lost);
     free(b->share);
     free(b->seconds);
@@ -388,8 +304,4 @@ void clnet_balance_update(clnet_balance *b, const int *shares, const double *sec
         double r = shares[i] / seconds[i];
         b->rate[i] = b->rate[i] > 0 ? (1 - SMOOTHING) * b->rate[i] + SMOOTHING * r : r;
     }
-}
-
-void clnet_balance_throttle(const clnet_balance *b, int i, double seconds) {
-    clnet_sleep((b->throttle[i] - 1) * seconds);
 }

@@ -1,14 +1,6 @@
 /* Splitting each batch across replicas in proportion to their measured
- * speed, so all finish a step together, and the simulation knobs for tests:
- *   CLNET_THROTTLE=INDEX:FACTOR[,...]  device INDEX (as `clnet devices` numbers
- *       it) behaves FACTOR times slower: after each share it waits FACTOR-1
- *       times the time its share took.
- *   CLNET_FAULT=INDEX:STEP[:POINT][,...]  device INDEX fails in optimizer
- *       step STEP (0-based; or the first after it that it takes part in), at POINT: start (before
- * its work, the default), kernels (after its forward pass ran), transfer (once its first gradient
- * bucket is on its way to the host) or reduce (while the host adds its first bucket); or, with
- * drift, does not fail but gets its first parameter changed after the step (--check-replicas finds
- * it). Each fires once. */
+ * speed, so all finish a step together (the tests' slowdowns and faults:
+ * fault.h). */
 #ifndef CLNET_BALANCE_H
 #define CLNET_BALANCE_H
 
@@ -16,27 +8,15 @@
 
 #include <stdint.h>
 
-/* Where CLNET_FAULT makes a device fail within its step. */
-typedef enum {
-    CLNET_FAULT_START,    /* before any work */
-    CLNET_FAULT_KERNELS,  /* after its forward pass ran */
-    CLNET_FAULT_TRANSFER, /* once its first gradient bucket is on its way */
-    CLNET_FAULT_REDUCE,   /* while the host adds its first bucket */
-    CLNET_FAULT_DRIFT,    /* no failure: after the step its first parameter changes */
-} clnet_fault_point;
-
 typedef struct {
-    int n;               /* replicas */
-    double *rate;        /* smoothed samples per second; 0 until measured */
-    double *weight;      /* fixed proportions (clnet_net_set_splits): rows x n, or NULL */
-    int rows;            /* of weight: step s splits by row s % rows */
-    double *throttle;    /* per replica; 1 = none */
-    int64_t *fault_step; /* per replica; -1 = none */
-    int *fault_point;    /* per replica: where in the step (clnet_fault_point) */
-    int *lost;           /* per replica: dropped after a failure, never given a share */
-    int *share;          /* samples of the last step */
-    double *seconds;     /* seconds the last share took */
-    int64_t *samples;    /* samples processed in training so far */
+    int n;            /* replicas */
+    double *rate;     /* smoothed samples per second; 0 until measured */
+    double *weight;   /* fixed proportions (clnet_net_set_splits): rows x n, or NULL */
+    int rows;         /* of weight: step s splits by row s % rows */
+    int *lost;        /* per replica: dropped after a failure, never given a share */
+    int *share;       /* samples of the last step */
+    double *seconds;  /* seconds the last share took */
+    int64_t *samples; /* samples processed in training so far */
     /* Moves on trial (balance.c's judge): the split a move replaced and its
      * step time; the current split's step time (smoothed; 0: not yet);
      * steps the move has run (0: none on trial); steps left to keep the
@@ -46,8 +26,8 @@ typedef struct {
     int trial, hold, next_hold;
 } clnet_balance;
 
-/* device_index[i] is replica i's number in `clnet devices`. */
-clnet_status clnet_balance_init(clnet_balance *b, const int *device_index, int n);
+/* A balance of n replicas, equal until measured. */
+clnet_status clnet_balance_init(clnet_balance *b, int n);
 void clnet_balance_free(clnet_balance *b);
 
 /* Splits `total` samples of optimizer step `step`: by the fixed weights (their row for the step)
@@ -64,16 +44,6 @@ void clnet_balance_split(const clnet_balance *b, int total, int64_t step, int *s
  * proportion to the weights (to replicas of weight 0 when only those have
  * room); the caps must add up to at least the total. */
 void clnet_balance_cap(const clnet_balance *b, int64_t step, const int *cap, int *shares);
-
-/* CLNET_THROTTLE: after replica i's work of `seconds`, waits FACTOR - 1
- * times as long, so the device behaves FACTOR times slower. */
-void clnet_balance_throttle(const clnet_balance *b, int i, double seconds);
-
-/* Whether replica i is to fail (CLNET_FAULT) in optimizer step `step` at
- * `point`: the first step at or after the one named (async mode: the
- * update a device pulled at, which need not be every one). A fault fires
- * once (the step tried again goes through). */
-int clnet_balance_fault(clnet_balance *b, int i, int64_t step, clnet_fault_point point);
 
 /* Replica i failed and is dropped: no share from now on. */
 void clnet_balance_lose(clnet_balance *b, int i);

@@ -69,7 +69,7 @@ static clnet_status probe(int i, void *arg) {
         rate = runs * m / spent;
     }
     t->split.balance.rate[t->ranks.first + i] =
-        rate / t->split.balance.throttle[t->ranks.first + i];
+        rate / clnet_throttle_factor(&t->split.faults, t->ranks.first + i);
 cleanup:
     if (status != CLNET_OK)
         clnet_error_context(status, "calibrating device %d (%s)", r->d->info.index,

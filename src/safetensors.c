@@ -1,6 +1,7 @@
 /* Reading and writing float32 and int64 tensors in the safetensors format. */
 #include "alloc.h"
 #include "safetensors.h"
+#include "fault.h"
 #include "bytes.h"
 #include "text.h"
 #include "fileio.h"
@@ -718,14 +719,6 @@ static clnet_status write_elements(clnet_atomic_file *f, const void *x, size_t n
     return CLNET_OK;
 }
 
-/* CLNET_SAVE_PAUSE=MS: a save sleeps half-way through its file, so that a
- * test can kill the process inside one (tests/kill_test.sh). */
-static void pause_for_tests(void) {
-    const char *ms = getenv("CLNET_SAVE_PAUSE");
-    long n = ms ? strtol(ms, NULL, 10) : 0;
-    if (n > 0) nanosleep(&(struct timespec){n / 1000, (n % 1000) * 1000000L}, NULL);
-}
-
 clnet_status clnet_st_save(const char *path, const clnet_st_tensor *tensors, int count,
                            const clnet_st_meta *meta, int nmeta) {
     clnet_status status = CLNET_OK;
@@ -740,7 +733,7 @@ clnet_status clnet_st_save(const char *path, const clnet_st_tensor *tensors, int
     TRY(clnet_atomic_write(&f, len8, 8));
     TRY(clnet_atomic_write(&f, header.buf, header.len));
     for (int i = 0; i < count; i++) {
-        if (i == count / 2) pause_for_tests();
+        if (i == count / 2) clnet_save_pause();
         int size = DTYPES[tensors[i].dtype].size;
         size_t n = (size_t)shape_bytes(tensors[i].shape, tensors[i].ndim, size) / (size_t)size;
         TRY(write_elements(&f, tensors[i].data, n, size));

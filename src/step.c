@@ -91,7 +91,7 @@ static clnet_status send_updates(bucket_sender *b, int wait) {
 static clnet_status transfer_fault(clnet_trainer *t, int i, int sent) {
     const clnet_ctx *ctx = &t->step.ctx[i];
     if (sent == 1 &&
-        clnet_balance_fault(&t->split.balance, t->ranks.first + i, ctx->step, CLNET_FAULT_TRANSFER))
+        clnet_fault(&t->split.faults, t->ranks.first + i, ctx->step, CLNET_FAULT_TRANSFER))
         return clnet_fail(CLNET_ERR_OPENCL,
                           "injected fault (CLNET_FAULT) while its gradients went to the host in "
                           "step %lld",
@@ -141,17 +141,17 @@ static clnet_status run_share(clnet_trainer *t, int i) {
         .node_done = train ? send_bucket : NULL,
         .arg = &sender,
         .fault_after_forward =
-            train && clnet_balance_fault(&t->split.balance, me, ctx->step, CLNET_FAULT_KERNELS),
+            train && clnet_fault(&t->split.faults, me, ctx->step, CLNET_FAULT_KERNELS),
     };
     double t0 = clnet_now(), busy = -1; /* loss[i] and correct[i] start at 0 (run_all) */
     if (share.n > 0) {
         if (train) TRY(clnet_replica_keep_buffers(r)); /* first: a failed step puts them back */
-        if (train && clnet_balance_fault(&t->split.balance, me, ctx->step, CLNET_FAULT_START))
+        if (train && clnet_fault(&t->split.faults, me, ctx->step, CLNET_FAULT_START))
             FAIL(CLNET_ERR_OPENCL, "injected fault (CLNET_FAULT) in step %lld",
                  (long long)ctx->step);
         TRY(clnet_share_run(r, ctx, &share, &t->step.loss[i], &t->step.correct[i]));
         CL_CHECK(clnet_finish(r->d), "clFinish");
-        clnet_balance_throttle(&t->split.balance, me, clnet_now() - t0);
+        clnet_throttle_wait(&t->split.faults, me, clnet_now() - t0);
         busy = clnet_now() - t0; /* what the balancer learns: not the wait for updates */
     }
     if (train && t->step.optim) {
@@ -215,8 +215,8 @@ static int reduce_bucket(clnet_trainer *t, int i, int node, int first, clnet_sta
             return 0;
         }
     }
-    if (!t->step.reduced && clnet_balance_fault(&t->split.balance, t->ranks.first + i,
-                                                t->step.ctx[i].step, CLNET_FAULT_REDUCE)) {
+    if (!t->step.reduced && clnet_fault(&t->split.faults, t->ranks.first + i, t->step.ctx[i].step,
+                                        CLNET_FAULT_REDUCE)) {
         const clnet_device *d = t->replicas[i]->d;
         pthread_mutex_lock(&t->step.lock);
         if (t->step.first_failed < 0) t->step.first_failed = i;
@@ -658,8 +658,8 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
            clnet_trainer_drop(t, clnet_workers_failed(t->workers), o->step - 1, s))
         ;
     for (int i = 0; s == CLNET_OK && i < t->count; i++) /* CLNET_FAULT=I:S:drift */
-        if (t->alive[i] && clnet_balance_fault(&t->split.balance, t->ranks.first + i, o->step - 1,
-                                               CLNET_FAULT_DRIFT)) {
+        if (t->alive[i] &&
+            clnet_fault(&t->split.faults, t->ranks.first + i, o->step - 1, CLNET_FAULT_DRIFT)) {
             float changed = m->params[0] + 1.0f;
             s = clnet_buffer_write(t->replicas[i]->d, t->replicas[i]->params, 0, 1, &changed);
         }

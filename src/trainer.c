@@ -81,6 +81,7 @@ void clnet_trainer_free(clnet_trainer *t) {
     for (int i = 0; i < t->count && t->replicas; i++) clnet_replica_free(t->replicas[i]);
     free(t->replicas);
     clnet_balance_free(&t->split.balance);
+    clnet_faults_free(&t->split.faults);
     free(t->split.caps);
     free(t->alive), free(t->dropped_step), free(t->dropped_why);
     step_state_free(&t->step);
@@ -164,7 +165,8 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
     for (int i = m->count - 1; i >= 0; i--)
         if (m->nodes[i].kind->batch_stats) t->split.batch_stats = &m->nodes[i];
     for (int i = 0; i < t->ranks.total; i++) index[i] = t->ranks.peers[i].index;
-    TRY(clnet_balance_init(&t->split.balance, index, t->ranks.total));
+    TRY(clnet_balance_init(&t->split.balance, t->ranks.total));
+    TRY(clnet_faults_init(&t->split.faults, index, t->ranks.total));
     TRY(clnet_local_group_create(&t->step.group, t->ranks.total, COLLECTIVE_BYTES));
     TRY(clnet_workers_create(&t->workers, n));
     *out = t;

@@ -7,6 +7,7 @@
 #define CLNET_TRAINER_H
 
 #include "balance.h"
+#include "fault.h"
 #include "optim.h"
 #include "ranks.h"
 #include "replica.h"
@@ -18,7 +19,8 @@
  * a split must keep. */
 typedef struct {
     clnet_balance balance;
-    int deterministic; /* a fixed split: runs repeat bit for bit */
+    clnet_faults faults; /* the tests' slowdowns and faults (fault.h) */
+    int deterministic;   /* a fixed split: runs repeat bit for bit */
     /* The first node with batch statistics (batch norm), or NULL: then a
      * training share runs in one pass, so shares are capped at caps[i], the
      * most samples device i holds. */

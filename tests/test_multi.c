@@ -6,6 +6,7 @@
  * "with_simulator" (mixed: PoCL and the Oclgrind simulator) and
  * "three_implementations" (three: PoCL, Oclgrind and Rusticl). */
 #include "balance.h"
+#include "fault.h"
 #include "harness.h"
 #include "net.h"
 
@@ -686,7 +687,7 @@ END_TEST
 START_TEST(the_split_follows_weights_and_drops_devices_too_slow_to_help) {
     int idx[3] = {0, 1, 2};
     clnet_balance b;
-    ck_assert_int_eq(clnet_balance_init(&b, idx, 3), CLNET_OK);
+    ck_assert_int_eq(clnet_balance_init(&b, 3), CLNET_OK);
     int s[3];
     clnet_balance_split(&b, 10, 0, s); /* unmeasured: equal */
     ck_assert(s[0] + s[1] + s[2] == 10 && s[0] >= 3 && s[1] >= 3 && s[2] >= 3);
@@ -741,14 +742,15 @@ START_TEST(the_split_follows_weights_and_drops_devices_too_slow_to_help) {
     ck_assert(s[0] == 30 && s[1] == 10 && s[2] == 0);
     b.weight = NULL;
     clnet_balance_free(&b);
+    clnet_faults f;
     setenv("CLNET_THROTTLE", "1:3,2:x", 1);
-    ck_assert_int_eq(clnet_balance_init(&b, idx, 3), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_faults_init(&f, idx, 3), CLNET_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(clnet_last_error(), "CLNET_THROTTLE"), "%s", clnet_last_error());
     setenv("CLNET_THROTTLE", "1:3", 1);
-    ck_assert_int_eq(clnet_balance_init(&b, idx, 3), CLNET_OK);
-    ck_assert(b.throttle[1] == 3 && b.throttle[0] == 1);
+    ck_assert_int_eq(clnet_faults_init(&f, idx, 3), CLNET_OK);
+    ck_assert(clnet_throttle_factor(&f, 1) == 3 && clnet_throttle_factor(&f, 0) == 1);
     unsetenv("CLNET_THROTTLE");
-    clnet_balance_free(&b);
+    clnet_faults_free(&f);
 }
 END_TEST
 
@@ -876,7 +878,7 @@ START_TEST(balanced_steps_are_never_slower_than_an_equal_split) {
     const char *env = getenv("CLNET_BALANCE_SEED");
     uint64_t seed = env ? strtoull(env, NULL, 10) : 2811, x = seed;
     printf("balancer cases: seed %llu (CLNET_BALANCE_SEED)\n", (unsigned long long)seed);
-    int idx[2] = {0, 1}, moves = 0;
+    int moves = 0;
     for (int c = 0; c < 40; c++) {
         double rate[2];
         for (int i = 0; i < 2; i++) {
@@ -890,7 +892,7 @@ START_TEST(balanced_steps_are_never_slower_than_an_equal_split) {
             best = fmin(
                 best, fmax(tiled_seconds(k, rate[0], tile), tiled_seconds(256 - k, rate[1], tile)));
         clnet_balance b;
-        ck_assert_int_eq(clnet_balance_init(&b, idx, 2), CLNET_OK);
+        ck_assert_int_eq(clnet_balance_init(&b, 2), CLNET_OK);
         double sum = 0;
         int away = 0, last[2] = {0, 0}; /* steps in a row at a split that moved */
         for (int step = 0; step < 400; step++) {
