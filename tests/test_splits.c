@@ -31,6 +31,11 @@
  * devices (bn, conv, relu over 266 samples of 520 positions) differs by
  * 1.1e-4 in l2.weight; the same graph with tanh for that relu, 2.4e-6. The
  * fixed seeds have no such case; a seed that draws one fails on that tensor.
+ * Nor can they measure a weight whose gradient is zero by symmetry, rounding
+ * alone: a convolution whose every output is one input times one weight (a
+ * channel a group, one tap) followed by batch norm, which is invariant to
+ * that weight's scale (seed 196048882, case 10 on two devices: 1.6e-4), so
+ * the generator draws no batch norm after one (graph.scale_only).
  * Batch norm with sync=off normalizes each share alone, so its cases run the
  * same split twice and compare bitwise instead ("bitwise" on their line).
  * Dropout's mask is a hash of the sample's index in the global batch
@@ -210,11 +215,16 @@ typedef struct {
     shape out[MAX_LINES];
     ref_node ref[MAX_LINES]; /* line i is the reference's node i - 1 */
     int count;
-    int ref_only;  /* draw only what the reference runs */
-    int ref_ok;    /* every layer is one the reference runs */
-    int unsynced;  /* a batch norm with sync=off: the result depends on the split */
-    int two;       /* batches of 2 or more samples (see batchnorm and head) */
-    int has_bn;    /* a batch norm: shares are never micro-batched */
+    int ref_only; /* draw only what the reference runs */
+    int ref_ok;   /* every layer is one the reference runs */
+    int unsynced; /* a batch norm with sync=off: the result depends on the split */
+    int two;      /* batches of 2 or more samples (see batchnorm and head) */
+    int has_bn;   /* a batch norm: shares are never micro-batched */
+    /* Outputs of a convolution whose every value is one input times one
+     * weight (a channel a group, one tap): batch norm is invariant to that
+     * weight's scale, so after one its gradient is zero, and its update
+     * rounding alone, which no relative bound measures: none is drawn. */
+    char scale_only[MAX_LINES];
     int reshaped;  /* one reshape at most */
     int max_size;  /* the largest tensor (floats per sample) a layer may make */
     int outputs;   /* the model's outputs per sample: the classes, or the input's size */
@@ -334,6 +344,7 @@ static int activation(graph *g, rng *r, int x, int which) {
 }
 
 static int batchnorm(graph *g, rng *r, int x) {
+    if (g->scale_only[x]) return -1;
     shape s = g->out[x];
     int spatial = shape_size(s) / s.c;
     if (spatial < 2) {
@@ -388,9 +399,12 @@ static int conv_layer(graph *g, rng *r, int x, int transpose, int same, int filt
     int y = add(g, conv_kind(in.rank, transpose), &x, 1, o,
                 transpose || w->d[0] != 1 || groups != 1 || in.rank != 2 ? NULL : &rn,
                 "filters=%d size=%s stride=%s pad=%s%s", filters, k, s, p, extra);
+    int taps = w->k[0] * (in.rank > 1 ? w->k[1] : 1) * (in.rank > 2 ? w->k[2] : 1);
+    g->scale_only[y] = in.c / groups == 1 && taps == 1;
     if (relu) y = activation(g, r, y, 0);
-    if (bn) {
-        y = batchnorm(g, r, y);
+    int n = bn ? batchnorm(g, r, y) : -1;
+    if (n >= 0) {
+        y = n;
         if (chance(r, 0.6)) y = activation(g, r, y, 0);
     }
     return y;
