@@ -308,7 +308,8 @@ static size_t keep_floats(const clnet_node *node, const clnet_device *d, int n) 
     if (!node->stats_bn) return 0;
     size_t records = 0;
     for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++)
-        records = conv_most(records, pass_records(node, d, conv_algo_of(a), n));
+        if (conv_algo_of(a)->records) /* the others write none */
+            records = conv_most(records, pass_records(node, d, conv_algo_of(a), n));
     return 4 * (size_t)conv_sides_of(node).Cs * records;
 }
 
