@@ -176,6 +176,16 @@ clnet_status clnet_runtime_device_info(const clnet_runtime *rt, int i, clnet_dev
  * compiles and runs clnet's kernels correctly. */
 clnet_status clnet_runtime_device_check(clnet_runtime *rt, int i);
 
+/* Forces the convolution algorithms on every device of the runtime, as
+ * $CLNET_CONV does when the runtime is created: one name for every pass
+ * ("im2col", "direct", "implicit", "lanes"), or three, for the forward,
+ * input-gradient and weight-gradient passes ("implicit/implicit/im2col");
+ * NULL or "auto" gives the choice back to the checkpoint, the tuning database
+ * and the rules. A name that is not known gives CLNET_ERR_INVALID_ARGUMENT
+ * and changes nothing. Nets bound to the runtime fit their scratch to the
+ * new algorithms at their next step; call it between steps, not during one. */
+clnet_status clnet_runtime_set_conv(clnet_runtime *rt, const char *plan);
+
 /* Releases every OpenCL object of the runtime. NULL is harmless. */
 void clnet_runtime_free(clnet_runtime *rt);
 

@@ -247,7 +247,7 @@ cleanup:
 
 /* Plans a node tries: each algorithm on every pass, then the best with one
  * pass on the runner-up's algorithm, pass by pass. */
-#define PLANS (CLNET_CONV_ALGOS - 1 + CLNET_CONV_PASSES)
+#define PLANS (CLNET_CONV_MOST - 1 + CLNET_CONV_PASSES)
 /* A mix of two algorithms wins only where it is this much faster than the
  * best so far: otherwise the passes share one algorithm's layouts. */
 #define MIX_GAIN 0.97
@@ -261,7 +261,7 @@ typedef struct {
 /* Times node i on replica r with t's plan, as if $CLNET_CONV named it (the
  * device's scratch fitted to it). */
 static void time_plan(clnet_replica *r, int i, int n, tried *t) {
-    r->d->conv_force = t->plan;
+    r->d->choice.conv_force = t->plan;
     clnet_gemm_forget(r->d); /* plans the scratch again for these algorithms */
     t->verdict[0] = '\0';
     if (time_node(r, i, n, &t->us) != CLNET_OK) {
@@ -277,8 +277,8 @@ static clnet_status tune_node(clnet_replica *r, int i, int n, const reporter *re
                               clnet_tune_entry *winner) {
     clnet_device *d = r->d;
     const clnet_node *node = &r->model->nodes[i];
-    int algos[CLNET_CONV_ALGOS], count = 0, best = -1, second = -1;
-    clnet_conv_plan now, forced = d->conv_force;
+    int algos[CLNET_CONV_MOST], count = 0, best = -1, second = -1;
+    clnet_conv_plan now, forced = d->choice.conv_force;
     tried t[PLANS];
     memset(winner, 0, sizeof *winner);
     int algorithms = node->kind->algorithms(node, d, winner->key, sizeof winner->key, algos, &now);
@@ -299,7 +299,7 @@ static clnet_status tune_node(clnet_replica *r, int i, int n, const reporter *re
         time_plan(r, i, n, &t[count]);
         if (t[count].us >= 0 && t[count].us < MIX_GAIN * t[best].us) best = count;
     }
-    d->conv_force = forced;
+    d->choice.conv_force = forced;
     clnet_gemm_forget(d);
     for (int k = 0; k < count; k++) {
         char text[CLNET_CONV_PLAN_CAP];
@@ -318,7 +318,8 @@ static int measured_on_equal(const clnet_trainer *t, const clnet_tune_entry *fou
                              const int *owner, int nfound, int i, const char *key, int bucket) {
     for (int j = 0; j < nfound; j++)
         if (found[j].bucket == bucket && strcmp(found[j].key, key) == 0 &&
-            strcmp(t->replicas[owner[j]]->d->tune_device, t->replicas[i]->d->tune_device) == 0)
+            strcmp(t->replicas[owner[j]]->d->choice.tune_device,
+                   t->replicas[i]->d->choice.tune_device) == 0)
             return 1;
     return 0;
 }
@@ -334,7 +335,7 @@ static clnet_status tune_convolutions(clnet_trainer *t, const reporter *rep,
     for (int i = 0; i < t->count; i++) {
         clnet_replica *r = t->replicas[i];
         int n = t->step.shares[t->ranks.first + i];
-        if (clnet_conv_plan_named(&r->d->conv_force) || n < 1) continue;
+        if (clnet_conv_plan_named(&r->d->choice.conv_force) || n < 1) continue;
         for (int k = 0; k < r->model->count; k++) {
             char key[CLNET_TUNE_KEY_CAP];
             clnet_conv_plan plan;
@@ -347,8 +348,9 @@ static clnet_status tune_convolutions(clnet_trainer *t, const reporter *rep,
     }
     for (int j = 0; j < *nfound; j++)
         for (int i = 0; i < t->count; i++)
-            if (strcmp(t->replicas[owner[j]]->d->tune_device, t->replicas[i]->d->tune_device) == 0)
-                TRY(clnet_tune_table_set(&t->replicas[i]->d->tuned, &found[j]));
+            if (strcmp(t->replicas[owner[j]]->d->choice.tune_device,
+                       t->replicas[i]->d->choice.tune_device) == 0)
+                TRY(clnet_tune_table_set(&t->replicas[i]->d->choice.tuned, &found[j]));
     for (int i = 0; i < t->count; i++) clnet_gemm_forget(t->replicas[i]->d);
 cleanup:
     return status;
@@ -369,7 +371,8 @@ static clnet_status write_database(const clnet_trainer *t, const clnet_tune_entr
         if (count && d->cache && d->cache->enabled) {
             char path[4200];
             clnet_tune_db_path(d->cache->dir, path, sizeof path);
-            TRY(clnet_tune_db_write(path, d->tune_device, d->tune_space, mine, count));
+            TRY(clnet_tune_db_write(path, d->choice.tune_device, d->choice.tune_space, mine,
+                                    count));
         } else if (count) {
             clnet_warn("the kernel cache is off (CLNET_CACHE=off): tuned choices serve this "
                        "process only");
@@ -467,8 +470,8 @@ clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, voi
     for (int i = 0; i < t->count; i++) {
         clnet_device *d = t->replicas[i]->d;
         for (int j = 0; j < nfound; j++)
-            if (strcmp(t->replicas[owner[j]]->d->tune_device, d->tune_device) == 0)
-                TRY(clnet_tune_table_set(&d->tuned, &found[j]));
+            if (strcmp(t->replicas[owner[j]]->d->choice.tune_device, d->choice.tune_device) == 0)
+                TRY(clnet_tune_table_set(&d->choice.tuned, &found[j]));
     }
     for (int i = 0; i < t->count; i++) clnet_gemm_forget(t->replicas[i]->d);
     TRY(clnet_trainer_fit_work(t)); /* the scratch of what was chosen, before the next step */

@@ -20,7 +20,9 @@ static int compare_lines(const void *a, const void *b) {
 /* 1 when a replica before i runs on a device equal to replica i's. */
 static int equal_before(const clnet_trainer *t, int i) {
     for (int j = 0; j < i; j++)
-        if (strcmp(t->replicas[j]->d->tune_device, t->replicas[i]->d->tune_device) == 0) return 1;
+        if (strcmp(t->replicas[j]->d->choice.tune_device, t->replicas[i]->d->choice.tune_device) ==
+            0)
+            return 1;
     return 0;
 }
 
@@ -38,7 +40,7 @@ static int record_algorithms(const clnet_replica *r, choice_line *lines) {
     return count;
 }
 
-/* A convolution's algorithms, pinned on d: a plan of device.h's names
+/* A convolution's algorithms, pinned on d: a plan of choose.h's names
  * (auto for none of its passes). */
 static clnet_status pin_algorithm(clnet_device *d, const char *key, const char *name) {
     clnet_tune_entry e = {.bucket = 0};
@@ -52,7 +54,7 @@ static clnet_status pin_algorithm(clnet_device *d, const char *key, const char *
     strcpy(e.key, key);
     strcpy(e.choice, name);
     clnet_gemm_forget(d);
-    return clnet_tune_table_set(&d->pinned, &e);
+    return clnet_tune_table_set(&d->choice.pinned, &e);
 }
 
 /* Evaluation's shapes and calibration probes' are left out, and the order
@@ -82,7 +84,7 @@ clnet_status clnet_choices_record(const clnet_trainer *t, char **out) {
             snprintf(lines[count++], sizeof *lines, "%s\t%d\t%s\n", key, bucket, made->picks[k].id);
         }
         qsort(lines, (size_t)count, sizeof *lines, compare_lines);
-        clnet_text_printf(&text, "@%s\n", d->tune_device);
+        clnet_text_printf(&text, "@%s\n", d->choice.tune_device);
         for (int k = 0; k < count; k++) clnet_text_str(&text, lines[k]);
     }
     if (text.failed) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
@@ -201,7 +203,7 @@ void clnet_choices_pin(clnet_trainer *t, const char *text) {
         }
         for (int i = 0; k == 3 && i < t->count; i++) {
             clnet_device *d = t->replicas[i]->d;
-            if (strcmp(d->tune_device, device) != 0) continue;
+            if (strcmp(d->choice.tune_device, device) != 0) continue;
             int gemm = strncmp(field[0], "gemm ", 5) == 0;
             clnet_status s = gemm ? clnet_gemm_pin(d, field[0], atoi(field[1]), field[2])
                                   : pin_algorithm(d, field[0], field[2]);

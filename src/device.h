@@ -4,7 +4,7 @@
 
 #include "clnet.h"
 #include "cl.h"
-#include "tune.h"
+#include "choose.h"
 
 #include <pthread.h>
 
@@ -31,48 +31,6 @@ typedef struct clnet_program {
     cl_program program;
     clnet_kernel_entry *kernels;
 } clnet_program;
-
-/* The convolution algorithms (src/layers/conv.c), by name in $CLNET_CONV:
- * auto (the rules), im2col, direct, implicit, lanes. */
-enum {
-    CLNET_CONV_AUTO,
-    CLNET_CONV_IM2COL,
-    CLNET_CONV_DIRECT,
-    CLNET_CONV_IMPLICIT,
-    CLNET_CONV_LANES,
-    CLNET_CONV_ALGOS
-};
-extern const char *const clnet_conv_algo_names[CLNET_CONV_ALGOS];
-
-/* A convolution's passes, each of which may run its own algorithm: the
- * forward product, the input gradient and the weight gradient (with the
- * bias's). A transposed convolution's are named for what they compute. */
-enum { CLNET_PASS_FORWARD, CLNET_PASS_DX, CLNET_PASS_DW, CLNET_CONV_PASSES };
-
-/* An algorithm for each pass (CLNET_CONV_AUTO: the rules decide it). As
- * text, one name where every pass runs the same ("implicit"), else the
- * three in pass order, '/' between ("implicit/implicit/im2col"). */
-typedef struct {
-    int pass[CLNET_CONV_PASSES];
-} clnet_conv_plan;
-
-#define CLNET_CONV_PLAN_CAP 32 /* the longest text: three names and two '/' */
-
-/* Every pass with algorithm a. */
-static inline clnet_conv_plan clnet_conv_plan_all(int a) {
-    return (clnet_conv_plan){{a, a, a}};
-}
-/* Whether the plan names an algorithm for any pass. */
-static inline int clnet_conv_plan_named(const clnet_conv_plan *plan) {
-    for (int pass = 0; pass < CLNET_CONV_PASSES; pass++)
-        if (plan->pass[pass] != CLNET_CONV_AUTO) return 1;
-    return 0;
-}
-/* The plan that text names into *plan; 0 (and *plan unchanged) where a name
- * is unknown or the count is neither one nor three. */
-int clnet_conv_plan_parse(const char *text, clnet_conv_plan *plan);
-/* The plan as text, in out (CLNET_CONV_PLAN_CAP bytes are enough). */
-void clnet_conv_plan_text(const clnet_conv_plan *plan, char *out, size_t cap);
 
 typedef struct clnet_device {
     clnet_device_info info;
@@ -101,14 +59,9 @@ typedef struct clnet_device {
     /* small buffer for clnet_sum, made on first use: the device's own, as
      * its reductions run outside any replica's passes (runtime checks, tests) */
     cl_mem scratch;
-    /* GEMM (gemm.c): what the device knows about choosing candidates */
-    char gemm_force[16];        /* $CLNET_GEMM ("own", "clblast") or "" */
-    clnet_conv_plan conv_force; /* $CLNET_CONV: an algorithm a pass, or CLNET_CONV_AUTO */
-    char tune_device[400];      /* this device in the tuning database */
-    char tune_space[20];        /* the fingerprint of its GEMM candidates */
-    clnet_tune_table tuned;     /* the database's entries for this device */
-    clnet_tune_table pinned;    /* a resumed checkpoint's choices */
-    unsigned gemm_version;      /* bumped when they change: choices are made again */
+    /* What it knows for choosing among candidates (choose.h): its forced
+     * choices, its pinned and tuned tables */
+    clnet_chooser choice;
     /* The (kernel, work-group size) pairs launched so far, an open-addressing
      * table (clnet_run_kept): a new pair is a first launch, which a CPU
      * driver compiles for. Grows only when a new pair comes. */

@@ -257,12 +257,12 @@ clnet_status clnet_gemm_open(clnet_device *d) {
     clnet_status status = CLNET_OK;
     char *source = NULL;
     const char *env = getenv("CLNET_GEMM");
-    d->gemm_force[0] = '\0';
+    d->choice.gemm_force[0] = '\0';
     if (env && *env && strcasecmp(env, "auto") != 0) {
         if (strcasecmp(env, "own") != 0 && strcasecmp(env, "clblast") != 0)
             FAIL(CLNET_ERR_INVALID_ARGUMENT, "CLNET_GEMM='%s': expected auto, own or clblast", env);
-        snprintf(d->gemm_force, sizeof d->gemm_force, "%s", env);
-        for (char *c = d->gemm_force; *c; c++) *c = (char)(*c | 0x20);
+        snprintf(d->choice.gemm_force, sizeof d->choice.gemm_force, "%s", env);
+        for (char *c = d->choice.gemm_force; *c; c++) *c = (char)(*c | 0x20);
     }
     /* The fingerprint: the kernels' source, the candidates, the CLBlast
      * version: an entry measured over anything else is stale. */
@@ -287,22 +287,18 @@ clnet_status clnet_gemm_open(clnet_device *d) {
     snprintf(clblast, sizeof clblast, "clblast %d.%d", CLBLAST_VERSION_MAJOR,
              CLBLAST_VERSION_MINOR);
     h = clnet_fnv1a(clblast, strlen(clblast), h);
-    snprintf(d->tune_space, sizeof d->tune_space, "%016llx", (unsigned long long)h);
-    snprintf(d->tune_device, sizeof d->tune_device, "%s | %s | %s", d->info.name,
+    snprintf(d->choice.tune_space, sizeof d->choice.tune_space, "%016llx", (unsigned long long)h);
+    snprintf(d->choice.tune_device, sizeof d->choice.tune_device, "%s | %s | %s", d->info.name,
              d->info.driver_version, d->info.platform_name);
     if (d->cache && d->cache->enabled) {
         char path[4200];
         clnet_tune_db_path(d->cache->dir, path, sizeof path);
-        TRY(clnet_tune_db_read(path, d->tune_device, d->tune_space, &d->tuned, NULL));
+        TRY(clnet_tune_db_read(path, d->choice.tune_device, d->choice.tune_space, &d->choice.tuned,
+                               NULL));
     }
 cleanup:
     free(source);
     return status;
-}
-
-void clnet_gemm_close(clnet_device *d) {
-    clnet_tune_table_free(&d->tuned);
-    clnet_tune_table_free(&d->pinned);
 }
 
 void clnet_gemm_record_free(clnet_gemm_record *r) {
@@ -311,7 +307,7 @@ void clnet_gemm_record_free(clnet_gemm_record *r) {
 }
 
 int clnet_gemm_record_count(const clnet_gemm_record *r, const clnet_device *d) {
-    return r->version == d->gemm_version ? r->count : 0;
+    return r->version == d->choice.gemm_version ? r->count : 0;
 }
 
 void clnet_gemm_key(const clnet_gemm_shape *s, char *key, size_t cap, int *bucket) {
@@ -369,40 +365,36 @@ static int same_shape(const clnet_gemm_shape *a, const clnet_gemm_shape *b) {
            a->batch == b->batch && a->n == b->n;
 }
 
-/* The candidate for a shape on d (its id, parsed into *c), and where the
- * choice came from; with warn, says so when a database entry names none. */
+/* The candidate $CLNET_GEMM forces on d, or NULL. */
+static const char *forced_id(const clnet_device *d) {
+    if (!d->choice.gemm_force[0]) return NULL;
+    if (strcmp(d->choice.gemm_force, "clblast") == 0) return "clblast";
+    return d->vector_cpu ? "own-tm8-wg1" : "own-tm8-wg0";
+}
+
+/* The candidate for a shape on d (its id, parsed into *c), as the policy
+ * (choose.h) decides, and where the choice came from (its letter); with
+ * warn, says so when a database entry names none. */
 static char choose_id(const clnet_device *d, const clnet_gemm_shape *s, int warn,
                       char id[CLNET_GEMM_ID_CAP], choice *c) {
     char key[CLNET_TUNE_KEY_CAP];
     int bucket = 0;
     clnet_gemm_key(s, key, sizeof key, &bucket);
-    const clnet_tune_entry *e = NULL;
-    char source = 'f';
-    if (d->gemm_force[0]) {
-        snprintf(id, CLNET_GEMM_ID_CAP, "%s",
-                 strcmp(d->gemm_force, "clblast") == 0
-                     ? "clblast"
-                     : (d->vector_cpu ? "own-tm8-wg1" : "own-tm8-wg0"));
-        source = 'e';
-    } else if ((e = clnet_tune_table_find(&d->pinned, key, bucket)) != NULL) {
-        snprintf(id, CLNET_GEMM_ID_CAP, "%s", e->choice);
-        source = 'p';
-    } else if ((e = clnet_tune_table_find(&d->tuned, key, bucket)) != NULL) {
-        snprintf(id, CLNET_GEMM_ID_CAP, "%s", e->choice);
-        source = 'd';
-    } else {
-        snprintf(id, CLNET_GEMM_ID_CAP, "%s", fixed_rule(d, s));
-    }
+    clnet_choice_from from = CLNET_FROM_ENV;
+    const char *named = NULL;
+    for (; from < CLNET_FROM_RULE; from++)
+        if ((named = clnet_chooser_named(&d->choice, from, forced_id(d), key, bucket))) break;
+    snprintf(id, CLNET_GEMM_ID_CAP, "%s", named ? named : fixed_rule(d, s));
     if (!parse_id(d, id, c)) { /* a database entry of an older space slipped through */
         if (warn)
             clnet_warn("device %d (%s): GEMM candidate '%s' for '%s' is unknown; using the fixed "
                        "rule",
                        d->info.index, d->info.name, id, key);
         snprintf(id, CLNET_GEMM_ID_CAP, "%s", fixed_rule(d, s));
-        source = 'f';
+        from = CLNET_FROM_RULE;
         parse_id(d, id, c);
     }
-    return source;
+    return clnet_choice_letters[from];
 }
 
 static void choose(const clnet_device *d, const clnet_gemm_shape *s, clnet_gemm_pick *p) {
@@ -427,9 +419,9 @@ size_t clnet_gemm_chosen_work_floats(const clnet_device *d, const clnet_gemm_sha
 static clnet_status pick(clnet_device *d, clnet_gemm_site *site, const clnet_gemm_shape *s,
                          clnet_gemm_pick **out) {
     clnet_gemm_record *r = site->record;
-    if (r->version != d->gemm_version) { /* the device's knowledge changed: choose again */
+    if (r->version != d->choice.gemm_version) { /* the device's knowledge changed: choose again */
         r->count = 0;
-        r->version = d->gemm_version;
+        r->version = d->choice.gemm_version;
     }
     int i = site->version == r->version && site->pick < r->count ? site->pick : -1;
     if (i < 0 || !same_shape(&r->picks[i].shape, s))
@@ -456,7 +448,7 @@ static clnet_status pick(clnet_device *d, clnet_gemm_site *site, const clnet_gem
 }
 
 void clnet_gemm_forget(clnet_device *d) {
-    d->gemm_version++;
+    d->choice.gemm_version++;
 }
 
 clnet_status clnet_gemm_pin(clnet_device *d, const char *key, int bucket, const char *id) {
@@ -472,7 +464,7 @@ clnet_status clnet_gemm_pin(clnet_device *d, const char *key, int bucket, const 
     strcpy(e.key, key);
     strcpy(e.choice, id);
     clnet_gemm_forget(d);
-    return clnet_tune_table_set(&d->pinned, &e);
+    return clnet_tune_table_set(&d->choice.pinned, &e);
 }
 
 static clnet_status check_shape(const clnet_gemm_shape *s, const clnet_gemm_args *g) {

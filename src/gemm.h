@@ -80,7 +80,6 @@ typedef struct {
 /* Opens the device's GEMM side: the candidates' fingerprint, the database's
  * entries for this device, the $CLNET_GEMM override. */
 clnet_status clnet_gemm_open(clnet_device *d);
-void clnet_gemm_close(clnet_device *d);
 
 /* C = alpha op(A) op(B) + beta C (gemm_shape.h's clnet_gemm_args), with the
  * candidate the site's record keeps for the shape. */

@@ -355,9 +355,9 @@ struct clnet_kind {
      * that the batch norm need not read its input an extra time. */
     int stats_out;
     /* The algorithms a tuner chooses between for each pass (convolutions:
-     * device.h's CLNET_CONV_*; NULL: none): writes the node's key in the
+     * choose.h's CLNET_CONV_*; NULL: none): writes the node's key in the
      * tuning database to key, the algorithms worth timing on it to algos
-     * (at most CLNET_CONV_ALGOS - 1; returns how many), and the ones device
+     * (at most CLNET_CONV_MOST - 1; returns how many), and the ones device
      * d runs its passes with now to *chosen. */
     int (*algorithms)(const clnet_node *node, const clnet_device *d, char *key, size_t cap,
                       int *algos, clnet_conv_plan *chosen);
@@ -368,7 +368,7 @@ struct clnet_kind {
  * choice. */
 static inline int clnet_node_plan(const clnet_node *node, const clnet_device *d, char *key,
                                   size_t cap, clnet_conv_plan *plan) {
-    int algos[CLNET_CONV_ALGOS];
+    int algos[CLNET_CONV_MOST];
     if (!node->kind->algorithms) return 0;
     node->kind->algorithms(node, d, key, cap, algos, plan);
     return 1;

@@ -196,7 +196,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     r->host = clnet_malloc(host_bytes(m, ranks));
     if (!r->loss_host || !r->correct_host || !r->host)
         FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
-    r->work_version = d->gemm_version;
+    r->work_version = d->choice.gemm_version;
     TRY(clnet_plan_make(&r->plan, m, d, max_batch));
     const clnet_plan *p = &r->plan;
 
@@ -244,7 +244,7 @@ clnet_status clnet_replica_fit_work(clnet_replica *r) {
     clnet_status status = CLNET_OK;
     clnet_device *d = r->d;
     cl_mem more = NULL;
-    if (r->work_version == d->gemm_version) return CLNET_OK;
+    if (r->work_version == d->choice.gemm_version) return CLNET_OK;
     size_t work = clnet_plan_work(r->model, d, r->max_batch);
     if (work > r->plan.work) {
         size_t bytes = r->bytes + (work - r->plan.work) * sizeof(float);
@@ -262,7 +262,7 @@ clnet_status clnet_replica_fit_work(clnet_replica *r) {
         r->bytes = bytes;
         r->plan.work = work;
     }
-    r->work_version = d->gemm_version;
+    r->work_version = d->choice.gemm_version;
 cleanup:
     if (more) clReleaseMemObject(more);
     return status;

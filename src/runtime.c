@@ -331,57 +331,20 @@ static void query_info(const candidate *c, int index, clnet_device_info *info) {
     if (strstr(ext, "cl_khr_fp64")) info->fp64 = 1;
 }
 
-const char *const clnet_conv_algo_names[] = {"auto", "im2col", "direct", "implicit", "lanes"};
-_Static_assert(sizeof clnet_conv_algo_names / sizeof *clnet_conv_algo_names == CLNET_CONV_ALGOS,
-               "a convolution algorithm without a name, or a name without an algorithm");
-
-/* The algorithm named by text[0, len) (any case), or -1. */
-static int algo_named(const char *text, size_t len) {
-    for (int a = 0; a < CLNET_CONV_ALGOS; a++)
-        if (strlen(clnet_conv_algo_names[a]) == len &&
-            strncasecmp(text, clnet_conv_algo_names[a], len) == 0)
-            return a;
-    return -1;
-}
-
-int clnet_conv_plan_parse(const char *text, clnet_conv_plan *plan) {
-    clnet_conv_plan got;
-    int n = 0;
-    for (const char *at = text;; n++) {
-        size_t len = strcspn(at, "/");
-        int a = algo_named(at, len);
-        if (a < 0 || n == CLNET_CONV_PASSES) return 0;
-        got.pass[n] = a;
-        if (!at[len]) break;
-        at += len + 1;
-    }
-    if (n == 0)
-        got = clnet_conv_plan_all(got.pass[0]);
-    else if (n != CLNET_CONV_PASSES - 1)
-        return 0;
-    *plan = got;
-    return 1;
-}
-
-void clnet_conv_plan_text(const clnet_conv_plan *plan, char *out, size_t cap) {
-    const int *a = plan->pass;
-    if (a[0] == a[1] && a[1] == a[2])
-        snprintf(out, cap, "%s", clnet_conv_algo_names[a[0]]);
-    else
-        snprintf(out, cap, "%s/%s/%s", clnet_conv_algo_names[a[0]], clnet_conv_algo_names[a[1]],
-                 clnet_conv_algo_names[a[2]]);
-}
-
 /* $CLNET_CONV: the convolution algorithms forced on every layer, or auto. */
 static clnet_status read_conv_force(clnet_device *d) {
-    const char *env = getenv("CLNET_CONV");
-    d->conv_force = clnet_conv_plan_all(CLNET_CONV_AUTO);
-    if (!env || !*env || clnet_conv_plan_parse(env, &d->conv_force)) return CLNET_OK;
-    return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                      "CLNET_CONV='%s': expected auto, im2col, direct or implicit, for every pass, "
-                      "or three of them for the forward/input-gradient/weight-gradient passes "
-                      "(implicit/implicit/im2col)",
-                      env);
+    return clnet_chooser_force_conv(&d->choice, getenv("CLNET_CONV"), "CLNET_CONV");
+}
+
+clnet_status clnet_runtime_set_conv(clnet_runtime *rt, const char *plan) {
+    clnet_chooser check = {0};
+    if (!rt) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_runtime_set_conv: no runtime");
+    clnet_status status = clnet_chooser_force_conv(&check, plan, "clnet_runtime_set_conv");
+    for (int i = 0; status == CLNET_OK && i < rt->count; i++) {
+        rt->devices[i].choice.conv_force = check.conv_force;
+        clnet_gemm_forget(&rt->devices[i]); /* the replicas fit their scratch again */
+    }
+    return status;
 }
 
 static clnet_status open_device(clnet_device *d, const candidate *c, int index,
@@ -429,7 +392,7 @@ static void close_device(clnet_device *d) {
         free(p);
         p = next;
     }
-    clnet_gemm_close(d);
+    clnet_chooser_free(&d->choice);
     free(d->launched);
     if (d->scratch) clReleaseMemObject(d->scratch);
     if (d->queue) clReleaseCommandQueue(d->queue);

@@ -157,10 +157,40 @@ START_TEST(conv_algorithms_by_pass_from_the_environment) {
         const clnet_device *d = clnet_runtime_device(rt, 0);
         for (int pass = 0; pass < CLNET_CONV_PASSES; pass++) {
             ck_assert_int_eq(plan.pass[pass], cases[k].pass[pass]);
-            ck_assert_int_eq(d->conv_force.pass[pass], cases[k].pass[pass]);
+            ck_assert_int_eq(d->choice.conv_force.pass[pass], cases[k].pass[pass]);
         }
         clnet_runtime_free(rt);
     }
+}
+END_TEST
+
+/* clnet_runtime_set_conv forces a plan as $CLNET_CONV does, on every
+ * device; an unknown name changes nothing. A new algorithm's name must be
+ * new and plain. */
+START_TEST(conv_algorithms_forced_through_the_runtime) {
+    clnet_runtime *rt = NULL;
+    ck_assert_int_eq(clnet_runtime_create(&rt, "all"), CLNET_OK);
+    const clnet_conv_plan want = {{CLNET_CONV_IM2COL, CLNET_CONV_LANES, CLNET_CONV_DIRECT}};
+    ck_assert_int_eq(clnet_runtime_set_conv(rt, "im2col/LANES/direct"), CLNET_OK);
+    ck_assert_int_eq(clnet_runtime_set_conv(rt, "im2col/winograd/direct"),
+                     CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(clnet_last_error(), "winograd"));
+    for (int i = 0; i < clnet_runtime_device_count(rt); i++)
+        for (int pass = 0; pass < CLNET_CONV_PASSES; pass++)
+            ck_assert_int_eq(clnet_runtime_device(rt, i)->choice.conv_force.pass[pass],
+                             want.pass[pass]);
+    ck_assert_int_eq(clnet_runtime_set_conv(rt, NULL), CLNET_OK);
+    ck_assert(!clnet_conv_plan_named(&clnet_runtime_device(rt, 0)->choice.conv_force));
+    ck_assert_int_eq(clnet_runtime_set_conv(NULL, "im2col"), CLNET_ERR_INVALID_ARGUMENT);
+    clnet_runtime_free(rt);
+    int a = -1, count = clnet_conv_algo_count();
+    ck_assert_int_eq(clnet_conv_algo_add("Im2col", &a), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_conv_algo_add("two words", &a), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_conv_algo_add("", &a), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_conv_algo_add("a_name_far_too_long", &a), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(a, -1);
+    ck_assert_int_eq(clnet_conv_algo_count(), count);
+    ck_assert_str_eq(clnet_conv_algo_name(count), "?");
 }
 END_TEST
 
@@ -543,6 +573,7 @@ int main(void) {
     tcase_add_test(t, devices_report_sane_facts);
     tcase_add_test(t, device_spec_selects_and_rejects);
     tcase_add_test(t, conv_algorithms_by_pass_from_the_environment);
+    tcase_add_test(t, conv_algorithms_forced_through_the_runtime);
     tcase_add_test(t, elementwise_kernels_match_reference_on_every_device);
     tcase_add_test(t, elementwise_rejects_ranges_beyond_32_bits);
     tcase_add_test(t, a_kernel_slot_holds_one_kernel);

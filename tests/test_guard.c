@@ -322,7 +322,7 @@ START_TEST(a_pass_whose_gemms_need_more_scratch_than_planned_fails_before_it_run
     clnet_net *net = gemm_net(rt);
     clnet_replica *r = net->trainer->replicas[0];
     pin_greediest(r);
-    r->work_version = r->d->gemm_version; /* as if the scratch had been fitted */
+    r->work_version = r->d->choice.gemm_version; /* as if the scratch had been fitted */
     char why[1024];
     ck_assert_int_eq(step(net, BATCH, why, sizeof why), CLNET_ERR_GUARD);
     const char *words[] = {"floats of scratch", "were planned"};

@@ -8,6 +8,7 @@
  * evaluation with them, and the refusal of a training batch with one value per
  * channel. */
 #include "layer_rig.h"
+#include "conv_made_up.h"
 #include "elementwise.h"
 #include "net.h"
 #include "ref/layers_ref.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* One case: a layer as a model-file line, on n samples of shape `in`. */
 typedef struct {
@@ -953,17 +955,31 @@ static int plans_drawn(clnet_device *d, int all) {
     return n < 1 ? 1 : n > all ? all : n;
 }
 
-/* A convolution's case runs once per algorithm (device.h's CLNET_CONV_*) on
- * every pass, and once with a different algorithm on each pass (one of the
- * three rotations of the algorithms, from case to case), unless $CLNET_CONV
- * forces them: each against the reference. Where fewer plans run (a slow
- * simulator: one; plans_drawn), the cases take them in turn, so that they
- * cover every one (Oclgrind took 183 s for them all). */
-static void run_algorithms(clnet_device *d, const layer_row *row, const layer_case *t,
-                           uint64_t seed) {
-    enum { ALGOS = CLNET_CONV_ALGOS - 1 };
-    clnet_conv_plan forced = d->conv_force, plans[ALGOS + 1];
-    if (strncmp(row->kind, "conv", 4) != 0 || clnet_conv_plan_named(&forced)) {
+/* Whether $CLNET_CONV forces the convolutions' algorithms. */
+static int conv_forced(void) {
+    const char *env = getenv("CLNET_CONV");
+    return env && *env && strcasecmp(env, "auto") != 0;
+}
+
+/* Forces rt's convolutions onto the plan (clnet_runtime_set_conv). */
+static void force_plan(clnet_runtime *rt, const clnet_conv_plan *plan) {
+    char text[CLNET_CONV_PLAN_CAP];
+    clnet_conv_plan_text(plan, text, sizeof text);
+    ck_assert_msg(clnet_runtime_set_conv(rt, text) == CLNET_OK, "%s", clnet_last_error());
+    printf("[%s] ", text);
+}
+
+/* A convolution's case runs once per built-in algorithm (choose.h's
+ * CLNET_CONV_*) on every pass, and once with a different algorithm on each
+ * pass (one of the three rotations of the algorithms, from case to case),
+ * unless $CLNET_CONV forces them: each against the reference. Where fewer
+ * plans run (a slow simulator: one; plans_drawn), the cases take them in
+ * turn, so that they cover every one (Oclgrind took 183 s for them all). */
+static void run_algorithms(clnet_runtime *rt, clnet_device *d, const layer_row *row,
+                           const layer_case *t, uint64_t seed) {
+    enum { ALGOS = CLNET_CONV_BUILT_IN - 1 };
+    clnet_conv_plan plans[ALGOS + 1];
+    if (strncmp(row->kind, "conv", 4) != 0 || conv_forced()) {
         run_case(d, row, t, seed);
         return;
     }
@@ -976,13 +992,10 @@ static void run_algorithms(clnet_device *d, const layer_row *row, const layer_ca
     for (int k = 0; k <= ALGOS; k++) {
         /* plans seed, seed + 1, ... (mod ALGOS + 1): the next case starts one further on */
         if ((k - (int)(seed % (ALGOS + 1)) + ALGOS + 1) % (ALGOS + 1) >= drawn) continue;
-        char text[CLNET_CONV_PLAN_CAP];
-        clnet_conv_plan_text(&plans[k], text, sizeof text);
-        d->conv_force = plans[k];
-        printf("[%s] ", text);
+        force_plan(rt, &plans[k]);
         run_case(d, row, t, seed);
     }
-    d->conv_force = forced;
+    ck_assert_int_eq(clnet_runtime_set_conv(rt, NULL), CLNET_OK);
 }
 
 START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
@@ -991,24 +1004,57 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
         clnet_device *d = clnet_runtime_device(rt, dev);
         uint64_t seed = 0; /* each case its own inputs, whichever device */
         int skipped = 0;
-        if (!test_device_is_slow(d) && plans_drawn(d, CLNET_CONV_ALGOS) < CLNET_CONV_ALGOS)
+        if (!test_device_is_slow(d) && plans_drawn(d, CLNET_CONV_BUILT_IN) < CLNET_CONV_BUILT_IN)
             printf("%s: each convolution case runs %d of its %d algorithm plans, the next case "
                    "starting one further on (CLNET_TEST_CONV_PLANS; CI's extended step runs "
                    "them all)\n",
-                   d->info.name, plans_drawn(d, CLNET_CONV_ALGOS), CLNET_CONV_ALGOS);
+                   d->info.name, plans_drawn(d, CLNET_CONV_BUILT_IN), CLNET_CONV_BUILT_IN);
         for (size_t i = 0; i < ROWS; i++)
             for (size_t c = 0; c < TABLE[i].ncases; c++, seed++) {
                 if (test_device_is_slow(d) && (TABLE[i].cases[c].big || !test_slow_case(seed))) {
                     skipped++;
                     continue;
                 }
-                run_algorithms(d, &TABLE[i], &TABLE[i].cases[c], seed);
+                run_algorithms(rt, d, &TABLE[i], &TABLE[i].cases[c], seed);
             }
         if (skipped)
             printf("%d large or not drawn cases (CLNET_TEST_SLOW_EVERY) left out on %s, a slow "
                    "device (they run on the others)\n",
                    skipped, d->info.name);
     }
+}
+END_TEST
+
+/* The made-up algorithm (conv_made_up.c, registered in main) runs when
+ * forced by its name, and matches the reference: on every device, the first
+ * cases of every convolution row, each pass in chunks of one sample. */
+START_TEST(a_registered_conv_algorithm_runs_when_forced_and_matches_the_reference) {
+    clnet_runtime *rt = test_runtime();
+    if (conv_forced()) {
+        printf("skipped: $CLNET_CONV forces the algorithms\n");
+        return;
+    }
+    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_BUILT_IN; a++) /* names and objects agree */
+        ck_assert_str_eq(conv_algo_of(a)->name, clnet_conv_algo_name(a));
+    ck_assert_int_eq(clnet_conv_algo_id(conv_made_up.name), CLNET_CONV_BUILT_IN);
+    ck_assert_ptr_eq(conv_algo_of(CLNET_CONV_BUILT_IN), &conv_made_up);
+    ck_assert_int_eq(clnet_runtime_set_conv(rt, conv_made_up.name), CLNET_OK);
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        clnet_device *d = clnet_runtime_device(rt, dev);
+        uint64_t seed = 0;
+        for (size_t i = 0; i < ROWS; i++)
+            for (size_t c = 0; c < TABLE[i].ncases; c++, seed++) {
+                const layer_case *t = &TABLE[i].cases[c];
+                if (strncmp(TABLE[i].kind, "conv", 4) != 0 || c >= 2 || t->big) continue;
+                if (test_device_is_slow(d) && !test_slow_case(seed)) continue;
+                int before = conv_made_up_chunks;
+                printf("[%s] ", conv_made_up.name);
+                run_case(d, &TABLE[i], t, seed);
+                /* a forward and a backward pass, a chunk a sample each */
+                ck_assert_int_ge(conv_made_up_chunks - before, 2 * t->n);
+            }
+    }
+    ck_assert_int_eq(clnet_runtime_set_conv(rt, NULL), CLNET_OK);
 }
 END_TEST
 
@@ -1407,11 +1453,16 @@ START_TEST(global_pools_keep_the_spatial_rank) {
 END_TEST
 
 int main(void) {
+    if (conv_algo_register(&conv_made_up) != CLNET_OK) {
+        fprintf(stderr, "%s\n", clnet_last_error());
+        return 1;
+    }
     Suite *s = suite_create("layers");
     TCase *t = tcase_create("layers");
     tcase_set_timeout(t, 0);
     tcase_add_test(t, every_builtin_kind_has_a_row);
     tcase_add_test(t, layers_match_reference_and_finite_differences_on_every_device);
+    tcase_add_test(t, a_registered_conv_algorithm_runs_when_forced_and_matches_the_reference);
     tcase_add_test(t, batchnorm_running_statistics_and_evaluation_on_every_device);
     tcase_add_test(t, batchnorm_refuses_one_value_per_channel_in_training);
     tcase_add_test(t, batchnorm_keeps_its_accuracy_far_from_zero);

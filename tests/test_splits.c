@@ -1067,10 +1067,10 @@ static clnet_conv_plan conv_algorithms(uint64_t seed, int index) {
     clnet_conv_plan plan = clnet_conv_plan_all(CLNET_CONV_AUTO);
     if (getenv("CLNET_CONV") && *getenv("CLNET_CONV")) return plan;
     rng r = {seed * 0x2545f4914f6cdd1dull + (uint64_t)index * 0x9e3779b97f4a7c15ull + 1};
-    plan = clnet_conv_plan_all((int)(next(&r) % CLNET_CONV_ALGOS));
+    plan = clnet_conv_plan_all((int)(next(&r) % CLNET_CONV_BUILT_IN));
     if (plan.pass[0] == CLNET_CONV_AUTO || next(&r) % 4) return plan;
     for (int pass = 1; pass < CLNET_CONV_PASSES; pass++)
-        plan.pass[pass] = CLNET_CONV_AUTO + 1 + (int)(next(&r) % (CLNET_CONV_ALGOS - 1));
+        plan.pass[pass] = CLNET_CONV_AUTO + 1 + (int)(next(&r) % (CLNET_CONV_BUILT_IN - 1));
     return plan;
 }
 
@@ -1079,8 +1079,9 @@ static clnet_conv_plan conv_algorithms(uint64_t seed, int index) {
 static void force_conv(clnet_runtime *rt, clnet_conv_plan plan) {
     const char *env = getenv("CLNET_CONV");
     if (!clnet_conv_plan_named(&plan) && env && *env) return;
-    for (int i = 0; i < clnet_runtime_device_count(rt); i++)
-        clnet_runtime_device(rt, i)->conv_force = plan;
+    char text[CLNET_CONV_PLAN_CAP];
+    clnet_conv_plan_text(&plan, text, sizeof text);
+    ck_assert_msg(clnet_runtime_set_conv(rt, text) == CLNET_OK, "%s", clnet_last_error());
 }
 
 /* sim >= 0: device `sim` is a simulator: it takes the larger share of a

@@ -393,7 +393,8 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
      * shapes of a step with those algorithms */
     ck_assert_ptr_nonnull(strstr(h.first_layer, "conv1"));
     clnet_tune_table t = {0};
-    ck_assert_int_eq(clnet_tune_db_read(path, d->tune_device, d->tune_space, &t, NULL), CLNET_OK);
+    ck_assert_int_eq(
+        clnet_tune_db_read(path, d->choice.tune_device, d->choice.tune_space, &t, NULL), CLNET_OK);
     ck_assert_int_eq(t.count, h.chosen);
     int convs = 0;
     for (int k = 0; k < t.count; k++) {
@@ -429,37 +430,37 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     remove(path); /* the database is gone: only the checkpoint knows */
     one = test_one_device(0);
     d = clnet_runtime_device(one, 0);
-    ck_assert_int_eq(d->tuned.count, 0);
+    ck_assert_int_eq(d->choice.tuned.count, 0);
     net = small_lenet(one, 8);
     ck_assert_int_eq(clnet_net_load_weights(net, ckpt, NULL), CLNET_OK);
     ck_assert_int_eq(clnet_net_train_step(net, x, y, 8, NULL), CLNET_OK);
-    ck_assert_int_eq(d->pinned.count, t.count);
-    expect_algorithms(net, &d->pinned, 2);
+    ck_assert_int_eq(d->choice.pinned.count, t.count);
+    expect_algorithms(net, &d->choice.pinned, 2);
     made = &net->trainer->replicas[0]->gemm_record;
     ck_assert_int_eq(clnet_gemm_record_count(made, d), gemms);
     for (int k = 0; k < made->count; k++) ck_assert_int_eq(made->picks[k].source, 'p');
     /* a checkpoint naming an algorithm this clnet lacks: a warning, nothing pinned */
     char text[700];
     snprintf(text, sizeof text, "@%s\nconv2d 1x28x28>6x28x28 k5x5 s1x1 p2x2 d1x1 g1\t0\twinograd\n",
-             d->tune_device);
+             d->choice.tune_device);
     clnet_choices_pin(net->trainer, text);
-    ck_assert_int_eq(d->pinned.count, t.count);
-    expect_algorithms(net, &d->pinned, 2);
+    ck_assert_int_eq(d->choice.pinned.count, t.count);
+    expect_algorithms(net, &d->choice.pinned, 2);
     /* nor one with two algorithms, or auto for a pass; three are pinned,
      * and the next step runs each pass with its own */
     static const char *const plans[] = {"implicit/im2col", "implicit/auto/im2col",
                                         "direct/implicit/im2col"};
     const char *conv1 = "conv2d 1x28x28>6x28x28 k5x5 s1x1 p2x2 d1x1 g1";
-    const clnet_tune_entry *e = clnet_tune_table_find(&d->pinned, conv1, 0);
+    const clnet_tune_entry *e = clnet_tune_table_find(&d->choice.pinned, conv1, 0);
     ck_assert_ptr_nonnull(e);
     char was[CLNET_TUNE_CHOICE_CAP];
     snprintf(was, sizeof was, "%s", e->choice);
     for (int k = 0; k < 3; k++) {
-        snprintf(text, sizeof text, "@%s\n%s\t0\t%s\n", d->tune_device, conv1, plans[k]);
+        snprintf(text, sizeof text, "@%s\n%s\t0\t%s\n", d->choice.tune_device, conv1, plans[k]);
         clnet_choices_pin(net->trainer, text);
-        e = clnet_tune_table_find(&d->pinned, conv1, 0);
+        e = clnet_tune_table_find(&d->choice.pinned, conv1, 0);
         ck_assert_str_eq(e->choice, k < 2 ? was : plans[k]);
-        expect_algorithms(net, &d->pinned, 2);
+        expect_algorithms(net, &d->choice.pinned, 2);
     }
     ck_assert_int_eq(clnet_net_train_step(net, x, y, 8, NULL), CLNET_OK);
     clnet_net_free(net);

@@ -277,7 +277,7 @@ static size_t algo_work_floats(const clnet_node *node, const clnet_device *d, co
 static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) {
     clnet_conv_plan plan = conv_plan_of(node, d);
     size_t floats = 0;
-    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++) {
+    for (int a = CLNET_CONV_AUTO + 1; a < clnet_conv_algo_count(); a++) {
         int used = !d;
         for (int pass = 0; pass < CLNET_CONV_PASSES; pass++) used |= plan.pass[pass] == a;
         if (used) floats = conv_most(floats, algo_work_floats(node, d, conv_algo_of(a), n));
@@ -307,7 +307,7 @@ static size_t pass_records(const clnet_node *node, const clnet_device *d, const 
 static size_t keep_floats(const clnet_node *node, const clnet_device *d, int n) {
     if (!node->stats_bn) return 0;
     size_t records = 0;
-    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++)
+    for (int a = CLNET_CONV_AUTO + 1; a < clnet_conv_algo_count(); a++)
         if (conv_algo_of(a)->records) /* the others write none */
             records = conv_most(records, pass_records(node, d, conv_algo_of(a), n));
     return 4 * (size_t)conv_sides_of(node).Cs * records;
@@ -347,8 +347,7 @@ static int fold_scale(const clnet_node *node, double *w, const double *s, int re
 static conv_chunk chunk_at(const clnet_node *node, const clnet_device *d, const conv_algo *a,
                            int makes, int b0, int s) {
     conv_sides v = conv_sides_of(node);
-    conv_chunk ch = {.algo = a->id,
-                     .makes = makes,
+    conv_chunk ch = {.makes = makes,
                      .first = b0 == 0,
                      .s = s,
                      .NP = (size_t)s * v.Ps,
@@ -430,8 +429,8 @@ static clnet_status each_chunk(const clnet_node *node, const clnet_pass *p, int 
     conv_chunk_fn fn = a ? pass_fn(node, a, pass) : NULL;
     if (!fn)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "conv.c: no %s %s pass for '%s'",
-                          clnet_conv_algo_names[algo],
-                          pass == CONV_FORWARD ? "forward" : "backward", node->name);
+                          clnet_conv_algo_name(algo), pass == CONV_FORWARD ? "forward" : "backward",
+                          node->name);
     int most = chunk_samples(node, p->d, a, p->n);
     /* a training forward's records, counted by forward */
     size_t rec = 0, records = p->stats && !makes ? p->stats->records : 0;

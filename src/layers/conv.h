@@ -85,7 +85,6 @@ enum { CONV_MAKES_DW = 1, CONV_MAKES_DX = 2 };
 
 /* What a chunk of samples b0 .. b0+s-1 works on. */
 typedef struct {
-    int algo;  /* CLNET_CONV_* */
     int makes; /* backward: CONV_MAKES_* */
     int first; /* the pass's first chunk */
     int s;
@@ -107,7 +106,9 @@ typedef clnet_status (*conv_chunk_fn)(const clnet_node *node, const clnet_pass *
  * a chunk's regions start at 0 and its GEMMs' and row sums' scratch follows
  * them (rounded to 16). */
 typedef struct {
-    int id; /* CLNET_CONV_*: its name in plans, checkpoints and $CLNET_CONV (device.h) */
+    /* Its name in plans, checkpoints and $CLNET_CONV (a built-in's is in
+     * choose.c's list, which numbers it: CLNET_CONV_*) */
+    const char *name;
     /* The rules pick it for node on d (d NULL: no device yet), asked in
      * conv_algos' order; the last one's always does. */
     int (*rule)(const clnet_node *node, const clnet_device *d);
@@ -129,8 +130,13 @@ typedef struct {
 
 extern const conv_algo conv_im2col, conv_direct, conv_implicit, conv_lanes;
 
-/* The algorithm of id `algo` (CLNET_CONV_*), or NULL. */
+/* The algorithm numbered `algo` (CLNET_CONV_*), or NULL. */
 const conv_algo *conv_algo_of(int algo);
+
+/* Adds an algorithm beside the built-in ones, numbered after them: chosen
+ * when forced (clnet_runtime_set_conv, $CLNET_CONV), pinned or tuned, never
+ * by the rules. Register before any runtime opens. */
+clnet_status conv_algo_register(const conv_algo *a);
 
 /* The algorithm of each pass on d (conv_choice.c): $CLNET_CONV's, else the
  * checkpoint's or the tuning database's, else the rules'. */

@@ -14,18 +14,33 @@
 #include "tune.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* The registry, in the order the rules ask (conv_algo.rule): the first
- * whose rule picks the node runs it; the last picks every node. */
+ * whose rule picks the node runs it; the last picks every node. Their
+ * names are choose.c's, numbered there (CLNET_CONV_*). */
 static const conv_algo *const conv_algos[] = {&conv_direct, &conv_lanes, &conv_implicit,
                                               &conv_im2col};
 enum { CONV_ALGOS = sizeof conv_algos / sizeof *conv_algos };
-_Static_assert(CONV_ALGOS == CLNET_CONV_ALGOS - 1, "an algorithm without a registry line");
+_Static_assert(CONV_ALGOS == CLNET_CONV_BUILT_IN - 1, "an algorithm without a registry line");
+
+/* Those registered at run time (conv_algo_register), by number: no rule
+ * picks them; forcing, a checkpoint or the tuning database does. */
+static const conv_algo *registered[CLNET_CONV_MOST];
 
 const conv_algo *conv_algo_of(int algo) {
+    if (algo >= CLNET_CONV_BUILT_IN && algo < CLNET_CONV_MOST) return registered[algo];
+    const char *name = clnet_conv_algo_name(algo);
     for (int i = 0; i < CONV_ALGOS; i++)
-        if (conv_algos[i]->id == algo) return conv_algos[i];
+        if (strcmp(conv_algos[i]->name, name) == 0) return conv_algos[i];
     return NULL;
+}
+
+clnet_status conv_algo_register(const conv_algo *a) {
+    int id = CLNET_CONV_AUTO;
+    clnet_status status = clnet_conv_algo_add(a->name, &id);
+    if (status == CLNET_OK) registered[id] = a;
+    return status;
 }
 
 /* The node's key in the tuning database: its kind, its shape in and out,
@@ -45,36 +60,33 @@ static void tune_key(const clnet_node *node, char *key, size_t cap) {
              c->groups);
 }
 
-/* The plan an entry of d's tables names for the node (pinned by a checkpoint
- * first, then the tuning database); CLNET_CONV_AUTO for every pass without. */
-static clnet_conv_plan plan_entry(const clnet_node *node, const clnet_device *d) {
-    clnet_conv_plan plan = clnet_conv_plan_all(CLNET_CONV_AUTO);
-    if (!d->pinned.count && !d->tuned.count) return plan;
-    char key[CLNET_TUNE_KEY_CAP];
-    tune_key(node, key, sizeof key);
-    const clnet_tune_entry *e = clnet_tune_table_find(&d->pinned, key, 0);
-    if (!e) e = clnet_tune_table_find(&d->tuned, key, 0);
-    if (e) clnet_conv_plan_parse(e->choice, &plan);
-    return plan;
-}
-
 /* The rules' algorithm, the same for every pass: on the EPYC VM no mix beat
  * the better of im2col and implicit on ResNet-18's layers by more than the
  * noise. */
 static int rule_of(const clnet_node *node, const clnet_device *d) {
     for (int i = 0; i < CONV_ALGOS; i++)
-        if (conv_algos[i]->rule(node, d)) return conv_algos[i]->id;
+        if (conv_algos[i]->rule(node, d)) return clnet_conv_algo_id(conv_algos[i]->name);
     return CLNET_CONV_IM2COL;
 }
 
-/* The algorithm of each pass (CLNET_PASS_*): $CLNET_CONV's, else the
- * checkpoint's or the database's, else the rules'. */
+/* The algorithm of each pass (CLNET_PASS_*), as the policy (choose.h)
+ * decides pass by pass: $CLNET_CONV's, else the checkpoint's, else the
+ * database's, else the rules'. */
 clnet_conv_plan conv_plan_of(const clnet_node *node, const clnet_device *d) {
-    clnet_conv_plan plan = d ? d->conv_force : clnet_conv_plan_all(CLNET_CONV_AUTO);
-    clnet_conv_plan entry = d ? plan_entry(node, d) : plan;
+    clnet_conv_plan plan = clnet_conv_plan_all(CLNET_CONV_AUTO);
+    char key[CLNET_TUNE_KEY_CAP] = "", forced[CLNET_CONV_PLAN_CAP] = "";
+    if (d && clnet_chooser_has_entries(&d->choice)) tune_key(node, key, sizeof key);
+    if (d && clnet_conv_plan_named(&d->choice.conv_force))
+        clnet_conv_plan_text(&d->choice.conv_force, forced, sizeof forced);
+    for (clnet_choice_from from = CLNET_FROM_ENV; d && from < CLNET_FROM_RULE; from++) {
+        const char *text = clnet_chooser_named(&d->choice, from, forced, key, 0);
+        clnet_conv_plan named;
+        if (!text || !clnet_conv_plan_parse(text, &named)) continue;
+        for (int pass = 0; pass < CLNET_CONV_PASSES; pass++)
+            if (plan.pass[pass] == CLNET_CONV_AUTO) plan.pass[pass] = named.pass[pass];
+    }
     int rule = CLNET_CONV_AUTO;
     for (int pass = 0; pass < CLNET_CONV_PASSES; pass++) {
-        if (plan.pass[pass] == CLNET_CONV_AUTO) plan.pass[pass] = entry.pass[pass];
         if (plan.pass[pass] != CLNET_CONV_AUTO) continue;
         if (rule == CLNET_CONV_AUTO) rule = rule_of(node, d);
         plan.pass[pass] = rule;
@@ -88,7 +100,7 @@ int conv_algorithms(const clnet_node *node, const clnet_device *d, char *key, si
                     int *algos, clnet_conv_plan *chosen) {
     int n = 0;
     tune_key(node, key, cap);
-    for (int a = CLNET_CONV_AUTO + 1; a < CLNET_CONV_ALGOS; a++) {
+    for (int a = CLNET_CONV_AUTO + 1; a < clnet_conv_algo_count(); a++) {
         const conv_algo *algo = conv_algo_of(a);
         if (algo && (!algo->tried || algo->tried(node))) algos[n++] = a;
     }

@@ -230,7 +230,7 @@ static int tried(const clnet_node *node) {
 }
 
 const conv_algo conv_direct = {
-    .id = CLNET_CONV_DIRECT,
+    .name = "direct",
     .rule = rule,
     .tried = tried,
     .per_sample = per_sample,

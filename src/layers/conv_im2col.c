@@ -244,7 +244,7 @@ static int rule(const clnet_node *node, const clnet_device *d) {
 }
 
 const conv_algo conv_im2col = {
-    .id = CLNET_CONV_IM2COL,
+    .name = "im2col",
     .rule = rule,
     .per_sample = per_sample,
     .regions = regions,

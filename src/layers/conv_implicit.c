@@ -577,7 +577,7 @@ static size_t records(const clnet_node *node, int s) {
 }
 
 const conv_algo conv_implicit = {
-    .id = CLNET_CONV_IMPLICIT,
+    .name = "implicit",
     .rule = rule,
     .per_sample = per_sample,
     .regions = regions,

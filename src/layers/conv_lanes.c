@@ -339,7 +339,7 @@ static size_t records(const clnet_node *node, int s) {
 }
 
 const conv_algo conv_lanes = {
-    .id = CLNET_CONV_LANES,
+    .name = "lanes",
     .rule = rule,
     .chunk_samples = lanes_chunk_samples,
     .regions = regions,
