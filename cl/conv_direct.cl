@@ -65,9 +65,10 @@ inline void direct_row_start(__global float *row, uint count, float bias, uint a
 
 // One work-item per row of the small side (oy, (b * cs + fs) * OD + od):
 // bias[fs] (has_bias) plus the taps of its windows, then max(., 0) (relu);
-// with add, added to what is there.
+// with add, added to what is there. `size` is direct_down_pairs' (this
+// kernel needs no bound): the two take the same arguments.
 __kernel void direct_down(clnet_win win, uint n, uint cs, uint cbg, uint fg,
-                          __global const float *big, uint bigoff, __global const float *w,
+                          __global const float *big, uint bigoff, uint size, __global const float *w,
                           uint woff, __global float *small, uint soff, uint sb, uint sf,
                           __global const float *bias, uint boff, uint has_bias, uint relu,
                           uint add) {
@@ -101,9 +102,9 @@ __kernel void direct_down(clnet_win win, uint n, uint cs, uint cbg, uint fg,
 // One work-item per row of the big side (iy, (b * C + cb) * D + iz):
 // bias[cb] (has_bias) plus W[fs, cbl, tap] * small[b, fs, window] over the
 // small channels fs of cb's group and the (tap, window) pairs that read it;
-// with add, added to what is there.
+// with add, added to what is there. `size`: as direct_down's.
 __kernel void direct_up(clnet_win win, uint n, uint cs, uint cbg, uint fg,
-                        __global const float *small, uint soff, uint sb, uint sf,
+                        __global const float *small, uint soff, uint sb, uint sf, uint size,
                         __global const float *w, uint woff, __global float *big, uint bigoff,
                         __global const float *bias, uint boff, uint has_bias, uint add) {
     const uint iy = get_global_id(0), z = get_global_id(1);

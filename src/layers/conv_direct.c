@@ -37,15 +37,23 @@ static small_view small_gemm(const clnet_node *node, const clnet_pass *p, const 
     return (small_view){p->work, 0, conv_sides_of(node).Ps, ch->NP};
 }
 
-/* The program's options: the window's, and where they fix the geometry, the
- * channels per group as well. */
-static void direct_options(const clnet_node *node, char *opt, size_t cap) {
-    const clnet_window *w = CONV_WINDOW(node);
-    conv_sides v = conv_sides_of(node);
+/* What launching a direct kernel takes: the window, the sides and the
+ * program's options (the window's, and where they fix the geometry, the
+ * channels per group as well). */
+typedef struct {
+    const clnet_window *w;
+    conv_sides v;
+    char opt[700];
+} direct_launch;
+
+static void launch_of(const clnet_node *node, direct_launch *l) {
+    l->w = CONV_WINDOW(node);
+    l->v = conv_sides_of(node);
     char extra[64] = "";
-    if (clnet_window_fixed(w))
-        snprintf(extra, sizeof extra, "-DCONV_CBG=%zuu -DCONV_FG=%zuu", v.Cb / v.G, v.Cs / v.G);
-    clnet_window_options(w, extra, opt, cap);
+    if (clnet_window_fixed(l->w))
+        snprintf(extra, sizeof extra, "-DCONV_CBG=%zuu -DCONV_FG=%zuu", l->v.Cb / l->v.G,
+                 l->v.Cs / l->v.G);
+    clnet_window_options(l->w, extra, l->opt, sizeof l->opt);
 }
 
 /* The kernels' arguments after the window: samples, small channels, channels per group */
@@ -73,41 +81,33 @@ static size_t big_size(const conv_chunk *ch, conv_sides v, const clnet_window *w
 /* small (+)= W . windows(big), with the flags' bias, relu and add */
 static clnet_status direct_down(const clnet_node *node, const clnet_pass *p, const conv_chunk *ch,
                                 small_view s, cl_mem big, size_t big_off, conv_output_flags f) {
-    const clnet_window *w = CONV_WINDOW(node);
-    conv_sides v = conv_sides_of(node);
-    char opt[700];
-    direct_options(node, opt, sizeof opt);
+    direct_launch l;
+    launch_of(node, &l);
+    const clnet_window *w = l.w;
+    conv_sides v = l.v;
     size_t range[2] = {(size_t)w->out[1], (size_t)ch->s * v.Cs * w->out[0]};
-    if (direct_pairs(w))
-        return clnet_pass_run(
-            p, CONV_K_DIRECT_DOWN, "conv_direct", opt, "direct_down_pairs", 2, range, NULL,
-            ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(big), U32(big_off), U32(big_size(ch, v, w)),
-                 MEM(p->params), U32(ch->wo), MEM(s.mem), U32(s.off), U32(s.sb), U32(s.sf),
-                 MEM(p->params), U32(ch->bo), U32(f.bias), U32(f.relu), U32(f.add)));
-    return clnet_pass_run(p, CONV_K_DIRECT_DOWN, "conv_direct", opt, "direct_down", 2, range, NULL,
-                          ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(big), U32(big_off), MEM(p->params),
-                               U32(ch->wo), MEM(s.mem), U32(s.off), U32(s.sb), U32(s.sf),
-                               MEM(p->params), U32(ch->bo), U32(f.bias), U32(f.relu), U32(f.add)));
+    const char *kernel = direct_pairs(w) ? "direct_down_pairs" : "direct_down";
+    return clnet_pass_run(p, CONV_K_DIRECT_DOWN, "conv_direct", l.opt, kernel, 2, range, NULL,
+                          ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(big), U32(big_off),
+                               U32(big_size(ch, v, w)), MEM(p->params), U32(ch->wo), MEM(s.mem),
+                               U32(s.off), U32(s.sb), U32(s.sf), MEM(p->params), U32(ch->bo),
+                               U32(f.bias), U32(f.relu), U32(f.add)));
 }
 
 /* big (+)= the windows' sums of W^T . small, with the flags' bias and add */
 static clnet_status direct_up(const clnet_node *node, const clnet_pass *p, const conv_chunk *ch,
                               small_view s, cl_mem big, size_t big_off, conv_output_flags f) {
-    const clnet_window *w = CONV_WINDOW(node);
-    conv_sides v = conv_sides_of(node);
-    char opt[700];
-    direct_options(node, opt, sizeof opt);
+    direct_launch l;
+    launch_of(node, &l);
+    const clnet_window *w = l.w;
+    conv_sides v = l.v;
     size_t range[2] = {(size_t)w->in[1], (size_t)ch->s * v.Cb * w->in[0]};
-    if (direct_pairs(w))
-        return clnet_pass_run(
-            p, CONV_K_DIRECT_UP, "conv_direct", opt, "direct_up_pairs", 2, range, NULL,
-            ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb), U32(s.sf),
-                 U32(view_size(ch, v, s)), MEM(p->params), U32(ch->wo), MEM(big), U32(big_off),
-                 MEM(p->params), U32(ch->bo), U32(f.bias), U32(f.add)));
-    return clnet_pass_run(p, CONV_K_DIRECT_UP, "conv_direct", opt, "direct_up", 2, range, NULL,
+    const char *kernel = direct_pairs(w) ? "direct_up_pairs" : "direct_up";
+    return clnet_pass_run(p, CONV_K_DIRECT_UP, "conv_direct", l.opt, kernel, 2, range, NULL,
                           ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
-                               U32(s.sf), MEM(p->params), U32(ch->wo), MEM(big), U32(big_off),
-                               MEM(p->params), U32(ch->bo), U32(f.bias), U32(f.add)));
+                               U32(s.sf), U32(view_size(ch, v, s)), MEM(p->params), U32(ch->wo),
+                               MEM(big), U32(big_off), MEM(p->params), U32(ch->bo), U32(f.bias),
+                               U32(f.add)));
 }
 
 /* dW (+)= small . windows(big)^T: one part per sample in the column region,
@@ -116,21 +116,21 @@ static clnet_status direct_up(const clnet_node *node, const clnet_pass *p, const
 static clnet_status direct_weight(const clnet_node *node, const clnet_pass *p, const conv_chunk *ch,
                                   small_view s, cl_mem big, size_t big_off, float beta) {
     clnet_status status = CLNET_OK;
-    const clnet_window *w = CONV_WINDOW(node);
-    conv_sides v = conv_sides_of(node);
+    direct_launch l;
+    launch_of(node, &l);
+    const clnet_window *w = l.w;
+    conv_sides v = l.v;
     size_t per = v.Cs * (v.Cb / v.G);
-    char opt[700];
-    direct_options(node, opt, sizeof opt);
     size_t range[3] = {v.K, per, (size_t)ch->s};
     if (direct_pairs(w))
-        TRY(clnet_pass_run(p, CONV_K_DIRECT_WEIGHT, "conv_direct", opt, "direct_weight_pairs", 3,
+        TRY(clnet_pass_run(p, CONV_K_DIRECT_WEIGHT, "conv_direct", l.opt, "direct_weight_pairs", 3,
                            range, NULL,
                            ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
                                 U32(s.sf), U32(view_size(ch, v, s)), MEM(big), U32(big_off),
                                 U32(big_size(ch, v, w)), MEM(p->work), U32(ch->col))));
     else
-        TRY(clnet_pass_run(p, CONV_K_DIRECT_WEIGHT, "conv_direct", opt, "direct_weight_partial", 3,
-                           range, NULL,
+        TRY(clnet_pass_run(p, CONV_K_DIRECT_WEIGHT, "conv_direct", l.opt, "direct_weight_partial",
+                           3, range, NULL,
                            ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
                                 U32(s.sf), MEM(big), U32(big_off), MEM(p->work), U32(ch->col))));
     TRY(clnet_col_sums(p->d, clnet_pass_kept(p, CONV_K_DIRECT_SUMS), (size_t)ch->s, per * v.K,
