@@ -612,14 +612,21 @@ clnet_status clnet_write_predictions_svg(const char *path, const float *images, 
 clnet_status clnet_write_image_columns_svg(const char *path, const float *const *columns,
                                            const char *const *titles, int ncolumns, int channels,
                                            int height, int width, int n);
+/* The arguments of clnet_write_volume_predictions_svg. */
+typedef struct {
+    const float *volumes;               /* (n, C, D, H, W) */
+    int channels, depth, height, width; /* C, D, H, W */
+    int n;                              /* the volumes drawn, the first n */
+    const int *predicted;               /* (n) the predicted classes */
+    const int32_t *labels;              /* (n) the true classes, or NULL */
+} clnet_volume_predictions;
 /* The first n volumes (n, C, D, H, W), each as its three central slices side
  * by side: axial (depth D/2, H x W), coronal (height H/2, D x W) and sagittal
  * (width W/2, D x H), depth downwards; the three on one scale, the range of
  * their values. The classes under each as clnet_write_predictions_svg puts
- * them. */
-clnet_status clnet_write_volume_predictions_svg(const char *path, const float *volumes,
-                                                int channels, int depth, int height, int width,
-                                                int n, const int *predicted, const int32_t *labels);
+ * them. A NULL args is CLNET_ERR_INVALID_ARGUMENT. */
+clnet_status clnet_write_volume_predictions_svg(const char *path,
+                                                const clnet_volume_predictions *args);
 /* The first n signals (n, C, L), each in a 200x80 box: channel k (the first
  * ten) as a line in colour k, all on the range of the sample's values, a grey
  * line at zero when it is in range; a signal longer than twice the box's width
@@ -629,15 +636,23 @@ clnet_status clnet_write_volume_predictions_svg(const char *path, const float *v
 clnet_status clnet_write_signal_predictions_svg(const char *path, const float *signals,
                                                 int channels, int length, int n,
                                                 const int *predicted, const int32_t *labels);
+/* The arguments of clnet_write_class_maps_svg. */
+typedef struct {
+    const float *images;         /* (n, C, H, W) */
+    int channels, height, width; /* C, H, W */
+    int n;                       /* the images drawn, the first n */
+    const int *predicted;        /* (n, H, W) the predicted class of each position */
+    const int *truth;            /* (n, H, W) the true classes, or NULL */
+    int classes;                 /* every class lies in [0, classes) */
+} clnet_class_maps;
 /* A classifier of each position (softmax_cross_entropy per=position) on n
  * images (n, C, H, W): each image (its own range), its predicted class map
  * (n, H, W) and, when truth is not NULL, the true one (n, H, W), each class
  * in its own colour (ten colours, then they repeat; a legend under the
  * picture), with "right of all" under each sample. A class outside [0,
- * classes) is CLNET_ERR_INVALID_ARGUMENT, naming the sample and position. */
-clnet_status clnet_write_class_maps_svg(const char *path, const float *images, int channels,
-                                        int height, int width, int n, const int *predicted,
-                                        const int *truth, int classes);
+ * classes) is CLNET_ERR_INVALID_ARGUMENT, naming the sample and position, as
+ * is a NULL args. */
+clnet_status clnet_write_class_maps_svg(const char *path, const clnet_class_maps *args);
 
 /* ==== Training ================================================================== */
 

@@ -1,26 +1,22 @@
-/* Reading and writing float32 and int64 tensors in the safetensors format. */
+/* The safetensors format's dtypes and its reader: a file's bytes checked field by field
+ * (safetensors.h says what is checked) and decoded to host order. What the writer
+ * (safetensors_write.c) shares with it is here too: the dtypes' names and sizes, a shape's
+ * bytes, the search for a name given twice. */
 #include "alloc.h"
 #include "safetensors.h"
-#include "fault.h"
 #include "bytes.h"
-#include "text.h"
-#include "fileio.h"
 #include "error.h"
 #include "json.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 _Static_assert(sizeof(float) == 4, "clnet needs 32-bit IEEE floats");
 
-#define METADATA_KEY "__metadata__"
 /* Deep enough that a misplaced array still reaches the checks that name the tensor. */
 #define MAX_JSON_DEPTH 8
 
@@ -39,6 +35,10 @@ const char *clnet_st_dtype_name(clnet_st_dtype dtype) {
     return dtype_valid(dtype) ? DTYPES[dtype].name : "?";
 }
 
+int clnet_st_dtype_size(clnet_st_dtype dtype) {
+    return dtype_valid(dtype) ? DTYPES[dtype].size : 0;
+}
+
 /* "[20,1,3,3]" */
 static const char *shape_text(char *buf, size_t n, const int64_t *shape, int ndim) {
     size_t used = (size_t)snprintf(buf, n, "[");
@@ -48,8 +48,7 @@ static const char *shape_text(char *buf, size_t n, const int64_t *shape, int ndi
     return buf;
 }
 
-/* size * product(shape) (size for a scalar), or -1 when that does not fit in 63 bits. */
-static int64_t shape_bytes(const int64_t *shape, int ndim, int size) {
+int64_t clnet_st_shape_bytes(const int64_t *shape, int ndim, int size) {
     for (int d = 0; d < ndim; d++)
         if (shape[d] == 0) return 0;
     int64_t bytes = size;
@@ -60,11 +59,10 @@ static int64_t shape_bytes(const int64_t *shape, int ndim, int size) {
     return bytes;
 }
 
-/* The name that occurs twice in names[0..n), or NULL. */
 static int compare_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
-static clnet_status find_duplicate(char *const *names, int n, const char **dup) {
+clnet_status clnet_st_find_duplicate(char *const *names, int n, const char **dup) {
     *dup = NULL;
     if (n < 2) return CLNET_OK;
     char **sorted = clnet_malloc((size_t)n * sizeof *sorted);
@@ -139,7 +137,7 @@ static clnet_status read_offsets(const char *path, const clnet_json *offsets, en
              "%s: tensor '%s' has data_offsets [%" PRId64 ", %" PRId64 "]: they must satisfy "
              "0 <= begin <= end",
              path, e->name, begin, end);
-    int64_t need = shape_bytes(e->shape, e->ndim, DTYPES[e->dtype].size);
+    int64_t need = clnet_st_shape_bytes(e->shape, e->ndim, DTYPES[e->dtype].size);
     if (need < 0)
         FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has shape %s, too large to address", path, e->name,
              shape_text(buf, sizeof buf, e->shape, e->ndim));
@@ -204,13 +202,13 @@ static clnet_status read_metadata(const char *path, const clnet_json *v, clnet_s
     clnet_status status = CLNET_OK;
     const char *dup;
     if (v->kind != CLNET_JSON_OBJECT)
-        FAIL(CLNET_ERR_FORMAT, "%s: %s must be a JSON object, not %s", path, METADATA_KEY,
+        FAIL(CLNET_ERR_FORMAT, "%s: %s must be a JSON object, not %s", path, CLNET_ST_METADATA_KEY,
              clnet_json_kind_name(v->kind));
     for (int k = 0; k < v->count; k++)
         if (v->items[k].kind != CLNET_JSON_STRING)
             FAIL(CLNET_ERR_FORMAT, "%s: metadata value of '%s' is %s; it must be a string", path,
                  v->keys[k], clnet_json_kind_name(v->items[k].kind));
-    TRY(find_duplicate(v->keys, v->count, &dup));
+    TRY(clnet_st_find_duplicate(v->keys, v->count, &dup));
     if (dup) FAIL(CLNET_ERR_FORMAT, "%s: metadata key '%s' occurs twice", path, dup);
     if (v->count > 0) {
         f->keys = clnet_calloc((size_t)v->count, sizeof *f->keys);
@@ -242,9 +240,9 @@ static clnet_status read_header(const char *path, const clnet_json *root, uint64
     if (root->kind != CLNET_JSON_OBJECT)
         FAIL(CLNET_ERR_FORMAT, "%s: the header must be a JSON object, not %s", path,
              clnet_json_kind_name(root->kind));
-    TRY(find_duplicate(root->keys, root->count, &dup));
-    if (dup && strcmp(dup, METADATA_KEY) == 0)
-        FAIL(CLNET_ERR_FORMAT, "%s: the header has " METADATA_KEY " twice", path);
+    TRY(clnet_st_find_duplicate(root->keys, root->count, &dup));
+    if (dup && strcmp(dup, CLNET_ST_METADATA_KEY) == 0)
+        FAIL(CLNET_ERR_FORMAT, "%s: the header has " CLNET_ST_METADATA_KEY " twice", path);
     if (dup)
         FAIL(CLNET_ERR_FORMAT, "%s: the header names '%s' twice (duplicate tensor name)", path,
              dup);
@@ -253,7 +251,7 @@ static clnet_status read_header(const char *path, const clnet_json *root, uint64
         if (!f->tensors) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     for (int k = 0; k < root->count; k++) {
-        if (strcmp(root->keys[k], METADATA_KEY) == 0) {
+        if (strcmp(root->keys[k], CLNET_ST_METADATA_KEY) == 0) {
             TRY(read_metadata(path, &root->items[k], f));
             continue;
         }
@@ -526,221 +524,4 @@ void clnet_st_free(clnet_st_file *f) {
     free(f->ints);
     free(f->path);
     free(f);
-}
-
-/* ==== writing ================================================================== */
-
-/* s as a JSON string: quotes, backslashes and control characters escaped, other UTF-8 as
- * it is (as serde_json and the reference implementation write it). */
-static void add_quoted(clnet_text *t, const char *s) {
-    clnet_text_add(t, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        char esc[8];
-        switch (*p) {
-        case '"':
-            clnet_text_add(t, "\\\"", 2);
-            break;
-        case '\\':
-            clnet_text_add(t, "\\\\", 2);
-            break;
-        case '\n':
-            clnet_text_add(t, "\\n", 2);
-            break;
-        case '\r':
-            clnet_text_add(t, "\\r", 2);
-            break;
-        case '\t':
-            clnet_text_add(t, "\\t", 2);
-            break;
-        case '\b':
-            clnet_text_add(t, "\\b", 2);
-            break;
-        case '\f':
-            clnet_text_add(t, "\\f", 2);
-            break;
-        default:
-            if (*p < 0x20) {
-                snprintf(esc, sizeof esc, "\\u%04x", *p);
-                clnet_text_add(t, esc, 6);
-            } else {
-                clnet_text_add(t, (const char *)p, 1);
-            }
-        }
-    }
-    clnet_text_add(t, "\"", 1);
-}
-
-/* Tensor i of a save: named (not the metadata's key), of 0 to
- * CLNET_ST_MAX_DIMS dimensions, a known dtype, a shape that fits, data. */
-static clnet_status check_tensor(const char *path, const clnet_st_tensor *t, int i) {
-    if (!t->name)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: tensor %d has no name",
-                          path, i);
-    if (!clnet_json_utf8_valid(t->name))
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "clnet_st_save %s: tensor %d's name is not UTF-8", path, i);
-    if (strcmp(t->name, METADATA_KEY) == 0)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "clnet_st_save %s: a tensor cannot be named " METADATA_KEY, path);
-    if (t->ndim < 0 || t->ndim > CLNET_ST_MAX_DIMS)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "clnet_st_save %s: tensor '%s' has %d dimensions (0 to %d allowed)", path,
-                          t->name, t->ndim, CLNET_ST_MAX_DIMS);
-    if (!dtype_valid(t->dtype))
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "clnet_st_save %s: tensor '%s' has dtype %d, which is neither "
-                          "CLNET_ST_F32 nor CLNET_ST_I64",
-                          path, t->name, (int)t->dtype);
-    int64_t bytes = shape_bytes(t->shape, t->ndim, DTYPES[t->dtype].size);
-    for (int d = 0; d < t->ndim; d++)
-        if (t->shape[d] < 0) bytes = -1;
-    if (bytes < 0)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "clnet_st_save %s: tensor '%s' has a negative or too large shape", path,
-                          t->name);
-    if (bytes > 0 && !t->data)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: tensor '%s' has NULL data",
-                          path, t->name);
-    return CLNET_OK;
-}
-
-/* No two tensors of one name, no metadata key given twice. */
-static clnet_status check_unique(const char *path, const clnet_st_tensor *tensors, int count,
-                                 const clnet_st_meta *meta, int nmeta) {
-    clnet_status status = CLNET_OK;
-    char **names = NULL;
-    const char *dup;
-    int most = count > nmeta ? count : nmeta;
-    if (most > 0) {
-        names = clnet_malloc((size_t)most * sizeof *names);
-        if (!names) FAIL(CLNET_ERR_OUT_OF_MEMORY, "clnet_st_save %s: out of memory", path);
-    }
-    for (int i = 0; i < count; i++) names[i] = (char *)tensors[i].name;
-    TRY(find_duplicate(names, count, &dup));
-    if (dup)
-        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: two tensors are named '%s'", path, dup);
-    for (int k = 0; k < nmeta; k++) names[k] = (char *)meta[k].key;
-    TRY(find_duplicate(names, nmeta, &dup));
-    if (dup)
-        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: metadata key '%s' is given twice", path,
-             dup);
-cleanup:
-    free(names);
-    return status;
-}
-
-static clnet_status check_save_args(const char *path, const clnet_st_tensor *tensors, int count,
-                                    const clnet_st_meta *meta, int nmeta) {
-    clnet_status status = CLNET_OK;
-    if (!path || count < 0 || nmeta < 0 || (count > 0 && !tensors) || (nmeta > 0 && !meta))
-        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save: NULL path, tensors or metadata, or a "
-                                         "negative count");
-    for (int i = 0; i < count; i++) TRY(check_tensor(path, &tensors[i], i));
-    for (int k = 0; k < nmeta; k++) {
-        if (!meta[k].key || !meta[k].value)
-            FAIL(CLNET_ERR_INVALID_ARGUMENT,
-                 "clnet_st_save %s: metadata %d has a NULL key or "
-                 "value",
-                 path, k);
-        if (!clnet_json_utf8_valid(meta[k].key) || !clnet_json_utf8_valid(meta[k].value))
-            FAIL(CLNET_ERR_INVALID_ARGUMENT,
-                 "clnet_st_save %s: metadata '%s' is not UTF-8 in its key or value", path,
-                 meta[k].key);
-    }
-    TRY(check_unique(path, tensors, count, meta, nmeta));
-cleanup:
-    return status;
-}
-
-/* The JSON header, padded with spaces to a multiple of 8 bytes. */
-static clnet_status make_header(const char *path, const clnet_st_tensor *tensors, int count,
-                                const clnet_st_meta *meta, int nmeta, clnet_text *t) {
-    uint64_t at = 0;
-    clnet_text_str(t, "{");
-    if (nmeta > 0) {
-        clnet_text_str(t, "\"" METADATA_KEY "\":{");
-        for (int k = 0; k < nmeta; k++) {
-            if (k) clnet_text_str(t, ",");
-            add_quoted(t, meta[k].key);
-            clnet_text_str(t, ":");
-            add_quoted(t, meta[k].value);
-        }
-        clnet_text_str(t, "}");
-    }
-    for (int i = 0; i < count; i++) {
-        const clnet_st_tensor *x = &tensors[i];
-        uint64_t bytes = (uint64_t)shape_bytes(x->shape, x->ndim, DTYPES[x->dtype].size);
-        if (bytes > (uint64_t)INT64_MAX - at)
-            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_save %s: too much data", path);
-        if (i || nmeta > 0) clnet_text_str(t, ",");
-        add_quoted(t, x->name);
-        clnet_text_str(t, ":{\"dtype\":\"");
-        clnet_text_str(t, DTYPES[x->dtype].name);
-        clnet_text_str(t, "\",\"shape\":[");
-        for (int d = 0; d < x->ndim; d++)
-            clnet_text_printf(t, "%s%" PRId64, d ? "," : "", x->shape[d]);
-        clnet_text_printf(t, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", at, at + bytes);
-        at += bytes;
-    }
-    clnet_text_str(t, "}");
-    while (!t->failed && t->len % 8 != 0) clnet_text_str(t, " ");
-    if (t->failed)
-        return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "clnet_st_save %s: out of memory", path);
-    if (t->len > CLNET_ST_MAX_HEADER)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "clnet_st_save %s: the header would be %zu bytes, over the %u that "
-                          "readers accept",
-                          path, t->len, CLNET_ST_MAX_HEADER);
-    return CLNET_OK;
-}
-
-/* Writes n elements of `size` bytes (4: float, 8: int64_t) as little-endian bytes through a
- * small buffer. */
-static clnet_status write_elements(clnet_atomic_file *f, const void *x, size_t n, int size) {
-    unsigned char buf[1 << 14];
-    const unsigned char *src = x;
-    size_t per = sizeof buf / (size_t)size;
-    for (size_t i = 0; i < n; i += per) {
-        size_t m = n - i < per ? n - i : per;
-        for (size_t j = 0; j < m; j++) {
-            if (size == 4) {
-                uint32_t u;
-                memcpy(&u, src + 4 * (i + j), 4);
-                clnet_put_le32(buf + 4 * j, u);
-            } else {
-                uint64_t u;
-                memcpy(&u, src + 8 * (i + j), 8);
-                clnet_put_le64(buf + 8 * j, u);
-            }
-        }
-        clnet_status s = clnet_atomic_write(f, buf, (size_t)size * m);
-        if (s != CLNET_OK) return s;
-    }
-    return CLNET_OK;
-}
-
-clnet_status clnet_st_save(const char *path, const clnet_st_tensor *tensors, int count,
-                           const clnet_st_meta *meta, int nmeta) {
-    clnet_status status = CLNET_OK;
-    clnet_text header = {0};
-    clnet_atomic_file f = {.fd = -1};
-    unsigned char len8[8];
-    TRY(check_save_args(path, tensors, count, meta, nmeta));
-    TRY(make_header(path, tensors, count, meta, nmeta, &header));
-    clnet_atomic_clean_stale(path);
-    TRY(clnet_atomic_open(&f, path));
-    clnet_put_le64(len8, (uint64_t)header.len);
-    TRY(clnet_atomic_write(&f, len8, 8));
-    TRY(clnet_atomic_write(&f, header.buf, header.len));
-    for (int i = 0; i < count; i++) {
-        if (i == count / 2) clnet_save_pause();
-        int size = DTYPES[tensors[i].dtype].size;
-        size_t n = (size_t)shape_bytes(tensors[i].shape, tensors[i].ndim, size) / (size_t)size;
-        TRY(write_elements(&f, tensors[i].data, n, size));
-    }
-    TRY(clnet_atomic_commit(&f));
-cleanup:
-    clnet_atomic_abort(&f);
-    clnet_text_free(&header);
-    return status;
 }

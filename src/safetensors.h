@@ -8,7 +8,10 @@
  * all checked, and every fault is CLNET_ERR_FORMAT with a message naming the file and, where
  * it applies, the tensor. Two dtypes are supported, F32 (float32, for parameters) and I64
  * (int64, for counters such as BatchNorm's num_batches_tracked, which PyTorch stores as a
- * shape-() I64): a file holding any other dtype is refused when it is loaded. */
+ * shape-() I64): a file holding any other dtype is refused when it is loaded.
+ *
+ * safetensors.c holds the dtypes and the reader, safetensors_write.c the writer; the end of
+ * this header is what the two share. */
 #ifndef CLNET_SAFETENSORS_H
 #define CLNET_SAFETENSORS_H
 
@@ -94,5 +97,20 @@ const char *clnet_st_meta_get(const clnet_st_file *f, const char *key);
 
 /* NULL is harmless. */
 void clnet_st_free(clnet_st_file *f);
+
+/* ---- shared by the reader (safetensors.c) and the writer (safetensors_write.c) ---- */
+
+/* The header's member that holds the metadata, not a tensor. */
+#define CLNET_ST_METADATA_KEY "__metadata__"
+
+/* The bytes of one element (4 for F32, 8 for I64); 0 for a value that is no dtype. */
+int clnet_st_dtype_size(clnet_st_dtype dtype);
+
+/* size * product(shape) (size for a scalar), or -1 when that does not fit in 63 bits. */
+int64_t clnet_st_shape_bytes(const int64_t *shape, int ndim, int size);
+
+/* *dup: the name that occurs twice in names[0..n), or NULL. CLNET_ERR_OUT_OF_MEMORY when
+ * there is no memory to sort them in. */
+clnet_status clnet_st_find_duplicate(char *const *names, int n, const char **dup);
 
 #endif

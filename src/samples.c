@@ -299,14 +299,19 @@ static void volume_views(const float *x, int channels, int D, int H, int W, view
     v[2] = (view){x + (size_t)(W / 2), channel, plane, (size_t)W, D, H, colours};
 }
 
-clnet_status clnet_write_volume_predictions_svg(const char *path, const float *volumes,
-                                                int channels, int depth, int height, int width,
-                                                int n, const int *predicted,
-                                                const int32_t *labels) {
+clnet_status clnet_write_volume_predictions_svg(const char *path,
+                                                const clnet_volume_predictions *args) {
     static const char *const FN = "clnet_write_volume_predictions_svg";
     clnet_status status = CLNET_OK;
     clnet_text t = {0};
     unsigned char *pixels = NULL;
+    if (!path) FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s: NULL path", FN);
+    if (!args) FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s %s: NULL arguments", FN, path);
+    const float *volumes = args->volumes;
+    int channels = args->channels, depth = args->depth, height = args->height, width = args->width,
+        n = args->n;
+    const int *predicted = args->predicted;
+    const int32_t *labels = args->labels;
     TRY(check_args(FN, path, volumes, n,
                    (const char *const[]){"channels", "depth", "height", "width"},
                    (int[]){channels, depth, height, width}, 4, MAX_SIDE));
@@ -504,13 +509,17 @@ static void put_class_maps(clnet_text *t, const grid *g, int i, const view *imag
     put_caption(t, g, i, text, "#000000");
 }
 
-clnet_status clnet_write_class_maps_svg(const char *path, const float *images, int channels,
-                                        int height, int width, int n, const int *predicted,
-                                        const int *truth, int classes) {
+clnet_status clnet_write_class_maps_svg(const char *path, const clnet_class_maps *args) {
     static const char *const FN = "clnet_write_class_maps_svg";
     clnet_status status = CLNET_OK;
     clnet_text t = {0};
     unsigned char *pixels = NULL;
+    if (!path) FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s: NULL path", FN);
+    if (!args) FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s %s: NULL arguments", FN, path);
+    const float *images = args->images;
+    int channels = args->channels, height = args->height, width = args->width, n = args->n;
+    const int *predicted = args->predicted, *truth = args->truth;
+    int classes = args->classes;
     TRY(check_args(FN, path, images, n,
                    (const char *const[]){"channels", "height", "width", "classes"},
                    (int[]){channels, height, width, classes}, 4, MAX_SIDE));

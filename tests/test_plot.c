@@ -572,7 +572,8 @@ START_TEST(volumes_draw_their_three_central_slices) {
                     x[((i * D + d) * H + h) * W + w] = (float)(100 * d + 10 * h + w + i);
     int predicted[N] = {0, 1, 1};
     int32_t labels[N] = {0, 1, 0};
-    ck_assert_int_eq(clnet_write_volume_predictions_svg(path, x, 1, D, H, W, N, predicted, labels),
+    ck_assert_int_eq(clnet_write_volume_predictions_svg(
+                         path, &(clnet_volume_predictions){x, 1, D, H, W, N, predicted, labels}),
                      CLNET_OK);
     char *svg = read_svg(path);
     ck_assert_int_eq(count(svg, "<image "), 3 * N);
@@ -677,8 +678,9 @@ START_TEST(class_maps_colour_each_class) {
     for (int i = 0; i < N * P; i++) x[i] = (float)i;
     int predicted[N * P] = {0, 1, 2, 2, 1, 0, 1, 1, 1, 1, 1, 1};
     int truth[N * P] = {0, 1, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1};
-    ck_assert_int_eq(clnet_write_class_maps_svg(path, x, 1, H, W, N, predicted, truth, 3),
-                     CLNET_OK);
+    ck_assert_int_eq(
+        clnet_write_class_maps_svg(path, &(clnet_class_maps){x, 1, H, W, N, predicted, truth, 3}),
+        CLNET_OK);
     char *svg = read_svg(path);
     ck_assert_int_eq(count(svg, "<image "), 3 * N);
     ck_assert(strstr(svg, ">input<") && strstr(svg, ">predicted<") && strstr(svg, ">true<"));
@@ -698,15 +700,18 @@ START_TEST(class_maps_colour_each_class) {
     assert_grey_image(svg, 0, x, H, W, 0, 5);
     free(svg);
     /* without the truth: two columns, no count */
-    ck_assert_int_eq(clnet_write_class_maps_svg(path, x, 1, H, W, N, predicted, NULL, 3), CLNET_OK);
+    ck_assert_int_eq(
+        clnet_write_class_maps_svg(path, &(clnet_class_maps){x, 1, H, W, N, predicted, NULL, 3}),
+        CLNET_OK);
     svg = read_svg(path);
     ck_assert_int_eq(count(svg, "<image "), 2 * N);
     ck_assert_int_eq(count(svg, "right<"), 0);
     free(svg);
     /* a class out of range names the sample and the position */
     truth[P + 4] = 3;
-    ck_assert_int_eq(clnet_write_class_maps_svg(path, x, 1, H, W, N, predicted, truth, 3),
-                     CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(
+        clnet_write_class_maps_svg(path, &(clnet_class_maps){x, 1, H, W, N, predicted, truth, 3}),
+        CLNET_ERR_INVALID_ARGUMENT);
     ck_assert_msg(
         strstr(clnet_last_error(), "true class 3 of sample 1 at position 4 is not 0 to 2"), "%s",
         clnet_last_error());
@@ -733,18 +738,26 @@ START_TEST(sample_pictures_refuse_bad_arguments) {
                   clnet_last_error());
     ck_assert_int_eq(clnet_write_predictions_svg(path, x, 0, 2, 2, 1, predicted, NULL), BAD);
     ck_assert_int_eq(clnet_write_predictions_svg(path, x, 1, 2, 2, 1, NULL, NULL), BAD);
-    ck_assert_int_eq(clnet_write_volume_predictions_svg(path, x, 1, 0, 2, 2, 1, predicted, NULL),
+    ck_assert_int_eq(clnet_write_volume_predictions_svg(
+                         path, &(clnet_volume_predictions){x, 1, 0, 2, 2, 1, predicted, NULL}),
                      BAD);
     ck_assert_msg(strstr(clnet_last_error(), "clnet_write_volume_predictions_svg") &&
                       strstr(clnet_last_error(), "depth = 0"),
                   "%s", clnet_last_error());
-    ck_assert_int_eq(clnet_write_volume_predictions_svg(path, NULL, 1, 2, 2, 2, 1, predicted, NULL),
+    ck_assert_int_eq(clnet_write_volume_predictions_svg(
+                         path, &(clnet_volume_predictions){NULL, 1, 2, 2, 2, 1, predicted, NULL}),
                      BAD);
     ck_assert_int_eq(clnet_write_signal_predictions_svg(path, x, 1, 0, 1, predicted, NULL), BAD);
     ck_assert_int_eq(clnet_write_signal_predictions_svg(path, x, 1, 8, -1, predicted, NULL), BAD);
     ck_assert_int_eq(clnet_write_signal_predictions_svg(path, x, 1, 8, 1, NULL, NULL), BAD);
-    ck_assert_int_eq(clnet_write_class_maps_svg(path, x, 1, 2, 2, 1, predicted, NULL, 0), BAD);
-    ck_assert_int_eq(clnet_write_class_maps_svg(path, x, 1, 2, 2, 1, NULL, NULL, 2), BAD);
+    ck_assert_int_eq(
+        clnet_write_class_maps_svg(path, &(clnet_class_maps){x, 1, 2, 2, 1, predicted, NULL, 0}),
+        BAD);
+    ck_assert_int_eq(
+        clnet_write_class_maps_svg(path, &(clnet_class_maps){x, 1, 2, 2, 1, NULL, NULL, 2}), BAD);
+    ck_assert_int_eq(clnet_write_volume_predictions_svg(path, NULL), BAD);
+    ck_assert_msg(strstr(clnet_last_error(), "NULL arguments"), "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_write_class_maps_svg(path, NULL), BAD);
     ck_assert_int_eq(entries_in(dir), 0); /* nothing written */
     /* a folder that is not there: an I/O error naming the file, no temporary file */
     snprintf(path, sizeof path, "%s/missing/p.svg", dir);

@@ -440,9 +440,15 @@ static int draw_class_maps(const prediction *p, const int *in) {
         predicted[k] = best;
         if (truth) truth[k] = (int)p->pictured_targets[k];
     }
-    rc = drew(p,
-              clnet_write_class_maps_svg(p->o.picture, images, in[0], in[1], in[2], p->drawn,
-                                         predicted, truth, p->classes),
+    clnet_class_maps maps = {.images = images,
+                             .channels = in[0],
+                             .height = in[1],
+                             .width = in[2],
+                             .n = p->drawn,
+                             .predicted = predicted,
+                             .truth = truth,
+                             .classes = p->classes};
+    rc = drew(p, clnet_write_class_maps_svg(p->o.picture, &maps),
               truth ? "class maps (input | predicted | true)" : "class maps (input | predicted)");
 done:
     free(predicted);
@@ -478,8 +484,15 @@ static int draw(const prediction *p) {
                                         p->predicted, labels);
         what = "images";
     } else {
-        s = clnet_write_volume_predictions_svg(p->o.picture, x, in[0], in[1], in[2], in[3],
-                                               p->drawn, p->predicted, labels);
+        clnet_volume_predictions v = {.volumes = x,
+                                      .channels = in[0],
+                                      .depth = in[1],
+                                      .height = in[2],
+                                      .width = in[3],
+                                      .n = p->drawn,
+                                      .predicted = p->predicted,
+                                      .labels = labels};
+        s = clnet_write_volume_predictions_svg(p->o.picture, &v);
         what = "volumes (central slices)";
     }
     free(x);

@@ -1,6 +1,8 @@
 /* `clnet train` and `clnet eval`: the training loop a user runs, written on
- * the public API alone. */
-#include "train_args.h"
+ * the public API alone: its steps, progress, logs, reports and saves. What the
+ * two commands share (the MPI job, the session of net, data and devices, the
+ * test set's evaluation, --split) is in train_session.c. */
+#include "train_session.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -25,98 +27,6 @@ static void on_signal_mpi(int sig) {
     (void)ignored;
     signal(sig, SIG_DFL);
     raise(sig);
-}
-
-/* This process's rank in an MPI job; only rank 0 prints and writes files. */
-static int rank;
-static int is_root(void) {
-    return rank == 0;
-}
-
-/* The pieces a command sets up: devices, net, data. */
-typedef struct {
-    clnet_runtime *rt;
-    clnet_net *net;
-    clnet_dataset *train, *test;
-    double mean, std;    /* the images' normalisation (--mean, --std), for checkpoints */
-    float noise;         /* --noise, for checkpoints */
-    uint64_t noise_seed; /* the training noise's seed */
-} session;
-
-static void session_free(session *s) {
-    clnet_net_free(s->net);
-    clnet_dataset_free(s->train);
-    clnet_dataset_free(s->test);
-    clnet_runtime_free(s->rt);
-}
-
-/* A failure on one rank of an MPI job stops them all at once: the others
- * would otherwise wait for this one until --mpi-timeout. */
-static int fail(const char *what) {
-    if (clnet_mpi_size() > 1) {
-        fprintf(stderr, "clnet: rank %d: %s: %s\n", rank, what, clnet_last_error());
-        fflush(stderr);
-        clnet_mpi_abort(1);
-    }
-    fprintf(stderr, "clnet: %s: %s\n", what, clnet_last_error());
-    return 1;
-}
-
-/* Loads the data sets: training (need_train) and test (unless --no-eval);
- * clnet eval evaluates the test pair of --data-npy, or its only pair. */
-static int load_data(const train_options *o, session *s, int need_train) {
-    if (!o->npy.count) {
-        /* only as far into the files as --train-limit and --test-limit go */
-        if (need_train &&
-            clnet_dataset_load_first(&s->train, o->data, "train", o->train_limit) != CLNET_OK)
-            return fail("training data");
-        if (!o->no_eval &&
-            clnet_dataset_load_first(&s->test, o->data, "test", o->test_limit) != CLNET_OK)
-            return fail("test data");
-        return 0;
-    }
-    if (o->data) {
-        fprintf(stderr, "clnet: --data and --data-npy name two data sets: give one\n");
-        return 2;
-    }
-    const char(*paths)[CLI_PATH_CAP] = o->npy.paths;
-    int count = o->npy.count;
-    if (need_train && clnet_dataset_load_npy(&s->train, paths[0], paths[1]) != CLNET_OK)
-        return fail("training data");
-    if (o->no_eval) return 0;
-    if (need_train && count == 2) {
-        fprintf(stderr, "clnet: --data-npy gives no test set (TEST_X.npy,TEST_Y.npy after the "
-                        "training pair): add it, or --no-eval\n");
-        return 2;
-    }
-    int t = count == 4 ? 2 : 0;
-    if (clnet_dataset_load_npy(&s->test, paths[t], paths[t + 1]) != CLNET_OK)
-        return fail("test data");
-    return 0;
-}
-
-/* Loads the model and the data, checks they fit each other, opens devices. */
-static int open_session(const train_options *o, session *s, int need_train) {
-    memset(s, 0, sizeof *s);
-    s->mean = o->mean;
-    s->std = o->std;
-    s->noise = (float)o->noise;
-    if (clnet_net_load(&s->net, o->model) != CLNET_OK) return fail("model");
-    int rc = load_data(o, s, need_train);
-    if (rc) return rc;
-    if (s->train && o->train_limit && o->train_limit < clnet_dataset_count(s->train))
-        clnet_dataset_truncate(s->train, (int)o->train_limit);
-    if (s->test && o->test_limit && o->test_limit < clnet_dataset_count(s->test))
-        clnet_dataset_truncate(s->test, (int)o->test_limit);
-    if (o->noise_given &&
-        ((s->train && (rc = cli_noise_targets(s->net, s->train, o->model)) != 0) ||
-         (s->test && (rc = cli_noise_targets(s->net, s->test, o->model)) != 0)))
-        return rc;
-    if ((s->train && !cli_data_fits(s->net, s->train, o->model)) ||
-        (s->test && !cli_data_fits(s->net, s->test, o->model)))
-        return 1;
-    if (clnet_runtime_create(&s->rt, o->devices) != CLNET_OK) return fail("devices");
-    return 0;
 }
 
 typedef struct {
@@ -156,31 +66,9 @@ static const char *accuracy_text(char *out, size_t cap, double acc, int digits, 
     return out;
 }
 
-/* The test set, with --noise its own noise (the same in every run) against clean targets. */
-static int evaluate(const train_options *o, session *s, double *acc, double *loss) {
-    clnet_step_result r;
-    clnet_loader_config cfg = {.mean = (float)o->mean,
-                               .std = (float)o->std,
-                               .noise = (float)o->noise,
-                               .noise_seed = CLI_TEST_NOISE_SEED};
-    if (clnet_net_evaluate_with(s->net, s->test, &cfg, &r) != CLNET_OK) return fail("evaluation");
-    *acc = r.answers ? (double)r.correct / r.answers : 0;
-    if (loss) *loss = r.loss;
-    return 0;
-}
-
-/* What a run reports of the test set: the accuracy of a classifier, the loss
- * of a model without classes (clnet_net_is_classifier). */
-static int test_score(const train_options *o, session *s, double *score) {
-    double acc = 0, loss = 0;
-    int rc = evaluate(o, s, &acc, &loss);
-    if (rc == 0) *score = clnet_net_is_classifier(s->net) ? acc : loss;
-    return rc;
-}
-
 /* A checkpoint whose progress says the next batch starts at sample
  * `position` of epoch `epoch`'s order. */
-static int save(session *s, const char *path, int epoch, int64_t position, uint64_t data_seed,
+static int save(train_session *s, const char *path, int epoch, int64_t position, uint64_t data_seed,
                 uint64_t init_seed) {
     clnet_progress p = {.epoch = epoch,
                         .position = position,
@@ -191,7 +79,7 @@ static int save(session *s, const char *path, int epoch, int64_t position, uint6
                         .noise = s->noise,
                         .noise_seed = s->noise_seed};
     if (position >= clnet_dataset_count(s->train)) p.epoch++, p.position = 0;
-    if (clnet_net_save(s->net, path, &p) != CLNET_OK) return fail("saving a checkpoint");
+    if (clnet_net_save(s->net, path, &p) != CLNET_OK) return train_fail("saving a checkpoint");
     return 0;
 }
 
@@ -248,48 +136,9 @@ static void step_log_add(step_log *l, const clnet_step_result *r, double seconds
     l->loss = 0, l->samples = 0, l->seconds = 0;
 }
 
-/* Applies --split or --deterministic. --split takes rows of weights
- * separated by '/', one row a step in turn ("1,4/3,1": odd steps 1:4, even
- * steps 3:1, counting from 1). */
-static int apply_split(const train_options *o, session *s) {
-    enum { MOST = 4096 };
-    int n = clnet_net_device_count(s->net), rows = 1, k = 0;
-    double w[MOST];
-    if (o->split) {
-        const char *p = o->split;
-        for (;;) {
-            char *end = NULL;
-            if (k >= MOST) break;
-            w[k] = strtod(p, &end);
-            if (end == p || !(w[k] >= 0)) break;
-            k++;
-            p = end;
-            if (*p == ',' && p[1])
-                p++;
-            else if (*p == '/' && p[1] && k == rows * n)
-                p++, rows++;
-            else
-                break;
-        }
-        if (*p || k != rows * n) {
-            fprintf(stderr,
-                    "clnet: --split %s: expected %d weights >= 0 separated by commas (one per "
-                    "device), or several such splits separated by '/' (used in turn)\n",
-                    o->split, n);
-            return 2;
-        }
-    } else if (o->deterministic) {
-        for (int i = 0; i < n; i++) w[i] = 1;
-    } else {
-        return 0;
-    }
-    if (clnet_net_set_splits(s->net, w, n, rows) != CLNET_OK) return fail("--split");
-    return 0;
-}
-
 /* One line per device with its share of the epoch and its speed (under
  * mpirun, every device of every rank, each named with its rank). */
-static void report_devices(session *s, const int64_t *before) {
+static void report_devices(train_session *s, const int64_t *before) {
     int n = clnet_net_device_count(s->net);
     if (n < 2) return;
     for (int i = 0; i < n; i++) {
@@ -312,17 +161,6 @@ static void report_devices(session *s, const int64_t *before) {
     }
 }
 
-/* Joins the MPI job mpirun started, if any (a plain run starts nothing). */
-static int join_job(const train_options *o) {
-    int size = 1;
-    if (clnet_mpi_init(&rank, &size) != CLNET_OK) {
-        fprintf(stderr, "clnet: %s\n", clnet_last_error());
-        return 1;
-    }
-    if (o->mpi_timeout > 0) clnet_mpi_set_timeout(o->mpi_timeout);
-    return 0;
-}
-
 /* Each device's samples so far, to count an epoch's share from. */
 static void count_shares(const clnet_net *net, int64_t *samples) {
     int n = clnet_net_device_count(net);
@@ -336,7 +174,7 @@ static void count_shares(const clnet_net *net, int64_t *samples) {
 /* A training run: what cmd_train sets up, then where the loop stands. */
 typedef struct {
     train_options o;
-    session s;
+    train_session s;
     clnet_loader *loader;
     history h;
     FILE *csv; /* --log */
@@ -359,8 +197,10 @@ static int init_weights(run *r) {
     const train_options *o = &r->o;
     r->init_seed = r->data_seed = r->s.noise_seed = (uint64_t)o->seed;
     if (!o->resume)
-        return clnet_net_init(r->s.net, r->init_seed) != CLNET_OK ? fail("initialisation") : 0;
-    if (clnet_net_load_weights(r->s.net, o->resume, &r->resumed) != CLNET_OK) return fail("resume");
+        return clnet_net_init(r->s.net, r->init_seed) != CLNET_OK ? train_fail("initialisation")
+                                                                  : 0;
+    if (clnet_net_load_weights(r->s.net, o->resume, &r->resumed) != CLNET_OK)
+        return train_fail("resume");
     r->data_seed = r->resumed.data_seed;
     r->init_seed = r->resumed.init_seed;
     if (r->resumed.noise != r->s.noise) { /* another task than the checkpoint's */
@@ -394,7 +234,7 @@ static int set_optimizer(run *r) {
     sgd.beta1 = (float)o->beta1;
     sgd.beta2 = (float)o->beta2;
     sgd.eps = (float)o->eps;
-    return clnet_net_set_optimizer(r->s.net, &sgd) != CLNET_OK ? fail("optimizer") : 0;
+    return clnet_net_set_optimizer(r->s.net, &sgd) != CLNET_OK ? train_fail("optimizer") : 0;
 }
 
 /* Weights, devices, the loader and the optimizer, at the checkpoint's place with --resume. */
@@ -402,10 +242,10 @@ static int start(run *r) {
     const train_options *o = &r->o;
     int rc = init_weights(r);
     if (rc) return rc;
-    if (clnet_net_bind(r->s.net, r->s.rt, (int)o->batch) != CLNET_OK) return fail("devices");
+    if (clnet_net_bind(r->s.net, r->s.rt, (int)o->batch) != CLNET_OK) return train_fail("devices");
     clnet_net_set_on_device_failure(r->s.net, o->stop_on_failure ? CLNET_ON_FAILURE_STOP
                                                                  : CLNET_ON_FAILURE_CONTINUE);
-    if ((rc = apply_split(o, &r->s)) != 0) return rc;
+    if ((rc = train_apply_split(o, &r->s)) != 0) return rc;
     clnet_loader_config lc = {.batch = (int)o->batch,
                               .seed = r->data_seed,
                               .shuffle = 1,
@@ -414,20 +254,21 @@ static int start(run *r) {
                               .std = (float)o->std,
                               .noise = r->s.noise,
                               .noise_seed = r->s.noise_seed};
-    if (clnet_loader_create(&r->loader, r->s.train, &lc) != CLNET_OK) return fail("training data");
+    if (clnet_loader_create(&r->loader, r->s.train, &lc) != CLNET_OK)
+        return train_fail("training data");
     r->per_epoch = clnet_loader_batches_per_epoch(r->loader);
     r->count = clnet_dataset_count(r->s.train);
     if ((rc = set_optimizer(r)) != 0) return rc;
     if (o->resume &&
         clnet_loader_seek(r->loader, r->resumed.epoch, r->resumed.position) != CLNET_OK)
-        return fail("resume");
+        return train_fail("resume");
     return 0;
 }
 
 /* --log and --step-log, written by rank 0 alone. */
 static int open_logs(run *r) {
     const train_options *o = &r->o;
-    if (!is_root()) return 0;
+    if (!train_is_root()) return 0;
     if (o->log) {
         r->csv = fopen(o->log, "w");
         if (!r->csv) {
@@ -456,7 +297,7 @@ static void catch_signals(void) {
  * are sums over the ranks), so every rank decides alike. */
 static int skip_or_stop(run *r) {
     if (r->skipped >= r->o.skip_nonfinite) {
-        int rc = fail("training step");
+        int rc = train_fail("training step");
         if (r->o.skip_nonfinite)
             fprintf(stderr,
                     "clnet: stopped: %" PRId64 " steps skipped already (--skip-nonfinite "
@@ -468,7 +309,7 @@ static int skip_or_stop(run *r) {
         return rc;
     }
     r->skipped++, r->epoch_skipped++;
-    if (is_root())
+    if (train_is_root())
         fprintf(stderr, "clnet: skipped (%" PRId64 " of --skip-nonfinite %ld): %s\n", r->skipped,
                 r->o.skip_nonfinite, clnet_last_error());
     return 0;
@@ -486,7 +327,7 @@ static int take_step(run *r, clnet_step_result *res, int *skipped) {
             if (rc) return rc;
             *skipped = 1;
         } else if (s != CLNET_OK) {
-            return fail("training step");
+            return train_fail("training step");
         }
         r->next_position = batch.position + batch.n;
         r->epoch_batches++;
@@ -498,7 +339,7 @@ static int take_step(run *r, clnet_step_result *res, int *skipped) {
         chunk = r->max_steps - clnet_net_step(r->s.net);
     if (clnet_net_train_async(r->s.net, r->loader, (int)chunk, (int)r->o.staleness, res) !=
         CLNET_OK)
-        return fail("asynchronous training");
+        return train_fail("asynchronous training");
     r->next_position += res->n;
     r->epoch_batches += (int)chunk;
     return 0;
@@ -525,7 +366,7 @@ static void report_epoch_loss(run *r, int epoch_done, double test_loss, double s
     const train_options *o = &r->o;
     history *h = &r->h;
     char test_text[32];
-    if (is_root()) {
+    if (train_is_root()) {
         fprintf(
             stderr, "epoch %d%s: train_loss=%.4f test_loss=%s seconds=%.1f images_per_s=%.0f%s\n",
             r->epoch + 1, epoch_done ? "" : " (partial)", r->last_loss,
@@ -540,7 +381,7 @@ static void report_epoch_loss(run *r, int epoch_done, double test_loss, double s
                 accuracy_text(test_text, sizeof test_text, test_loss, 6, ""), secs, ips);
         fflush(r->csv);
     }
-    if (o->plot && h->n > 0 && is_root() &&
+    if (o->plot && h->n > 0 && train_is_root() &&
         clnet_write_loss_curves_svg(o->plot, o->model, h->epoch, h->train_loss, h->test_acc,
                                     h->n) != CLNET_OK)
         fprintf(stderr, "clnet: warning: plot: %s\n", clnet_last_error());
@@ -561,7 +402,7 @@ static void report_epoch(run *r, int epoch_done, double test_acc) {
         report_epoch_loss(r, epoch_done, test_acc, secs, ips, skip_text);
         return;
     }
-    if (is_root()) {
+    if (train_is_root()) {
         fprintf(stderr,
                 "epoch %d%s: train_loss=%.4f train_accuracy=%.4f test_accuracy=%s "
                 "seconds=%.1f images_per_s=%.0f%s\n",
@@ -577,7 +418,7 @@ static void report_epoch(run *r, int epoch_done, double test_acc) {
                 accuracy_text(test_text, sizeof test_text, test_acc, 6, ""), secs, ips);
         fflush(r->csv);
     }
-    if (o->plot && h->n > 0 && is_root() &&
+    if (o->plot && h->n > 0 && train_is_root() &&
         clnet_write_curves_svg(o->plot, o->model, h->epoch, h->train_loss, h->train_acc,
                                h->test_acc, h->n) != CLNET_OK)
         fprintf(stderr, "clnet: warning: plot: %s\n", clnet_last_error());
@@ -587,7 +428,8 @@ static void report_epoch(run *r, int epoch_done, double test_acc) {
 static int end_epoch(run *r, int epoch_done) {
     double test_acc = NAN;
     int rc;
-    if (!r->o.no_eval && epoch_done && (rc = test_score(&r->o, &r->s, &test_acc)) != 0) return rc;
+    if (!r->o.no_eval && epoch_done && (rc = train_test_score(&r->o, &r->s, &test_acc)) != 0)
+        return rc;
     r->last_loss = r->epoch_loss / r->epoch_seen;
     report_epoch(r, epoch_done, test_acc);
     if (epoch_done) r->epoch++, r->next_position = 0;
@@ -624,7 +466,7 @@ static int train_loop(run *r) {
         int epoch_done = r->next_position >= r->count;
         if (o->check_replicas && !skipped && clnet_net_step(net) % o->check_replicas == 0 &&
             clnet_net_check_replicas(net) != CLNET_OK)
-            return fail("--check-replicas");
+            return train_fail("--check-replicas");
         if (o->save_every && !skipped && clnet_net_step(net) % o->save_every == 0 &&
             (rc = save(&r->s, o->save, r->epoch, r->next_position, r->data_seed, r->init_seed)) !=
                 0)
@@ -649,7 +491,7 @@ static int save_stopped(run *r) {
 
 /* After the last step: --async's staleness and the MPI traffic, on stderr. */
 static void report_run(const run *r) {
-    if (!is_root()) return;
+    if (!train_is_root()) return;
     if (r->o.async)
         fprintf(stderr, "async: worst staleness %" PRId64 " (bound --staleness %ld)\n",
                 clnet_net_worst_staleness(r->s.net), r->o.staleness);
@@ -677,7 +519,7 @@ static int finish(run *r) {
     if (!o->no_eval) {
         if (h->n && !isnan(h->test_acc[h->n - 1]))
             test_acc = h->test_acc[h->n - 1];
-        else if ((rc = test_score(o, &r->s, &test_acc)) != 0)
+        else if ((rc = train_test_score(o, &r->s, &test_acc)) != 0)
             return rc;
     }
     report_run(r);
@@ -693,20 +535,13 @@ static int finish(run *r) {
     if (dropped) /* after skipped_steps, if both */
         snprintf(skip_text + strlen(skip_text), sizeof skip_text - strlen(skip_text),
                  " dropped_devices=%d", dropped);
-    if (is_root())
+    if (train_is_root())
         printf("final: %s=%s train_loss=%s images_per_s=%.0f%s\n",
                clnet_net_is_classifier(r->s.net) ? "test_accuracy" : "test_loss",
                accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), loss_text,
                r->train_seconds > 0 ? r->run_samples / r->train_seconds : 0.0, skip_text);
     fflush(stdout);
     return 0;
-}
-
-/* A failure on one rank ends the job (the other ranks would wait); every rank leaves MPI. */
-static int leave_job(int rc) {
-    if (rc && rc != 2) fflush(stderr), clnet_mpi_abort(rc);
-    clnet_mpi_finalize();
-    return rc;
 }
 
 int cmd_train(int argc, char **argv) {
@@ -718,11 +553,11 @@ int cmd_train(int argc, char **argv) {
         return rc;
     }
     const train_options *o = &r->o;
-    if ((rc = join_job(o)) != 0 || (rc = open_session(o, &r->s, 1)) != 0 || (rc = start(r)) != 0 ||
-        (rc = open_logs(r)) != 0)
+    if ((rc = train_join_job(o)) != 0 || (rc = train_session_open(o, &r->s, 1)) != 0 ||
+        (rc = start(r)) != 0 || (rc = open_logs(r)) != 0)
         goto done;
     catch_signals();
-    r->tty = isatty(2) && is_root();
+    r->tty = isatty(2) && train_is_root();
     r->max_steps = o->steps_given ? o->steps : INT64_MAX;
     count_shares(r->s.net, r->before);
     r->last_loss = NAN;
@@ -735,32 +570,32 @@ done:
     if (r->slog.f) fclose(r->slog.f);
     clnet_loader_free(r->loader);
     history_free(&r->h);
-    session_free(&r->s);
+    train_session_free(&r->s);
     free(r);
-    return leave_job(rc);
+    return train_leave_job(rc);
 }
 
 int cmd_eval(int argc, char **argv) {
     train_options o;
     int rc = 0;
     if (!train_parse(argc, argv, &o, 1, &rc)) return rc;
-    session s;
+    train_session s;
     double acc = 0, loss = 0;
     memset(&s, 0, sizeof s);
-    if ((rc = join_job(&o)) != 0 || (rc = open_session(&o, &s, 0)) != 0) goto done;
+    if ((rc = train_join_job(&o)) != 0 || (rc = train_session_open(&o, &s, 0)) != 0) goto done;
     if (clnet_net_load_weights(s.net, o.weights, NULL) != CLNET_OK) {
-        rc = fail("weights");
+        rc = train_fail("weights");
         goto done;
     }
     if (clnet_net_bind(s.net, s.rt, (int)o.batch) != CLNET_OK) {
-        rc = fail("devices");
+        rc = train_fail("devices");
         goto done;
     }
-    if ((rc = apply_split(&o, &s)) != 0) goto done;
+    if ((rc = train_apply_split(&o, &s)) != 0) goto done;
     double t0 = clnet_seconds();
-    if ((rc = evaluate(&o, &s, &acc, &loss)) != 0) goto done;
+    if ((rc = train_evaluate(&o, &s, &acc, &loss)) != 0) goto done;
     double secs = clnet_seconds() - t0;
-    if (is_root()) { /* the speed on stderr: stdout's last line stays the accuracy */
+    if (train_is_root()) { /* the speed on stderr: stdout's last line stays the accuracy */
         fprintf(stderr, "eval: %d images in %.2f s, images_per_s=%.0f\n",
                 clnet_dataset_count(s.test), secs,
                 secs > 0 ? (double)clnet_dataset_count(s.test) / secs : 0);
@@ -768,6 +603,6 @@ int cmd_eval(int argc, char **argv) {
         if (clnet_net_is_classifier(s.net)) printf("test_accuracy=%.4f\n", acc);
     }
 done:
-    session_free(&s);
-    return leave_job(rc);
+    train_session_free(&s);
+    return train_leave_job(rc);
 }
