@@ -29,7 +29,7 @@ int main(void) {
             double tf = clnet_seconds();
             char *source = NULL;
             cl_program p = NULL;
-            if (clnet_kernel_source(s->family, &source) != CLNET_OK ||
+            if (clnet_kernel_source(s->family, d->env->kernel_dir, &source) != CLNET_OK ||
                 clnet_program_build(d, s->family, source, "", &p) != CLNET_OK) {
                 fprintf(stderr, "bench_kernel_build: %s\n", clnet_last_error());
                 return 1;

@@ -2,10 +2,12 @@
 """Checks that the environment variables clnet reads are documented in one table.
 
 The table is the "Environment" section of include/clnet.h: one line per
-variable, "CLNET_NAME=VALUE  meaning". Every "CLNET_..." string literal in
-the library's sources (what getenv reads) must have a row; every row must be
-read somewhere; and the table of docs/environment.md (its section "clnet's
-own") must list the same names. Prints what differs and exits 1.
+variable, "CLNET_NAME=VALUE  meaning". Every variable the sources read must
+have a row: every "CLNET_..." string literal of src/env.c (the library's one
+reader of the environment) and every getenv("CLNET_...") in src/ (the clnet
+program's, src/cli/); every row must be read somewhere; and the table of
+docs/environment.md (its section "clnet's own") must list the same names.
+Prints what differs and exits 1.
 usage: check_env.py REPO_DIR"""
 import os
 import re
@@ -30,8 +32,11 @@ for folder, _, files in os.walk(os.path.join(root, "src")):
         if name.endswith(".c"):
             with open(os.path.join(folder, name), encoding="utf-8") as f:
                 text = f.read()
-            # getenv("CLNET_X") and the balancer's parse_pairs("CLNET_X", ...)
-            for m in re.finditer(r'getenv\("(CLNET_[A-Z0-9_]+)"', text):
+            # env.c names every variable it reads as a literal; elsewhere getenv("CLNET_X")
+            path = os.path.relpath(os.path.join(folder, name), root)
+            env_module = path == os.path.join("src", "env.c")
+            pattern = r'"(CLNET_[A-Z0-9_]+)"' if env_module else r'getenv\("(CLNET_[A-Z0-9_]+)"'
+            for m in re.finditer(pattern, text):
                 read_by_sources.add(m.group(1))
 
 page = read("docs/environment.md")

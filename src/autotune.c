@@ -2,6 +2,7 @@
  * net runs, and storing the winners in the tuning database (tune.h). */
 #include "alloc.h"
 #include "clock.h"
+#include "env.h"
 #include "error.h"
 #include "gemm.h"
 #include "memory.h"
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define MAX_CANDIDATES 64
 #define TIME_TARGET    0.05 /* seconds of repeated calls per timing */
@@ -26,11 +26,6 @@
 #define COLD_MIB    4
 #define EVICT_BYTES (64u << 20)
 #define COLD_CALLS  5
-
-int clnet_tune_enabled(void) {
-    const char *env = getenv("CLNET_TUNE");
-    return !(env && (strcasecmp(env, "off") == 0 || strcmp(env, "0") == 0));
-}
 
 static uint64_t next_random(uint64_t *s) {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;
@@ -63,7 +58,9 @@ static void operands_free(operands *o) {
     memset(o, 0, sizeof *o);
 }
 
-static clnet_status operands_make(clnet_device *d, const clnet_gemm_shape *s, operands *o) {
+/* Operands over cold_mib MiB in all get the eviction buffer (timed cold). */
+static clnet_status operands_make(clnet_device *d, const clnet_gemm_shape *s, double cold_mib,
+                                  operands *o) {
     clnet_status status = CLNET_OK;
     size_t asize = s->M * s->K, bsize = s->K * s->N;
     float *ha = random_floats(asize, 1), *hb = random_floats(bsize, 2);
@@ -84,8 +81,6 @@ static clnet_status operands_make(clnet_device *d, const clnet_gemm_shape *s, op
     TRY(clnet_buffer_create(d, o->work.floats * sizeof(float), &o->work.mem));
     TRY(clnet_buffer_write(d, o->a, 0, asize, ha));
     TRY(clnet_buffer_write(d, o->b, 0, bsize, hb));
-    const char *cold = getenv("CLNET_TUNE_COLD_MB");
-    double cold_mib = cold && *cold ? atof(cold) : COLD_MIB;
     if ((double)((asize + bsize + o->csize) * sizeof(float)) > cold_mib * (1 << 20) &&
         d->info.max_alloc_bytes >= EVICT_BYTES)
         TRY(clnet_buffer_create(d, EVICT_BYTES, &o->evict));
@@ -171,10 +166,10 @@ static void say(const reporter *rep, const clnet_device *d, const char *site, co
     rep->report(&r, rep->user);
 }
 
-/* Measures every candidate on one shape; *winner gets the fastest correct
- * one (its id empty when none ran). */
-static clnet_status tune_shape(clnet_device *d, const clnet_gemm_pick *pick, const reporter *rep,
-                               clnet_tune_entry *winner) {
+/* Measures every candidate on one shape (cold over cold_mib MiB); *winner
+ * gets the fastest correct one (its id empty when none ran). */
+static clnet_status tune_shape(clnet_device *d, const clnet_gemm_pick *pick, double cold_mib,
+                               const reporter *rep, clnet_tune_entry *winner) {
     const clnet_gemm_shape *s = &pick->shape;
     clnet_status status = CLNET_OK;
     operands o;
@@ -184,7 +179,7 @@ static clnet_status tune_shape(clnet_device *d, const clnet_gemm_pick *pick, con
     int n = clnet_gemm_candidates(d, ids, MAX_CANDIDATES), have_ref = 0, best = -1;
     memset(winner, 0, sizeof *winner);
     clnet_gemm_key(s, winner->key, sizeof winner->key, &winner->bucket);
-    TRY(operands_make(d, s, &o));
+    TRY(operands_make(d, s, cold_mib, &o));
     /* K terms of size ~1 each: rounding differs by about sqrt(K) ulps */
     double tolerance = 1e-5 * sqrt((double)s->K) + 1e-6;
     for (int c = 0; c < n; c++) {
@@ -420,9 +415,15 @@ clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, voi
     clnet_tune_entry *found = NULL; /* measured in this run */
     int *owner = NULL, nfound = 0;  /* the replica each was measured on */
     reporter rep = {report, user};
+    clnet_env env;
     if (!net || !net->trainer)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_tune: the net is not bound");
-    if (!clnet_tune_enabled())
+    /* CLNET_TUNE and CLNET_TUNE_COLD_MB, read once for this run */
+    if ((status = clnet_env_read(&env)) != CLNET_OK) return status;
+    int enabled = env.tune;
+    double cold_mib = env.tune_cold_mb && *env.tune_cold_mb ? atof(env.tune_cold_mb) : COLD_MIB;
+    clnet_env_free(&env);
+    if (!enabled)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                           "clnet_net_tune: CLNET_TUNE=off in the environment: nothing is timed");
     if (batch < 1 || batch > net->trainer->max_batch)
@@ -461,7 +462,7 @@ clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, voi
             clnet_gemm_key(&shapes[k].shape, key, sizeof key, &bucket);
             /* measured already, on this device or an equal one before it */
             if (measured_on_equal(t, found, owner, nfound, i, key, bucket)) continue;
-            TRY(tune_shape(d, &shapes[k], &rep, &found[nfound]));
+            TRY(tune_shape(d, &shapes[k], cold_mib, &rep, &found[nfound]));
             if (found[nfound].choice[0]) owner[nfound++] = i;
         }
     }

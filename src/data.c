@@ -3,6 +3,7 @@
  * (data_idx.c), .npy (data_npy.c); the loader that batches them: loader.c. */
 #include "alloc.h"
 #include "data.h"
+#include "env.h"
 #include "error.h"
 
 #include <errno.h>
@@ -47,6 +48,7 @@ clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, cons
                                       long limit) {
     clnet_status status = CLNET_OK;
     char *images = NULL, *labels = NULL;
+    clnet_env env = {0}; /* CLNET_DATA_DIR, when no dir is given */
     if (out) *out = NULL;
     if (!out || !split)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_dataset_load: out and split must not be NULL");
@@ -62,8 +64,8 @@ clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, cons
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "unknown data set split '%s' (want \"train\" or \"test\")",
              split);
     if (!dir) {
-        const char *env = getenv("CLNET_DATA_DIR");
-        dir = env && *env ? env : CLNET_DEFAULT_DATA_DIR;
+        TRY(clnet_env_read(&env));
+        dir = env.data_dir && *env.data_dir ? env.data_dir : CLNET_DEFAULT_DATA_DIR;
     }
     const char *hint = strcmp(dir, CLNET_DEFAULT_DATA_DIR) == 0
                            ? ": install the data set with `apt-get install dataset-fashion-mnist`"
@@ -81,6 +83,7 @@ clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, cons
 cleanup:
     free(images);
     free(labels);
+    clnet_env_free(&env);
     return status;
 }
 

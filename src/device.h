@@ -5,6 +5,7 @@
 #include "clnet.h"
 #include "cl.h"
 #include "choose.h"
+#include "env.h"
 
 #include <pthread.h>
 
@@ -54,6 +55,9 @@ typedef struct clnet_device {
      * register tiles took it over 10 minutes to compile). */
     int vector_cpu;
     const clnet_cache_config *cache;
+    /* The runtime's snapshot of the environment (env.h), taken when it was
+     * made: kernel sources, guards, the profile and start-up report read it. */
+    const clnet_env *env;
     pthread_mutex_t lock; /* guards programs */
     clnet_program *programs;
     /* small buffer for clnet_sum, made on first use: the device's own, as
@@ -75,6 +79,7 @@ struct clnet_runtime {
     int count;
     clnet_device *devices;
     clnet_cache_config cache;
+    clnet_env env; /* read once, at clnet_runtime_create */
 };
 
 /* Selected device i, or NULL (with a message) when i is out of range. */

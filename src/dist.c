@@ -232,10 +232,12 @@ static clnet_status dist_make(clnet_dist **out, MPI_Comm parent);
 
 clnet_status clnet_mpi_init(int *rank, int *size) {
     clnet_status status = CLNET_OK;
-    int r = 0, n = clnet_job_launched(&r), initialized = 0, provided = 0;
+    int r = 0, n = 1, initialized = 0, provided = 0;
+    clnet_status launched = clnet_job_launched(&n, &r);
     if (rank) *rank = job.rank;
     if (size) *size = job.size;
-    if (job.world || n <= 1) return CLNET_OK; /* joined already, or a plain run */
+    if (job.world) return CLNET_OK;                      /* joined already */
+    if (launched != CLNET_OK || n <= 1) return launched; /* unreadable, or a plain run */
     MPI_Initialized(&initialized);
     if (!initialized) {
         if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)

@@ -43,9 +43,10 @@ clnet_dist *clnet_dist_world(void);
 double clnet_dist_timeout(void);
 
 /* The size of the job a launcher (mpirun, or a PMI launcher) started this
- * process in, from its environment, and *rank this process's; 1 and 0 when
- * none did. */
-int clnet_job_launched(int *rank);
+ * process in, from its environment (read now), and *rank this process's; 1
+ * and 0 when none did (or, out of memory, when it could not be read: the
+ * status says so). */
+clnet_status clnet_job_launched(int *size, int *rank);
 
 /* A group for one bound net, with lanes of its own; *out is NULL in a job
  * of one rank. Collective. */

@@ -1,9 +1,9 @@
 /* What both builds know of the job without asking MPI: the rank and size a
- * launcher put in the environment (so that a build without MPI can say it
- * was started by mpirun), and how long a wait between ranks may last. */
+ * launcher put in the environment (read by env.c, so that a build without
+ * MPI can say it was started by mpirun), and how long a wait between ranks
+ * may last. */
 #include "dist.h"
-
-#include <stdlib.h>
+#include "env.h"
 
 static double timeout = 300.0;
 
@@ -15,16 +15,11 @@ double clnet_dist_timeout(void) {
     return timeout;
 }
 
-int clnet_job_launched(int *rank) {
-    static const char *vars[][2] = {{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"},
-                                    {"PMI_SIZE", "PMI_RANK"}};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *size = getenv(vars[i][0]), *r = getenv(vars[i][1]);
-        if (size && atoi(size) >= 1) {
-            *rank = r ? atoi(r) : 0;
-            return atoi(size);
-        }
-    }
-    *rank = 0;
-    return 1;
+clnet_status clnet_job_launched(int *size, int *rank) {
+    clnet_env env;
+    clnet_status s = clnet_env_read(&env);
+    *size = s == CLNET_OK ? env.job_size : 1;
+    *rank = s == CLNET_OK ? env.job_rank : 0;
+    clnet_env_free(&env);
+    return s;
 }

@@ -20,9 +20,11 @@ clnet_dist *clnet_dist_world(void) {
 }
 
 clnet_status clnet_mpi_init(int *rank, int *size) {
-    int r = 0, n = clnet_job_launched(&r);
+    int r = 0, n = 1;
+    clnet_status s = clnet_job_launched(&n, &r);
     if (rank) *rank = 0;
     if (size) *size = 1;
+    if (s != CLNET_OK) return s;
     if (n > 1)
         return clnet_fail(CLNET_ERR_MPI,
                           "this clnet was built without MPI (CLNET_MPI=OFF, or CMake found no "

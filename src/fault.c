@@ -11,8 +11,8 @@
 #include <time.h>
 
 /* CLNET_THROTTLE: "INDEX:FACTOR[,...]" (a factor below 1 counts as 1). */
-static clnet_status parse_throttle(clnet_faults *f, const int *device_index) {
-    const char *var = "CLNET_THROTTLE", *text = getenv("CLNET_THROTTLE");
+static clnet_status parse_throttle(clnet_faults *f, const char *text, const int *device_index) {
+    const char *var = "CLNET_THROTTLE";
     if (!text || !*text) return CLNET_OK;
     const char *p = text;
     while (*p) {
@@ -42,8 +42,7 @@ static clnet_status parse_throttle(clnet_faults *f, const int *device_index) {
 static const char *const fault_points[] = {"start", "kernels", "transfer", "reduce", "drift", NULL};
 
 /* CLNET_FAULT: "INDEX:STEP[:POINT][,...]". */
-static clnet_status parse_faults(clnet_faults *f, const int *device_index) {
-    const char *text = getenv("CLNET_FAULT");
+static clnet_status parse_faults(clnet_faults *f, const char *text, const int *device_index) {
     for (const char *p = text; p && *p;) {
         char *end = NULL;
         long index = strtol(p, &end, 10),
@@ -69,7 +68,8 @@ static clnet_status parse_faults(clnet_faults *f, const int *device_index) {
     return CLNET_OK;
 }
 
-clnet_status clnet_faults_init(clnet_faults *f, const int *device_index, int n) {
+clnet_status clnet_faults_init(clnet_faults *f, const clnet_env *env, const int *device_index,
+                               int n) {
     memset(f, 0, sizeof *f);
     f->n = n;
     f->throttle = clnet_calloc((size_t)n, sizeof *f->throttle);
@@ -80,8 +80,8 @@ clnet_status clnet_faults_init(clnet_faults *f, const int *device_index, int n) 
         return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     }
     for (int i = 0; i < n; i++) f->throttle[i] = 1, f->step[i] = -1;
-    clnet_status s = parse_throttle(f, device_index);
-    if (s == CLNET_OK) s = parse_faults(f, device_index);
+    clnet_status s = parse_throttle(f, env->throttle, device_index);
+    if (s == CLNET_OK) s = parse_faults(f, env->fault, device_index);
     if (s != CLNET_OK) clnet_faults_free(f);
     return s;
 }
@@ -109,8 +109,8 @@ void clnet_throttle_wait(const clnet_faults *f, int i, double seconds) {
     clnet_sleep((f->throttle[i] - 1) * seconds);
 }
 
-void clnet_save_pause(void) {
-    const char *ms = getenv("CLNET_SAVE_PAUSE");
+void clnet_save_pause(const clnet_env *env) {
+    const char *ms = env->save_pause;
     long n = ms ? strtol(ms, NULL, 10) : 0;
     if (n > 0) nanosleep(&(struct timespec){n / 1000, (n % 1000) * 1000000L}, NULL);
 }

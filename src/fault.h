@@ -1,6 +1,7 @@
-/* Test hooks: what the tests make happen inside a run, read from the
- * environment once (when a trainer binds; a save reads its pause) and
- * asked through the functions below, the only place in src/ that knows them:
+/* Test hooks: what the tests make happen inside a run, parsed from a
+ * snapshot of the environment (env.h) taken once: when a trainer binds, and
+ * at each save for its pause; asked through the functions below, the only
+ * place in src/ that knows them:
  *   CLNET_THROTTLE=INDEX:FACTOR[,...]  device INDEX (as `clnet devices` numbers
  *       it) behaves FACTOR times slower: after each share it waits FACTOR-1
  *       times the time its share took.
@@ -19,6 +20,7 @@
 #define CLNET_FAULT_H
 
 #include "clnet.h"
+#include "env.h"
 
 #include <stdint.h>
 
@@ -39,9 +41,11 @@ typedef struct {
     int *point;       /* per replica: where in the step (clnet_fault_point) */
 } clnet_faults;
 
-/* device_index[i] is replica i's number in `clnet devices`; a malformed
- * variable is an error naming it. */
-clnet_status clnet_faults_init(clnet_faults *f, const int *device_index, int n);
+/* env's CLNET_THROTTLE and CLNET_FAULT for n replicas; device_index[i] is
+ * replica i's number in `clnet devices`; a malformed variable is an error
+ * naming it. */
+clnet_status clnet_faults_init(clnet_faults *f, const clnet_env *env, const int *device_index,
+                               int n);
 void clnet_faults_free(clnet_faults *f);
 
 /* Whether replica i is to fail in optimizer step `step` at `point`: the
@@ -55,7 +59,7 @@ int clnet_fault(clnet_faults *f, int i, int64_t step, clnet_fault_point point);
 double clnet_throttle_factor(const clnet_faults *f, int i);
 void clnet_throttle_wait(const clnet_faults *f, int i, double seconds);
 
-/* CLNET_SAVE_PAUSE's sleep, half-way through a save (none when unset). */
-void clnet_save_pause(void);
+/* env's CLNET_SAVE_PAUSE sleep, half-way through a save (none when unset). */
+void clnet_save_pause(const clnet_env *env);
 
 #endif

@@ -256,7 +256,7 @@ cleanup:
 clnet_status clnet_gemm_open(clnet_device *d) {
     clnet_status status = CLNET_OK;
     char *source = NULL;
-    const char *env = getenv("CLNET_GEMM");
+    const char *env = d->env->gemm;
     d->choice.gemm_force[0] = '\0';
     if (env && *env && strcasecmp(env, "auto") != 0) {
         if (strcasecmp(env, "own") != 0 && strcasecmp(env, "clblast") != 0)
@@ -271,7 +271,7 @@ clnet_status clnet_gemm_open(clnet_device *d) {
     static const char *const families[] = {FAMILY,        "gemm_tiled",    "conv",
                                            "conv_direct", "conv_implicit", "conv_lanes"};
     for (int f = 0; f < (int)(sizeof families / sizeof *families); f++) {
-        if (clnet_kernel_source(families[f], &source) == CLNET_OK) {
+        if (clnet_kernel_source(families[f], d->env->kernel_dir, &source) == CLNET_OK) {
             h = clnet_fnv1a(source, strlen(source), h);
         } else { /* $CLNET_KERNEL_DIR lacks it: building will say so; fingerprint ours */
             for (const clnet_embedded_source *e = clnet_embedded_sources; e->family; e++)

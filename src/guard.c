@@ -2,26 +2,14 @@
 #include "guard.h"
 #include "error.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 /* A NaN no kernel computes: a float that kept it was never written. */
 #define PATTERN 0x7fbadbadu
 
-static int guard_on;
-static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
-
-static void read_env(void) {
-    const char *v = getenv("CLNET_GUARD");
-    guard_on = v && strcmp(v, "1") == 0;
-}
-
-int clnet_guard_on(void) {
-    pthread_once(&guard_once, read_env);
-    return guard_on;
+int clnet_guard_on(const clnet_device *d) {
+    return d->env->guard;
 }
 
 clnet_status clnet_guard_fill(clnet_device *d, const clnet_guard_region *r, int count) {

@@ -23,8 +23,8 @@
 
 #define CLNET_GUARD_FLOATS 64
 
-/* 1 when CLNET_GUARD=1 (read on the first call). */
-int clnet_guard_on(void);
+/* 1 when CLNET_GUARD=1 (as d's runtime read it, when it was made). */
+int clnet_guard_on(const clnet_device *d);
 
 /* Floats [from, to) of mem that must hold the pattern after a pass: the
  * region begins at base, and the pass may use [base, from). */

@@ -16,7 +16,7 @@ clnet_status clnet_buffer_create(clnet_device *d, size_t bytes, cl_mem *out) {
              "a buffer of %zu bytes exceeds device %d (%s)'s largest allocation, %llu bytes", bytes,
              d->info.index, d->info.name, (unsigned long long)d->info.max_alloc_bytes);
     cl_mem_flags flags = CL_MEM_READ_WRITE | (d->zero_copy ? CL_MEM_ALLOC_HOST_PTR : 0);
-    int guard = clnet_guard_on(); /* whole floats, then the guard (guard.h) */
+    int guard = clnet_guard_on(d); /* whole floats, then the guard (guard.h) */
     if (guard)
         bytes = (bytes + sizeof(float) - 1) / sizeof(float) * sizeof(float) +
                 CLNET_GUARD_FLOATS * sizeof(float);

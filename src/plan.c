@@ -226,7 +226,7 @@ clnet_status clnet_plan_make(clnet_plan *p, const clnet_model *m, const clnet_de
     memset(p, 0, sizeof *p);
     p->nodes = N;
     p->batch = batch;
-    p->guard = clnet_guard_on() ? ALIGN : 0;
+    p->guard = clnet_guard_on(d) ? ALIGN : 0;
     p->y = clnet_calloc((size_t)N + 1, sizeof *p->y);
     p->keep = clnet_calloc((size_t)N + 1, sizeof *p->keep);
     p->dy = clnet_calloc((size_t)N + 1, sizeof *p->dy);

@@ -187,7 +187,7 @@ static clnet_status add_program(clnet_device *d, const char *family, const char 
     entry->family = strdup(family);
     entry->options = strdup(options);
     if (!entry->family || !entry->options) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
-    TRY(clnet_kernel_source(family, &source));
+    TRY(clnet_kernel_source(family, d->env->kernel_dir, &source));
     clnet_count_build();
     TRY(clnet_program_build(d, family, source, options, &entry->program));
     entry->next = d->programs;
@@ -261,8 +261,7 @@ typedef struct {
 } profile_entry;
 static profile_entry profile[64];
 static int profile_count;
-static int profile_on; /* decided once (profile_decide): read without a lock after */
-static pthread_once_t profile_once = PTHREAD_ONCE_INIT;
+static pthread_once_t profile_once = PTHREAD_ONCE_INIT;          /* the table is printed at exit */
 static pthread_mutex_t profile_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the table */
 
 static void profile_print(void) {
@@ -280,17 +279,15 @@ static void profile_print(void) {
                 profile[i].seconds, 100 * profile[i].seconds / (total > 0 ? total : 1));
 }
 
-static void profile_decide(void) {
-    const char *env = getenv("CLNET_PROFILE");
-    profile_on = env && *env && strcmp(env, "0") != 0;
-    if (profile_on) atexit(profile_print);
+static void profile_at_exit(void) {
+    atexit(profile_print);
 }
 
 clnet_status clnet_profile_begin(clnet_device *d, double *began) {
     clnet_status status = CLNET_OK;
     *began = 0;
-    pthread_once(&profile_once, profile_decide);
-    if (!profile_on) return CLNET_OK;
+    if (!d->env->profile) return CLNET_OK; /* CLNET_PROFILE, read with the runtime */
+    pthread_once(&profile_once, profile_at_exit);
     CL_CHECK(clFinish(d->queue), "clFinish"); /* the profile's own: not counted */
     *began = clnet_now();
 cleanup:
@@ -424,7 +421,7 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family
     }
     if (!*kept)
         TRY(clnet_kernel_get(d, family, options, name, kept));
-    else if (clnet_guard_on())
+    else if (clnet_guard_on(d))
         TRY(check_kept(*kept, name));
     k = *kept;
     for (int i = 0; i < nargs; i++) {
@@ -437,7 +434,7 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family
     }
     int first = !launched_before(d, k, dims, local);
     double began = 0, first_began = 0;
-    if (first && clnet_startup_on()) { /* timed alone: what the driver compiles for it */
+    if (first && clnet_startup_on(d)) { /* timed alone: what the driver compiles for it */
         CL_CHECK(clnet_finish(d), "clFinish");
         first_began = clnet_now();
     }

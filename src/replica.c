@@ -229,7 +229,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(clnet_buffer_create(d, p->work * sizeof(float), &r->work));
     TRY(make_loss_buffers(r, (size_t)max_batch));
     TRY(clnet_staging_create(d, m->nparams * sizeof(float), &r->staging)); /* step.c */
-    if (clnet_guard_on()) { /* a pass's tails, then every buffer's */
+    if (clnet_guard_on(d)) { /* a pass's tails, then every buffer's */
         r->guards = clnet_calloc((size_t)m->count + 32 + CLNET_MAX_INPUTS, sizeof *r->guards);
         if (!r->guards) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
     }

@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "device.h"
 #include "elementwise.h"
+#include "env.h"
 #include "error.h"
 #include "gemm.h"
 #include "memory.h"
@@ -183,26 +184,13 @@ static int contains_ignoring_case(const char *haystack, const char *needle) {
     return n == 0;
 }
 
-/* The place of this process among the ranks of an MPI job on this machine
- * (Open MPI's or a PMI launcher's variables); 0 of 1 outside one. */
-static int local_rank(int *size) {
-    static const char *vars[][2] = {{"OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-                                    {"MPI_LOCALNRANKS", "MPI_LOCALRANKID"}};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *n = getenv(vars[i][0]), *r = getenv(vars[i][1]);
-        if (n && r && atoi(n) >= 1) {
-            *size = atoi(n);
-            return atoi(r);
-        }
-    }
-    *size = 1;
-    return 0;
-}
-
 /* "local-rank": the ranks that share this machine take its devices in
- * turn (rank l of L gets devices l, l + L, ...), so no two drive one. */
-static clnet_status select_local_rank(candidate *c, int n, const char *known) {
-    int size = 1, rank = local_rank(&size);
+ * turn (rank l of L gets devices l, l + L, ...), so no two drive one. The
+ * place of this process among them is its launcher's (env.h: Open MPI's or
+ * a PMI launcher's variables), 0 of 1 outside a job. */
+static clnet_status select_local_rank(candidate *c, int n, const char *known,
+                                      const clnet_env *env) {
+    int size = env->local_size, rank = env->local_rank;
     if (rank < 0 || rank >= size || size > n)
         return clnet_fail(CLNET_ERR_NO_DEVICE,
                           "device selection 'local-rank': this is rank %d of %d on this machine, "
@@ -246,7 +234,7 @@ cleanup:
     return status;
 }
 
-static clnet_status select_devices(candidate *c, int n, const char *spec) {
+static clnet_status select_devices(candidate *c, int n, const char *spec, const clnet_env *env) {
     clnet_status status = CLNET_OK;
     char known[2048];
     describe_candidates(c, n, known, sizeof known);
@@ -263,7 +251,7 @@ static clnet_status select_devices(candidate *c, int n, const char *spec) {
         for (int i = 0; i < n; i++) c[i].selected = 1;
         matched = n;
     } else if (strcasecmp(text, "local-rank") == 0) {
-        TRY(select_local_rank(c, n, known));
+        TRY(select_local_rank(c, n, known, env));
         matched = 1;
     } else if (strcasecmp(text, "gpu") == 0 || strcasecmp(text, "cpu") == 0) {
         clnet_device_type want = strcasecmp(text, "gpu") == 0 ? CLNET_DEVICE_GPU : CLNET_DEVICE_CPU;
@@ -333,7 +321,7 @@ static void query_info(const candidate *c, int index, clnet_device_info *info) {
 
 /* $CLNET_CONV: the convolution algorithms forced on every layer, or auto. */
 static clnet_status read_conv_force(clnet_device *d) {
-    return clnet_chooser_force_conv(&d->choice, getenv("CLNET_CONV"), "CLNET_CONV");
+    return clnet_chooser_force_conv(&d->choice, d->env->conv, "CLNET_CONV");
 }
 
 clnet_status clnet_runtime_set_conv(clnet_runtime *rt, const char *plan) {
@@ -400,11 +388,11 @@ static void close_device(clnet_device *d) {
     pthread_mutex_destroy(&d->lock);
 }
 
-static void cache_config_from_env(clnet_cache_config *cfg) {
-    const char *off = getenv("CLNET_CACHE");
-    const char *dir = getenv("CLNET_CACHE_DIR");
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
+static void cache_config_from_env(clnet_cache_config *cfg, const clnet_env *env) {
+    const char *off = env->cache;
+    const char *dir = env->cache_dir;
+    const char *xdg = env->xdg_cache_home;
+    const char *home = env->home;
     cfg->enabled = 1;
     cfg->store_all = off && strcasecmp(off, "all") == 0;
     if (off && (strcasecmp(off, "off") == 0 || strcmp(off, "0") == 0)) cfg->enabled = 0;
@@ -423,17 +411,21 @@ clnet_status clnet_runtime_create(clnet_runtime **out, const char *device_spec) 
     candidate *cands = NULL;
     int ncand = 0;
     clnet_runtime *rt = NULL;
+    clnet_env env = {0};
     if (!out) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_runtime_create: out is NULL");
     *out = NULL;
-    if (!device_spec) device_spec = getenv("CLNET_DEVICES");
+    TRY(clnet_env_read(&env));
+    if (!device_spec) device_spec = env.devices;
     if (!device_spec || !*device_spec) device_spec = "all";
 
     double began = clnet_now();
     TRY(discover(&cands, &ncand));
-    TRY(select_devices(cands, ncand, device_spec));
+    TRY(select_devices(cands, ncand, device_spec, &env));
     rt = clnet_calloc(1, sizeof *rt);
     if (!rt) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory creating the runtime");
-    cache_config_from_env(&rt->cache);
+    rt->env = env; /* the runtime owns the snapshot now (device_spec may point into it) */
+    memset(&env, 0, sizeof env);
+    cache_config_from_env(&rt->cache, &rt->env);
     for (int i = 0; i < ncand; i++) rt->count += cands[i].selected;
     rt->devices = clnet_calloc((size_t)rt->count, sizeof *rt->devices);
     if (!rt->devices) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory creating the runtime");
@@ -443,13 +435,15 @@ clnet_status clnet_runtime_create(clnet_runtime **out, const char *device_spec) 
         clnet_device *d = &rt->devices[opened++];
         pthread_mutex_init(&d->lock, NULL);
         for (int j = 0; j < i; j++) d->platform_index += cands[j].platform == cands[i].platform;
+        d->env = &rt->env;
         TRY(open_device(d, &cands[i], i, &rt->cache));
     }
-    clnet_startup_devices(rt->count, clnet_now() - began);
+    clnet_startup_devices(&rt->env, rt->count, clnet_now() - began);
     *out = rt;
     rt = NULL;
 cleanup:
     clnet_runtime_free(rt);
+    clnet_env_free(&env);
     free(cands);
     return status;
 }
@@ -522,5 +516,6 @@ void clnet_runtime_free(clnet_runtime *rt) {
     for (int i = 0; i < rt->count; i++)
         if (rt->devices[i].context || rt->devices[i].queue) close_device(&rt->devices[i]);
     free(rt->devices);
+    clnet_env_free(&rt->env);
     free(rt);
 }

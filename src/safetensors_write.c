@@ -4,6 +4,7 @@
 #include "alloc.h"
 #include "safetensors.h"
 #include "fault.h"
+#include "env.h"
 #include "bytes.h"
 #include "text.h"
 #include "fileio.h"
@@ -211,16 +212,18 @@ clnet_status clnet_st_save(const char *path, const clnet_st_tensor *tensors, int
     clnet_status status = CLNET_OK;
     clnet_text header = {0};
     clnet_atomic_file f = {.fd = -1};
+    clnet_env env = {0}; /* for the tests' pause (fault.h) */
     unsigned char len8[8];
     TRY(check_save_args(path, tensors, count, meta, nmeta));
     TRY(make_header(path, tensors, count, meta, nmeta, &header));
+    TRY(clnet_env_read(&env));
     clnet_atomic_clean_stale(path);
     TRY(clnet_atomic_open(&f, path));
     clnet_put_le64(len8, (uint64_t)header.len);
     TRY(clnet_atomic_write(&f, len8, 8));
     TRY(clnet_atomic_write(&f, header.buf, header.len));
     for (int i = 0; i < count; i++) {
-        if (i == count / 2) clnet_save_pause();
+        if (i == count / 2) clnet_save_pause(&env);
         int size = clnet_st_dtype_size(tensors[i].dtype);
         size_t n =
             (size_t)clnet_st_shape_bytes(tensors[i].shape, tensors[i].ndim, size) / (size_t)size;
@@ -230,5 +233,6 @@ clnet_status clnet_st_save(const char *path, const clnet_st_tensor *tensors, int
 cleanup:
     clnet_atomic_abort(&f);
     clnet_text_free(&header);
+    clnet_env_free(&env);
     return status;
 }

@@ -38,8 +38,8 @@ cleanup:
     return status;
 }
 
-static clnet_status family_text(const char *family, char **owned, const char **text, size_t *len) {
-    const char *dir = getenv("CLNET_KERNEL_DIR");
+static clnet_status family_text(const char *family, const char *dir, char **owned,
+                                const char **text, size_t *len) {
     *owned = NULL;
     if (dir && *dir) {
         clnet_status s = read_override(dir, family, owned, len);
@@ -96,15 +96,15 @@ static clnet_status append_text(const char *s, size_t n, source_text *t) {
 #define INCLUDE       "#include \""
 #define INCLUDE_DEPTH 4
 
-/* Appends the family's text to *text, each line `#include "<other>.cl"` (at
- * a line's start) replaced by the other family's text, that file's line
- * numbers kept for the compiler's messages. */
-static clnet_status append_family(const char *family, source_text *t, int depth) {
+/* Appends the family's text (from dir, when not NULL or empty) to *text,
+ * each line `#include "<other>.cl"` (at a line's start) replaced by the other
+ * family's text, that file's line numbers kept for the compiler's messages. */
+static clnet_status append_family(const char *family, const char *dir, source_text *t, int depth) {
     clnet_status status = CLNET_OK;
     char *owned = NULL, mark[160];
     const char *body = NULL;
     size_t body_len = 0;
-    TRY(family_text(family, &owned, &body, &body_len));
+    TRY(family_text(family, dir, &owned, &body, &body_len));
     int n = snprintf(mark, sizeof mark, "#line 1 \"%s.cl\"\n", family);
     TRY(append_text(mark, (size_t)n, t));
     const char *at = body, *end = body + body_len;
@@ -122,7 +122,7 @@ static clnet_status append_family(const char *family, source_text *t, int depth)
                 FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s.cl:%d: an #include too deep or too long",
                      family, line);
             snprintf(other, sizeof other, "%.*s", name, at + skip);
-            TRY(append_family(other, t, depth + 1));
+            TRY(append_family(other, dir, t, depth + 1));
             n = snprintf(mark, sizeof mark, "\n#line %d \"%s.cl\"\n", line + 1, family);
             TRY(append_text(mark, (size_t)n, t));
         } else {
@@ -136,15 +136,16 @@ cleanup:
     return status;
 }
 
-clnet_status clnet_kernel_source(const char *family, char **out) {
+clnet_status clnet_kernel_source(const char *family, const char *kernel_dir, char **out) {
     clnet_status status = CLNET_OK;
     source_text t = {0};
     *out = NULL;
-    TRY(append_family("common", &t, 0));
+    TRY(append_family("common", kernel_dir, &t, 0));
     if (strcmp(family, CLNET_SHARED_PROGRAM) == 0)
-        for (int i = 0; i < SHARED_FAMILIES; i++) TRY(append_family(shared_families[i], &t, 0));
+        for (int i = 0; i < SHARED_FAMILIES; i++)
+            TRY(append_family(shared_families[i], kernel_dir, &t, 0));
     else
-        TRY(append_family(family, &t, 0));
+        TRY(append_family(family, kernel_dir, &t, 0));
     *out = t.s;
     t.s = NULL;
 cleanup:

@@ -21,8 +21,9 @@ const char *clnet_program_of(const char *family, const char *options);
 
 /* The text a program is built from: common.cl, then <family>.cl (for
  * CLNET_SHARED_PROGRAM, each family it holds), each introduced by a #line
- * so build logs name the right file. Reads files from $CLNET_KERNEL_DIR
- * instead when that is set (for kernel development). The caller frees *out. */
-clnet_status clnet_kernel_source(const char *family, char **out);
+ * so build logs name the right file. Reads the files from kernel_dir
+ * instead when it is neither NULL nor empty ($CLNET_KERNEL_DIR, as the
+ * device's runtime read it: for kernel development). The caller frees *out. */
+clnet_status clnet_kernel_source(const char *family, const char *kernel_dir, char **out);
 
 #endif

@@ -23,8 +23,7 @@ static event *events;
 static size_t count, cap;
 static int devices_count;
 static double devices_seconds;
-static int on;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_once_t once = PTHREAD_ONCE_INIT; /* the report is printed at exit */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void print_events(int kind) {
@@ -70,15 +69,19 @@ static void report(void) {
     count = cap = 0;
 }
 
-static void decide(void) {
-    const char *env = getenv("CLNET_STARTUP");
-    on = env && *env && strcmp(env, "0") != 0;
-    if (on) atexit(report);
+static void report_at_exit(void) {
+    atexit(report);
 }
 
-int clnet_startup_on(void) {
-    pthread_once(&once, decide);
-    return on;
+/* Whether env asks for the report, which is then printed at exit. */
+static int on(const clnet_env *env) {
+    if (!env->startup) return 0;
+    pthread_once(&once, report_at_exit);
+    return 1;
+}
+
+int clnet_startup_on(const clnet_device *d) {
+    return on(d->env);
 }
 
 /* A new event, zeroed, with the lock held; NULL (lock released) when the
@@ -102,8 +105,8 @@ static event *add(const clnet_device *d, int kind, const char *family) {
     return e;
 }
 
-void clnet_startup_devices(int n, double seconds) {
-    if (!clnet_startup_on()) return;
+void clnet_startup_devices(const clnet_env *env, int n, double seconds) {
+    if (!on(env)) return;
     pthread_mutex_lock(&lock);
     devices_count += n;
     devices_seconds += seconds;
@@ -112,7 +115,7 @@ void clnet_startup_devices(int n, double seconds) {
 
 void clnet_startup_program(const clnet_device *d, const char *family, const char *options,
                            int from_cache, double build, double readback) {
-    if (!clnet_startup_on()) return;
+    if (!clnet_startup_on(d)) return;
     event *e = add(d, PROGRAM, family);
     if (!e) return;
     e->from_cache = from_cache;
@@ -124,7 +127,7 @@ void clnet_startup_program(const clnet_device *d, const char *family, const char
 
 void clnet_startup_launch(const clnet_device *d, const char *family, const char *name, int dims,
                           const size_t *local, double seconds) {
-    if (!clnet_startup_on()) return;
+    if (!clnet_startup_on(d)) return;
     event *e = add(d, LAUNCH, family);
     if (!e) return;
     int n = snprintf(e->what, sizeof e->what, "%s [%s", name, local ? "" : "driver's choice");

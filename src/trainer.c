@@ -1,6 +1,7 @@
 /* Binding a model to devices: replicas, workers, the step's memory. */
 #include "trainer.h"
 #include "alloc.h"
+#include "env.h"
 #include "error.h"
 
 #include <stdio.h>
@@ -13,12 +14,12 @@
 #define COLLECTIVE_BYTES (64 * 1024)
 
 /* The largest micro-batch up to max_batch whose replica fits the device.
- * CLNET_MICRO_BATCH=N caps it (to exercise micro-batches on big devices). */
-static clnet_status fit_replica(const clnet_model *m, clnet_device *d, int max_batch, int ranks,
-                                clnet_replica **out) {
+ * CLNET_MICRO_BATCH=N, `cap` (0: none), caps it (to exercise micro-batches
+ * on big devices). */
+static clnet_status fit_replica(const clnet_model *m, clnet_device *d, int max_batch, int cap,
+                                int ranks, clnet_replica **out) {
     clnet_status s = CLNET_ERR_DEVICE_MEMORY;
-    const char *cap = getenv("CLNET_MICRO_BATCH");
-    if (cap && atoi(cap) >= 1 && atoi(cap) < max_batch) max_batch = atoi(cap);
+    if (cap >= 1 && cap < max_batch) max_batch = cap;
     for (int b = max_batch; b >= 1; b /= 2) {
         s = clnet_replica_create(out, m, d, b, ranks);
         if (s != CLNET_ERR_DEVICE_MEMORY) return s;
@@ -119,17 +120,18 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
                                   int max_batch) {
     clnet_status status = CLNET_OK;
     int n = clnet_runtime_device_count(rt), *index = NULL;
+    clnet_env env = {0}; /* read once, here: the overlaps, the micro-batch cap, the test hooks */
     clnet_trainer *t = clnet_calloc(1, sizeof *t);
     *out = NULL;
     if (!t) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory binding the net");
     t->model = m;
     t->count = n;
     t->max_batch = max_batch;
+    TRY(clnet_env_read(&env));
     TRY(clnet_dist_create(&t->ranks.dist));
-    t->ranks.overlap = !getenv("CLNET_MPI_OVERLAP") || atoi(getenv("CLNET_MPI_OVERLAP")) != 0;
+    t->ranks.overlap = env.mpi_overlap;
     TRY(count_devices(t));
-    const char *overlap = getenv("CLNET_OVERLAP");
-    t->overlap = !(overlap && strcmp(overlap, "off") == 0);
+    t->overlap = env.overlap;
     t->by_bucket = !t->ranks.dist && t->overlap;
     size_t all = (size_t)t->ranks.total;
     t->replicas = clnet_calloc((size_t)n, sizeof *t->replicas);
@@ -157,7 +159,7 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
     TRY(clnet_ranks_share(&t->ranks, t->ranks.peers, sizeof *t->ranks.peers));
     for (int i = 0; i < n; i++) {
         clnet_device *d = clnet_runtime_device(rt, i);
-        TRY(fit_replica(m, d, max_batch, t->ranks.total, &t->replicas[i]));
+        TRY(fit_replica(m, d, max_batch, env.micro_batch, t->ranks.total, &t->replicas[i]));
         t->replicas[i]->overlap = t->overlap;
         t->split.caps[t->ranks.first + i] = t->replicas[i]->max_batch;
     }
@@ -166,13 +168,14 @@ clnet_status clnet_trainer_create(clnet_trainer **out, const clnet_model *m, cln
         if (m->nodes[i].kind->batch_stats) t->split.batch_stats = &m->nodes[i];
     for (int i = 0; i < t->ranks.total; i++) index[i] = t->ranks.peers[i].index;
     TRY(clnet_balance_init(&t->split.balance, t->ranks.total));
-    TRY(clnet_faults_init(&t->split.faults, index, t->ranks.total));
+    TRY(clnet_faults_init(&t->split.faults, &env, index, t->ranks.total));
     TRY(clnet_local_group_create(&t->step.group, t->ranks.total, COLLECTIVE_BYTES));
     TRY(clnet_workers_create(&t->workers, n));
     *out = t;
     t = NULL;
 cleanup:
     free(index);
+    clnet_env_free(&env);
     clnet_trainer_free(t);
     return status;
 }

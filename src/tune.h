@@ -65,9 +65,6 @@ const clnet_tune_entry *clnet_tune_table_find(const clnet_tune_table *t, const c
 
 void clnet_tune_table_free(clnet_tune_table *t);
 
-/* 0 when $CLNET_TUNE is "off" or "0": nothing may be timed (autotune.c). */
-int clnet_tune_enabled(void);
-
 /* The power of two at or above n (0 for n <= 0). */
 int clnet_tune_bucket(int n);
 

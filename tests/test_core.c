@@ -1,6 +1,7 @@
 /* Tests that need no OpenCL device: version, statuses, error messages, the
  * worker-thread error path, the kernel cache file format, and the layer
  * kinds' option tables. */
+#include "env.h"
 #include "error.h"
 #include "harness.h"
 #include "kcache.h"
@@ -216,6 +217,80 @@ START_TEST(collectives_combine_in_rank_order_and_abort_cleanly) {
 }
 END_TEST
 
+/* ---- the environment, read in one place (env.h) ---------------------------- */
+
+/* A snapshot parses the flags as clnet.h's table words them, takes the
+ * launcher's first complete pair, and keeps its own copies: what the
+ * environment says later does not change it. */
+START_TEST(the_environment_is_read_into_a_snapshot_that_keeps_its_copies) {
+    static const char *const vars[] = {"CLNET_CONV",
+                                       "CLNET_OVERLAP",
+                                       "CLNET_TUNE",
+                                       "CLNET_MICRO_BATCH",
+                                       "CLNET_PROFILE",
+                                       "CLNET_MPI_OVERLAP",
+                                       "CLNET_DATA_DIR",
+                                       "OMPI_COMM_WORLD_SIZE",
+                                       "OMPI_COMM_WORLD_RANK",
+                                       "PMI_SIZE",
+                                       "PMI_RANK",
+                                       "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                       "OMPI_COMM_WORLD_LOCAL_RANK",
+                                       "MPI_LOCALNRANKS",
+                                       "MPI_LOCALRANKID",
+                                       "CLNET_FUSE"};
+    enum { N = sizeof vars / sizeof *vars };
+    char *saved[N];
+    for (int i = 0; i < N; i++) {
+        const char *v = getenv(vars[i]);
+        saved[i] = v ? strdup(v) : NULL;
+        unsetenv(vars[i]);
+    }
+    clnet_env e;
+    setenv("CLNET_CONV", "implicit/im2col", 1);
+    setenv("CLNET_OVERLAP", "off", 1);
+    setenv("CLNET_TUNE", "OFF", 1);
+    setenv("CLNET_MICRO_BATCH", "5", 1);
+    setenv("CLNET_PROFILE", "0", 1);
+    setenv("CLNET_MPI_OVERLAP", "0", 1);
+    setenv("CLNET_DATA_DIR", "", 1);
+    setenv("CLNET_FUSE", "off", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "0", 1);       /* not a job: the next pair's */
+    setenv("PMI_SIZE", "4", 1);                   /* no PMI_RANK: rank 0 */
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "3", 1); /* no rank: not this pair */
+    setenv("MPI_LOCALNRANKS", "2", 1);
+    setenv("MPI_LOCALRANKID", "1", 1);
+    ck_assert_int_eq(clnet_env_read(&e), CLNET_OK);
+    setenv("CLNET_CONV", "direct", 1);
+    unsetenv("CLNET_OVERLAP");
+    ck_assert_str_eq(e.conv, "implicit/im2col");
+    ck_assert_str_eq(e.data_dir, "");
+    ck_assert_int_eq(e.overlap, 0);
+    ck_assert_int_eq(e.tune, 0);
+    ck_assert_int_eq(e.micro_batch, 5);
+    ck_assert_int_eq(e.profile, 0);
+    ck_assert_int_eq(e.mpi_overlap, 0);
+    ck_assert_int_eq(e.fuse, 0);
+    ck_assert_int_eq(e.job_size, 4);
+    ck_assert_int_eq(e.job_rank, 0);
+    ck_assert_int_eq(e.local_size, 2);
+    ck_assert_int_eq(e.local_rank, 1);
+    clnet_env_free(&e);
+    ck_assert_ptr_null(e.conv); /* freed and emptied */
+    for (int i = 0; i < N; i++) unsetenv(vars[i]);
+    ck_assert_int_eq(clnet_env_read(&e), CLNET_OK);
+    ck_assert_ptr_null(e.conv);
+    ck_assert(e.overlap && e.tune && e.mpi_overlap && e.fuse);
+    ck_assert_int_eq(e.micro_batch, 0);
+    ck_assert(e.job_size == 1 && e.job_rank == 0 && e.local_size == 1 && e.local_rank == 0);
+    clnet_env_free(&e);
+    for (int i = 0; i < N; i++) {
+        if (saved[i]) setenv(vars[i], saved[i], 1);
+        free(saved[i]);
+    }
+}
+END_TEST
+
 /* ---- kernel cache file format (no driver involved) ------------------------ */
 
 static clnet_device fake_device(void) {
@@ -396,6 +471,7 @@ int main(void) {
     tcase_add_test(t, error_context_and_long_messages);
     tcase_add_test(t, worker_thread_failures_reach_the_caller);
     tcase_add_test(t, collectives_combine_in_rank_order_and_abort_cleanly);
+    tcase_add_test(t, the_environment_is_read_into_a_snapshot_that_keeps_its_copies);
     tcase_add_test(t, cache_key_changes_with_source_options_and_device);
     tcase_add_test(t, cache_round_trip_and_every_damage_is_caught);
     tcase_add_test(t, cache_disabled_neither_reads_nor_writes);

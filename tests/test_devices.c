@@ -283,7 +283,8 @@ END_TEST
  * second one's arguments. */
 START_TEST(a_kernel_slot_holds_one_kernel) {
     clnet_runtime *rt = test_runtime();
-    ck_assert_msg(clnet_guard_on(), "the device tests run with CLNET_GUARD=1");
+    ck_assert_msg(clnet_guard_on(clnet_runtime_device(rt, 0)),
+                  "the device tests run with CLNET_GUARD=1");
     for (int i = 0; i < clnet_runtime_device_count(rt); i++) {
         clnet_device *d = clnet_runtime_device(rt, i);
         cl_mem x = NULL;

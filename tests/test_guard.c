@@ -172,7 +172,8 @@ static void expect_words(const char *text, const char *const *words, int count) 
 }
 
 START_TEST(guards_are_on_here) {
-    ck_assert_msg(clnet_guard_on(), "this test needs CLNET_GUARD=1 in its environment");
+    ck_assert_msg(clnet_guard_on(clnet_runtime_device(test_runtime(), 0)),
+                  "this test needs CLNET_GUARD=1 in its environment");
 }
 END_TEST
 

@@ -743,13 +743,18 @@ START_TEST(the_split_follows_weights_and_drops_devices_too_slow_to_help) {
     b.weight = NULL;
     clnet_balance_free(&b);
     clnet_faults f;
+    clnet_env env;
     setenv("CLNET_THROTTLE", "1:3,2:x", 1);
-    ck_assert_int_eq(clnet_faults_init(&f, idx, 3), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_env_read(&env), CLNET_OK);
+    ck_assert_int_eq(clnet_faults_init(&f, &env, idx, 3), CLNET_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(clnet_last_error(), "CLNET_THROTTLE"), "%s", clnet_last_error());
+    clnet_env_free(&env);
     setenv("CLNET_THROTTLE", "1:3", 1);
-    ck_assert_int_eq(clnet_faults_init(&f, idx, 3), CLNET_OK);
+    ck_assert_int_eq(clnet_env_read(&env), CLNET_OK);
+    unsetenv("CLNET_THROTTLE"); /* the snapshot keeps its copy */
+    ck_assert_int_eq(clnet_faults_init(&f, &env, idx, 3), CLNET_OK);
     ck_assert(clnet_throttle_factor(&f, 1) == 3 && clnet_throttle_factor(&f, 0) == 1);
-    unsetenv("CLNET_THROTTLE");
+    clnet_env_free(&env);
     clnet_faults_free(&f);
 }
 END_TEST
