@@ -23,8 +23,8 @@ typedef struct clnet_fusion clnet_fusion;
  *   that took in no relu, leaves its training normalization to that add;
  * - a batch norm (stats_in) that alone reads a convolution able to make its
  *   statistics (stats_out), and that took in no relu, takes them from it.
- * Nodes and kinds may be changed (a relu's kind, a kind's configuration).
- * Fails only when out of host memory. */
+ * The nodes change with it: a relu's kind, and what the hooks note in a
+ * node's configuration. Fails only when out of host memory. */
 clnet_status clnet_fusion_decide(clnet_fusion **out, clnet_node *nodes, int count);
 void clnet_fusion_free(clnet_fusion *f); /* NULL: nothing */
 
