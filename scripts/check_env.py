@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks that the environment variables clnet reads are documented in one table.
+"""Checks that the environment variables clnet reads are documented in one table,
+and read in one module (src/env.c; src/cli, the program, reads its own).
 
 The table is the "Environment" section of include/clnet.h: one line per
 variable, "CLNET_NAME=VALUE  meaning". Every variable the sources read must
@@ -27,6 +28,7 @@ end = header.index("*/", start)
 table = set(re.findall(r"^ \*   (CLNET_[A-Z0-9_]+)=", header[start:end], re.M))
 
 read_by_sources = set()
+outside = []
 for folder, _, files in os.walk(os.path.join(root, "src")):
     for name in files:
         if name.endswith(".c"):
@@ -38,13 +40,19 @@ for folder, _, files in os.walk(os.path.join(root, "src")):
             pattern = r'"(CLNET_[A-Z0-9_]+)"' if env_module else r'getenv\("(CLNET_[A-Z0-9_]+)"'
             for m in re.finditer(pattern, text):
                 read_by_sources.add(m.group(1))
+            # the library reads its environment in env.c alone (the command-line
+            # program, src/cli, is a client of clnet.h and reads its own)
+            if not env_module and not path.startswith(os.path.join("src", "cli")) and \
+                    re.search(r"\bgetenv\(", text):
+                outside.append(path)
 
 page = read("docs/environment.md")
 start = page.index("## clnet's own")
 end = page.find("\n## ", start + 1)
 documented = set(re.findall(r"^\| `(CLNET_[A-Z0-9_]+)", page[start:end], re.M))
 
-problems = []
+problems = [f"{path} calls getenv: the library reads the environment in src/env.c alone"
+            for path in sorted(outside)]
 for name in sorted(read_by_sources - table):
     problems.append(f"{name} is read by src/ but has no row in include/clnet.h's Environment table")
 for name in sorted(table - read_by_sources):

@@ -128,21 +128,6 @@ typedef struct clnet_node {
     clnet_tensor params[CLNET_MAX_TENSORS];
     clnet_tensor buffers[CLNET_MAX_TENSORS];
     size_t param_off, param_count; /* the node's span of the parameter array */
-    int relu_taken; /* the relu after it runs in its kernels (clnet_kind.fuse_relu) */
-    /* Evaluation with a batch norm folded in (clnet_kind.fold_scale): on the
-     * convolution, the batch norm's node index + 1 (0: none); on the batch
-     * norm, folded = 1 (it runs no kernel in evaluation). */
-    int fold_bn, folded;
-    /* Training with a batch norm whose one reader is an add: on the add,
-     * norm_in = 1 + the input it makes from the batch norm's input (the
-     * batch norm writes no output); on the batch norm, norm_by = 1 + the
-     * add's index (its backward reads the add's output gradient). */
-    int norm_in, norm_by;
-    /* Training with a batch norm whose one reader is a convolution able to
-     * make its statistics (clnet_kind.stats_out): on the convolution,
-     * stats_bn = 1 + the batch norm's index; on the batch norm, stats_from =
-     * 1 + the convolution's. */
-    int stats_bn, stats_from;
     /* the kind's own configuration: CLNET_CONFIG(node, type) */
     union {
         max_align_t align;
@@ -170,7 +155,7 @@ typedef struct {
     uint32_t relu;
 } clnet_fold;
 
-/* A batch norm left to the add that alone reads it (clnet_node.norm_in), as
+/* A batch norm left to the add that alone reads it (clnet_fusion_normalizes), as
  * a training pass sees it. Forward, on the add: its input `input` is the
  * batch norm's input at x in the activations, normalized with what the
  * batch norm kept (norm) and its weight and bias (at weight in the
@@ -192,7 +177,7 @@ typedef struct {
 } clnet_norm_link;
 
 /* The statistics of a convolution's output, as the convolution wrote them
- * for the batch norm that alone reads it (clnet_node.stats_bn), in the
+ * for the batch norm that alone reads it (clnet_fusion_stats_to), in the
  * convolution's kept memory `mem` from `off`: per channel, `records` records
  * of 4 floats (cl/batchnorm.cl's bn_merge), or none (0) where the pass's
  * algorithm does not write them. Training forward passes of both share one:
@@ -251,7 +236,7 @@ typedef struct {
     cl_mem correct; /* (n) int32: 1 where the prediction is right */
     int want_grad;  /* also write the gradient of the loss (dx[0]) */
     /* An evaluation pass of a convolution with the batch norm after it
-     * folded in (clnet_node.fold), else NULL: params is then the replica's
+     * folded in (clnet_fusion_fold), else NULL: params is then the replica's
      * folded copy, and y the batch norm's output. */
     const clnet_fold *fold;
     /* A training pass of an add with a batch norm left to it (forward), or
@@ -272,7 +257,7 @@ typedef struct {
 } clnet_pass;
 
 /* What a backward pass reads of the forward's tensors (memory planning). */
-/* CLNET_READS_Y_RELU: y, only with the relu after it taken in (relu_taken) */
+/* CLNET_READS_Y_RELU: y, only with the relu after it taken in (clnet_fusion_relu) */
 enum { CLNET_READS_X = 1, CLNET_READS_Y = 2, CLNET_READS_Y_RELU = 4 };
 
 struct clnet_kind {
@@ -340,20 +325,42 @@ struct clnet_kind {
     /* Backward makes the inputs' and the parameters' gradients apart when
      * asked (clnet_pass.part), so that work can run between the two. */
     int splits_backward;
-    /* Takes the relu that alone reads this node's output into its own
+    /* Fusion's hooks (fusion.c decides, once per model). A kind told of a
+     * fusion notes in its own configuration what its passes and sizes need.
+     * Takes the relu that alone reads this node's output into its own
      * kernels (forward writes max(y, 0), backward passes the gradient where
-     * that is > 0); returns 1 if it did (NULL: never). clnet_model_finish
-     * then makes the relu node a view (clnet_relu_fused_kind). */
+     * that is > 0); returns 1 if it did (NULL: never). */
     int (*fuse_relu)(clnet_node *node);
+    /* A relu: the kind its node becomes when the layer before takes it in
+     * (fuse_relu), a view of that layer's output; that kind names itself
+     * (NULL: any other kind). */
+    const clnet_kind *fused_form;
     /* Folding a batch norm that alone reads this node, for evaluation
      * (NULL: never): multiplies every weight in w (the node's weight tensor,
      * in double) by s[its output channel]. Returns 0 where the node's
      * kernels cannot add a bias and apply a relu (`relu`) in evaluation. */
     int (*fold_scale)(const clnet_node *node, double *w, const double *s, int relu);
-    /* Its training forward may write the per-channel statistics of its
+    /* A layer whose evaluation is y = x * s + t per channel (batch norm),
+     * which may fold into the node it alone reads (fold_scale): s and t of
+     * its C channels from the parameters and buffers arrays (NULL: none). */
+    void (*eval_affine)(const clnet_node *node, const float *params, const float *buffers,
+                        double *s, double *t);
+    /* Makes its training forward write the per-channel statistics of its
      * output for the batch norm that alone reads it (clnet_pass.stats), so
-     * that the batch norm need not read its input an extra time. */
-    int stats_out;
+     * that the batch norm need not read its input an extra time; returns 1
+     * if it will (NULL: never). */
+    int (*stats_out)(clnet_node *node);
+    /* Its training forward may take its statistics from the node it alone
+     * reads (clnet_pass.stats: stats_out's records) (batch norm). */
+    int stats_in;
+    /* Leaves its training normalization to the add that alone reads it
+     * (takes_norm): its forward writes no output, its backward reads the
+     * add's output gradient (clnet_pass.norm); returns 1 if it does (NULL:
+     * never). */
+    int (*leave_norm)(clnet_node *node);
+    /* Its training forward may make an input from the input and statistics
+     * of a batch norm left to it (leave_norm, clnet_pass.norm) (add). */
+    int takes_norm;
     /* The algorithms a tuner chooses between for each pass (convolutions:
      * choose.h's CLNET_CONV_*; NULL: none): writes the node's key in the
      * tuning database to key, the algorithms worth timing on it to algos
@@ -440,10 +447,6 @@ extern const clnet_kind clnet_conv1d_kind, clnet_conv2d_kind, clnet_conv3d_kind,
     clnet_linear_kind, clnet_flatten_kind, clnet_reshape_kind, clnet_add_kind, clnet_concat_kind,
     clnet_softmax_xent_kind, clnet_mse_kind, clnet_l1_kind, clnet_bce_with_logits_kind,
     clnet_upsample_kind;
-/* A batch norm's evaluation as an affine map per channel, from the
- * parameters and buffers arrays: y = x * s + t (its C channels). */
-void clnet_batchnorm_fold(const clnet_node *bn, const float *params, const float *buffers,
-                          double *s, double *t);
 /* An add's pass with a batch norm left to it (p->norm): y (shape) = the
  * activations at `a` + that batch norm's output, made from its input, then
  * max(., 0) with relu (cl/batchnorm.cl's bn_add_forward). */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 void clnet_model_release(clnet_model *m) {
+    clnet_fusion_free(m->fusion);
     free(m->nodes);
     free(m->params);
     free(m->buffers);
@@ -481,6 +482,8 @@ clnet_status clnet_model_add(clnet_model *m, const char *text, int line) {
         goto cleanup;
     }
     snprintf(m->last, sizeof m->last, "%s", name);
+    clnet_fusion_free(m->fusion); /* the graph changed: the next finish decides again */
+    m->fusion = NULL;
 cleanup:
     return status;
 }
@@ -521,118 +524,9 @@ int clnet_model_is_classifier(const clnet_model *m) {
     return loss && loss->kind->classifier;
 }
 
-/* How many inputs of the model's nodes read node `from`'s output. */
-static int readers_of(const clnet_model *m, int from) {
-    int readers = 0;
-    for (int j = 0; j < m->count; j++)
-        for (int k = 0; k < m->nodes[j].ninputs; k++) readers += m->nodes[j].inputs[k] == from;
-    return readers;
-}
-
-/* The node whose output batch norm `bn` alone reads, or NULL: bn is not a
- * batch norm, reads the model's input, or shares its input with others. */
-static clnet_node *sole_input(clnet_model *m, const clnet_node *bn) {
-    int from = bn->inputs[0];
-    if (bn->kind != &clnet_batchnorm_kind || from == CLNET_MODEL_INPUT || readers_of(m, from) != 1)
-        return NULL;
-    return &m->nodes[from];
-}
-
-/* A batch norm that alone reads a convolution (clnet_kind.fold_scale) folds
- * into it for evaluation: the convolution's evaluation pass runs with scaled
- * weights and a bias of the batch norm's (clnet_model_fold) and writes the batch
- * norm's output, and the batch norm runs nothing. With the relu after the
- * batch norm taken in, the convolution applies it. */
-static void fold(clnet_model *m) {
-    for (int i = 0; i < m->count; i++) {
-        clnet_node *bn = &m->nodes[i], *conv = sole_input(m, bn);
-        if (!conv || !conv->kind->fold_scale || conv->relu_taken || conv->fold_bn ||
-            !conv->kind->fold_scale(conv, NULL, NULL, bn->relu_taken))
-            continue;
-        conv->fold_bn = i + 1;
-        bn->folded = 1;
-    }
-}
-
-/* A batch norm whose one reader is an add (without the relu after it taken
- * in) leaves its normalization to the add in training: the add makes that
- * input from the batch norm's input and statistics as it sums (one pass
- * over the tensor, and no batch norm output written and read back), and the
- * batch norm's backward reads the add's output gradient. At most one per add. */
-static void link_norms(clnet_model *m) {
-    for (int i = 0; i < m->count; i++) {
-        clnet_node *add = &m->nodes[i];
-        for (int k = 0; add->kind == &clnet_add_kind && k < add->ninputs && !add->norm_in; k++) {
-            int from = add->inputs[k];
-            if (from == CLNET_MODEL_INPUT) continue;
-            clnet_node *bn = &m->nodes[from];
-            if (bn->kind != &clnet_batchnorm_kind || bn->relu_taken || readers_of(m, from) != 1)
-                continue;
-            add->norm_in = k + 1;
-            bn->norm_by = i + 1;
-        }
-    }
-}
-
-/* A batch norm that alone reads a convolution able to make its statistics
- * (clnet_kind.stats_out) takes them from the convolution in training: the
- * convolution writes each block's count, mean and centred sums as it stores
- * its output (cl/conv_lanes.cl, cl/conv_implicit.cl) and the batch norm
- * merges those instead of reading its input again. */
-static void link_stats(clnet_model *m) {
-    for (int i = 0; i < m->count; i++) {
-        clnet_node *bn = &m->nodes[i], *conv = sole_input(m, bn);
-        if (!conv || !conv->kind->stats_out || conv->relu_taken) continue;
-        conv->stats_bn = i + 1;
-        bn->stats_from = bn->inputs[0] + 1;
-    }
-}
-
 clnet_status clnet_model_fold(const clnet_model *m, float *out) {
     memcpy(out, m->params, m->nparams * sizeof(float));
-    for (int i = 0; i < m->count; i++) {
-        const clnet_node *conv = &m->nodes[i];
-        if (!conv->fold_bn) continue;
-        const clnet_node *bn = &m->nodes[conv->fold_bn - 1];
-        size_t C = (size_t)bn->in[0].c, count = conv->params[0].count;
-        double *w = clnet_malloc((count + 2 * C) * sizeof *w), *s = w + count, *t = s + C;
-        if (!w) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory folding '%s'", bn->name);
-        clnet_batchnorm_fold(bn, m->params, m->buffers, s, t);
-        for (size_t e = 0; e < count; e++) w[e] = m->params[conv->params[0].offset + e];
-        conv->kind->fold_scale(conv, w, s, bn->relu_taken);
-        for (size_t e = 0; e < count; e++) out[conv->params[0].offset + e] = (float)w[e];
-        for (size_t c = 0; c < C; c++) {
-            double b = conv->nparams > 1 ? m->params[conv->params[1].offset + c] : 0;
-            out[bn->params[1].offset + c] = (float)(b * s[c] + t[c]);
-        }
-        free(w);
-    }
-    return CLNET_OK;
-}
-
-/* A relu that alone reads a layer able to take it in (clnet_kind.fuse_relu)
- * runs in that layer's kernels and becomes a view of its output: one pass
- * over the memory fewer each way. Then batch norms fold for evaluation,
- * those an add alone reads are left to the add in training, and those a
- * convolution alone feeds take their statistics from it.
- * CLNET_FUSE=off keeps every layer apart. */
-static void fuse(clnet_model *m) {
-    const char *env = getenv("CLNET_FUSE");
-    if (env && strcmp(env, "off") == 0) return;
-    for (int i = 0; i < m->count; i++) {
-        clnet_node *relu = &m->nodes[i];
-        int from = relu->inputs[0];
-        if (relu->kind != &clnet_relu_kind || from == CLNET_MODEL_INPUT) continue;
-        clnet_node *producer = &m->nodes[from];
-        if (!producer->kind->fuse_relu) continue;
-        if (readers_of(m, from) == 1 && producer->kind->fuse_relu(producer)) {
-            relu->kind = &clnet_relu_fused_kind;
-            producer->relu_taken = 1;
-        }
-    }
-    fold(m);
-    link_norms(m);
-    link_stats(m);
+    return clnet_fusion_fold_params(m->fusion, m->nodes, m->params, m->buffers, out);
 }
 
 clnet_status clnet_model_finish(clnet_model *m, int *bad_line) {
@@ -663,8 +557,8 @@ clnet_status clnet_model_finish(clnet_model *m, int *bad_line) {
                               m->nodes[i].name);
         }
     }
-    fuse(m);
-    return CLNET_OK;
+    /* once: a finish again finds it decided, unless a line was added since */
+    return m->fusion ? CLNET_OK : clnet_fusion_decide(&m->fusion, m->nodes, m->count);
 }
 
 /* ---- initialisation ------------------------------------------------------------ */

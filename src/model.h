@@ -13,6 +13,7 @@
 #ifndef CLNET_MODEL_H
 #define CLNET_MODEL_H
 
+#include "fusion.h"
 #include "layer.h"
 
 typedef struct {
@@ -27,6 +28,7 @@ typedef struct {
     int64_t *counters;         /* (ncounters) */
     char source[256];          /* the model file, for messages ("" when built from C) */
     char last[CLNET_NAME_CAP]; /* the node of the last line added: the default input */
+    clnet_fusion *fusion;      /* what runs inside what (fusion.h): NULL until finished */
 } clnet_model;
 
 void clnet_model_release(clnet_model *m);
@@ -75,11 +77,9 @@ clnet_status clnet_model_init(clnet_model *m, uint64_t seed);
  * num_batches_tracked) counts it. */
 void clnet_model_count_step(clnet_model *m);
 /* Evaluation's parameters, out (nparams floats): m's, with every batch norm
- * that folds into its convolution (clnet_model_finish) folded in from m's
- * parameters and running statistics, in double: the convolution's weights
- * scaled per output channel by s = gamma / sqrt(running_var + eps), and its
- * bias, (bias - running_mean) * s + beta, in the batch norm's bias. Fails
- * only when out of host memory. */
+ * that folds into its convolution (m->fusion) folded in from m's parameters
+ * and running statistics (clnet_fusion_fold_params). Fails only when out of
+ * host memory. */
 clnet_status clnet_model_fold(const clnet_model *m, float *out);
 /* Allocates zeroed host arrays if there are none yet (before loading). */
 clnet_status clnet_model_alloc(clnet_model *m);

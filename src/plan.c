@@ -2,6 +2,7 @@
 #include "plan.h"
 #include "alloc.h"
 #include "error.h"
+#include "fusion.h"
 #include "guard.h"
 
 #include <stdlib.h>
@@ -121,7 +122,7 @@ static void mark_gradients(clnet_plan *p, const clnet_model *m, planning *w) {
 
 /* Activations live from the forward that writes them to the last pass that
  * reads them; the loss's output (the probabilities) to the end. A batch
- * norm folded into a convolution (clnet_node.fold_bn) has its output written by
+ * norm folded into a convolution (clnet_fusion_fold) has its output written by
  * the convolution in evaluation. */
 static void activation_lives(const clnet_plan *p, const clnet_model *m, planning *w) {
     const int N = m->count;
@@ -135,7 +136,7 @@ static void activation_lives(const clnet_plan *p, const clnet_model *m, planning
         widen(&act[r], i);
         if (node->kind->is_loss) widen(&act[r], 2 * N);
         int reads = node->kind->backward_reads;
-        if (reads & CLNET_READS_Y_RELU && node->relu_taken) reads |= CLNET_READS_Y;
+        if (reads & CLNET_READS_Y_RELU && clnet_fusion_relu(m->fusion, i)) reads |= CLNET_READS_Y;
         if (p->backward[i] && (reads & CLNET_READS_Y)) widen(&act[r], back);
         for (int k = 0; k < node->ninputs; k++) {
             int in = w->root[TENSOR(node->inputs[k])];
@@ -145,10 +146,10 @@ static void activation_lives(const clnet_plan *p, const clnet_model *m, planning
         }
     }
     for (int i = 0; i < N; i++) { /* a folded batch norm's output is written by its convolution */
-        const clnet_node *node = &m->nodes[i];
-        if (node->fold_bn) widen(&act[w->root[node->fold_bn - 1]], i);
-        if (node->norm_by && p->backward[i]) /* its backward reads the add's output */
-            widen(&act[w->root[node->norm_by - 1]], 2 * N - 1 - i);
+        int bn = clnet_fusion_fold(m->fusion, i), add = clnet_fusion_normalizer(m->fusion, i);
+        if (bn >= 0) widen(&act[w->root[bn]], i);
+        if (add >= 0 && p->backward[i]) /* its backward reads the add's output */
+            widen(&act[w->root[add]], 2 * N - 1 - i);
     }
 }
 
@@ -174,10 +175,11 @@ static void gradient_lives(clnet_plan *p, const clnet_model *m, planning *w) {
         }
         if (p->backward[i]) widen(&dact[w->root[i]], 2 * N - 1 - i);
     }
-    for (int i = 0; i < N; i++) /* a batch norm left to its add reads the add's gradient */
-        if (m->nodes[i].norm_by && p->backward[i] &&
-            dact[w->root[m->nodes[i].norm_by - 1]].first >= 0)
-            widen(&dact[w->root[m->nodes[i].norm_by - 1]], 2 * N - 1 - i);
+    for (int i = 0; i < N; i++) { /* a batch norm left to its add reads the add's gradient */
+        int add = clnet_fusion_normalizer(m->fusion, i);
+        if (add >= 0 && p->backward[i] && dact[w->root[add]].first >= 0)
+            widen(&dact[w->root[add]], 2 * N - 1 - i);
+    }
 }
 
 /* Places both arenas and gives each node its offsets, kept memory and the

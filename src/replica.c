@@ -20,9 +20,7 @@ void clnet_replica_free(clnet_replica *r) {
     for (int i = 0; r->keeps && i < r->model->count; i++)
         if (r->keeps[i]) clReleaseMemObject(r->keeps[i]);
     free(r->keeps);
-    free(r->folds);
-    free(r->norms);
-    free(r->stats);
+    clnet_links_free(&r->links);
     free(r->starts);
     drop_later(r);
     free(r->kernels); /* the handles belong to the device */
@@ -38,62 +36,6 @@ void clnet_replica_free(clnet_replica *r) {
     free(r->host);
     free(r->guards);
     free(r);
-}
-
-/* The folded parameters' buffer, and what each folding convolution adds
- * after its product: the batch norm's bias slot and relu. */
-static clnet_status make_folds(clnet_replica *r) {
-    const clnet_model *m = r->model;
-    r->folds = clnet_calloc((size_t)m->count, sizeof *r->folds);
-    if (!r->folds) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int i = 0; i < m->count; i++) {
-        const clnet_node *bn = m->nodes[i].fold_bn ? &m->nodes[m->nodes[i].fold_bn - 1] : NULL;
-        if (bn) r->folds[i] = (clnet_fold){bn->params[1].offset, (uint32_t)bn->relu_taken};
-    }
-    return clnet_buffer_create(r->d, m->nparams * sizeof(float), &r->folded);
-}
-
-/* Each add that normalizes a batch norm's output and that batch norm: where
- * the add reads the batch norm's input and statistics, where the batch norm
- * reads the add's output gradient (and output, for its relu). One link for
- * both, at the batch norm's index. None: r->norms stays NULL. */
-static clnet_status make_norm_links(clnet_replica *r) {
-    const clnet_model *m = r->model;
-    const clnet_plan *p = &r->plan;
-    int links = 0;
-    for (int i = 0; i < m->count; i++) links += m->nodes[i].norm_in != 0;
-    if (!links) return CLNET_OK;
-    r->norms = clnet_calloc((size_t)m->count, sizeof *r->norms);
-    if (!r->norms) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int i = 0; i < m->count; i++) {
-        const clnet_node *add = &m->nodes[i];
-        if (!add->norm_in) continue;
-        int bn = add->inputs[add->norm_in - 1], from = m->nodes[bn].inputs[0];
-        clnet_norm_link link = {.input = add->norm_in - 1,
-                                .x = from == CLNET_MODEL_INPUT ? p->input : p->y[from],
-                                .norm = r->keeps[bn],
-                                .weight = m->nodes[bn].params[0].offset,
-                                .dy = p->dy[i],
-                                .y = p->y[i],
-                                .relu = (uint32_t)add->relu_taken};
-        r->norms[bn] = link;
-    }
-    return CLNET_OK;
-}
-
-/* Each convolution that makes the statistics of the batch norm after it:
- * where it writes them, at the start of its kept memory. None: r->stats
- * stays NULL. */
-static clnet_status make_stats_links(clnet_replica *r) {
-    const clnet_model *m = r->model;
-    int links = 0;
-    for (int i = 0; i < m->count; i++) links += m->nodes[i].stats_bn && r->keeps[i];
-    if (!links) return CLNET_OK;
-    r->stats = clnet_calloc((size_t)m->count, sizeof *r->stats);
-    if (!r->stats) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int i = 0; i < m->count; i++)
-        if (m->nodes[i].stats_bn) r->stats[i] = (clnet_stats_link){.mem = r->keeps[i]};
-    return CLNET_OK;
 }
 
 static double mib(size_t floats) {
@@ -200,8 +142,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(clnet_plan_make(&r->plan, m, d, max_batch));
     const clnet_plan *p = &r->plan;
 
-    int folds = 0;
-    for (int i = 0; i < m->count; i++) folds += m->nodes[i].fold_bn != 0;
+    int folds = clnet_fusion_folds(m->fusion);
     size_t total = 0;
     TRY(check_fits(m, d, p, max_batch, folds, &total));
     r->bytes = total * sizeof(float);
@@ -211,7 +152,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
     TRY(clnet_buffer_create(d, m->nbuffers * sizeof(float), &r->buffers));
     TRY(clnet_buffer_create(d, m->nbuffers * sizeof(float), &r->buffers_before));
     r->state = 1;
-    if (folds) TRY(make_folds(r));
+    if (folds) TRY(clnet_buffer_create(d, m->nparams * sizeof(float), &r->folded));
     TRY(clnet_buffer_create(d, p->act * sizeof(float), &r->act));
     TRY(clnet_buffer_create(d, p->dact * sizeof(float), &r->dact));
     r->keeps = clnet_calloc((size_t)m->count + 1, sizeof *r->keeps);
@@ -223,8 +164,7 @@ clnet_status clnet_replica_create(clnet_replica **out, const clnet_model *m, cln
                                         .layer = m->nodes[i / CLNET_NODE_GEMMS].name};
     for (int i = 0; i < m->count; i++)
         if (p->keep[i]) TRY(clnet_buffer_create(d, p->keep[i] * sizeof(float), &r->keeps[i]));
-    TRY(make_norm_links(r));
-    TRY(make_stats_links(r));
+    TRY(clnet_links_make(&r->links, m, p, r->keeps));
     TRY(make_starts(r));
     TRY(clnet_buffer_create(d, p->work * sizeof(float), &r->work));
     TRY(make_loss_buffers(r, (size_t)max_batch));
@@ -444,16 +384,8 @@ static clnet_pass make_pass(const clnet_replica *r, const clnet_ctx *ctx, int i,
         pass.dx_beta[k] = p->dx_beta[i * CLNET_MAX_INPUTS + k];
     }
     pass.want_grad = ctx->train && pass.need_dx[0];
-    if (ctx->train && r->norms && (node->norm_by || node->norm_in)) /* the batch norm's */
-        pass.norm = &r->norms[node->norm_in ? node->inputs[node->norm_in - 1] : i];
-    int conv = node->stats_bn ? i : node->stats_from - 1; /* the link's, at the convolution */
-    if (ctx->train && !backward && r->stats && conv >= 0 && r->stats[conv].mem)
-        pass.stats = &r->stats[conv];
-    if (!ctx->train && node->fold_bn && clnet_replica_folded_now(r)) {
-        pass.params = r->folded;
-        pass.y = p->y[node->fold_bn - 1];
-        pass.fold = &r->folds[i];
-    }
+    clnet_links_pass(&r->links, r->model, p, i, clnet_replica_folded_now(r) ? r->folded : NULL,
+                     &pass);
     return pass;
 }
 
@@ -640,7 +572,8 @@ clnet_status clnet_replica_forward(clnet_replica *r, const clnet_ctx *ctx, int n
     drop_later(r);
     for (int i = 0; i < r->model->count; i++) {
         const clnet_node *node = &r->model->nodes[i];
-        if (folding && node->folded) continue; /* its convolution wrote its output */
+        if (folding && clnet_fusion_fold_into(r->model->fusion, i) >= 0)
+            continue; /* its convolution wrote its output */
         if (r->later_node && !independent_of(r->model, r->later_node - 1, i)) {
             clnet_status s = finish_later(r, ctx, n, 0, 0);
             if (s != CLNET_OK) return s;
@@ -672,7 +605,7 @@ static clnet_status backward_part(clnet_replica *r, const clnet_ctx *ctx, int n,
 
 /* Node i's backward, and the batch norm whose output gradient it completes
  * (r->starts[i]) started right after i's input gradient (an add that
- * normalizes it, clnet_node.norm_in, computes its sums in its backward). */
+ * normalizes it, clnet_fusion_normalizes, computes its sums in its backward). */
 static clnet_status backward_starting(clnet_replica *r, const clnet_ctx *ctx, int n, int i,
                                       int accumulate, int b) {
     clnet_status status = CLNET_OK;

@@ -6,6 +6,7 @@
 
 #include "gemm.h"
 #include "guard.h"
+#include "links.h"
 #include "memory.h"
 #include "model.h"
 #include "plan.h"
@@ -28,16 +29,10 @@ typedef struct {
      * while that is still `state`, which every write of the parameters or
      * buffers and every training forward pass moves on. */
     cl_mem folded;
-    clnet_fold *folds; /* (model count) each folding convolution's bias and relu */
     uint64_t state, folded_state;
-    cl_mem act, dact; /* activation arenas */
-    cl_mem *keeps;    /* (model count) each node's kept memory, or NULL */
-    /* (model count) each add's and batch norm's link when the add
-     * normalizes the batch norm (clnet_node.norm_in), or NULL: none */
-    clnet_norm_link *norms;
-    /* (model count) at each convolution that makes the statistics of the
-     * batch norm after it (clnet_node.stats_bn), their link, or NULL: none */
-    clnet_stats_link *stats;
+    cl_mem act, dact;              /* activation arenas */
+    cl_mem *keeps;                 /* (model count) each node's kept memory, or NULL */
+    clnet_links links;             /* what fused layers' passes share (links.h) */
     cl_kernel *kernels;            /* (model count x CLNET_NODE_KERNELS) kept kernels */
     clnet_gemm_site *gemms;        /* (model count x CLNET_NODE_GEMMS) GEMM call sites */
     clnet_gemm_record gemm_record; /* the GEMM choices its passes made (checkpoints) */

@@ -286,7 +286,7 @@ static double worst_tensor(const float *a, const float *b, const char *const *li
 
 /* A relu that alone reads a convolution, a batch norm or an add runs in that
  * layer's kernels (clnet_model_finish's fusion), and an add normalizes the
- * batch norm output that only it reads (clnet_node.norm_in): the same floats
+ * batch norm output that only it reads (clnet_fusion_normalizes): the same floats
  * as the layers apart, bit for bit. In DAG, relu 'a' is fused into 'stem'; in
  * FUSABLE the relu after 'c2' too, while 'c1' feeds a relu and an add and
  * keeps its relu apart; in NORMED, 'r1' runs in batch norm 'n1' and 'r2' in
@@ -354,14 +354,14 @@ START_TEST(a_fused_relu_takes_the_steps_of_a_separate_one) {
                     ck_assert_msg(!fused, "relu '%s' fused, but its input has two readers",
                                   node->name);
                 /* NORMED's add 'sum' normalizes its input n2; n3 has two readers */
-                int linked = strcmp(node->name, "sum") == 0 ? node->norm_in == 1
-                             : strcmp(node->name, "n2") == 0
-                                 ? node->norm_by == i + 2 /* 1 + the index of sum, next */
-                                 : !node->norm_in && !node->norm_by;
+                const clnet_fusion *f = net->model.fusion;
+                int k = clnet_fusion_normalizes(f, i), by = clnet_fusion_normalizer(f, i);
+                int linked = strcmp(node->name, "sum") == 0  ? k == 0
+                             : strcmp(node->name, "n2") == 0 ? by == i + 1 /* sum, next */
+                                                             : k < 0 && by < 0;
                 if (models[m].lines == NORMED)
-                    ck_assert_msg(off ? !node->norm_in && !node->norm_by : linked,
-                                  "'%s': norm_in %d, norm_by %d", node->name, node->norm_in,
-                                  node->norm_by);
+                    ck_assert_msg(off ? k < 0 && by < 0 : linked,
+                                  "'%s': normalizes input %d, normalized by %d", node->name, k, by);
             }
             clnet_net_free(net);
             unsetenv("CLNET_FUSE");
@@ -437,7 +437,7 @@ static float *stats_steps(clnet_runtime *rt, int algo, int batch, float **buffer
     ck_assert(*buffers);
     memcpy(*buffers, clnet_net_buffers(net), nb * sizeof(float));
     const clnet_replica *r = net->trainer->replicas[0];
-    *records = r->stats ? r->stats[0].records : 0; /* node 0: c1 */
+    *records = r->links.stats ? r->links.stats[0].records : 0; /* node 0: c1 */
     clnet_net_free(net);
     free(x);
     ck_assert_int_eq(clnet_runtime_set_conv(rt, getenv("CLNET_CONV")), CLNET_OK);
@@ -469,8 +469,9 @@ START_TEST(batch_norm_statistics_from_the_convolution_equal_its_own) {
     const int algos[] = {CLNET_CONV_IMPLICIT, CLNET_CONV_LANES, CLNET_CONV_IM2COL};
     const int slow = steps() != STEPS, batch = slow ? 9 : STATS_BATCH;
     clnet_net *net = make_net(STATS, STATS_LINES, 8);
-    ck_assert_msg(net->model.nodes[0].stats_bn == 2 && net->model.nodes[1].stats_from == 1 &&
-                      net->model.nodes[3].stats_bn == 5,
+    const clnet_fusion *f = net->model.fusion;
+    ck_assert_msg(clnet_fusion_stats_to(f, 0) == 1 && clnet_fusion_stats_of(f, 1) == 0 &&
+                      clnet_fusion_stats_to(f, 3) == 4,
                   "c1 and c2 make their batch norms' statistics");
     for (size_t a = 0; a < sizeof algos / sizeof *algos - slow; a++) {
         if (!test_slow_draw(one, a, clnet_conv_algo_name(algos[a]))) continue;
@@ -746,11 +747,14 @@ START_TEST(folded_batch_norms_evaluate_as_the_layers_apart) {
         const clnet_node *node = &a->model.nodes[i];
         for (size_t k = 0; k < 4; k++)
             if (strcmp(node->name, folded[k]) == 0)
-                ck_assert_msg(node->fold_bn, "'%s' folds no batch norm", node->name);
+                ck_assert_msg(clnet_fusion_fold(a->model.fusion, i) >= 0,
+                              "'%s' folds no batch norm", node->name);
         for (size_t k = 0; k < 2; k++)
             if (strcmp(node->name, apart[k]) == 0)
-                ck_assert_msg(!node->fold_bn, "'%s' folds a batch norm", node->name);
-        ck_assert_msg(!b->model.nodes[i].fold_bn, "CLNET_FUSE=off folded '%s'", node->name);
+                ck_assert_msg(clnet_fusion_fold(a->model.fusion, i) < 0, "'%s' folds a batch norm",
+                              node->name);
+        ck_assert_msg(clnet_fusion_fold(b->model.fusion, i) < 0, "CLNET_FUSE=off folded '%s'",
+                      node->name);
     }
     clnet_net *nets[2] = {a, b};
     float x[BATCH * 192];

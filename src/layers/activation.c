@@ -57,7 +57,8 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     return run(node, p, 1);
 }
 
-#define ACTIVATION(id, reads, options_, about_)                                                    \
+/* fused_: the view it becomes when the layer before takes it in (relu alone) */
+#define ACTIVATION_FUSING(id, reads, options_, about_, fused_)                                     \
     const clnet_kind clnet_##id##_kind = {                                                         \
         .name = #id,                                                                               \
         .about = about_,                                                                           \
@@ -69,12 +70,15 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
         .setup = setup,                                                                            \
         .forward = forward,                                                                        \
         .backward = backward,                                                                      \
+        .fused_form = fused_,                                                                      \
     };
+#define ACTIVATION(id, reads, options_, about_) ACTIVATION_FUSING(id, reads, options_, about_, NULL)
 
-ACTIVATION(relu, Y, NULL,
-           "max(0, x) element by element, any shape. A relu whose input no other layer "
-           "reads runs inside the convolution, batch norm or add before it (CLNET_FUSE=off "
-           "keeps it apart; the results are the same).")
+ACTIVATION_FUSING(relu, Y, NULL,
+                  "max(0, x) element by element, any shape. A relu whose input no other layer "
+                  "reads runs inside the convolution, batch norm or add before it (CLNET_FUSE=off "
+                  "keeps it apart; the results are the same).",
+                  &clnet_relu_fused_kind)
 ACTIVATION(sigmoid, Y, NULL, "1 / (1 + exp(-x)) element by element, any shape.")
 ACTIVATION(tanh, Y, NULL, "tanh(x) element by element, any shape.")
 
@@ -124,5 +128,14 @@ ACTIVATION(hardswish, X, NULL,
            "x min(max(x + 3, 0), 6) / 6 element by element, any shape (PyTorch's nn.Hardswish).")
 
 /* A relu that the layer before it runs (clnet_kind.fuse_relu): its output is
- * that layer's, and no kernel of its own runs. */
-const clnet_kind clnet_relu_fused_kind = CLNET_VIEW_KIND("relu", NULL, setup);
+ * that layer's, and no kernel of its own runs. Its fused form is itself, so
+ * that fusion decided again (a line added after a finish) keeps it. */
+const clnet_kind clnet_relu_fused_kind = {
+    .name = "relu",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .is_view = 1,
+    .setup = setup,
+    .forward = clnet_no_kernels,
+    .fused_form = &clnet_relu_fused_kind,
+};

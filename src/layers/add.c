@@ -4,12 +4,16 @@
  * (cl/activation.cl's add_relu_forward), and backward passes dy where y > 0
  * (relu_backward) to every input. In training, an input that is a batch
  * norm's output read by no other layer is made here from the batch norm's
- * input (clnet_node.norm_in, p->norm), and that batch norm's backward reads
+ * input (p->norm), and that batch norm's backward reads
  * this layer's dy (and y, for the relu) itself; its sums are computed here,
  * in the pass that passes dy on to the other inputs. */
 #include "elementwise.h"
 #include "error.h"
 #include "layer.h"
+
+typedef struct {
+    int relu; /* the relu after it runs in its last pass (fuse_relu, set by fusion.c) */
+} add_config;
 
 static clnet_status setup(clnet_node *node) {
     char a[64], b[64];
@@ -34,7 +38,7 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     size_t len = (size_t)p->n * clnet_shape_size(node->out), none = (size_t)-1, sum = none;
     int last = node->ninputs - 1, kb = p->norm ? p->norm->input : -1, pending = 0;
     for (int k = 0; k <= last; k++) {
-        int relu = k == last && node->relu_taken;
+        int relu = k == last && CLNET_CONFIG(node, add_config)->relu;
         if (k == kb && sum == none) { /* the first input: joins the second */
             pending = 1;
         } else if (k == kb || pending) { /* y = sum + the batch norm's, or x_k + it */
@@ -69,13 +73,14 @@ cleanup:
 static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t len = (size_t)p->n * clnet_shape_size(node->out);
-    int with_sums = -1;
+    int with_sums = -1, kb = p->norm ? p->norm->input : -1,
+        relu = CLNET_CONFIG(node, add_config)->relu;
     for (int k = 0; p->norm && k < node->ninputs && with_sums < 0; k++)
-        if (p->need_dx[k] && node->norm_in != k + 1) with_sums = k;
-    if (p->norm) TRY(clnet_batchnorm_add_backward(p, node->out, with_sums, node->relu_taken));
+        if (p->need_dx[k] && k != kb) with_sums = k;
+    if (p->norm) TRY(clnet_batchnorm_add_backward(p, node->out, with_sums, relu));
     for (int k = 0; k < node->ninputs; k++) {
-        if (!p->need_dx[k] || node->norm_in == k + 1 || k == with_sums) continue;
-        if (node->relu_taken)
+        if (!p->need_dx[k] || k == kb || k == with_sums) continue;
+        if (relu)
             TRY(clnet_pass_run(p, 3, "activation", "", "relu_backward", 1, (size_t[]){len}, NULL,
                                ARGS(U32(len), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->y),
                                     MEM(p->dact), U32(p->dx[k]), U32(clnet_dx_add(p, k)))));
@@ -88,9 +93,9 @@ cleanup:
     return status;
 }
 
-/* Takes in the relu after it (model.c's fusion): relu_taken. */
+/* Takes in the relu after it (fusion.c). */
 static int fuse_relu(clnet_node *node) {
-    (void)node;
+    CLNET_CONFIG(node, add_config)->relu = 1;
     return 1;
 }
 
@@ -103,8 +108,10 @@ const clnet_kind clnet_add_kind = {
     .min_inputs = 2,
     .max_inputs = CLNET_MAX_INPUTS,
     .backward_reads = CLNET_READS_Y_RELU,
+    .config_size = sizeof(add_config),
     .setup = setup,
     .forward = forward,
     .backward = backward,
     .fuse_relu = fuse_relu,
+    .takes_norm = 1,
 };

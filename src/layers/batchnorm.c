@@ -48,6 +48,9 @@ typedef struct {
     float eps;
     float momentum;
     int sync; /* 1: statistics over every device's share */
+    /* set by fusion (fusion.c) through the kind's hooks, no option: */
+    int relu;   /* the relu after it runs in its kernels (fuse_relu) */
+    int by_add; /* the add after it normalizes it in training (leave_norm) */
 } bn_config;
 
 static const clnet_option options[] = {
@@ -91,12 +94,12 @@ static clnet_status setup(clnet_node *node) {
 }
 
 /* keep: what normalized, the mean as a pair and 1/std (backward reads
- * them); left to an add (norm_by), then the sums its backward computes
+ * them); left to an add (by_add), then the sums its backward computes
  * (4C, as the sums kernel writes them to work: see sums_at) */
 #define KEPT_SUMS(C) (3 * (C))
 static size_t keep_floats(const clnet_node *node, const clnet_device *d, int n) {
     (void)d, (void)n;
-    return (node->norm_by ? 7 : 3) * (size_t)node->in[0].c;
+    return (CLNET_CONFIG(node, bn_config)->by_add ? 7 : 3) * (size_t)node->in[0].c;
 }
 
 /* work: [0, 5C) what the statistics kernels write (backward: every device's
@@ -110,7 +113,7 @@ static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) 
 
 /* The kernels' relu argument: 1 with the relu after it taken in. */
 static uint32_t relu_of(const clnet_node *node) {
-    return node->relu_taken != 0;
+    return CLNET_CONFIG(node, bn_config)->relu != 0;
 }
 
 /* Whether this pass's replica is alone in its step: then nothing is merged
@@ -303,7 +306,7 @@ cleanup:
 }
 
 /* y from x with what normalizes (kept), unless the add after it does it
- * (clnet_node.norm_by). */
+ * (p->norm). */
 static clnet_status normalize(const clnet_node *node, const clnet_pass *p, const bn_view *v) {
     if (p->norm) return CLNET_OK;
     return clnet_pass_run(
@@ -485,8 +488,9 @@ clnet_status clnet_batchnorm_add_backward(const clnet_pass *p, clnet_shape shape
     return s;
 }
 
-void clnet_batchnorm_fold(const clnet_node *bn, const float *params, const float *buffers,
-                          double *s, double *t) {
+/* Evaluation as y = x * s + t per channel (clnet_kind.eval_affine). */
+static void eval_affine(const clnet_node *bn, const float *params, const float *buffers, double *s,
+                        double *t) {
     const bn_config *cfg = CLNET_CONFIG(bn, bn_config);
     const float *gamma = params + bn->params[0].offset, *beta = params + bn->params[1].offset;
     const float *mean = buffers + bn->buffers[0].offset, *var = buffers + bn->buffers[1].offset;
@@ -496,9 +500,16 @@ void clnet_batchnorm_fold(const clnet_node *bn, const float *params, const float
     }
 }
 
-/* Takes in the relu after it (model.c's fusion): see relu_of. */
+/* Takes in the relu after it (fusion.c): see relu_of. */
 static int fuse_relu(clnet_node *node) {
-    (void)node;
+    CLNET_CONFIG(node, bn_config)->relu = 1;
+    return 1;
+}
+
+/* Leaves its training normalization to the add after it (fusion.c): its
+ * kept memory then also holds the sums that add's backward computes. */
+static int leave_norm(clnet_node *node) {
+    CLNET_CONFIG(node, bn_config)->by_add = 1;
     return 1;
 }
 
@@ -530,4 +541,7 @@ const clnet_kind clnet_batchnorm_kind = {
     .backward = backward,
     .finish = finish,
     .fuse_relu = fuse_relu,
+    .eval_affine = eval_affine,
+    .stats_in = 1,
+    .leave_norm = leave_norm,
 };

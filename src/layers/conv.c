@@ -305,7 +305,7 @@ static size_t pass_records(const clnet_node *node, const clnet_device *d, const 
  * records of every channel (4 floats each), as many as the algorithm that
  * writes the most would (the choice may change with tuning). */
 static size_t keep_floats(const clnet_node *node, const clnet_device *d, int n) {
-    if (!node->stats_bn) return 0;
+    if (!CLNET_CONFIG(node, conv_config)->stats) return 0;
     size_t records = 0;
     for (int a = CLNET_CONV_AUTO + 1; a < clnet_conv_algo_count(); a++)
         if (conv_algo_of(a)->records) /* the others write none */
@@ -321,6 +321,13 @@ static int fuse_relu(clnet_node *node) {
     conv_config *c = CLNET_CONFIG(node, conv_config);
     if (c->transpose) return 0;
     c->relu = 1;
+    return 1;
+}
+
+/* Writes the statistics records of its output for the batch norm after it
+ * (clnet_kind.stats_out): keep_floats keeps room for them. */
+static int stats_out(clnet_node *node) {
+    CLNET_CONFIG(node, conv_config)->stats = 1;
     return 1;
 }
 
@@ -478,7 +485,7 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
         .config_size = sizeof(conv_config), .defaults = defaults_, .check = check, .setup = setup, \
         .work_floats = work_floats, .forward = forward, .backward = backward,                      \
         .splits_backward = 1, .fuse_relu = fuse_relu, .algorithms = conv_algorithms,               \
-        .fold_scale = fold_scale, .keep_floats = keep_floats, .stats_out = 1,                      \
+        .fold_scale = fold_scale, .keep_floats = keep_floats, .stats_out = stats_out,              \
     }
 
 /* backward reads x (the weight gradient's Xp), never y */

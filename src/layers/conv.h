@@ -22,7 +22,8 @@ typedef struct {
     int rank;      /* spatial axes: 1, 2 or 3 (the kind's) */
     int transpose; /* conv_transposeNd */
     int filters;
-    int relu;                               /* 1: the relu after it runs in its kernels */
+    int relu;  /* 1: the relu after it runs in its kernels (fuse_relu, set by fusion.c) */
+    int stats; /* 1: writes its output's statistics for the batch norm after it (stats_out) */
     int k[3], s[3], p[3], d[3], out_pad[3]; /* as given, one per spatial axis */
     int pad_mode;                           /* pad=N, pad=same or pad=causal */
     int groups; /* channels and filters in this many independent groups */
