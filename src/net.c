@@ -429,13 +429,16 @@ static clnet_status check_truth(const clnet_net *net, int with_targets, const ch
     return CLNET_OK;
 }
 
-/* A training step with labels or float targets (the other NULL, or the
- * zeros an unlabelled data set gives, which a loss of targets does not read). */
-static clnet_status train_step(clnet_net *net, const float *images, const int32_t *labels,
-                               const float *targets, int n, clnet_step_result *out,
-                               const char *what) {
+/* A training step on batch b with labels or float targets (the other NULL,
+ * or the zeros an unlabelled data set gives, which a loss of targets does
+ * not read); feed (may be NULL): where the next step's batch comes from. */
+static clnet_status train_step(clnet_net *net, const clnet_batch *b, const clnet_step_feed *feed,
+                               clnet_step_result *out, const char *what) {
     clnet_status status = CLNET_OK;
-    TRY(need_bound(net, images, what));
+    const int32_t *labels = b->labels;
+    const float *targets = b->targets;
+    int n = b->n;
+    TRY(need_bound(net, b->images, what));
     if (!labels && !targets) FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s: labels are NULL", what);
     if (n < 1 || n > net->trainer->max_batch)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "batch of %d samples: the net is bound for 1..%d", n,
@@ -445,16 +448,15 @@ static clnet_status train_step(clnet_net *net, const float *images, const int32_
     if (labels) TRY(check_labels(net, labels, n));
     if (per_position(net)) TRY(check_position_classes(net, targets, n));
     TRY(clnet_optim_prepare(&net->optim, net->model.nparams));
-    double loss = 0;
-    int correct = 0;
-    status = clnet_step_train(net->trainer, &net->model, &net->optim, images, labels, targets, n,
-                              &loss, &correct);
-    if (status == CLNET_ERR_NONFINITE && out) *out = result(net, loss, correct, n);
+    clnet_batch checked = {.images = b->images, .labels = labels, .targets = targets, .n = n};
+    clnet_step_sums sums = {0};
+    status = clnet_step_train(net->trainer, &net->model, &net->optim, &checked, feed, &sums);
+    if (status == CLNET_ERR_NONFINITE && out) *out = result(net, sums.loss, sums.correct, n);
     if (status != CLNET_OK) {
         clnet_error_context(status, "training step %lld", (long long)net->optim.step);
         goto cleanup;
     }
-    if (out) *out = result(net, loss, correct, n);
+    if (out) *out = result(net, sums.loss, sums.correct, n);
 cleanup:
     return status;
 }
@@ -580,14 +582,9 @@ clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, c
     TRY(need_bound(net, loader, "clnet_net_train_loader_step"));
     if (!batch) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_train_loader_step: batch is NULL");
     TRY(clnet_loader_next(loader, batch));
-    net->trainer->feed.next = loader_ahead;
-    net->trainer->feed.arg = loader;
-    net->trainer->feed.current = clnet_loader_serial(loader);
-    status = train_step(net, batch->images, batch->labels, batch->targets, batch->n, out,
-                        "clnet_net_train_loader_step");
-    net->trainer->feed.next = NULL;
-    net->trainer->feed.arg = NULL;
-    net->trainer->feed.current = 0;
+    clnet_step_feed feed = {
+        .next = loader_ahead, .arg = loader, .current = clnet_loader_serial(loader)};
+    status = train_step(net, batch, &feed, out, "clnet_net_train_loader_step");
 cleanup:
     return status;
 }
@@ -625,7 +622,8 @@ clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int
                                   clnet_step_result *out) {
     if (!labels && net && images)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_train_step: labels are NULL");
-    return train_step(net, images, labels, NULL, n, out, "clnet_net_train_step");
+    clnet_batch b = {.images = images, .labels = labels, .n = n};
+    return train_step(net, &b, NULL, out, "clnet_net_train_step");
 }
 
 clnet_status clnet_net_train_step_targets(clnet_net *net, const float *images, const float *targets,
@@ -633,7 +631,8 @@ clnet_status clnet_net_train_step_targets(clnet_net *net, const float *images, c
     if (!targets && net && images)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                           "clnet_net_train_step_targets: targets are NULL");
-    return train_step(net, images, NULL, targets, n, out, "clnet_net_train_step_targets");
+    clnet_batch b = {.images = images, .targets = targets, .n = n};
+    return train_step(net, &b, NULL, out, "clnet_net_train_step_targets");
 }
 
 /* Forward over any number of samples, in global batches split across devices. */
@@ -655,15 +654,17 @@ static clnet_status forward_all(clnet_net *net, const float *images, const int32
         int m = n - first < batch ? n - first : batch;
         const float *x = images + (size_t)first * in_size;
         float *p = probs ? probs + (size_t)first * outputs : NULL;
-        double l = 0;
-        int c = 0;
+        clnet_batch b = {.images = x,
+                         .labels = labels ? labels + first : NULL,
+                         .targets = targets ? targets + (size_t)first * T : NULL,
+                         .n = m};
+        clnet_step_sums sums = {0};
         if (logits)
             TRY(clnet_step_logits(net->trainer, net->optim.step, x, m, p));
         else
-            TRY(clnet_step_forward(net->trainer, net->optim.step, x, labels ? labels + first : NULL,
-                                   targets ? targets + (size_t)first * T : NULL, m, p, &l, &c));
-        loss += l;
-        correct += c;
+            TRY(clnet_step_forward(net->trainer, net->optim.step, &b, p, &sums));
+        loss += sums.loss;
+        correct += sums.correct;
     }
     if (out) *out = result(net, loss, correct, n);
 cleanup:
@@ -722,16 +723,14 @@ clnet_status clnet_net_evaluate_with(clnet_net *net, const clnet_dataset *ds,
     int correct = 0, seen = 0;
     for (int b = 0; b < clnet_loader_batches_per_epoch(loader); b++) {
         clnet_batch batch;
-        double l = 0;
-        int c = 0;
+        clnet_step_sums sums = {0};
         TRY(clnet_loader_next(loader, &batch));
         TRY(check_labels(net, batch.labels, batch.n));
         if (per_position(net) && batch.targets)
             TRY(check_position_classes(net, batch.targets, batch.n));
-        TRY(clnet_step_forward(net->trainer, net->optim.step, batch.images, batch.labels,
-                               batch.targets, batch.n, NULL, &l, &c));
-        loss += l;
-        correct += c;
+        TRY(clnet_step_forward(net->trainer, net->optim.step, &batch, NULL, &sums));
+        loss += sums.loss;
+        correct += sums.correct;
         seen += batch.n;
     }
     if (out) *out = result(net, loss, correct, seen);
