@@ -1,9 +1,10 @@
 /* A synchronous training step, top to bottom. Called by the public API
- * (net.c); calls down into the balancer, the workers, each replica's share
- * (share.c), the other ranks (ranks.c), the optimizer and the broadcast of
- * the new parameters (broadcast.c); nothing calls back up.
+ * (net.c), which gives it the batch and the mode as arguments; calls down
+ * into the split (split.c, over the balancer), the workers, each replica's
+ * share (share.c), the other ranks (ranks.c), the optimizer and the
+ * broadcast of the new parameters (broadcast.c); nothing calls back up.
  *
- *   1. split the global batch into shares (balance.c): contiguous ranges of
+ *   1. split the global batch into shares (split.c): contiguous ranges of
  *      sample indices, in proportion to each device's measured speed;
  *   2. every replica runs forward and backward on its share at once, on its
  *      own worker thread, in micro-batches when its share exceeds what fits
@@ -38,6 +39,7 @@
 #include "hostmath.h"
 #include "memory.h"
 #include "share.h"
+#include "split.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -312,65 +314,6 @@ static void updates_over(clnet_trainer *t) {
     pthread_mutex_unlock(&t->step.lock);
 }
 
-/* With batch statistics a training share runs in one pass: caps the
- * shares at what each device holds, or refuses a batch that fits nowhere. */
-static clnet_status cap_shares(clnet_trainer *t, int n, int64_t step, int *shares) {
-    int room = 0;
-    for (int i = 0; i < t->ranks.total; i++) room += t->split.caps[i];
-    if (room >= n) {
-        clnet_balance_cap(&t->split.balance, step, t->split.caps, shares);
-        return CLNET_OK;
-    }
-    char list[1024];
-    size_t used = 0;
-    double per_sample = 0;
-    for (int i = 0; i < t->count; i++) {
-        const clnet_replica *r = t->replicas[i];
-        const clnet_plan *p = &r->plan;
-        double mib = (double)(p->act + p->dact + p->keep_total + p->work) * 4 / 1048576.0;
-        if (mib / r->max_batch > per_sample) per_sample = mib / r->max_batch;
-    }
-    for (int i = 0; i < t->ranks.total && used < sizeof list; i++) {
-        const clnet_peer_device *p = &t->ranks.peers[i];
-        char where[32] = "";
-        if (t->ranks.dist) snprintf(where, sizeof where, "rank %d ", p->rank);
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%sdevice %d (%s) %d",
-                                 i ? ", " : "", where, p->index, p->name, t->split.caps[i]);
-    }
-    return clnet_fail(CLNET_ERR_DEVICE_MEMORY,
-                      "a training batch of %d samples does not fit: layer '%s' (%s) normalizes "
-                      "each device's share in one pass, never in micro-batches, and the devices "
-                      "hold %s: %d samples in all, about %.2f MiB of activations each; use a "
-                      "batch of at most %d, or devices with more memory",
-                      n, t->split.batch_stats->name, t->split.batch_stats->kind->name, list, room,
-                      per_sample, room);
-}
-
-/* The shares of n samples of optimizer step `step` and where each begins
- * (offsets), for every device of every rank: a pure function of
- * the balancer's state, so a split made ahead (stage_next) is the one the
- * step makes. In an MPI job, with agree, rank 0's split is the one every
- * rank uses (every rank holds the same state, so it is the same split: the
- * broadcast only makes sure). */
-static clnet_status split(clnet_trainer *t, int n, int64_t step, int train, int agree, int *shares,
-                          int *offsets) {
-    clnet_status status = CLNET_OK;
-    clnet_balance_split(&t->split.balance, n, step, shares);
-    if (train && t->split.batch_stats) TRY(cap_shares(t, n, step, shares));
-    if (train && t->split.batch_stats && t->ranks.dist)
-        TRY(clnet_ranks_every_rank_a_sample(&t->ranks, n, shares, t->split.batch_stats));
-    if (t->ranks.dist && agree)
-        TRY(clnet_dist_bcast(t->ranks.dist, CLNET_LANE_CONTROL, shares,
-                             (size_t)t->ranks.total * sizeof(int), 0,
-                             "sending the split from rank 0"));
-    for (int i = 0, off = 0; i < t->ranks.total; i++) {
-        offsets[i] = off;
-        off += shares[i];
-    }
-cleanup:
-    return status;
-}
-
 /* Gives back what the hand-over holds, whatever became of the step: the
  * buckets' events. */
 static clnet_status release_handover(clnet_trainer *t, clnet_status status) {
@@ -405,7 +348,7 @@ static clnet_status start_shares(step_call *c) {
     clnet_trainer *t = c->t;
     const clnet_model *m = t->model;
     int taking = 0, buckets = 0;
-    TRY(split(t, c->batch->n, c->step, c->train, 1, t->step.shares, t->step.offsets));
+    TRY(clnet_split_batch(t, c->batch->n, c->step, c->train, 1, t->step.shares, t->step.offsets));
     for (int i = 0; i < t->count; i++) {
         t->step.active[i] = t->step.shares[t->ranks.first + i] > 0;
         t->step.finished[i] = !t->step.active[i];
@@ -506,7 +449,7 @@ static clnet_status run_all(step_call *c) {
 static int split_next(clnet_trainer *t, const clnet_batch *b, int64_t step, int *shares,
                       int *offsets) {
     return b->images && b->labels && b->n >= 1 && b->n <= t->max_batch &&
-           split(t, b->n, step, 1, 0, shares, offsets) == CLNET_OK;
+           clnet_split_batch(t, b->n, step, 1, 0, shares, offsets) == CLNET_OK;
 }
 
 /* Replica i's first micro-batch of b, split by shares and offsets, starts
