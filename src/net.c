@@ -344,60 +344,6 @@ clnet_status clnet_net_set_splits(clnet_net *net, const double *weights, int cou
 
 /* ---- training and evaluation --------------------------------------------------------- */
 
-static clnet_status need_bound(const clnet_net *net, const void *data, const char *what) {
-    if (!net || !data) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s: NULL argument", what);
-    if (!net->trainer)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s: bind the net to a runtime first", what);
-    return CLNET_OK;
-}
-
-/* A classifier per position: it reads the class of each position from the
- * data's targets, as floats (clnet_model_target_size). */
-static int per_position(const clnet_net *net) {
-    return clnet_model_is_classifier(&net->model) && clnet_model_target_size(&net->model);
-}
-
-static clnet_status check_labels(const clnet_net *net, const int32_t *labels, int n) {
-    int classes = clnet_net_classes(net);
-    if (!clnet_net_is_classifier(net) || per_position(net)) return CLNET_OK; /* not read */
-    for (int b = 0; b < n; b++)
-        if (labels[b] < 0 || labels[b] >= classes)
-            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                              "label %d of sample %d is outside [0, %d)", (int)labels[b], b,
-                              classes);
-    return CLNET_OK;
-}
-
-/* The class of each position (n, positions) as the floats a loss per
- * position reads: each a whole number in [0, classes). */
-static clnet_status check_position_classes(const clnet_net *net, const float *t, int n) {
-    int classes = clnet_net_classes(net);
-    size_t P = (size_t)clnet_net_positions(net);
-    for (size_t i = 0; i < (size_t)n * P; i++)
-        if (!(t[i] >= 0 && t[i] < (float)classes) || t[i] != floorf(t[i]))
-            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                              "the class of sample %zu at position %zu is %g: the loss per "
-                              "position takes classes 0 to %d",
-                              i / P, i % P, t[i], classes - 1);
-    return CLNET_OK;
-}
-
-/* The classes of a loss per position, where the caller gave them as labels
- * (n, positions): checked, and into *targets as the floats it reads. */
-static clnet_status labels_as_targets(clnet_net *net, const int32_t *labels, int n,
-                                      const float **targets) {
-    size_t count = (size_t)n * (size_t)clnet_net_positions(net);
-    if (count > net->position_cap) {
-        float *grown = realloc(net->position_classes, count * sizeof *grown);
-        if (!grown)
-            return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for %zu labels", count);
-        net->position_classes = grown, net->position_cap = count;
-    }
-    for (size_t i = 0; i < count; i++) net->position_classes[i] = (float)labels[i];
-    *targets = net->position_classes;
-    return check_position_classes(net, net->position_classes, n);
-}
-
 /* What a step reports: the answers of a classifier are its samples, or its
  * positions for a loss per position. */
 static clnet_step_result result(const clnet_net *net, double loss_sum, int correct, int n) {
@@ -407,54 +353,35 @@ static clnet_step_result result(const clnet_net *net, double loss_sum, int corre
                                .answers = n * clnet_net_positions(net)};
 }
 
-/* What the loss compares with, where the caller gives float targets or not
- * (`what` names the call): a loss that takes the data's targets refuses a
- * call without them, and the others refuse targets. */
-static clnet_status check_truth(const clnet_net *net, int with_targets, const char *what) {
-    const clnet_node *loss = clnet_model_loss(&net->model);
-    size_t T = clnet_model_target_size(&net->model);
-    if (T && !with_targets)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "%s: the loss '%s' (%s) compares the output with float targets from the "
-                          "data (%zu values a sample), not labels: give targets, or target= in "
-                          "the model",
-                          what, loss->name, loss->kind->name, T);
-    if (!T && with_targets)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
-                          "%s: the loss '%s' (%s) takes %s, not float targets from the data", what,
-                          loss ? loss->name : "?", loss ? loss->kind->name : "?",
-                          clnet_model_is_classifier(&net->model)
-                              ? "labels (one class per sample)"
-                              : "its target from the layer target= names");
-    return CLNET_OK;
-}
-
-/* A training step with labels or float targets (the other NULL, or the
- * zeros an unlabelled data set gives, which a loss of targets does not read). */
-static clnet_status train_step(clnet_net *net, const float *images, const int32_t *labels,
-                               const float *targets, int n, clnet_step_result *out,
-                               const char *what) {
+/* A training step on batch b with labels or float targets (the other NULL,
+ * or the zeros an unlabelled data set gives, which a loss of targets does
+ * not read); feed (may be NULL): where the next step's batch comes from. */
+static clnet_status train_step(clnet_net *net, const clnet_batch *b, const clnet_step_feed *feed,
+                               clnet_step_result *out, const char *what) {
     clnet_status status = CLNET_OK;
-    TRY(need_bound(net, images, what));
+    const int32_t *labels = b->labels;
+    const float *targets = b->targets;
+    int n = b->n;
+    TRY(clnet_net_need_bound(net, b->images, what));
     if (!labels && !targets) FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s: labels are NULL", what);
     if (n < 1 || n > net->trainer->max_batch)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "batch of %d samples: the net is bound for 1..%d", n,
              net->trainer->max_batch);
-    if (per_position(net) && !targets) TRY(labels_as_targets(net, labels, n, &targets));
-    TRY(check_truth(net, targets != NULL, what));
-    if (labels) TRY(check_labels(net, labels, n));
-    if (per_position(net)) TRY(check_position_classes(net, targets, n));
+    if (clnet_net_per_position(net) && !targets)
+        TRY(clnet_net_labels_as_targets(net, labels, n, &targets));
+    TRY(clnet_net_check_truth(net, targets != NULL, what));
+    if (labels) TRY(clnet_net_check_labels(net, labels, n));
+    if (clnet_net_per_position(net)) TRY(clnet_net_check_position_classes(net, targets, n));
     TRY(clnet_optim_prepare(&net->optim, net->model.nparams));
-    double loss = 0;
-    int correct = 0;
-    status = clnet_step_train(net->trainer, &net->model, &net->optim, images, labels, targets, n,
-                              &loss, &correct);
-    if (status == CLNET_ERR_NONFINITE && out) *out = result(net, loss, correct, n);
+    clnet_batch checked = {.images = b->images, .labels = labels, .targets = targets, .n = n};
+    clnet_step_sums sums = {0};
+    status = clnet_step_train(net->trainer, &net->model, &net->optim, &checked, feed, &sums);
+    if (status == CLNET_ERR_NONFINITE && out) *out = result(net, sums.loss, sums.correct, n);
     if (status != CLNET_OK) {
         clnet_error_context(status, "training step %lld", (long long)net->optim.step);
         goto cleanup;
     }
-    if (out) *out = result(net, loss, correct, n);
+    if (out) *out = result(net, sums.loss, sums.correct, n);
 cleanup:
     return status;
 }
@@ -464,130 +391,15 @@ static int loader_ahead(void *arg, clnet_batch *next, uint64_t *ticket) {
     return clnet_loader_peek(arg, next, ticket);
 }
 
-/* Targets of the size the loss takes are of its kind: the classes of the
- * positions (integers, within the model's classes) for a loss per position,
- * floats for a regression. */
-static int kinds_fit(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap) {
-    int maps = clnet_dataset_target_classes(ds), classes = clnet_net_classes(net);
-    const clnet_node *loss = clnet_model_loss(&net->model);
-    if (maps && !per_position(net)) {
-        if (why && cap)
-            snprintf(why, cap,
-                     "compares its output with float targets (its loss '%s', %s), but the data "
-                     "set's targets are classes (integers: they fit softmax_cross_entropy "
-                     "per=position)",
-                     loss->name, loss->kind->name);
-        return 0;
-    }
-    if (!maps && per_position(net)) {
-        if (why && cap)
-            snprintf(why, cap,
-                     "takes the class of each position (its loss '%s' has per=position), as "
-                     "integers, but the data set's targets are float32",
-                     loss->name);
-        return 0;
-    }
-    if (maps && clnet_dataset_classes(ds) > classes) {
-        if (why && cap)
-            snprintf(why, cap, "predicts %d classes at each position but the data has %d", classes,
-                     clnet_dataset_classes(ds));
-        return 0;
-    }
-    return 1;
-}
-
-/* Whether class maps (dims, one class a position) have the spatial shape of
- * the loss's input `in` (classes, spatial...): as many positions in another
- * arrangement would pair each output with another position's class. */
-static int same_spatial(clnet_shape in, const int dims[4]) {
-    for (int i = 0; i < 4; i++)
-        if (dims[i] != (i < in.ndim ? in.dim[i] : 0)) return 0;
-    return 1;
-}
-
-/* Whether the data's float targets are what the loss compares with: there
- * are some exactly when it takes them, of its input's size (and, for a loss
- * per position, of its spatial shape). */
-static int targets_fit(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap) {
-    int dims[4];
-    size_t want = clnet_model_target_size(&net->model);
-    size_t have = (size_t)clnet_dataset_targets(ds, dims);
-    const clnet_node *loss = clnet_model_loss(&net->model);
-    if (want && want == have && !kinds_fit(net, ds, why, cap)) return 0;
-    if (want == have && (!want || !per_position(net) || same_spatial(loss->in[0], dims))) return 1;
-    if (!have && !clnet_dataset_labelled(ds)) return 1; /* nothing to fit */
-    if (!why || !cap) return 0;
-    if (!have && per_position(net))
-        snprintf(why, cap,
-                 "predicts a class at each of %zu positions (its loss '%s' has per=position), but "
-                 "the data set has one label per sample or none (give the classes as integers of "
-                 "shape (N, spatial...), --data-npy X,Y)",
-                 want, loss->name);
-    else if (!have)
-        snprintf(why, cap,
-                 "compares its output with float targets (%zu values a sample: its loss '%s' has "
-                 "no target=), but the data set has labels or nothing (give float32 targets, "
-                 "--data-npy X,Y)",
-                 want, loss ? loss->name : "?");
-    else if (!want)
-        snprintf(why, cap, "takes %s, but the data set holds %s (%zu values a sample)",
-                 clnet_model_is_classifier(&net->model) ? "labels" : "its target from target=",
-                 clnet_dataset_target_classes(ds) ? "classes per position" : "float targets", have);
-    else {
-        char a[64], b[64];
-        int rank = 0;
-        while (rank < 4 && dims[rank]) rank++;
-        clnet_shape_format(loss->in[0], a, sizeof a);
-        clnet_dims_text(dims, rank, b, sizeof b);
-        snprintf(why, cap,
-                 "compares the output of its loss '%s' (line %d), %s (%zu %s a sample), with "
-                 "the data's targets, %s (%zu values): they must have one %s",
-                 loss->name, loss->line, a, want, per_position(net) ? "positions" : "values", b,
-                 have, per_position(net) ? "spatial shape" : "shape");
-    }
-    return 0;
-}
-
-int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap) {
-    int want[4], have[4];
-    if (!net || !ds) {
-        if (why && cap) snprintf(why, cap, "no net or no data set");
-        return 0;
-    }
-    int wrank = clnet_net_input_rank(net, want), hrank = clnet_dataset_dims(ds, have);
-    long wsize = 1, hsize = 1;
-    for (int i = 0; i < wrank; i++) wsize *= want[i];
-    for (int i = 0; i < hrank; i++) hsize *= have[i];
-    int same = wrank == hrank, no_channel = want[0] == 1 && hrank == wrank - 1;
-    for (int i = 0; i < hrank && (same || no_channel); i++) {
-        if (same && have[i] != want[i]) same = 0;
-        if (no_channel && have[i] != want[i + 1]) no_channel = 0;
-    }
-    if (same || no_channel || (clnet_dataset_from_idx(ds) && wsize == hsize))
-        return targets_fit(net, ds, why, cap);
-    char w[64], h[64];
-    clnet_dims_text(want, wrank, w, sizeof w);
-    clnet_dims_text(have, hrank, h, sizeof h);
-    if (why && cap)
-        snprintf(why, cap, "takes %s inputs (%ld values) but the data set's samples are %s (%ld)",
-                 w, wsize, h, hsize);
-    return 0;
-}
-
 clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, clnet_batch *batch,
                                          clnet_step_result *out) {
     clnet_status status = CLNET_OK;
-    TRY(need_bound(net, loader, "clnet_net_train_loader_step"));
+    TRY(clnet_net_need_bound(net, loader, "clnet_net_train_loader_step"));
     if (!batch) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_train_loader_step: batch is NULL");
     TRY(clnet_loader_next(loader, batch));
-    net->trainer->feed.next = loader_ahead;
-    net->trainer->feed.arg = loader;
-    net->trainer->feed.current = clnet_loader_serial(loader);
-    status = train_step(net, batch->images, batch->labels, batch->targets, batch->n, out,
-                        "clnet_net_train_loader_step");
-    net->trainer->feed.next = NULL;
-    net->trainer->feed.arg = NULL;
-    net->trainer->feed.current = 0;
+    clnet_step_feed feed = {
+        .next = loader_ahead, .arg = loader, .current = clnet_loader_serial(loader)};
+    status = train_step(net, batch, &feed, out, "clnet_net_train_loader_step");
 cleanup:
     return status;
 }
@@ -595,7 +407,7 @@ cleanup:
 clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int updates, int staleness,
                                    clnet_step_result *out) {
     clnet_status status = CLNET_OK;
-    TRY(need_bound(net, loader, "clnet_net_train_async"));
+    TRY(clnet_net_need_bound(net, loader, "clnet_net_train_async"));
     if (updates < 0 || staleness < 0)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "updates and staleness must be >= 0");
     if (clnet_model_target_size(&net->model))
@@ -613,7 +425,7 @@ cleanup:
 
 clnet_status clnet_net_check_replicas(clnet_net *net) {
     clnet_status status = CLNET_OK;
-    TRY(need_bound(net, net, "clnet_net_check_replicas"));
+    TRY(clnet_net_need_bound(net, net, "clnet_net_check_replicas"));
     status = clnet_broadcast_check(net->trainer, &net->model);
     if (status != CLNET_OK)
         clnet_error_context(status, "after step %lld", (long long)net->optim.step);
@@ -625,7 +437,8 @@ clnet_status clnet_net_train_step(clnet_net *net, const float *images, const int
                                   clnet_step_result *out) {
     if (!labels && net && images)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_train_step: labels are NULL");
-    return train_step(net, images, labels, NULL, n, out, "clnet_net_train_step");
+    clnet_batch b = {.images = images, .labels = labels, .n = n};
+    return train_step(net, &b, NULL, out, "clnet_net_train_step");
 }
 
 clnet_status clnet_net_train_step_targets(clnet_net *net, const float *images, const float *targets,
@@ -633,7 +446,8 @@ clnet_status clnet_net_train_step_targets(clnet_net *net, const float *images, c
     if (!targets && net && images)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                           "clnet_net_train_step_targets: targets are NULL");
-    return train_step(net, images, NULL, targets, n, out, "clnet_net_train_step_targets");
+    clnet_batch b = {.images = images, .targets = targets, .n = n};
+    return train_step(net, &b, NULL, out, "clnet_net_train_step_targets");
 }
 
 /* Forward over any number of samples, in global batches split across devices. */
@@ -648,22 +462,25 @@ static clnet_status forward_all(clnet_net *net, const float *images, const int32
     double loss = 0;
     int correct = 0;
     const float *targets = NULL;
-    if (labels) TRY(check_labels(net, labels, n));
-    if (labels && per_position(net)) TRY(labels_as_targets(net, labels, n, &targets));
+    if (labels) TRY(clnet_net_check_labels(net, labels, n));
+    if (labels && clnet_net_per_position(net))
+        TRY(clnet_net_labels_as_targets(net, labels, n, &targets));
     TRY(clnet_broadcast_folded(net->trainer, &net->model));
     for (int first = 0; first < n; first += batch) {
         int m = n - first < batch ? n - first : batch;
         const float *x = images + (size_t)first * in_size;
         float *p = probs ? probs + (size_t)first * outputs : NULL;
-        double l = 0;
-        int c = 0;
+        clnet_batch b = {.images = x,
+                         .labels = labels ? labels + first : NULL,
+                         .targets = targets ? targets + (size_t)first * T : NULL,
+                         .n = m};
+        clnet_step_sums sums = {0};
         if (logits)
             TRY(clnet_step_logits(net->trainer, net->optim.step, x, m, p));
         else
-            TRY(clnet_step_forward(net->trainer, net->optim.step, x, labels ? labels + first : NULL,
-                                   targets ? targets + (size_t)first * T : NULL, m, p, &l, &c));
-        loss += l;
-        correct += c;
+            TRY(clnet_step_forward(net->trainer, net->optim.step, &b, p, &sums));
+        loss += sums.loss;
+        correct += sums.correct;
     }
     if (out) *out = result(net, loss, correct, n);
 cleanup:
@@ -674,7 +491,7 @@ cleanup:
  * for the public call `what`. */
 static clnet_status outputs(clnet_net *net, const float *images, int n, float *out, int logits,
                             const char *what) {
-    clnet_status s = need_bound(net, images, what);
+    clnet_status s = clnet_net_need_bound(net, images, what);
     if (s != CLNET_OK) return s;
     if (!out || n < 0) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s: bad output", what);
     return forward_all(net, images, NULL, n, out, logits, NULL);
@@ -690,12 +507,12 @@ clnet_status clnet_net_logits(clnet_net *net, const float *images, int n, float 
 
 clnet_status clnet_net_evaluate_batch(clnet_net *net, const float *images, const int32_t *labels,
                                       int n, clnet_step_result *out) {
-    clnet_status s = need_bound(net, images, "clnet_net_evaluate_batch");
+    clnet_status s = clnet_net_need_bound(net, images, "clnet_net_evaluate_batch");
     if (s != CLNET_OK) return s;
     if (!labels || n < 0)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_evaluate_batch: bad labels");
-    if (clnet_model_target_size(&net->model) && !per_position(net))
-        return check_truth(net, 0, "clnet_net_evaluate_batch");
+    if (clnet_model_target_size(&net->model) && !clnet_net_per_position(net))
+        return clnet_net_check_truth(net, 0, "clnet_net_evaluate_batch");
     return forward_all(net, images, labels, n, NULL, 0, out);
 }
 
@@ -709,7 +526,7 @@ clnet_status clnet_net_evaluate_with(clnet_net *net, const clnet_dataset *ds,
                                      const clnet_loader_config *with, clnet_step_result *out) {
     clnet_status status = CLNET_OK;
     clnet_loader *loader = NULL;
-    TRY(need_bound(net, ds, "clnet_net_evaluate"));
+    TRY(clnet_net_need_bound(net, ds, "clnet_net_evaluate"));
     if (!with) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_evaluate_with: cfg is NULL");
     clnet_loader_config cfg = *with; /* epoch 0 in file order, in batches of the bound size */
     cfg.batch = net->trainer->max_batch;
@@ -722,16 +539,14 @@ clnet_status clnet_net_evaluate_with(clnet_net *net, const clnet_dataset *ds,
     int correct = 0, seen = 0;
     for (int b = 0; b < clnet_loader_batches_per_epoch(loader); b++) {
         clnet_batch batch;
-        double l = 0;
-        int c = 0;
+        clnet_step_sums sums = {0};
         TRY(clnet_loader_next(loader, &batch));
-        TRY(check_labels(net, batch.labels, batch.n));
-        if (per_position(net) && batch.targets)
-            TRY(check_position_classes(net, batch.targets, batch.n));
-        TRY(clnet_step_forward(net->trainer, net->optim.step, batch.images, batch.labels,
-                               batch.targets, batch.n, NULL, &l, &c));
-        loss += l;
-        correct += c;
+        TRY(clnet_net_check_labels(net, batch.labels, batch.n));
+        if (clnet_net_per_position(net) && batch.targets)
+            TRY(clnet_net_check_position_classes(net, batch.targets, batch.n));
+        TRY(clnet_step_forward(net->trainer, net->optim.step, &batch, NULL, &sums));
+        loss += sums.loss;
+        correct += sums.correct;
         seen += batch.n;
     }
     if (out) *out = result(net, loss, correct, seen);

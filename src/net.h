@@ -19,4 +19,29 @@ struct clnet_net {
     size_t position_cap;
 };
 
+/* The checks of what the public calls are given, in net_check.c (net.c
+ * calls them before a step; clnet_net_accepts is there too). Each names the
+ * public call `what` in its message. */
+
+/* net and data not NULL, and the net bound. */
+clnet_status clnet_net_need_bound(const clnet_net *net, const void *data, const char *what);
+/* A classifier per position: it reads the class of each position from the
+ * data's targets, as floats (clnet_model_target_size). */
+int clnet_net_per_position(const clnet_net *net);
+/* Every label (n) one of the classifier's classes (a net that reads no
+ * labels takes any). */
+clnet_status clnet_net_check_labels(const clnet_net *net, const int32_t *labels, int n);
+/* The class of each position t (n, positions) as the floats a loss per
+ * position reads: each a whole number in [0, classes). */
+clnet_status clnet_net_check_position_classes(const clnet_net *net, const float *t, int n);
+/* The classes of a loss per position, where the caller gave them as labels
+ * (n, positions): checked, and into *targets as the floats it reads (the
+ * net's position_classes). */
+clnet_status clnet_net_labels_as_targets(clnet_net *net, const int32_t *labels, int n,
+                                         const float **targets);
+/* What the loss compares with, where the caller gives float targets or not:
+ * a loss that takes the data's targets refuses a call without them, and the
+ * others refuse targets. */
+clnet_status clnet_net_check_truth(const clnet_net *net, int with_targets, const char *what);
+
 #endif

@@ -1,9 +1,10 @@
 /* A synchronous training step, top to bottom. Called by the public API
- * (net.c); calls down into the balancer, the workers, each replica's share
- * (share.c), the other ranks (ranks.c), the optimizer and the broadcast of
- * the new parameters (broadcast.c); nothing calls back up.
+ * (net.c), which gives it the batch and the mode as arguments; calls down
+ * into the split (split.c, over the balancer), the workers, each replica's
+ * share (share.c), the other ranks (ranks.c), the optimizer and the
+ * broadcast of the new parameters (broadcast.c); nothing calls back up.
  *
- *   1. split the global batch into shares (balance.c): contiguous ranges of
+ *   1. split the global batch into shares (split.c): contiguous ranges of
  *      sample indices, in proportion to each device's measured speed;
  *   2. every replica runs forward and backward on its share at once, on its
  *      own worker thread, in micro-batches when its share exceeds what fits
@@ -38,11 +39,31 @@
 #include "hostmath.h"
 #include "memory.h"
 #include "share.h"
+#include "split.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+
+/* One call of run_all: the batch and the mode as the caller gave them, and
+ * what the step makes of them. The caller builds it; the workers get it as
+ * their job's argument, the reducer as its parameter. */
+typedef struct {
+    clnet_trainer *t;
+    int64_t step; /* the optimizer step whose split this is */
+    const clnet_batch *batch;
+    int train;
+    float *probs; /* (n, outputs), or NULL */
+    int logits;   /* probs gets the loss layer's input instead of its output */
+    /* The update by bucket (update_node), or optim NULL: the update runs
+     * after the step. It reads params (the host's copy) and divides by the
+     * global batch, batch->n. */
+    clnet_optim *optim;
+    const float *params;
+    const clnet_step_feed *feed; /* training: where the next batch comes from, or NULL */
+    clnet_step_sums sums;        /* the batch's, once run_all succeeded */
+} step_call;
 
 /* ---- the replicas' side (on their worker threads) --------------------------------- */
 
@@ -58,7 +79,7 @@ static void post(clnet_trainer *t, int i, int node, cl_event ev, const float *da
 
 /* Starts reading a node's gradients to the host. */
 typedef struct {
-    clnet_trainer *t;
+    const step_call *c;
     int i;         /* the replica */
     int sent;      /* buckets on their way */
     int next_node; /* the node whose new parameters the replica takes next (send_updates) */
@@ -70,7 +91,7 @@ typedef struct {
  * replica's own worker sends them: one thread drives a device at a time
  * (PoCL's basic device runs commands on the thread that submits them). */
 static clnet_status send_updates(bucket_sender *b, int wait) {
-    clnet_trainer *t = b->t;
+    clnet_trainer *t = b->c->t;
     for (; b->next_node >= 0; b->next_node--) {
         const clnet_node *nd = &t->model->nodes[b->next_node];
         if (!nd->param_count) continue;
@@ -102,40 +123,43 @@ static clnet_status transfer_fault(clnet_trainer *t, int i, int sent) {
 static clnet_status send_bucket(void *arg, int node) {
     clnet_status status = CLNET_OK;
     bucket_sender *b = arg;
-    clnet_replica *rep = b->t->replicas[b->i];
-    const clnet_node *nd = &b->t->model->nodes[node];
+    clnet_trainer *t = b->c->t;
+    clnet_replica *rep = t->replicas[b->i];
+    const clnet_node *nd = &t->model->nodes[node];
     cl_event ev = NULL;
     CL_CHECK(clEnqueueReadBuffer(rep->d->queue, rep->grads, CL_FALSE, nd->param_off * sizeof(float),
                                  nd->param_count * sizeof(float), rep->staging.data + nd->param_off,
                                  0, NULL, &ev),
              "clEnqueueReadBuffer(gradient bucket)");
     CL_CHECK(clFlush(rep->d->queue), "clFlush");
-    post(b->t, b->i, node, ev, rep->staging.data + nd->param_off);
-    TRY(transfer_fault(b->t, b->i, ++b->sent));
-    if (b->t->step.optim) TRY(send_updates(b, 0));
+    post(t, b->i, node, ev, rep->staging.data + nd->param_off);
+    TRY(transfer_fault(t, b->i, ++b->sent));
+    if (b->c->optim) TRY(send_updates(b, 0));
 cleanup:
     return status;
 }
 
-static void stage_ahead(clnet_trainer *t, int i, int64_t step); /* the next batch: below */
+static void stage_ahead(const step_call *c, int i); /* the next batch: below */
 
 /* Replica i's share: micro-batches, then the gradient hand-over; and with
  * the update by bucket, the new parameters as they come (also for a replica
  * without a share). */
-static clnet_status run_share(clnet_trainer *t, int i) {
+static clnet_status run_share(const step_call *c, int i) {
     clnet_status status = CLNET_OK;
+    clnet_trainer *t = c->t;
+    const clnet_batch *b = c->batch;
     clnet_replica *r = t->replicas[i];
     const clnet_model *m = t->model;
     clnet_ctx *ctx = &t->step.ctx[i];
     int me = t->ranks.first + i; /* this replica among the devices of every rank */
-    int train = t->step.train, off = t->step.offsets[me];
-    bucket_sender sender = {t, i, 0, m->count - 1};
+    int train = c->train, off = t->step.offsets[me];
+    bucket_sender sender = {c, i, 0, m->count - 1};
     clnet_share share = {
-        .images = t->step.images + (size_t)off * clnet_shape_size(m->input),
-        .labels = t->step.labels ? t->step.labels + off : NULL,
-        .targets = t->step.targets ? t->step.targets + (size_t)off * r->target_size : NULL,
-        .probs = t->step.probs ? t->step.probs + (size_t)off * clnet_model_outputs(m) : NULL,
-        .logits = t->step.logits,
+        .images = b->images + (size_t)off * clnet_shape_size(m->input),
+        .labels = b->labels ? b->labels + off : NULL,
+        .targets = b->targets ? b->targets + (size_t)off * r->target_size : NULL,
+        .probs = c->probs ? c->probs + (size_t)off * clnet_model_outputs(m) : NULL,
+        .logits = c->logits,
         .n = t->step.shares[me],
         .first = off,
         .node_done = train ? send_bucket : NULL,
@@ -154,8 +178,8 @@ static clnet_status run_share(clnet_trainer *t, int i) {
         clnet_throttle_wait(&t->split.faults, me, clnet_now() - t0);
         busy = clnet_now() - t0; /* what the balancer learns: not the wait for updates */
     }
-    if (train && t->step.optim) {
-        stage_ahead(t, i, ctx->step + 1);
+    if (train && c->optim) {
+        stage_ahead(c, i);
         TRY(send_updates(&sender, 1));
         CL_CHECK(clnet_finish(r->d), "clFinish"); /* the next step writes `next` again */
     }
@@ -266,12 +290,13 @@ static clnet_status reduce_node(clnet_trainer *t, int node) {
 /* As soon as node's bucket is summed: its update into t->step.next, for
  * the replicas' workers to send on (send_updates). Nothing once the step
  * cannot be applied (a gradient or an update that is not finite). */
-static void update_node(clnet_trainer *t, int node) {
+static void update_node(const step_call *c, int node) {
+    clnet_trainer *t = c->t;
     const clnet_node *nd = &t->model->nodes[node];
     size_t from = nd->param_off, end = from + nd->param_count;
     if (t->step.bad_node >= 0 || t->step.bad_update < t->model->nparams) return;
-    size_t bad = clnet_optim_apply_next(t->step.optim, t->step.params, t->step.next,
-                                        t->step.grad_sum, from, end, t->step.batch);
+    size_t bad = clnet_optim_apply_next(c->optim, c->params, t->step.next, t->step.grad_sum, from,
+                                        end, c->batch->n);
     pthread_mutex_lock(&t->step.lock);
     if (bad < end)
         t->step.bad_update = bad;
@@ -287,65 +312,6 @@ static void updates_over(clnet_trainer *t) {
     t->step.updates_over = 1;
     pthread_cond_broadcast(&t->step.changed);
     pthread_mutex_unlock(&t->step.lock);
-}
-
-/* With batch statistics a training share runs in one pass: caps the
- * shares at what each device holds, or refuses a batch that fits nowhere. */
-static clnet_status cap_shares(clnet_trainer *t, int n, int64_t step, int *shares) {
-    int room = 0;
-    for (int i = 0; i < t->ranks.total; i++) room += t->split.caps[i];
-    if (room >= n) {
-        clnet_balance_cap(&t->split.balance, step, t->split.caps, shares);
-        return CLNET_OK;
-    }
-    char list[1024];
-    size_t used = 0;
-    double per_sample = 0;
-    for (int i = 0; i < t->count; i++) {
-        const clnet_replica *r = t->replicas[i];
-        const clnet_plan *p = &r->plan;
-        double mib = (double)(p->act + p->dact + p->keep_total + p->work) * 4 / 1048576.0;
-        if (mib / r->max_batch > per_sample) per_sample = mib / r->max_batch;
-    }
-    for (int i = 0; i < t->ranks.total && used < sizeof list; i++) {
-        const clnet_peer_device *p = &t->ranks.peers[i];
-        char where[32] = "";
-        if (t->ranks.dist) snprintf(where, sizeof where, "rank %d ", p->rank);
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%sdevice %d (%s) %d",
-                                 i ? ", " : "", where, p->index, p->name, t->split.caps[i]);
-    }
-    return clnet_fail(CLNET_ERR_DEVICE_MEMORY,
-                      "a training batch of %d samples does not fit: layer '%s' (%s) normalizes "
-                      "each device's share in one pass, never in micro-batches, and the devices "
-                      "hold %s: %d samples in all, about %.2f MiB of activations each; use a "
-                      "batch of at most %d, or devices with more memory",
-                      n, t->split.batch_stats->name, t->split.batch_stats->kind->name, list, room,
-                      per_sample, room);
-}
-
-/* The shares of n samples of optimizer step `step` and where each begins
- * (offsets), for every device of every rank: a pure function of
- * the balancer's state, so a split made ahead (stage_next) is the one the
- * step makes. In an MPI job, with agree, rank 0's split is the one every
- * rank uses (every rank holds the same state, so it is the same split: the
- * broadcast only makes sure). */
-static clnet_status split(clnet_trainer *t, int n, int64_t step, int train, int agree, int *shares,
-                          int *offsets) {
-    clnet_status status = CLNET_OK;
-    clnet_balance_split(&t->split.balance, n, step, shares);
-    if (train && t->split.batch_stats) TRY(cap_shares(t, n, step, shares));
-    if (train && t->split.batch_stats && t->ranks.dist)
-        TRY(clnet_ranks_every_rank_a_sample(&t->ranks, n, shares, t->split.batch_stats));
-    if (t->ranks.dist && agree)
-        TRY(clnet_dist_bcast(t->ranks.dist, CLNET_LANE_CONTROL, shares,
-                             (size_t)t->ranks.total * sizeof(int), 0,
-                             "sending the split from rank 0"));
-    for (int i = 0, off = 0; i < t->ranks.total; i++) {
-        offsets[i] = off;
-        off += shares[i];
-    }
-cleanup:
-    return status;
 }
 
 /* Gives back what the hand-over holds, whatever became of the step: the
@@ -373,22 +339,17 @@ static void forget_handover(clnet_trainer *t) {
     t->feed.ahead = -1;
 }
 
-/* Splits n samples, starts every replica with a share, and with train
- * reduces the gradients while they arrive; waits for all. */
-static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
-                            const int32_t *labels, const float *targets, int n, int train,
-                            float *probs, double *loss, int *correct) {
-    clnet_status status = CLNET_OK, reduce_status = CLNET_OK;
+/* Splits the batch, readies the hand-over and every replica's execution
+ * context, and starts every replica with a share on its worker (with the
+ * update by bucket, every live one: those without a share take the new
+ * parameters too). */
+static clnet_status start_shares(step_call *c) {
+    clnet_status status = CLNET_OK;
+    clnet_trainer *t = c->t;
     const clnet_model *m = t->model;
-    int R = t->count, taking = 0, buckets = 0;
-    t->step.images = images;
-    t->step.labels = labels;
-    t->step.targets = targets;
-    t->step.probs = probs;
-    t->step.train = train;
-    if ((status = split(t, n, step, train, 1, t->step.shares, t->step.offsets)) != CLNET_OK)
-        return status;
-    for (int i = 0; i < R; i++) {
+    int taking = 0, buckets = 0;
+    TRY(clnet_split_batch(t, c->batch->n, c->step, c->train, 1, t->step.shares, t->step.offsets));
+    for (int i = 0; i < t->count; i++) {
         t->step.active[i] = t->step.shares[t->ranks.first + i] > 0;
         t->step.finished[i] = !t->step.active[i];
         t->step.loss[i] = 0; /* every replica's, so that an idle one adds nothing */
@@ -396,64 +357,89 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
         taking += t->step.active[i];
     }
     for (int node = 0; node < m->count; node++) buckets += m->nodes[node].param_count > 0;
-    if (train && t->ranks.dist &&
-        (status = clnet_dist_buckets_prepare(t->ranks.dist, m->nparams, buckets,
-                                             t->split.deterministic)) != CLNET_OK)
-        return status;
+    if (c->train && t->ranks.dist)
+        TRY(clnet_dist_buckets_prepare(t->ranks.dist, m->nparams, buckets, t->split.deterministic));
     forget_handover(t);
     clnet_outer_group outer;
     if (t->ranks.dist) clnet_ranks_outer(&t->ranks, t->step.shares, &outer);
     clnet_local_group_reset(t->step.group, taking, t->step.coll, t->ranks.dist ? &outer : NULL);
-    for (int i = 0, rank = 0; i < R; i++) {
-        clnet_collective *c = t->step.active[i] ? &t->step.coll[rank++] : NULL;
+    for (int i = 0, rank = 0; i < t->count; i++) {
+        clnet_collective *coll = t->step.active[i] ? &t->step.coll[rank++] : NULL;
         t->step.ctx[i] =
-            (clnet_ctx){.train = train, .d = t->replicas[i]->d, .coll = c, .step = step};
+            (clnet_ctx){.train = c->train, .d = t->replicas[i]->d, .coll = coll, .step = c->step};
     }
-    t->step.started = train;
-    /* with the update by bucket, replicas without a share take the new parameters too */
-    clnet_workers_start(t->workers, share_job, t,
-                        train && t->step.optim ? t->alive : t->step.active);
+    t->step.started = c->train;
+    clnet_workers_start(t->workers, share_job, c, c->train && c->optim ? t->alive : t->step.active);
+cleanup:
+    return status;
+}
 
-    /* The reducer: buckets last node first, replicas in device order. */
-    for (int node = m->count - 1; train && node >= 0 && reduce_status == CLNET_OK; node--) {
+/* The reducer, on this thread while the workers run: buckets last node
+ * first, replicas in device order; by bucket, each summed bucket's update
+ * at once. */
+static clnet_status reduce_all(const step_call *c) {
+    clnet_status status = CLNET_OK;
+    const clnet_model *m = c->t->model;
+    for (int node = m->count - 1; c->train && node >= 0 && status == CLNET_OK; node--) {
         if (!m->nodes[node].param_count) continue;
-        reduce_status = reduce_node(t, node);
-        if (reduce_status == CLNET_OK && t->step.optim) update_node(t, node);
+        status = reduce_node(c->t, node);
+        if (status == CLNET_OK && c->optim) update_node(c, node);
     }
-    if (train && t->step.optim) updates_over(t);
-    /* the failure that made the others fail (an abandoned collective) */
-    status = clnet_workers_wait_prefer(t->workers, t->step.first_failed);
-    if (status == CLNET_OK) status = reduce_status;
+    if (c->train && c->optim) updates_over(c->t);
+    return status;
+}
+
+/* Waits for the workers: their failure first (the one that made the others
+ * fail, an abandoned collective, is preferred), then the reducer's,
+ * `reduced`. In an MPI job the gradient's sum over the ranks then, checked. */
+static clnet_status finish_gradients(const step_call *c, clnet_status reduced) {
+    clnet_trainer *t = c->t;
+    const clnet_model *m = t->model;
+    clnet_status status = clnet_workers_wait_prefer(t->workers, t->step.first_failed);
+    if (status == CLNET_OK) status = reduced;
     status = release_handover(t, status);
-    for (int node = m->count - 1;
-         status == CLNET_OK && train && t->ranks.dist && !t->ranks.overlap && node >= 0;
+    if (!c->train || !t->ranks.dist) return status;
+    for (int node = m->count - 1; status == CLNET_OK && !t->ranks.overlap && node >= 0;
          node--) /* CLNET_MPI_OVERLAP=0: only now */
         if (m->nodes[node].param_count) status = start_bucket(t, node);
-    if (status == CLNET_OK && train && t->ranks.dist)
-        status = clnet_dist_buckets_finish(t->ranks.dist, step);
-    if (status != CLNET_OK) return status;
-    for (int node = 0; train && t->ranks.dist && t->step.bad_node < 0 && node < m->count; node++) {
+    if (status == CLNET_OK) status = clnet_dist_buckets_finish(t->ranks.dist, c->step);
+    for (int node = 0; status == CLNET_OK && t->step.bad_node < 0 && node < m->count; node++) {
         const clnet_node *nd = &m->nodes[node];
         if (clnet_first_nonfinite(t->step.grad_sum + nd->param_off, nd->param_count) <
             nd->param_count)
             t->step.bad_node = node;
     }
+    return status;
+}
 
-    double total_loss = 0;
-    int total_correct = 0;
-    for (int i = 0; i < R; i++) { /* fixed order */
-        total_loss += t->step.loss[i];
-        total_correct += t->step.correct[i];
+/* The replicas' losses and correct answers added in device order into
+ * c->sums (across ranks summed, every device's seconds and the outputs
+ * shared); with train the balancer learns the shares' times. */
+static clnet_status add_figures(step_call *c) {
+    clnet_status status = CLNET_OK;
+    clnet_trainer *t = c->t;
+    double loss = 0;
+    int correct = 0;
+    for (int i = 0; i < t->count; i++) { /* fixed order */
+        loss += t->step.loss[i];
+        correct += t->step.correct[i];
     }
-    if (t->ranks.dist &&
-        (status = clnet_ranks_exchange_figures(&t->ranks, t->step.shares, &total_loss,
-                                               &total_correct, t->step.seconds, t->step.probs,
-                                               (int)clnet_model_outputs(m))) != CLNET_OK)
-        return status;
-    if (loss) *loss = total_loss;
-    if (correct) *correct = total_correct;
-    if (train) clnet_balance_update(&t->split.balance, t->step.shares, t->step.seconds);
-    return CLNET_OK;
+    if (t->ranks.dist)
+        TRY(clnet_ranks_exchange_figures(&t->ranks, t->step.shares, &loss, &correct,
+                                         t->step.seconds, c->probs,
+                                         (int)clnet_model_outputs(t->model)));
+    c->sums = (clnet_step_sums){.loss = loss, .correct = correct};
+    if (c->train) clnet_balance_update(&t->split.balance, t->step.shares, t->step.seconds);
+cleanup:
+    return status;
+}
+
+/* Splits the batch, starts every replica with a share, and with train
+ * reduces the gradients while they arrive; waits for all. */
+static clnet_status run_all(step_call *c) {
+    clnet_status status = start_shares(c);
+    if (status == CLNET_OK) status = finish_gradients(c, reduce_all(c));
+    return status == CLNET_OK ? add_figures(c) : status;
 }
 
 /* The next step's batch b split as that step will split it (as long as
@@ -463,7 +449,7 @@ static clnet_status run_all(clnet_trainer *t, int64_t step, const float *images,
 static int split_next(clnet_trainer *t, const clnet_batch *b, int64_t step, int *shares,
                       int *offsets) {
     return b->images && b->labels && b->n >= 1 && b->n <= t->max_batch &&
-           split(t, b->n, step, 1, 0, shares, offsets) == CLNET_OK;
+           clnet_split_batch(t, b->n, step, 1, 0, shares, offsets) == CLNET_OK;
 }
 
 /* Replica i's first micro-batch of b, split by shares and offsets, starts
@@ -490,16 +476,18 @@ static int stage_share(clnet_trainer *t, int i, const clnet_batch *b, const int 
  * replica to come asks the loader for the batch (prepared while this step
  * ran; a slow loader makes this worker wait, as the next step would) and
  * splits it, outside the step's lock; stage_next stages what this missed. */
-static void stage_ahead(clnet_trainer *t, int i, int64_t step) {
-    if (!t->feed.next) return;
+static void stage_ahead(const step_call *c, int i) {
+    clnet_trainer *t = c->t;
+    const clnet_step_feed *feed = c->feed;
+    if (!feed || !feed->next) return;
     pthread_mutex_lock(&t->step.lock);
     int first = t->feed.ahead < 0;
     if (first) t->feed.ahead = 2;
     while (!first && t->feed.ahead == 2) pthread_cond_wait(&t->step.changed, &t->step.lock);
     pthread_mutex_unlock(&t->step.lock);
     if (first) { /* the balancer moves only once the workers are done */
-        int ahead = t->feed.next(t->feed.arg, &t->feed.batch, &t->feed.ticket) &&
-                    split_next(t, &t->feed.batch, step, t->feed.shares, t->feed.offsets);
+        int ahead = feed->next(feed->arg, &t->feed.batch, &t->feed.ticket) &&
+                    split_next(t, &t->feed.batch, c->step + 1, t->feed.shares, t->feed.offsets);
         pthread_mutex_lock(&t->step.lock);
         t->feed.ahead = ahead;
         pthread_cond_broadcast(&t->step.changed);
@@ -513,11 +501,11 @@ static void stage_ahead(clnet_trainer *t, int i, int64_t step) {
  * first micro-batch starts on its way while the devices finish this step's
  * update, where stage_ahead did not start it already (or split it
  * otherwise than this step's timings now do). */
-static void stage_next(clnet_trainer *t, int64_t step) {
+static void stage_next(clnet_trainer *t, const clnet_step_feed *feed, int64_t step) {
     clnet_batch b = {0};
     uint64_t ticket = 0;
     t->feed.staged = 0;
-    if (!t->feed.next || !t->feed.next(t->feed.arg, &b, &ticket) ||
+    if (!feed || !feed->next || !feed->next(feed->arg, &b, &ticket) ||
         !split_next(t, &b, step, t->step.shares, t->step.offsets))
         return;
     for (int i = 0; i < t->count; i++) {
@@ -541,8 +529,9 @@ static void wait_staged(clnet_trainer *t) {
 
 /* A step over another batch than the one staged: what was staged is stale,
  * even where its addresses are the batch's (a loader reuses its buffers). */
-static void check_staged(clnet_trainer *t) {
-    if (t->feed.current && t->feed.current == t->feed.staged) return;
+static void check_staged(clnet_trainer *t, const clnet_step_feed *feed) {
+    uint64_t current = feed ? feed->current : 0;
+    if (current && current == t->feed.staged) return;
     for (int i = 0; i < t->count; i++) clnet_replica_unstage(t->replicas[i]);
     t->feed.staged = 0;
 }
@@ -585,15 +574,14 @@ static clnet_status undo_buffers(clnet_trainer *t, clnet_status s) {
 /* Forward and backward on every replica's share, gradients summed and
  * checked; a device that fails is dropped (clnet_trainer_drop) and the
  * step done again on the others, as often as devices fail. */
-static clnet_status run_train(clnet_trainer *t, clnet_model *m, int64_t step, const float *images,
-                              const int32_t *labels, const float *targets, int n, double *loss,
-                              int *correct) {
+static clnet_status run_train(step_call *c, const clnet_model *m) {
+    clnet_trainer *t = c->t;
     for (int redo = 0;; redo++) {
-        clnet_status s = run_all(t, step, images, labels, targets, n, 1, NULL, loss, correct);
-        if (s == CLNET_OK) s = check_finite(t, m, *loss);
+        clnet_status s = run_all(c);
+        if (s == CLNET_OK) s = check_finite(t, m, c->sums.loss);
         if (s == CLNET_OK) return s;
         int dropped =
-            clnet_trainer_drop(t, t->step.first_failed, step, s); /* first: never waited on */
+            clnet_trainer_drop(t, t->step.first_failed, c->step, s); /* first: never waited on */
         s = undo_buffers(t, s);
         if (!dropped) {
             if (redo) clnet_error_context(s, "on the devices left after a failure");
@@ -617,23 +605,25 @@ static void commit(clnet_trainer *t, clnet_model *m, clnet_optim *o) {
         if (t->alive[i]) clnet_replica_take_next(t->replicas[i]);
 }
 
-clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, const float *images,
-                              const int32_t *labels, const float *targets, int n, double *loss,
-                              int *correct) {
-    double sum = 0;
+clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o,
+                              const clnet_batch *b, const clnet_step_feed *feed,
+                              clnet_step_sums *sums) {
     int by_bucket = t->by_bucket; /* MPI: the sum over the ranks comes last */
+    step_call c = {.t = t,
+                   .step = o->step,
+                   .batch = b,
+                   .train = 1,
+                   .optim = by_bucket ? o : NULL,
+                   .params = m->params,
+                   .feed = feed};
     clnet_status s = t->ranks.dist ? clnet_dist_begin_step(t->ranks.dist, o->step) : CLNET_OK;
-    check_staged(t);
-    t->step.optim = by_bucket ? o : NULL;
-    t->step.params = m->params;
-    t->step.batch = n;
-    if (s == CLNET_OK) s = run_train(t, m, o->step, images, labels, targets, n, &sum, correct);
-    t->step.optim = NULL;
-    if (loss) *loss = sum;
+    check_staged(t, feed);
+    if (s == CLNET_OK) s = run_train(&c, m);
+    *sums = c.sums;
     if (s != CLNET_OK) return s;
-    stage_next(t, o->step + 1);
+    stage_next(t, feed, o->step + 1);
     size_t bad = by_bucket ? t->step.bad_update
-                           : clnet_optim_apply(o, m->params, t->step.grad_sum, m->nparams, n);
+                           : clnet_optim_apply(o, m->params, t->step.grad_sum, m->nparams, b->n);
     if (bad < m->nparams) {
         char what[512];
         clnet_model_describe(m, 0, bad, what, sizeof what);
@@ -666,16 +656,17 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o, 
     return s == CLNET_OK ? s : settle(t, s);
 }
 
-clnet_status clnet_step_forward(clnet_trainer *t, int64_t step, const float *images,
-                                const int32_t *labels, const float *targets, int n, float *probs,
-                                double *loss, int *correct) {
-    return run_all(t, step, images, labels, targets, n, 0, probs, loss, correct);
+clnet_status clnet_step_forward(clnet_trainer *t, int64_t step, const clnet_batch *b, float *probs,
+                                clnet_step_sums *sums) {
+    step_call c = {.t = t, .step = step, .batch = b, .probs = probs};
+    clnet_status s = run_all(&c);
+    if (s == CLNET_OK && sums) *sums = c.sums;
+    return s;
 }
 
 clnet_status clnet_step_logits(clnet_trainer *t, int64_t step, const float *images, int n,
                                float *logits) {
-    t->step.logits = 1;
-    clnet_status s = run_all(t, step, images, NULL, NULL, n, 0, logits, NULL, NULL);
-    t->step.logits = 0;
-    return s;
+    clnet_batch b = {.images = images, .n = n};
+    step_call c = {.t = t, .step = step, .batch = &b, .probs = logits, .logits = 1};
+    return run_all(&c);
 }

@@ -30,15 +30,9 @@ typedef struct {
 
 /* A step in flight: step.c's alone (trainer.c only allocates it, tests
  * read grad_sum after a step), so that one file drives the step and no
- * other writes into it mid-way. */
+ * other writes into it mid-way. The step's batch and mode are not here:
+ * they reach the step, and its workers, as the arguments of its call. */
 typedef struct {
-    /* the batch, as the caller gave it */
-    const float *images;
-    const int32_t *labels;
-    const float *targets; /* (n, clnet_model_target_size), or NULL */
-    float *probs;
-    int logits; /* probs gets the loss layer's input instead of its output */
-    int train;
     /* the shares and what each replica made of its own */
     int *shares, *offsets;            /* (total) */
     int *active, *correct, *finished; /* (count) */
@@ -61,31 +55,20 @@ typedef struct {
      * nodes below may still run; the optimizer's state to its next copy.
      * Made current when the whole step is known to be applied; until then
      * the step can be withdrawn. */
-    clnet_optim *optim;  /* the optimizer, or NULL: the update runs after the step */
-    int batch;           /* the global batch the update divides by */
-    const float *params; /* the parameters the update reads (the host's copy) */
-    float *next;         /* (nparams) the new parameters */
-    int *updated;        /* (nodes) node's new parameters are in `next` */
-    int updates_over;    /* the reducer makes no more updates in this step */
-    size_t bad_update;   /* the first parameter whose update is not finite, or nparams */
+    float *next;       /* (nparams) the new parameters */
+    int *updated;      /* (nodes) node's new parameters are in `next` */
+    int updates_over;  /* the reducer makes no more updates in this step */
+    size_t bad_update; /* the first parameter whose update is not finite, or nparams */
     /* the replicas' passes: their collectives and execution contexts */
     clnet_local_group *group; /* collectives across the replicas of a step */
     clnet_collective *coll;   /* (count) each taking replica's view of the group */
     clnet_ctx *ctx;           /* (count) */
 } clnet_step_state;
 
-/* Where a training step learns the batch of the step after it (next NULL:
- * nowhere): 1 with the batch (images, labels, targets, n) and its ticket, or 0.
- * Its first micro-batches go to the devices before the step returns
- * (clnet_replica_stage). A ticket names a batch's contents, never 0 and
- * never reused in the process (the loader's batch serial): a step whose
- * batch's ticket (current, set by the caller; 0 for unknown) is not the one
- * staged copies its batch again, even at the same addresses. */
+/* What a training step staged of the batch of the step after it, which
+ * the caller's feed gives (clnet_step_feed, step.h). */
 typedef struct {
-    int (*next)(void *arg, clnet_batch *batch, uint64_t *ticket);
-    void *arg;
-    uint64_t current; /* the ticket of the batch of the step about to run */
-    uint64_t staged;  /* the ticket of the batch staged on the devices */
+    uint64_t staged; /* the ticket of the batch staged on the devices */
     /* The next batch split during the update by bucket (step.c's
      * stage_ahead), under the step's lock: ahead -1 not tried yet in this
      * step, 2 being split, 0 not to be had, 1 split into shares and offsets
