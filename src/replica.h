@@ -155,4 +155,14 @@ clnet_status clnet_replica_results(clnet_replica *r, int n, int with_labels, dou
 /* Adds the replica's summed gradients into host[0..nparams). */
 clnet_status clnet_replica_add_grads(clnet_replica *r, float *host);
 
+/* ---- replica_guard.c: the passes' memory checks ---- */
+
+/* Runs fn (a pass of node), counting the memory it says it uses (its scratch
+ * and kept floats) and the running statistics it moves; with guards on
+ * (r->guards), fills the regions the pass must leave alone first and checks
+ * them and every buffer's guard after, naming the pass where one changed. */
+clnet_status clnet_replica_guarded(clnet_replica *r,
+                                   clnet_status (*fn)(const clnet_node *, const clnet_pass *),
+                                   const clnet_node *node, const clnet_pass *p);
+
 #endif
