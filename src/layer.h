@@ -87,6 +87,23 @@ typedef struct {
  * no_bias); the initialisation rules of init= and bias_init=. */
 extern const clnet_choice clnet_on_off[], clnet_off_on[], clnet_init_choices[];
 
+/* An option's value in a node's configuration, read back through its
+ * kind's table (clnet_option_get): what the line gave, else the table's
+ * default. */
+typedef struct {
+    /* INT, CHOICE: ints[0]; DIMS: one per axis; LIST: as given (one value
+     * meaning every axis); CUSTOM: what the kind's get() gives */
+    int ints[CLNET_MAX_SPATIAL];
+    /* the values in ints: 1 (INT, CHOICE), the axes (DIMS), how many the
+     * line gave (LIST: 0 when none, and the row's `without` says what the
+     * kind does then) */
+    int count;
+    float number; /* FLOAT */
+    /* CHOICE: the name of its value; CUSTOM: a word the kind reads it as
+     * (pad=same), or NULL when it holds numbers */
+    const char *word;
+} clnet_option_value;
+
 typedef struct clnet_option clnet_option;
 /* One option of a kind: where its value goes in the kind's configuration,
  * what it takes, its default, and a line of help (`clnet layers` prints
@@ -112,6 +129,9 @@ struct clnet_option {
     /* CUSTOM: parses value into config; `expects` says what it takes. */
     clnet_status (*parse)(const clnet_option *o, void *config, const char *value);
     const char *expects;
+    /* CUSTOM: what parse() read, back out of config (NULL: not readable by
+     * clnet_option_get). */
+    void (*get)(const clnet_option *o, const void *config, clnet_option_value *out);
 };
 #define CLNET_GIVEN(type, field) (1 + offsetof(type, field))
 
@@ -533,6 +553,12 @@ const clnet_option *clnet_option_find(const clnet_option *table, const char *key
 clnet_status clnet_option_set(const clnet_option *o, void *config, const char *value);
 /* Reads every row's default value into config. */
 clnet_status clnet_option_defaults(const clnet_option *table, void *config);
+/* The value of node's option `key` as its kind's table reads it from the
+ * node's configuration (what the line gave, or the default): for the tests'
+ * references, which read every option through this and parse nothing.
+ * CLNET_ERR_INVALID_ARGUMENT for a key the kind does not take, or a CUSTOM
+ * option without get(). */
+clnet_status clnet_option_get(const clnet_node *node, const char *key, clnet_option_value *out);
 /* "filters size stride": the keys, space separated. */
 void clnet_option_names(const clnet_option *table, char *out, size_t cap);
 /* What the option takes: "a whole number >= 1", "on or off" (the words of
