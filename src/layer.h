@@ -1,7 +1,8 @@
 /* Layer kinds and the nodes of a model. One file per kind in src/layers/:
  * it parses its own options into its own configuration, infers its output
  * shape and declares its parameters and buffers (setup), and runs its
- * forward and backward passes. The registry in layer.c lists the kinds.
+ * forward and backward passes. CLNET_BUILTIN_KINDS (below) lists the
+ * built-in kinds; layer.c holds the registry.
  *
  * A node sees one sample's shapes; passes run over n samples at a time,
  * batch first (NCHW for images), float32. Memory (per replica): all
@@ -451,15 +452,46 @@ void clnet_kind_list(char *out, size_t cap);
 /* Adds a kind at run time (tests of the engine use kinds of their own). */
 clnet_status clnet_kind_register(const clnet_kind *kind);
 
-/* Layer kinds, one per file in src/layers/. */
-extern const clnet_kind clnet_conv1d_kind, clnet_conv2d_kind, clnet_conv3d_kind,
-    clnet_conv_transpose1d_kind, clnet_conv_transpose2d_kind, clnet_conv_transpose3d_kind,
-    clnet_maxpool_kind, clnet_avgpool_kind, clnet_global_avgpool_kind, clnet_global_maxpool_kind,
-    clnet_batchnorm_kind, clnet_dropout_kind, clnet_relu_kind, clnet_sigmoid_kind, clnet_tanh_kind,
-    clnet_leaky_relu_kind, clnet_elu_kind, clnet_gelu_kind, clnet_silu_kind, clnet_hardswish_kind,
-    clnet_linear_kind, clnet_flatten_kind, clnet_reshape_kind, clnet_add_kind, clnet_concat_kind,
-    clnet_softmax_xent_kind, clnet_mse_kind, clnet_l1_kind, clnet_bce_with_logits_kind,
-    clnet_upsample_kind;
+/* The built-in layer kinds, one per file in src/layers/, in the registry's
+ * order (`clnet layers` lists them so): adding a kind is one line X(id) here,
+ * for its table clnet_<id>_kind, which this declares and layer.c's registry
+ * lists. */
+// clang-format off
+#define CLNET_BUILTIN_KINDS(X)                                                                     \
+    X(conv1d)                                                                                      \
+    X(conv2d)                                                                                      \
+    X(conv3d)                                                                                      \
+    X(conv_transpose1d)                                                                            \
+    X(conv_transpose2d)                                                                            \
+    X(conv_transpose3d)                                                                            \
+    X(maxpool)                                                                                     \
+    X(avgpool)                                                                                     \
+    X(global_avgpool)                                                                              \
+    X(batchnorm)                                                                                   \
+    X(dropout)                                                                                     \
+    X(relu)                                                                                        \
+    X(sigmoid)                                                                                     \
+    X(tanh)                                                                                        \
+    X(leaky_relu)                                                                                  \
+    X(elu)                                                                                         \
+    X(gelu)                                                                                        \
+    X(silu)                                                                                        \
+    X(hardswish)                                                                                   \
+    X(linear)                                                                                      \
+    X(flatten)                                                                                     \
+    X(add)                                                                                         \
+    X(concat)                                                                                      \
+    X(softmax_xent)                                                                                \
+    X(mse)                                                                                         \
+    X(l1)                                                                                          \
+    X(bce_with_logits)                                                                             \
+    X(global_maxpool)                                                                              \
+    X(reshape)                                                                                     \
+    X(upsample)
+// clang-format on
+#define CLNET_KIND_DECLARE(id) extern const clnet_kind clnet_##id##_kind;
+CLNET_BUILTIN_KINDS(CLNET_KIND_DECLARE)
+
 /* A batch norm's evaluation as an affine map per channel, from the
  * parameters and buffers arrays: y = x * s + t (its C channels). */
 void clnet_batchnorm_fold(const clnet_node *bn, const float *params, const float *buffers,
