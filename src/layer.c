@@ -7,40 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Adding a layer kind: its file in src/layers/, its kernels in cl/, and one
- * line here. */
-static const clnet_kind *const builtin[] = {
-    &clnet_conv1d_kind,
-    &clnet_conv2d_kind,
-    &clnet_conv3d_kind,
-    &clnet_conv_transpose1d_kind,
-    &clnet_conv_transpose2d_kind,
-    &clnet_conv_transpose3d_kind,
-    &clnet_maxpool_kind,
-    &clnet_avgpool_kind,
-    &clnet_global_avgpool_kind,
-    &clnet_batchnorm_kind,
-    &clnet_dropout_kind,
-    &clnet_relu_kind,
-    &clnet_sigmoid_kind,
-    &clnet_tanh_kind,
-    &clnet_leaky_relu_kind,
-    &clnet_elu_kind,
-    &clnet_gelu_kind,
-    &clnet_silu_kind,
-    &clnet_hardswish_kind,
-    &clnet_linear_kind,
-    &clnet_flatten_kind,
-    &clnet_add_kind,
-    &clnet_concat_kind,
-    &clnet_softmax_xent_kind,
-    &clnet_mse_kind,
-    &clnet_l1_kind,
-    &clnet_bce_with_logits_kind,
-    &clnet_global_maxpool_kind,
-    &clnet_reshape_kind,
-    &clnet_upsample_kind,
-};
+/* The registry: every kind of CLNET_BUILTIN_KINDS (layer.h), in its order. */
+#define CLNET_KIND_ENTRY(id) &clnet_##id##_kind,
+static const clnet_kind *const builtin[] = {CLNET_BUILTIN_KINDS(CLNET_KIND_ENTRY)};
 #define BUILTIN (sizeof builtin / sizeof builtin[0])
 
 /* Kinds added at run time. */

@@ -1,7 +1,8 @@
 /* Layer kinds and the nodes of a model. One file per kind in src/layers/:
  * it parses its own options into its own configuration, infers its output
  * shape and declares its parameters and buffers (setup), and runs its
- * forward and backward passes. The registry in layer.c lists the kinds.
+ * forward and backward passes. CLNET_BUILTIN_KINDS (below) lists the
+ * built-in kinds; layer.c holds the registry.
  *
  * A node sees one sample's shapes; passes run over n samples at a time,
  * batch first (NCHW for images), float32. Memory (per replica): all
@@ -87,6 +88,23 @@ typedef struct {
  * no_bias); the initialisation rules of init= and bias_init=. */
 extern const clnet_choice clnet_on_off[], clnet_off_on[], clnet_init_choices[];
 
+/* An option's value in a node's configuration, read back through its
+ * kind's table (clnet_option_get): what the line gave, else the table's
+ * default. */
+typedef struct {
+    /* INT, CHOICE: ints[0]; DIMS: one per axis; LIST: as given (one value
+     * meaning every axis); CUSTOM: what the kind's get() gives */
+    int ints[CLNET_MAX_SPATIAL];
+    /* the values in ints: 1 (INT, CHOICE), the axes (DIMS), how many the
+     * line gave (LIST: 0 when none, and the row's `without` says what the
+     * kind does then) */
+    int count;
+    float number; /* FLOAT */
+    /* CHOICE: the name of its value; CUSTOM: a word the kind reads it as
+     * (pad=same), or NULL when it holds numbers */
+    const char *word;
+} clnet_option_value;
+
 typedef struct clnet_option clnet_option;
 /* One option of a kind: where its value goes in the kind's configuration,
  * what it takes, its default, and a line of help (`clnet layers` prints
@@ -112,6 +130,9 @@ struct clnet_option {
     /* CUSTOM: parses value into config; `expects` says what it takes. */
     clnet_status (*parse)(const clnet_option *o, void *config, const char *value);
     const char *expects;
+    /* CUSTOM: what parse() read, back out of config (NULL: not readable by
+     * clnet_option_get). */
+    void (*get)(const clnet_option *o, const void *config, clnet_option_value *out);
 };
 #define CLNET_GIVEN(type, field) (1 + offsetof(type, field))
 
@@ -438,15 +459,45 @@ void clnet_kind_list(char *out, size_t cap);
 /* Adds a kind at run time (tests of the engine use kinds of their own). */
 clnet_status clnet_kind_register(const clnet_kind *kind);
 
-/* Layer kinds, one per file in src/layers/. */
-extern const clnet_kind clnet_conv1d_kind, clnet_conv2d_kind, clnet_conv3d_kind,
-    clnet_conv_transpose1d_kind, clnet_conv_transpose2d_kind, clnet_conv_transpose3d_kind,
-    clnet_maxpool_kind, clnet_avgpool_kind, clnet_global_avgpool_kind, clnet_global_maxpool_kind,
-    clnet_batchnorm_kind, clnet_dropout_kind, clnet_relu_kind, clnet_sigmoid_kind, clnet_tanh_kind,
-    clnet_leaky_relu_kind, clnet_elu_kind, clnet_gelu_kind, clnet_silu_kind, clnet_hardswish_kind,
-    clnet_linear_kind, clnet_flatten_kind, clnet_reshape_kind, clnet_add_kind, clnet_concat_kind,
-    clnet_softmax_xent_kind, clnet_mse_kind, clnet_l1_kind, clnet_bce_with_logits_kind,
-    clnet_upsample_kind;
+/* The built-in layer kinds, one per file in src/layers/, in the registry's
+ * order (`clnet layers` lists them so): adding a kind is one line X(id) here,
+ * for its table clnet_<id>_kind, which this declares and layer.c's registry
+ * lists. */
+// clang-format off
+#define CLNET_BUILTIN_KINDS(X)                                                                     \
+    X(conv1d)                                                                                      \
+    X(conv2d)                                                                                      \
+    X(conv3d)                                                                                      \
+    X(conv_transpose1d)                                                                            \
+    X(conv_transpose2d)                                                                            \
+    X(conv_transpose3d)                                                                            \
+    X(maxpool)                                                                                     \
+    X(avgpool)                                                                                     \
+    X(global_avgpool)                                                                              \
+    X(batchnorm)                                                                                   \
+    X(dropout)                                                                                     \
+    X(relu)                                                                                        \
+    X(sigmoid)                                                                                     \
+    X(tanh)                                                                                        \
+    X(leaky_relu)                                                                                  \
+    X(elu)                                                                                         \
+    X(gelu)                                                                                        \
+    X(silu)                                                                                        \
+    X(hardswish)                                                                                   \
+    X(linear)                                                                                      \
+    X(flatten)                                                                                     \
+    X(add)                                                                                         \
+    X(concat)                                                                                      \
+    X(softmax_xent)                                                                                \
+    X(mse)                                                                                         \
+    X(l1)                                                                                          \
+    X(bce_with_logits)                                                                             \
+    X(global_maxpool)                                                                              \
+    X(reshape)                                                                                     \
+    X(upsample)
+// clang-format on
+#define CLNET_KIND_DECLARE(id) extern const clnet_kind clnet_##id##_kind;
+CLNET_BUILTIN_KINDS(CLNET_KIND_DECLARE)
 /* An add's pass with a batch norm left to it (p->norm): y (shape) = the
  * activations at `a` + that batch norm's output, made from its input, then
  * max(., 0) with relu (cl/batchnorm.cl's bn_add_forward). */
@@ -536,6 +587,12 @@ const clnet_option *clnet_option_find(const clnet_option *table, const char *key
 clnet_status clnet_option_set(const clnet_option *o, void *config, const char *value);
 /* Reads every row's default value into config. */
 clnet_status clnet_option_defaults(const clnet_option *table, void *config);
+/* The value of node's option `key` as its kind's table reads it from the
+ * node's configuration (what the line gave, or the default): for the tests'
+ * references, which read every option through this and parse nothing.
+ * CLNET_ERR_INVALID_ARGUMENT for a key the kind does not take, or a CUSTOM
+ * option without get(). */
+clnet_status clnet_option_get(const clnet_node *node, const char *key, clnet_option_value *out);
 /* "filters size stride": the keys, space separated. */
 void clnet_option_names(const clnet_option *table, char *out, size_t cap);
 /* What the option takes: "a whole number >= 1", "on or off" (the words of

@@ -1,6 +1,7 @@
 /* The layer kinds' option tables: reading a model line's key=value into a
- * node's configuration, the defaults, and the words that describe each
- * option (its error messages and `clnet layers` use the same). */
+ * node's configuration, the defaults, the words that describe each option
+ * (its error messages and `clnet layers` use the same), and a node's value
+ * read back by key (the tests' references). */
 #include "error.h"
 #include "layer.h"
 
@@ -201,6 +202,49 @@ clnet_status clnet_option_defaults(const clnet_option *table, void *config) {
         if (!o->value) continue;
         clnet_status s = set_value(o, config, o->value);
         if (s != CLNET_OK) return s;
+    }
+    return CLNET_OK;
+}
+
+/* The int at byte offset `at` of a configuration, read only. */
+static const int *int_in(const void *config, size_t at) {
+    return (const int *)(const void *)((const char *)config + at);
+}
+
+/* The name of a choice's value (the first, where two names share it). */
+static const char *choice_name(const clnet_choice *c, int value) {
+    for (; c->name; c++)
+        if (c->value == value) return c->name;
+    return NULL;
+}
+
+clnet_status clnet_option_get(const clnet_node *node, const char *key, clnet_option_value *out) {
+    const clnet_option *o = clnet_option_find(node->kind->options, key);
+    const void *config = node->config.bytes;
+    *out = (clnet_option_value){.count = 1};
+    if (!o || (o->type == CLNET_OPT_CUSTOM && !o->get))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "layer kind '%s' has no %soption '%s'",
+                          node->kind->name, o ? "readable " : "", key);
+    const int *ints = int_in(config, o->at);
+    switch (o->type) {
+    case CLNET_OPT_INT:
+        out->ints[0] = *ints;
+        break;
+    case CLNET_OPT_FLOAT:
+        out->number = *(const float *)(const void *)ints;
+        break;
+    case CLNET_OPT_DIMS:
+    case CLNET_OPT_LIST:
+        out->count = o->type == CLNET_OPT_DIMS ? o->axes : *int_in(config, o->count_at);
+        memcpy(out->ints, ints, (size_t)out->count * sizeof *ints);
+        break;
+    case CLNET_OPT_CHOICE:
+        out->ints[0] = *ints;
+        out->word = choice_name(o->choices, *ints);
+        break;
+    case CLNET_OPT_CUSTOM:
+        o->get(o, config, out);
+        break;
     }
     return CLNET_OK;
 }

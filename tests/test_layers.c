@@ -53,21 +53,16 @@ typedef struct {
         }                                                                                          \
     }
 
-/* A case's layer as PyTorch means its options, read from the line by this
- * test (not by the library's parser): what the references are given. */
+/* A case's layer as the references see it: the node the library built from
+ * the case's line, whose options they read by name through its kind's own
+ * table (clnet_option_get: what the line gave, else the kind's default, which
+ * library_defaults_are_pytorchs holds to PyTorch's), and the case's batch and
+ * input shape. What an option means is the references' (window_of below);
+ * nothing here parses a line. */
 typedef struct {
-    char kind[32], name[CLNET_NAME_CAP];
+    const clnet_node *node;
     int n, nin; /* batch; inputs, each a copy of the model's input */
     clnet_shape in;
-    ref_window g;    /* convolutions and pools (count_pad: PyTorch's count_include_pad) */
-    int bias, units; /* conv, linear */
-    float eps, p;    /* batch norm, dropout */
-    uint32_t seed;   /* dropout */
-    float a;         /* leaky_relu's slope, elu's alpha */
-    int approx;      /* gelu: approximate=tanh */
-    int scale[3];    /* upsample: the factor per spatial axis */
-    int linear;      /* upsample: mode=linear (0: nearest) */
-    int positions;   /* softmax_cross_entropy per=position: a class per position */
 } layer_geom;
 
 /* The arrays of one reference call: forward writes y (and loss), backward dx,
@@ -108,6 +103,84 @@ typedef struct {
     (const layer_case[]){__VA_ARGS__},                                                             \
         sizeof((const layer_case[]){__VA_ARGS__}) / sizeof(layer_case)
 
+/* ---- a case's options, read through its kind's table -------------------------------- */
+
+static const char *geom_kind(const layer_geom *g) {
+    return g->node->kind->name;
+}
+
+/* Whether the case's kind takes option `key`. */
+static int geom_has(const layer_geom *g, const char *key) {
+    return clnet_option_find(g->node->kind->options, key) != NULL;
+}
+
+/* Option `key` of the case's layer (the test fails where its kind has none). */
+static clnet_option_value geom_value(const layer_geom *g, const char *key) {
+    clnet_option_value v;
+    ck_assert_msg(clnet_option_get(g->node, key, &v) == CLNET_OK, "%s", clnet_last_error());
+    return v;
+}
+
+static int geom_int(const layer_geom *g, const char *key) {
+    return geom_value(g, key).ints[0];
+}
+
+static float geom_float(const layer_geom *g, const char *key) {
+    return geom_value(g, key).number;
+}
+
+/* Whether option `key` reads as `word` (a choice's name: "on", "tanh";
+ * pad=same); 0 where the kind has no such option. */
+static int geom_is(const layer_geom *g, const char *key, const char *word) {
+    const char *w = geom_has(g, key) ? geom_value(g, key).word : NULL;
+    return w && !strcmp(w, word);
+}
+
+/* A value per spatial axis into v, one given meaning every axis; returns how
+ * many the layer holds: 0 where it holds none (a pool without stride=, pad=same)
+ * or its kind has no such option, v then left as it was. */
+static int geom_axes(const layer_geom *g, const char *key, int *v) {
+    clnet_option_value o = {.count = 0};
+    if (geom_has(g, key)) o = geom_value(g, key);
+    for (int a = 0; a < g->in.ndim && o.count; a++) v[a] = o.ints[o.count == 1 ? 0 : a];
+    return o.count;
+}
+
+/* A window op's geometry (convolutions and pools), with PyTorch's meaning of
+ * its options: a pool's stride defaults to its window; pad=same pads d*(k-1)
+ * in all, the odd zero after, pad=causal all of it before. Options a kind has
+ * not keep PyTorch's defaults: stride 1, padding 0, dilation 1, one group,
+ * count_include_pad on, ceil_mode off. */
+static ref_window window_of(const layer_geom *g) {
+    ref_window w = {.rank = g->in.ndim, .N = g->n, .C = g->in.c, .groups = 1, .count_pad = 1};
+    for (int a = 0; a < w.rank; a++) w.in[a] = g->in.dim[a], w.s[a] = w.d[a] = 1;
+    geom_axes(g, "size", w.k);
+    if (!geom_axes(g, "stride", w.s)) memcpy(w.s, w.k, sizeof w.s);
+    geom_axes(g, "pad", w.p);
+    geom_axes(g, "dilation", w.d);
+    geom_axes(g, "output_pad", w.out_pad);
+    if (geom_has(g, "filters")) w.F = geom_int(g, "filters");
+    if (geom_has(g, "groups")) w.groups = geom_int(g, "groups");
+    if (geom_has(g, "count_pad")) w.count_pad = geom_is(g, "count_pad", "on");
+    w.ceil = geom_is(g, "ceil", "on");
+    for (int a = 0; a < w.rank; a++) {
+        int span = w.d[a] * (w.k[a] - 1);
+        if (geom_is(g, "pad", "same")) w.p[a] = span / 2, w.extra[a] = span % 2;
+        if (geom_is(g, "pad", "causal")) w.p[a] = span, w.extra[a] = -span;
+    }
+    return w;
+}
+
+/* A bias where the kind has one and bias=off is not given. */
+static int geom_bias(const layer_geom *g) {
+    return !geom_has(g, "bias") || geom_is(g, "bias", "on");
+}
+
+/* softmax_cross_entropy per=position: a class per position */
+static int geom_positions(const layer_geom *g) {
+    return geom_is(g, "per", "position");
+}
+
 /* ---- the references, as the table calls them ------------------------------------------ */
 
 static size_t sample_size(const layer_geom *g) {
@@ -124,7 +197,7 @@ static int plain_2d(const ref_window *w) {
 }
 
 static void conv_forward(const layer_geom *g, ref_args *a) {
-    const ref_window *w = &g->g;
+    ref_window win = window_of(g), *w = &win;
     if (plain_2d(w))
         ref_conv2d_full_forward(a->y, a->x, a->w, a->b, w->N, w->C, w->in[0], w->in[1], w->F,
                                 w->k[0], w->k[1], w->s[0], w->s[1], w->p[0], w->p[1], w->d[0],
@@ -134,7 +207,7 @@ static void conv_forward(const layer_geom *g, ref_args *a) {
 }
 
 static void conv_backward(const layer_geom *g, ref_args *a) {
-    const ref_window *w = &g->g;
+    ref_window win = window_of(g), *w = &win;
     if (plain_2d(w))
         ref_conv2d_full_backward(a->dx, a->dw, a->db, a->dy, a->x, a->w, w->N, w->C, w->in[0],
                                  w->in[1], w->F, w->k[0], w->k[1], w->s[0], w->s[1], w->p[0],
@@ -144,11 +217,13 @@ static void conv_backward(const layer_geom *g, ref_args *a) {
 }
 
 static void conv_transpose_forward(const layer_geom *g, ref_args *a) {
-    ref_conv_transpose_forward(a->y, a->x, a->w, a->b, &g->g);
+    ref_window w = window_of(g);
+    ref_conv_transpose_forward(a->y, a->x, a->w, a->b, &w);
 }
 
 static void conv_transpose_backward(const layer_geom *g, ref_args *a) {
-    ref_conv_transpose_backward(a->dx, a->dw, a->db, a->dy, a->x, a->w, &g->g);
+    ref_window w = window_of(g);
+    ref_conv_transpose_backward(a->dx, a->dw, a->db, a->dy, a->x, a->w, &w);
 }
 
 /* The 2-D pool references have no dilation and no ceil mode, and count padded zeros. */
@@ -157,7 +232,7 @@ static int pool_2d(const ref_window *w) {
 }
 
 static void maxpool_forward(const layer_geom *g, ref_args *a) {
-    const ref_window *w = &g->g;
+    ref_window win = window_of(g), *w = &win;
     if (pool_2d(w))
         ref_maxpool_forward(a->y, a->x, w->N, w->C, w->in[0], w->in[1], w->k[0], w->k[1], w->s[0],
                             w->s[1], w->p[0], w->p[1]);
@@ -166,7 +241,7 @@ static void maxpool_forward(const layer_geom *g, ref_args *a) {
 }
 
 static void maxpool_backward(const layer_geom *g, ref_args *a) {
-    const ref_window *w = &g->g;
+    ref_window win = window_of(g), *w = &win;
     if (pool_2d(w))
         ref_maxpool_backward(a->dx, a->dy, a->x, w->N, w->C, w->in[0], w->in[1], w->k[0], w->k[1],
                              w->s[0], w->s[1], w->p[0], w->p[1]);
@@ -175,7 +250,7 @@ static void maxpool_backward(const layer_geom *g, ref_args *a) {
 }
 
 static void avgpool_forward(const layer_geom *g, ref_args *a) {
-    const ref_window *w = &g->g;
+    ref_window win = window_of(g), *w = &win;
     if (pool_2d(w))
         ref_avgpool_forward(a->y, a->x, w->N, w->C, w->in[0], w->in[1], w->k[0], w->k[1], w->s[0],
                             w->s[1], w->p[0], w->p[1]);
@@ -184,7 +259,7 @@ static void avgpool_forward(const layer_geom *g, ref_args *a) {
 }
 
 static void avgpool_backward(const layer_geom *g, ref_args *a) {
-    const ref_window *w = &g->g;
+    ref_window win = window_of(g), *w = &win;
     if (pool_2d(w))
         ref_avgpool_backward(a->dx, a->dy, w->N, w->C, w->in[0], w->in[1], w->k[0], w->k[1],
                              w->s[0], w->s[1], w->p[0], w->p[1]);
@@ -220,57 +295,71 @@ ACTIVATION(relu)
 ACTIVATION(sigmoid)
 ACTIVATION(tanh)
 
-/* the others: their backward reads the forward's input */
-static ref_act act_of(const layer_geom *g) {
-    static const char *const kinds[] = {"leaky_relu", "elu", "gelu", "silu", "hardswish"};
-    static const ref_act acts[] = {REF_ACT_LEAKY_RELU, REF_ACT_ELU, REF_ACT_GELU, REF_ACT_SILU,
-                                   REF_ACT_HARDSWISH};
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(g->kind, kinds[i]))
-            return acts[i] == REF_ACT_GELU && g->approx ? REF_ACT_GELU_TANH : acts[i];
-    ck_abort_msg("no reference for %s", g->kind);
+/* the others: their backward reads the forward's input; *a is the option
+ * that is their parameter (leaky_relu's slope, elu's alpha), else 1 */
+static ref_act act_of(const layer_geom *g, float *a) {
+    static const struct {
+        const char *kind, *a;
+        ref_act act;
+    } acts[] = {{"leaky_relu", "slope", REF_ACT_LEAKY_RELU},
+                {"elu", "alpha", REF_ACT_ELU},
+                {"gelu", NULL, REF_ACT_GELU},
+                {"silu", NULL, REF_ACT_SILU},
+                {"hardswish", NULL, REF_ACT_HARDSWISH}};
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
+        if (!strcmp(geom_kind(g), acts[i].kind)) {
+            *a = acts[i].a ? geom_float(g, acts[i].a) : 1.0f;
+            return acts[i].act == REF_ACT_GELU && geom_is(g, "approximate", "tanh")
+                       ? REF_ACT_GELU_TANH
+                       : acts[i].act;
+        }
+    ck_abort_msg("no reference for %s", geom_kind(g));
     return REF_ACT_SILU;
 }
 
 static void act_x_forward(const layer_geom *g, ref_args *a) {
-    ref_act_forward(act_of(g), g->a, a->y, a->x, g->n * sample_size(g));
+    float param;
+    ref_act act = act_of(g, &param);
+    ref_act_forward(act, param, a->y, a->x, g->n * sample_size(g));
 }
 
 static void act_x_backward(const layer_geom *g, ref_args *a) {
-    ref_act_backward(act_of(g), g->a, a->dx, a->dy, a->x, g->n * sample_size(g));
+    float param;
+    ref_act act = act_of(g, &param);
+    ref_act_backward(act, param, a->dx, a->dy, a->x, g->n * sample_size(g));
 }
 
 static void linear_forward(const layer_geom *g, ref_args *a) {
-    ref_linear_forward(a->y, a->x, a->w, a->b, g->n, (int)sample_size(g), g->units);
+    ref_linear_forward(a->y, a->x, a->w, a->b, g->n, (int)sample_size(g), geom_int(g, "units"));
 }
 
 static void linear_backward(const layer_geom *g, ref_args *a) {
     ref_linear_backward(a->dx, a->dw, a->db, a->dy, a->x, a->w, g->n, (int)sample_size(g),
-                        g->units);
+                        geom_int(g, "units"));
 }
 
 /* training statistics of the rig's own batch (momentum moves only the running
  * statistics, which the batch-norm tests below check) */
 static void batchnorm_forward(const layer_geom *g, ref_args *a) {
     ref_batchnorm_forward_train(a->y, NULL, NULL, NULL, NULL, a->x, a->w, a->b, g->n, g->in.c,
-                                spatial(g), g->eps, 0.1f);
+                                spatial(g), geom_float(g, "eps"), 0.1f);
 }
 
 static void batchnorm_backward(const layer_geom *g, ref_args *a) {
     ref_batchnorm_backward(a->dx, a->dw, a->db, a->dy, a->x, a->w, g->n, g->in.c, spatial(g),
-                           g->eps);
+                           geom_float(g, "eps"));
 }
 
 /* per sample: every value a class; per=position: the channels, at each position */
 static void softmax_xent_forward(const layer_geom *g, ref_args *a) {
-    a->loss = g->positions ? ref_softmax_xent_positions_forward(a->y, NULL, a->x, a->labels, g->n,
-                                                                g->in.c, spatial(g))
-                           : ref_softmax_xent_forward(a->y, NULL, a->x, a->labels, g->n,
-                                                      (int)sample_size(g));
+    a->loss = geom_positions(g) ? ref_softmax_xent_positions_forward(a->y, NULL, a->x, a->labels,
+                                                                     g->n, g->in.c, spatial(g))
+                                : ref_softmax_xent_forward(a->y, NULL, a->x, a->labels, g->n,
+                                                           (int)sample_size(g));
 }
 
 static void softmax_xent_backward(const layer_geom *g, ref_args *a) {
-    if (g->positions)
+    if (geom_positions(g))
         ref_softmax_xent_positions_backward(a->dx, a->x, a->labels, g->n, g->in.c, spatial(g));
     else
         ref_softmax_xent_backward(a->dx, a->x, a->labels, g->n, (int)sample_size(g));
@@ -279,9 +368,9 @@ static void softmax_xent_backward(const layer_geom *g, ref_args *a) {
 /* mse, l1, bce_with_logits: x holds the prediction, then the target (a copy
  * of the model's input each, with data of its own) */
 static ref_loss loss_of(const layer_geom *g) {
-    return !strcmp(g->kind, "mse")  ? REF_LOSS_MSE
-           : !strcmp(g->kind, "l1") ? REF_LOSS_L1
-                                    : REF_LOSS_BCE;
+    return !strcmp(geom_kind(g), "mse")  ? REF_LOSS_MSE
+           : !strcmp(geom_kind(g), "l1") ? REF_LOSS_L1
+                                         : REF_LOSS_BCE;
 }
 
 static void regression_forward(const layer_geom *g, ref_args *a) {
@@ -295,15 +384,20 @@ static void regression_backward(const layer_geom *g, ref_args *a) {
                             (int)E);
 }
 
-/* the rig trains at step 0, its sample 0 the batch's first */
+/* the rig trains at step 0, its sample 0 the batch's first; the mask's key
+ * mixes the layer's name with its seed */
+static uint32_t dropout_key(const layer_geom *g) {
+    return ref_dropout_key(g->node->name, (uint32_t)geom_int(g, "seed"));
+}
+
 static void dropout_forward(const layer_geom *g, ref_args *a) {
-    ref_dropout_forward(a->y, a->x, g->n, (int)sample_size(g), g->p,
-                        ref_dropout_key(g->name, (uint32_t)g->seed), 0, 0);
+    ref_dropout_forward(a->y, a->x, g->n, (int)sample_size(g), geom_float(g, "p"), dropout_key(g),
+                        0, 0);
 }
 
 static void dropout_backward(const layer_geom *g, ref_args *a) {
-    ref_dropout_backward(a->dx, a->dy, g->n, (int)sample_size(g), g->p,
-                         ref_dropout_key(g->name, (uint32_t)g->seed), 0, 0);
+    ref_dropout_backward(a->dx, a->dy, g->n, (int)sample_size(g), geom_float(g, "p"),
+                         dropout_key(g), 0, 0);
 }
 
 /* flatten and reshape: PyTorch's view, the same values in the same order */
@@ -354,8 +448,10 @@ static void concat_backward(const layer_geom *g, ref_args *a) {
 
 /* upsample: the case's factors and mode on the input's spatial axes */
 static ref_upsample upsample_of(const layer_geom *g) {
-    ref_upsample u = {.rank = g->in.ndim, .N = g->n, .C = g->in.c, .linear = g->linear};
-    for (int a = 0; a < u.rank; a++) u.in[a] = g->in.dim[a], u.scale[a] = g->scale[a];
+    ref_upsample u = {.rank = g->in.ndim, .N = g->n, .C = g->in.c};
+    u.linear = geom_is(g, "mode", "linear");
+    for (int a = 0; a < u.rank; a++) u.in[a] = g->in.dim[a];
+    geom_axes(g, "scale", u.scale);
     return u;
 }
 
@@ -372,10 +468,10 @@ static void upsample_backward(const layer_geom *g, ref_args *a) {
 /* ---- the table ------------------------------------------------------------------------- */
 
 /* Adding a layer kind takes, in the tests: one row here (its name, its reference
- * functions above, which wrap its plain-C reference in tests/ref/, and its cases
- * as model-file lines), and its reference's own checks in test_ref.c. A new
- * option also needs its meaning in read_geom below. The test fails, naming the
- * kind, while a built-in kind has no row. */
+ * functions above, which wrap its plain-C reference in tests/ref/ and read the
+ * options it needs by name through the kind's own table, and its cases as
+ * model-file lines), and its reference's own checks in test_ref.c. The test
+ * fails, naming the kind, while a built-in kind has no row. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const layer_row TABLE[] = {
@@ -565,118 +661,22 @@ static const layer_row TABLE[] = {
 #pragma GCC diagnostic pop
 #define ROWS (sizeof TABLE / sizeof TABLE[0])
 
-/* ---- a case's line, read for the references ------------------------------------------- */
-
-/* "3" (every axis) or "3x2x1" (one per axis) into v (rank). */
-static void read_axes(const char *line, const char *key, const char *value, int rank, int *v) {
-    int got[3], count = 0;
-    for (const char *s = value; *s && count < 3; s += *s == 'x') {
-        char *end;
-        got[count++] = (int)strtol(s, &end, 10);
-        ck_assert_msg(end != s, "%s: %s=%s", line, key, value);
-        s = end;
-    }
-    ck_assert_msg(count == 1 || count == rank, "%s: %s=%s for rank %d", line, key, value, rank);
-    for (int a = 0; a < rank; a++) v[a] = got[count == 1 ? 0 : a];
+/* The case's layer as the library builds it from its line (no device). */
+static clnet_net *case_net(const layer_case *t) {
+    char input[96];
+    rig_input_line(t->in, input, sizeof input);
+    clnet_net *net = NULL;
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    ck_assert_msg(clnet_net_add(net, input) == CLNET_OK, "'%s': %s", input, clnet_last_error());
+    ck_assert_msg(clnet_net_add(net, t->line) == CLNET_OK, "'%s': %s", t->line, clnet_last_error());
+    return net;
 }
 
-/* One option of a case: a number per spatial axis (AXES), a whole number,
- * on or off (ON_OFF, 1 or 0), or a float. */
-typedef enum { AXES, INT, ON_OFF, FLOAT } option_form;
-
-static void read_option(const layer_case *t, layer_geom *g, const char *key, const char *value) {
-    ref_window *w = &g->g;
-    const struct {
-        const char *key;
-        option_form form;
-        void *at;
-    } known[] = {
-        {"size", AXES, w->k},
-        {"stride", AXES, w->s},
-        {"pad", AXES, w->p},
-        {"dilation", AXES, w->d},
-        {"output_pad", AXES, w->out_pad},
-        {"filters", INT, &w->F},
-        {"groups", INT, &w->groups},
-        {"units", INT, &g->units},
-        {"seed", INT, &g->seed},
-        {"ceil", ON_OFF, &w->ceil},
-        {"bias", ON_OFF, &g->bias},
-        {"count_pad", ON_OFF, &w->count_pad},
-        {"eps", FLOAT, &g->eps},
-        {"p", FLOAT, &g->p},
-        {"slope", FLOAT, &g->a},
-        {"alpha", FLOAT, &g->a},
-        {"scale", AXES, g->scale},
-    };
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        if (strcmp(key, known[i].key) != 0) continue;
-        char *end = NULL;
-        if (known[i].form == AXES)
-            read_axes(t->line, key, value, g->in.ndim, known[i].at);
-        else if (known[i].form == INT)
-            *(int *)known[i].at = (int)strtol(value, &end, 10);
-        else if (known[i].form == FLOAT)
-            *(float *)known[i].at = strtof(value, &end);
-        else if (!strcmp(value, "on") || !strcmp(value, "off"))
-            *(int *)known[i].at = !strcmp(value, "on");
-        else
-            end = (char *)value;
-        ck_assert_msg(!end || (end != value && !*end), "%s: %s=%s", t->line, key, value);
-        return;
-    }
-    if (!strcmp(key, "name"))
-        snprintf(g->name, sizeof g->name, "%s", value);
-    else if (!strcmp(key, "per") && (!strcmp(value, "position") || !strcmp(value, "sample")))
-        g->positions = !strcmp(value, "position");
-    else if (!strcmp(key, "approximate"))
-        g->approx = !strcmp(value, "tanh");
-    else if (!strcmp(key, "target"))
-        g->nin++;
-    else if (!strcmp(key, "mode") && (!strcmp(value, "linear") || !strcmp(value, "nearest")))
-        g->linear = !strcmp(value, "linear");
-    else if (!strcmp(key, "input"))
-        for (const char *c = value; (c = strchr(c, ',')); c++) g->nin++;
-    else if (strcmp(g->kind, "reshape") != 0) /* reshape's keys give its output only */
-        ck_abort_msg("%s: this test does not know the option '%s'", t->line, key);
-}
-
-/* The case's options with PyTorch's defaults: stride 1 (pools: the window),
- * padding 0, dilation 1, groups 1, a bias, count_pad on, ceil off, eps 1e-5,
- * dropout p 0.5 and seed 0, leaky_relu's slope 0.01, elu's alpha 1, upsample
- * scale 2 and nearest, and the node named kind + "1". pad=same pads d*(k-1)
- * in all, the odd one after; pad=causal all of it before. An option this test
- * does not know fails it: its meaning must be written here first. */
-static layer_geom read_geom(const layer_case *t) {
-    layer_geom g = {
-        .n = t->n, .nin = 1, .in = t->in, .bias = 1, .eps = 1e-5f, .p = 0.5f, .scale = {2, 2, 2}};
-    g.a = !strncmp(t->line, "leaky_relu", 10) ? 0.01f : 1.0f;
-    ref_window *w = &g.g;
-    *w = (ref_window){.rank = t->in.ndim, .N = t->n, .C = t->in.c, .groups = 1, .count_pad = 1};
-    for (int a = 0; a < w->rank; a++) w->in[a] = t->in.dim[a], w->s[a] = w->d[a] = 1;
-    char words[256], *save = NULL, pad[16] = "";
-    int stride_given = 0;
-    snprintf(words, sizeof words, "%s", t->line);
-    snprintf(g.kind, sizeof g.kind, "%s", strtok_r(words, " ", &save));
-    snprintf(g.name, sizeof g.name, "%s1", g.kind);
-    for (char *word; (word = strtok_r(NULL, " ", &save));) {
-        char *value = strchr(word, '=');
-        ck_assert_msg(value, "%s: '%s'", t->line, word);
-        *value++ = '\0';
-        stride_given |= !strcmp(word, "stride");
-        if (!strcmp(word, "pad") && (!strcmp(value, "same") || !strcmp(value, "causal")))
-            snprintf(pad, sizeof pad, "%s", value);
-        else
-            read_option(t, &g, word, value);
-    }
-    int pool = !strcmp(g.kind, "maxpool") || !strcmp(g.kind, "avgpool");
-    for (int a = 0; a < w->rank; a++) {
-        if (pool && !stride_given) w->s[a] = w->k[a];
-        int span = w->d[a] * (w->k[a] - 1);
-        if (!strcmp(pad, "same")) w->p[a] = span / 2, w->extra[a] = span % 2;
-        if (!strcmp(pad, "causal")) w->p[a] = span, w->extra[a] = -span;
-    }
-    return g;
+/* A kind with algorithms to choose between for its passes (the convolutions),
+ * as the registry's kind says. */
+static int has_algorithms(const char *kind) {
+    const clnet_kind *k = clnet_kind_find(kind);
+    return k && k->algorithms;
 }
 
 /* The row of a kind, or NULL. */
@@ -789,8 +789,10 @@ static double finite_differences(layer_rig *r, const layer_row *row, float *x, c
 }
 
 /* Every built-in kind of the registry has its row, and every row its cases,
- * each a line of the row's kind: a new kind cannot be left out. (Kinds that
- * tests register for themselves are not built in.) */
+ * each a line of the row's kind whose every option reads back through the
+ * kind's table (clnet_option_get, as the references read them): a new kind
+ * cannot be left out. (Kinds that tests register for themselves are not
+ * built in.) */
 START_TEST(every_builtin_kind_has_a_row) {
     int kinds = 0;
     for (const clnet_kind *k; (k = clnet_kind_builtin(kinds)); kinds++)
@@ -803,12 +805,73 @@ START_TEST(every_builtin_kind_has_a_row) {
         ck_assert_msg(clnet_kind_find(TABLE[i].kind), "row '%s': no such kind", TABLE[i].kind);
         ck_assert_msg(TABLE[i].ncases > 0, "row '%s' has no cases", TABLE[i].kind);
         for (size_t c = 0; c < TABLE[i].ncases; c++) {
-            layer_geom g = read_geom(&TABLE[i].cases[c]);
-            ck_assert_msg(!strcmp(g.kind, TABLE[i].kind), "'%s' in the row of %s",
+            clnet_net *net = case_net(&TABLE[i].cases[c]);
+            const clnet_node *node = &net->model.nodes[0];
+            ck_assert_msg(!strcmp(node->kind->name, TABLE[i].kind), "'%s' in the row of %s",
                           TABLE[i].cases[c].line, TABLE[i].kind);
+            clnet_option_value v;
+            for (const clnet_option *o = node->kind->options; o && o->name; o++)
+                ck_assert_msg(clnet_option_get(node, o->name, &v) == CLNET_OK, "%s: %s",
+                              TABLE[i].cases[c].line, clnet_last_error());
+            clnet_net_free(net);
         }
     }
     printf("%d built-in kinds, each with its row\n", kinds);
+}
+END_TEST
+
+/* Option `key` of a layer made from `line` on a 2x6x6 input. */
+static clnet_option_value option_of(const char *line, const char *key) {
+    layer_case t = {line, 1, IMAGE(2, 6, 6), 0};
+    clnet_net *net = case_net(&t);
+    clnet_option_value v;
+    ck_assert_msg(clnet_option_get(&net->model.nodes[0], key, &v) == CLNET_OK, "%s",
+                  clnet_last_error());
+    clnet_net_free(net);
+    return v;
+}
+
+/* The references take every option a case leaves out as the kind's default
+ * (its table): each default they read must be PyTorch's documented one, here
+ * written as the value PyTorch names, so that a wrong default fails this test.
+ * (A pool's stride, which defaults to its window, is the references' own:
+ * window_of.) */
+START_TEST(library_defaults_are_pytorchs) {
+    static const char *const cases[][3] = {
+        /* a layer, one of its options, and PyTorch's default as the model file writes it */
+        {"conv2d filters=2 size=3", "stride", "1"},
+        {"conv2d filters=2 size=3", "pad", "0"},
+        {"conv2d filters=2 size=3", "dilation", "1"},
+        {"conv2d filters=2 size=3", "groups", "1"},
+        {"conv2d filters=2 size=3", "bias", "on"},
+        {"conv_transpose2d filters=2 size=3", "output_pad", "0"},
+        {"maxpool size=2", "pad", "0"},
+        {"maxpool size=2", "dilation", "1"},
+        {"maxpool size=2", "ceil", "off"},          /* ceil_mode=False */
+        {"avgpool size=2", "count_pad", "on"},      /* count_include_pad=True */
+        {"batchnorm", "eps", "1e-5"},               /* BatchNorm2d */
+        {"batchnorm", "momentum", "0.1"},           /* BatchNorm2d */
+        {"dropout", "p", "0.5"},                    /* Dropout */
+        {"leaky_relu", "slope", "0.01"},            /* LeakyReLU's negative_slope */
+        {"elu", "alpha", "1"},                      /* ELU */
+        {"gelu", "approximate", "none"},            /* GELU */
+        {"upsample", "scale", "2"},                 /* (nn.Upsample has none: clnet's) */
+        {"upsample", "mode", "nearest"},            /* Upsample */
+        {"linear units=3", "bias", "on"},           /* Linear */
+        {"softmax_cross_entropy", "per", "sample"}, /* CrossEntropyLoss on (N, C) */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char given[128];
+        snprintf(given, sizeof given, "%s %s=%s", cases[i][0], cases[i][1], cases[i][2]);
+        clnet_option_value dflt = option_of(cases[i][0], cases[i][1]),
+                           want = option_of(given, cases[i][1]);
+        int same =
+            dflt.count == want.count && dflt.number == want.number &&
+            !memcmp(dflt.ints, want.ints, sizeof dflt.ints) &&
+            (dflt.word == want.word || (dflt.word && want.word && !strcmp(dflt.word, want.word)));
+        ck_assert_msg(same, "%s: %s's default is not %s", cases[i][0], cases[i][1], cases[i][2]);
+    }
+    printf("%zu defaults the references read, each PyTorch's\n", sizeof cases / sizeof cases[0]);
 }
 END_TEST
 
@@ -851,21 +914,21 @@ static void predict_without_labels(layer_rig *r, const float *x, float *y, const
 }
 
 static void run_case(clnet_device *d, const layer_row *row, const layer_case *t, uint64_t seed) {
-    layer_geom g = read_geom(t);
     char input[96];
     rig_input_line(t->in, input, sizeof input);
     layer_rig r;
     rig_create_input(&r, d, input, t->line, t->n);
+    layer_geom g = {.node = r.l, .n = t->n, .nin = r.nin, .in = t->in};
+    int bias = geom_bias(&g), positions = geom_positions(&g);
     size_t nx = r.in_count, ny = r.out_count, nw = r.nw, nb = r.nb;
-    ck_assert_msg(g.bias || nb == 0, "%s: a bias of %zu", t->line, nb);
-    ck_assert_int_eq(r.nin, g.nin);
+    ck_assert_msg(bias || nb == 0, "%s: a bias of %zu", t->line, nb);
     float *x = malloc(nx * 4), *y = malloc(ny * 4), *yr = unset_floats(ny);
     float *dy = malloc(ny * 4), *dx = malloc(nx * 4), *dxr = unset_floats(nx);
     float *w = malloc((nw + 1) * 4), *b = malloc((nb + 1) * 4);
     float *dw = malloc((nw + 1) * 4), *dwr = unset_floats(nw);
     float *db = malloc((nb + 1) * 4), *dbr = unset_floats(nb);
-    int loss_kind = r.l->kind->is_loss, classes = g.positions ? g.in.c : (int)sample_size(&g);
-    size_t nlabels = (size_t)t->n * (g.positions ? (size_t)spatial(&g) : 1);
+    int loss_kind = r.l->kind->is_loss, classes = positions ? g.in.c : (int)sample_size(&g);
+    size_t nlabels = (size_t)t->n * (positions ? (size_t)spatial(&g) : 1);
     int32_t *labels = calloc(nlabels, sizeof *labels);
     ck_assert(t->n <= CASE_MOST_N && labels);
     make_input(row, &g, x, nx, 100 + seed);
@@ -875,7 +938,7 @@ static void run_case(clnet_device *d, const layer_row *row, const layer_case *t,
     for (size_t i = 0; i < nlabels && loss_kind; i++) labels[i] = (int32_t)((i * 3 + 1) % classes);
     rig_set_params(&r, nw ? w : NULL, nb ? b : NULL);
 
-    ref_args a = {.y = yr, .x = x, .w = w, .b = g.bias ? b : NULL, .labels = labels};
+    ref_args a = {.y = yr, .x = x, .w = w, .b = bias ? b : NULL, .labels = labels};
     row->forward(&g, &a);
     check_guard(yr, ny, t->line, "y");
     float loss[CASE_MOST_N];
@@ -891,7 +954,7 @@ static void run_case(clnet_device *d, const layer_row *row, const layer_case *t,
 
     a = (ref_args){.dx = dxr,
                    .dw = dwr,
-                   .db = g.bias ? dbr : NULL,
+                   .db = bias ? dbr : NULL,
                    .x = x,
                    .w = w,
                    .dy = dy,
@@ -969,9 +1032,10 @@ static void force_plan(clnet_runtime *rt, const clnet_conv_plan *plan) {
     printf("[%s] ", text);
 }
 
-/* A convolution's case runs once per built-in algorithm (choose.h's
- * CLNET_CONV_*) on every pass, and once with a different algorithm on each
- * pass (one of the three rotations of the algorithms, from case to case),
+/* A case of a kind with algorithms (the convolutions) runs once per built-in
+ * algorithm (choose.h's CLNET_CONV_*) on every pass, and once with a different
+ * algorithm on each pass (one of the three rotations of the algorithms, from
+ * case to case),
  * unless $CLNET_CONV forces them: each against the reference. Where fewer
  * plans run (a slow simulator: one; plans_drawn), the cases take them in
  * turn, so that they cover every one (Oclgrind took 183 s for them all). */
@@ -979,7 +1043,7 @@ static void run_algorithms(clnet_runtime *rt, clnet_device *d, const layer_row *
                            const layer_case *t, uint64_t seed) {
     enum { ALGOS = CLNET_CONV_BUILT_IN - 1 };
     clnet_conv_plan plans[ALGOS + 1];
-    if (strncmp(row->kind, "conv", 4) != 0 || conv_forced()) {
+    if (!has_algorithms(row->kind) || conv_forced()) {
         run_case(d, row, t, seed);
         return;
     }
@@ -1027,7 +1091,8 @@ END_TEST
 
 /* The made-up algorithm (conv_made_up.c, registered in main) runs when
  * forced by its name, and matches the reference: on every device, the first
- * cases of every convolution row, each pass in chunks of one sample. */
+ * cases of every row whose kind has algorithms (the convolutions), each pass
+ * in chunks of one sample. */
 START_TEST(a_registered_conv_algorithm_runs_when_forced_and_matches_the_reference) {
     clnet_runtime *rt = test_runtime();
     if (conv_forced()) {
@@ -1045,7 +1110,7 @@ START_TEST(a_registered_conv_algorithm_runs_when_forced_and_matches_the_referenc
         for (size_t i = 0; i < ROWS; i++)
             for (size_t c = 0; c < TABLE[i].ncases; c++, seed++) {
                 const layer_case *t = &TABLE[i].cases[c];
-                if (strncmp(TABLE[i].kind, "conv", 4) != 0 || c >= 2 || t->big) continue;
+                if (!has_algorithms(TABLE[i].kind) || c >= 2 || t->big) continue;
                 if (test_device_is_slow(d) && !test_slow_case(seed)) continue;
                 int before = conv_made_up_chunks;
                 printf("[%s] ", conv_made_up.name);
@@ -1461,6 +1526,7 @@ int main(void) {
     TCase *t = tcase_create("layers");
     tcase_set_timeout(t, 0);
     tcase_add_test(t, every_builtin_kind_has_a_row);
+    tcase_add_test(t, library_defaults_are_pytorchs);
     tcase_add_test(t, layers_match_reference_and_finite_differences_on_every_device);
     tcase_add_test(t, a_registered_conv_algorithm_runs_when_forced_and_matches_the_reference);
     tcase_add_test(t, batchnorm_running_statistics_and_evaluation_on_every_device);

@@ -47,6 +47,15 @@ static clnet_status parse_pad(const clnet_option *o, void *config, const char *v
                                          : clnet_option_dims(o->name, value, o->axes, 0, c->p);
 }
 
+/* what parse_pad read: "same", "causal", or the padding of each axis */
+static void get_pad(const clnet_option *o, const void *config, clnet_option_value *out) {
+    const conv_config *c = config;
+    static const char *const words[] = {[CONV_PAD_SAME] = "same", [CONV_PAD_CAUSAL] = "causal"};
+    out->word = words[c->pad_mode];
+    out->count = c->pad_mode == CONV_PAD_GIVEN ? o->axes : 0;
+    memcpy(out->ints, c->p, sizeof c->p);
+}
+
 /* Tables of rows built by macros, laid out by hand (clang-format folds them badly). */
 // clang-format off
 #define DIMS(key, field, rank, least, value_, without_, what)                                      \
@@ -61,7 +70,7 @@ static clnet_status parse_pad(const clnet_option *o, void *config, const char *v
     DIMS("size", k, rank, 1, NULL, "required", "the kernel"),                                      \
     DIMS("stride", s, rank, 1, "1", NULL, "the step between windows"),                             \
     {.name = "pad", .type = CLNET_OPT_CUSTOM, .axes = rank, .parse = parse_pad,                    \
-     .expects = pad_expects, .value = "0", .help = pad_help},                                      \
+     .get = get_pad, .expects = pad_expects, .value = "0", .help = pad_help},                      \
     DIMS("dilation", d, rank, 1, "1", NULL, "the kernel's taps this far apart"),                   \
     {.name = "groups", .type = CLNET_OPT_INT, .at = offsetof(conv_config, groups), .min = 1,       \
      .value = "1", .help = "channels and filters in this many independent groups (dividing both)"},\

@@ -62,6 +62,14 @@ static clnet_status parse_target(const clnet_option *o, void *config, const char
     return CLNET_OK;
 }
 
+/* what parse_target read: the name, or none (count 0) */
+static void get_target(const clnet_option *o, const void *config, clnet_option_value *out) {
+    (void)o;
+    const char *name = ((const regression_config *)config)->target;
+    out->word = *name ? name : NULL;
+    out->count = *name ? 1 : 0;
+}
+
 static const char *target(const void *config) {
     return ((const regression_config *)config)->target;
 }
@@ -75,6 +83,7 @@ static const clnet_option options[] = {
     {.name = "target",
      .type = CLNET_OPT_CUSTOM,
      .parse = parse_target,
+     .get = get_target,
      .expects = "a layer name, or 'input'",
      .without = "the data's float targets",
      .help = "the layer whose output is the target ('input': the model's input)"},
