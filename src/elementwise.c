@@ -22,14 +22,14 @@ static clnet_status check_range(const char *op, size_t off, size_t n) {
 clnet_status clnet_fill(clnet_device *d, cl_mem x, size_t xoff, size_t n, float value) {
     clnet_status s = check_range("fill", xoff, n);
     if (s != CLNET_OK) return s;
-    return clnet_run(d, FAMILY, "", "fill", 1, (size_t[]){n}, (size_t[]){WORK_GROUP},
+    return clnet_run(d, KERNEL(FAMILY, "", "fill"), 1, (size_t[]){n}, (size_t[]){WORK_GROUP},
                      ARGS(MEM(x), U32(xoff), U32(n), F32(value)));
 }
 
 clnet_status clnet_scale(clnet_device *d, cl_mem x, size_t xoff, size_t n, float alpha) {
     clnet_status s = check_range("scale", xoff, n);
     if (s != CLNET_OK) return s;
-    return clnet_run(d, FAMILY, "", "scale", 1, (size_t[]){n}, (size_t[]){WORK_GROUP},
+    return clnet_run(d, KERNEL(FAMILY, "", "scale"), 1, (size_t[]){n}, (size_t[]){WORK_GROUP},
                      ARGS(MEM(x), U32(xoff), U32(n), F32(alpha)));
 }
 
@@ -38,7 +38,7 @@ clnet_status clnet_axpy(clnet_device *d, size_t n, float alpha, cl_mem x, size_t
     clnet_status s = check_range("axpy", xoff, n);
     if (s == CLNET_OK) s = check_range("axpy", yoff, n);
     if (s != CLNET_OK) return s;
-    return clnet_run(d, FAMILY, "", "axpy", 1, (size_t[]){n}, (size_t[]){WORK_GROUP},
+    return clnet_run(d, KERNEL(FAMILY, "", "axpy"), 1, (size_t[]){n}, (size_t[]){WORK_GROUP},
                      ARGS(U32(n), F32(alpha), MEM(x), U32(xoff), MEM(y), U32(yoff)));
 }
 
@@ -68,7 +68,8 @@ clnet_status clnet_reduction_local(clnet_device *d, cl_kernel *kept, const char 
  * partial sums to scratch[outoff + group]. */
 static clnet_status sum_pass(clnet_device *d, cl_mem x, size_t xoff, size_t n, size_t outoff,
                              size_t groups, size_t local) {
-    return clnet_run(d, FAMILY, "", "sum_partial", 1, (size_t[]){groups * local}, (size_t[]){local},
+    return clnet_run(d, KERNEL(FAMILY, "", "sum_partial"), 1, (size_t[]){groups * local},
+                     (size_t[]){local},
                      ARGS(MEM(x), U32(xoff), U32(n), MEM(d->scratch), U32(outoff),
                           LOCAL(local * sizeof(float))));
 }
@@ -119,17 +120,17 @@ clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N
     size_t chunks = row_chunks(N);
     TRY(check_range("row_sums", poff, M * chunks));
     if (lanes(d))
-        TRY(clnet_run_kept(d, &kept[0], FAMILY, "", "row_sums_partial_lanes", 2,
+        TRY(clnet_run_kept(d, &kept[0], KERNEL(FAMILY, "", "row_sums_partial_lanes"), 2,
                            (size_t[]){chunks * ROW_LANES, M}, (size_t[]){ROW_LANES, 1},
                            ARGS(U32(M), U32(N), U32(ROW_CHUNK), U32(chunks), MEM(X), U32(xoff),
                                 MEM(P), U32(poff))));
     else
-        TRY(clnet_run_kept(d, &kept[0], FAMILY, "", "row_sums_partial", 2, (size_t[]){chunks, M},
-                           NULL,
+        TRY(clnet_run_kept(d, &kept[0], KERNEL(FAMILY, "", "row_sums_partial"), 2,
+                           (size_t[]){chunks, M}, NULL,
                            ARGS(U32(M), U32(N), U32(ROW_CHUNK), U32(chunks), MEM(X), U32(xoff),
                                 MEM(P), U32(poff))));
     TRY(clnet_run_kept(
-        d, &kept[1], FAMILY, "", "row_sums_finish", 1, (size_t[]){M}, NULL,
+        d, &kept[1], KERNEL(FAMILY, "", "row_sums_finish"), 1, (size_t[]){M}, NULL,
         ARGS(U32(M), U32(chunks), MEM(P), U32(poff), MEM(out.mem), U32(out.off), F32(beta))));
 cleanup:
     return status;
@@ -139,7 +140,7 @@ clnet_status clnet_col_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N
                             clnet_place out, float beta) {
     cl_kernel k = NULL;
     return clnet_run_kept(
-        d, kept ? kept : &k, FAMILY, "", "col_sums", 1, (size_t[]){N}, NULL,
+        d, kept ? kept : &k, KERNEL(FAMILY, "", "col_sums"), 1, (size_t[]){N}, NULL,
         ARGS(U32(M), U32(N), MEM(x.mem), U32(x.off), MEM(out.mem), U32(out.off), F32(beta)));
 }
 
@@ -150,7 +151,8 @@ clnet_status clnet_copy_rows(clnet_device *d, cl_kernel *kept, size_t n, size_t 
     clnet_status s = check_range("copy_rows", src.off, (n - 1) * src.ld + len);
     if (s == CLNET_OK) s = check_range("copy_rows", dst.off, (n - 1) * dst.ld + len);
     if (s != CLNET_OK) return s;
-    return clnet_run_kept(d, kept ? kept : &k, FAMILY, "", "copy_rows", 2, (size_t[]){len, n}, NULL,
+    return clnet_run_kept(d, kept ? kept : &k, KERNEL(FAMILY, "", "copy_rows"), 2,
+                          (size_t[]){len, n}, NULL,
                           ARGS(U32(n), U32(len), MEM(src.mem), U32(src.off), U32(src.ld),
                                MEM(dst.mem), U32(dst.off), U32(dst.ld), F32(beta)));
 }

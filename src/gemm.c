@@ -45,7 +45,7 @@ static int fits_u32(size_t v) {
 static clnet_status transpose_kept(clnet_device *d, cl_kernel *kept, size_t rows, size_t cols,
                                    clnet_matrix from, clnet_matrix to) {
     if (rows == 0 || cols == 0) return CLNET_OK;
-    return clnet_run_kept(d, kept, FAMILY, "", "transpose", 2, (size_t[]){cols, rows},
+    return clnet_run_kept(d, kept, KERNEL(FAMILY, "", "transpose"), 2, (size_t[]){cols, rows},
                           (size_t[]){16, 16},
                           ARGS(U32(rows), U32(cols), MEM(from.mem), U32(from.off), U32(from.ld),
                                MEM(to.mem), U32(to.off), U32(to.ld)));
@@ -233,18 +233,20 @@ static clnet_status gemm_own(clnet_device *d, const choice *ch, cl_kernel *kept,
     if (!kept[0]) TRY(clnet_kernel_get(d, FAMILY, options, name, &kept[0]));
     local_size(d, kept[0], rows, local);
     if (nt)
-        TRY(clnet_run_kept(d, &kept[0], FAMILY, options, name, 3, global, use_local ? local : NULL,
+        TRY(clnet_run_kept(d, &kept[0], KERNEL(FAMILY, options, name), 3, global,
+                           use_local ? local : NULL,
                            ARGS(U32(M), U32(N), U32(K), U32(kchunk), F32(alpha), MEM(A), U32(aoff),
                                 U32(lda), MEM(B), U32(boff), U32(ldb), F32(out_beta), MEM(out),
                                 U32(out_off), U32(out_ld), U32(out_stride))));
     else
-        TRY(clnet_run_kept(d, &kept[0], FAMILY, options, name, 3, global, use_local ? local : NULL,
-                           ARGS(U32(M), U32(N), U32(K), U32(kchunk), F32(alpha), MEM(A), U32(aoff),
-                                U32(ta ? 1 : lda), U32(ta ? lda : 1), MEM(B), U32(boff), U32(ldb),
-                                F32(out_beta), MEM(out), U32(out_off), U32(out_ld),
-                                U32(out_stride))));
+        TRY(clnet_run_kept(
+            d, &kept[0], KERNEL(FAMILY, options, name), 3, global, use_local ? local : NULL,
+            ARGS(U32(M), U32(N), U32(K), U32(kchunk), F32(alpha), MEM(A), U32(aoff),
+                 U32(ta ? 1 : lda), U32(ta ? lda : 1), MEM(B), U32(boff), U32(ldb), F32(out_beta),
+                 MEM(out), U32(out_off), U32(out_ld), U32(out_stride))));
     if (chunks > 1) /* add the chunks' partial products into C, in order */
-        TRY(clnet_run_kept(d, &kept[1], FAMILY, options, "gemm_reduce", 2, (size_t[]){N, M}, NULL,
+        TRY(clnet_run_kept(d, &kept[1], KERNEL(FAMILY, options, "gemm_reduce"), 2, (size_t[]){N, M},
+                           NULL,
                            ARGS(U32(M), U32(N), U32(chunks), MEM(out), U32(out_off), U32(M * N),
                                 F32(beta), MEM(C), U32(coff), U32(ldc))));
 cleanup:

@@ -139,7 +139,7 @@ static clnet_status pack(clnet_device *d, cl_kernel *kept, const char *opts, str
                           to.floats);
     /* a fixed work-group shape: PoCL compiles a kernel again for every new
      * local size, and one chosen by the driver would follow the shape */
-    return clnet_run_kept(d, kept, FAMILY, opts, "pack", 2, (size_t[]){blocks, K},
+    return clnet_run_kept(d, kept, KERNEL(FAMILY, opts, "pack"), 2, (size_t[]){blocks, K},
                           (size_t[]){1, 32},
                           ARGS(U32(rows), U32(K), U32(P), MEM(x.mem), U32(x.off), U32(x.sx),
                                U32(x.sk), MEM(to.mem), U32(to.off)));
@@ -203,7 +203,7 @@ clnet_status clnet_gemm_tiled(clnet_device *d, cl_kernel kept[3], const clnet_ge
         global[0] = panels;
         global[1] = (mblocks + mb - 1) / mb;
     }
-    TRY(clnet_run_kept(d, &kept[2], FAMILY, opts, "gemm_tiled", 2, global, local,
+    TRY(clnet_run_kept(d, &kept[2], KERNEL(FAMILY, opts, "gemm_tiled"), 2, global, local,
                        ARGS(U32(M), U32(N), U32(K), U32(mb), F32(g->alpha), MEM(a.mem), U32(a.off),
                             U32(a.sx), U32(a.sk), MEM(b.mem), U32(b.off), U32(b.sk), U32(pack_b),
                             F32(g->beta), MEM(g->c.mem), U32(g->c.off), U32(csm), U32(csn))));

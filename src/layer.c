@@ -86,12 +86,11 @@ cl_kernel *clnet_pass_kept(const clnet_pass *p, int slot) {
     return p->kernels && slot >= 0 && slot < CLNET_NODE_KERNELS ? &p->kernels[slot] : NULL;
 }
 
-clnet_status clnet_pass_run(const clnet_pass *p, int slot, const char *family, const char *options,
-                            const char *name, int dims, const size_t *global, const size_t *local,
-                            const clnet_arg *args, int nargs) {
+clnet_status clnet_pass_run(const clnet_pass *p, int slot, clnet_kernel_ref kr, int dims,
+                            const size_t *global, const size_t *local, const clnet_arg *args,
+                            int nargs) {
     cl_kernel k = NULL, *kept = clnet_pass_kept(p, slot);
-    return clnet_run_kept(p->d, kept ? kept : &k, family, options, name, dims, global, local, args,
-                          nargs);
+    return clnet_run_kept(p->d, kept ? kept : &k, kr, dims, global, local, args, nargs);
 }
 
 clnet_status clnet_pass_gemm(const clnet_pass *p, int slot, size_t work_off,

@@ -413,9 +413,9 @@ static inline uint32_t clnet_dx_add(const clnet_pass *p, int k) {
  * (each call site of a layer file uses its own slot number, the same for
  * every pass): looked up on the first pass, used directly afterwards, so
  * steady-state steps look nothing up (clnet_run_kept). */
-clnet_status clnet_pass_run(const clnet_pass *p, int slot, const char *family, const char *options,
-                            const char *name, int dims, const size_t *global, const size_t *local,
-                            const clnet_arg *args, int nargs);
+clnet_status clnet_pass_run(const clnet_pass *p, int slot, clnet_kernel_ref kr, int dims,
+                            const size_t *global, const size_t *local, const clnet_arg *args,
+                            int nargs);
 /* The slot's handle for helpers that take one (NULL without kept kernels). */
 cl_kernel *clnet_pass_kept(const clnet_pass *p, int slot);
 

@@ -374,11 +374,10 @@ const size_t *clnet_rows_local(const clnet_device *d, int dims, const size_t *gl
     return shape;
 }
 
-clnet_status clnet_run(clnet_device *d, const char *family, const char *options, const char *name,
-                       int dims, const size_t *global, const size_t *local, const clnet_arg *args,
-                       int nargs) {
+clnet_status clnet_run(clnet_device *d, clnet_kernel_ref kr, int dims, const size_t *global,
+                       const size_t *local, const clnet_arg *args, int nargs) {
     cl_kernel k = NULL;
-    return clnet_run_kept(d, &k, family, options, name, dims, global, local, args, nargs);
+    return clnet_run_kept(d, &k, kr, dims, global, local, args, nargs);
 }
 
 /* Guarded runs (CLNET_GUARD=1) check that a kept kernel is the one asked
@@ -396,10 +395,11 @@ cleanup:
     return status;
 }
 
-clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family,
-                            const char *options, const char *name, int dims, const size_t *global,
-                            const size_t *local, const clnet_arg *args, int nargs) {
+clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, clnet_kernel_ref kr, int dims,
+                            const size_t *global, const size_t *local, const clnet_arg *args,
+                            int nargs) {
     clnet_status status = CLNET_OK;
+    const char *family = kr.family, *name = kr.name;
     cl_kernel k = NULL;
     size_t rounded[3] = {1, 1, 1}, shape[3] = {1, 1, 1};
     if (!local && d->info.type == CLNET_DEVICE_CPU) {
@@ -420,7 +420,7 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family
         rounded[i] = local ? (global[i] + local[i] - 1) / local[i] * local[i] : global[i];
     }
     if (!*kept)
-        TRY(clnet_kernel_get(d, family, options, name, kept));
+        TRY(clnet_kernel_get(d, family, kr.options, name, kept));
     else if (clnet_guard_on(d))
         TRY(check_kept(*kept, name));
     k = *kept;

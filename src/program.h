@@ -30,7 +30,7 @@ clnet_status clnet_launch_1d(clnet_device *d, cl_kernel k, size_t n, size_t loca
 
 /* A kernel argument: its size and where its value is (NULL: __local memory
  * of that size). Build them with the macros, which take plain values:
- *   clnet_run(d, "pool", "", "avgpool_forward", 1, (size_t[]){count}, NULL,
+ *   clnet_run(d, KERNEL("pool", "", "avgpool_forward"), 1, (size_t[]){count}, NULL,
  *             ARGS(U32(n), MEM(x), F32(0.5f), LOCAL(256 * sizeof(float))));  */
 typedef struct {
     size_t size;
@@ -45,12 +45,19 @@ typedef struct {
 #define ARGS(...)                                                                                  \
     (clnet_arg[]){__VA_ARGS__}, (int)(sizeof((clnet_arg[]){__VA_ARGS__}) / sizeof(clnet_arg))
 
-/* Sets the arguments of kernel `name` of `family` (built with `options`)
- * and enqueues it over `global` (dims 1..3), rounded up to `local` when that
- * is given (NULL: the driver chooses). Kernels check their own bounds. */
-clnet_status clnet_run(clnet_device *d, const char *family, const char *options, const char *name,
-                       int dims, const size_t *global, const size_t *local, const clnet_arg *args,
-                       int nargs);
+/* A kernel: its name, in the program of kernel file `family` (cl/<family>.cl)
+ * built with `options`. KERNEL("pool", "", "avgpool_forward") makes one in
+ * place. */
+typedef struct {
+    const char *family, *options, *name;
+} clnet_kernel_ref;
+#define KERNEL(family, options, name) ((clnet_kernel_ref){(family), (options), (name)})
+
+/* Sets the arguments of kernel `kr` and enqueues it over `global` (dims
+ * 1..3), rounded up to `local` when that is given (NULL: the driver
+ * chooses). Kernels check their own bounds. */
+clnet_status clnet_run(clnet_device *d, clnet_kernel_ref kr, int dims, const size_t *global,
+                       const size_t *local, const clnet_arg *args, int nargs);
 
 /* Work-group sizes of whole rows (dimension 0 whole up to 256 work-items,
  * then rows up to about 256 in all) for a CPU device and a range of 2 or 3
@@ -70,9 +77,9 @@ const size_t *clnet_rows_local(const clnet_device *d, int dims, const size_t *gl
  * caller keeps one handle per kernel it runs (clnet_pass.kernels for
  * layers), and one thread at a time uses it. Steady-state steps run every
  * kernel this way. */
-clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, const char *family,
-                            const char *options, const char *name, int dims, const size_t *global,
-                            const size_t *local, const clnet_arg *args, int nargs);
+clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, clnet_kernel_ref kr, int dims,
+                            const size_t *global, const size_t *local, const clnet_arg *args,
+                            int nargs);
 
 /* With CLNET_PROFILE=1 in the environment, kernels are timed one by one
  * (waiting for each) and a table goes to stderr at exit. The environment is

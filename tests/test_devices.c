@@ -290,14 +290,17 @@ START_TEST(a_kernel_slot_holds_one_kernel) {
         cl_mem x = NULL;
         cl_kernel slot = NULL;
         ck_assert_int_eq(clnet_buffer_create(d, 64 * sizeof(float), &x), CLNET_OK);
-        ck_assert_int_eq(clnet_run_kept(d, &slot, "elementwise", "", "fill", 1, (size_t[]){64},
-                                        NULL, ARGS(MEM(x), U32(0), U32(64), F32(1.0f))),
+        ck_assert_int_eq(clnet_run_kept(d, &slot, KERNEL("elementwise", "", "fill"), 1,
+                                        (size_t[]){64}, NULL,
+                                        ARGS(MEM(x), U32(0), U32(64), F32(1.0f))),
                          CLNET_OK);
-        ck_assert_int_eq(clnet_run_kept(d, &slot, "elementwise", "", "fill", 1, (size_t[]){64},
-                                        NULL, ARGS(MEM(x), U32(0), U32(64), F32(2.0f))),
+        ck_assert_int_eq(clnet_run_kept(d, &slot, KERNEL("elementwise", "", "fill"), 1,
+                                        (size_t[]){64}, NULL,
+                                        ARGS(MEM(x), U32(0), U32(64), F32(2.0f))),
                          CLNET_OK);
-        clnet_status s = clnet_run_kept(d, &slot, "elementwise", "", "scale", 1, (size_t[]){64},
-                                        NULL, ARGS(MEM(x), U32(0), U32(64), F32(2.0f)));
+        clnet_status s =
+            clnet_run_kept(d, &slot, KERNEL("elementwise", "", "scale"), 1, (size_t[]){64}, NULL,
+                           ARGS(MEM(x), U32(0), U32(64), F32(2.0f)));
         ck_assert_int_eq(s, CLNET_ERR_INVALID_ARGUMENT);
         ck_assert_msg(strstr(clnet_last_error(), "holds 'fill', asked for 'scale'"), "%s",
                       clnet_last_error());

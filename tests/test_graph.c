@@ -1151,7 +1151,7 @@ static clnet_status shift_forward(const clnet_node *node, const clnet_pass *p) {
     if (p->ctx->train) TRY(clnet_scale(p->d, p->buffers, node->buffers[0].offset, C, 2.0f));
     TRY(clnet_copy_rows(p->d, clnet_pass_kept(p, 0), 1, n * C, (clnet_matrix){p->act, p->x[0], 0},
                         (clnet_matrix){p->act, p->y, 0}, 0.0f));
-    TRY(clnet_run(p->d, "elementwise", "", "add_bias_cols", 1, (size_t[]){n * C}, NULL,
+    TRY(clnet_run(p->d, KERNEL("elementwise", "", "add_bias_cols"), 1, (size_t[]){n * C}, NULL,
                   ARGS(U32(n), U32(C), MEM(p->act), U32(p->y), MEM(p->buffers),
                        U32(node->buffers[0].offset))));
 cleanup:

@@ -35,7 +35,8 @@ static clnet_status run(const clnet_node *node, const clnet_pass *p, int backwar
     clnet_arg a = F32(CLNET_CONFIG(node, activation_config)->a);
     if (!backward) {
         clnet_arg args[] = {U32(c), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y), a};
-        return clnet_pass_run(p, 0, "activation", "", name, 1, (size_t[]){c}, NULL, args, 5 + of_x);
+        return clnet_pass_run(p, 0, KERNEL("activation", "", name), 1, (size_t[]){c}, NULL, args,
+                              5 + of_x);
     }
     if (!p->need_dx[0]) return CLNET_OK;
     clnet_arg args[] = {U32(c),
@@ -47,7 +48,8 @@ static clnet_status run(const clnet_node *node, const clnet_pass *p, int backwar
                         U32(p->dx[0]),
                         U32(clnet_dx_add(p, 0)),
                         a};
-    return clnet_pass_run(p, 1, "activation", "", name, 1, (size_t[]){c}, NULL, args, 8 + of_x);
+    return clnet_pass_run(p, 1, KERNEL("activation", "", name), 1, (size_t[]){c}, NULL, args,
+                          8 + of_x);
 }
 
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {

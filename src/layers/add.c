@@ -47,7 +47,8 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
         } else if (sum == none) { /* the first input: added by the next pass */
             sum = p->x[k];
         } else if (relu) { /* y = max(sum + x_last, 0) */
-            TRY(clnet_pass_run(p, 2, "activation", "", "add_relu_forward", 1, (size_t[]){len}, NULL,
+            TRY(clnet_pass_run(p, 2, KERNEL("activation", "", "add_relu_forward"), 1,
+                               (size_t[]){len}, NULL,
                                ARGS(U32(len), MEM(p->act), U32(sum), MEM(p->act), U32(p->x[k]),
                                     MEM(p->act), U32(p->y))));
             sum = p->y;
@@ -81,7 +82,8 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     for (int k = 0; k < node->ninputs; k++) {
         if (!p->need_dx[k] || k == kb || k == with_sums) continue;
         if (relu)
-            TRY(clnet_pass_run(p, 3, "activation", "", "relu_backward", 1, (size_t[]){len}, NULL,
+            TRY(clnet_pass_run(p, 3, KERNEL("activation", "", "relu_backward"), 1, (size_t[]){len},
+                               NULL,
                                ARGS(U32(len), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->y),
                                     MEM(p->dact), U32(p->dx[k]), U32(clnet_dx_add(p, k)))));
         else

@@ -197,7 +197,7 @@ static clnet_status run_stats(const clnet_pass *p, int slot, const bn_view *v, c
     if (s != CLNET_OK) return s;
     args[nargs - 2] = U32(p->d->info.type == CLNET_DEVICE_CPU);
     args[nargs - 1] = LOCAL(local * 2 * sizeof(float));
-    return clnet_pass_run(p, slot, "batchnorm", "", name, 1, (size_t[]){v->C * local},
+    return clnet_pass_run(p, slot, KERNEL("batchnorm", "", name), 1, (size_t[]){v->C * local},
                           (size_t[]){local}, args, nargs);
 }
 
@@ -298,7 +298,7 @@ static clnet_status merge_stats(const clnet_node *node, const clnet_pass *p, con
     }
     TRY(clnet_buffer_write_queued(p->d, p->keep, p->keep_off, 3 * C, v->f)); /* see exchanged */
     TRY(clnet_buffer_write_queued(p->d, p->work, SENT(C), 2 * C, v->f + 3 * C));
-    TRY(clnet_pass_run(p, 3, "batchnorm", "", "bn_running", 1, (size_t[]){C}, NULL,
+    TRY(clnet_pass_run(p, 3, KERNEL("batchnorm", "", "bn_running"), 1, (size_t[]){C}, NULL,
                        ARGS(U32(C), MEM(p->buffers), U32(v->mean), U32(v->var), MEM(p->work),
                             U32(SENT(C)), F32(cfg->momentum))));
 cleanup:
@@ -310,7 +310,7 @@ cleanup:
 static clnet_status normalize(const clnet_node *node, const clnet_pass *p, const bn_view *v) {
     if (p->norm) return CLNET_OK;
     return clnet_pass_run(
-        p, 2, "batchnorm", "", "bn_forward", 2, (size_t[]){slots(v), v->n * v->C}, NULL,
+        p, 2, KERNEL("batchnorm", "", "bn_forward"), 2, (size_t[]){slots(v), v->n * v->C}, NULL,
         ARGS(U32(v->n), U32(v->C), U32(v->S), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y),
              MEM(p->keep), U32(p->keep_off), MEM(p->params), U32(v->weight), U32(relu_of(node))));
 }
@@ -335,7 +335,7 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     TRY(view(node, p, &v));
     size_t C = v.C, grid[2] = {slots(&v), v.n * C};
     if (!ctx->train)
-        return clnet_pass_run(p, 1, "batchnorm", "", "bn_forward_eval", 2, grid, NULL,
+        return clnet_pass_run(p, 1, KERNEL("batchnorm", "", "bn_forward_eval"), 2, grid, NULL,
                               ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]),
                                    MEM(p->act), U32(p->y), MEM(p->buffers), U32(v.mean), U32(v.var),
                                    MEM(p->params), U32(v.weight), F32(cfg->eps),
@@ -344,7 +344,7 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     TRY(statistics(p, &v));
     if (alone(ctx)) {
         TRY(enough(ctx, (double)(v.n * v.S)));
-        TRY(clnet_pass_run(p, 5, "batchnorm", "", "bn_finish", 1, (size_t[]){C}, NULL,
+        TRY(clnet_pass_run(p, 5, KERNEL("batchnorm", "", "bn_finish"), 1, (size_t[]){C}, NULL,
                            ARGS(U32(C), F32((float)(v.n * v.S)), MEM(p->work), U32(0), MEM(p->keep),
                                 U32(p->keep_off), F32(cfg->eps), MEM(p->buffers), U32(v.mean),
                                 U32(v.var), F32(cfg->momentum))));
@@ -407,7 +407,7 @@ static clnet_status backward_rest(const clnet_node *node, const clnet_pass *p) {
         TRY(clnet_buffer_write_queued(p->d, at.mem, at.off, 4 * C, v.f)); /* see exchanged */
     }
     TRY(clnet_pass_run(
-        p, 4, "batchnorm", "", "bn_backward_dx", 2, (size_t[]){slots(&v), v.n * C}, NULL,
+        p, 4, KERNEL("batchnorm", "", "bn_backward_dx"), 2, (size_t[]){slots(&v), v.n * C}, NULL,
         ARGS(U32(v.n), U32(C), U32(v.S), MEM(p->act), U32(p->x[0]), MEM(p->dact), U32(g.dy),
              MEM(p->dact), U32(p->dx[0]), MEM(p->keep), U32(p->keep_off), MEM(at.mem), U32(at.off),
              F32((float)sums[0]), MEM(p->params), U32(v.weight), U32(relu_of(node)), MEM(p->act),
@@ -464,7 +464,7 @@ static clnet_status finish(const clnet_node *node, const clnet_pass *p) {
 clnet_status clnet_batchnorm_add(const clnet_pass *p, clnet_shape shape, size_t a, int relu) {
     const clnet_norm_link *link = p->norm;
     bn_view v = {.C = (size_t)shape.c, .S = clnet_shape_spatial(shape), .n = (size_t)p->n};
-    return clnet_pass_run(p, 4, "batchnorm", "", "bn_add_forward", 2,
+    return clnet_pass_run(p, 4, KERNEL("batchnorm", "", "bn_add_forward"), 2,
                           (size_t[]){slots(&v), v.n * v.C}, NULL,
                           ARGS(U32(v.n), U32(v.C), U32(v.S), MEM(p->act), U32(link->x), MEM(p->act),
                                U32(a), MEM(p->act), U32(p->y), MEM(link->norm), U32(0),

@@ -378,7 +378,8 @@ static conv_chunk chunk_at(const clnet_node *node, const clnet_device *d, const 
 
 clnet_status conv_to_gemm_layout(const clnet_pass *p, int slot, conv_tensor t, int s, int relu,
                                  size_t y, size_t to) {
-    return clnet_pass_run(p, slot, "conv", "", relu ? "conv_grad_output_relu" : "conv_grad_output",
+    return clnet_pass_run(p, slot,
+                          KERNEL("conv", "", relu ? "conv_grad_output_relu" : "conv_grad_output"),
                           3, (size_t[]){t.P, t.C, (size_t)s}, NULL,
                           ARGS(U32(s), U32(t.C), U32(t.P), MEM(t.mem), U32(t.off), MEM(p->act),
                                U32(y), MEM(p->work), U32(to)));

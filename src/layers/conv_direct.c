@@ -87,11 +87,11 @@ static clnet_status direct_down(const clnet_node *node, const clnet_pass *p, con
     conv_sides v = l.v;
     size_t range[2] = {(size_t)w->out[1], (size_t)ch->s * v.Cs * w->out[0]};
     const char *kernel = direct_pairs(w) ? "direct_down_pairs" : "direct_down";
-    return clnet_pass_run(p, CONV_K_DIRECT_DOWN, "conv_direct", l.opt, kernel, 2, range, NULL,
-                          ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(big), U32(big_off),
-                               U32(big_size(ch, v, w)), MEM(p->params), U32(ch->wo), MEM(s.mem),
-                               U32(s.off), U32(s.sb), U32(s.sf), MEM(p->params), U32(ch->bo),
-                               U32(f.bias), U32(f.relu), U32(f.add)));
+    return clnet_pass_run(
+        p, CONV_K_DIRECT_DOWN, KERNEL("conv_direct", l.opt, kernel), 2, range, NULL,
+        ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(big), U32(big_off), U32(big_size(ch, v, w)),
+             MEM(p->params), U32(ch->wo), MEM(s.mem), U32(s.off), U32(s.sb), U32(s.sf),
+             MEM(p->params), U32(ch->bo), U32(f.bias), U32(f.relu), U32(f.add)));
 }
 
 /* big (+)= the windows' sums of W^T . small, with the flags' bias and add */
@@ -103,7 +103,7 @@ static clnet_status direct_up(const clnet_node *node, const clnet_pass *p, const
     conv_sides v = l.v;
     size_t range[2] = {(size_t)w->in[1], (size_t)ch->s * v.Cb * w->in[0]};
     const char *kernel = direct_pairs(w) ? "direct_up_pairs" : "direct_up";
-    return clnet_pass_run(p, CONV_K_DIRECT_UP, "conv_direct", l.opt, kernel, 2, range, NULL,
+    return clnet_pass_run(p, CONV_K_DIRECT_UP, KERNEL("conv_direct", l.opt, kernel), 2, range, NULL,
                           ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
                                U32(s.sf), U32(view_size(ch, v, s)), MEM(p->params), U32(ch->wo),
                                MEM(big), U32(big_off), MEM(p->params), U32(ch->bo), U32(f.bias),
@@ -123,14 +123,14 @@ static clnet_status direct_weight(const clnet_node *node, const clnet_pass *p, c
     size_t per = v.Cs * (v.Cb / v.G);
     size_t range[3] = {v.K, per, (size_t)ch->s};
     if (direct_pairs(w))
-        TRY(clnet_pass_run(p, CONV_K_DIRECT_WEIGHT, "conv_direct", l.opt, "direct_weight_pairs", 3,
-                           range, NULL,
+        TRY(clnet_pass_run(p, CONV_K_DIRECT_WEIGHT,
+                           KERNEL("conv_direct", l.opt, "direct_weight_pairs"), 3, range, NULL,
                            ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
                                 U32(s.sf), U32(view_size(ch, v, s)), MEM(big), U32(big_off),
                                 U32(big_size(ch, v, w)), MEM(p->work), U32(ch->col))));
     else
-        TRY(clnet_pass_run(p, CONV_K_DIRECT_WEIGHT, "conv_direct", l.opt, "direct_weight_partial",
-                           3, range, NULL,
+        TRY(clnet_pass_run(p, CONV_K_DIRECT_WEIGHT,
+                           KERNEL("conv_direct", l.opt, "direct_weight_partial"), 3, range, NULL,
                            ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
                                 U32(s.sf), MEM(big), U32(big_off), MEM(p->work), U32(ch->col))));
     TRY(clnet_col_sums(p->d, clnet_pass_kept(p, CONV_K_DIRECT_SUMS), (size_t)ch->s, per * v.K,

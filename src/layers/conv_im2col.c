@@ -24,7 +24,8 @@ static clnet_status im2col(const clnet_node *node, const clnet_pass *p, const co
                        (size_t)ch->s * w->c * w->out[0]},
            shape[3];
     return clnet_pass_run(
-        p, CONV_K_IM2COL, "conv", opt, "im2col", 3, range, clnet_window_local(w, p, range, shape),
+        p, CONV_K_IM2COL, KERNEL("conv", opt, "im2col"), 3, range,
+        clnet_window_local(w, p, range, shape),
         ARGS(WIN(w), U32(ch->s), MEM(big), U32(off + ch->big), MEM(p->work), U32(ch->col)));
 }
 
@@ -38,10 +39,11 @@ static clnet_status col2im(const clnet_node *node, const clnet_pass *p, const co
     clnet_window_options(w, "", opt, sizeof opt);
     size_t range[3] = {(size_t)w->in[2], (size_t)w->in[1], (size_t)ch->s * w->c * w->in[0]},
            shape[3];
-    return clnet_pass_run(
-        p, CONV_K_COL2IM, "conv", opt, "col2im", 3, range, clnet_window_local(w, p, range, shape),
-        ARGS(WIN(w), U32(ch->s), MEM(p->work), U32(ch->col), MEM(big), U32(off + ch->big),
-             MEM(p->params), U32(ch->bo), U32(with_bias), U32(add)));
+    return clnet_pass_run(p, CONV_K_COL2IM, KERNEL("conv", opt, "col2im"), 3, range,
+                          clnet_window_local(w, p, range, shape),
+                          ARGS(WIN(w), U32(ch->s), MEM(p->work), U32(ch->col), MEM(big),
+                               U32(off + ch->big), MEM(p->params), U32(ch->bo), U32(with_bias),
+                               U32(add)));
 }
 
 /* The GEMMs of a chunk of s samples, group by group (below). */
@@ -132,10 +134,11 @@ static clnet_status gemm_weight(const clnet_node *node, const clnet_pass *p, con
 /* The chunk's (s, C, P) tensor at (t, off) = Sp, with `f`. */
 static clnet_status from_gemm_layout(const clnet_pass *p, conv_output_flags f, const conv_chunk *ch,
                                      size_t C, size_t P, cl_mem t, size_t off) {
-    return clnet_pass_run(
-        p, CONV_K_OUTPUT, "conv", "", "conv_output", 3, (size_t[]){P, C, (size_t)ch->s}, NULL,
-        ARGS(U32(ch->s), U32(C), U32(P), MEM(p->work), U32(0), MEM(p->params), U32(ch->bo), MEM(t),
-             U32(off), U32(f.bias), U32(f.relu), U32(f.add)));
+    return clnet_pass_run(p, CONV_K_OUTPUT, KERNEL("conv", "", "conv_output"), 3,
+                          (size_t[]){P, C, (size_t)ch->s}, NULL,
+                          ARGS(U32(ch->s), U32(C), U32(P), MEM(p->work), U32(0), MEM(p->params),
+                               U32(ch->bo), MEM(t), U32(off), U32(f.bias), U32(f.relu),
+                               U32(f.add)));
 }
 
 /* y = W . im2col(x) + bias (then the relu, if taken in) */

@@ -256,14 +256,14 @@ static clnet_status pad(const implicit_run *r, size_t C, view src, const grid *g
     size_t rows = C * g->phases * (size_t)r->ch->s * g->d[0];
     cl_uint4 st = {{(cl_uint)g->stride[0], (cl_uint)g->stride[1], (cl_uint)g->stride[2], 0}},
              kept = {{(cl_uint)g->kept[0], (cl_uint)g->kept[1], (cl_uint)g->kept[2], 0}};
-    return clnet_pass_run(r->p, CONV_K_IMPLICIT_PAD, "conv_implicit", r->opt, "implicit_pad", 2,
-                          (size_t[]){g->d[1], rows + 1}, NULL,
-                          ARGS(U32(r->ch->s), U32(C), U32(src.size[0]), U32(src.size[1]),
-                               U32(src.size[2]), U32(g->shift[0]), U32(g->shift[1]),
-                               U32(g->shift[2]), VEC4(st), VEC4(kept), U32(g->d[0]), U32(g->d[1]),
-                               U32(g->d[2]), MEM(src.mem), U32(src.off), U32(src.sb), U32(src.sc),
-                               U32(src.sz), U32(src.sy), MEM(r->p->work), U32(to), U32(g->lead),
-                               U32(slack(g))));
+    return clnet_pass_run(
+        r->p, CONV_K_IMPLICIT_PAD, KERNEL("conv_implicit", r->opt, "implicit_pad"), 2,
+        (size_t[]){g->d[1], rows + 1}, NULL,
+        ARGS(U32(r->ch->s), U32(C), U32(src.size[0]), U32(src.size[1]), U32(src.size[2]),
+             U32(g->shift[0]), U32(g->shift[1]), U32(g->shift[2]), VEC4(st), VEC4(kept),
+             U32(g->d[0]), U32(g->d[1]), U32(g->d[2]), MEM(src.mem), U32(src.off), U32(src.sb),
+             U32(src.sc), U32(src.sz), U32(src.sy), MEM(r->p->work), U32(to), U32(g->lead),
+             U32(slack(g))));
 }
 
 /* A product of implicit_product: for each of G groups, c (M x the grid's
@@ -295,7 +295,7 @@ static clnet_status implicit_product(const implicit_run *r, const product *m, co
     int cpu = p->d->vector_cpu;
     size_t mb = cpu ? mblocks : 1; /* CPUs: a work-item runs down all of C's rows */
     return clnet_pass_run(
-        p, CONV_K_IMPLICIT_GEMM, "conv_implicit", r->opt, "implicit_gemm", 3,
+        p, CONV_K_IMPLICIT_GEMM, KERNEL("conv_implicit", r->opt, "implicit_gemm"), 3,
         (size_t[]){runs * tiles, (mblocks + mb - 1) / mb, m->G}, cpu ? (size_t[]){1, 1, 1} : NULL,
         ARGS(U32(M), U32(N), U32(run), U32(tiles), U32(CH), U32(mb), MEM(m->a.mem), U32(m->a.off),
              U32(lda), U32(M * lda), MEM(p->work), U32(m->x), U32(xcs), U32(CH * xcs), VEC4(t.dil),
@@ -319,13 +319,13 @@ static clnet_status from_grid(const implicit_run *r, const grid *g, int phased, 
         kept.s[a] = (cl_uint)g->kept[a];
         lo.s[a] = (cl_uint)w->p[a];
     }
-    return clnet_pass_run(p, CONV_K_IMPLICIT_OUTPUT, "conv_implicit", r->opt, "implicit_output", 2,
-                          (size_t[]){(size_t)out[1], (size_t)r->ch->s * F * out[0]}, NULL,
-                          ARGS(U32(r->ch->s), U32(F), U32(out[0]), U32(out[1]), U32(out[2]),
-                               U32(g->d[0]), U32(g->d[1]), U32(g->d[2]), U32(g->P), U32(ld),
-                               VEC4(st), VEC4(kept), VEC4(lo), U32(F * ld), MEM(p->work), U32(from),
-                               MEM(p->params), U32(r->ch->bo), MEM(to.mem), U32(to.off),
-                               U32(f.bias), U32(f.relu), U32(f.add), CONV_STATS_ARGS(p, r->ch, f)));
+    return clnet_pass_run(
+        p, CONV_K_IMPLICIT_OUTPUT, KERNEL("conv_implicit", r->opt, "implicit_output"), 2,
+        (size_t[]){(size_t)out[1], (size_t)r->ch->s * F * out[0]}, NULL,
+        ARGS(U32(r->ch->s), U32(F), U32(out[0]), U32(out[1]), U32(out[2]), U32(g->d[0]),
+             U32(g->d[1]), U32(g->d[2]), U32(g->P), U32(ld), VEC4(st), VEC4(kept), VEC4(lo),
+             U32(F * ld), MEM(p->work), U32(from), MEM(p->params), U32(r->ch->bo), MEM(to.mem),
+             U32(to.off), U32(f.bias), U32(f.relu), U32(f.add), CONV_STATS_ARGS(p, r->ch, f)));
 }
 
 /* The small side at (t, off) = W . the windows of the big side's grid (at
@@ -369,7 +369,7 @@ static clnet_status implicit_weight(const clnet_node *node, const implicit_run *
     size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, wr = (size_t)r->t.wr, wt = (size_t)r->t.wt;
     taps t = forward_taps(f, r->ch->s);
     TRY(clnet_pass_run(
-        p, CONV_K_IMPLICIT_WGRAD, "conv_implicit", r->opt, "implicit_wgrad", 3,
+        p, CONV_K_IMPLICIT_WGRAD, KERNEL("conv_implicit", r->opt, "implicit_wgrad"), 3,
         (size_t[]){v.Cb * ((v.K + wt - 1) / wt), (Fg + wr - 1) / wr, r->l.chunks}, NULL,
         ARGS(U32(Fg), U32(Cg), U32(v.G), U32(r->l.ld), U32(WGRAD_Q), MEM(p->work), U32(r->l.yp),
              U32(r->l.ld), MEM(p->work), U32(r->l.x0), U32(r->l.xcs), VEC4(t.dil), VEC4(t.stride),
@@ -419,7 +419,8 @@ static clnet_status implicit_up(const clnet_node *node, const implicit_run *r, c
         dy = r->l.dyp, ycs = (size_t)r->ch->s * b->P;
     }
     if (r->ch->first)
-        TRY(clnet_pass_run(p, CONV_K_IMPLICIT_FLIP, "conv_implicit", r->opt, "implicit_flip", 1,
+        TRY(clnet_pass_run(p, CONV_K_IMPLICIT_FLIP,
+                           KERNEL("conv_implicit", r->opt, "implicit_flip"), 1,
                            (size_t[]){v.Cb * Fg * v.K}, NULL,
                            ARGS(U32(v.G), U32(Fg), U32(Cg), U32(v.K), MEM(p->params),
                                 U32(r->ch->wo), MEM(p->work), U32(r->l.wf))));
@@ -449,13 +450,14 @@ static clnet_status small_grid(const implicit_run *r, size_t Cs, cl_mem t, size_
     const clnet_pass *p = r->p;
     const grid *f = &r->l.f;
     const int *out = r->w->out;
-    return clnet_pass_run(p, CONV_K_IMPLICIT_TO_GRID, "conv_implicit", r->opt,
-                          relu ? "implicit_to_grid_relu" : "implicit_to_grid", 2,
-                          (size_t[]){f->d[1], Cs * (size_t)r->ch->s * f->d[0] + Cs}, NULL,
-                          ARGS(U32(r->ch->s), U32(Cs), U32(out[0]), U32(out[1]), U32(out[2]),
-                               U32(f->d[0]), U32(f->d[1]), U32(f->d[2]), U32(r->l.ld), MEM(t),
-                               U32(off), MEM(p->act), U32(p->y + r->ch->small), MEM(p->work),
-                               U32(r->l.yp), U32(r->l.same ? f->back : 0), U32(slack(f))));
+    return clnet_pass_run(
+        p, CONV_K_IMPLICIT_TO_GRID,
+        KERNEL("conv_implicit", r->opt, relu ? "implicit_to_grid_relu" : "implicit_to_grid"), 2,
+        (size_t[]){f->d[1], Cs * (size_t)r->ch->s * f->d[0] + Cs}, NULL,
+        ARGS(U32(r->ch->s), U32(Cs), U32(out[0]), U32(out[1]), U32(out[2]), U32(f->d[0]),
+             U32(f->d[1]), U32(f->d[2]), U32(r->l.ld), MEM(t), U32(off), MEM(p->act),
+             U32(p->y + r->ch->small), MEM(p->work), U32(r->l.yp), U32(r->l.same ? f->back : 0),
+             U32(slack(f))));
 }
 
 /* dYp = dy on the forward grid, its row sums for the bias, x's grid again,

@@ -107,7 +107,7 @@ static size_t move_blocks(size_t size) {
 static clnet_status lanes_in(const lanes_run *r, size_t C, size_t P, cl_mem t, size_t off, int relu,
                              size_t to) {
     const clnet_pass *p = r->p;
-    return clnet_pass_run(p, CONV_K_LANES_IN, "conv_lanes", r->opt, "lanes_in", 3,
+    return clnet_pass_run(p, CONV_K_LANES_IN, KERNEL("conv_lanes", r->opt, "lanes_in"), 3,
                           (size_t[]){move_blocks(P), move_blocks(r->l.ldn), C}, NULL,
                           ARGS(U32(r->ch->s), U32(C), U32(P), U32(r->l.ldn), MEM(t), U32(off),
                                MEM(p->act), U32(p->y + r->ch->small), U32(relu), MEM(p->work),
@@ -118,7 +118,7 @@ static clnet_status lanes_in(const lanes_run *r, size_t C, size_t P, cl_mem t, s
 static clnet_status lanes_out(const lanes_run *r, size_t C, size_t P, size_t from, cl_mem t,
                               size_t off, conv_output_flags f) {
     const clnet_pass *p = r->p;
-    return clnet_pass_run(p, CONV_K_LANES_OUT, "conv_lanes", r->opt, "lanes_out", 3,
+    return clnet_pass_run(p, CONV_K_LANES_OUT, KERNEL("conv_lanes", r->opt, "lanes_out"), 3,
                           (size_t[]){move_blocks(P), move_blocks((size_t)r->ch->s), C}, NULL,
                           ARGS(U32(r->ch->s), U32(C), U32(P), U32(r->l.ldn), MEM(p->work),
                                U32(from), MEM(p->params), U32(r->ch->bo), MEM(t), U32(off),
@@ -139,11 +139,11 @@ static clnet_status lanes_product(const lanes_run *r, int up, size_t from, size_
     int cpu = p->d->vector_cpu;
     size_t mb = cpu ? mblocks : 1; /* CPUs: a work-item runs down all of C's rows */
     if (up && r->ch->first)
-        TRY(clnet_pass_run(p, CONV_K_LANES_FLIP, "conv_lanes", r->opt, "lanes_flip", 2,
+        TRY(clnet_pass_run(p, CONV_K_LANES_FLIP, KERNEL("conv_lanes", r->opt, "lanes_flip"), 2,
                            (size_t[]){v->Cb, Fg}, NULL,
                            ARGS(U32(v->G), U32(Fg), U32(Cg), U32(v->K), MEM(p->params),
                                 U32(r->ch->wo), MEM(p->work), U32(r->l.wt))));
-    TRY(clnet_pass_run(p, CONV_K_LANES_GEMM, "conv_lanes", r->opt, "lanes_gemm", 3,
+    TRY(clnet_pass_run(p, CONV_K_LANES_GEMM, KERNEL("conv_lanes", r->opt, "lanes_gemm"), 3,
                        (size_t[]){ldn / nr, (mblocks + mb - 1) / mb, v->G * Pout},
                        cpu ? (size_t[]){1, 1, 1} : NULL,
                        ARGS(WIN(r->w), U32(up), U32(M), U32(CH), U32(mb), U32(ldn),
@@ -191,13 +191,13 @@ static clnet_status lanes_weight(const lanes_run *r, cl_mem t, size_t off, int h
     size_t Fg = v->Cs / v->G, Cg = v->Cb / v->G, nv = (size_t)r->t.nv, mr = (size_t)r->t.mr;
     if (!l->wgemm) {
         if (!have_lanes) TRY(lanes_in(r, v->Cb, v->Pb, t, off, 0, l->big));
-        return clnet_pass_run(p, CONV_K_LANES_WGRAD, "conv_lanes", r->opt, "lanes_wgrad", 3,
+        return clnet_pass_run(p, CONV_K_LANES_WGRAD, KERNEL("conv_lanes", r->opt, "lanes_wgrad"), 3,
                               (size_t[]){(Cg + nv - 1) / nv, (Fg + mr - 1) / mr, v->G * v->K}, NULL,
                               ARGS(WIN(r->w), U32(Fg), U32(Cg), U32(l->ldn), MEM(p->work),
                                    U32(l->small), MEM(p->work), U32(l->big), F32(beta),
                                    MEM(p->grads), U32(r->ch->wo)));
     }
-    TRY(clnet_pass_run(p, CONV_K_LANES_IN_LAST, "conv_lanes", r->opt, "lanes_in_last", 3,
+    TRY(clnet_pass_run(p, CONV_K_LANES_IN_LAST, KERNEL("conv_lanes", r->opt, "lanes_in_last"), 3,
                        (size_t[]){move_blocks(v->Pb), move_blocks(l->Cgp), (size_t)r->ch->s * v->G},
                        NULL,
                        ARGS(U32(r->ch->s), U32(v->G), U32(Cg), U32(l->Cgp), U32(v->Pb), U32(l->ldn),
@@ -205,7 +205,7 @@ static clnet_status lanes_weight(const lanes_run *r, cl_mem t, size_t off, int h
     size_t nr = (size_t)(r->t.nv * r->t.vw), mblocks = (Fg + mr - 1) / mr;
     size_t mb = 1, tg = 0, ob = wgemm_positions(r);
     if (p->d->vector_cpu) wgemm_split(mblocks, v->K, p->d, &mb, &tg);
-    TRY(clnet_pass_run(p, CONV_K_LANES_WGEMM, "conv_lanes", r->opt, "lanes_wgemm", 3,
+    TRY(clnet_pass_run(p, CONV_K_LANES_WGEMM, KERNEL("conv_lanes", r->opt, "lanes_wgemm"), 3,
                        tg ? (size_t[]){1, (mblocks + mb - 1) / mb, v->G * tg}
                           : (size_t[]){(Cg + nr - 1) / nr, mblocks, v->G * v->K},
                        tg ? (size_t[]){1, 1, 1} : NULL,

@@ -49,7 +49,7 @@ static clnet_status apply(const clnet_node *node, const clnet_pass *p, int slot,
     const dropout_config *c = CLNET_CONFIG(node, dropout_config);
     size_t size = clnet_shape_size(node->out);
     return clnet_pass_run(
-        p, slot, "dropout", "", "dropout_apply", 2, (size_t[]){size, (size_t)p->n}, NULL,
+        p, slot, KERNEL("dropout", "", "dropout_apply"), 2, (size_t[]){size, (size_t)p->n}, NULL,
         ARGS(U32(p->n), U32(size), MEM(t), U32(in), MEM(t), U32(out), F32(c->p),
              F32(c->p < 1 ? 1.0f / (1.0f - c->p) : 0.0f), U32(c->key), U32((uint32_t)p->ctx->step),
              U32((uint32_t)p->ctx->first_sample), U32(add)));

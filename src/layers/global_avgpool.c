@@ -23,7 +23,7 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     char name[48];
     snprintf(name, sizeof name, "%s_forward", node->kind->name);
     return clnet_pass_run(
-        p, 0, "global_pool", "", name, 1, (size_t[]){planes}, NULL,
+        p, 0, KERNEL("global_pool", "", name), 1, (size_t[]){planes}, NULL,
         ARGS(U32(planes), U32(S), MEM(p->act), U32(p->x[0]), MEM(p->act), U32(p->y)));
 }
 
@@ -31,7 +31,7 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
 static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
     if (!p->need_dx[0]) return CLNET_OK;
-    return clnet_pass_run(p, 1, "global_pool", "", "global_avgpool_backward", 2,
+    return clnet_pass_run(p, 1, KERNEL("global_pool", "", "global_avgpool_backward"), 2,
                           (size_t[]){S, planes}, NULL,
                           ARGS(U32(planes), U32(S), MEM(p->dact), U32(p->dy), MEM(p->dact),
                                U32(p->dx[0]), U32(clnet_dx_add(p, 0))));
@@ -55,8 +55,8 @@ const clnet_kind clnet_global_avgpool_kind = {
 static clnet_status max_backward(const clnet_node *node, const clnet_pass *p) {
     size_t planes = (size_t)p->n * node->in[0].c, S = clnet_shape_spatial(node->in[0]);
     if (!p->need_dx[0]) return CLNET_OK;
-    return clnet_pass_run(p, 1, "global_pool", "", "global_maxpool_backward", 1, (size_t[]){planes},
-                          NULL,
+    return clnet_pass_run(p, 1, KERNEL("global_pool", "", "global_maxpool_backward"), 1,
+                          (size_t[]){planes}, NULL,
                           ARGS(U32(planes), U32(S), MEM(p->act), U32(p->x[0]), MEM(p->dact),
                                U32(p->dy), MEM(p->dact), U32(p->dx[0]), U32(clnet_dx_add(p, 0))));
 }

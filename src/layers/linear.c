@@ -80,7 +80,8 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
         &(clnet_gemm_args){
             1.0f, {p->act, p->x[0], I}, {p->params, wo, I}, 0.0f, {p->act, p->y, O}}));
     if (node->nparams > 1) /* the bias */
-        TRY(clnet_pass_run(p, 0, "elementwise", "", "add_bias_cols", 1, (size_t[]){n * O}, NULL,
+        TRY(clnet_pass_run(p, 0, KERNEL("elementwise", "", "add_bias_cols"), 1, (size_t[]){n * O},
+                           NULL,
                            ARGS(U32(n), U32(O), MEM(p->act), U32(p->y), MEM(p->params),
                                 U32(node->params[1].offset))));
 cleanup:

@@ -135,7 +135,7 @@ static clnet_status run(const clnet_node *node, const clnet_pass *p, int slot, c
     char opt[600];
     pool_options(node, opt, sizeof opt);
     size_t shape[3];
-    return clnet_pass_run(p, slot, "pool", opt, name, 3, range,
+    return clnet_pass_run(p, slot, KERNEL("pool", opt, name), 3, range,
                           clnet_window_local(&c->win, p, range, shape), args, nargs);
 }
 

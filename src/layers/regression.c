@@ -45,7 +45,7 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     uint32_t want_target = !data && p->want_grad && p->need_dx[1];
     size_t toff = data ? 0 : p->x[1], dtoff = data ? 0 : p->dx[1];
     return clnet_pass_run(
-        p, 0, "loss", "", "regression_loss", 1, (size_t[]){(size_t)p->n}, NULL,
+        p, 0, KERNEL("loss", "", "regression_loss"), 1, (size_t[]){(size_t)p->n}, NULL,
         ARGS(U32(p->n), U32(clnet_shape_size(node->in[0])), U32(kind), MEM(p->act), U32(p->x[0]),
              MEM(t), U32(toff), MEM(p->loss), MEM(p->correct), MEM(p->act), U32(p->y), MEM(p->dact),
              U32(p->dx[0]), U32(clnet_dx_add(p, 0)), MEM(p->dact), U32(dtoff),

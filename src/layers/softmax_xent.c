@@ -78,13 +78,14 @@ static int position_classes(const clnet_node *node) {
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
     size_t K = clnet_shape_size(node->in[0]);
     if (!per_position(node))
-        return clnet_pass_run(p, 0, "loss", "", "softmax_xent", 1, (size_t[]){(size_t)p->n}, NULL,
+        return clnet_pass_run(p, 0, KERNEL("loss", "", "softmax_xent"), 1, (size_t[]){(size_t)p->n},
+                              NULL,
                               ARGS(U32(p->n), U32(K), MEM(p->act), U32(p->x[0]), MEM(p->labels),
                                    MEM(p->loss), MEM(p->correct), MEM(p->act), U32(p->y),
                                    MEM(p->dact), U32(p->dx[0]), U32(p->want_grad)));
     if (!p->targets) return clnet_node_fail(node, "no room for the classes of the positions");
     return clnet_pass_run(
-        p, 0, "loss", "", "softmax_xent_positions", 1, (size_t[]){(size_t)p->n}, NULL,
+        p, 0, KERNEL("loss", "", "softmax_xent_positions"), 1, (size_t[]){(size_t)p->n}, NULL,
         ARGS(U32(p->n), U32(node->in[0].c), U32(clnet_shape_spatial(node->in[0])), MEM(p->act),
              U32(p->x[0]), MEM(p->targets), MEM(p->loss), MEM(p->correct), MEM(p->act), U32(p->y),
              MEM(p->dact), U32(p->dx[0]), U32(p->want_grad)));

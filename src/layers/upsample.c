@@ -73,7 +73,8 @@ static clnet_status run(const clnet_node *node, const clnet_pass *p, int slot, c
     clnet_arg head[] = {U32(planes),  U32(dhw[0]),  U32(dhw[1]),  U32(dhw[2]), U32(c->s[0]),
                         U32(c->s[1]), U32(c->s[2]), U32(c->mode), MEM(a.mem),  U32(a.off),
                         MEM(b.mem),   U32(b.off),   U32(add)};
-    return clnet_pass_run(p, slot, "upsample", "", name, 3, range, NULL, head, backward ? 13 : 12);
+    return clnet_pass_run(p, slot, KERNEL("upsample", "", name), 3, range, NULL, head,
+                          backward ? 13 : 12);
 }
 
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
