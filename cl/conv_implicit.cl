@@ -34,23 +34,14 @@
 // share one program.
 
 #include "gemm_tiled.cl"
+#include "conv_taps.cl"
 
-#ifndef IKD
-#define IKD 1
-#endif
-#ifndef IKH
-#define IKH 1
-#endif
-#ifndef IKW
-#define IKW 1
-#endif
 #ifndef WR
 #define WR 1
 #endif
 #ifndef WT
 #define WT IK
 #endif
-#define IK (IKD * IKH * IKW)
 
 // Tap t's (kd, ky, kx), as the x, y, z of a vector.
 inline int4 tap_of(uint t) {

@@ -22,17 +22,7 @@
 // small side (the windows: a convolution's y, a transposed one's x).
 
 #include "gemm_tiled.cl"
-
-#ifndef IKD
-#define IKD 1
-#endif
-#ifndef IKH
-#define IKH 1
-#endif
-#ifndef IKW
-#define IKW 1
-#endif
-#define IK (IKD * IKH * IKW)
+#include "conv_taps.cl"
 
 // Along one axis, where tap k of position o reads: down (small from big):
 // the big side's o * s - p + k * d; up (big from small): the small side's
