@@ -258,11 +258,13 @@ __kernel void direct_up_pairs(clnet_win win, uint n, uint cs, uint cbg, uint fg,
 // part[poff + (b * cs * CBG + fs * CBG + cbl) * K + tap]. Along each row the
 // windows whose tap lies inside the input are a range (direct_row_range), so
 // the inner loop tests nothing; at strides 1 and 2 it runs eight lanes,
-// summed in a fixed order at the end.
+// summed in a fixed order at the end. ssize and bsize are
+// direct_weight_pairs' bounds (this kernel needs none): the two take the
+// same arguments.
 __kernel void direct_weight_partial(clnet_win win, uint n, uint cs, uint cbg, uint fg,
                                     __global const float *small, uint soff, uint sb, uint sf,
-                                    __global const float *big, uint bigoff,
-                                    __global float *part, uint poff) {
+                                    uint ssize, __global const float *big, uint bigoff,
+                                    uint bsize, __global float *part, uint poff) {
     const uint tap = get_global_id(0), e = get_global_id(1), b = get_global_id(2);
     if (tap >= WIN_K || e >= cs * CONV_CBG || b >= n) return;
     const uint fs = e / CONV_CBG, cb = fs / CONV_FG * CONV_CBG + e % CONV_CBG;

@@ -8,7 +8,6 @@
 
 #include "balance.h"
 #include "fault.h"
-#include "optim.h"
 #include "ranks.h"
 #include "replica.h"
 #include "worker.h"

@@ -122,17 +122,12 @@ static clnet_status direct_weight(const clnet_node *node, const clnet_pass *p, c
     conv_sides v = l.v;
     size_t per = v.Cs * (v.Cb / v.G);
     size_t range[3] = {v.K, per, (size_t)ch->s};
-    if (direct_pairs(w))
-        TRY(clnet_pass_run(p, CONV_K_DIRECT_WEIGHT,
-                           KERNEL("conv_direct", l.opt, "direct_weight_pairs"), 3, range, NULL,
-                           ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
-                                U32(s.sf), U32(view_size(ch, v, s)), MEM(big), U32(big_off),
-                                U32(big_size(ch, v, w)), MEM(p->work), U32(ch->col))));
-    else
-        TRY(clnet_pass_run(p, CONV_K_DIRECT_WEIGHT,
-                           KERNEL("conv_direct", l.opt, "direct_weight_partial"), 3, range, NULL,
-                           ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
-                                U32(s.sf), MEM(big), U32(big_off), MEM(p->work), U32(ch->col))));
+    const char *kernel = direct_pairs(w) ? "direct_weight_pairs" : "direct_weight_partial";
+    TRY(clnet_pass_run(p, CONV_K_DIRECT_WEIGHT, KERNEL("conv_direct", l.opt, kernel), 3, range,
+                       NULL,
+                       ARGS(WIN(w), DIRECT_SIZES(ch, v), MEM(s.mem), U32(s.off), U32(s.sb),
+                            U32(s.sf), U32(view_size(ch, v, s)), MEM(big), U32(big_off),
+                            U32(big_size(ch, v, w)), MEM(p->work), U32(ch->col))));
     TRY(clnet_col_sums(p->d, clnet_pass_kept(p, CONV_K_DIRECT_SUMS), (size_t)ch->s, per * v.K,
                        (clnet_place){p->work, ch->col}, (clnet_place){p->grads, ch->wo}, beta));
 cleanup:
