@@ -114,3 +114,13 @@ void clnet_save_pause(const clnet_env *env) {
     long n = ms ? strtol(ms, NULL, 10) : 0;
     if (n > 0) nanosleep(&(struct timespec){n / 1000, (n % 1000) * 1000000L}, NULL);
 }
+
+void clnet_loader_fault_arm(clnet_loader_fault *f, int epoch, int64_t position) {
+    *f = (clnet_loader_fault){1, epoch, position};
+}
+
+int clnet_loader_fault_fires(clnet_loader_fault *f, int epoch, int64_t position) {
+    if (!f->armed || f->epoch != epoch || f->position != position) return 0;
+    f->armed = 0;
+    return 1;
+}

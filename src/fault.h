@@ -14,8 +14,8 @@
  *       the step (--check-replicas finds it). Each fires once.
  *   CLNET_SAVE_PAUSE=MS  a save sleeps half-way through its file, so that a
  *       test can kill the process inside one (tests/kill_test.sh).
- * (The loader's failure hook is a function the tests call:
- * clnet_loader_inject_failure, data.h.) */
+ * and the loader's failure, which a test arms through its loader
+ * (clnet_loader_inject_failure, data.h): clnet_loader_fault below. */
 #ifndef CLNET_FAULT_H
 #define CLNET_FAULT_H
 
@@ -58,6 +58,17 @@ int clnet_fault(clnet_faults *f, int i, int64_t step, clnet_fault_point point);
  * `seconds` that makes it: FACTOR - 1 times as long. */
 double clnet_throttle_factor(const clnet_faults *f, int i);
 void clnet_throttle_wait(const clnet_faults *f, int i, double seconds);
+
+/* A loader's failure: armed (by clnet_loader_inject_failure), the batch at
+ * (epoch, position) fails to prepare, once. Its loader's lock guards it. */
+typedef struct {
+    int armed, epoch;
+    int64_t position;
+} clnet_loader_fault;
+
+void clnet_loader_fault_arm(clnet_loader_fault *f, int epoch, int64_t position);
+/* Whether the batch at (epoch, position) is to fail; disarms it when so. */
+int clnet_loader_fault_fires(clnet_loader_fault *f, int epoch, int64_t position);
 
 /* env's CLNET_SAVE_PAUSE sleep, half-way through a save (none when unset). */
 void clnet_save_pause(const clnet_env *env);

@@ -3,6 +3,7 @@
  * on (seed, epoch), so any batch can be made again. */
 #include "alloc.h"
 #include "data.h"
+#include "fault.h"
 #include "error.h"
 #include "random.h"
 
@@ -116,8 +117,7 @@ struct clnet_loader {
     uint64_t result_serial;
     int result_buffer;
     clnet_error_slot result_error;
-    int fail_armed; /* the test hook */
-    cursor fail_at;
+    clnet_loader_fault fault; /* the tests' hook (fault.h) */
 };
 
 /* Where the batch at c really starts: an epoch's end (or, with drop_last, a
@@ -191,9 +191,7 @@ static void *prefetch_thread(void *arg) {
         if (l->stop) break;
         cursor at = l->job;
         int buffer = l->job_buffer;
-        int fail =
-            l->fail_armed && l->fail_at.epoch == at.epoch && l->fail_at.position == at.position;
-        if (fail) l->fail_armed = 0;
+        int fail = clnet_loader_fault_fires(&l->fault, at.epoch, at.position);
         l->requested = 0;
         l->busy = 1;
         pthread_mutex_unlock(&l->lock);
@@ -366,8 +364,7 @@ int clnet_loader_batches_per_epoch(const clnet_loader *l) {
 
 void clnet_loader_inject_failure(clnet_loader *l, int epoch, int64_t position) {
     pthread_mutex_lock(&l->lock);
-    l->fail_armed = 1;
-    l->fail_at = (cursor){epoch, position};
+    clnet_loader_fault_arm(&l->fault, epoch, position);
     pthread_mutex_unlock(&l->lock);
 }
 
