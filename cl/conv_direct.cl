@@ -141,7 +141,8 @@ inline float16 direct_lanes16(__global const float *row, int at, int size, int o
     const int16 in = j >= 0 && j < ow;
     if (at + off >= 0 && at + off + 16 <= size)
         return select((float16)(0.0f), vload16(0, row + off), in);
-    float v[16];
+    float v[16]; // every loop over it unrolled: an array indexed at run time lives in memory
+#pragma unroll
     for (int i = 0; i < 16; i++) v[i] = i + off >= 0 && i + off < ow ? row[i + off] : 0.0f;
     return vload16(0, v);
 }
@@ -157,6 +158,7 @@ inline float16 direct_evens16(__global const float *row, int at, int size, int u
         return select((float16)(0.0f), (float16)(a.even, b.even), in);
     }
     float v[16];
+#pragma unroll
     for (int j = 0; j < 16; j++) v[j] = 2 * j - u >= 0 && 2 * j - u < w ? row[2 * j - u] : 0.0f;
     return vload16(0, v);
 }
@@ -316,6 +318,7 @@ __kernel void direct_weight_pairs(clnet_win win, uint n, uint cs, uint cbg, uint
     for (uint od = 0; od < WIN_OD; od++) {
         const int iz = (int)(od * WIN_sd + kd * WIN_dd) - (int)WIN_pd;
         if (iz < 0 || iz >= (int)WIN_D) continue;
+#pragma unroll 1
         for (uint oy = 0; oy < WIN_OH; oy++) {
             const int iy = (int)(oy * WIN_sh + ky * WIN_dh) - (int)WIN_ph;
             if (iy < 0 || iy >= (int)WIN_H) continue;

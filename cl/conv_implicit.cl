@@ -131,13 +131,106 @@ __kernel void implicit_gemm(uint M, uint N, uint P, uint tiles, uint CH, uint mb
                 else
                     TAP_LOOP(taps, tap_at, tap_k[j])
             }
-            floatV acc[MR][NV];
-            FOR_R(SAVE_ACCS, _)
-            store_tile(acc, C, coff, csm, 1, M, end, m0, n0, 1.0f, beta, c0 == 0);
+#define ROW(r) (m0 + (r))
+#define COL(v) (n0 + (v) * VW)
+            STORE_TILE(C, coff, csm, 1, M, end, 1.0f, c0 == 0 ? beta : 1.0f)
+#undef ROW
+#undef COL
         }
     }
 #undef A_AT
 #undef TAP_LOOP
+}
+
+#else // LOCAL == 1: the work-group's tiles in local memory (cl/gemm_tiled.cl's LOCAL_PRODUCT)
+
+// The taps of phase `want` (tap_in; every tap with want.w == 0), in order:
+// their offsets in a channel's grids (at) and their columns of A (col), as
+// implicit_gemm's LOCAL == 0 version takes them, written to local memory for
+// the work-group (a private array indexed at run time would live in off-chip
+// memory). Returns how many; every work-item counts them.
+inline uint local_taps(__local int *at, __local uint *col, int4 dil, int4 stride, int4 kept,
+                       int4 step, int4 want, uint lid) {
+    uint n = 0;
+    for (uint t = 0; t < IK; t++)
+        if (want.w == 0 || tap_in(t, dil, stride, want)) {
+            if (lid == 0) {
+                at[n] = tap_offset(t, dil, stride, kept, step);
+                col[n] = want.w == 2 ? IK - 1 - t : t;
+            }
+            n++;
+        }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return n;
+}
+
+// The taps' table (local_taps) after the tiles, in LOCAL_TILES's one array:
+// IK offsets, then IK columns of A.
+#define TAP_VECS ((2 * IK + VW - 1) / VW)
+#define LOCAL_TAPS                                                                                 \
+    __local int *const tap_at = (__local int *)(bl_tiles + 2 * KL * BLD);                          \
+    __local uint *const tap_col = (__local uint *)(tap_at + IK);
+
+// k / d exactly for k < 2^24 and 1 <= d <= 2^8 (magic = ceil(2^32 / d), 0
+// for d == 1): a multiply instead of a division for every staged element.
+inline uint div_by(uint k, uint d, uint magic) {
+    return d == 1 ? k : mul_hi(k, magic);
+}
+inline uint magic_of(uint d) {
+    return d == 1 ? 0u : (uint)((0x100000000ul + d - 1) / d);
+}
+
+// implicit_gemm's A(m, k) = A[m * sam + c * IK + col[j]] and B(k, n) =
+// X[c * xcs + n + at[j]] of channel c's tap j, k = c * taps + j.
+inline float a_at(__global const float *a, uint sam, __local const uint *col, uint k, uint m,
+                  uint taps, uint magic) {
+    const uint c = div_by(k, taps, magic);
+    return a[m * sam + c * IK + col[k - c * taps]];
+}
+inline float b_at(__global const float *x, uint xcs, __local const int *at, uint k, uint n,
+                  uint taps, uint magic) {
+    const uint c = div_by(k, taps, magic);
+    return x[(int)(c * xcs + n) + at[k - c * taps]];
+}
+// and B(k, n .. n + VW - 1), one vector load (n + VW <= N)
+inline floatV bv_at(__global const float *x, uint xcs, __local const int *at, uint k, uint n,
+                    uint taps, uint magic) {
+    const uint c = div_by(k, taps, magic);
+    return VLOAD(x + (int)(c * xcs + n) + at[k - c * taps]);
+}
+
+// The LOCAL == 0 kernel's product (same arguments; the runs of P are not
+// skipped, so run and tiles are unused, and beta is 0: no k blocks), by the
+// work-group: the TM x TN tile of C at (get_group_id(1) * TM, get_group_id(0)
+// * TN) of group get_group_id(2), over k = c * taps + j (channel c's tap j),
+// the order of the LOCAL == 0 kernel: every tile gives the same floats.
+__kernel __attribute__((reqd_work_group_size(WGN, WGM, 1))) void
+implicit_gemm(uint M, uint N, uint P, uint tiles, uint CH, uint mb, __global const float *A,
+              uint aoff, uint sam, uint gsa, __global const float *X, uint xoff, uint xcs,
+              uint gsx, int4 dil, int4 stride, int4 kept, int4 step, int4 want, float beta,
+              __global float *C, uint coff, uint csm, uint gsc) {
+    LOCAL_TILES(TAP_VECS)
+    LOCAL_TAPS
+    LOCAL_IDS
+    const uint g = get_group_id(2), m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
+    const uint taps = local_taps(tap_at, tap_col, dil, stride, kept, step, want, lid);
+    const uint K = CH * taps, magic = magic_of(taps);
+    __global const float *a = A + aoff + g * gsa, *x = X + xoff + g * gsx;
+    (void)P, (void)tiles, (void)mb;
+#define VALUE_A(k, m) ((k) < K && (m) < M ? a_at(a, sam, tap_col, k, m, taps, magic) : 0.0f)
+#define VALUE_B(k, n) ((k) < K && (n) < N ? b_at(x, xcs, tap_at, k, n, taps, magic) : 0.0f)
+#define VALUE_BV(k, n)                                                                             \
+    ((k) < K && (n) + VW <= N ? bv_at(x, xcs, tap_at, k, n, taps, magic) : LANES(VALUE_B, k, n))
+    FOR_R(DECL_ACCS, _)
+    LOCAL_PRODUCT(K, m0, n0, 1, 0)
+#define ROW(r) (m0 + (r) * WGM + ly)
+#define COL(v) (n0 + ((v) * WGN + lx) * VW)
+    STORE_TILE(C, coff + g * gsc, csm, 1, M, N, 1.0f, beta)
+#undef ROW
+#undef COL
+#undef VALUE_A
+#undef VALUE_B
+#undef VALUE_BV
 }
 
 #endif
@@ -323,6 +416,7 @@ __kernel void implicit_flip(uint G, uint Fg, uint Cbg, uint K, __global const fl
 // WT taps repeats the last tap and stores only its own); chunk and L are
 // multiples of VW (the rows of A are padded with zeros to ld).
 // elementwise.cl's col_sums adds the parts in chunk order.
+#if LOCAL == 0
 __kernel void implicit_wgrad(uint M, uint CH, uint G, uint L, uint chunk, __global const float *A,
                              uint aoff, uint lda, __global const float *X, uint xoff, uint xcs,
                              int4 dil, int4 stride, int4 kept, int4 step, __global float *part,
@@ -367,3 +461,39 @@ __kernel void implicit_wgrad(uint M, uint CH, uint G, uint L, uint chunk, __glob
             part[poff + (m0 + r) * CH * IK + c * IK + t0 + t] = s;
         }
 }
+
+#else // LOCAL == 1
+
+// The same parts as a product of the work-group's tiles: M rows by N = CH *
+// IK columns (n = c * IK + tap) over k = q - z * chunk of chunk z: A(m, k) =
+// the output gradient's row at q, B(k, n) = channel c's grid at q + the
+// tap's offset. Both run along k. Work-group (x, y, z * G + g): the TM x TN
+// tile at (y * TM, x * TN) of group g's part z.
+__kernel __attribute__((reqd_work_group_size(WGN, WGM, 1))) void
+implicit_wgrad(uint M, uint CH, uint G, uint L, uint chunk, __global const float *A, uint aoff,
+               uint lda, __global const float *X, uint xoff, uint xcs, int4 dil, int4 stride,
+               int4 kept, int4 step, __global float *part, uint poff) {
+    LOCAL_TILES(TAP_VECS)
+    LOCAL_TAPS
+    LOCAL_IDS
+    const uint z = get_group_id(2) / G, g = get_group_id(2) % G;
+    const uint m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN, N = CH * IK;
+    local_taps(tap_at, tap_col, dil, stride, kept, step, (int4)(0), lid);
+    const uint q0 = z * chunk, K = min(L, q0 + chunk) - q0;
+    __global const float *a = A + aoff + g * M * lda + q0, *x = X + xoff + g * CH * xcs + q0;
+#define VALUE_A(k, m) ((k) < K && (m) < M ? a[(m) * lda + (k)] : 0.0f)
+#define VALUE_B(k, n) ((k) < K && (n) < N ? x[(int)((n) / IK * xcs + (k)) + tap_at[(n) % IK]] : 0.0f)
+#define VALUE_BV(k, n) LANES(VALUE_B, k, n) /* along k: the lanes are columns far apart */
+    FOR_R(DECL_ACCS, _)
+    LOCAL_PRODUCT(K, m0, n0, 1, 1)
+#define ROW(r) (m0 + (r) * WGM + ly)
+#define COL(v) (n0 + ((v) * WGN + lx) * VW)
+    STORE_TILE(part, poff + (z * G + g) * M * N, N, 1, M, N, 1.0f, 0.0f)
+#undef ROW
+#undef COL
+#undef VALUE_A
+#undef VALUE_B
+#undef VALUE_BV
+}
+
+#endif

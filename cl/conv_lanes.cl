@@ -114,9 +114,11 @@ __kernel void lanes_gemm(clnet_win win, uint up, uint M, uint CH, uint mb, uint 
                     FOR_V(LOAD_B, bk)
                     FOR_R(FMA_ROW, t)
                 }
-            floatV acc[MR][NV];
-            FOR_R(SAVE_ACCS, _)
-            store_tile(acc, C, coff, csm, 1, M, ldn, m0, n0, 1.0f, 0.0f, c0 == 0);
+#define ROW(r) (m0 + (r))
+#define COL(v) (n0 + (v) * VW)
+            STORE_TILE(C, coff, csm, 1, M, ldn, 1.0f, c0 == 0 ? 0.0f : 1.0f)
+#undef ROW
+#undef COL
         }
     }
 #undef A_AT
@@ -224,9 +226,11 @@ __kernel void lanes_wgemm(clnet_win win, uint M, uint Cg, uint Cgp, uint n, uint
                             FOR_R(FMA_ROW, 0)
                         }
                     }
-                    floatV acc[MR][NV];
-                    FOR_R(SAVE_ACCS, _)
-                    store_tile(acc, dW, coff, Cg * IK, IK, M, Cg, m0, n0, 1.0f, beta, o0 == 0);
+#define ROW(r) (m0 + (r))
+#define COL(v) (n0 + (v) * VW)
+                    STORE_TILE(dW, coff, Cg * IK, IK, M, Cg, 1.0f, o0 == 0 ? beta : 1.0f)
+#undef ROW
+#undef COL
                 }
         }
     }

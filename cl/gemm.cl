@@ -31,47 +31,49 @@ __kernel void gemm_nn(uint M, uint N, uint K, uint kchunk, float alpha,
     const uint k_end = min(K, k_begin + kchunk);
     const uint ncols = min(8u, N - n0);
 
-    // Rows past M read row M-1 (valid memory) and are never stored.
+    // Rows past M read row M-1 (valid memory) and are never stored. Every
+    // loop over the tile has a fixed count and is unrolled, so that the
+    // accumulators stay in registers (an array indexed in a loop the compiler
+    // keeps lives in memory: a GPU's stack).
     uint arow[GEMM_TM];
+#pragma unroll
     for (uint r = 0; r < GEMM_TM; r++) arow[r] = aoff + min(m0 + r, M - 1) * sam;
 
     float8 acc[GEMM_TM];
+#pragma unroll
     for (uint r = 0; r < GEMM_TM; r++) acc[r] = (float8)(0.0f);
 
     __global const float *b = B + boff + n0;
-    if (ncols == 8) {
-        for (uint k = k_begin; k < k_end; k++) {
-            const float8 bk = vload8(0, b + k * ldb);
-            const uint ak = k * sak;
-            for (uint r = 0; r < GEMM_TM; r++) acc[r] = mad((float8)(A[arow[r] + ak]), bk, acc[r]);
+    for (uint k = k_begin; k < k_end; k++) {
+        float8 bk;
+        if (ncols == 8) {
+            bk = vload8(0, b + k * ldb);
+        } else { // the last, partial column block
+            __global const float *row = b + k * ldb;
+#define COLUMN(c) ((c) < ncols ? row[c] : 0.0f)
+            bk = (float8)(COLUMN(0), COLUMN(1), COLUMN(2), COLUMN(3), COLUMN(4), COLUMN(5),
+                          COLUMN(6), COLUMN(7));
+#undef COLUMN
         }
-    } else { // the last, partial column block
-        for (uint k = k_begin; k < k_end; k++) {
-            float t[8];
-            for (uint c = 0; c < 8; c++) t[c] = c < ncols ? b[k * ldb + c] : 0.0f;
-            const float8 bk = vload8(0, t);
-            const uint ak = k * sak;
-            for (uint r = 0; r < GEMM_TM; r++) acc[r] = mad((float8)(A[arow[r] + ak]), bk, acc[r]);
-        }
+        const uint ak = k * sak;
+#pragma unroll
+        for (uint r = 0; r < GEMM_TM; r++) acc[r] = mad((float8)(A[arow[r] + ak]), bk, acc[r]);
     }
 
     __global float *c = C + coff + z * cstride + n0;
     const uint rows = min((uint)GEMM_TM, M - m0);
-    for (uint r = 0; r < rows; r++) {
+#pragma unroll
+    for (uint r = 0; r < GEMM_TM; r++) {
         __global float *cr = c + (m0 + r) * ldc;
         float8 v = alpha * acc[r];
-        if (beta != 0.0f) { // beta == 0 must not read C (it may hold NaN garbage)
-            float t[8];
-            for (uint i = 0; i < ncols; i++) t[i] = cr[i];
-            for (uint i = ncols; i < 8; i++) t[i] = 0.0f;
-            v = mad((float8)(beta), vload8(0, t), v);
-        }
-        if (ncols == 8) {
+        if (r < rows && ncols == 8) {
+            if (beta != 0.0f) v = mad((float8)(beta), vload8(0, cr), v);
             vstore8(v, 0, cr);
-        } else {
-            float t[8];
-            vstore8(v, 0, t);
-            for (uint i = 0; i < ncols; i++) cr[i] = t[i];
+        } else if (r < rows) { // beta == 0 must not read C (it may hold NaN garbage)
+            const float t[8] = {v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, v.s7};
+#pragma unroll
+            for (uint i = 0; i < 8; i++)
+                if (i < ncols) cr[i] = beta != 0.0f ? mad(beta, cr[i], t[i]) : t[i];
         }
     }
 }
@@ -84,7 +86,13 @@ __kernel void gemm_nn(uint M, uint N, uint K, uint kchunk, float alpha,
 // blocks, 2 over chunks of k (split-K, as gemm_nn). This is the weight
 // gradient of a convolution, dW = dY col^T, without transposing col.
 #define NT_M 2
-#define NT_N 4
+#define NT_N 2
+// row[k .. k + 7], those from `end` on as zero
+inline float8 nt_tail(__global const float *row, uint k, uint end) {
+#define LANE(i) (k + (i) < end ? row[k + (i)] : 0.0f)
+    return (float8)(LANE(0), LANE(1), LANE(2), LANE(3), LANE(4), LANE(5), LANE(6), LANE(7));
+#undef LANE
+}
 __kernel void gemm_nt(uint M, uint N, uint K, uint kchunk, float alpha,
                       __global const float *A, uint aoff, uint lda,
                       __global const float *B, uint boff, uint ldb, float beta,
@@ -96,34 +104,48 @@ __kernel void gemm_nt(uint M, uint N, uint K, uint kchunk, float alpha,
     const uint k_begin = z * kchunk;
     const uint k_end = min(K, k_begin + kchunk);
     // rows past the matrix read the last row (valid memory), never stored
+    // (every loop over the tile unrolled, as gemm_nn's)
     __global const float *a[NT_M], *b[NT_N];
+#pragma unroll
     for (uint r = 0; r < NT_M; r++) a[r] = A + aoff + min(m0 + r, M - 1) * lda;
+#pragma unroll
     for (uint c = 0; c < NT_N; c++) b[c] = B + boff + min(n0 + c, N - 1) * ldb;
     float8 acc[NT_M][NT_N];
+#pragma unroll
     for (uint r = 0; r < NT_M; r++)
+#pragma unroll
         for (uint c = 0; c < NT_N; c++) acc[r][c] = (float8)(0.0f);
-    uint k = k_begin;
-    for (; k + 8 <= k_end; k += 8) {
-        float8 av[NT_M], bv[NT_N];
-        for (uint r = 0; r < NT_M; r++) av[r] = vload8(0, a[r] + k);
-        for (uint c = 0; c < NT_N; c++) bv[c] = vload8(0, b[c] + k);
-        for (uint r = 0; r < NT_M; r++)
-            for (uint c = 0; c < NT_N; c++) acc[r][c] = mad(av[r], bv[c], acc[r][c]);
+    // one step of 8 along k: one column's vector at a time (fewer registers)
+#define NT_STEP(LOAD)                                                                              \
+    {                                                                                              \
+        float8 av[NT_M];                                                                           \
+        _Pragma("unroll") for (uint r = 0; r < NT_M; r++) av[r] = LOAD(a[r]);                      \
+        _Pragma("unroll") for (uint c = 0; c < NT_N; c++) {                                        \
+            const float8 bv = LOAD(b[c]);                                                          \
+            _Pragma("unroll") for (uint r = 0; r < NT_M; r++) acc[r][c] = mad(av[r], bv, acc[r][c]); \
+        }                                                                                          \
     }
-    float sum[NT_M][NT_N];
+#define NT_WHOLE(row) vload8(0, (row) + k)
+#define NT_TAIL(row)  nt_tail(row, k, k_end)
+    uint k = k_begin;
+#pragma unroll 1 // unrolled, AMD's compiler runs out of registers
+    for (; k + 8 <= k_end; k += 8) NT_STEP(NT_WHOLE)
+    if (k < k_end) NT_STEP(NT_TAIL) // the tail: its lanes past k_end read as zero
+#undef NT_STEP
+#undef NT_WHOLE
+#undef NT_TAIL
+    __global float *out = C + coff + z * cstride;
+#pragma unroll
     for (uint r = 0; r < NT_M; r++)
+#pragma unroll
         for (uint c = 0; c < NT_N; c++) {
             const float8 v = acc[r][c];
-            float s = ((v.s0 + v.s1) + (v.s2 + v.s3)) + ((v.s4 + v.s5) + (v.s6 + v.s7));
-            for (uint kk = k; kk < k_end; kk++) s = mad(a[r][kk], b[c][kk], s); // the tail
-            sum[r][c] = s;
-        }
-    __global float *out = C + coff + z * cstride;
-    for (uint r = 0; r < NT_M && m0 + r < M; r++)
-        for (uint c = 0; c < NT_N && n0 + c < N; c++) {
-            __global float *o = out + (m0 + r) * ldc + n0 + c;
-            const float v = alpha * sum[r][c];
-            *o = beta != 0.0f ? mad(beta, *o, v) : v;
+            const float s = ((v.s0 + v.s1) + (v.s2 + v.s3)) + ((v.s4 + v.s5) + (v.s6 + v.s7));
+            if (m0 + r < M && n0 + c < N) {
+                __global float *o = out + (m0 + r) * ldc + n0 + c;
+                const float v = alpha * s;
+                *o = beta != 0.0f ? mad(beta, *o, v) : v;
+            }
         }
 }
 

@@ -146,36 +146,58 @@
 // (PACK_B == 0, the last panel only): those read as zero.
 inline void load_b_edge(floatV b[NV], __global const float *row, uint ncols) {
     float t[NR];
+    UNROLL(NR)
     for (uint c = 0; c < NR; c++) t[c] = c < ncols ? row[c] : 0.0f;
+    UNROLL(NV)
     for (uint v = 0; v < NV; v++) b[v] = VLOAD(t + v * VW);
 }
 
-// Writes the MR x NR tile acc at (m0, n0) of C: first == 1 gives
-// alpha * acc + beta * C (C not read when beta == 0: it may hold NaN),
-// first == 0 adds alpha * acc to the partial sums C already holds.
-inline void store_tile(floatV acc[MR][NV], __global float *C, uint coff, uint csm, uint csn,
-                       uint M, uint N, uint m0, uint n0, float alpha, float beta, int first) {
-    const uint rows = min((uint)MR, M - m0), ncols = min((uint)NR, N - n0);
-    const float b = first ? beta : 1.0f;
-    for (uint r = 0; r < MR; r++) {
-        if (r >= rows) break;
-        __global float *c = C + coff + (m0 + r) * csm + n0 * csn;
-        if (csn == 1 && ncols == NR) {
-            for (uint v = 0; v < NV; v++) {
-                floatV x = alpha * acc[r][v];
-                if (b != 0.0f) x = mad((floatV)(b), VLOAD(c + v * VW), x);
-                VSTORE(x, c + v * VW);
-            }
-        } else {
-            float t[NR];
-            for (uint v = 0; v < NV; v++) VSTORE(alpha * acc[r][v], t + v * VW);
-            for (uint i = 0; i < ncols; i++) {
-                const float x = t[i];
-                c[i * csn] = b != 0.0f ? mad(b, c[i * csn], x) : x;
-            }
-        }
+// Writes the vector x of accumulators at columns n .. n + VW - 1 of a row of
+// C (row[n * csn] is column n): alpha * x + beta * C, C not read when beta
+// == 0 (it may hold NaN). Columns past N are left alone.
+inline void store_vec(floatV x, __global float *row, uint n, uint N, uint csn, float alpha,
+                      float beta) {
+    x = alpha * x;
+    if (csn == 1 && n + VW <= N) {
+        if (beta != 0.0f) x = mad((floatV)(beta), VLOAD(row + n), x);
+        VSTORE(x, row + n);
+        return;
     }
+    float t[VW];
+    VSTORE(x, t);
+    UNROLL(VW)
+    for (uint i = 0; i < VW; i++)
+        if (n + i < N) {
+            __global float *c = row + (n + i) * csn;
+            *c = beta != 0.0f ? mad(beta, *c, t[i]) : t[i];
+        }
 }
+
+// Writes the accumulators acc<r>_<v> (as the micro-kernels below name
+// them) of rows ROW(r) and columns COL(v) .. + VW - 1 of C(m, n) =
+// C[coff + m * csm + n * csn], those of rows below M and columns below N:
+// alpha * acc + beta * C. Macros, so that no array of accumulators is ever
+// indexed (one that is lives in memory, on the stack of a GPU too).
+#define STORE_VEC(v, r) store_vec(acc##r##_##v, crow, COL(v), st_N, st_csn, st_alpha, st_beta);
+#define STORE_ROW(r, _)                                                                            \
+    if (ROW(r) < st_M) {                                                                           \
+        __global float *crow = st_C + ROW(r) * st_csm;                                             \
+        FOR_V(STORE_VEC, r)                                                                        \
+    }
+#define STORE_TILE(C_, coff_, csm_, csn_, M_, N_, alpha_, beta_)                                   \
+    {                                                                                              \
+        __global float *st_C = (C_) + (coff_);                                                     \
+        const uint st_csm = (csm_), st_csn = (csn_), st_M = (M_), st_N = (N_);                     \
+        const float st_alpha = (alpha_), st_beta = (beta_);                                        \
+        FOR_R(STORE_ROW, _)                                                                        \
+    }
+
+// The register micro-kernel's names: acc<r>_<v> is the accumulator of row r,
+// vector v; b<v> a vector of B's row; a<r> a broadcast scalar of A's column.
+#define DECL_ACC(v, r) floatV acc##r##_##v = (floatV)(0.0f);
+#define DECL_ACCS(r, _) FOR_V(DECL_ACC, r)
+#define LOAD_B(v, row)  const floatV b##v = VLOAD((row) + (v) * VW);
+#define FMA_ONE(v, r)   acc##r##_##v = MADD(a##r, b##v, acc##r##_##v);
 
 #if LOCAL == 0
 
@@ -183,10 +205,6 @@ inline void store_tile(floatV acc[MR][NV], __global float *C, uint coff, uint cs
 // not unroll them, and an accumulator array that is indexed in a loop lives
 // on the stack instead of in registers. acc<r>_<v> is the accumulator of row
 // r, vector v; b<v> holds B(k, n0 + v*VW ..); a<r> broadcasts A(m0 + r, k).
-#define DECL_ACC(v, r) floatV acc##r##_##v = (floatV)(0.0f);
-#define DECL_ACCS(r, _) FOR_V(DECL_ACC, r)
-#define LOAD_B(v, row)  const floatV b##v = VLOAD((row) + (v) * VW);
-#define FMA_ONE(v, r)   acc##r##_##v = MADD(a##r, b##v, acc##r##_##v);
 #define FMA_ROW(r, i)                                                                             \
     {                                                                                              \
         const floatV a##r = (floatV)(A_AT(r, i));                                                  \
@@ -206,8 +224,6 @@ inline void store_tile(floatV acc[MR][NV], __global float *C, uint coff, uint cs
         FOR_R(FMA_ROW, 0)                                                                          \
     }
 #define LOAD_B_EDGE(v, _) const floatV b##v = bt[v];
-#define SAVE_ACC(v, r)    acc[r][v] = acc##r##_##v;
-#define SAVE_ACCS(r, _)   FOR_V(SAVE_ACC, r)
 #define DECL_AROW(r, _)   const uint arow##r = min(m0 + (r), M - 1) * sam;
 
 __kernel void gemm_tiled(uint M, uint N, uint K, uint mb, float alpha, __global const float *A,
@@ -265,9 +281,11 @@ __kernel void gemm_tiled(uint M, uint N, uint K, uint mb, float alpha, __global 
                     bk += BSTEP;
                 }
             }
-            floatV acc[MR][NV];
-            FOR_R(SAVE_ACCS, _)
-            store_tile(acc, C, coff, csm, csn, M, N, m0, n0, alpha, beta, k0 == 0);
+#define ROW(r) (m0 + (r))
+#define COL(v) (n0 + (v) * VW)
+            STORE_TILE(C, coff, csm, csn, M, N, alpha, k0 == 0 ? beta : 1.0f)
+#undef ROW
+#undef COL
 #undef A_AT
         }
     }
@@ -277,53 +295,154 @@ __kernel void gemm_tiled(uint M, uint N, uint K, uint mb, float alpha, __global 
 
 #else // LOCAL == 1: tiles of A and B staged in local memory by the work-group
 
-#define TM (WGM * MR)
-#define TN (WGN * NR)
+// The work-group, WGN x WGM work-items, computes a TM x TN tile of C over
+// tiles of KL steps of k staged in local memory, two of each: while one is
+// multiplied, the next comes from global memory into registers, and goes to
+// local memory after it (one barrier a tile). Work-item (lx, ly) holds MR x
+// NV accumulators: rows ROW(r) = m0 + r * WGM + ly, vectors of VW columns
+// from COL(v) = n0 + (v * WGN + lx) * VW (m0, n0: the work-group's tile), so
+// neighbouring work-items read neighbouring vectors of the B tile (no bank
+// conflict), the same scalars of the A tile (a broadcast), and store
+// neighbouring vectors of C. The A tile holds floats, the B tile vectors of
+// VW columns, each written and read as what it is (a tile written as floats
+// and read as vectors let Oclgrind's compiler move the reads across the
+// barrier: the two types may not alias, it assumed). The kernels that use it
+// (this one, the implicit convolution's) say how their operands are read:
+// VALUE_A(k, m), a float, and VALUE_BV(k, n), the vector of B(k, n .. n + VW
+// - 1), each zero outside its matrix.
+#define TM  (WGM * MR)
+#define TN  (WGN * NR)
+#define TNV (WGN * NV) /* the B tile's columns in vectors */
+#define WG  (WGM * WGN)
+#define SA  ((KL * TM + WG - 1) / WG) /* the A tile's floats a work-item stages */
+#define SB  ((KL * TNV + WG - 1) / WG) /* and the B tile's vectors */
+#define ALD (TM + 1)   /* the A tile's rows in floats, padded: no bank conflict staged along k */
+#define BLD (TNV + 1)  /* the B tile's rows in vectors, padded likewise */
+#if VW != 1 && VW != 2 && VW != 4
+#error "local tiles take vectors of 1, 2 or 4 floats"
+#endif
 
-// The work-group's cooperative load of a KL x T tile, k-major, of X(x, k)
-// for x from x0 and k from k0 into local memory, out-of-range elements as
-// zero. X is packed into blocks of P along x (see pack) or read through
-// strides sx and sk; `packed` is a build-time constant (PACK_A, PACK_B), so
-// the other branch compiles away: the kernel ignores its packed_b argument.
-inline void stage_tile(__local float *t, uint T, uint x0, uint X, uint k0, uint K,
-                       __global const float *src, uint sx, uint sk, uint P, int packed, uint lid) {
-    for (uint i = lid; i < KL * T; i += WGM * WGN) {
-        const uint k = k0 + i / T, x = x0 + i % T;
-        float v = 0.0f;
-        if (k < K && x < X)
-            v = packed ? src[(x / P) * K * P + k * P + x % P] : src[x * sx + k * sk];
-        t[i] = v;
+// The vector of VALUE(k, n + l) for each lane l: a B operand read float by
+// float (along k, or at a matrix's edge).
+#if VW == 1
+#define LANES(VALUE, k, n) VALUE(k, n)
+#elif VW == 2
+#define LANES(VALUE, k, n) (floatV)(VALUE(k, n), VALUE(k, (n) + 1))
+#else
+#define LANES(VALUE, k, n)                                                                        \
+    (floatV)(VALUE(k, n), VALUE(k, (n) + 1), VALUE(k, (n) + 2), VALUE(k, (n) + 3))
+#endif
+
+// Element e of work-item lid's share of a KL x T tile is the tile's i = lid
+// + e * WG, at (kk, x) = (i % KL, i / KL) with kfast (neighbouring work-items
+// read along k: an operand contiguous along k), else (i / T, i % T).
+#define STAGE_I(e)           (lid + (e) * WG)
+#define STAGE_K(i, T, kfast) ((kfast) ? (i) % KL : (i) / (T))
+#define STAGE_X(i, T, kfast) ((kfast) ? (i) / KL : (i) % (T))
+#define STAGE_IN(i, T)       ((KL * (T)) % WG == 0 || (i) < KL * (T))
+// The share of the tile at k0, element x0 (A: rows; B: vectors) into r[S] ...
+#define STAGE_LOAD(r, S, T, kfast, k0, x0, VALUE, ZERO)                                           \
+    UNROLL(S)                                                                                      \
+    for (uint e = 0; e < S; e++) {                                                                 \
+        const uint i = STAGE_I(e);                                                                 \
+        r[e] = STAGE_IN(i, T) ? VALUE((k0) + STAGE_K(i, T, kfast), (x0) + STAGE_X(i, T, kfast))  \
+                              : (ZERO);                                                            \
     }
-}
+// ... and from them into the local tile t (rows of ld elements, k-major).
+// No unroll pragma here: Oclgrind 21.10 (LLVM 14) ran the unrolled stores at
+// wrong addresses (past the tile); the compilers unroll it all the same.
+#define STAGE_STORE(t, ld, r, S, T, kfast)                                                        \
+                                                                                                   \
+    for (uint e = 0; e < S; e++) {                                                                 \
+        const uint i = STAGE_I(e);                                                                 \
+        if (STAGE_IN(i, T)) (t)[STAGE_K(i, T, kfast) * (ld) + STAGE_X(i, T, kfast)] = r[e];       \
+    }
+// B's vector xv of the tile's columns: B(k, xv * VW ..)
+#define VALUE_BVEC(k, xv) VALUE_BV(k, (xv) * VW)
+// One step kk of a tile: NV vectors of B's row, MR scalars of A's column.
+#define LLOAD_B(v, kk)  const floatV b##v = blt[(kk) * BLD + (v) * WGN + lx];
+#define LFMA_ROW(r, kk)                                                                           \
+    {                                                                                              \
+        const floatV a##r = (floatV)(alt[(kk) * ALD + (r) * WGM + ly]);                            \
+        FOR_V(FMA_ONE, r)                                                                          \
+    }
+// acc<r>_<v> = the sum over k < K of A(ROW(r), k) B(k, COL(v) ..), for the
+// tile at (m0, n0): kfast_a, kfast_b say how each operand is staged. The
+// kernel declares lx, ly, lid, and the accumulators (DECL_ACCS).
+#define LOCAL_PRODUCT(K_, m0, n0, kfast_a, kfast_b)                                               \
+    {                                                                                              \
+        const uint tiles = ((K_) + KL - 1) / KL, v0 = (n0) / VW;                                   \
+        float ra[SA];                                                                              \
+        floatV rb[SB];                                                                             \
+        STAGE_LOAD(ra, SA, TM, kfast_a, 0, m0, VALUE_A, 0.0f)                                      \
+        STAGE_LOAD(rb, SB, TNV, kfast_b, 0, v0, VALUE_BVEC, (floatV)(0.0f))                        \
+        STAGE_STORE(al_tiles, ALD, ra, SA, TM, kfast_a)                                            \
+        STAGE_STORE(bl_tiles, BLD, rb, SB, TNV, kfast_b)                                           \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        for (uint t = 0; t < tiles; t++) {                                                         \
+            const uint cur = t & 1, next = (t + 1) * KL;                                           \
+            if (t + 1 < tiles) {                                                                   \
+                STAGE_LOAD(ra, SA, TM, kfast_a, next, m0, VALUE_A, 0.0f)                           \
+                STAGE_LOAD(rb, SB, TNV, kfast_b, next, v0, VALUE_BVEC, (floatV)(0.0f))             \
+            }                                                                                      \
+            __local const float *alt = al_tiles + cur * KL * ALD;                                  \
+            __local const floatV *blt = bl_tiles + cur * KL * BLD;                                 \
+            UNROLL(KU)                                                                             \
+            for (uint kk = 0; kk < KL; kk++) {                                                     \
+                FOR_V(LLOAD_B, kk)                                                                 \
+                FOR_R(LFMA_ROW, kk)                                                                \
+            }                                                                                      \
+            if (t + 1 < tiles) {                                                                   \
+                STAGE_STORE(al_tiles + (cur ^ 1) * KL * ALD, ALD, ra, SA, TM, kfast_a)             \
+                STAGE_STORE(bl_tiles + (cur ^ 1) * KL * BLD, BLD, rb, SB, TNV, kfast_b)            \
+            }                                                                                      \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+        }                                                                                          \
+    }
+// The two tiles of each operand, and `extra` vectors after them for the
+// kernel's own use, in one array at the kernel's scope (as OpenCL wants),
+// the A tiles as floats at its start.
+#define AVEC (((2 * KL * ALD) + VW - 1) / VW) /* the A tiles, in vectors */
+#define LOCAL_TILES(extra)                                                                         \
+    __local floatV local_tiles[AVEC + 2 * KL * BLD + (extra)];                                     \
+    __local float *const al_tiles = (__local float *)local_tiles;                                  \
+    __local floatV *const bl_tiles = local_tiles + AVEC;
+#define LOCAL_IDS                                                                                  \
+    const uint lx = get_local_id(0), ly = get_local_id(1), lid = ly * WGN + lx;
+
+// A(m, k) and B(k, n) as the host gives them (see the top of this file); the
+// A tile is staged along k when A is contiguous along k and not packed.
 __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1))) void
 gemm_tiled(uint M, uint N, uint K, uint mb, float alpha, __global const float *A, uint aoff,
            uint sam, uint sak, __global const float *B, uint boff, uint ldb, uint packed_b,
            float beta, __global float *C, uint coff, uint csm, uint csn) {
-    __local float al[KL][TM]; // A(m, k) of the tile, k-major so a column is contiguous
-    __local float bl[KL][TN];
-    const uint lx = get_local_id(0), ly = get_local_id(1);
-    const uint lid = ly * WGN + lx;
-    const uint tm0 = get_group_id(1) * TM, tn0 = get_group_id(0) * TN;
-    const uint m0 = tm0 + ly * MR, n0 = tn0 + lx * NR;
-    floatV acc[MR][NV];
-    for (uint r = 0; r < MR; r++)
-        for (uint v = 0; v < NV; v++) acc[r][v] = (floatV)(0.0f);
-    for (uint k0 = 0; k0 < K; k0 += KL) {
-        stage_tile(&al[0][0], TM, tm0, M, k0, K, A + aoff, sam, sak, MR, PACK_A, lid);
-        stage_tile(&bl[0][0], TN, tn0, N, k0, K, B + boff, 1, ldb, NR, PACK_B, lid);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        UNROLL(KU)
-        for (uint k = 0; k < KL; k++) {
-            floatV b[NV];
-            for (uint v = 0; v < NV; v++) b[v] = VLOAD(&bl[k][lx * NR + v * VW]);
-            for (uint r = 0; r < MR; r++) {
-                const floatV a = (floatV)(al[k][ly * MR + r]);
-                for (uint v = 0; v < NV; v++) acc[r][v] = MADD(a, b[v], acc[r][v]);
-            }
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (m0 < M && n0 < N) store_tile(acc, C, coff, csm, csn, M, N, m0, n0, alpha, beta, 1);
+    LOCAL_TILES(0)
+    LOCAL_IDS
+    const uint m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
+    __global const float *a = A + aoff, *b = B + boff;
+#if PACK_A
+#define VALUE_A(k, m) ((k) < K && (m) < M ? a[(m) / MR * K * MR + (k) * MR + (m) % MR] : 0.0f)
+#else
+#define VALUE_A(k, m) ((k) < K && (m) < M ? a[(m) * sam + (k) * sak] : 0.0f)
+#endif
+#if PACK_B
+#define B_AT(k, n) (b + (n) / NR * K * NR + (k) * NR + (n) % NR)
+#else
+#define B_AT(k, n) (b + (k) * ldb + (n))
+#endif
+#define VALUE_B(k, n)  ((k) < K && (n) < N ? *B_AT(k, n) : 0.0f)
+#define VALUE_BV(k, n) ((k) < K && (n) + VW <= N ? VLOAD(B_AT(k, n)) : LANES(VALUE_B, k, n))
+    FOR_R(DECL_ACCS, _)
+    LOCAL_PRODUCT(K, m0, n0, !PACK_A && sak == 1, 0)
+#define ROW(r) (m0 + (r) * WGM + ly)
+#define COL(v) (n0 + ((v) * WGN + lx) * VW)
+    STORE_TILE(C, coff, csm, csn, M, N, alpha, beta)
+#undef ROW
+#undef COL
+#undef VALUE_A
+#undef VALUE_B
+#undef VALUE_BV
+#undef B_AT
 }
 
 #endif

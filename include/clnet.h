@@ -1025,11 +1025,16 @@ double clnet_seconds(void);
  *   CLNET_GEMM=own|clblast   runs every GEMM with that implementation (auto,
  *                            the default: the tuning database or the rules)
  *   CLNET_CONV=ALGO          runs every convolution with one algorithm:
- *                            im2col, direct, implicit or lanes (each runs
- *                            any convolution), or each pass with its own
+ *                            im2col, direct, implicit, lanes or winograd
+ *                            (each runs any convolution), or each pass with its own
  *                            (implicit/implicit/im2col: forward, input
  *                            gradient, weight gradient); auto, the default:
  *                            the checkpoint, the tuning database or the rules
+ *   CLNET_CONV_TILE=ID       on GPUs, the implicit algorithm's products (and
+ *                            Winograd's) with that local-memory tile
+ *                            (m8n8v4l8w16x16: 8 x 8 outputs a work-item as
+ *                            float4s, k in steps of 8, 16 x 16 work-items);
+ *                            default: the rules
  *   CLNET_TUNE=off           clnet_net_tune refuses and times nothing (0 too)
  *   CLNET_TUNE_COLD_MB=N     tuning times operands over N MiB with cold
  *                            caches (default 4)
@@ -1058,7 +1063,17 @@ double clnet_seconds(void);
  *                            (0-based) at point P: start, kernels, transfer,
  *                            reduce; drift changes its first parameter
  *   CLNET_SAVE_PAUSE=MS      tests: every checkpoint save sleeps MS
- *                            milliseconds half-way through its file */
+ *                            milliseconds half-way through its file
+ *   CLNET_POSE=gpu           tests: every device is taken for a discrete
+ *                            GPU by the rules and the kernels (no host
+ *                            memory shared, no CPU register tiles, at most
+ *                            48 KiB of local memory and work-groups of
+ *                            1024), so PoCL runs what a GPU would
+ *   CLNET_KERNEL_LOG=DIR     appends each kernel's first launch at a
+ *                            work-group size (its program, build options,
+ *                            name and size) to DIR/kernels.tsv, and each
+ *                            program's source to DIR/<program>.cl: the
+ *                            offline GPU check's list (scripts/gpu_offline.py) */
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,7 @@ if [ "${1:-}" != --demo ]; then
     oclgrind                         # a second OpenCL platform, for tests
     mesa-opencl-icd                  # Rusticl: a third OpenCL implementation, for tests
     python3-numpy python3-torch      # the tests' NumPy checks and PyTorch comparisons
+    clang-15 libclc-15               # the GPU kernels compiled offline (scripts/gpu_offline.py)
   )
 fi
 if ! command -v dpkg-query >/dev/null 2>&1; then

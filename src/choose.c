@@ -17,7 +17,8 @@ const char clnet_choice_letters[CLNET_FROM_COUNT + 1] = "epdf";
 
 /* The names in use; `used` grows as algorithms register (under `adding`),
  * after their names are written, so readers never lock. */
-static char names[CLNET_CONV_MOST][NAME_CAP] = {"auto", "im2col", "direct", "implicit", "lanes"};
+static char names[CLNET_CONV_MOST][NAME_CAP] = {"auto",     "im2col", "direct",
+                                                "implicit", "lanes",  "winograd"};
 static atomic_int used = CLNET_CONV_BUILT_IN;
 static pthread_mutex_t adding = PTHREAD_MUTEX_INITIALIZER;
 
@@ -139,6 +140,33 @@ clnet_status clnet_chooser_force_conv(clnet_chooser *k, const char *text, const 
             what, text, known);
     }
     k->conv_force = plan;
+    return CLNET_OK;
+}
+
+int clnet_conv_tile_parse(const char *id, int v[6]) {
+    int t[6], end = 0;
+    if (!id ||
+        sscanf(id, "m%dn%dv%dl%dw%dx%d%n", &t[0], &t[1], &t[2], &t[3], &t[4], &t[5], &end) != 6 ||
+        id[end] != '\0')
+        return 0;
+    int nv = t[2] > 0 ? t[1] / t[2] : 0;
+    int vw_ok = t[2] == 1 || t[2] == 2 || t[2] == 4 || t[2] == 8 || t[2] == 16;
+    if (t[0] < 1 || t[0] > 16 || !vw_ok || nv < 1 || nv > 4 || nv * t[2] != t[1] || t[3] < 1 ||
+        t[3] > 64 || t[4] < 1 || t[4] > 32 || t[5] < 1 || t[5] > 32)
+        return 0;
+    memcpy(v, t, sizeof t);
+    return 1;
+}
+
+clnet_status clnet_chooser_force_tile(clnet_chooser *k, const char *text, const char *what) {
+    int v[6];
+    if (text && *text &&
+        (strlen(text) >= sizeof k->conv_tile_force || !clnet_conv_tile_parse(text, v)))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "%s='%s': expected a tile like m8n8v4l16w16x16 (MR rows by NR columns "
+                          "a work-item, vectors of VW, k steps of L, WGM x WGN work-items)",
+                          what, text);
+    snprintf(k->conv_tile_force, sizeof k->conv_tile_force, "%s", text ? text : "");
     return CLNET_OK;
 }
 

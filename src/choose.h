@@ -45,6 +45,7 @@ enum {
     CLNET_CONV_DIRECT,
     CLNET_CONV_IMPLICIT,
     CLNET_CONV_LANES,
+    CLNET_CONV_WINOGRAD,
     CLNET_CONV_BUILT_IN,
     CLNET_CONV_MOST = 16
 };
@@ -95,6 +96,7 @@ void clnet_conv_plan_text(const clnet_conv_plan *plan, char *out, size_t cap);
 typedef struct {
     char gemm_force[16];        /* $CLNET_GEMM ("own", "clblast") or "" */
     clnet_conv_plan conv_force; /* $CLNET_CONV: an algorithm a pass, or CLNET_CONV_AUTO */
+    char conv_tile_force[24];   /* $CLNET_CONV_TILE: the implicit algorithm's tile, or "" */
     char tune_device[400];      /* this device in the tuning database */
     char tune_space[20];        /* the fingerprint of its GEMM candidates */
     clnet_tune_table tuned;     /* the database's entries for this device */
@@ -117,6 +119,17 @@ int clnet_chooser_has_entries(const clnet_chooser *k);
  * error naming `what` (the variable, or the function) where it names an
  * unknown algorithm. */
 clnet_status clnet_chooser_force_conv(clnet_chooser *k, const char *text, const char *what);
+
+/* $CLNET_CONV_TILE's text (NULL or "": none) as k's forced tile of the
+ * implicit algorithm's local-memory products (src/layers/conv_implicit.c:
+ * "m8n8v4l16w16x16", MR rows by NR columns a work-item, vectors of VW, KL
+ * steps of k a tile, WGM x WGN work-items); an error naming `what` where it
+ * is not such an id. */
+clnet_status clnet_chooser_force_tile(clnet_chooser *k, const char *text, const char *what);
+
+/* Parses a tile id: its MR, NR, VW, KL, WGM and WGN into v[6]; 0 where it
+ * is not one (the values in the ranges cl/gemm_tiled.cl allows). */
+int clnet_conv_tile_parse(const char *id, int v[6]);
 
 void clnet_chooser_free(clnet_chooser *k);
 

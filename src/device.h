@@ -54,6 +54,11 @@ typedef struct clnet_device {
      * work-items instead included (llvmpipe under Rusticl: width 1; the CPU
      * register tiles took it over 10 minutes to compile). */
     int vector_cpu;
+    /* 1 when the driver runs kernels on the host's CPU (PoCL), whatever
+     * info.type says (CLNET_POSE=gpu makes it a GPU): kernels launched without
+     * a work-group size get the CPU's fixed ones (clnet_run_kept), so that a
+     * posing PoCL compiles no work-group function for every shape. */
+    int cpu_driver;
     const clnet_cache_config *cache;
     /* The runtime's snapshot of the environment (env.h), taken when it was
      * made: kernel sources, guards, the profile and start-up report read it. */

@@ -22,10 +22,13 @@ static const struct {
     {"CLNET_KERNEL_DIR", offsetof(clnet_env, kernel_dir)},
     {"CLNET_GEMM", offsetof(clnet_env, gemm)},
     {"CLNET_CONV", offsetof(clnet_env, conv)},
+    {"CLNET_CONV_TILE", offsetof(clnet_env, conv_tile)},
     {"CLNET_TUNE_COLD_MB", offsetof(clnet_env, tune_cold_mb)},
     {"CLNET_THROTTLE", offsetof(clnet_env, throttle)},
     {"CLNET_FAULT", offsetof(clnet_env, fault)},
     {"CLNET_SAVE_PAUSE", offsetof(clnet_env, save_pause)},
+    {"CLNET_POSE", offsetof(clnet_env, pose)},
+    {"CLNET_KERNEL_LOG", offsetof(clnet_env, kernel_log)},
 };
 enum { TEXTS = sizeof texts / sizeof *texts };
 

@@ -31,10 +31,13 @@ typedef struct {
     const char *kernel_dir;     /* CLNET_KERNEL_DIR: .cl files instead of the embedded ones */
     const char *gemm;           /* CLNET_GEMM: auto, own, clblast */
     const char *conv;           /* CLNET_CONV: an algorithm, or one a pass */
+    const char *conv_tile;      /* CLNET_CONV_TILE: the implicit algorithm's GPU tile */
     const char *tune_cold_mb;   /* CLNET_TUNE_COLD_MB */
     const char *throttle;       /* CLNET_THROTTLE (fault.c parses the test hooks) */
     const char *fault;          /* CLNET_FAULT */
     const char *save_pause;     /* CLNET_SAVE_PAUSE */
+    const char *pose;           /* CLNET_POSE: gpu (runtime.c) */
+    const char *kernel_log;     /* CLNET_KERNEL_LOG: a folder (kernel_log.c) */
     /* flags and numbers */
     int guard;       /* CLNET_GUARD=1 */
     int profile;     /* CLNET_PROFILE set, not empty and not 0 */

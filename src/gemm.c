@@ -18,7 +18,7 @@
 
 #define FAMILY "gemm"
 #define NT_M   2 /* gemm_nt tile: NT_M x NT_N, as in cl/gemm.cl */
-#define NT_N   4
+#define NT_N   2
 /* Split-K: a product this long and this narrow is cut into chunks of k,
  * computed side by side and added in a fixed order. */
 #define SPLIT_K_MIN         4096
@@ -120,9 +120,13 @@ int clnet_gemm_candidates(const clnet_device *d, char ids[][CLNET_GEMM_ID_CAP], 
     int tiled = clnet_gemm_tiled_space(d, space, MAX_TILED);
     for (int i = 0; i < tiled && i < MAX_TILED && n < cap; i++)
         clnet_gemm_tiled_name(&space[i], ids[n++], CLNET_GEMM_ID_CAP);
+    /* 16 rows of float8 accumulators (128 registers) spill on GPUs (RDNA3's 128
+     * VGPRs; scripts/gpu_offline.py): not theirs */
+    int gpu = d && d->info.type != CLNET_DEVICE_CPU;
     for (size_t i = 0; i < sizeof TM_SPACE / sizeof TM_SPACE[0]; i++)
         for (int wg = 1; wg >= 0; wg--)
-            if (n < cap) snprintf(ids[n++], CLNET_GEMM_ID_CAP, "own-tm%d-wg%d", TM_SPACE[i], wg);
+            if (n < cap && !(gpu && TM_SPACE[i] > 8))
+                snprintf(ids[n++], CLNET_GEMM_ID_CAP, "own-tm%d-wg%d", TM_SPACE[i], wg);
     if (n < cap) snprintf(ids[n++], CLNET_GEMM_ID_CAP, "clblast");
     return n;
 }

@@ -248,15 +248,17 @@ static const char *const SPACE_CPU8[] = {
 
 /* GPUs: work-groups of 64-256 work-items, tiles of A and B staged in local
  * memory (KL = 8 or 16 steps of k), register tiles of 2-8 rows x 4-8
- * columns as float4s or scalars, A packed or read in place; and two points
- * without local memory (each work-item reads global memory through the
- * caches), for drivers where local memory does not pay. */
+ * columns as float4s, float2s or scalars, A packed or read in place; and two
+ * points without local memory (each work-item reads global memory through
+ * the caches), for drivers where local memory does not pay. The 8 x 8 tiles
+ * take k in steps of 8: with 16, their staged elements and 64 accumulators
+ * spill on RDNA3 (gfx1100: 128 VGPRs; scripts/gpu_offline.py). */
 static const char *const SPACE_GPU[] = {
     "tiled-m4n4v4k0c0a0b0l16w16x16u1", "tiled-m4n4v4k0c0a1b0l16w16x16u1",
     "tiled-m8n4v4k0c0a1b0l16w16x16u1", "tiled-m4n8v4k0c0a1b0l16w16x16u1",
-    "tiled-m8n8v4k0c0a1b0l8w16x16u1",  "tiled-m8n8v4k0c0a1b0l16w16x16u1",
-    "tiled-m8n8v4k0c0a1b1l16w16x16u1", "tiled-m8n8v4k0c0a1b0l16w8x16u1",
-    "tiled-m4n4v1k0c0a1b0l16w16x16u1", "tiled-m8n8v2k0c0a1b0l16w16x16u1",
+    "tiled-m8n8v4k0c0a0b0l8w16x16u1",  "tiled-m8n8v4k0c0a1b0l8w16x16u1",
+    "tiled-m8n8v4k0c0a1b1l8w16x16u1",  "tiled-m4n8v4k0c0a1b0l16w8x16u1",
+    "tiled-m4n4v1k0c0a1b0l16w16x16u1", "tiled-m8n8v2k0c0a1b0l8w16x16u1",
     "tiled-m2n4v4k0c0a1b0l16w16x16u1", "tiled-m4n8v4k0c0a1b0l8w8x8u1",
     "tiled-m4n4v4k0c0a0b0l0w16x16u1",  "tiled-m8n8v4k0c0a1b1l0w16x16u1",
 };

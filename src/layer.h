@@ -31,7 +31,7 @@
 #define CLNET_NAME_CAP     64 /* node names, with the terminating NUL */
 #define CLNET_CONFIG_CAP   256
 #define CLNET_MODEL_INPUT  (-1) /* a node input that is the model's input */
-#define CLNET_NODE_KERNELS 28   /* kernels one node runs, forward and backward */
+#define CLNET_NODE_KERNELS 32   /* kernels one node runs, forward and backward */
 #define CLNET_NODE_GEMMS   4    /* GEMM call sites of one node, forward and backward */
 
 typedef enum {

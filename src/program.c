@@ -1,6 +1,7 @@
 /* Program building and the per-device program/kernel tables. */
 #include "alloc.h"
 #include "program.h"
+#include "kernel_log.h"
 #include "clock.h"
 #include "error.h"
 #include "guard.h"
@@ -381,16 +382,29 @@ clnet_status clnet_run(clnet_device *d, clnet_kernel_ref kr, int dims, const siz
 }
 
 /* Guarded runs (CLNET_GUARD=1) check that a kept kernel is the one asked
- * for: two kernels given one slot of a node (clnet_pass_kept) would
- * otherwise run the first one's code with the second one's arguments. */
-static clnet_status check_kept(cl_kernel k, const char *name) {
+ * for, by name and program (its family built with its options): two kernels
+ * given one slot of a node (clnet_pass_kept) would otherwise run the first
+ * one's code with the second one's arguments, or its build options. */
+static clnet_status check_kept(clnet_device *d, cl_kernel k, clnet_kernel_ref kr) {
     clnet_status status = CLNET_OK;
     char kept[128] = "";
+    cl_program program = NULL;
+    const char *options = kr.options ? kr.options : "";
     CL_CHECK(clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof kept - 1, kept, NULL),
              "clGetKernelInfo");
-    if (strcmp(kept, name) != 0)
+    if (strcmp(kept, kr.name) != 0)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "kernel slot taken twice: it holds '%s', asked for '%s'",
-             kept, name);
+             kept, kr.name);
+    CL_CHECK(clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof program, &program, NULL),
+             "clGetKernelInfo");
+    pthread_mutex_lock(&d->lock);
+    const clnet_program *p = find_program(d, clnet_program_of(kr.family, options), options);
+    int same = p && p->program == program;
+    pthread_mutex_unlock(&d->lock);
+    if (!same)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT,
+             "kernel slot taken twice: its '%s' is of another program than '%s' built with '%s'",
+             kr.name, kr.family, options);
 cleanup:
     return status;
 }
@@ -402,7 +416,7 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, clnet_kernel_ref k
     const char *family = kr.family, *name = kr.name;
     cl_kernel k = NULL;
     size_t rounded[3] = {1, 1, 1}, shape[3] = {1, 1, 1};
-    if (!local && d->info.type == CLNET_DEVICE_CPU) {
+    if (!local && d->cpu_driver) {
         /* CPU drivers run a work-group as a loop and compile one for every
          * work-group size they meet (PoCL: about 0.1-0.4 s each time), so
          * each kernel gets one size whatever the layer and the batch: 64
@@ -422,7 +436,7 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, clnet_kernel_ref k
     if (!*kept)
         TRY(clnet_kernel_get(d, family, kr.options, name, kept));
     else if (clnet_guard_on(d))
-        TRY(check_kept(*kept, name));
+        TRY(check_kept(d, *kept, kr));
     k = *kept;
     for (int i = 0; i < nargs; i++) {
         cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
@@ -447,7 +461,10 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, clnet_kernel_ref k
                             d->info.index, d->info.name);
         goto cleanup;
     }
-    if (first) note_launch(d, k, dims, local);
+    if (first) {
+        note_launch(d, k, dims, local);
+        clnet_kernel_log(d, family, kr.options, name, dims, local);
+    }
     if (first_began != 0) {
         CL_CHECK(clnet_finish(d), "clFinish");
         clnet_startup_launch(d, family, name, dims, local, clnet_now() - first_began);

@@ -321,7 +321,10 @@ static void query_info(const candidate *c, int index, clnet_device_info *info) {
 
 /* $CLNET_CONV: the convolution algorithms forced on every layer, or auto. */
 static clnet_status read_conv_force(clnet_device *d) {
-    return clnet_chooser_force_conv(&d->choice, d->env->conv, "CLNET_CONV");
+    clnet_status status = clnet_chooser_force_conv(&d->choice, d->env->conv, "CLNET_CONV");
+    if (status == CLNET_OK)
+        status = clnet_chooser_force_tile(&d->choice, d->env->conv_tile, "CLNET_CONV_TILE");
+    return status;
 }
 
 clnet_status clnet_runtime_set_conv(clnet_runtime *rt, const char *plan) {
@@ -335,6 +338,26 @@ clnet_status clnet_runtime_set_conv(clnet_runtime *rt, const char *plan) {
     return status;
 }
 
+/* $CLNET_POSE=gpu (a test hook): d's facts as a discrete GPU's, so that the
+ * rules, tiles and work-groups are a GPU's and PoCL runs them. Its name
+ * says so: its tuning and cache entries are not the real device's. */
+#define POSE_LOCAL_BYTES 49152 /* NVIDIA's static local memory, the least of the GPUs */
+#define POSE_GROUP_MOST  1024
+static clnet_status pose(clnet_device *d) {
+    if (strcasecmp(d->env->pose, "gpu") != 0)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "CLNET_POSE='%s': expected gpu",
+                          d->env->pose);
+    clnet_device_info *info = &d->info;
+    info->type = CLNET_DEVICE_GPU;
+    d->vector_cpu = 0;
+    d->zero_copy = info->host_unified_memory = 0;
+    if (info->local_mem_bytes > POSE_LOCAL_BYTES) info->local_mem_bytes = POSE_LOCAL_BYTES;
+    if (info->max_work_group_size > POSE_GROUP_MOST) info->max_work_group_size = POSE_GROUP_MOST;
+    size_t len = strlen(info->name);
+    snprintf(info->name + len, sizeof info->name - len, " (posing as a GPU)");
+    return CLNET_OK;
+}
+
 static clnet_status open_device(clnet_device *d, const candidate *c, int index,
                                 const clnet_cache_config *cache) {
     clnet_status status = CLNET_OK;
@@ -343,12 +366,14 @@ static clnet_status open_device(clnet_device *d, const candidate *c, int index,
     d->platform = c->platform;
     d->id = c->id;
     d->zero_copy = d->info.host_unified_memory;
+    d->cpu_driver = d->info.type == CLNET_DEVICE_CPU;
     cl_uint width = 0;
     if (d->info.type == CLNET_DEVICE_CPU &&
         clGetDeviceInfo(c->id, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof width, &width,
                         NULL) == CL_SUCCESS &&
         width >= 4)
         d->vector_cpu = width >= 16 ? 16 : 8;
+    if (d->env->pose && *d->env->pose) TRY(pose(d));
     d->cache = cache;
     TRY(clnet_gemm_open(d));
     TRY(read_conv_force(d));
@@ -420,6 +445,8 @@ clnet_status clnet_runtime_create(clnet_runtime **out, const char *device_spec) 
 
     double began = clnet_now();
     TRY(discover(&cands, &ncand));
+    if (env.pose && strcasecmp(env.pose, "gpu") == 0) /* `gpu` selects them (open_device: pose) */
+        for (int i = 0; i < ncand; i++) cands[i].type = CLNET_DEVICE_GPU;
     TRY(select_devices(cands, ncand, device_spec, &env));
     rt = clnet_calloc(1, sizeof *rt);
     if (!rt) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory creating the runtime");

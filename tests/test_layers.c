@@ -11,6 +11,7 @@
 #include "conv_made_up.h"
 #include "elementwise.h"
 #include "net.h"
+#include "random.h"
 #include "ref/layers_ref.h"
 
 #include <math.h>
@@ -1032,6 +1033,23 @@ static void force_plan(clnet_runtime *rt, const clnet_conv_plan *plan) {
     printf("[%s] ", text);
 }
 
+/* Where the implicit algorithm (or Winograd's, whose products it runs) runs
+ * a pass on a device that is not a CPU,
+ * its products take the local-memory tiles (conv_gpu_tile) in turn from
+ * case to case, forced whatever the layer's rows, so that every tile meets
+ * small, odd products (unforced, the rule gives them the smallest). */
+static void force_tile(clnet_device *d, const clnet_conv_plan *plan, uint64_t seed) {
+    int implicit = 0;
+    for (int pass = 0; pass < CLNET_CONV_PASSES; pass++)
+        implicit |= plan->pass[pass] == CLNET_CONV_IMPLICIT ||
+                    plan->pass[pass] == CLNET_CONV_WINOGRAD; /* its products are implicit's */
+    const char *tile = NULL;
+    if (implicit && d->info.type != CLNET_DEVICE_CPU)
+        tile = conv_gpu_tile((int)(seed % (uint64_t)conv_gpu_tile_count()));
+    ck_assert_int_eq(clnet_chooser_force_tile(&d->choice, tile, "test"), CLNET_OK);
+    if (tile) printf("[%s] ", tile);
+}
+
 /* A case of a kind with algorithms (the convolutions) runs once per built-in
  * algorithm (choose.h's CLNET_CONV_*) on every pass, and once with a different
  * algorithm on each pass (one of the three rotations of the algorithms, from
@@ -1057,9 +1075,11 @@ static void run_algorithms(clnet_runtime *rt, clnet_device *d, const layer_row *
         /* plans seed, seed + 1, ... (mod ALGOS + 1): the next case starts one further on */
         if ((k - (int)(seed % (ALGOS + 1)) + ALGOS + 1) % (ALGOS + 1) >= drawn) continue;
         force_plan(rt, &plans[k]);
+        force_tile(d, &plans[k], seed + (uint64_t)k);
         run_case(d, row, t, seed);
     }
     ck_assert_int_eq(clnet_runtime_set_conv(rt, NULL), CLNET_OK);
+    ck_assert_int_eq(clnet_chooser_force_tile(&d->choice, NULL, "test"), CLNET_OK);
 }
 
 START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
@@ -1118,6 +1138,56 @@ START_TEST(a_registered_conv_algorithm_runs_when_forced_and_matches_the_referenc
                 /* a forward and a backward pass, a chunk a sample each */
                 ck_assert_int_ge(conv_made_up_chunks - before, 2 * t->n);
             }
+    }
+    ck_assert_int_eq(clnet_runtime_set_conv(rt, NULL), CLNET_OK);
+}
+END_TEST
+
+/* Winograd's F(2x2, 3x3) on generated 3x3 layers at stride 1 (the ones it
+ * takes; its other passes and layers are the implicit algorithm's, which the
+ * table covers): channels and filters 1 to 40 in groups that divide both,
+ * sides of 1 to 17 on either axis, padding 0 to 2 on each, odd batches and
+ * partial tiles, with and without a bias, against the reference and by
+ * finite differences (run_case), on every device; the seed is printed
+ * (CLNET_WINOGRAD_SEED, or CLNET_TEST_SEED, replays it). On a device other
+ * than a CPU each case takes the next tile (force_tile). */
+START_TEST(winograd_matches_the_reference_on_generated_3x3_layers) {
+    clnet_runtime *rt = test_runtime();
+    uint64_t seed = test_seed_from_env("CLNET_WINOGRAD_SEED", 58);
+    const layer_row *row = NULL;
+    for (size_t i = 0; i < ROWS; i++)
+        if (strcmp(TABLE[i].kind, "conv2d") == 0) row = &TABLE[i];
+    ck_assert_ptr_nonnull(row);
+    ck_assert_int_eq(clnet_runtime_set_conv(rt, "winograd"), CLNET_OK);
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        clnet_device *d = clnet_runtime_device(rt, dev);
+        int slow = test_device_is_slow(d), cases = slow ? 3 : 12;
+        clnet_xoshiro r = clnet_xoshiro_from(seed + (uint64_t)dev);
+        printf("winograd: %d generated cases on %s, seed %llu (CLNET_WINOGRAD_SEED=%llu replays "
+               "them)\n",
+               cases, d->info.name, (unsigned long long)seed, (unsigned long long)seed);
+        for (int k = 0; k < cases; k++) {
+            int most = slow ? 8 : 40, side = slow ? 7 : 17;
+            int C = 1 + (int)clnet_uniform_below(&r, (uint32_t)most);
+            int F = 1 + (int)clnet_uniform_below(&r, (uint32_t)most), G = 1;
+            for (int g = 2; g <= 4; g++)
+                if (C % g == 0 && F % g == 0 && clnet_uniform_below(&r, 2)) G = g;
+            int ph = (int)clnet_uniform_below(&r, 3), pw = (int)clnet_uniform_below(&r, 3);
+            int H = 3 - 2 * ph + (int)clnet_uniform_below(&r, (uint32_t)side);
+            int W = 3 - 2 * pw + (int)clnet_uniform_below(&r, (uint32_t)side);
+            if (H < 1) H = 1;
+            if (W < 1) W = 1;
+            int n = 1 + (int)clnet_uniform_below(&r, slow ? 2 : 5);
+            char line[160];
+            snprintf(line, sizeof line, "conv2d filters=%d size=3 pad=%dx%d groups=%d%s", F, ph, pw,
+                     G, clnet_uniform_below(&r, 2) ? " bias=off" : "");
+            layer_case t = {line, n, {.ndim = 2, .c = C, .dim = {H, W}}, 0};
+            clnet_conv_plan plan = clnet_conv_plan_all(CLNET_CONV_WINOGRAD);
+            printf("[winograd] ");
+            force_tile(d, &plan, seed + (uint64_t)k);
+            run_case(d, row, &t, seed + (uint64_t)k);
+        }
+        ck_assert_int_eq(clnet_chooser_force_tile(&d->choice, NULL, "test"), CLNET_OK);
     }
     ck_assert_int_eq(clnet_runtime_set_conv(rt, NULL), CLNET_OK);
 }
@@ -1529,6 +1599,7 @@ int main(void) {
     tcase_add_test(t, library_defaults_are_pytorchs);
     tcase_add_test(t, layers_match_reference_and_finite_differences_on_every_device);
     tcase_add_test(t, a_registered_conv_algorithm_runs_when_forced_and_matches_the_reference);
+    tcase_add_test(t, winograd_matches_the_reference_on_generated_3x3_layers);
     tcase_add_test(t, batchnorm_running_statistics_and_evaluation_on_every_device);
     tcase_add_test(t, batchnorm_refuses_one_value_per_channel_in_training);
     tcase_add_test(t, batchnorm_keeps_its_accuracy_far_from_zero);

@@ -30,8 +30,10 @@ typedef struct {
 } gemm_case;
 
 static const gemm_case SHAPES[] = {
-    {1, 1, 1, 1},     {7, 13, 5, 1},    {1, 17, 3, 0},
-    {17, 31, 129, 0}, {33, 65, 257, 0}, {9, 11, 4101, 0}, /* long k: split-K, and gemm_nt for B^T */
+    {1, 1, 1, 1},      {7, 13, 5, 1},    {1, 17, 3, 0}, {17, 31, 129, 0},
+    {33, 65, 257, 0},  {9, 11, 4101, 0}, /* long k: split-K, and gemm_nt for B^T */
+    {131, 257, 19, 0}, /* several work-groups' tiles of the GPU points (128 x 128), each edge
+                          partial */
 };
 
 /* One product with offsets, padded leading dimensions, and (beta == 0) a C

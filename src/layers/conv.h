@@ -61,7 +61,8 @@ enum {
     CONV_K_DIRECT_WEIGHT,
     CONV_K_DIRECT_SUMS,
     CONV_K_IMPLICIT_PAD,
-    CONV_K_IMPLICIT_GEMM,
+    CONV_K_IMPLICIT_GEMM,    /* the down product's */
+    CONV_K_IMPLICIT_GEMM_UP, /* the up product's (its tile may differ: another program) */
     CONV_K_IMPLICIT_OUTPUT,
     CONV_K_IMPLICIT_WGRAD,
     CONV_K_IMPLICIT_SUMS,
@@ -74,6 +75,11 @@ enum {
     CONV_K_LANES_IN_LAST,
     CONV_K_LANES_WGEMM,
     CONV_K_LANES_FLIP,
+    CONV_K_WINO_FILTER,
+    CONV_K_WINO_INPUT,
+    CONV_K_WINO_GEMM,    /* the forward's products */
+    CONV_K_WINO_GEMM_UP, /* the input gradient's (another tile: another program) */
+    CONV_K_WINO_OUTPUT,
     CONV_KERNELS
 };
 _Static_assert(CONV_KERNELS <= CLNET_NODE_KERNELS, "more convolution kernel slots than a node has");
@@ -113,8 +119,8 @@ typedef struct {
     /* The rules pick it for node on d (d NULL: no device yet), asked in
      * conv_algos' order; the last one's always does. */
     int (*rule)(const clnet_node *node, const clnet_device *d);
-    /* The tuner times it on node (NULL: on every convolution). */
-    int (*tried)(const clnet_node *node);
+    /* The tuner times it on node on d (NULL: on every convolution). */
+    int (*tried)(const clnet_node *node, const clnet_device *d);
     /* A sample's floats, that chunks of at most conv_chunk_limit divide by
      * (conv_chunk_samples); or its own chunking (NULL: that). */
     size_t (*per_sample)(const clnet_node *node, const clnet_device *d);
@@ -129,7 +135,7 @@ typedef struct {
     conv_chunk_fn forward, backward, transpose_forward, transpose_backward;
 } conv_algo;
 
-extern const conv_algo conv_im2col, conv_direct, conv_implicit, conv_lanes;
+extern const conv_algo conv_im2col, conv_direct, conv_implicit, conv_lanes, conv_winograd;
 
 /* The algorithm numbered `algo` (CLNET_CONV_*), or NULL. */
 const conv_algo *conv_algo_of(int algo);
@@ -219,9 +225,28 @@ clnet_status conv_transpose_bias_grad(const clnet_node *node, const clnet_pass *
  * lanes algorithms run (conv_implicit.c), and its program's build options. */
 typedef struct {
     int mr, nv, vw, kc, wr, wt;
+    int kl, wgm, wgn; /* local-memory tiles (GPUs): cl/gemm_tiled.cl's KL, WGM, WGN; kl 0: none */
 } conv_tile;
 
 conv_tile conv_tile_of(const clnet_node *node, const clnet_device *d, int lanes);
 void conv_tile_options(const clnet_node *node, const conv_tile *t, char *opt, size_t cap);
+
+/* Plain products through the implicit algorithm's implicit_gemm, built for
+ * one tap (Winograd's sixteen, group by group): for i < count, C_i (M x N)
+ * = A_i (M x K) . B_i (K x N), each row-major without gaps, A_i at a + i M K,
+ * B_i at b + i K N and C_i at c + i M N floats of the pass's work, on the
+ * tile the implicit algorithm's rules give M rows. Without local memory
+ * (CPUs) the last B's rows are read up to 80 floats past its end. */
+typedef struct {
+    size_t count, M, K, N, a, b, c;
+} conv_products;
+clnet_status conv_implicit_products(const clnet_node *node, const clnet_pass *p, int slot,
+                                    const conv_products *q);
+
+/* The implicit algorithm's local-memory tiles, for devices other than CPUs
+ * (ids as clnet_conv_tile_parse reads them, small to large): how many, and
+ * the i-th (NULL past the last). */
+int conv_gpu_tile_count(void);
+const char *conv_gpu_tile(int i);
 
 #endif

@@ -5,7 +5,9 @@
  *   direct   conv_direct.c: one launch a pass, for groups of few channels;
  *   implicit conv_implicit.c: the tiled GEMM's micro-kernel over a padded grid;
  *   lanes    conv_lanes.c: the same micro-kernel with the samples along its
- *            vectors.
+ *            vectors;
+ *   winograd conv_winograd.c: F(2x2, 3x3) for 3x3 windows at stride 1
+ *            (forward, input gradient; implicit for the rest).
  * Every one runs every convolution. The rules look at the layer's shape and
  * the device alone, never at the samples of a pass, so every split of a
  * batch runs the same algorithm. */
@@ -19,8 +21,8 @@
 /* The registry, in the order the rules ask (conv_algo.rule): the first
  * whose rule picks the node runs it; the last picks every node. Their
  * names are choose.c's, numbered there (CLNET_CONV_*). */
-static const conv_algo *const conv_algos[] = {&conv_direct, &conv_lanes, &conv_implicit,
-                                              &conv_im2col};
+static const conv_algo *const conv_algos[] = {&conv_direct, &conv_lanes, &conv_winograd,
+                                              &conv_implicit, &conv_im2col};
 enum { CONV_ALGOS = sizeof conv_algos / sizeof *conv_algos };
 _Static_assert(CONV_ALGOS == CLNET_CONV_BUILT_IN - 1, "an algorithm without a registry line");
 
@@ -102,7 +104,7 @@ int conv_algorithms(const clnet_node *node, const clnet_device *d, char *key, si
     tune_key(node, key, cap);
     for (int a = CLNET_CONV_AUTO + 1; a < clnet_conv_algo_count(); a++) {
         const conv_algo *algo = conv_algo_of(a);
-        if (algo && (!algo->tried || algo->tried(node))) algos[n++] = a;
+        if (algo && (!algo->tried || algo->tried(node, d))) algos[n++] = a;
     }
     *chosen = conv_plan_of(node, d);
     return n;

@@ -219,8 +219,9 @@ static int rule(const clnet_node *node, const clnet_device *d) {
     return v.G > 1 && v.Cb / v.G <= DIRECT_MAX_GROUP && v.Cs / v.G <= DIRECT_MAX_GROUP;
 }
 
-static int tried(const clnet_node *node) {
+static int tried(const clnet_node *node, const clnet_device *d) {
     conv_sides v = conv_sides_of(node);
+    (void)d;
     return v.Cb / v.G <= DIRECT_TUNE_MAX_GROUP;
 }
 

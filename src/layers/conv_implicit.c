@@ -9,6 +9,7 @@
 #include "program.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* A grid of cl/conv_implicit.cl: a source tensor laid out so that the taps
  * of consecutive outputs are consecutive. Along each axis an output o reads
@@ -142,9 +143,9 @@ conv_tile conv_tile_of(const clnet_node *node, const clnet_device *d, int lanes)
     conv_sides v = conv_sides_of(node);
     size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G;
     int wide = cpu && (!d || d->vector_cpu == 16); /* AVX-512's 32 zmm, else 16 ymm */
-    conv_tile t = wide  ? (conv_tile){6, 4, 16, 256, 0, 0}
-                  : cpu ? (conv_tile){6, 2, 8, 256, 0, 0}
-                        : (conv_tile){4, 1, 4, 0, 0, 0};
+    conv_tile t = wide  ? (conv_tile){.mr = 6, .nv = 4, .vw = 16, .kc = 256}
+                  : cpu ? (conv_tile){.mr = 6, .nv = 2, .vw = 8, .kc = 256}
+                        : (conv_tile){.mr = 4, .nv = 1, .vw = 4};
     if (wide && !lanes && rows_on(8, Fg, Cg) * 100 < rows_on(6, Fg, Cg) * 92) t.mr = 8, t.nv = 3;
     int taps = (int)v.K, groups = (taps + WGRAD_TAPS - 1) / WGRAD_TAPS;
     t.wt = (taps + groups - 1) / groups;                  /* the taps in groups of equal size */
@@ -152,11 +153,95 @@ conv_tile conv_tile_of(const clnet_node *node, const clnet_device *d, int lanes)
     return t;
 }
 
-/* The program's build options for tile t. */
+/* The build options of tile t for windows of k taps along each axis (a
+ * local-memory tile's without what its kernels do not read: KC, WR, WT). */
+static void tile_options(const conv_tile *t, const int *k, char *opt, size_t cap) {
+    if (t->kl)
+        snprintf(opt, cap,
+                 "-DMR=%d -DNV=%d -DVW=%d -DIKD=%d -DIKH=%d -DIKW=%d -DLOCAL=1 -DKL=%d "
+                 "-DWGM=%d -DWGN=%d",
+                 t->mr, t->nv, t->vw, k[0], k[1], k[2], t->kl, t->wgm, t->wgn);
+    else
+        snprintf(opt, cap,
+                 "-DMR=%d -DNV=%d -DVW=%d -DKC=%d -DIKD=%d -DIKH=%d -DIKW=%d -DWR=%d -DWT=%d",
+                 t->mr, t->nv, t->vw, t->kc, k[0], k[1], k[2], t->wr, t->wt);
+}
+
 void conv_tile_options(const clnet_node *node, const conv_tile *t, char *opt, size_t cap) {
-    const clnet_window *w = CONV_WINDOW(node);
-    snprintf(opt, cap, "-DMR=%d -DNV=%d -DVW=%d -DKC=%d -DIKD=%d -DIKH=%d -DIKW=%d -DWR=%d -DWT=%d",
-             t->mr, t->nv, t->vw, t->kc, w->k[0], w->k[1], w->k[2], t->wr, t->wt);
+    tile_options(t, CONV_WINDOW(node)->k, opt, cap);
+}
+
+/* ---- local-memory tiles, for GPUs ----
+ *
+ * On devices other than CPUs every product runs with a tile staged in local
+ * memory by the work-group (cl/conv_implicit.cl's LOCAL == 1 kernels): ids
+ * "m8n8v4l16w16x16", MR rows by NR columns a work-item as vectors of VW, KL
+ * steps of k a tile, WGM x WGN work-items, so a work-group's tile is WGM * MR
+ * rows by WGN * NR columns (here 128 x 128). The space, small to large: */
+static const char *const GPU_TILES[] = {
+    "m2n4v4l16w8x16",  /* 16 x 64 */
+    "m2n8v4l16w16x16", /* 32 x 128 */
+    "m4n4v4l16w16x16", /* 64 x 64 */
+    "m4n8v4l16w16x16", /* 64 x 128 */
+    "m8n4v4l16w16x16", /* 128 x 64 */
+    "m8n8v4l8w16x16",  /* 128 x 128, k in steps of 8: with 16, RDNA3's 128 VGPRs spill */
+};
+enum { GPU_TILE_COUNT = sizeof GPU_TILES / sizeof *GPU_TILES };
+
+int conv_gpu_tile_count(void) {
+    return GPU_TILE_COUNT;
+}
+
+const char *conv_gpu_tile(int i) {
+    return i >= 0 && i < GPU_TILE_COUNT ? GPU_TILES[i] : NULL;
+}
+
+/* Tile `id` (clnet_conv_tile_parse's form) as a conv_tile, in *t: 0 where it
+ * is not one, or needs a larger work-group or more local memory than d has. */
+static int gpu_tile(const char *id, const clnet_device *d, conv_tile *t) {
+    int v[6];
+    if (!clnet_conv_tile_parse(id, v)) return 0;
+    *t = (conv_tile){
+        .mr = v[0], .nv = v[1] / v[2], .vw = v[2], .kl = v[3], .wgm = v[4], .wgn = v[5]};
+    size_t tm = (size_t)v[0] * v[4], tn = (size_t)v[1] * v[5];
+    /* two tiles of each operand, padded (cl/gemm_tiled.cl's ALD, BLD), and the taps' table */
+    size_t bytes = 2 * (size_t)v[3] * ((tm + 1) + (tn + (size_t)v[2])) * 4 + 2 * 4 * 343;
+    return !d || ((size_t)(v[4] * v[5]) <= d->info.max_work_group_size &&
+                  bytes <= d->info.local_mem_bytes);
+}
+
+/* The rule's tile for a product of M rows (the filters of a group, or its
+ * input channels), the same for every share: the work-group's rows about
+ * the product's (the columns, positions, are many), the largest that fits d. */
+static int gpu_rule_tile(size_t M, const clnet_device *d, conv_tile *t) {
+    const char *want = M >= 96   ? "m8n8v4l8w16x16"
+                       : M >= 48 ? "m4n8v4l16w16x16"
+                       : M >= 24 ? "m2n8v4l16w16x16"
+                                 : "m2n4v4l16w8x16";
+    int at = 0;
+    while (strcmp(GPU_TILES[at], want) != 0) at++;
+    for (; at >= 0; at--)
+        if (gpu_tile(GPU_TILES[at], d, t)) return 1;
+    return 0;
+}
+
+/* The tile of a product of M rows on d: $CLNET_CONV_TILE's where it is set
+ * (an error where d cannot run it), else the rule's; on CPUs, and where no
+ * local tile fits, the layer's (conv_tile_of). */
+static clnet_status product_tile(const clnet_node *node, const clnet_device *d, size_t M,
+                                 conv_tile *t) {
+    *t = conv_tile_of(node, d, 0);
+    if (!d || d->info.type == CLNET_DEVICE_CPU) return CLNET_OK;
+    const char *forced = d->choice.conv_tile_force;
+    conv_tile local;
+    if (*forced && !gpu_tile(forced, d, &local))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "CLNET_CONV_TILE=%s: device %d (%s) allows work-groups of %zu and %llu "
+                          "bytes of local memory, too few for it",
+                          forced, d->info.index, d->info.name, d->info.max_work_group_size,
+                          (unsigned long long)d->info.local_mem_bytes);
+    if (*forced || gpu_rule_tile(M, d, &local)) *t = local;
+    return CLNET_OK;
 }
 
 /* The zeros after a grid of `rows` floats a channel: one tile past the
@@ -229,25 +314,37 @@ static view nchw_view(cl_mem mem, size_t off, size_t C, const int *size) {
     return (view){mem, off, C * volume, volume, plane, (size_t)size[2], size};
 }
 
-/* What the implicit kernels of one chunk share: the program's options. */
+/* The products of a chunk: the small side from the big one's windows, the
+ * big side from the small one's (a convolution's dx, a transposed one's y),
+ * the weight gradient. */
+enum { PRODUCT_DOWN, PRODUCT_UP, PRODUCT_WEIGHT, PRODUCTS };
+
+/* What the implicit kernels of one chunk share: each product's tile and
+ * program options (the other kernels take the down product's). */
 typedef struct {
     const clnet_pass *p;
     const conv_chunk *ch;
     const clnet_window *w;
     implicit_layout l;
-    conv_tile t;
-    char opt[160];
+    conv_tile t[PRODUCTS];
+    char opt[PRODUCTS][160];
 } implicit_run;
 
-static implicit_run implicit_begin(const clnet_node *node, const clnet_pass *p,
-                                   const conv_chunk *ch) {
-    implicit_run r = {.p = p,
-                      .ch = ch,
-                      .w = CONV_WINDOW(node),
-                      .l = layout_of(node, ch->s),
-                      .t = conv_tile_of(node, p->d, 0)};
-    conv_tile_options(node, &r.t, r.opt, sizeof r.opt);
-    return r;
+static clnet_status implicit_begin(const clnet_node *node, const clnet_pass *p,
+                                   const conv_chunk *ch, implicit_run *r) {
+    clnet_status status = CLNET_OK;
+    conv_sides v = conv_sides_of(node);
+    *r = (implicit_run){.p = p, .ch = ch, .w = CONV_WINDOW(node), .l = layout_of(node, ch->s)};
+    size_t rows[PRODUCTS] = {v.Cs / v.G, v.Cb / v.G, v.Cs / v.G};
+    for (int i = 0; i < PRODUCTS; i++) {
+        TRY(product_tile(node, p->d, rows[i], &r->t[i]));
+        conv_tile_options(node, &r->t[i], r->opt[i], sizeof r->opt[i]);
+    }
+    if (v.Cb / v.G * v.K >= (1u << 24))
+        FAIL(CLNET_ERR_INVALID_ARGUMENT,
+             "conv_implicit: %zu channels x %zu taps a group is over 2^24", v.Cb / v.G, v.K);
+cleanup:
+    return status;
 }
 
 /* grid g (at work + to, lead zeros before) = the view of C channels, zeros
@@ -257,7 +354,7 @@ static clnet_status pad(const implicit_run *r, size_t C, view src, const grid *g
     cl_uint4 st = {{(cl_uint)g->stride[0], (cl_uint)g->stride[1], (cl_uint)g->stride[2], 0}},
              kept = {{(cl_uint)g->kept[0], (cl_uint)g->kept[1], (cl_uint)g->kept[2], 0}};
     return clnet_pass_run(
-        r->p, CONV_K_IMPLICIT_PAD, KERNEL("conv_implicit", r->opt, "implicit_pad"), 2,
+        r->p, CONV_K_IMPLICIT_PAD, KERNEL("conv_implicit", r->opt[PRODUCT_DOWN], "implicit_pad"), 2,
         (size_t[]){g->d[1], rows + 1}, NULL,
         ARGS(U32(r->ch->s), U32(C), U32(src.size[0]), U32(src.size[1]), U32(src.size[2]),
              U32(g->shift[0]), U32(g->shift[1]), U32(g->shift[2]), VEC4(st), VEC4(kept),
@@ -271,36 +368,94 @@ static clnet_status pad(const implicit_run *r, size_t C, view src, const grid *g
  * (its ld the channel stride), the groups' operands one after another (a's
  * M rows, x's CH channels, c's M rows). x and c lie in the pass's work. */
 typedef struct {
+    int which; /* PRODUCT_DOWN or PRODUCT_UP: its tile */
     size_t G, M, CH;
     clnet_matrix a;
     size_t x, xcs, c, ldc;
 } product;
 
+/* The kernel slot of a product's implicit_gemm: its own, as the two may be
+ * built with different tiles. */
+static int product_slot(int which) {
+    return which == PRODUCT_UP ? CONV_K_IMPLICIT_GEMM_UP : CONV_K_IMPLICIT_GEMM;
+}
+
+/* How one launch of implicit_gemm runs: its kernel (slot, tile and options)
+ * and, with a tile without local memory, the runs of `run` columns of which
+ * its first `tiles` tiles are computed, `runs` of them. */
+typedef struct {
+    int slot;
+    const conv_tile *tile;
+    const char *opt;
+    size_t run, tiles, runs;
+} launch;
+
+/* m as G products of N columns over taps t, in one launch l. */
+static clnet_status run_product(const clnet_pass *p, const launch *l, const product *m, size_t N,
+                                taps t) {
+    const conv_tile *tile = l->tile;
+    size_t M = m->M, CH = m->CH, lda = m->a.ld, xcs = m->xcs, ldc = m->ldc;
+    size_t global[3], local[3] = {(size_t)tile->wgn, (size_t)tile->wgm, 1}, mb = 1;
+    size_t run = l->run, tiles = l->tiles;
+    if (tile->kl) { /* local tiles: the work-group's, over all of N */
+        size_t tm = (size_t)(tile->mr * tile->wgm), tn = (size_t)(tile->nv * tile->vw * tile->wgn);
+        global[0] = (N + tn - 1) / tn * local[0];
+        global[1] = (M + tm - 1) / tm * local[1];
+        run = N, tiles = 1;
+    } else {
+        size_t mblocks = (M + (size_t)tile->mr - 1) / (size_t)tile->mr;
+        mb = p->d->vector_cpu ? mblocks : 1; /* CPUs: a work-item runs down all of C's rows */
+        global[0] = l->runs * tiles;
+        global[1] = (mblocks + mb - 1) / mb;
+        local[0] = local[1] = local[2] = 1;
+    }
+    global[2] = m->G;
+    return clnet_pass_run(p, l->slot, KERNEL("conv_implicit", l->opt, "implicit_gemm"), 3, global,
+                          tile->kl || p->d->vector_cpu ? local : NULL,
+                          ARGS(U32(M), U32(N), U32(run), U32(tiles), U32(CH), U32(mb),
+                               MEM(m->a.mem), U32(m->a.off), U32(lda), U32(M * lda), MEM(p->work),
+                               U32(m->x), U32(xcs), U32(CH * xcs), VEC4(t.dil), VEC4(t.stride),
+                               VEC4(t.kept), VEC4(t.step), VEC4(t.want), F32(0.0f), MEM(p->work),
+                               U32(m->c), U32(ldc), U32(M * ldc)));
+}
+
 /* m over grid g with taps t, in one launch. With `valid` (the result's size
  * along each axis), a sample's positions past its last valid one are
- * skipped where that saves tiles. */
+ * skipped where that saves tiles (tiles without local memory). */
 static clnet_status implicit_product(const implicit_run *r, const product *m, const grid *g, taps t,
                                      const int *valid) {
-    const clnet_pass *p = r->p;
-    size_t M = m->M, CH = m->CH, lda = m->a.ld, xcs = m->xcs, ldc = m->ldc;
-    size_t N = (size_t)r->ch->s * g->P, nr = (size_t)(r->t.nv * r->t.vw);
-    size_t run = N, tiles = (N + nr - 1) / nr, runs = 1;
-    if (valid) {
+    const conv_tile *tile = &r->t[m->which];
+    size_t N = (size_t)r->ch->s * g->P, nr = (size_t)(tile->nv * tile->vw);
+    launch l = {product_slot(m->which), tile, r->opt[m->which], N, (N + nr - 1) / nr, 1};
+    if (valid && !tile->kl) {
         size_t last =
             (((size_t)valid[0] - 1) * g->d[1] + (size_t)valid[1] - 1) * g->d[2] + (size_t)valid[2];
         size_t per = (last + nr - 1) / nr;
-        if (per * (size_t)r->ch->s < tiles) run = g->P, tiles = per, runs = (size_t)r->ch->s;
+        if (per * (size_t)r->ch->s < l.tiles)
+            l.run = g->P, l.tiles = per, l.runs = (size_t)r->ch->s;
     }
-    size_t mblocks = (M + (size_t)r->t.mr - 1) / (size_t)r->t.mr;
-    int cpu = p->d->vector_cpu;
-    size_t mb = cpu ? mblocks : 1; /* CPUs: a work-item runs down all of C's rows */
-    return clnet_pass_run(
-        p, CONV_K_IMPLICIT_GEMM, KERNEL("conv_implicit", r->opt, "implicit_gemm"), 3,
-        (size_t[]){runs * tiles, (mblocks + mb - 1) / mb, m->G}, cpu ? (size_t[]){1, 1, 1} : NULL,
-        ARGS(U32(M), U32(N), U32(run), U32(tiles), U32(CH), U32(mb), MEM(m->a.mem), U32(m->a.off),
-             U32(lda), U32(M * lda), MEM(p->work), U32(m->x), U32(xcs), U32(CH * xcs), VEC4(t.dil),
-             VEC4(t.stride), VEC4(t.kept), VEC4(t.step), VEC4(t.want), F32(0.0f), MEM(p->work),
-             U32(m->c), U32(ldc), U32(M * ldc)));
+    return run_product(r->p, &l, m, N, t);
+}
+
+clnet_status conv_implicit_products(const clnet_node *node, const clnet_pass *p, int slot,
+                                    const conv_products *q) {
+    clnet_status status = CLNET_OK;
+    conv_tile tile;
+    char opt[160];
+    TRY(product_tile(node, p->d, q->M, &tile));
+    tile_options(&tile, (const int[]){1, 1, 1}, opt, sizeof opt);
+    size_t nr = (size_t)(tile.nv * tile.vw);
+    launch l = {slot, &tile, opt, q->N, (q->N + nr - 1) / nr, 1};
+    product m = {PRODUCT_DOWN, q->count, q->M, q->K, {p->work, q->a, q->K}, q->b, q->N, q->c, q->N};
+    grid one = {.d = {1, 1, 1},
+                .P = 1,
+                .stride = {1, 1, 1},
+                .dil = {1, 1, 1},
+                .kept = {1, 1, 1},
+                .phases = 1};
+    TRY(run_product(p, &l, &m, q->N, forward_taps(&one, 0)));
+cleanup:
+    return status;
 }
 
 /* The tensor `to` (n, F, out...), F its channels, = the valid positions of
@@ -320,8 +475,8 @@ static clnet_status from_grid(const implicit_run *r, const grid *g, int phased, 
         lo.s[a] = (cl_uint)w->p[a];
     }
     return clnet_pass_run(
-        p, CONV_K_IMPLICIT_OUTPUT, KERNEL("conv_implicit", r->opt, "implicit_output"), 2,
-        (size_t[]){(size_t)out[1], (size_t)r->ch->s * F * out[0]}, NULL,
+        p, CONV_K_IMPLICIT_OUTPUT, KERNEL("conv_implicit", r->opt[PRODUCT_DOWN], "implicit_output"),
+        2, (size_t[]){(size_t)out[1], (size_t)r->ch->s * F * out[0]}, NULL,
         ARGS(U32(r->ch->s), U32(F), U32(out[0]), U32(out[1]), U32(out[2]), U32(g->d[0]),
              U32(g->d[1]), U32(g->d[2]), U32(g->P), U32(ld), VEC4(st), VEC4(kept), VEC4(lo),
              U32(F * ld), MEM(p->work), U32(from), MEM(p->params), U32(r->ch->bo), MEM(to.mem),
@@ -337,8 +492,8 @@ static clnet_status implicit_down(const clnet_node *node, const implicit_run *r,
     conv_sides v = conv_sides_of(node);
     const grid *f = &r->l.f;
     size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G;
-    product m = {v.G,     Fg,       Cg,      {r->p->params, r->ch->wo, Cg * v.K},
-                 r->l.x0, r->l.xcs, r->l.yp, r->l.ld};
+    product m = {PRODUCT_DOWN, v.G,      Fg,      Cg,     {r->p->params, r->ch->wo, Cg * v.K},
+                 r->l.x0,      r->l.xcs, r->l.yp, r->l.ld};
     TRY(implicit_product(r, &m, f, forward_taps(f, r->ch->s), r->w->out));
     TRY(from_grid(r, f, 0, r->l.yp, r->l.ld, (conv_tensor){t, off, v.Cs, 0}, r->w->out, o));
 cleanup:
@@ -350,7 +505,8 @@ static clnet_status implicit_forward_chunk(const clnet_node *node, const clnet_p
                                            const conv_chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
     conv_sides v = conv_sides_of(node);
-    implicit_run r = implicit_begin(node, p, ch);
+    implicit_run r;
+    TRY(implicit_begin(node, p, ch, &r));
     (void)beta;
     TRY(pad(&r, v.Cb, nchw_view(p->act, p->x[0] + ch->big, v.Cb, r.w->in), &r.l.f, r.l.xp));
     conv_output_flags o = conv_forward_flags(node, p);
@@ -366,11 +522,20 @@ static clnet_status implicit_weight(const clnet_node *node, const implicit_run *
     const clnet_pass *p = r->p;
     const grid *f = &r->l.f;
     conv_sides v = conv_sides_of(node);
-    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, wr = (size_t)r->t.wr, wt = (size_t)r->t.wt;
+    const conv_tile *tile = &r->t[PRODUCT_WEIGHT];
+    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, wr = (size_t)tile->wr, wt = (size_t)tile->wt;
+    size_t global[3] = {v.Cb * ((v.K + wt - 1) / wt), (Fg + wr - 1) / wr, r->l.chunks};
+    size_t local[3] = {(size_t)tile->wgn, (size_t)tile->wgm, 1};
+    if (tile->kl) { /* the work-group's tiles of Fg rows by Cg * K columns, group by group */
+        size_t tm = (size_t)(tile->mr * tile->wgm), tn = (size_t)(tile->nv * tile->vw * tile->wgn);
+        global[0] = (Cg * v.K + tn - 1) / tn * local[0];
+        global[1] = (Fg + tm - 1) / tm * local[1];
+        global[2] = r->l.chunks * v.G;
+    }
     taps t = forward_taps(f, r->ch->s);
     TRY(clnet_pass_run(
-        p, CONV_K_IMPLICIT_WGRAD, KERNEL("conv_implicit", r->opt, "implicit_wgrad"), 3,
-        (size_t[]){v.Cb * ((v.K + wt - 1) / wt), (Fg + wr - 1) / wr, r->l.chunks}, NULL,
+        p, CONV_K_IMPLICIT_WGRAD, KERNEL("conv_implicit", r->opt[PRODUCT_WEIGHT], "implicit_wgrad"),
+        3, global, tile->kl ? local : NULL,
         ARGS(U32(Fg), U32(Cg), U32(v.G), U32(r->l.ld), U32(WGRAD_Q), MEM(p->work), U32(r->l.yp),
              U32(r->l.ld), MEM(p->work), U32(r->l.x0), U32(r->l.xcs), VEC4(t.dil), VEC4(t.stride),
              VEC4(t.kept), VEC4(t.step), MEM(p->work), U32(r->l.parts))));
@@ -392,10 +557,17 @@ static clnet_status phase_products(const clnet_node *node, const implicit_run *r
     for (ph[0] = 0; ph[0] < f->kept[0]; ph[0]++)
         for (ph[1] = 0; ph[1] < f->kept[1]; ph[1]++)
             for (ph[2] = 0; ph[2] < f->kept[2]; ph[2]++, at += v.Cb * ld)
-                TRY(implicit_product(
-                    r,
-                    &(product){v.G, Cg, Fg, {r->p->work, r->l.wf, Fg * v.K}, r->l.yp, ld, at, ld},
-                    f, phase_taps(f, ph), NULL));
+                TRY(implicit_product(r,
+                                     &(product){PRODUCT_UP,
+                                                v.G,
+                                                Cg,
+                                                Fg,
+                                                {r->p->work, r->l.wf, Fg * v.K},
+                                                r->l.yp,
+                                                ld,
+                                                at,
+                                                ld},
+                                     f, phase_taps(f, ph), NULL));
 cleanup:
     return status;
 }
@@ -420,7 +592,7 @@ static clnet_status implicit_up(const clnet_node *node, const implicit_run *r, c
     }
     if (r->ch->first)
         TRY(clnet_pass_run(p, CONV_K_IMPLICIT_FLIP,
-                           KERNEL("conv_implicit", r->opt, "implicit_flip"), 1,
+                           KERNEL("conv_implicit", r->opt[PRODUCT_DOWN], "implicit_flip"), 1,
                            (size_t[]){v.Cb * Fg * v.K}, NULL,
                            ARGS(U32(v.G), U32(Fg), U32(Cg), U32(v.K), MEM(p->params),
                                 U32(r->ch->wo), MEM(p->work), U32(r->l.wf))));
@@ -428,7 +600,8 @@ static clnet_status implicit_up(const clnet_node *node, const implicit_run *r, c
         TRY(phase_products(node, r));
     else
         TRY(implicit_product(r,
-                             &(product){v.G,
+                             &(product){PRODUCT_UP,
+                                        v.G,
                                         Cg,
                                         Fg,
                                         {p->work, r->l.wf, Fg * v.K},
@@ -450,14 +623,14 @@ static clnet_status small_grid(const implicit_run *r, size_t Cs, cl_mem t, size_
     const clnet_pass *p = r->p;
     const grid *f = &r->l.f;
     const int *out = r->w->out;
-    return clnet_pass_run(
-        p, CONV_K_IMPLICIT_TO_GRID,
-        KERNEL("conv_implicit", r->opt, relu ? "implicit_to_grid_relu" : "implicit_to_grid"), 2,
-        (size_t[]){f->d[1], Cs * (size_t)r->ch->s * f->d[0] + Cs}, NULL,
-        ARGS(U32(r->ch->s), U32(Cs), U32(out[0]), U32(out[1]), U32(out[2]), U32(f->d[0]),
-             U32(f->d[1]), U32(f->d[2]), U32(r->l.ld), MEM(t), U32(off), MEM(p->act),
-             U32(p->y + r->ch->small), MEM(p->work), U32(r->l.yp), U32(r->l.same ? f->back : 0),
-             U32(slack(f))));
+    return clnet_pass_run(p, CONV_K_IMPLICIT_TO_GRID,
+                          KERNEL("conv_implicit", r->opt[PRODUCT_DOWN],
+                                 relu ? "implicit_to_grid_relu" : "implicit_to_grid"),
+                          2, (size_t[]){f->d[1], Cs * (size_t)r->ch->s * f->d[0] + Cs}, NULL,
+                          ARGS(U32(r->ch->s), U32(Cs), U32(out[0]), U32(out[1]), U32(out[2]),
+                               U32(f->d[0]), U32(f->d[1]), U32(f->d[2]), U32(r->l.ld), MEM(t),
+                               U32(off), MEM(p->act), U32(p->y + r->ch->small), MEM(p->work),
+                               U32(r->l.yp), U32(r->l.same ? f->back : 0), U32(slack(f))));
 }
 
 /* dYp = dy on the forward grid, its row sums for the bias, x's grid again,
@@ -466,7 +639,8 @@ static clnet_status implicit_backward_chunk(const clnet_node *node, const clnet_
                                             const conv_chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
     conv_sides v = conv_sides_of(node);
-    implicit_run r = implicit_begin(node, p, ch);
+    implicit_run r;
+    TRY(implicit_begin(node, p, ch, &r));
     TRY(small_grid(&r, v.Cs, p->dact, p->dy + ch->small, (int)conv_took_relu(node)));
     if (ch->makes & CONV_MAKES_DW) {
         if (conv_has_bias(node)) TRY(conv_bias_sums(p, ch, v.Cs, r.l.ld, r.l.yp, beta));
@@ -484,7 +658,8 @@ cleanup:
 static clnet_status implicit_transpose_forward_chunk(const clnet_node *node, const clnet_pass *p,
                                                      const conv_chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
-    implicit_run r = implicit_begin(node, p, ch);
+    implicit_run r;
+    TRY(implicit_begin(node, p, ch, &r));
     (void)beta;
     TRY(small_grid(&r, conv_sides_of(node).Cs, p->act, p->x[0] + ch->small, 0));
     TRY(implicit_up(node, &r, p->act, p->y + ch->big, conv_forward_flags(node, p)));
@@ -498,7 +673,8 @@ static clnet_status implicit_transpose_backward_chunk(const clnet_node *node, co
                                                       const conv_chunk *ch, float beta) {
     clnet_status status = CLNET_OK;
     conv_sides v = conv_sides_of(node);
-    implicit_run r = implicit_begin(node, p, ch);
+    implicit_run r;
+    TRY(implicit_begin(node, p, ch, &r));
     TRY(pad(&r, v.Cb, nchw_view(p->dact, p->dy + ch->big, v.Cb, r.w->in), &r.l.f, r.l.xp));
     if (ch->makes & CONV_MAKES_DW) {
         if (conv_has_bias(node)) TRY(conv_bias_sums(p, ch, v.Cb, r.l.xcs, r.l.xp, beta));
@@ -540,12 +716,17 @@ static int strided(const clnet_node *node) {
     return w->s[0] > 1 || w->s[1] > 1 || w->s[2] > 1;
 }
 
-/* Whether the rules run the node with the implicit algorithm on a CPU (it
- * can run every convolution), given IMPLICIT_MIN_K or _MIN_FILTERS: at
- * stride 1 with enough of its grid useful, strided with a short k, and every
- * transposed convolution (the EPYC VM ran both of bench_conv's 1.1-1.9x
- * faster than im2col). */
+/* Whether the rules run the node with the implicit algorithm: on a GPU
+ * every convolution the rules before it leave (the depthwise ones go to
+ * direct): its local-memory tiles read the input where im2col writes and
+ * reads a column matrix of it (42% of ResNet-18's kernel time on an H200
+ * with im2col and CLBlast, docs/performance.md). On a CPU (it can run every
+ * convolution), given IMPLICIT_MIN_K or _MIN_FILTERS: at stride 1 with
+ * enough of its grid useful, strided with a short k, and every transposed
+ * convolution (the EPYC VM ran both of bench_conv's 1.1-1.9x faster than
+ * im2col). */
 static int rule(const clnet_node *node, const clnet_device *d) {
+    if (d && d->info.type == CLNET_DEVICE_GPU) return 1;
     if (!d || !d->vector_cpu) return 0;
     conv_sides v = conv_sides_of(node);
     size_t k = v.Cb / v.G * v.K;

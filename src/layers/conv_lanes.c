@@ -319,6 +319,14 @@ static int rule(const clnet_node *node, const clnet_device *d) {
            v.Ps <= LANES_MOST_POSITIONS;
 }
 
+/* Timed by the tuner on CPUs alone: its vectors along the samples are made
+ * for a CPU's SIMD units; elsewhere it stays what it is on every device, an
+ * algorithm that runs every convolution when it is forced. */
+static int tried(const clnet_node *node, const clnet_device *d) {
+    (void)node;
+    return !d || d->vector_cpu;
+}
+
 static int lanes_chunk_samples(const clnet_node *node, const clnet_device *d, int n) {
     size_t most = LANES_CHUNK_FLOATS / lanes_per_sample(node, d), unit = lanes_unit(d);
     return conv_even_chunks(n, most >= unit ? most / unit * unit : most);
@@ -341,6 +349,7 @@ static size_t records(const clnet_node *node, int s) {
 const conv_algo conv_lanes = {
     .name = "lanes",
     .rule = rule,
+    .tried = tried,
     .chunk_samples = lanes_chunk_samples,
     .regions = regions,
     .scratch = scratch,
