@@ -13,7 +13,10 @@
 #             resnet18_w16 and resnet18 (128) at 28x28, resnet18_96 (128) at 96x96
 #   profile   CLNET_PROFILE=1 of resnet18 and resnet18_96 at batch 128: each step's wall time
 #             beside the time its kernels took, and the kernels that took the most
-#   all       build devices system tune speed profile
+#   layers    ResNet-18's convolutions at batch 128, forward + backward, with the rules'
+#             algorithms and with each of im2col, implicit (local-memory tiles) and winograd
+#             forced (build-gpu/bench/bench_conv), beside cuDNN's (bench/conv_torch.py)
+#   all       build devices system tune speed profile layers
 # Device time is short: give each call a few steps (build devices system, then tune speed,
 # then profile) and a timeout. Environment: TORCH_PYTHON (default python3), ROUNDS (3); for a
 # rehearsal on a CPU, GPU_ICD=build/icd/pocl (the ICD folder, default build-gpu-deps/icd) and
@@ -88,8 +91,18 @@ profile() {
   rm -rf "$dir"
 }
 
-[ $# -gt 0 ] || { sed -n '2,20p' "$0"; exit 2; }
-[ "$*" = all ] && set -- build devices system tune speed profile
+layers() {
+  local algo
+  for algo in auto im2col implicit winograd; do
+    echo "-- clnet, CLNET_CONV=$algo"
+    CLNET_CONV=$algo "$root/build-gpu/bench/bench_conv" 10 resnet_ || return 1
+  done
+  echo "-- PyTorch CUDA (cuDNN)"
+  "$TORCH_PYTHON" bench/conv_torch.py 10 resnet_ --device "${TORCH_DEVICE:-cuda}"
+}
+
+[ $# -gt 0 ] || { sed -n '2,24p' "$0"; exit 2; }
+[ "$*" = all ] && set -- build devices system tune speed profile layers
 for s in "$@"; do
   case $s in
   build) step build build ;;
@@ -98,6 +111,7 @@ for s in "$@"; do
   tune) step tune "$CLNET" tune examples/models/resnet18.cfg --batch 128 ;;
   speed) step speed speed ;;
   profile) step profile profile ;;
+  layers) step layers layers ;;
   *) echo "gpu_check.sh: unknown step '$s'" >&2; status=2 ;;
   esac
 done

@@ -5,6 +5,7 @@
 #include "env.h"
 #include "error.h"
 #include "gemm.h"
+#include "layers/conv.h"
 #include "memory.h"
 #include "net.h"
 
@@ -265,6 +266,50 @@ static void time_plan(clnet_replica *r, int i, int n, tried *t) {
     }
 }
 
+/* Whether a plan runs a pass with the implicit algorithm's products (its
+ * own, or Winograd's). */
+static int runs_products(const clnet_conv_plan *plan) {
+    for (int pass = 0; pass < CLNET_CONV_PASSES; pass++)
+        if (plan->pass[pass] == CLNET_CONV_IMPLICIT || plan->pass[pass] == CLNET_CONV_WINOGRAD)
+            return 1;
+    return 0;
+}
+
+/* On a device other than a CPU, where the plan chosen for node i runs the
+ * implicit algorithm's products: times that plan on each local-memory tile
+ * (conv_gpu_tile), every product of the layer on one, and makes *tile the
+ * fastest ("<key> tile"); its choice is empty elsewhere. */
+static void tune_tile(clnet_replica *r, int i, int n, const reporter *rep,
+                      const clnet_tune_entry *plan, clnet_tune_entry *tile) {
+    clnet_device *d = r->d;
+    clnet_conv_plan chosen;
+    clnet_tune_entry of = *plan; /* tile is the entry after it */
+    memset(tile, 0, sizeof *tile);
+    if (d->info.type == CLNET_DEVICE_CPU || !clnet_conv_plan_parse(of.choice, &chosen) ||
+        !runs_products(&chosen) || d->choice.conv_tile_force[0])
+        return;
+    snprintf(tile->key, sizeof tile->key, "%.*s%s", (int)(sizeof tile->key - sizeof CONV_TILE_KEY),
+             of.key, CONV_TILE_KEY);
+    clnet_conv_plan forced = d->choice.conv_force;
+    double best = -1;
+    for (int k = 0; k < conv_gpu_tile_count(); k++) {
+        tried t = {.plan = chosen};
+        const char *id = conv_gpu_tile(k);
+        snprintf(d->choice.conv_tile_force, sizeof d->choice.conv_tile_force, "%s", id);
+        time_plan(r, i, n, &t);
+        if (t.us >= 0 && (best < 0 || t.us < best)) {
+            best = t.us;
+            snprintf(tile->choice, sizeof tile->choice, "%s", id);
+            tile->us = t.us;
+        }
+        say(rep, d, r->model->nodes[i].name, tile->key, 0, id, t.us, t.verdict);
+    }
+    d->choice.conv_tile_force[0] = '\0';
+    d->choice.conv_force = forced;
+    clnet_gemm_forget(d);
+    if (best >= 0) say(rep, d, r->model->nodes[i].name, tile->key, 0, tile->choice, best, "chosen");
+}
+
 /* Chooses the algorithms of node i's passes (a convolution) on replica r,
  * timed over its share n of the last step: *winner gets the fastest plan
  * (its choice empty when none ran). */
@@ -338,6 +383,9 @@ static clnet_status tune_convolutions(clnet_trainer *t, const reporter *rep,
                 measured_on_equal(t, found, owner, *nfound, i, key, 0))
                 continue;
             TRY(tune_node(r, k, n, rep, &found[*nfound]));
+            if (!found[*nfound].choice[0]) continue;
+            owner[(*nfound)++] = i;
+            tune_tile(r, k, n, rep, &found[*nfound - 1], &found[*nfound]);
             if (found[*nfound].choice[0]) owner[(*nfound)++] = i;
         }
     }
@@ -437,8 +485,9 @@ clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, voi
      * with their algorithms chosen, shows the GEMM shapes of a steady step. */
     TRY(tune_step(net, &b));
     TRY(tune_step(net, &b));
-    found = clnet_malloc(((size_t)t->count * (size_t)net->model.count + 1) * sizeof *found);
-    owner = clnet_malloc(((size_t)t->count * (size_t)net->model.count + 1) * sizeof *owner);
+    /* two entries a convolution and device: its plan, and its tile on a GPU */
+    found = clnet_malloc((2 * (size_t)t->count * (size_t)net->model.count + 1) * sizeof *found);
+    owner = clnet_malloc((2 * (size_t)t->count * (size_t)net->model.count + 1) * sizeof *owner);
     if (!found || !owner) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory tuning");
     TRY(tune_convolutions(t, &rep, found, owner, &nfound));
     TRY(tune_step(net, &b));

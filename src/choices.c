@@ -4,6 +4,7 @@
 #include "alloc.h"
 #include "error.h"
 #include "gemm.h"
+#include "layers/conv.h"
 #include "text.h"
 
 #include <stdio.h>
@@ -26,16 +27,30 @@ static int equal_before(const clnet_trainer *t, int i) {
     return 0;
 }
 
+/* The local-memory tile a table of d names for the convolution of key
+ * (`clnet tune` on a GPU), or NULL: the rule's tile needs no record. */
+static const char *tabled_tile(const clnet_device *d, const char *key, char *tile_key, size_t cap) {
+    snprintf(tile_key, cap, "%.*s%s", (int)(cap - sizeof CONV_TILE_KEY), key, CONV_TILE_KEY);
+    for (clnet_choice_from from = CLNET_FROM_CHECKPOINT; from < CLNET_FROM_RULE; from++) {
+        const char *tile = clnet_chooser_named(&d->choice, from, NULL, tile_key, 0);
+        if (tile) return tile;
+    }
+    return NULL;
+}
+
 /* The algorithms each convolution of replica r runs its passes with
- * (layer.h's algorithms): "<key>\t0\t<plan>" lines. Returns how many. */
+ * (layer.h's algorithms): "<key>\t0\t<plan>" lines, and "<key> tile\t0\t<tile>"
+ * where a table names its tile. Returns how many (at most two a node). */
 static int record_algorithms(const clnet_replica *r, choice_line *lines) {
     int count = 0;
     for (int k = 0; k < r->model->count; k++) {
-        char key[CLNET_TUNE_KEY_CAP], text[CLNET_CONV_PLAN_CAP];
+        char key[CLNET_TUNE_KEY_CAP], tile_key[CLNET_TUNE_KEY_CAP], text[CLNET_CONV_PLAN_CAP];
         clnet_conv_plan plan;
         if (!clnet_node_plan(&r->model->nodes[k], r->d, key, sizeof key, &plan)) continue;
         clnet_conv_plan_text(&plan, text, sizeof text);
         snprintf(lines[count++], sizeof *lines, "%s\t0\t%s\n", key, text);
+        const char *tile = tabled_tile(r->d, key, tile_key, sizeof tile_key);
+        if (tile) snprintf(lines[count++], sizeof *lines, "%s\t0\t%s\n", tile_key, tile);
     }
     return count;
 }
@@ -45,8 +60,10 @@ static int record_algorithms(const clnet_replica *r, choice_line *lines) {
 static clnet_status pin_algorithm(clnet_device *d, const char *key, const char *name) {
     clnet_tune_entry e = {.bucket = 0};
     clnet_conv_plan plan;
-    int known = clnet_conv_plan_parse(name, &plan);
-    for (int pass = 0; known && pass < CLNET_CONV_PASSES; pass++)
+    size_t len = strlen(key), tail = strlen(CONV_TILE_KEY);
+    int tile = len > tail && strcmp(key + len - tail, CONV_TILE_KEY) == 0, v[6];
+    int known = tile ? clnet_conv_tile_parse(name, v) : clnet_conv_plan_parse(name, &plan);
+    for (int pass = 0; known && !tile && pass < CLNET_CONV_PASSES; pass++)
         known = plan.pass[pass] != CLNET_CONV_AUTO;
     if (!known || strlen(key) >= sizeof e.key || strlen(name) >= sizeof e.choice)
         return clnet_fail(CLNET_ERR_FORMAT, "convolution algorithm '%s' (for '%s') is unknown",
@@ -73,7 +90,7 @@ clnet_status clnet_choices_record(const clnet_trainer *t, char **out) {
         int picks = clnet_gemm_record_count(made, d), count = 0;
         if (equal_before(t, i)) continue;
         free(lines);
-        lines = clnet_malloc(((size_t)picks + (size_t)t->model->count + 1) * sizeof *lines);
+        lines = clnet_malloc(((size_t)picks + 2 * (size_t)t->model->count + 1) * sizeof *lines);
         if (!lines) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory saving a checkpoint");
         count = record_algorithms(t->replicas[i], lines);
         for (int k = 0; k < picks; k++) {

@@ -185,6 +185,10 @@ clnet_status clnet_replica_fit_work(clnet_replica *r) {
     clnet_device *d = r->d;
     cl_mem more = NULL;
     if (r->work_version == d->choice.gemm_version) return CLNET_OK;
+    /* what the device chooses changed: a node's kernel slot may now want
+     * another program (a tile built with other options), so every node looks
+     * its kernels up again (the handles belong to the device) */
+    memset(r->kernels, 0, (size_t)r->model->count * CLNET_NODE_KERNELS * sizeof *r->kernels);
     size_t work = clnet_plan_work(r->model, d, r->max_batch);
     if (work > r->plan.work) {
         size_t bytes = r->bytes + (work - r->plan.work) * sizeof(float);

@@ -14,6 +14,8 @@
 #include "net.h"
 #include "ref/elementwise_ref.h"
 #include "tune.h"
+#include "layers/conv.h"
+#include "replica.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -372,6 +374,56 @@ static void expect_algorithms(const clnet_net *net, const clnet_tune_table *t, i
     ck_assert_int_eq(seen, count);
 }
 
+/* How many of table t's convolution plans run the implicit algorithm's
+ * products (its own, Winograd's) on a device other than a CPU: the layers
+ * the tuner times tiles for. */
+static int product_plans(const clnet_tune_table *t, const clnet_device *d) {
+    int n = 0;
+    for (int k = 0; k < t->count && d->info.type != CLNET_DEVICE_CPU; k++) {
+        clnet_conv_plan plan;
+        if (strncmp(t->entries[k].key, "gemm ", 5) == 0 ||
+            !clnet_conv_plan_parse(t->entries[k].choice, &plan))
+            continue;
+        int runs = 0;
+        for (int pass = 0; pass < CLNET_CONV_PASSES; pass++)
+            runs |=
+                plan.pass[pass] == CLNET_CONV_IMPLICIT || plan.pass[pass] == CLNET_CONV_WINOGRAD;
+        n += runs;
+    }
+    return n;
+}
+
+/* Each convolution whose table names a tile runs its products on it: the
+ * kernels the node keeps for them are of that tile's program. */
+static void expect_tiles(const clnet_net *net, const clnet_tune_table *t) {
+    const clnet_replica *r = net->trainer->replicas[0];
+    for (int i = 0; i < net->model.count; i++) {
+        char key[CLNET_TUNE_KEY_CAP];
+        clnet_conv_plan chosen;
+        if (!clnet_node_plan(&net->model.nodes[i], r->d, key, sizeof key, &chosen)) continue;
+        strcat(key, CONV_TILE_KEY);
+        const clnet_tune_entry *e = clnet_tune_table_find(t, key, 0);
+        if (!e) continue;
+        cl_kernel k = r->kernels[i * CLNET_NODE_KERNELS + CONV_K_IMPLICIT_GEMM];
+        if (!k) k = r->kernels[i * CLNET_NODE_KERNELS + CONV_K_WINO_GEMM];
+        ck_assert_msg(k != NULL, "%s: no implicit product ran", key);
+        int v[6];
+        ck_assert(clnet_conv_tile_parse(e->choice, v));
+        cl_program built = NULL;
+        ck_assert_int_eq(clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof built, &built, NULL),
+                         CL_SUCCESS);
+        const char *options = NULL;
+        for (const clnet_program *p = r->d->programs; p; p = p->next)
+            if (p->program == built) options = p->options;
+        char mr[48], local[64];
+        snprintf(mr, sizeof mr, "-DMR=%d -DNV=%d -DVW=%d ", v[0], v[1] / v[2], v[2]);
+        snprintf(local, sizeof local, "-DLOCAL=1 -DKL=%d -DWGM=%d -DWGN=%d", v[3], v[4], v[5]);
+        ck_assert_msg(options && strstr(options, mr) && strstr(options, local),
+                      "%s: %s, its product built with '%s'", key, e->choice,
+                      options ? options : "?");
+    }
+}
+
 START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     char dir[512], path[600];
     test_make_dir(dir, sizeof dir);
@@ -398,18 +450,31 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     ck_assert_int_eq(
         clnet_tune_db_read(path, d->choice.tune_device, d->choice.tune_space, &t, NULL), CLNET_OK);
     ck_assert_int_eq(t.count, h.chosen);
-    int convs = 0;
+    int convs = 0, tiles = 0;
     for (int k = 0; k < t.count; k++) {
         if (strncmp(t.entries[k].key, "gemm ", 5) == 0) continue;
         convs++;
+        size_t len = strlen(t.entries[k].key), tail = strlen(CONV_TILE_KEY);
+        if (len > tail && strcmp(t.entries[k].key + len - tail, CONV_TILE_KEY) == 0) {
+            /* a GPU's: the local-memory tile of a layer whose plan runs implicit products */
+            int v[6];
+            ck_assert_msg(d->info.type != CLNET_DEVICE_CPU &&
+                              clnet_conv_tile_parse(t.entries[k].choice, v),
+                          "%s: %s", t.entries[k].key, t.entries[k].choice);
+            tiles++;
+            continue;
+        }
         clnet_conv_plan plan; /* an algorithm for each pass */
         int ok = clnet_conv_plan_parse(t.entries[k].choice, &plan);
         for (int pass = 0; ok && pass < CLNET_CONV_PASSES; pass++)
             ok = plan.pass[pass] != CLNET_CONV_AUTO;
         ck_assert_msg(ok, "%s: %s", t.entries[k].key, t.entries[k].choice);
     }
-    ck_assert_int_eq(convs, 2);
+    printf("tuned: %d convolutions' plans, %d tiles, %d GEMM shapes\n", convs - tiles, tiles,
+           t.count - convs);
+    ck_assert_int_eq(convs - tiles, 2);
     ck_assert_int_ge(h.measured, 2 * 2 + (t.count - convs) * 2);
+    ck_assert_int_eq(tiles, product_plans(&t, d));
     /* the net uses the choices right away: every convolution runs the
      * database's algorithm, every GEMM shape of a step its candidate */
     float x[8 * 784];
@@ -417,6 +482,7 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     test_random_floats(x, 8 * 784, 5);
     ck_assert_int_eq(clnet_net_train_step(net, x, y, 8, NULL), CLNET_OK);
     expect_algorithms(net, &t, 2);
+    expect_tiles(net, &t);
     const clnet_gemm_record *made = &net->trainer->replicas[0]->gemm_record;
     int gemms = clnet_gemm_record_count(made, d);
     ck_assert_int_eq(gemms, t.count - convs);
@@ -438,12 +504,13 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
     ck_assert_int_eq(clnet_net_train_step(net, x, y, 8, NULL), CLNET_OK);
     ck_assert_int_eq(d->choice.pinned.count, t.count);
     expect_algorithms(net, &d->choice.pinned, 2);
+    expect_tiles(net, &d->choice.pinned);
     made = &net->trainer->replicas[0]->gemm_record;
     ck_assert_int_eq(clnet_gemm_record_count(made, d), gemms);
     for (int k = 0; k < made->count; k++) ck_assert_int_eq(made->picks[k].source, 'p');
     /* a checkpoint naming an algorithm this clnet lacks: a warning, nothing pinned */
     char text[700];
-    snprintf(text, sizeof text, "@%s\nconv2d 1x28x28>6x28x28 k5x5 s1x1 p2x2 d1x1 g1\t0\twinograd\n",
+    snprintf(text, sizeof text, "@%s\nconv2d 1x28x28>6x28x28 k5x5 s1x1 p2x2 d1x1 g1\t0\tfft\n",
              d->choice.tune_device);
     clnet_choices_pin(net->trainer, text);
     ck_assert_int_eq(d->choice.pinned.count, t.count);
@@ -472,6 +539,57 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
 }
 END_TEST
 
+/* On a device other than a CPU, a layer the implicit algorithm's products
+ * run (64 channels on 8 x 8: the others are slow there) has its tile timed
+ * over the space and stored, and the next step builds its products on it. */
+START_TEST(tune_times_a_gpus_tiles) {
+    clnet_runtime *one = test_one_device(0);
+    clnet_device *d = clnet_runtime_device(one, 0);
+    if (d->info.type == CLNET_DEVICE_CPU) {
+        printf("skipped: the local-memory tiles are for devices other than CPUs (CLNET_POSE=gpu "
+               "makes PoCL one)\n");
+        clnet_runtime_free(one);
+        return;
+    }
+    char dir[512], path[600];
+    test_make_dir(dir, sizeof dir);
+    setenv("CLNET_CACHE_DIR", dir, 1);
+    clnet_tune_db_path(dir, path, sizeof path);
+    clnet_runtime_free(one);
+    one = test_one_device(0);
+    d = clnet_runtime_device(one, 0);
+    static const char *const lines[] = {"input channels=64 height=8 width=8",
+                                        "conv2d name=c filters=64 size=3 pad=1", "flatten",
+                                        "linear units=3", "softmax_cross_entropy"};
+    clnet_net *net = NULL;
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
+        ck_assert_int_eq(clnet_net_add(net, lines[i]), CLNET_OK);
+    ck_assert_int_eq(clnet_net_init(net, 1), CLNET_OK);
+    ck_assert_msg(clnet_net_bind(net, one, 4) == CLNET_OK, "%s", clnet_last_error());
+    heard h = {0};
+    ck_assert_msg(clnet_net_tune(net, 4, listen, &h) == CLNET_OK, "%s", clnet_last_error());
+    clnet_tune_table t = {0};
+    ck_assert_int_eq(
+        clnet_tune_db_read(path, d->choice.tune_device, d->choice.tune_space, &t, NULL), CLNET_OK);
+    int tiles = 0;
+    for (int k = 0; k < t.count; k++) tiles += strstr(t.entries[k].key, CONV_TILE_KEY) != NULL;
+    printf("a GPU's tuning: %d entries, %d of them tiles (of %d plans running products)\n", t.count,
+           tiles, product_plans(&t, d));
+    ck_assert_int_eq(product_plans(&t, d), 1);
+    ck_assert_int_eq(tiles, 1);
+    float x[4 * 64 * 64];
+    int32_t y[4] = {0, 1, 2, 0};
+    test_random_floats(x, 4 * 64 * 64, 9);
+    ck_assert_int_eq(clnet_net_train_step(net, x, y, 4, NULL), CLNET_OK);
+    expect_tiles(net, &t);
+    clnet_net_free(net);
+    clnet_runtime_free(one);
+    clnet_tune_table_free(&t);
+    unsetenv("CLNET_CACHE_DIR");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("tune");
     TCase *c = tcase_create("candidates");
@@ -487,6 +605,7 @@ int main(void) {
     c = tcase_create("net");
     tcase_set_timeout(c, 0);
     tcase_add_test(c, tune_stores_and_a_new_runtime_uses_it);
+    tcase_add_test(c, tune_times_a_gpus_tiles);
     suite_add_tcase(s, c);
     return test_run_suite(s);
 }

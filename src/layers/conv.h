@@ -145,6 +145,13 @@ const conv_algo *conv_algo_of(int algo);
  * by the rules. Register before any runtime opens. */
 clnet_status conv_algo_register(const conv_algo *a);
 
+/* The node's key in the tuning database and in checkpoints ("conv2d
+ * 64x28x28>64x28x28 k3x3 s1x1 p1x1 d1x1 g1"): its algorithms' entry; the
+ * implicit algorithm's local-memory tile is the entry of the key and
+ * CONV_TILE_KEY after it. */
+void conv_tune_key(const clnet_node *node, char *key, size_t cap);
+#define CONV_TILE_KEY " tile"
+
 /* The algorithm of each pass on d (conv_choice.c): $CLNET_CONV's, else the
  * checkpoint's or the tuning database's, else the rules'. */
 clnet_conv_plan conv_plan_of(const clnet_node *node, const clnet_device *d);

@@ -48,7 +48,7 @@ clnet_status conv_algo_register(const conv_algo *a) {
 /* The node's key in the tuning database: its kind, its shape in and out,
  * and its window ("conv2d 64x28x28>64x28x28 k3x3 s1x1 p1x1 d1x1 g1"); no
  * sample count: one choice serves every share of a batch. */
-static void tune_key(const clnet_node *node, char *key, size_t cap) {
+void conv_tune_key(const clnet_node *node, char *key, size_t cap) {
     const conv_config *c = CLNET_CONFIG(node, conv_config);
     const clnet_window *w = &c->win;
     char in[48], out[48], k[48], st[48], pd[48], dl[48];
@@ -77,7 +77,7 @@ static int rule_of(const clnet_node *node, const clnet_device *d) {
 clnet_conv_plan conv_plan_of(const clnet_node *node, const clnet_device *d) {
     clnet_conv_plan plan = clnet_conv_plan_all(CLNET_CONV_AUTO);
     char key[CLNET_TUNE_KEY_CAP] = "", forced[CLNET_CONV_PLAN_CAP] = "";
-    if (d && clnet_chooser_has_entries(&d->choice)) tune_key(node, key, sizeof key);
+    if (d && clnet_chooser_has_entries(&d->choice)) conv_tune_key(node, key, sizeof key);
     if (d && clnet_conv_plan_named(&d->choice.conv_force))
         clnet_conv_plan_text(&d->choice.conv_force, forced, sizeof forced);
     for (clnet_choice_from from = CLNET_FROM_ENV; d && from < CLNET_FROM_RULE; from++) {
@@ -101,7 +101,7 @@ clnet_conv_plan conv_plan_of(const clnet_node *node, const clnet_device *d) {
 int conv_algorithms(const clnet_node *node, const clnet_device *d, char *key, size_t cap,
                     int *algos, clnet_conv_plan *chosen) {
     int n = 0;
-    tune_key(node, key, cap);
+    conv_tune_key(node, key, cap);
     for (int a = CLNET_CONV_AUTO + 1; a < clnet_conv_algo_count(); a++) {
         const conv_algo *algo = conv_algo_of(a);
         if (algo && (!algo->tried || algo->tried(node, d))) algos[n++] = a;

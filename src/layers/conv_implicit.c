@@ -225,8 +225,24 @@ static int gpu_rule_tile(size_t M, const clnet_device *d, conv_tile *t) {
     return 0;
 }
 
-/* The tile of a product of M rows on d: $CLNET_CONV_TILE's where it is set
- * (an error where d cannot run it), else the rule's; on CPUs, and where no
+/* The tile a checkpoint or the tuning database names for the node on d
+ * (`clnet tune` times the space for the layer, every product on one tile),
+ * in *t: 0 where neither names one that d can run. */
+static int tuned_tile(const clnet_node *node, const clnet_device *d, conv_tile *t) {
+    if (!clnet_chooser_has_entries(&d->choice)) return 0;
+    char key[CLNET_TUNE_KEY_CAP];
+    conv_tune_key(node, key, sizeof key - strlen(CONV_TILE_KEY));
+    strcat(key, CONV_TILE_KEY);
+    for (clnet_choice_from from = CLNET_FROM_CHECKPOINT; from < CLNET_FROM_RULE; from++) {
+        const char *text = clnet_chooser_named(&d->choice, from, NULL, key, 0);
+        if (text && gpu_tile(text, d, t)) return 1;
+    }
+    return 0;
+}
+
+/* The tile of a product of M rows on d, as the policy (choose.h) decides:
+ * $CLNET_CONV_TILE's where it is set (an error where d cannot run it), else
+ * a checkpoint's or the database's, else the rule's; on CPUs, and where no
  * local tile fits, the layer's (conv_tile_of). */
 static clnet_status product_tile(const clnet_node *node, const clnet_device *d, size_t M,
                                  conv_tile *t) {
@@ -234,6 +250,10 @@ static clnet_status product_tile(const clnet_node *node, const clnet_device *d, 
     if (!d || d->info.type == CLNET_DEVICE_CPU) return CLNET_OK;
     const char *forced = d->choice.conv_tile_force;
     conv_tile local;
+    if (!*forced && tuned_tile(node, d, &local)) {
+        *t = local;
+        return CLNET_OK;
+    }
     if (*forced && !gpu_tile(forced, d, &local))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                           "CLNET_CONV_TILE=%s: device %d (%s) allows work-groups of %zu and %llu "
