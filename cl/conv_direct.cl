@@ -20,6 +20,23 @@
 // CONV_CBG and CONV_FG (channels per group on the big and small sides) are
 // build options where the layer's geometry is fixed (clnet_window_options),
 // else the cbg and fg arguments.
+
+// DIRECT_GPU=1 (the host gives it on devices other than CPUs): the loops that
+// fill a private array unrolled, so that the array stays in registers, and
+// the weight gradient's row loop kept rolled (unrolled, AMD's compiler ran out
+// of registers: scripts/gpu_offline.py). On PoCL both cost: the unrolled
+// helpers slowed a depthwise layer at stride 2 by about a third.
+#ifndef DIRECT_GPU
+#define DIRECT_GPU 0
+#endif
+#if DIRECT_GPU
+#define DIRECT_GPU_UNROLL _Pragma("unroll")
+#define DIRECT_GPU_ROLLED _Pragma("unroll 1")
+#else
+#define DIRECT_GPU_UNROLL
+#define DIRECT_GPU_ROLLED
+#endif
+
 #ifndef CONV_CBG
 #define CONV_CBG cbg
 #endif
@@ -141,8 +158,8 @@ inline float16 direct_lanes16(__global const float *row, int at, int size, int o
     const int16 in = j >= 0 && j < ow;
     if (at + off >= 0 && at + off + 16 <= size)
         return select((float16)(0.0f), vload16(0, row + off), in);
-    float v[16]; // every loop over it unrolled: an array indexed at run time lives in memory
-#pragma unroll
+    float v[16]; // unrolled on GPUs: an array indexed at run time lives in memory there
+DIRECT_GPU_UNROLL
     for (int i = 0; i < 16; i++) v[i] = i + off >= 0 && i + off < ow ? row[i + off] : 0.0f;
     return vload16(0, v);
 }
@@ -158,7 +175,7 @@ inline float16 direct_evens16(__global const float *row, int at, int size, int u
         return select((float16)(0.0f), (float16)(a.even, b.even), in);
     }
     float v[16];
-#pragma unroll
+DIRECT_GPU_UNROLL
     for (int j = 0; j < 16; j++) v[j] = 2 * j - u >= 0 && 2 * j - u < w ? row[2 * j - u] : 0.0f;
     return vload16(0, v);
 }
@@ -318,7 +335,7 @@ __kernel void direct_weight_pairs(clnet_win win, uint n, uint cs, uint cbg, uint
     for (uint od = 0; od < WIN_OD; od++) {
         const int iz = (int)(od * WIN_sd + kd * WIN_dd) - (int)WIN_pd;
         if (iz < 0 || iz >= (int)WIN_D) continue;
-#pragma unroll 1
+DIRECT_GPU_ROLLED
         for (uint oy = 0; oy < WIN_OH; oy++) {
             const int iy = (int)(oy * WIN_sh + ky * WIN_dh) - (int)WIN_ph;
             if (iy < 0 || iy >= (int)WIN_H) continue;

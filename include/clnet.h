@@ -991,6 +991,8 @@ typedef struct {
     /* launches of a kernel at a work-group size its device had not run it
      * at before: CPU drivers (PoCL) compile a work-group function for each */
     uint64_t first_launches;
+    /* kernels enqueued, every launch counted */
+    uint64_t launches;
     /* times the host waited for a device's queue to drain (a finish, a
      * blocking read, write or map): each stops that device's pipeline
      * (CLNET_GUARD=1's own checks are not counted) */

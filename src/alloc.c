@@ -5,8 +5,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-static atomic_ullong host_allocs, device_allocs, threads, builds, lookups, first_launches, waits,
-    overlaps;
+static atomic_ullong host_allocs, device_allocs, threads, builds, lookups, first_launches, launches,
+    waits, overlaps;
 
 void *clnet_malloc(size_t bytes) {
     atomic_fetch_add_explicit(&host_allocs, 1, memory_order_relaxed);
@@ -43,6 +43,10 @@ void clnet_count_first_launch(void) {
     atomic_fetch_add_explicit(&first_launches, 1, memory_order_relaxed);
 }
 
+void clnet_count_launch(void) {
+    atomic_fetch_add_explicit(&launches, 1, memory_order_relaxed);
+}
+
 void clnet_count_wait(void) {
     atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
 }
@@ -59,6 +63,7 @@ void clnet_debug_counters(clnet_counters *out) {
     out->builds = atomic_load(&builds);
     out->lookups = atomic_load(&lookups);
     out->first_launches = atomic_load(&first_launches);
+    out->launches = atomic_load(&launches);
     out->waits = atomic_load(&waits);
     out->overlaps = atomic_load(&overlaps);
 }

@@ -18,6 +18,7 @@ void clnet_count_device_alloc(void);
 void clnet_count_build(void);
 void clnet_count_lookup(void);
 void clnet_count_first_launch(void);
+void clnet_count_launch(void); /* every kernel enqueued */
 /* Counts one time the host waits for a device's queue to drain: a finish, a
  * blocking transfer or a blocking map (memory.c's clnet_finish and copies). */
 void clnet_count_wait(void);

@@ -461,6 +461,7 @@ clnet_status clnet_run_kept(clnet_device *d, cl_kernel *kept, clnet_kernel_ref k
                             d->info.index, d->info.name);
         goto cleanup;
     }
+    clnet_count_launch();
     if (first) {
         note_launch(d, k, dims, local);
         clnet_kernel_log(d, family, kr.options, name, dims, local);

@@ -949,6 +949,49 @@ END_TEST
 
 static char *temp_file(const char *name, const char *text);
 
+/* The kernels a steady LeNet step at batch 32 launches on one device: as
+ * the rules run it on a CPU, and on a device that is not one (the GPU
+ * rules: implicit convolutions on local-memory tiles, CLBlast's GEMMs, whose
+ * own launches are not clnet's). A change that launches fewer (or more)
+ * updates these on purpose: where a step is bound by launches (LeNet on a
+ * GPU, issue 58), this is the figure to bring down. */
+enum { LENET_STEP_LAUNCHES_CPU = 39, LENET_STEP_LAUNCHES_OTHER = 33 };
+
+START_TEST(a_steady_lenet_step_launches_what_it_is_known_to) {
+    clnet_runtime *one = test_one_device(0);
+    clnet_device *d = clnet_runtime_device(one, 0);
+    if (test_device_is_slow(d)) {
+        printf("LeNet's launches: left out beside a slow device (a LeNet step there takes "
+               "minutes)\n");
+        clnet_runtime_free(one);
+        return;
+    }
+    clnet_net *net = NULL;
+    ck_assert_int_eq(clnet_net_load(&net, CLNET_MODEL_DIR "/lenet.cfg"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_init(net, 1), CLNET_OK);
+    enum { N = 32 };
+    float *x = malloc((size_t)N * 784 * sizeof(float));
+    int32_t y[N];
+    batch_data(net, N, 5, x, y);
+    ck_assert_msg(clnet_net_bind(net, one, N) == CLNET_OK, "%s", clnet_last_error());
+    for (int k = 0; k < 2; k++)
+        ck_assert_int_eq(clnet_net_train_step(net, x, y, N, NULL), CLNET_OK);
+    clnet_counters before, after;
+    clnet_debug_counters(&before);
+    ck_assert_int_eq(clnet_net_train_step(net, x, y, N, NULL), CLNET_OK);
+    clnet_debug_counters(&after);
+    unsigned long long launches = after.launches - before.launches;
+    int cpu = d->info.type == CLNET_DEVICE_CPU;
+    printf("a steady LeNet step at batch %d on %s launches %llu kernels\n", N, d->info.name,
+           launches);
+    ck_assert_int_eq(
+        launches, (unsigned long long)(cpu ? LENET_STEP_LAUNCHES_CPU : LENET_STEP_LAUNCHES_OTHER));
+    free(x);
+    clnet_net_free(net);
+    clnet_runtime_free(one);
+}
+END_TEST
+
 /* Small window ops (layers.c's WINDOW_FIXED_MIN) pass their geometry as an
  * argument: a second convolution and a second pooling of other geometries
  * add no program, where each would have added one with its geometry fixed.
@@ -1285,6 +1328,7 @@ int main(void) {
     tcase_add_test(any, a_fused_relu_takes_the_steps_of_a_separate_one);
     tcase_add_test(any, batch_norm_statistics_from_the_convolution_equal_its_own);
     tcase_add_test(any, small_window_ops_share_their_programs);
+    tcase_add_test(any, a_steady_lenet_step_launches_what_it_is_known_to);
     suite_add_tcase(s, any);
     TCase *fast = tcase_create("fast"); /* a device fast enough for a LeNet */
     tcase_set_timeout(fast, 0);

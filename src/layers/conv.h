@@ -229,7 +229,7 @@ clnet_status conv_transpose_bias_grad(const clnet_node *node, const clnet_pass *
                                       const conv_chunk *ch, float beta);
 
 /* The register tile of the tiled GEMM's micro-kernel that the implicit and
- * lanes algorithms run (conv_implicit.c), and its program's build options. */
+ * lanes algorithms run (conv_tiles.c), and its program's build options. */
 typedef struct {
     int mr, nv, vw, kc, wr, wt;
     int kl, wgm, wgn; /* local-memory tiles (GPUs): cl/gemm_tiled.cl's KL, WGM, WGN; kl 0: none */
@@ -237,6 +237,16 @@ typedef struct {
 
 conv_tile conv_tile_of(const clnet_node *node, const clnet_device *d, int lanes);
 void conv_tile_options(const clnet_node *node, const conv_tile *t, char *opt, size_t cap);
+/* The same for windows of k[3] taps along each axis (conv_implicit_products: one). */
+void conv_tile_options_taps(const conv_tile *t, const int *k, char *opt, size_t cap);
+
+/* The tile of an implicit product of M rows (a group's filters, or its
+ * channels) on d (conv_tiles.c): on a CPU, or where no local tile fits, the
+ * layer's (conv_tile_of); else $CLNET_CONV_TILE's (an error where d cannot
+ * run it), a checkpoint's or the database's, or the rule's. The same for
+ * every share of a batch. */
+clnet_status conv_product_tile(const clnet_node *node, const clnet_device *d, size_t M,
+                               conv_tile *t);
 
 /* Plain products through the implicit algorithm's implicit_gemm, built for
  * one tap (Winograd's sixteen, group by group): for i < count, C_i (M x N)

@@ -46,13 +46,17 @@ typedef struct {
     char opt[700];
 } direct_launch;
 
-static void launch_of(const clnet_node *node, direct_launch *l) {
+static void launch_of(const clnet_node *node, const clnet_device *d, direct_launch *l) {
     l->w = CONV_WINDOW(node);
     l->v = conv_sides_of(node);
-    char extra[64] = "";
+    char extra[96] = "";
+    int n = 0;
     if (clnet_window_fixed(l->w))
-        snprintf(extra, sizeof extra, "-DCONV_CBG=%zuu -DCONV_FG=%zuu", l->v.Cb / l->v.G,
-                 l->v.Cs / l->v.G);
+        n = snprintf(extra, sizeof extra, "-DCONV_CBG=%zuu -DCONV_FG=%zuu", l->v.Cb / l->v.G,
+                     l->v.Cs / l->v.G);
+    /* GPUs: the kernels' unrolling for registers (cl/conv_direct.cl, DIRECT_GPU) */
+    if (d->info.type != CLNET_DEVICE_CPU)
+        snprintf(extra + n, sizeof extra - (size_t)n, "%s-DDIRECT_GPU=1", n ? " " : "");
     clnet_window_options(l->w, extra, l->opt, sizeof l->opt);
 }
 
@@ -82,7 +86,7 @@ static size_t big_size(const conv_chunk *ch, conv_sides v, const clnet_window *w
 static clnet_status direct_down(const clnet_node *node, const clnet_pass *p, const conv_chunk *ch,
                                 small_view s, cl_mem big, size_t big_off, conv_output_flags f) {
     direct_launch l;
-    launch_of(node, &l);
+    launch_of(node, p->d, &l);
     const clnet_window *w = l.w;
     conv_sides v = l.v;
     size_t range[2] = {(size_t)w->out[1], (size_t)ch->s * v.Cs * w->out[0]};
@@ -98,7 +102,7 @@ static clnet_status direct_down(const clnet_node *node, const clnet_pass *p, con
 static clnet_status direct_up(const clnet_node *node, const clnet_pass *p, const conv_chunk *ch,
                               small_view s, cl_mem big, size_t big_off, conv_output_flags f) {
     direct_launch l;
-    launch_of(node, &l);
+    launch_of(node, p->d, &l);
     const clnet_window *w = l.w;
     conv_sides v = l.v;
     size_t range[2] = {(size_t)w->in[1], (size_t)ch->s * v.Cb * w->in[0]};
@@ -117,7 +121,7 @@ static clnet_status direct_weight(const clnet_node *node, const clnet_pass *p, c
                                   small_view s, cl_mem big, size_t big_off, float beta) {
     clnet_status status = CLNET_OK;
     direct_launch l;
-    launch_of(node, &l);
+    launch_of(node, p->d, &l);
     const clnet_window *w = l.w;
     conv_sides v = l.v;
     size_t per = v.Cs * (v.Cb / v.G);
