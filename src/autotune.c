@@ -275,6 +275,12 @@ static int runs_products(const clnet_conv_plan *plan) {
     return 0;
 }
 
+/* The key of the tile entry for a convolution's key (room for CLNET_TUNE_KEY_CAP). */
+static void tile_key(const char *key, char *out) {
+    snprintf(out, CLNET_TUNE_KEY_CAP, "%.*s%s", (int)(CLNET_TUNE_KEY_CAP - sizeof CONV_TILE_KEY),
+             key, CONV_TILE_KEY);
+}
+
 /* On a device other than a CPU, where the plan chosen for node i runs the
  * implicit algorithm's products: times that plan on each local-memory tile
  * (conv_gpu_tile), every product of the layer on one, and makes *tile the
@@ -288,8 +294,7 @@ static void tune_tile(clnet_replica *r, int i, int n, const reporter *rep,
     if (d->info.type == CLNET_DEVICE_CPU || !clnet_conv_plan_parse(of.choice, &chosen) ||
         !runs_products(&chosen) || d->choice.conv_tile_force[0])
         return;
-    snprintf(tile->key, sizeof tile->key, "%.*s%s", (int)(sizeof tile->key - sizeof CONV_TILE_KEY),
-             of.key, CONV_TILE_KEY);
+    tile_key(of.key, tile->key);
     clnet_conv_plan forced = d->choice.conv_force;
     double best = -1;
     for (int k = 0; k < conv_gpu_tile_count(); k++) {
@@ -368,24 +373,34 @@ static int measured_on_equal(const clnet_trainer *t, const clnet_tune_entry *fou
  * one measured before takes its choices), appending the winners to found
  * and owner (room for one per node and replica) and setting them in the
  * devices' tables, so that the GEMMs tuned after are the chosen
- * algorithms'. $CLNET_CONV, which overrides any choice, skips a device. */
+ * algorithms'. Where $CLNET_CONV names the plan (overriding any choice),
+ * only that plan's local-memory tiles are timed. */
 static clnet_status tune_convolutions(clnet_trainer *t, const reporter *rep,
                                       clnet_tune_entry *found, int *owner, int *nfound) {
     clnet_status status = CLNET_OK;
     for (int i = 0; i < t->count; i++) {
         clnet_replica *r = t->replicas[i];
         int n = t->step.shares[t->ranks.first + i];
-        if (clnet_conv_plan_named(&r->d->choice.conv_force) || n < 1) continue;
+        int forced = clnet_conv_plan_named(&r->d->choice.conv_force);
+        if (n < 1) continue;
         for (int k = 0; k < r->model->count; k++) {
-            char key[CLNET_TUNE_KEY_CAP];
+            clnet_tune_entry of = {0};
             clnet_conv_plan plan;
-            if (!clnet_node_plan(&r->model->nodes[k], r->d, key, sizeof key, &plan) ||
-                measured_on_equal(t, found, owner, *nfound, i, key, 0))
+            if (!clnet_node_plan(&r->model->nodes[k], r->d, of.key, sizeof of.key, &plan))
                 continue;
-            TRY(tune_node(r, k, n, rep, &found[*nfound]));
-            if (!found[*nfound].choice[0]) continue;
-            owner[(*nfound)++] = i;
-            tune_tile(r, k, n, rep, &found[*nfound - 1], &found[*nfound]);
+            if (forced) { /* only the tile of the plan $CLNET_CONV names */
+                char tile[CLNET_TUNE_KEY_CAP];
+                tile_key(of.key, tile);
+                if (measured_on_equal(t, found, owner, *nfound, i, tile, 0)) continue;
+                clnet_conv_plan_text(&r->d->choice.conv_force, of.choice, sizeof of.choice);
+                tune_tile(r, k, n, rep, &of, &found[*nfound]);
+            } else {
+                if (measured_on_equal(t, found, owner, *nfound, i, of.key, 0)) continue;
+                TRY(tune_node(r, k, n, rep, &found[*nfound]));
+                if (!found[*nfound].choice[0]) continue;
+                owner[(*nfound)++] = i;
+                tune_tile(r, k, n, rep, &found[*nfound - 1], &found[*nfound]);
+            }
             if (found[*nfound].choice[0]) owner[(*nfound)++] = i;
         }
     }

@@ -539,9 +539,11 @@ START_TEST(tune_stores_and_a_new_runtime_uses_it) {
 }
 END_TEST
 
-/* On a device other than a CPU, a layer the implicit algorithm's products
- * run (64 channels on 8 x 8: the others are slow there) has its tile timed
- * over the space and stored, and the next step builds its products on it. */
+/* On a device other than a CPU, a layer whose plan runs the implicit
+ * algorithm's products has its tile timed over the space and stored, and the
+ * next step builds its products on it. Which plan wins a timing is up to the
+ * machine, so $CLNET_CONV names the plan here: the tuner then times only its
+ * tiles (the plan's entry is not written), whatever the timings. */
 START_TEST(tune_times_a_gpus_tiles) {
     clnet_runtime *one = test_one_device(0);
     clnet_device *d = clnet_runtime_device(one, 0);
@@ -554,6 +556,7 @@ START_TEST(tune_times_a_gpus_tiles) {
     char dir[512], path[600];
     test_make_dir(dir, sizeof dir);
     setenv("CLNET_CACHE_DIR", dir, 1);
+    setenv("CLNET_CONV", "implicit", 1);
     clnet_tune_db_path(dir, path, sizeof path);
     clnet_runtime_free(one);
     one = test_one_device(0);
@@ -576,7 +579,7 @@ START_TEST(tune_times_a_gpus_tiles) {
     for (int k = 0; k < t.count; k++) tiles += strstr(t.entries[k].key, CONV_TILE_KEY) != NULL;
     printf("a GPU's tuning: %d entries, %d of them tiles (of %d plans running products)\n", t.count,
            tiles, product_plans(&t, d));
-    ck_assert_int_eq(product_plans(&t, d), 1);
+    ck_assert_int_eq(product_plans(&t, d), 0);
     ck_assert_int_eq(tiles, 1);
     float x[4 * 64 * 64];
     int32_t y[4] = {0, 1, 2, 0};
@@ -586,6 +589,7 @@ START_TEST(tune_times_a_gpus_tiles) {
     clnet_net_free(net);
     clnet_runtime_free(one);
     clnet_tune_table_free(&t);
+    unsetenv("CLNET_CONV");
     unsetenv("CLNET_CACHE_DIR");
 }
 END_TEST
