@@ -386,8 +386,7 @@ static clnet_status tune_convolutions(clnet_trainer *t, const reporter *rep,
         for (int k = 0; k < r->model->count; k++) {
             clnet_tune_entry of = {0};
             clnet_conv_plan plan;
-            if (!clnet_node_plan(&r->model->nodes[k], r->d, of.key, sizeof of.key, &plan))
-                continue;
+            if (!clnet_node_plan(&r->model->nodes[k], r->d, of.key, sizeof of.key, &plan)) continue;
             if (forced) { /* only the tile of the plan $CLNET_CONV names */
                 char tile[CLNET_TUNE_KEY_CAP];
                 tile_key(of.key, tile);

@@ -106,6 +106,16 @@ static int lanes(const clnet_device *d) {
     return d->info.type != CLNET_DEVICE_CPU && d->info.max_work_group_size >= ROW_LANES;
 }
 
+/* A row's sum in one launch (a work-item or work-group a row adding its
+ * chunks in turn): where the rows alone fill the device's compute units
+ * twice, or a row is short enough that a launch more costs more than the
+ * chunks' parallelism gains (on GPUs, up to WHOLE_CHUNKS chunks: LeNet's
+ * bias gradients at GPU batch sizes). */
+#define WHOLE_CHUNKS 8
+static int whole_rows(const clnet_device *d, size_t M, size_t chunks) {
+    return chunks <= (lanes(d) ? WHOLE_CHUNKS : 1) || M >= 2 * (size_t)d->info.compute_units;
+}
+
 size_t clnet_row_sums_floats(size_t M, size_t N) {
     return M * row_chunks(N);
 }
@@ -113,25 +123,24 @@ size_t clnet_row_sums_floats(size_t M, size_t N) {
 clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, clnet_place x,
                             clnet_place out, float beta, clnet_place part) {
     clnet_status status = CLNET_OK;
-    cl_mem X = x.mem, P = part.mem;
-    size_t xoff = x.off, poff = part.off;
-    cl_kernel k[2] = {NULL, NULL};
+    cl_kernel k[CLNET_ROW_SUMS_KERNELS] = {NULL};
     if (!kept) kept = k;
-    size_t chunks = row_chunks(N);
-    TRY(check_range("row_sums", poff, M * chunks));
-    if (lanes(d))
-        TRY(clnet_run_kept(d, &kept[0], KERNEL(FAMILY, "", "row_sums_partial_lanes"), 2,
-                           (size_t[]){chunks * ROW_LANES, M}, (size_t[]){ROW_LANES, 1},
-                           ARGS(U32(M), U32(N), U32(ROW_CHUNK), U32(chunks), MEM(X), U32(xoff),
-                                MEM(P), U32(poff))));
-    else
-        TRY(clnet_run_kept(d, &kept[0], KERNEL(FAMILY, "", "row_sums_partial"), 2,
-                           (size_t[]){chunks, M}, NULL,
-                           ARGS(U32(M), U32(N), U32(ROW_CHUNK), U32(chunks), MEM(X), U32(xoff),
-                                MEM(P), U32(poff))));
-    TRY(clnet_run_kept(
-        d, &kept[1], KERNEL(FAMILY, "", "row_sums_finish"), 1, (size_t[]){M}, NULL,
-        ARGS(U32(M), U32(chunks), MEM(P), U32(poff), MEM(out.mem), U32(out.off), F32(beta))));
+    size_t chunks = row_chunks(N), wide = lanes(d) ? ROW_LANES : 1;
+    if (whole_rows(d, M, chunks)) /* one launch: a work-group a row */
+        return clnet_run_kept(
+            d, &kept[2], KERNEL(FAMILY, "", wide > 1 ? "row_sums_whole_lanes" : "row_sums_whole"),
+            1, (size_t[]){M * wide}, (size_t[]){wide},
+            ARGS(U32(M), U32(N), U32(ROW_CHUNK), U32(chunks), MEM(x.mem), U32(x.off), MEM(out.mem),
+                 U32(out.off), F32(beta)));
+    TRY(check_range("row_sums", part.off, M * chunks));
+    TRY(clnet_run_kept(d, &kept[0],
+                       KERNEL(FAMILY, "", wide > 1 ? "row_sums_partial_lanes" : "row_sums_partial"),
+                       2, (size_t[]){chunks * wide, M}, wide > 1 ? (size_t[]){wide, 1} : NULL,
+                       ARGS(U32(M), U32(N), U32(ROW_CHUNK), U32(chunks), MEM(x.mem), U32(x.off),
+                            MEM(part.mem), U32(part.off))));
+    TRY(clnet_run_kept(d, &kept[1], KERNEL(FAMILY, "", "row_sums_finish"), 1, (size_t[]){M}, NULL,
+                       ARGS(U32(M), U32(chunks), MEM(part.mem), U32(part.off), MEM(out.mem),
+                            U32(out.off), F32(beta))));
 cleanup:
     return status;
 }

@@ -25,9 +25,12 @@ typedef struct {
     size_t off;
 } clnet_place;
 
-/* out[m] = sum over n of X (M, N)[m, n] (+ beta * out): fixed order. Runs
- * two kernels: kept (may be NULL) has two slots. Partial sums go to part:
- * clnet_row_sums_floats(M, N) floats of the caller's scratch. */
+/* out[m] = sum over n of X (M, N)[m, n] (+ beta * out): an order fixed by
+ * M and N. One launch where a row's sum is short or the rows fill the
+ * device, else two, the chunks' partial sums in part between them
+ * (clnet_row_sums_floats(M, N) floats of the caller's scratch): the same
+ * floats either way. kept (may be NULL) has CLNET_ROW_SUMS_KERNELS slots. */
+enum { CLNET_ROW_SUMS_KERNELS = 3 };
 clnet_status clnet_row_sums(clnet_device *d, cl_kernel *kept, size_t M, size_t N, clnet_place x,
                             clnet_place out, float beta, clnet_place part);
 size_t clnet_row_sums_floats(size_t M, size_t N);

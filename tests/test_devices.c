@@ -7,6 +7,7 @@
 #include "memory.h"
 #include "worker.h"
 #include "program.h"
+#include "random.h"
 #include "sources.h"
 #include "ref/elementwise_ref.h"
 
@@ -264,6 +265,89 @@ START_TEST(elementwise_kernels_match_reference_on_every_device) {
         }
         printf("elementwise on device %d (%s): max abs diff %g\n", d->info.index, d->info.name,
                worst);
+    }
+}
+END_TEST
+
+/* Row sums (clnet_row_sums, a convolution's bias gradient) on generated
+ * shapes, in one launch and in two: the device's compute units, which the
+ * rule weighs against the rows, are set to make it take each way in turn
+ * (the launches counted), and both give the same floats. With `exact` the
+ * values are small integers, whose sums a float holds exactly in any order:
+ * the result is the reference's to the bit; otherwise it is within rounding
+ * of a sum in double. The seed is printed (CLNET_ROW_SUMS_SEED replays it). */
+static unsigned long long row_sums_case(clnet_device *d, size_t M, size_t N, float beta, int exact,
+                                        uint64_t seed) {
+    const size_t off = 3, chunks = clnet_row_sums_floats(1, N);
+    float *x = malloc((off + M * N) * sizeof *x), *out0 = malloc(M * sizeof *out0);
+    float *got[2] = {malloc(M * sizeof(float)), malloc(M * sizeof(float))};
+    test_random_floats(x, off + M * N, seed);
+    test_random_floats(out0, M, seed + 1);
+    for (size_t i = 0; exact && i < off + M * N; i++) x[i] = floorf(8 * x[i]);
+    for (size_t m = 0; exact && m < M; m++) out0[m] = floorf(8 * out0[m]);
+    cl_mem bx = NULL, bout = NULL, bpart = NULL;
+    ck_assert_int_eq(clnet_buffer_create(d, (off + M * N) * sizeof(float), &bx), CLNET_OK);
+    ck_assert_int_eq(clnet_buffer_create(d, (off + M) * sizeof(float), &bout), CLNET_OK);
+    ck_assert_int_eq(clnet_buffer_create(d, (off + M * chunks) * sizeof(float), &bpart), CLNET_OK);
+    ck_assert_int_eq(clnet_buffer_write(d, bx, 0, off + M * N, x), CLNET_OK);
+    unsigned units = d->info.compute_units;
+    unsigned long long launches = 0;
+    for (int way = 0; way < 2; way++) { /* one launch (rows fill the device), then two */
+        d->info.compute_units = way == 0 ? 0 : (unsigned)M + 1;
+        ck_assert_int_eq(clnet_buffer_write(d, bout, off, M, out0), CLNET_OK);
+        clnet_counters before, after;
+        clnet_debug_counters(&before);
+        ck_assert_msg(clnet_row_sums(d, NULL, M, N, (clnet_place){bx, off},
+                                     (clnet_place){bout, off}, beta,
+                                     (clnet_place){bpart, off}) == CLNET_OK,
+                      "%s", clnet_last_error());
+        clnet_debug_counters(&after);
+        ck_assert_int_eq(clnet_buffer_read(d, bout, off, M, got[way]), CLNET_OK);
+        /* two launches unless a row is short enough for one anyway */
+        launches = after.launches - before.launches;
+        ck_assert_msg(launches == 1 || (way == 1 && launches == 2),
+                      "row sums %zu x %zu took %llu launches", M, N, launches);
+    }
+    d->info.compute_units = units;
+    for (size_t m = 0; m < M; m++) {
+        double want = beta * (double)out0[m], bound = fabs(want);
+        for (size_t j = 0; j < N; j++) {
+            want += x[off + m * N + j];
+            bound += fabs(x[off + m * N + j]);
+        }
+        ck_assert_msg(exact ? got[0][m] == want : fabs(got[0][m] - want) <= 2e-5 * bound,
+                      "row sums %zu x %zu beta %g on %s: row %zu %.9g, want %.9g", M, N, beta,
+                      d->info.name, m, got[0][m], want);
+    }
+    ck_assert_msg(memcmp(got[0], got[1], M * sizeof(float)) == 0,
+                  "row sums %zu x %zu: one launch and two differ", M, N);
+    clReleaseMemObject(bx);
+    clReleaseMemObject(bout);
+    clReleaseMemObject(bpart);
+    free(x), free(out0), free(got[0]), free(got[1]);
+    return launches; /* the second way's */
+}
+
+START_TEST(row_sums_in_one_launch_or_two_match_the_reference) {
+    clnet_runtime *rt = test_runtime();
+    uint64_t seed = test_seed_from_env("CLNET_ROW_SUMS_SEED", 59);
+    for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
+        clnet_device *d = clnet_runtime_device(rt, dev);
+        int slow = test_device_is_slow(d), cases = slow ? 3 : 10;
+        clnet_xoshiro r = clnet_xoshiro_from(seed + (uint64_t)dev);
+        printf("row sums: %d generated shapes on %s, seed %llu (CLNET_ROW_SUMS_SEED=%llu replays "
+               "them)\n",
+               cases, d->info.name, (unsigned long long)seed, (unsigned long long)seed);
+        for (int k = 0; k <= cases; k++) {
+            /* rows of up to 12 chunks of 4,096 floats, a chunk's end anywhere;
+             * the last case's rows as long as that, which take two launches */
+            size_t M = 1 + clnet_uniform_below(&r, slow ? 4 : 40);
+            size_t N = 1 + clnet_uniform_below(&r, slow ? 9000 : 12 * 4096);
+            float beta = clnet_uniform_below(&r, 2) ? 0.5f : 0.0f;
+            if (k == cases) N = 12 * 4096 + 1;
+            unsigned long long two = row_sums_case(d, M, N, beta, k % 2, seed * 100 + (uint64_t)k);
+            if (k == cases) ck_assert_int_eq(two, 2);
+        }
     }
 }
 END_TEST
@@ -578,6 +662,7 @@ int main(void) {
     tcase_add_test(t, conv_algorithms_by_pass_from_the_environment);
     tcase_add_test(t, conv_algorithms_forced_through_the_runtime);
     tcase_add_test(t, elementwise_kernels_match_reference_on_every_device);
+    tcase_add_test(t, row_sums_in_one_launch_or_two_match_the_reference);
     tcase_add_test(t, elementwise_rejects_ranges_beyond_32_bits);
     tcase_add_test(t, a_kernel_slot_holds_one_kernel);
     tcase_add_test(t, host_views_see_device_data_both_ways);

@@ -395,9 +395,12 @@ conv_output_flags conv_forward_flags(const clnet_node *node, const clnet_pass *p
         .bias = conv_has_bias(node), .relu = conv_took_relu(node), .stats = !!p->stats};
 }
 
+_Static_assert(CONV_K_ROW_SUMS_3 - CONV_K_ROW_SUMS + 1 == CLNET_ROW_SUMS_KERNELS,
+               "a slot for each of clnet_row_sums' kernels");
+
 clnet_status conv_bias_sums(const clnet_pass *p, const conv_chunk *ch, size_t C, size_t len,
                             size_t at, float beta) {
-    return clnet_row_sums(p->d, clnet_pass_kept(p, CONV_K_ROW_SUMS) /* and the next */, C, len,
+    return clnet_row_sums(p->d, clnet_pass_kept(p, CONV_K_ROW_SUMS) /* and the next two */, C, len,
                           (clnet_place){p->work, at}, (clnet_place){p->grads, ch->bo}, beta,
                           (clnet_place){p->work, ch->gemm});
 }

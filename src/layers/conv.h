@@ -53,8 +53,9 @@ enum {
     CONV_K_OUTPUT,      /* conv_output: Sp to the small side */
     CONV_K_GRAD_LAYOUT, /* conv_grad_output: the small side to Sp */
     CONV_K_COL2IM,
-    CONV_K_ROW_SUMS, /* and the next: clnet_row_sums' two kernels */
+    CONV_K_ROW_SUMS, /* and the next two: clnet_row_sums' kernels */
     CONV_K_ROW_SUMS_2,
+    CONV_K_ROW_SUMS_3,
     CONV_K_BIG_LAYOUT, /* a transposed convolution's dy in GEMM layout */
     CONV_K_DIRECT_DOWN,
     CONV_K_DIRECT_UP,

@@ -1,6 +1,8 @@
 /* Fully connected: x (n, I) -> y (n, O) = x W^T + b, with W (O, I) as PyTorch
  * lays it out, and b (O) unless bias=off. Any input shape is read as (n, I) in
- * C, H, W order. */
+ * C, H, W order. With a bias, a relu that alone reads it runs in its kernels
+ * (fuse_relu): the bias's pass applies it, and backward masks dy as it sums
+ * the bias's gradient, into the scratch the GEMMs then read. */
 #include "elementwise.h"
 #include "error.h"
 #include "gemm.h"
@@ -13,6 +15,7 @@
 typedef struct {
     int units;
     clnet_param_init init;
+    int relu; /* the relu after it runs in its kernels (fuse_relu, set by fusion.c) */
 } linear_config;
 
 static const clnet_option options[] = {
@@ -59,7 +62,13 @@ static clnet_gemm_shape gemm_shape(const clnet_node *node, int site, int n) {
     }
 }
 
-/* The scratch of the GEMMs (one at a time). */
+/* Where in the scratch the GEMMs' own starts: after dz (n, O), the masked
+ * dy, with the relu taken in. */
+static size_t gemm_work_at(const clnet_node *node, int n) {
+    return CLNET_CONFIG(node, linear_config)->relu ? (size_t)n * (size_t)node->out.c : 0;
+}
+
+/* The scratch: dz, then the GEMMs' (one at a time). */
 static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) {
     size_t most = 0;
     for (int site = GEMM_FORWARD; site <= GEMM_DX; site++) {
@@ -67,7 +76,7 @@ static size_t work_floats(const clnet_node *node, const clnet_device *d, int n) 
         size_t w = clnet_gemm_chosen_work_floats(d, &s);
         if (w > most) most = w;
     }
-    return most;
+    return gemm_work_at(node, n) + most;
 }
 
 static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
@@ -79,39 +88,54 @@ static clnet_status forward(const clnet_node *node, const clnet_pass *p) {
         p, GEMM_FORWARD, 0, &s,
         &(clnet_gemm_args){
             1.0f, {p->act, p->x[0], I}, {p->params, wo, I}, 0.0f, {p->act, p->y, O}}));
-    if (node->nparams > 1) /* the bias */
-        TRY(clnet_pass_run(p, 0, KERNEL("elementwise", "", "add_bias_cols"), 1, (size_t[]){n * O},
-                           NULL,
-                           ARGS(U32(n), U32(O), MEM(p->act), U32(p->y), MEM(p->params),
-                                U32(node->params[1].offset))));
+    if (node->nparams > 1) /* the bias, and the relu taken in */
+        TRY(clnet_pass_run(
+            p, 0, KERNEL("elementwise", "", "add_bias_cols"), 1, (size_t[]){n * O}, NULL,
+            ARGS(U32(n), U32(O), MEM(p->act), U32(p->y), MEM(p->params),
+                 U32(node->params[1].offset), U32(CLNET_CONFIG(node, linear_config)->relu))));
 cleanup:
     return status;
 }
 
 /* Forward was y = x W^T + b, so backward is
- * dW = dy^T x (O, I), db = column sums of dy (with a bias), dx = dy W (n, I). */
+ * dW = dy^T x (O, I), db = column sums of dy (with a bias), dx = dy W (n, I);
+ * with the relu taken in, of dz = dy where y > 0 (in the scratch) instead. */
 static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
     clnet_status status = CLNET_OK;
     size_t I = clnet_shape_size(node->in[0]), O = (size_t)node->out.c, n = (size_t)p->n;
-    size_t wo = node->params[0].offset;
+    size_t wo = node->params[0].offset, at = gemm_work_at(node, p->n);
     clnet_gemm_shape weight = gemm_shape(node, GEMM_WEIGHT, p->n),
                      dx = gemm_shape(node, GEMM_DX, p->n);
-    if (node->nparams > 1)
+    clnet_matrix dz = {p->dact, p->dy, O};
+    if (CLNET_CONFIG(node, linear_config)->relu) {
+        dz = (clnet_matrix){p->work, 0, O};
+        TRY(clnet_pass_run(p, 2, KERNEL("elementwise", "", "relu_col_sums"), 1, (size_t[]){O}, NULL,
+                           ARGS(U32(n), U32(O), MEM(p->dact), U32(p->dy), MEM(p->act), U32(p->y),
+                                MEM(p->work), U32(0), MEM(p->grads), U32(node->params[1].offset),
+                                F32(p->beta))));
+    } else if (node->nparams > 1) {
         TRY(clnet_col_sums(p->d, clnet_pass_kept(p, 1), n, O, (clnet_place){p->dact, p->dy},
                            (clnet_place){p->grads, node->params[1].offset}, p->beta));
+    }
     TRY(clnet_pass_gemm(
-        p, GEMM_WEIGHT, 0, &weight,
-        &(clnet_gemm_args){
-            1.0f, {p->dact, p->dy, O}, {p->act, p->x[0], I}, p->beta, {p->grads, wo, I}}));
+        p, GEMM_WEIGHT, at, &weight,
+        &(clnet_gemm_args){1.0f, dz, {p->act, p->x[0], I}, p->beta, {p->grads, wo, I}}));
     if (p->need_dx[0])
-        TRY(clnet_pass_gemm(p, GEMM_DX, 0, &dx,
-                            &(clnet_gemm_args){1.0f,
-                                               {p->dact, p->dy, O},
-                                               {p->params, wo, I},
-                                               p->dx_beta[0],
-                                               {p->dact, p->dx[0], I}}));
+        TRY(clnet_pass_gemm(
+            p, GEMM_DX, at, &dx,
+            &(clnet_gemm_args){
+                1.0f, dz, {p->params, wo, I}, p->dx_beta[0], {p->dact, p->dx[0], I}}));
 cleanup:
     return status;
+}
+
+/* Takes in the relu after it where there is a bias for its pass to apply
+ * it in (without one, the relu's own pass is as many). */
+static int fuse_relu(clnet_node *node) {
+    linear_config *c = CLNET_CONFIG(node, linear_config);
+    if (c->init.no_bias) return 0;
+    c->relu = 1;
+    return 1;
 }
 
 const clnet_kind clnet_linear_kind = {
@@ -123,11 +147,12 @@ const clnet_kind clnet_linear_kind = {
     .options = options,
     .min_inputs = 1,
     .max_inputs = 1,
-    .backward_reads = CLNET_READS_X,
+    .backward_reads = CLNET_READS_X | CLNET_READS_Y_RELU,
     .config_size = sizeof(linear_config),
     .check = check,
     .setup = setup,
     .work_floats = work_floats,
     .forward = forward,
     .backward = backward,
+    .fuse_relu = fuse_relu,
 };
