@@ -78,8 +78,8 @@ static clnet_status backward(const clnet_node *node, const clnet_pass *p) {
 
 ACTIVATION_FUSING(relu, Y, NULL,
                   "max(0, x) element by element, any shape. A relu whose input no other layer "
-                  "reads runs inside the convolution, batch norm or add before it (CLNET_FUSE=off "
-                  "keeps it apart; the results are the same).",
+                  "reads runs inside the convolution, batch norm, add or linear layer (with a "
+                  "bias) before it (CLNET_FUSE=off keeps it apart; the results are the same).",
                   &clnet_relu_fused_kind)
 ACTIVATION(sigmoid, Y, NULL, "1 / (1 + exp(-x)) element by element, any shape.")
 ACTIVATION(tanh, Y, NULL, "tanh(x) element by element, any shape.")

@@ -142,7 +142,9 @@ const clnet_kind clnet_linear_kind = {
     .name = "linear",
     .about =
         "A fully connected layer: reads any input as one vector in channel, depth, height, width "
-        "order and gives units values; weight (units, inputs), bias (units), as PyTorch's Linear.",
+        "order and gives units values; weight (units, inputs), bias (units), as PyTorch's Linear. "
+        "With a bias, a relu whose input no other layer reads runs inside it (CLNET_FUSE=off "
+        "keeps it apart).",
     .stem = "fc",
     .options = options,
     .min_inputs = 1,
