@@ -403,14 +403,18 @@ static clnet_status implicit_weight(const clnet_node *node, const implicit_run *
     const grid *f = &r->l.f;
     conv_sides v = conv_sides_of(node);
     const conv_tile *tile = &r->t[PRODUCT_WEIGHT];
-    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, wr = (size_t)tile->wr, wt = (size_t)tile->wt;
-    size_t global[3] = {v.Cb * ((v.K + wt - 1) / wt), (Fg + wr - 1) / wr, r->l.chunks};
+    size_t Fg = v.Cs / v.G, Cg = v.Cb / v.G, global[3];
     size_t local[3] = {(size_t)tile->wgn, (size_t)tile->wgm, 1};
     if (tile->kl) { /* the work-group's tiles of Fg rows by Cg * K columns, group by group */
         size_t tm = (size_t)(tile->mr * tile->wgm), tn = (size_t)(tile->nv * tile->vw * tile->wgn);
         global[0] = (Cg * v.K + tn - 1) / tn * local[0];
         global[1] = (Fg + tm - 1) / tm * local[1];
         global[2] = r->l.chunks * v.G;
+    } else { /* a register block of wr rows by wt taps a work-item (no wt in a local tile) */
+        size_t wr = (size_t)tile->wr, wt = (size_t)tile->wt;
+        global[0] = v.Cb * ((v.K + wt - 1) / wt);
+        global[1] = (Fg + wr - 1) / wr;
+        global[2] = r->l.chunks;
     }
     taps t = forward_taps(f, r->ch->s);
     TRY(clnet_pass_run(
