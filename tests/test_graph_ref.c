@@ -765,6 +765,40 @@ START_TEST(gradients_are_overwritten_and_backward_repeats) {
 }
 END_TEST
 
+/* ref_graph_kink_margin of one node over x (1, 1, 2, 2), and the node it names. */
+static double margin_of(ref_node node, const double x[4], int *at) {
+    const ref_node nodes[] = {unary(REF_FLATTEN, REF_INPUT), node};
+    const ref_graph g = {nodes, 2, {1, 2, 2}};
+    ref_graph_pass *p = ref_graph_forward(&g, NULL, x, NULL, 1);
+    double margin = ref_graph_kink_margin(p, at);
+    ref_graph_pass_free(p);
+    return margin;
+}
+
+START_TEST(kink_margins_by_hand) {
+    // Each divided by the rms of the node's input; exact hits count as none.
+    int at;
+    double relu = margin_of(unary(REF_RELU, 0), (const double[]){0.5, -0.01, 0, 2}, &at);
+    ck_assert_double_eq_tol(relu, 0.01 / sqrt((0.25 + 1e-4 + 4) / 4), 1e-15);
+    ck_assert_int_eq(at, 1);
+    double hs = margin_of(unary(REF_HARDSWISH, 0), (const double[]){2.9, -3.2, 0, 1}, &at);
+    ck_assert_double_eq_tol(hs, 0.1 / sqrt((8.41 + 10.24 + 1) / 4), 1e-14);
+    // Max-pool over the four: the winner's lead over the runner-up, a tie none.
+    const ref_node pooled[] = {pool(REF_MAXPOOL, REF_INPUT, 2, 2, 0)};
+    const ref_graph g = {pooled, 1, {1, 2, 2}};
+    ref_graph_pass *p = ref_graph_forward(&g, NULL, (const double[]){1, 0.5, 0.9, -3}, NULL, 1);
+    ck_assert_double_eq_tol(ref_graph_kink_margin(p, &at), 0.1 / sqrt(11.06 / 4), 1e-15);
+    ck_assert_int_eq(at, 0);
+    ref_graph_pass_free(p);
+    p = ref_graph_forward(&g, NULL, (const double[]){1, 1, 0, 0}, NULL, 1);
+    ck_assert_double_eq_tol(ref_graph_kink_margin(p, NULL), 1 / sqrt(0.5), 1e-15);
+    ref_graph_pass_free(p);
+    // Nothing with a kink: no margin, no node.
+    ck_assert(isinf(margin_of(unary(REF_TANH, 0), (const double[]){0, 1, 2, 3}, &at)));
+    ck_assert_int_eq(at, -1);
+}
+END_TEST
+
 START_TEST(batchnorm_by_hand) {
     // x (N=2, C=2, H=1, W=2): channel 0 holds 1, 3, 5, 7 (mean 4, variance 5), channel 1
     // holds 2, 2, -2, -2 (mean 0, variance 4); weight (2, -1), bias (0.5, 1).
@@ -910,6 +944,7 @@ int main(void) {
     tcase_add_test(t, every_op_in_one_graph_matches_finite_differences);
     tcase_add_test(t, upsampling_matches_finite_differences);
     tcase_add_test(t, resnet_tail_matches_finite_differences);
+    tcase_add_test(t, kink_margins_by_hand);
     tcase_add_test(t, batchnorm_by_hand);
     tcase_add_test(t, batchnorm_blocks_match_finite_differences);
     suite_add_tcase(s, t);

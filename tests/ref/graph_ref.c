@@ -950,6 +950,75 @@ void ref_graph_backward(ref_graph_pass *p, const double *dout, double *dparams, 
     free(dinput);
 }
 
+/* ---- kinks -------------------------------------------------------------------------------- */
+
+static double rms_of(const double *x, size_t n) {
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += x[i] * x[i];
+    return sqrt(sum / (double)n);
+}
+
+/* The smaller of best and |d|, where |d| <= tie (an exact hit, or one that
+ * the reference's rounding alone moved off it) counts as no distance. */
+static double nearer(double best, double d, double tie) {
+    d = fabs(d);
+    return d > tie && d < best ? d : best;
+}
+
+/* The smallest lead of a max-pool window's winner over its runner-up. */
+static double maxpool_margin(const double *x, const ref_node *nd, int N, ref_shape in,
+                             ref_shape out, double tie) {
+    double best = INFINITY;
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < in.c; c++) {
+            const double *plane = x + at(n, c, 0, 0, in.c, in.h, in.w);
+            for (int oh = 0; oh < out.h; oh++)
+                for (int ow = 0; ow < out.w; ow++) {
+                    size_t win = maxpool_winner(plane, in.h, in.w, oh, ow, nd);
+                    for (int kh = 0; kh < nd->kh; kh++)
+                        for (int kw = 0; kw < nd->kw; kw++) {
+                            int ih = oh * nd->sh - nd->ph + kh, iw = ow * nd->sw - nd->pw + kw;
+                            if (ih < 0 || ih >= in.h || iw < 0 || iw >= in.w) continue;
+                            size_t i = (size_t)ih * in.w + iw;
+                            if (i != win) best = nearer(best, plane[win] - plane[i], tie);
+                        }
+                }
+        }
+    return best;
+}
+
+/* The smallest distance of x's n values from a kink at k (and at -k). */
+static double point_margin(const double *x, size_t n, double k, double tie) {
+    double best = INFINITY;
+    for (size_t i = 0; i < n; i++) best = nearer(nearer(best, x[i] - k, tie), x[i] + k, tie);
+    return best;
+}
+
+double ref_graph_kink_margin(const ref_graph_pass *p, int *node) {
+    double best = INFINITY;
+    if (node) *node = -1;
+    for (int i = 0; i < p->g->count; i++) {
+        const ref_node *nd = &p->g->nodes[i];
+        ref_shape in = shape_of(p->g, p->shape, nd->in[0]);
+        const double *x0 = tensor_of(p, nd->in[0]);
+        size_t n = (size_t)p->N * numel(in);
+        double d = INFINITY, scale = rms_of(x0, n), tie = 1e-12 * scale;
+        if (nd->op == REF_MAXPOOL) d = maxpool_margin(x0, nd, p->N, in, p->shape[i], tie);
+        if (nd->op == REF_RELU || nd->op == REF_LEAKY_RELU || (nd->op == REF_ELU && nd->a != 1))
+            d = point_margin(x0, n, 0, tie);
+        if (nd->op == REF_HARDSWISH) d = point_margin(x0, n, 3, tie);
+        if (nd->op == REF_L1) {
+            const double *t = tensor_of(p, nd->in[1]);
+            for (size_t k = 0; k < n; k++) d = nearer(d, x0[k] - t[k], tie);
+        }
+        if (d < INFINITY && scale > 0 && d / scale < best) {
+            best = d / scale;
+            if (node) *node = i;
+        }
+    }
+    return best;
+}
+
 void ref_graph_pass_free(ref_graph_pass *p) {
     if (!p) return;
     for (int i = 0; i < p->g->count; i++) {

@@ -151,6 +151,19 @@ void ref_graph_backward(ref_graph_pass *p, const double *dout, double *dparams, 
 /* free(NULL) is harmless, and so is this. */
 void ref_graph_pass_free(ref_graph_pass *p);
 
+/* How near p's forward pass came to a point where the gradient jumps: the
+ * smallest distance of a relu, leaky_relu or elu input from 0, of a hardswish
+ * input from -3 or 3, of an L1 prediction from its target, and of a max-pool
+ * window's winner above its runner-up, each divided by the root mean square
+ * of that node's input. A float engine that lands on the other side of such
+ * a point routes one element's gradient differently, so gradients compared
+ * there may differ by far more than rounding. Exact hits (a 0 from a relu
+ * upstream, windows of equal zeros, an upsample's copies of one value) count
+ * as no distance at all, and so do those under 1e-12 of the rms, which the
+ * reference's own rounding moved off the point: no data draws them away. *node (unless NULL) is the
+ * node of the smallest; INFINITY and -1 without any such point. */
+double ref_graph_kink_margin(const ref_graph_pass *p, int *node);
+
 /* For a graph ending in its loss: the SUM over the batch of the per-sample
  * losses; *correct (unless NULL) counts the samples whose argmax (first
  * maximum) is their label. x (N, input.c, input.h, input.w), labels (N). */
