@@ -70,10 +70,19 @@ const double *test_light_split(clnet_runtime *rt, const double split[2], double 
     return out;
 }
 
-int test_slow_case(uint64_t seed) {
-    const char *every = getenv("CLNET_TEST_SLOW_EVERY");
+/* 1 when seed is a multiple of $var's N (or N is unset or at most 1). */
+static int every_nth(const char *var, uint64_t seed) {
+    const char *every = getenv(var);
     long n = every ? strtol(every, NULL, 10) : 1;
     return n <= 1 || seed % (uint64_t)n == 0;
+}
+
+int test_slow_case(uint64_t seed) {
+    return every_nth("CLNET_TEST_SLOW_EVERY", seed);
+}
+
+int test_every_case(uint64_t seed) {
+    return every_nth("CLNET_TEST_EVERY", seed);
 }
 
 int test_slow_draw(clnet_runtime *rt, uint64_t c, const char *what) {

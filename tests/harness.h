@@ -40,6 +40,11 @@ clnet_runtime *test_fast_one_device(void);
  * step run every case, and the host code runs every case on PoCL's devices). */
 int test_slow_case(uint64_t seed);
 
+/* 1 when case `seed` of a table runs at all: every case, or with
+ * CLNET_TEST_EVERY=N every N-th on every device (the suite's layers.gpu, where
+ * each case compiles GPU variants; its twin in CI's extended step runs all). */
+int test_every_case(uint64_t seed);
+
 /* 1 when case c of a test's loop runs on rt: always without a slow device,
  * else test_slow_case(c); says what it leaves out (`what`). */
 int test_slow_draw(clnet_runtime *rt, uint64_t c, const char *what);

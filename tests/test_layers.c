@@ -1036,16 +1036,17 @@ static void force_plan(clnet_runtime *rt, const clnet_conv_plan *plan) {
 /* Where the implicit algorithm (or Winograd's, whose products it runs) runs
  * a pass on a device that is not a CPU,
  * its products take the local-memory tiles (conv_gpu_tile) in turn from
- * case to case, forced whatever the layer's rows, so that every tile meets
- * small, odd products (unforced, the rule gives them the smallest). */
-static void force_tile(clnet_device *d, const clnet_conv_plan *plan, uint64_t seed) {
+ * case to case (turn: the cases run so far), forced whatever the layer's
+ * rows, so that every tile meets small, odd products (unforced, the rule
+ * gives them the smallest). */
+static void force_tile(clnet_device *d, const clnet_conv_plan *plan, uint64_t turn) {
     int implicit = 0;
     for (int pass = 0; pass < CLNET_CONV_PASSES; pass++)
         implicit |= plan->pass[pass] == CLNET_CONV_IMPLICIT ||
                     plan->pass[pass] == CLNET_CONV_WINOGRAD; /* its products are implicit's */
     const char *tile = NULL;
     if (implicit && d->info.type != CLNET_DEVICE_CPU)
-        tile = conv_gpu_tile((int)(seed % (uint64_t)conv_gpu_tile_count()));
+        tile = conv_gpu_tile((int)(turn % (uint64_t)conv_gpu_tile_count()));
     ck_assert_int_eq(clnet_chooser_force_tile(&d->choice, tile, "test"), CLNET_OK);
     if (tile) printf("[%s] ", tile);
 }
@@ -1056,9 +1057,11 @@ static void force_tile(clnet_device *d, const clnet_conv_plan *plan, uint64_t se
  * case to case),
  * unless $CLNET_CONV forces them: each against the reference. Where fewer
  * plans run (a slow simulator: one; plans_drawn), the cases take them in
- * turn, so that they cover every one (Oclgrind took 183 s for them all). */
+ * turn, so that they cover every one (Oclgrind took 183 s for them all):
+ * turn counts the cases run before on the device, so that cases left out
+ * (every N-th drawn) leave no plan out. seed gives the case its inputs. */
 static void run_algorithms(clnet_runtime *rt, clnet_device *d, const layer_row *row,
-                           const layer_case *t, uint64_t seed) {
+                           const layer_case *t, uint64_t seed, uint64_t turn) {
     enum { ALGOS = CLNET_CONV_BUILT_IN - 1 };
     clnet_conv_plan plans[ALGOS + 1];
     if (!has_algorithms(row->kind) || conv_forced()) {
@@ -1068,14 +1071,14 @@ static void run_algorithms(clnet_runtime *rt, clnet_device *d, const layer_row *
     for (int a = 0; a < ALGOS; a++) {
         plans[a] = clnet_conv_plan_all(CLNET_CONV_AUTO + 1 + a);
         for (int pass = 0; pass < CLNET_CONV_PASSES; pass++)
-            plans[ALGOS].pass[pass] = CLNET_CONV_AUTO + 1 + (int)((seed + pass) % ALGOS);
+            plans[ALGOS].pass[pass] = CLNET_CONV_AUTO + 1 + (int)((turn + pass) % ALGOS);
     }
     int drawn = plans_drawn(d, ALGOS + 1);
     for (int k = 0; k <= ALGOS; k++) {
-        /* plans seed, seed + 1, ... (mod ALGOS + 1): the next case starts one further on */
-        if ((k - (int)(seed % (ALGOS + 1)) + ALGOS + 1) % (ALGOS + 1) >= drawn) continue;
+        /* plans turn, turn + 1, ... (mod ALGOS + 1): the next case starts one further on */
+        if ((k - (int)(turn % (ALGOS + 1)) + ALGOS + 1) % (ALGOS + 1) >= drawn) continue;
         force_plan(rt, &plans[k]);
-        force_tile(d, &plans[k], seed + (uint64_t)k);
+        force_tile(d, &plans[k], turn + (uint64_t)k);
         run_case(d, row, t, seed);
     }
     ck_assert_int_eq(clnet_runtime_set_conv(rt, NULL), CLNET_OK);
@@ -1086,8 +1089,8 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
     clnet_runtime *rt = test_runtime();
     for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
         clnet_device *d = clnet_runtime_device(rt, dev);
-        uint64_t seed = 0; /* each case its own inputs, whichever device */
-        int skipped = 0;
+        uint64_t seed = 0, turn = 0; /* each case its own inputs, whichever device */
+        int skipped = 0, undrawn = 0;
         if (!test_device_is_slow(d) && plans_drawn(d, CLNET_CONV_BUILT_IN) < CLNET_CONV_BUILT_IN)
             printf("%s: each convolution case runs %d of its %d algorithm plans, the next case "
                    "starting one further on (CLNET_TEST_CONV_PLANS; CI's extended step runs "
@@ -1099,8 +1102,16 @@ START_TEST(layers_match_reference_and_finite_differences_on_every_device) {
                     skipped++;
                     continue;
                 }
-                run_algorithms(rt, d, &TABLE[i], &TABLE[i].cases[c], seed);
+                if (!test_every_case(seed)) {
+                    undrawn++;
+                    continue;
+                }
+                run_algorithms(rt, d, &TABLE[i], &TABLE[i].cases[c], seed, turn++);
             }
+        if (undrawn)
+            printf("%d cases not drawn (CLNET_TEST_EVERY=%s runs every N-th; CI's extended step "
+                   "runs them all) on %s\n",
+                   undrawn, getenv("CLNET_TEST_EVERY"), d->info.name);
         if (skipped)
             printf("%d large or not drawn cases (CLNET_TEST_SLOW_EVERY) left out on %s, a slow "
                    "device (they run on the others)\n",
@@ -1161,13 +1172,15 @@ START_TEST(winograd_matches_the_reference_on_generated_3x3_layers) {
     ck_assert_int_eq(clnet_runtime_set_conv(rt, "winograd"), CLNET_OK);
     for (int dev = 0; dev < clnet_runtime_device_count(rt); dev++) {
         clnet_device *d = clnet_runtime_device(rt, dev);
-        int slow = test_device_is_slow(d), cases = slow ? 3 : 12;
+        int slow = test_device_is_slow(d), cases = slow ? 3 : 12, turn = 0;
         clnet_xoshiro r = clnet_xoshiro_from(seed + (uint64_t)dev);
-        printf("winograd: %d generated cases on %s, seed %llu (CLNET_WINOGRAD_SEED=%llu replays "
-               "them)\n",
-               cases, d->info.name, (unsigned long long)seed, (unsigned long long)seed);
+        int runs = 0;
+        for (int k = 0; k < cases; k++) runs += test_every_case((uint64_t)k);
+        printf("winograd: %d of %d generated cases on %s, seed %llu (CLNET_WINOGRAD_SEED=%llu "
+               "replays them; CLNET_TEST_EVERY draws every N-th)\n",
+               runs, cases, d->info.name, (unsigned long long)seed, (unsigned long long)seed);
         for (int k = 0; k < cases; k++) {
-            int most = slow ? 8 : 40, side = slow ? 7 : 17;
+            int most = slow ? 8 : 40, side = slow ? 7 : 17, drawn = test_every_case((uint64_t)k);
             int C = 1 + (int)clnet_uniform_below(&r, (uint32_t)most);
             int F = 1 + (int)clnet_uniform_below(&r, (uint32_t)most), G = 1;
             for (int g = 2; g <= 4; g++)
@@ -1181,10 +1194,11 @@ START_TEST(winograd_matches_the_reference_on_generated_3x3_layers) {
             char line[160];
             snprintf(line, sizeof line, "conv2d filters=%d size=3 pad=%dx%d groups=%d%s", F, ph, pw,
                      G, clnet_uniform_below(&r, 2) ? " bias=off" : "");
+            if (!drawn) continue; /* drawn after the draws above: the same cases either way */
             layer_case t = {line, n, {.ndim = 2, .c = C, .dim = {H, W}}, 0};
             clnet_conv_plan plan = clnet_conv_plan_all(CLNET_CONV_WINOGRAD);
             printf("[winograd] ");
-            force_tile(d, &plan, seed + (uint64_t)k);
+            force_tile(d, &plan, seed + (uint64_t)turn++);
             run_case(d, row, &t, seed + (uint64_t)k);
         }
         ck_assert_int_eq(clnet_chooser_force_tile(&d->choice, NULL, "test"), CLNET_OK);
