@@ -209,15 +209,17 @@ __kernel void direct_down_pairs(clnet_win win, uint n, uint cs, uint cbg, uint f
                 }
             }
         }
-    float row[16];
+    float row[16]; // indexed by constants alone once unrolled: registers on GPUs
     vstore16(acc, 0, row);
     __global float *out = small + soff + b * sb + fs * sf + (od * WIN_OH + oy) * WIN_OW;
     const float bv = has_bias ? bias[boff + fs] : 0.0f;
-    for (uint i = 0; i < WIN_OW; i++) {
-        float v = row[i] + bv;
-        if (add) v += out[i];
-        out[i] = relu ? fmax(v, 0.0f) : v;
-    }
+DIRECT_GPU_UNROLL
+    for (uint i = 0; i < 16; i++)
+        if (i < WIN_OW) {
+            float v = row[i] + bv;
+            if (add) v += out[i];
+            out[i] = relu ? fmax(v, 0.0f) : v;
+        }
 }
 
 // direct_up for big rows of at most 32 at a stride of 2 along them (a
@@ -261,7 +263,7 @@ __kernel void direct_up_pairs(clnet_win win, uint n, uint cs, uint cbg, uint fg,
             }
         }
     }
-    float row[32];
+    float row[32]; // as direct_down_pairs' row
     vstore16(shuffle2(even, odd, (uint16)(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23)),
              0, row);
     vstore16(shuffle2(even, odd,
@@ -269,7 +271,9 @@ __kernel void direct_up_pairs(clnet_win win, uint n, uint cs, uint cbg, uint fg,
              1, row);
     __global float *out = big + bigoff + (bc * WIN_D + iz) * WIN_H * WIN_W + iy * WIN_W;
     const float bv = has_bias ? bias[boff + cb] : 0.0f;
-    for (uint i = 0; i < WIN_W; i++) clnet_store_dx(out + i, row[i] + bv, add);
+DIRECT_GPU_UNROLL
+    for (uint i = 0; i < 32; i++)
+        if (i < WIN_W) clnet_store_dx(out + i, row[i] + bv, add);
 }
 
 // One work-item per (tap, fs * CBG + cbl, sample b): sample b's part of
