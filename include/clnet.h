@@ -895,6 +895,8 @@ clnet_status clnet_net_evaluate_with(clnet_net *net, const clnet_dataset *ds,
  * Saving is atomic: a temporary file, then a rename, so an interrupted save never damages the last
  * checkpoint. */
 
+#define CLNET_RUN_CAP 2048 /* clnet_progress.run's bytes, its ending '\\0' included */
+
 typedef struct {
     int64_t step;       /* optimizer steps taken */
     int epoch;          /* the epoch of the next batch (0-based) */
@@ -908,6 +910,10 @@ typedef struct {
      * "noise" and "noise_seed" in the metadata); 0: none, or not recorded */
     float noise;
     uint64_t noise_seed;
+    /* the settings of the run that wrote it, as its program chose to record
+     * them ("run" in the metadata; clnet train: one "key=value" a line, its
+     * optimizer, schedule, batch, epochs, normalisation and data); "": none */
+    char run[CLNET_RUN_CAP];
 } clnet_progress;
 
 /* Writes parameters, buffers, optimizer state and progress (may be NULL: zeros). */
@@ -917,6 +923,11 @@ clnet_status clnet_net_save(const clnet_net *net, const char *path, const clnet_
  * missing, extra or misshapen tensor is CLNET_ERR_FORMAT naming it, and the
  * net is left as it was. progress may be NULL. */
 clnet_status clnet_net_load_weights(clnet_net *net, const char *path, clnet_progress *progress);
+/* Reads a checkpoint's progress alone (as clnet_net_load_weights gives it),
+ * with no net: what a program resuming a run reads before it builds one. A
+ * file that is no checkpoint, or whose progress is malformed, is
+ * CLNET_ERR_FORMAT (CLNET_ERR_IO when it cannot be read). */
+clnet_status clnet_checkpoint_progress(const char *path, clnet_progress *progress);
 
 /* ==== Tuning ==================================================================== */
 
@@ -1040,6 +1051,9 @@ double clnet_seconds(void);
  *   CLNET_TUNE=off           clnet_net_tune refuses and times nothing (0 too)
  *   CLNET_TUNE_COLD_MB=N     tuning times operands over N MiB with cold
  *                            caches (default 4)
+ *   CLNET_DEBUG=1            every error message ends in the source file and
+ *                            line that failed ([runtime.c:270]), for bug
+ *                            reports (0 or unset: the message alone)
  *   CLNET_MICRO_BATCH=N      caps every replica's micro-batch at N samples
  *                            (to exercise micro-batches on big devices)
  *   CLNET_MPI_OVERLAP=0      starts the all-reduces only after the backward

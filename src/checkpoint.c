@@ -111,7 +111,7 @@ clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, c
     snprintf(std, sizeof std, "%.9g", (double)p.std);
     snprintf(noise, sizeof noise, "%.9g", (double)p.noise);
     snprintf(noise_seed, sizeof noise_seed, "%" PRIu64, p.noise_seed);
-    clnet_st_meta meta[14] = {
+    clnet_st_meta meta[15] = {
         {"format", FORMAT},
         {"clnet_version", clnet_version()},
         {"optimizer", clnet_optim_name(o->kind)},
@@ -133,6 +133,8 @@ clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, c
         meta[nmeta++] = (clnet_st_meta){"noise", noise};
         meta[nmeta++] = (clnet_st_meta){"noise_seed", noise_seed};
     }
+    p.run[sizeof p.run - 1] = '\0';
+    if (p.run[0]) meta[nmeta++] = (clnet_st_meta){"run", p.run};
     TRY(clnet_st_save(path, tensors, count, meta, nmeta));
 cleanup:
     free(e);
@@ -235,7 +237,27 @@ static clnet_status progress_from(const clnet_st_file *f, const char *path, clne
         p->mean = (float)m;
         p->std = (float)d;
     }
+    const char *run = clnet_st_meta_get(f, "run");
+    if (run && strlen(run) >= sizeof p->run)
+        return clnet_fail(CLNET_ERR_FORMAT, "%s: metadata run is %zu bytes (at most %zu)", path,
+                          strlen(run), sizeof p->run - 1);
+    if (run) strcpy(p->run, run);
     return noise_from(f, path, p);
+}
+
+clnet_status clnet_checkpoint_progress(const char *path, clnet_progress *progress) {
+    if (!path || !progress) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "a NULL argument");
+    clnet_st_file *f = NULL;
+    clnet_status status = clnet_st_load(path, &f);
+    if (status != CLNET_OK) return status;
+    const char *format = clnet_st_meta_get(f, "format");
+    if (!format || (strcmp(format, FORMAT) != 0 && strcmp(format, FORMAT_0_1) != 0))
+        status = clnet_fail(CLNET_ERR_FORMAT, "%s: not a clnet checkpoint (format '%s')", path,
+                            format ? format : "(none)");
+    else
+        status = progress_from(f, path, progress);
+    clnet_st_free(f);
+    return status;
 }
 
 /* Fails on a tensor of the file that is none of the model's `count` entries. */

@@ -1,7 +1,9 @@
 /* The environment the library reads, in one place: every variable of the
  * table that closes include/clnet.h (and the launchers' and the cache
  * folder's), read by clnet_env_read into one snapshot. Nothing else in src/
- * calls getenv (src/cli/, a client of clnet.h, reads its own).
+ * calls getenv (src/cli/, a client of clnet.h, reads its own), but error.c
+ * for CLNET_DEBUG: a failure has no object whose snapshot it could read, and
+ * this module reports its own failures through error.c.
  *
  * Each object takes its snapshot when it starts, and keeps to it: a runtime
  * at clnet_runtime_create (rt->env, which its devices point at: device

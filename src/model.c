@@ -544,7 +544,8 @@ clnet_status clnet_model_finish(clnet_model *m, int *bad_line) {
         return clnet_fail(CLNET_ERR_FORMAT,
                           losses > 1 ? "the net must have one loss layer, not %d"
                                      : "the net must end with a loss layer "
-                                       "(softmax_cross_entropy)%.0d",
+                                       "(softmax_cross_entropy, mse, l1 or "
+                                       "bce_with_logits)%.0d",
                           losses);
     for (int i = 0; i < m->count - 1; i++) { /* every node but the loss feeds someone */
         int read = 0;

@@ -103,6 +103,59 @@ if part suite; then
   if cmp -s "$work/a.safetensors" "$work/keep.safetensors"; then ok "failures left the checkpoint untouched"
   else bad "checkpoint changed"; fi
 
+  # 5b. a newcomer's pitfalls (issue 59): each exit status is the documented one
+  expect_code() { # name code pattern args...: exits with code, its output matching pattern
+    local name=$1 code=$2 pattern=$3; shift 3
+    local out rc; out=$("$clnet" "$@" 2>&1); rc=$?
+    if [ $rc -eq "$code" ] && grep -qE -- "$pattern" <<<"$out"; then ok "$name"
+    else bad "$name (rc $rc, expected $code)" "$out"; fi
+  }
+  # Adam keeps PyTorch's learning rate unless --lr says otherwise, and learns with it
+  out=$("$clnet" train "$models/lenet.cfg" --train-limit 3200 --test-limit 256 --batch 64 --epochs 1 \
+        --optimizer adam 2>&1)
+  acc=$(sed -n 's/^final: test_accuracy=\([0-9.]*\).*/\1/p' <<<"$out")
+  if awk -v a="${acc:-0}" 'BEGIN { exit !(a > 0.3) }'; then ok "adam learns with its default lr (test_accuracy $acc)"
+  else bad "adam with defaults" "$out"; fi
+  # every output path is checked before the first step: nothing trained, exit 2
+  for opt in --save --log --plot --step-log; do
+    expect_code "$opt into a missing folder is refused before training" 2 "^clnet: $opt /nonexistent/x: the folder /nonexistent does not exist$" \
+      train "$models/lenet.cfg" "${quick[@]}" --epochs 1 "$opt" /nonexistent/x
+  done
+  expect_code "--save naming a folder is refused" 2 "that is a folder" train "$models/lenet.cfg" "${quick[@]}" --save "$work"
+  expect_code "--devices that do not read exit 2" 2 "unknown device selection 'foo'" train "$models/lenet.cfg" "${quick[@]}" --devices foo
+  expect_code "version takes no options" 2 "takes no options" version --foo
+  # messages name what failed, without the source's [file.c:line] unless CLNET_DEBUG=1
+  out=$("$clnet" train "$models/lenet.cfg" --data /nonexistent/data 2>&1)
+  if grep -q '/nonexistent/data' <<<"$out" && ! grep -qE '\[[a-z_]+\.c:[0-9]+\]' <<<"$out"; then ok "no [file.c:line] in a user's message"
+  else bad "message with a source place" "$out"; fi
+  out=$(CLNET_DEBUG=1 "$clnet" train "$models/lenet.cfg" --data /nonexistent/data 2>&1)
+  if grep -qE '\[[a-z_]+\.c:[0-9]+\]' <<<"$out"; then ok "CLNET_DEBUG=1 adds the source's [file.c:line]"
+  else bad "CLNET_DEBUG=1" "$out"; fi
+  # a batch larger than the training set: each step takes the whole set, and a note says so
+  expect_code "a batch beyond the data set is clamped with a note" 0 "note: --batch 70000 is more than the 640 training samples" \
+    train "$models/lenet.cfg" --train-limit 640 --batch 70000 --epochs 1 --no-eval
+  # a resume takes the run's settings from the checkpoint, refuses other values unless
+  # --override names them, and says when nothing is left to train
+  set_run=(train "$models/lenet.cfg" --train-limit 640 --batch 64 --epochs 2 --lr 0.05 --momentum 0.9 --wd 5e-4 --no-eval --seed 5)
+  "$clnet" "${set_run[@]}" --steps 14 --save "$work/s_full.safetensors" >/dev/null 2>&1
+  "$clnet" "${set_run[@]}" --steps 6 --save "$work/s_half.safetensors" >/dev/null 2>&1
+  "$clnet" train "$models/lenet.cfg" --no-eval --steps 14 --resume "$work/s_half.safetensors" \
+    --save "$work/s_resumed.safetensors" >/dev/null 2>&1
+  if cmp -s "$work/s_full.safetensors" "$work/s_resumed.safetensors"; then ok "a resume without the options takes the checkpoint's settings (byte-identical)"
+  else bad "a resume without its options differs from the run"; fi
+  expect_code "a resume with another lr and batch is refused, naming old and new" 2 \
+    "trained with --lr 0.05, this command gives 0.5 \(--override lr" \
+    train "$models/lenet.cfg" --no-eval --resume "$work/s_half.safetensors" --lr 0.5 --batch 128
+  expect_code "--override lets a resume change them" 0 "note: --lr 0.02, where the checkpoint's run had 0.05 \(--override\)" \
+    train "$models/lenet.cfg" --no-eval --resume "$work/s_half.safetensors" --lr 0.02 --override lr
+  expect_code "--override of a setting no checkpoint records is refused" 2 "'bogus' is not a setting" \
+    train "$models/lenet.cfg" --no-eval --resume "$work/s_half.safetensors" --override bogus
+  "$clnet" "${set_run[@]}" --save "$work/s_done.safetensors" >/dev/null 2>&1
+  out=$("$clnet" train "$models/lenet.cfg" --no-eval --resume "$work/s_done.safetensors" 2>&1); rc=$?
+  if [ $rc -eq 0 ] && grep -q "has trained its 2 epochs: nothing to train" <<<"$out" && ! grep -q '^final:' <<<"$out"; then
+    ok "a finished run resumed says so, exit 0, no final line"
+  else bad "a finished run resumed (rc $rc)" "$out"; fi
+
   # 6. --no-eval: the lines say the test set was not evaluated (test_accuracy=-), with no
   #    number made up for it, whole epochs and partial alike; the CSV column stays empty
   out=$("$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 2 --no-eval --log "$work/ne.csv" 2>"$work/ne.err")

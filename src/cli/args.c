@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define USAGE_WIDTH 80 /* a usage line lists every option while it fits in this */
 
@@ -52,6 +54,53 @@ static int store(const cli_opt *o, const char *text, void *dest) {
     case CLI_CUSTOM:
         return o->parse(o->name, text, p);
     }
+    return 0;
+}
+
+int cli_store(const cli_opt *o, const char *text, void *dest) {
+    return store(o, text, dest);
+}
+
+int cli_writable(const char *option, const char *path) {
+    struct stat st;
+    if (!path) return 1;
+    if (!*path) {
+        fprintf(stderr, "clnet: %s: an empty path\n", option);
+        return 0;
+    }
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "clnet: %s %s: that is a folder; name a file in it\n", option, path);
+        return 0;
+    }
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "clnet: %s %s: the folder %s does not exist\n", option, path, dir);
+        return 0;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "clnet: %s %s: the folder %s takes no new files (permission denied)\n",
+                option, path, dir);
+        return 0;
+    }
+    if (access(path, F_OK) == 0 && access(path, W_OK) != 0) {
+        fprintf(stderr, "clnet: %s %s: the file cannot be written (permission denied)\n", option,
+                path);
+        return 0;
+    }
+    return 1;
+}
+
+int cli_given(int argc, char **argv, const char *name) {
+    size_t n = strlen(name);
+    for (int i = 0; i < argc; i++)
+        if (strncmp(argv[i], name, n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '=')) return 1;
     return 0;
 }
 
@@ -153,6 +202,10 @@ int cli_parse(const cli_command *c, int argc, char **argv, void *dest, int *exit
         }
     }
     return !c->check || (*exit_code = c->check(dest)) == 0;
+}
+
+int cli_exit_code(clnet_status s) {
+    return s == CLNET_ERR_BAD_DEVICE_SPEC ? 2 : 1;
 }
 
 int cli_which_model(const char *command) {

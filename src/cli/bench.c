@@ -284,7 +284,11 @@ static int set_up_alone(bench *b) {
         char one[16];
         snprintf(one, sizeof one, "%d", info.index);
         snprintf(c->what, sizeof c->what, "device %d (%s) alone", info.index, info.name);
-        if (clnet_runtime_create(&c->rt, one) != CLNET_OK) return fail("devices");
+        clnet_status st = clnet_runtime_create(&c->rt, one);
+        if (st != CLNET_OK) {
+            fail("devices");
+            return cli_exit_code(st);
+        }
         if (set_up(c, b->o.model, &b->d, NULL, 1)) return 1;
     }
     return 0;
@@ -377,9 +381,10 @@ static int time_round_all(bench *b, int r) {
 
 static int run_bench(bench *b) {
     bench_data *d = &b->d;
-    if (clnet_runtime_create(&b->all, b->o.devices) != CLNET_OK) {
+    clnet_status st = clnet_runtime_create(&b->all, b->o.devices);
+    if (st != CLNET_OK) {
         fprintf(stderr, "clnet: devices: %s\n", clnet_last_error());
-        return 1;
+        return cli_exit_code(st);
     }
     b->n = clnet_runtime_device_count(b->all);
     if (b->n > CLNET_MAX_DEVICES) b->n = CLNET_MAX_DEVICES;

@@ -103,12 +103,30 @@ int cli_parse(const cli_command *c, int argc, char **argv, void *dest, int *exit
 /* The --help text: usage line, one entry per option, footer. */
 void cli_help(const cli_command *c, FILE *out);
 
+/* The exit code of a run that failed with s: 2 for a bad value (a device
+ * selection that cannot be understood, from --devices or $CLNET_DEVICES, as
+ * any option's), else 1 (docs/commands.md's table). */
+int cli_exit_code(clnet_status s);
+
 /* "clnet CMD: which model? ...": 2, the exit code, for a command without its MODEL. */
 int cli_which_model(const char *command);
 
 /* "--name VALUE" or "--name=VALUE" at argv[*i]: 1 and *value set (NULL when
  * the value is missing, after a message) when argv[*i] is that option. */
 int cli_option(int argc, char **argv, int *i, const char *name, const char **value);
+
+/* Stores `text` as option o's value in dest (the command's options struct),
+ * as the command line would: 1, or 0 after a message. */
+int cli_store(const cli_opt *o, const char *text, void *dest);
+
+/* Whether the words argv[0 .. argc) give option `name` ("--lr" or "--lr=..."). */
+int cli_given(int argc, char **argv, const char *name);
+
+/* Whether a file can be written at path (option names it in the message):
+ * its folder exists and takes new files, and path is no folder itself. 1,
+ * else 0 after "clnet: OPTION PATH: ..." (a command refuses it, exit 2,
+ * before any work, so that nothing computed is lost at the end). */
+int cli_writable(const char *option, const char *path);
 
 /* Parsers that print "clnet: --name: ..." and return 0 on bad input. */
 int cli_int(const char *name, const char *text, long min, long max, long *out);

@@ -13,7 +13,7 @@ static void usage(FILE *out) {
             "commands:\n"
             "  devices [--devices SPEC]   list OpenCL devices and check that each runs clnet's "
             "kernels\n"
-            "  train MODEL [options]      train a model on an IDX data set (clnet train --help)\n"
+            "  train MODEL [options]      train a model on IDX or .npy data (clnet train --help)\n"
             "  eval MODEL --weights FILE  test accuracy of a checkpoint (clnet eval --help)\n"
             "  predict MODEL --weights FILE --output OUT.npy\n"
             "                             a checkpoint's outputs for a set of inputs, as .npy\n"
@@ -63,6 +63,14 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "layers") == 0) return cmd_layers(argc - 2, argv + 2);
     if (strcmp(cmd, "warm") == 0) return alone(cmd) ? cmd_warm(argc - 2, argv + 2) : 2;
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        if (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+            printf("usage: clnet version\nprints clnet's version, and whether MPI is built in\n");
+            return 0;
+        }
+        if (argc > 2) {
+            fprintf(stderr, "clnet version: takes no options or arguments ('%s')\n", argv[2]);
+            return 2;
+        }
         printf("clnet %s (MPI: %s)\n", clnet_version(),
                clnet_mpi_available() ? "yes, for mpirun jobs" : "no, built without it");
         return 0;

@@ -34,9 +34,10 @@ int cmd_devices(int argc, char **argv) {
     int rc = 0;
     if (!cli_parse(&cli_devices_cmd, argc, argv, &o, &rc)) return rc;
     clnet_runtime *rt = NULL;
-    if (clnet_runtime_create(&rt, o.devices) != CLNET_OK) {
+    clnet_status st = clnet_runtime_create(&rt, o.devices);
+    if (st != CLNET_OK) {
         fprintf(stderr, "clnet: %s\n", clnet_last_error());
-        return 1;
+        return cli_exit_code(st);
     }
     int failures = 0;
     char platform_seen[128] = "";

@@ -235,9 +235,12 @@ static int load(prediction *p) {
 static int prepare(prediction *p) {
     const options *o = &p->o;
     int batch = o->batch < p->n ? (int)o->batch : p->n;
-    if (clnet_runtime_create(&p->rt, o->devices) != CLNET_OK ||
-        clnet_net_bind(p->net, p->rt, batch) != CLNET_OK)
-        return fail("devices");
+    clnet_status st = clnet_runtime_create(&p->rt, o->devices);
+    if (st != CLNET_OK) {
+        fail("devices");
+        return cli_exit_code(st);
+    }
+    if (clnet_net_bind(p->net, p->rt, batch) != CLNET_OK) return fail("devices");
     clnet_loader_config cfg = {.batch = batch,
                                .seed = 0,
                                .shuffle = 0,

@@ -3,6 +3,7 @@
  * two commands share (the MPI job, the session of net, data and devices, the
  * test set's evaluation, --split) is in train_session.c. */
 #include "train_session.h"
+#include "train_settings.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -68,8 +69,8 @@ static const char *accuracy_text(char *out, size_t cap, double acc, int digits, 
 
 /* A checkpoint whose progress says the next batch starts at sample
  * `position` of epoch `epoch`'s order. */
-static int save(train_session *s, const char *path, int epoch, int64_t position, uint64_t data_seed,
-                uint64_t init_seed) {
+static int save(train_session *s, const char *settings, const char *path, int epoch,
+                int64_t position, uint64_t data_seed, uint64_t init_seed) {
     clnet_progress p = {.epoch = epoch,
                         .position = position,
                         .data_seed = data_seed,
@@ -79,6 +80,7 @@ static int save(train_session *s, const char *path, int epoch, int64_t position,
                         .noise = s->noise,
                         .noise_seed = s->noise_seed};
     if (position >= clnet_dataset_count(s->train)) p.epoch++, p.position = 0;
+    snprintf(p.run, sizeof p.run, "%s", settings);
     if (clnet_net_save(s->net, path, &p) != CLNET_OK) return train_fail("saving a checkpoint");
     return 0;
 }
@@ -179,7 +181,8 @@ typedef struct {
     history h;
     FILE *csv; /* --log */
     step_log slog;
-    clnet_progress resumed; /* with --resume: where the checkpoint stopped */
+    clnet_progress resumed;       /* with --resume: where the checkpoint stopped */
+    char settings[CLNET_RUN_CAP]; /* what its checkpoints record (train_settings.c) */
     uint64_t init_seed, data_seed;
     int per_epoch, count, tty;
     int64_t max_steps;
@@ -191,6 +194,63 @@ typedef struct {
     double epoch_loss, epoch_start, epoch_train_seconds;
     long epoch_correct, epoch_seen, epoch_answers; /* answers: samples, or their positions */
 } run;
+
+/* Every file the run writes can be written, before any work: 2 if not. */
+static int check_outputs(const train_options *o) {
+    int ok = cli_writable("--save", o->save) && cli_writable("--log", o->log) &&
+             cli_writable("--plot", o->plot) && cli_writable("--step-log", o->step_log);
+    return ok ? 0 : 2;
+}
+
+/* With --resume, the settings of the checkpoint's run where the command line
+ * gives none, and a refusal (2) where it gives others (train_settings.c);
+ * then what its checkpoints will record. */
+static int resume_settings(run *r) {
+    if (r->o.resume) {
+        clnet_progress p;
+        if (clnet_checkpoint_progress(r->o.resume, &p) != CLNET_OK) return train_fail("resume");
+        int rc = train_settings_resume(&r->o, p.run);
+        if (rc) return rc;
+    }
+    train_settings_write(&r->o, r->settings, sizeof r->settings);
+    return 0;
+}
+
+/* A batch larger than the training set: each step takes the whole set. */
+static int fit_batch(run *r) {
+    int n = clnet_dataset_count(r->s.train);
+    if (r->o.batch > n && n > 0) {
+        if (train_is_root())
+            fprintf(stderr,
+                    "clnet: note: --batch %ld is more than the %d training samples: each step "
+                    "takes all %d (one step an epoch)\n",
+                    r->o.batch, n, n);
+        r->o.batch = n;
+    }
+    return 0;
+}
+
+/* A resumed run with nothing left to train (its epochs, or --steps, done):
+ * says so. */
+static int finished(const run *r) {
+    const train_options *o = &r->o;
+    int64_t step = clnet_net_step(r->s.net);
+    if (!o->resume) return 0;
+    int done = o->steps_given ? step >= o->steps : r->epoch >= o->epochs;
+    if (done && train_is_root()) {
+        if (o->steps_given)
+            fprintf(stderr,
+                    "clnet: --resume %s: the run has taken %" PRId64
+                    " steps (--steps %ld): nothing to train\n",
+                    o->resume, step, o->steps);
+        else
+            fprintf(stderr,
+                    "clnet: --resume %s: the run has trained its %ld epochs: nothing to train "
+                    "(--epochs N --override epochs trains on)\n",
+                    o->resume, o->epochs);
+    }
+    return done;
+}
 
 /* The parameters: the checkpoint's with --resume, else fresh ones from the seed. */
 static int init_weights(run *r) {
@@ -468,8 +528,8 @@ static int train_loop(run *r) {
             clnet_net_check_replicas(net) != CLNET_OK)
             return train_fail("--check-replicas");
         if (o->save_every && !skipped && clnet_net_step(net) % o->save_every == 0 &&
-            (rc = save(&r->s, o->save, r->epoch, r->next_position, r->data_seed, r->init_seed)) !=
-                0)
+            (rc = save(&r->s, r->settings, o->save, r->epoch, r->next_position, r->data_seed,
+                       r->init_seed)) != 0)
             return rc;
         show_progress(r, epoch_done);
         int stopping = clnet_net_step(net) >= r->max_steps || stop_signal;
@@ -481,12 +541,31 @@ static int train_loop(run *r) {
 /* A signal stopped the run: save where it stands (to --save, else a file of its own). */
 static int save_stopped(run *r) {
     const char *path = r->o.save ? r->o.save : "clnet-interrupted.safetensors";
-    if (save(&r->s, path, r->epoch, r->next_position, r->data_seed, r->init_seed) != 0) return 1;
+    if (save(&r->s, r->settings, path, r->epoch, r->next_position, r->data_seed, r->init_seed) != 0)
+        return 1;
     fprintf(stderr,
             "clnet: stopped by %s after step %" PRId64 "; saved %s (continue with --resume "
             "%s)\n",
             stop_signal == SIGINT ? "SIGINT" : "SIGTERM", clnet_net_step(r->s.net), path, path);
     return 128 + stop_signal;
+}
+
+/* The last save. Where it fails (a full disk, or the folder gone since the
+ * start, which checked it), the model goes to a file of its own in the
+ * working folder rather than being lost, and the run still fails. */
+static int save_final(run *r) {
+    if (save(&r->s, r->settings, r->o.save, r->epoch, r->next_position, r->data_seed,
+             r->init_seed) == 0)
+        return 0;
+    char fallback[64];
+    snprintf(fallback, sizeof fallback, "clnet-unsaved-%ld.safetensors", (long)getpid());
+    if (save(&r->s, r->settings, fallback, r->epoch, r->next_position, r->data_seed,
+             r->init_seed) == 0)
+        fprintf(stderr,
+                "clnet: the model is saved to %s in the working folder instead (continue "
+                "with --resume %s, or move it)\n",
+                fallback, fallback);
+    return 1;
 }
 
 /* After the last step: --async's staleness and the MPI traffic, on stderr. */
@@ -512,9 +591,7 @@ static int finish(run *r) {
     const history *h = &r->h;
     int rc;
     if (stop_signal) return save_stopped(r);
-    if (o->save &&
-        (rc = save(&r->s, o->save, r->epoch, r->next_position, r->data_seed, r->init_seed)) != 0)
-        return rc;
+    if (o->save && (rc = save_final(r)) != 0) return rc;
     double test_acc = NAN;
     if (!o->no_eval) {
         if (h->n && !isnan(h->test_acc[h->n - 1]))
@@ -553,8 +630,9 @@ int cmd_train(int argc, char **argv) {
         return rc;
     }
     const train_options *o = &r->o;
-    if ((rc = train_join_job(o)) != 0 || (rc = train_session_open(o, &r->s, 1)) != 0 ||
-        (rc = start(r)) != 0 || (rc = open_logs(r)) != 0)
+    if ((rc = check_outputs(o)) != 0 || (rc = train_join_job(o)) != 0 ||
+        (rc = resume_settings(r)) != 0 || (rc = train_session_open(o, &r->s, 1)) != 0 ||
+        (rc = fit_batch(r)) != 0 || (rc = start(r)) != 0 || (rc = open_logs(r)) != 0)
         goto done;
     catch_signals();
     r->tty = isatty(2) && train_is_root();
@@ -564,6 +642,10 @@ int cmd_train(int argc, char **argv) {
     r->epoch_start = clnet_seconds();
     r->epoch = o->resume ? r->resumed.epoch : 0;
     r->next_position = o->resume ? r->resumed.position : 0;
+    if (finished(r)) { /* the same checkpoint saved again, if asked */
+        rc = o->save ? save_final(r) : 0;
+        goto done;
+    }
     if ((rc = train_loop(r)) == 0) rc = finish(r);
 done:
     if (r->csv) fclose(r->csv);

@@ -19,9 +19,18 @@ static const cli_opt train_opts[] = {
      .type = CLI_CUSTOM,
      .at = AT(npy),
      .parse = cli_npy_files,
+     .only = "train",
      .help = ".npy samples and labels (or float32 targets) instead of\n"
              "--data: the training pair, then the test pair (needed unless\n"
-             "--no-eval); clnet eval takes the test pair, or the only pair"},
+             "--no-eval)"},
+    {.name = "--data-npy",
+     .arg = "X,Y[,TX,TY]",
+     .type = CLI_CUSTOM,
+     .at = AT(npy),
+     .parse = cli_npy_files,
+     .only = "eval",
+     .help = ".npy samples and labels (or float32 targets) instead of\n"
+             "--data: the test pair of X,Y,TX,TY, or the only pair"},
     {.name = "--epochs",
      .arg = "N",
      .type = CLI_INT,
@@ -45,11 +54,12 @@ static const cli_opt train_opts[] = {
      .arg = "X",
      .type = CLI_FLOAT,
      .at = AT(lr),
+     .given = AT(lr_given),
      .min = 1e-12,
      .max = 1e6,
-     .def = "0.1",
      .only = "train",
-     .help = "learning rate"},
+     .help = "learning rate (default 0.1 with sgd; 1e-3 with adam and\n"
+             "adamw, as PyTorch)"},
     {.name = "--optimizer",
      .arg = "NAME",
      .type = CLI_CHOICE,
@@ -230,7 +240,7 @@ static const cli_opt train_opts[] = {
      .only = "train",
      .help = "skip up to N steps whose loss, gradient or update is\n"
              "NaN or infinite (nothing of them applied); the next one\n"
-             "stops the run (default 0: the first one stops it)"},
+             "stops the run (0: the first one stops it)"},
     {.name = "--on-device-failure",
      .arg = "POLICY",
      .type = CLI_CHOICE,
@@ -298,6 +308,13 @@ static const cli_opt train_opts[] = {
      .min = 1,
      .max = 1L << 30,
      .help = "use only the first N test images"},
+    {.name = "--override",
+     .arg = "KEYS",
+     .type = CLI_TEXT,
+     .at = AT(override),
+     .only = "train",
+     .help = "with --resume: the settings (lr,batch,...: the options'\n"
+             "names) that may differ from the checkpoint's run"},
     {.name = "--weights",
      .arg = "FILE",
      .type = CLI_TEXT,
@@ -360,7 +377,8 @@ static int check(train_options *o, int eval) {
                 o->optimizer == CLNET_OPTIMIZER_ADAM ? "adam" : "adamw");
         return 2;
     }
-    if (o->optimizer == CLNET_OPTIMIZER_ADAMW && !o->wd_given) o->wd = 0.01; /* PyTorch's */
+    if (o->optimizer == CLNET_OPTIMIZER_ADAMW && !o->wd_given) o->wd = 0.01;    /* PyTorch's */
+    if (!o->lr_given) o->lr = o->optimizer == CLNET_OPTIMIZER_SGD ? 0.1 : 1e-3; /* PyTorch's */
     if (o->nesterov && o->momentum == 0) {
         fprintf(stderr, "clnet: --nesterov needs --momentum > 0\n");
         return 2;
@@ -378,5 +396,6 @@ static int check_eval(void *o) {
 
 int train_parse(int argc, char **argv, train_options *o, int eval, int *rc) {
     memset(o, 0, sizeof *o);
+    o->argc = argc, o->argv = argv;
     return cli_parse(eval ? &cli_eval_cmd : &cli_train_cmd, argc, argv, o, rc);
 }

@@ -84,7 +84,11 @@ int train_session_open(const train_options *o, train_session *s, int need_train)
     if ((s->train && !cli_data_fits(s->net, s->train, o->model)) ||
         (s->test && !cli_data_fits(s->net, s->test, o->model)))
         return 1;
-    if (clnet_runtime_create(&s->rt, o->devices) != CLNET_OK) return train_fail("devices");
+    clnet_status st = clnet_runtime_create(&s->rt, o->devices);
+    if (st != CLNET_OK) {
+        train_fail("devices");
+        return cli_exit_code(st);
+    }
     return 0;
 }
 

@@ -59,8 +59,10 @@ int cmd_tune(int argc, char **argv) {
     clnet_net *net = NULL;
     rc = 1;
     printer p = {{0}, 0};
-    if (clnet_runtime_create(&rt, o.devices) != CLNET_OK) {
+    clnet_status st = clnet_runtime_create(&rt, o.devices);
+    if (st != CLNET_OK) {
         fprintf(stderr, "clnet tune: devices: %s\n", clnet_last_error());
+        rc = cli_exit_code(st);
         goto done;
     }
     if (clnet_net_load(&net, o.model) != CLNET_OK || clnet_net_init(net, 1) != CLNET_OK ||

@@ -42,8 +42,10 @@ int cli_first_step(const char *command, const char *done, const char *model, lon
     clnet_debug_counters(&before);
     double began = clnet_seconds();
     int rc = 1;
-    if (clnet_runtime_create(&rt, devices) != CLNET_OK) {
+    clnet_status st = clnet_runtime_create(&rt, devices);
+    if (st != CLNET_OK) {
         fprintf(stderr, "clnet %s: devices: %s\n", command, clnet_last_error());
+        rc = cli_exit_code(st);
         goto done;
     }
     if (clnet_net_load(&net, model) != CLNET_OK || clnet_net_init(net, 1) != CLNET_OK ||
