@@ -21,7 +21,7 @@
 typedef struct {
     const char *model, *weights, *output, *input, *data, *devices, *picture;
     cli_npy npy; /* --data-npy */
-    int train;   /* --split: 0 test, 1 train */
+    int train;   /* --set: 0 test, 1 train */
     long count, batch;
     double mean, std;
     int mean_given, std_given, probabilities;
@@ -63,7 +63,7 @@ static const cli_opt predict_opts[] = {
      .at = AT(npy),
      .parse = cli_npy_files,
      .help = "... or .npy samples and labels (a pair, or two)"},
-    {.name = "--split",
+    {.name = "--set",
      .arg = "S",
      .type = CLI_CHOICE,
      .at = AT(train),
