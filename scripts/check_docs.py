@@ -12,7 +12,8 @@
 
       must hold exactly what `CLNET layers conv2d` prints now. --write
       rewrites the regions instead (run it after changing an option table or
-      a layer kind, and commit the pages).
+      a layer kind, and commit the pages). Also fails on a repository path
+      in backquotes (`src/step.c`, `tests/fixtures/*.npy`) that names no file.
 
   check_docs.py blocks CLNET [--only PAGE[:LINE]] [--list]
       Runs every shell block of the pages that runs clnet: ```sh blocks
@@ -103,8 +104,35 @@ def generated(clnet, write):
             with open(os.path.join(ROOT, page), "w", encoding="utf-8") as f:
                 f.write("".join(out) + text[at:])
     failures += missing_kinds(clnet)
+    failures += stale_paths()
     print(f"{regions} generated regions checked, {failures} failures")
     return failures == 0 and regions > 0
+
+
+# A repository path in backquotes: `src/step.c`, `tests/fixtures/npy/*.npy`.
+REPO_PATH = re.compile(r"`((?:src|cl|tests|scripts|bench|examples|include|docs|cmake|\.ci)/"
+                       r"[A-Za-z0-9_./*-]+)`")
+
+
+def stale_paths():
+    """Every repository path the pages name in backquotes exists (a pattern matches a file; a
+    program built from NAME.c counts as NAME; a part in capitals, TARGET, is a placeholder)."""
+    import glob
+    failures = 0
+    for page in pages():
+        text = read(page)
+        for m in REPO_PATH.finditer(text):
+            path = m.group(1).rstrip(".")
+            if re.search(r"(^|/)[A-Z][A-Z_]+(/|$|-)", path):
+                continue
+            full = os.path.join(ROOT, path)
+            found = glob.glob(full) if "*" in path else os.path.exists(full) or \
+                os.path.exists(full + ".c")
+            if not found:
+                line = text.count("\n", 0, m.start()) + 1
+                print(f"FAIL {page}:{line}: `{path}` names no file of the repository")
+                failures += 1
+    return failures
 
 
 def missing_kinds(clnet):
