@@ -13,7 +13,9 @@
       must hold exactly what `CLNET layers conv2d` prints now. --write
       rewrites the regions instead (run it after changing an option table or
       a layer kind, and commit the pages). Also fails on a repository path
-      in backquotes (`src/step.c`, `tests/fixtures/*.npy`) that names no file.
+      in backquotes (`src/step.c`, `tests/fixtures/*.npy`) that names no file,
+      and on a figure in bold in the README's Results table that is not on
+      docs/results.md (the results page, where each figure has its command).
 
   check_docs.py blocks CLNET [--only PAGE[:LINE]] [--list]
       Runs every shell block of the pages that runs clnet: ```sh blocks
@@ -105,6 +107,7 @@ def generated(clnet, write):
                 f.write("".join(out) + text[at:])
     failures += missing_kinds(clnet)
     failures += stale_paths()
+    failures += results_agree()
     print(f"{regions} generated regions checked, {failures} failures")
     return failures == 0 and regions > 0
 
@@ -132,6 +135,21 @@ def stale_paths():
                 line = text.count("\n", 0, m.start()) + 1
                 print(f"FAIL {page}:{line}: `{path}` names no file of the repository")
                 failures += 1
+    return failures
+
+
+def results_agree():
+    """Every figure in bold in the README's Results table is on docs/results.md too, so that
+    the front page shows no figure the results page has replaced."""
+    text, results = read("README.md"), read("docs/results.md")
+    start = text.find("## Results")
+    table = text[start:text.find("\n## ", start + 1)] if start >= 0 else ""
+    failures = 0
+    for m in re.finditer(r"\*\*([^*]+)\*\*", table):
+        if f"**{m.group(1)}**" not in results:
+            line = text.count("\n", 0, start + m.start()) + 1
+            print(f"FAIL README.md:{line}: **{m.group(1)}** is not on docs/results.md")
+            failures += 1
     return failures
 
 
