@@ -518,7 +518,7 @@ clnet_status clnet_net_tune(clnet_net *net, int batch, clnet_tune_fn report, voi
         if (more) found = more;
         if (more_owner) owner = more_owner;
         if (!shapes || !more || !more_owner) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory tuning");
-        memcpy(shapes, made->picks, (size_t)count * sizeof *shapes);
+        if (count) memcpy(shapes, made->picks, (size_t)count * sizeof *shapes); /* none: NULL */
         for (int k = 0; k < count; k++) {
             char key[CLNET_TUNE_KEY_CAP];
             int bucket = 0;
