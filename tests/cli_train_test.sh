@@ -131,6 +131,20 @@ if part suite; then
   out=$(CLNET_DEBUG=1 "$clnet" train "$models/lenet.cfg" --data /nonexistent/data 2>&1)
   if grep -qE '\[[a-z_]+\.c:[0-9]+\]' <<<"$out"; then ok "CLNET_DEBUG=1 adds the source's [file.c:line]"
   else bad "CLNET_DEBUG=1" "$out"; fi
+  # a final save that fails after the start's check (its folder removed meanwhile) still
+  # writes the model, to a file of its own in the working folder, and says where
+  mkdir -p "$work/gone" "$work/cwd"
+  ( cd "$work/cwd" && "$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 20 --no-eval \
+      --save "$work/gone/x.safetensors" --step-log "$work/fb.csv" >/dev/null 2>"$work/fb.err" ) &
+  fb=$!
+  for i in $(seq 300); do [ "$(wc -l <"$work/fb.csv" 2>/dev/null || echo 0)" -gt 2 ] && break; sleep 0.1; done
+  rm -rf "$work/gone"
+  wait $fb; rc=$?
+  saved=$(ls "$work/cwd"/clnet-unsaved-*.safetensors 2>/dev/null | head -n1)
+  if [ $rc -eq 1 ] && [ -s "$saved" ] && grep -q "the model is saved to clnet-unsaved-" "$work/fb.err" &&
+     "$clnet" eval "$models/lenet.cfg" --weights "$saved" --test-limit 64 --batch 64 >/dev/null 2>&1; then
+    ok "a final save that fails writes the model to a fallback file that loads"
+  else bad "fallback save (rc $rc, file '$saved')" "$(cat "$work/fb.err")"; fi
   # a batch larger than the training set: each step takes the whole set, and a note says so
   expect_code "a batch beyond the data set is clamped with a note" 0 "note: --batch 70000 is more than the 640 training samples" \
     train "$models/lenet.cfg" --train-limit 640 --batch 70000 --epochs 1 --no-eval
