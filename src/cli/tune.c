@@ -23,10 +23,11 @@ static void print_report(const clnet_tune_report *r, void *user) {
         if (r->bucket) printf(", n~%d", r->bucket);
         printf("\n");
     }
+    const char *gap = r->verdict[0] ? "  " : ""; /* no trailing blanks without a verdict */
     if (r->us >= 0)
-        printf("  %-28s %12.1f us  %s\n", r->id, r->us, r->verdict);
+        printf("  %-28s %12.1f us%s%s\n", r->id, r->us, gap, r->verdict);
     else
-        printf("  %-28s %12s     %s\n", r->id, "-", r->verdict);
+        printf("  %-28s %12s   %s%s\n", r->id, "-", gap, r->verdict);
     fflush(stdout);
 }
 
