@@ -134,7 +134,7 @@ if part suite; then
   # a final save that fails after the start's check (its folder removed meanwhile) still
   # writes the model, to a file of its own in the working folder, and says where
   mkdir -p "$work/gone" "$work/cwd"
-  ( cd "$work/cwd" && "$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 20 --no-eval \
+  ( cd "$work/cwd" && "$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 40 --no-eval \
       --save "$work/gone/x.safetensors" --step-log "$work/fb.csv" >/dev/null 2>"$work/fb.err" ) &
   fb=$!
   for i in $(seq 300); do [ "$(wc -l <"$work/fb.csv" 2>/dev/null || echo 0)" -gt 2 ] && break; sleep 0.1; done
