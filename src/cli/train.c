@@ -234,8 +234,8 @@ static int fit_batch(run *r) {
  * says so. */
 static int finished(const run *r) {
     const train_options *o = &r->o;
-    int64_t step = clnet_net_step(r->s.net);
     if (!o->resume) return 0;
+    int64_t step = clnet_net_step(r->s.net);
     int done = o->steps_given ? step >= o->steps : r->epoch >= o->epochs;
     if (done && train_is_root()) {
         if (o->steps_given)

@@ -6,6 +6,14 @@
 #include <string.h>
 
 #define AT(field) CLI_AT(train_options, field)
+/* --data-npy, one row for each command (`only`): the two read the pairs differently. */
+#define DATA_NPY(only_in, pairs)                                                                   \
+    {                                                                                              \
+        .name = "--data-npy", .arg = "X,Y[,TX,TY]", .type = CLI_CUSTOM, .at = AT(npy),             \
+        .parse = cli_npy_files, .only = only_in,                                                   \
+        .help = ".npy samples and labels (or float32 targets) instead of\n"                        \
+                "--data: " pairs                                                                   \
+    }
 
 /* Train's options; eval reads those not marked `.only = "train"`. */
 static const cli_opt train_opts[] = {
@@ -14,23 +22,9 @@ static const cli_opt train_opts[] = {
      .type = CLI_TEXT,
      .at = AT(data),
      .help = "IDX data set folder (default $CLNET_DATA_DIR or " CLNET_DEFAULT_DATA_DIR ")"},
-    {.name = "--data-npy",
-     .arg = "X,Y[,TX,TY]",
-     .type = CLI_CUSTOM,
-     .at = AT(npy),
-     .parse = cli_npy_files,
-     .only = "train",
-     .help = ".npy samples and labels (or float32 targets) instead of\n"
-             "--data: the training pair, then the test pair (needed unless\n"
-             "--no-eval)"},
-    {.name = "--data-npy",
-     .arg = "X,Y[,TX,TY]",
-     .type = CLI_CUSTOM,
-     .at = AT(npy),
-     .parse = cli_npy_files,
-     .only = "eval",
-     .help = ".npy samples and labels (or float32 targets) instead of\n"
-             "--data: the test pair of X,Y,TX,TY, or the only pair"},
+    DATA_NPY("train", "the training pair, then the test pair (needed unless\n"
+                      "--no-eval)"),
+    DATA_NPY("eval", "the test pair of X,Y,TX,TY, or the only pair"),
     {.name = "--epochs",
      .arg = "N",
      .type = CLI_INT,

@@ -36,6 +36,10 @@ static const void *field_of(const train_options *o, const cli_opt *row) {
     return (const char *)o + row->at - 1;
 }
 
+static void *field_in(train_options *o, const cli_opt *row) {
+    return (char *)o + row->at - 1;
+}
+
 /* The value of row's field in o, as text that reads back to the same value. */
 static void value_text(const train_options *o, const cli_opt *row, char *out, size_t cap) {
     const void *v = field_of(o, row);
@@ -84,31 +88,33 @@ void train_settings_write(const train_options *o, char *out, size_t cap) {
     if (used >= cap) out[0] = '\0'; /* cut short: none rather than a part */
 }
 
-/* Stores `text` as row's value in o (a flag's "0" or "1" too): 1, or 0 after a message. */
+/* Stores `text`, as recorded, as row's value in o (a flag's "0" or "1", a
+ * number below its option's range, such as --step-size's default 0, too):
+ * 1, or 0 when it does not read (the caller says so). */
 static int store(train_options *o, const cli_opt *row, const char *text) {
     if (row->type == CLI_FLAG) {
-        *(int *)((char *)o + row->at - 1) = strcmp(text, "1") == 0;
+        *(int *)field_in(o, row) = strcmp(text, "1") == 0;
         return 1;
     }
     if (row->type == CLI_CUSTOM && !*text) { /* no --data-npy */
-        memset((char *)o + row->at - 1, 0, sizeof(cli_npy));
+        memset(field_in(o, row), 0, sizeof(cli_npy));
         return 1;
     }
     if (row->type == CLI_TEXT && !*text) {
-        *(const char **)((char *)o + row->at - 1) = NULL;
+        *(const char **)field_in(o, row) = NULL;
         return 1;
     }
-    char *end = NULL; /* numbers as recorded, 0 (a default: --step-size's) too */
+    char *end = NULL;
     if (row->type == CLI_INT) {
         long v = strtol(text, &end, 10);
         if (end == text || *end) return 0;
-        *(long *)((char *)o + row->at - 1) = v;
+        *(long *)field_in(o, row) = v;
         return 1;
     }
     if (row->type == CLI_FLOAT) {
         double v = strtod(text, &end);
         if (end == text || *end) return 0;
-        *(double *)((char *)o + row->at - 1) = v;
+        *(double *)field_in(o, row) = v;
         return 1;
     }
     return cli_store(row, text, o);
