@@ -32,7 +32,9 @@
           <!-- doc-test: status N -->          the block must exit with N, not 0
           <!-- doc-test: needs mpi -->         run only with MPI built in and mpirun
 
-      A block passes when it exits with its status within its time limit.
+      A block passes when it exits with its status within its time limit and
+      prints every `clnet:` line of the plain ``` block right below it (the
+      output the page shows; `…` in such a line matches anything).
 
 Both exit 0 when every check passes and 1 otherwise.
 """
@@ -179,6 +181,7 @@ class Block:
         self.page, self.line, self.lang, self.markers = page, line, lang, markers
         self.script = body if lang == "sh" else console_commands(body)
         self.skip, self.subs, self.status, self.needs_mpi, self.error = None, [], 0, False, None
+        self.prints = []  # the `clnet:` lines of the output shown right below the block
         for m in markers:
             self.read_marker(m)
 
@@ -242,11 +245,39 @@ def page_blocks(page):
         if lang in ("sh", "console"):
             block = Block(page, start + 1, lang, body, markers)
             if RUNS_CLNET.search(block.script) or markers:
+                block.prints = shown_output(lines, i)
                 found.append(block)
         elif markers:
             found.append(Block(page, start + 1, "sh", "", markers))
             found[-1].error = f"doc-test markers above a ```{lang} block, which never runs"
     return found
+
+
+def shown_output(lines, i):
+    """The `clnet:` lines of a plain block that follows line i with only blank lines between:
+    what the page says the block above prints."""
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    if i >= len(lines) or lines[i].rstrip() != "```":
+        return []
+    shown = []
+    for line in lines[i + 1:]:
+        if line.startswith("```"):
+            break
+        if line.startswith("clnet:"):
+            shown.append(line.strip())
+    return shown
+
+
+def missing_lines(shown, output):
+    """The lines the page shows that the output lacks; `…` in a shown line stands for anything."""
+    printed = [line.strip() for line in output.splitlines()]
+    missing = []
+    for line in shown:
+        pattern = re.compile(".*".join(re.escape(part) for part in line.split("…")))
+        if not any(pattern.fullmatch(p) for p in printed):
+            missing.append(line)
+    return missing
 
 
 def has_mpi(clnet):
@@ -306,10 +337,15 @@ def blocks(clnet, only, list_only):
             else:
                 status, output, seconds = run_block(b, folder, env)
                 why = f"{seconds:.1f} s"
+                missing = missing_lines(b.prints, output)
                 if status != b.status:
                     verdict = "FAIL"
                     why = (f"exited {status}, expected {b.status}\n--- the block ---\n"
                            f"{b.command()}--- its output (the end) ---\n{output[-3000:]}")
+                elif missing:
+                    verdict = "FAIL"
+                    why = ("printed none of the page's line(s)\n  " + "\n  ".join(missing) +
+                           "\n--- what it printed (the end) ---\n" + output[-3000:])
             counts[verdict] = counts.get(verdict, 0) + 1
             print(f"{verdict:4} {b.name()}: {why}", flush=True)
         if folder:

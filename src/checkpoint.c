@@ -248,7 +248,7 @@ static clnet_status progress_from(const clnet_st_file *f, const char *path, clne
 clnet_status clnet_checkpoint_progress(const char *path, clnet_progress *progress) {
     if (!path || !progress) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "a NULL argument");
     clnet_st_file *f = NULL;
-    clnet_status status = clnet_st_load(path, &f);
+    clnet_status status = clnet_st_load_header(path, &f);
     if (status != CLNET_OK) return status;
     const char *format = clnet_st_meta_get(f, "format");
     if (!format || (strcmp(format, FORMAT) != 0 && strcmp(format, FORMAT_0_1) != 0))

@@ -95,6 +95,7 @@ struct clnet_st_file {
     entry *tensors; /* in file order */
     int nmeta;
     char **keys, **values;
+    int header_only; /* read by clnet_st_load_header: no data to give */
 };
 
 /* e's shape from its header field. */
@@ -301,8 +302,49 @@ static clnet_status read_exactly(FILE *fp, const char *path, void *buf, size_t n
     return CLNET_OK;
 }
 
-/* Reads a file of `size` bytes from fp (a file, or memory) named path. */
-static clnet_status load_stream(FILE *fp, const char *path, uint64_t size, clnet_st_file **out) {
+/* Reads the data area that follows the header into f and decodes it to host order. */
+static clnet_status load_data(FILE *fp, const char *path, uint64_t data_size, clnet_st_file *f) {
+    clnet_status status = CLNET_OK;
+    /* Every tensor's size is a multiple of 4 and they tile the data area, so each begins on
+     * a multiple of 4: in a malloc'ed area the F32 ones are aligned where they lie. An I64
+     * tensor may begin at 4 mod 8 (safetensors does not align), so those are decoded into
+     * an area of their own. */
+    if (data_size > SIZE_MAX) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: too large for memory", path);
+    f->data = clnet_malloc(data_size > 0 ? (size_t)data_size : 1);
+    uint64_t nints = 0;
+    for (int i = 0; i < f->count; i++)
+        if (f->tensors[i].dtype == CLNET_ST_I64)
+            nints += (f->tensors[i].end - f->tensors[i].begin) / 8;
+    f->ints = clnet_malloc(nints > 0 ? (size_t)nints * 8 : 1);
+    if (!f->data || !f->ints)
+        FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory for %" PRIu64 " bytes of data", path,
+             data_size);
+    TRY(read_exactly(fp, path, f->data, (size_t)data_size));
+    int64_t *next_int = f->ints;
+    for (int i = 0; i < f->count; i++) {
+        entry *e = &f->tensors[i];
+        unsigned char *bytes = f->data + e->begin;
+        size_t n = (size_t)(e->end - e->begin) / (size_t)DTYPES[e->dtype].size;
+        if (e->dtype == CLNET_ST_F32) {
+            for (size_t k = 0; k < n; k++) {
+                uint32_t u = clnet_get_le32(bytes + 4 * k);
+                memcpy(bytes + 4 * k, &u, 4);
+            }
+            e->data = bytes;
+        } else {
+            for (size_t k = 0; k < n; k++) next_int[k] = (int64_t)clnet_get_le64(bytes + 8 * k);
+            e->data = next_int;
+            next_int += n;
+        }
+    }
+cleanup:
+    return status;
+}
+
+/* Reads a file of `size` bytes from fp (a file, or memory) named path: the header, and the
+ * data unless header_only. */
+static clnet_status load_stream(FILE *fp, const char *path, uint64_t size, int header_only,
+                                clnet_st_file **out) {
     clnet_status status = CLNET_OK;
     char *header = NULL, *what = NULL;
     clnet_json *root = NULL;
@@ -339,39 +381,8 @@ static clnet_status load_stream(FILE *fp, const char *path, uint64_t size, clnet
     TRY(clnet_json_parse(header, (size_t)n, what, MAX_JSON_DEPTH, &root));
     uint64_t data_size = size - 8 - n;
     TRY(read_header(path, root, data_size, f));
-
-    /* Every tensor's size is a multiple of 4 and they tile the data area, so each begins on
-     * a multiple of 4: in a malloc'ed area the F32 ones are aligned where they lie. An I64
-     * tensor may begin at 4 mod 8 (safetensors does not align), so those are decoded into
-     * an area of their own. */
-    if (data_size > SIZE_MAX) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: too large for memory", path);
-    f->data = clnet_malloc(data_size > 0 ? (size_t)data_size : 1);
-    uint64_t nints = 0;
-    for (int i = 0; i < f->count; i++)
-        if (f->tensors[i].dtype == CLNET_ST_I64)
-            nints += (f->tensors[i].end - f->tensors[i].begin) / 8;
-    f->ints = clnet_malloc(nints > 0 ? (size_t)nints * 8 : 1);
-    if (!f->data || !f->ints)
-        FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: out of memory for %" PRIu64 " bytes of data", path,
-             data_size);
-    TRY(read_exactly(fp, path, f->data, (size_t)data_size));
-    int64_t *next_int = f->ints;
-    for (int i = 0; i < f->count; i++) {
-        entry *e = &f->tensors[i];
-        unsigned char *bytes = f->data + e->begin;
-        size_t n = (size_t)(e->end - e->begin) / (size_t)DTYPES[e->dtype].size;
-        if (e->dtype == CLNET_ST_F32) {
-            for (size_t k = 0; k < n; k++) {
-                uint32_t u = clnet_get_le32(bytes + 4 * k);
-                memcpy(bytes + 4 * k, &u, 4);
-            }
-            e->data = bytes;
-        } else {
-            for (size_t k = 0; k < n; k++) next_int[k] = (int64_t)clnet_get_le64(bytes + 8 * k);
-            e->data = next_int;
-            next_int += n;
-        }
-    }
+    f->header_only = header_only;
+    if (!header_only) TRY(load_data(fp, path, data_size, f));
     *out = f;
     f = NULL;
 cleanup:
@@ -382,7 +393,7 @@ cleanup:
     return status;
 }
 
-clnet_status clnet_st_load(const char *path, clnet_st_file **out) {
+static clnet_status load_file(const char *path, int header_only, clnet_st_file **out) {
     clnet_status status = CLNET_OK;
     FILE *fp = NULL;
     struct stat st;
@@ -394,10 +405,18 @@ clnet_status clnet_st_load(const char *path, clnet_st_file **out) {
     if (fstat(fileno(fp), &st) != 0)
         FAIL(CLNET_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) FAIL(CLNET_ERR_IO, "%s: not a regular file", path);
-    status = load_stream(fp, path, (uint64_t)st.st_size, out);
+    status = load_stream(fp, path, (uint64_t)st.st_size, header_only, out);
 cleanup:
     if (fp) fclose(fp);
     return status;
+}
+
+clnet_status clnet_st_load(const char *path, clnet_st_file **out) {
+    return load_file(path, 0, out);
+}
+
+clnet_status clnet_st_load_header(const char *path, clnet_st_file **out) {
+    return load_file(path, 1, out);
 }
 
 clnet_status clnet_st_load_bytes(const char *name, const void *bytes, size_t size,
@@ -407,10 +426,10 @@ clnet_status clnet_st_load_bytes(const char *name, const void *bytes, size_t siz
     if (!out || !name || (!bytes && size))
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_st_load_bytes: NULL argument");
     *out = NULL;
-    if (size < 8) return load_stream(NULL, name, size, out); /* says it is truncated */
+    if (size < 8) return load_stream(NULL, name, size, 0, out); /* says it is truncated */
     fp = fmemopen((void *)bytes, size, "rb");
     if (!fp) FAIL(CLNET_ERR_OUT_OF_MEMORY, "%s: fmemopen: %s", name, strerror(errno));
-    status = load_stream(fp, name, size, out);
+    status = load_stream(fp, name, size, 0, out);
 cleanup:
     if (fp) fclose(fp);
     return status;
@@ -459,6 +478,9 @@ static clnet_status get_typed(const clnet_st_file *f, const char *name, clnet_st
     if (want_ndim > 0 && !want_shape)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s: want_ndim %d but want_shape is NULL", fn, want_ndim);
     TRY(find(f, name, fn, &e));
+    if (f->header_only)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s: tensor '%s': only the header was read", f->path,
+             name);
     if (e->dtype != type)
         FAIL(CLNET_ERR_FORMAT, "%s: tensor '%s' has dtype %s but %s was expected", f->path, name,
              DTYPES[e->dtype].name, DTYPES[type].name);

@@ -62,6 +62,10 @@ typedef struct clnet_st_file clnet_st_file;
 /* Reads and validates the whole file. CLNET_ERR_IO when it cannot be opened or read,
  * CLNET_ERR_FORMAT when anything in it is wrong. */
 clnet_status clnet_st_load(const char *path, clnet_st_file **out);
+/* The header alone (names, dtypes, shapes, metadata), checked as clnet_st_load checks it, the
+ * offsets against the file's size; the tensors' data is not read, and clnet_st_get and
+ * clnet_st_get_i64 on it fail with CLNET_ERR_INVALID_ARGUMENT. */
+clnet_status clnet_st_load_header(const char *path, clnet_st_file **out);
 /* The same from a file's bytes in memory; name stands for the file in messages. */
 clnet_status clnet_st_load_bytes(const char *name, const void *bytes, size_t size,
                                  clnet_st_file **out);

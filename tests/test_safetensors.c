@@ -59,15 +59,19 @@ static int entries_in(const char *dir) {
 }
 
 /* Loading path must fail with CLNET_ERR_FORMAT and a message naming the file and holding
- * `expect`. */
+ * `expect`; reading its header alone the same way (every check is of the header, the data's
+ * offsets against the file's size included). */
 static void expect_format_error(const char *path, const char *expect, const char *what) {
-    clnet_st_file *f = (clnet_st_file *)&f; /* must be reset to NULL */
-    clnet_status s = clnet_st_load(path, &f);
-    const char *m = clnet_last_error();
-    ck_assert_msg(s == CLNET_ERR_FORMAT, "%s: status %d (%s)", what, s, m);
-    ck_assert_msg(f == NULL, "%s: *out not NULL after a failure", what);
-    ck_assert_msg(strstr(m, path), "%s: message does not name the file: %s", what, m);
-    ck_assert_msg(strstr(m, expect), "%s: message lacks '%s': %s", what, expect, m);
+    for (int header_only = 0; header_only < 2; header_only++) {
+        clnet_st_file *f = (clnet_st_file *)&f; /* must be reset to NULL */
+        clnet_status s = header_only ? clnet_st_load_header(path, &f) : clnet_st_load(path, &f);
+        const char *m = clnet_last_error();
+        const char *how = header_only ? "header only" : "whole";
+        ck_assert_msg(s == CLNET_ERR_FORMAT, "%s (%s): status %d (%s)", what, how, s, m);
+        ck_assert_msg(f == NULL, "%s (%s): *out not NULL after a failure", what, how);
+        ck_assert_msg(strstr(m, path), "%s (%s): message does not name the file: %s", what, how, m);
+        ck_assert_msg(strstr(m, expect), "%s (%s): message lacks '%s': %s", what, how, expect, m);
+    }
 }
 
 static const float *get_ok(clnet_st_file *f, const char *name, int ndim, const int64_t *shape) {
@@ -337,6 +341,42 @@ START_TEST(save_rejects_bad_arguments) {
 END_TEST
 
 /* ---- damaged files ---------------------------------------------------------------- */
+
+/* The header alone: names, shapes, dtypes and metadata as the whole file gives them, no data. */
+START_TEST(header_only_gives_names_shapes_and_metadata) {
+    char dir[64], path[128];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    float w[6];
+    int64_t steps[2] = {7, -3};
+    test_random_floats(w, 6, 4);
+    clnet_st_tensor t[] = {{"w", w, 2, {2, 3}, CLNET_ST_F32},
+                           {"steps", steps, 1, {2}, CLNET_ST_I64}};
+    clnet_st_meta meta[] = {{"format", "clnet"}, {"run", "lr=0.1"}};
+    ck_assert_int_eq(clnet_st_save(path, t, 2, meta, 2), CLNET_OK);
+    clnet_st_file *f = NULL;
+    ck_assert_msg(clnet_st_load_header(path, &f) == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_st_count(f), 2);
+    ck_assert_str_eq(clnet_st_name(f, 1), "steps");
+    ck_assert_str_eq(clnet_st_meta_get(f, "run"), "lr=0.1");
+    clnet_st_dtype dtype;
+    int ndim = 0;
+    const int64_t *shape = NULL;
+    ck_assert_int_eq(clnet_st_info(f, "w", &dtype, &ndim, &shape), CLNET_OK);
+    ck_assert(dtype == CLNET_ST_F32 && ndim == 2 && shape[0] == 2 && shape[1] == 3);
+    ck_assert_int_eq(clnet_st_info(f, "steps", &dtype, NULL, NULL), CLNET_OK);
+    ck_assert(dtype == CLNET_ST_I64);
+    const float *data = w;
+    ck_assert_int_eq(clnet_st_get(f, "w", 0, NULL, &data, NULL, NULL), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "only the header"), "%s", clnet_last_error());
+    const int64_t *ints = NULL;
+    ck_assert_int_eq(clnet_st_get_i64(f, "steps", 0, NULL, &ints, NULL, NULL),
+                     CLNET_ERR_INVALID_ARGUMENT);
+    clnet_st_free(f);
+    ck_assert_int_eq(clnet_st_load_header(NULL, &f), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_st_load_header(dir, &f), CLNET_ERR_IO);
+}
+END_TEST
 
 START_TEST(truncated_files_are_refused) {
     char dir[64], path[128], cut[160];
@@ -822,6 +862,7 @@ int main(void) {
     tcase_add_test(t, reader_decodes_every_json_escape);
     tcase_add_test(t, failed_saves_leave_the_previous_file_intact);
     tcase_add_test(t, save_rejects_bad_arguments);
+    tcase_add_test(t, header_only_gives_names_shapes_and_metadata);
     tcase_add_test(t, truncated_files_are_refused);
     tcase_add_test(t, bad_header_lengths_are_refused);
     tcase_add_test(t, bad_json_is_refused);
