@@ -102,10 +102,11 @@ typedef enum {
 
 /* The objects, opaque handles each made by a create (or load) function and
  * released by its free, where NULL is harmless. */
-typedef struct clnet_runtime clnet_runtime; /* the selected devices */
-typedef struct clnet_net clnet_net;         /* a model, its state, its replicas */
-typedef struct clnet_dataset clnet_dataset; /* samples and labels in memory */
-typedef struct clnet_loader clnet_loader;   /* batches of a data set */
+typedef struct clnet_runtime clnet_runtime;       /* the selected devices */
+typedef struct clnet_net clnet_net;               /* a model, its state, its replicas */
+typedef struct clnet_dataset clnet_dataset;       /* samples and labels in memory */
+typedef struct clnet_loader clnet_loader;         /* batches of a data set */
+typedef struct clnet_transforms clnet_transforms; /* a loader's image transforms */
 
 /* ==== Devices =================================================================== */
 
@@ -382,6 +383,10 @@ const float *clnet_net_buffers(clnet_net *net);
  * ("takes 1x28x28 inputs (784 values) but the data set's samples are 3x32x32
  * (3072)") when why is not NULL. */
 int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap);
+/* clnet_net_accepts for the samples as transforms t leave them (NULL: none); transforms that
+ * cannot apply to ds's samples are refused with their reason. */
+int clnet_net_accepts_with(const clnet_net *net, const clnet_dataset *ds, const clnet_transforms *t,
+                           char *why, size_t cap);
 
 /* ==== Data ====================================================================== */
 
@@ -445,13 +450,35 @@ clnet_status clnet_dataset_load_idx(clnet_dataset **out, const char *images_path
  * header says. */
 clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, const char *y_path);
 
-/* Loads the MNIST-layout data set in dir (NULL: $CLNET_DATA_DIR, else
- * CLNET_DEFAULT_DATA_DIR): split "train" reads train-images-idx3-ubyte and
- * train-labels-idx1-ubyte, split "test" reads t10k-images-idx3-ubyte and
- * t10k-labels-idx1-ubyte, each with ".gz" appended if that file exists, else
- * without. A missing folder or file is CLNET_ERR_IO with a message that names
- * it and, for the default folder, says `apt-get install dataset-fashion-mnist`.
- * Another split is CLNET_ERR_INVALID_ARGUMENT. */
+/* Loads the data set in the folder dir (NULL: $CLNET_DATA_DIR, else
+ * CLNET_DEFAULT_DATA_DIR), whichever of three layouts it holds; dir is the
+ * folder that holds the files (cifar-10-batches-bin, cifar-100-binary as the
+ * official tarballs extract), not its parent.
+ * - CIFAR-10's binary version, when dir holds data_batch_1.bin or
+ *   test_batch.bin: split "train" reads data_batch_1.bin to data_batch_5.bin
+ *   in that order, "test" test_batch.bin; records of 3073 bytes, a label
+ *   (0 to 9) then 3 x 32 x 32 pixels (red, green, blue planes, rows in
+ *   order). Samples are 3 x 32 x 32 bytes (dims 3, 32, 32), 10 classes.
+ * - CIFAR-100's binary version, else, when dir holds train.bin or test.bin:
+ *   "train" reads train.bin, "test" test.bin; records of 3074 bytes, a
+ *   coarse label (0 to 19, checked, not kept), the fine label (0 to 99: the
+ *   label) and the pixels as CIFAR-10's; 100 classes.
+ * - Otherwise the MNIST layout: split "train" reads train-images-idx3-ubyte
+ *   and train-labels-idx1-ubyte, split "test" reads t10k-images-idx3-ubyte
+ *   and t10k-labels-idx1-ubyte, each with ".gz" appended if that file
+ *   exists, else without.
+ * CIFAR's class names come from batches.meta.txt (CIFAR-10) or
+ * fine_label_names.txt (CIFAR-100; coarse_label_names.txt is not read), one a
+ * line, trailing empty lines ignored (clnet_dataset_class_name); without that
+ * file the data set has no names. A missing folder or file is CLNET_ERR_IO
+ * with a message that names it (a folder of none of the layouts: the files of
+ * all three) and, for the default folder, says `apt-get install
+ * dataset-fashion-mnist`. CLNET_ERR_FORMAT, naming the file: a CIFAR file
+ * that is empty or not a whole number of records (saying how many whole
+ * records and the bytes left over), a label out of range (naming the record,
+ * counted from 0 in its file, and the label), a names file with another
+ * count of names than the classes or an empty line among them. Another split
+ * is CLNET_ERR_INVALID_ARGUMENT. */
 clnet_status clnet_dataset_load(clnet_dataset **out, const char *dir, const char *split);
 
 /* clnet_dataset_load reading only the first `limit` images of the split
@@ -460,6 +487,9 @@ clnet_status clnet_dataset_load(clnet_dataset **out, const char *dir, const char
  * them are neither read nor checked (clnet_dataset_load reads a file to
  * its end and verifies its checksum). The labels are read whole: the
  * classes are those of the whole file, as after clnet_dataset_truncate.
+ * CIFAR: the first `limit` records of the split's files in order; every
+ * file must still be there and of whole records (their sizes are checked),
+ * but the records past the limit are not read, nor their labels checked.
  * CLNET_ERR_INVALID_ARGUMENT for a negative limit. */
 clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, const char *split,
                                       long limit);
@@ -467,8 +497,8 @@ clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, cons
 /* Samples; 0 for NULL. */
 int clnet_dataset_count(const clnet_dataset *ds);
 
-/* Each sample's shape (1, H, W for IDX files); any pointer may be NULL; all 0
- * for a NULL data set. */
+/* Each sample's shape (1, H, W for IDX files; 3, 32, 32 for CIFAR); any
+ * pointer may be NULL; all 0 for a NULL data set. */
 void clnet_dataset_shape(const clnet_dataset *ds, int *channels, int *height, int *width);
 
 /* 1 unless the data set was loaded without labels; 0 for NULL. */
@@ -488,12 +518,18 @@ int clnet_dataset_target_classes(const clnet_dataset *ds);
 clnet_status clnet_write_npy(const char *path, const float *data, int rank, const int64_t *shape);
 
 /* A sample's shape as the files give it, in dims[0..rank) (IDX: 1, H, W;
- * .npy: the dimensions after N); returns the rank, 0 for NULL. */
+ * CIFAR: 3, 32, 32; .npy: the dimensions after N); returns the rank, 0 for
+ * NULL. */
 int clnet_dataset_dims(const clnet_dataset *ds, int dims[4]);
 
 /* 1 + the largest label of the files as loaded (truncating does not change
- * it, so a model for a subset fits the whole set); 0 for NULL. */
+ * it, so a model for a subset fits the whole set); CIFAR-10 and CIFAR-100:
+ * 10 and 100, whatever the records loaded hold; 0 for NULL. */
 int clnet_dataset_classes(const clnet_dataset *ds);
+
+/* The name of class k (CIFAR's names files: "airplane" for CIFAR-10's 0),
+ * owned by the data set; NULL when there are no names or k is out of range. */
+const char *clnet_dataset_class_name(const clnet_dataset *ds, int k);
 
 /* Makes each sample its own float target, for a denoising autoencoder (a loss
  * of the data's targets, mse without target=, trained on inputs with noise:
@@ -514,6 +550,39 @@ clnet_status clnet_dataset_truncate(clnet_dataset *ds, int n);
 /* Frees the data set. NULL is harmless. */
 void clnet_dataset_free(clnet_dataset *ds);
 
+/* Image transforms the loader applies to each sample of a data set of images ((C, H, W) or
+ * (H, W) samples), in this order, named after torchvision's (every field 0: none):
+ *   resize          bilinear to resize_height x resize_width, as
+ *                   torch.nn.functional.interpolate(x / 255, mode="bilinear",
+ *                   align_corners=False, antialias=False): on the pixels in [0, 1], never
+ *                   rounded back to bytes (torchvision's Resize on a uint8 tensor rounds; PIL's
+ *                   antialiased resize averages every pixel under a shrunk one, so it differs
+ *                   where the image shrinks)
+ *   random resized crop  with resized_crop_min > 0 (RandomResizedCrop(size, scale=(min, 1),
+ *                   ratio=(3/4, 4/3))): a random window of the image (its area that share of
+ *                   the image's, drawn in 10 tries as torchvision draws it, else the central
+ *                   window of the nearest allowed ratio) resized straight to the output size,
+ *                   in place of the resize and the center crop
+ *   center crop     crop_height x crop_width from the middle (top (H - h) / 2 rounded as
+ *                   torchvision rounds it)
+ *   random crop     pad zeros on every side, then a random window of the size before the pad
+ *                   (RandomCrop(size, padding=pad))
+ *   flip            mirrored left to right with probability 1/2 (RandomHorizontalFlip)
+ * The output's size: the center crop's if given, else the resize's, else the image's. The random
+ * draws of a sample are a pure function of (seed, epoch, the sample's index in the data set):
+ * the same at any batch size, order, thread count, split and after a seek. Evaluation
+ * (clnet_net_evaluate_with) leaves the random ones out: the resize and center crop alone. */
+struct clnet_transforms {
+    int resize_height, resize_width;
+    int crop_height, crop_width;
+    float resized_crop_min; /* the window's smallest share of the image's area, (0, 1]; 0: none */
+    int pad;                /* 0 to 1024 */
+    int flip;               /* 0 or 1 */
+    uint64_t seed;
+};
+
+#define CLNET_MAX_NORM_CHANNELS 16 /* per-channel normalisation: at most so many channels */
+
 typedef struct {
     int batch;       /* samples per batch, >= 1 */
     uint64_t seed;   /* shuffling seed */
@@ -528,6 +597,12 @@ typedef struct {
      * size, order, seek or split across devices. Targets are never noisy. */
     float noise;
     uint64_t noise_seed;
+    /* Per-channel normalisation (transforms.Normalize): with norm_channels > 0 (the data's
+     * channel count, at most CLNET_MAX_NORM_CHANNELS) channel c becomes (x - channel_mean[c]) /
+     * channel_std[c] and mean and std are not read; 0: mean and std for every channel. */
+    int norm_channels;
+    float channel_mean[CLNET_MAX_NORM_CHANNELS], channel_std[CLNET_MAX_NORM_CHANNELS];
+    clnet_transforms transforms; /* image transforms before the normalisation; all 0: none */
 } clnet_loader_config;
 
 typedef struct {
@@ -546,8 +621,10 @@ typedef struct {
  * driven by xoshiro256** seeded from both, or file order without shuffle. So
  * runs with the same data set and configuration give bitwise the same
  * batches. CLNET_ERR_INVALID_ARGUMENT for a NULL pointer, batch < 1, a std of
- * 0 or a mean or std that is not finite, a noise below 0 or not finite, or drop_last with a batch
- * larger than the data set (an epoch would have no batch); CLNET_ERR_THREAD when the thread cannot
+ * 0 or a mean or std that is not finite (per channel too, and norm_channels other than 0 or
+ * the data's channels), a noise below 0 or not finite, transforms that cannot apply (on samples
+ * that are not images, a crop larger than its image, ...), or drop_last with a batch larger
+ * than the data set (an epoch would have no batch); CLNET_ERR_THREAD when the thread cannot
  * start. */
 clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
                                  const clnet_loader_config *cfg);
@@ -565,6 +642,16 @@ clnet_status clnet_loader_next(clnet_loader *l, clnet_batch *out);
  * tail of an epoch means the start of the next epoch. Any batch prepared
  * ahead is discarded. */
 clnet_status clnet_loader_seek(clnet_loader *l, int epoch, int64_t position);
+
+/* The shape of the samples the loader gives, (channels, height, width) after its transforms
+ * (the data set's own without them); any pointer may be NULL; all 0 for NULL. */
+void clnet_loader_shape(const clnet_loader *l, int *channels, int *height, int *width);
+
+/* The shape a data set's samples have after transforms t (NULL: none): what a model's input
+ * must be to train on them. CLNET_ERR_INVALID_ARGUMENT for transforms that cannot apply to
+ * its samples (clnet_loader_create's checks). */
+clnet_status clnet_dataset_transformed_shape(const clnet_dataset *ds, const clnet_transforms *t,
+                                             int *channels, int *height, int *width);
 
 /* Batches in one epoch: ceil(count / batch), or floor with drop_last; 0 for NULL. */
 int clnet_loader_batches_per_epoch(const clnet_loader *l);

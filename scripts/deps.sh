@@ -11,6 +11,7 @@ packages=(
   ocl-icd-opencl-dev opencl-c-headers # the OpenCL ICD loader and headers
   pocl-opencl-icd clinfo             # OpenCL on the CPU, and a lister
   libclblast-dev zlib1g-dev          # GEMM, gzip
+  libpng-dev libjpeg-dev             # decoding PNG and JPEG images (src/image.c)
   check python3                      # unit tests (built by default); python3 for the checks
   libopenmpi-dev openmpi-bin         # training across machines (mpirun), and its tests
   dataset-fashion-mnist              # the data set the demo trains on

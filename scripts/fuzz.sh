@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh all SECONDS      every target in turn, SECONDS each
 #   scripts/fuzz.sh coverage         the lines of each target's reader that its
 #                                    corpus reaches (the repository's and build-fuzz's)
-# Targets: safetensors npy idx model kcache tunedb cli.
+# Targets: safetensors npy idx model kcache tunedb cli image.
 # Builds build-fuzz/ (clang, ASan + UBSan + libFuzzer; $FUZZ_BUILD_DIR to move
 # it) and starts from tests/fuzz/corpus/TARGET. Inputs that reach new code go
 # to build-fuzz/corpus/TARGET, never into the repository. A crash, hang,
@@ -14,7 +14,7 @@
 # replays it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-targets=(safetensors npy idx model kcache tunedb cli)
+targets=(safetensors npy idx model kcache tunedb cli image)
 usage() {
   echo "usage: scripts/fuzz.sh TARGET|all SECONDS | coverage   (targets: ${targets[*]})" >&2
   exit 2
@@ -24,7 +24,7 @@ build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 # The files of each target's reader, for the coverage report.
 declare -A readers=([safetensors]="src/safetensors.c src/json.c" [npy]=src/npy.c
   [idx]=src/data.c [model]=src/model.c [kcache]=src/kcache.c [tunedb]=src/tune.c
-  [cli]="src/cli/args.c src/cli/train_args.c")
+  [cli]="src/cli/args.c src/cli/train_args.c" [image]=src/image.c)
 if [ $# -eq 1 ] && [ "$1" = coverage ]; then
   cov=$build-coverage
   CC=clang CFLAGS="-fprofile-instr-generate -fcoverage-mapping" BUILD_DIR=$cov \

@@ -1,6 +1,7 @@
-/* Data sets: what every reader fills (data.h), where Fashion-MNIST's files
- * are found, and what a data set says of itself. The readers: IDX
- * (data_idx.c), .npy (data_npy.c); the loader that batches them: loader.c. */
+/* Data sets: what every reader fills (data.h), where Fashion-MNIST's or
+ * CIFAR's files are found, and what a data set says of itself. The readers:
+ * IDX (data_idx.c), .npy (data_npy.c), CIFAR's binary batches (data_cifar.c);
+ * the loader that batches them: loader.c. */
 #include "alloc.h"
 #include "data.h"
 #include "env.h"
@@ -55,14 +56,11 @@ clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, cons
     if (limit < 0)
         FAIL(CLNET_ERR_INVALID_ARGUMENT,
              "clnet_dataset_load_first: limit %ld: want 0 (all) or more", limit);
-    const char *prefix;
-    if (strcmp(split, "train") == 0)
-        prefix = "train";
-    else if (strcmp(split, "test") == 0)
-        prefix = "t10k";
-    else
+    int train = strcmp(split, "train") == 0;
+    if (!train && strcmp(split, "test") != 0)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "unknown data set split '%s' (want \"train\" or \"test\")",
              split);
+    const char *prefix = train ? "train" : "t10k";
     if (!dir) {
         TRY(clnet_env_read(&env));
         dir = env.data_dir && *env.data_dir ? env.data_dir : CLNET_DEFAULT_DATA_DIR;
@@ -74,12 +72,23 @@ clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, cons
     struct stat st;
     if (stat(dir, &st) != 0) FAIL(CLNET_ERR_IO, "data folder %s: %s%s", dir, strerror(errno), hint);
     if (!S_ISDIR(st.st_mode)) FAIL(CLNET_ERR_IO, "data folder %s is not a folder%s", dir, hint);
-    char name[64];
+    int limit_int = limit < INT_MAX ? (int)limit : 0;
+    int cifar = clnet_cifar_version(dir);
+    if (cifar) {
+        TRY(clnet_dataset_load_cifar(out, dir, cifar, train, limit_int));
+        goto cleanup;
+    }
+    char name[64], images_hint[512];
+    /* A folder without the images holds no layout of ours: name them all. */
+    snprintf(images_hint, sizeof images_hint,
+             "; nor CIFAR-10's binary files (data_batch_1.bin ... data_batch_5.bin, "
+             "test_batch.bin) nor CIFAR-100's (train.bin, test.bin)%s",
+             hint);
     snprintf(name, sizeof name, "%s-images-idx3-ubyte", prefix);
-    TRY(find_data_file(dir, name, hint, &images));
+    TRY(find_data_file(dir, name, images_hint, &images));
     snprintf(name, sizeof name, "%s-labels-idx1-ubyte", prefix);
     TRY(find_data_file(dir, name, hint, &labels));
-    TRY(clnet_dataset_load_idx_first(out, images, labels, limit < INT_MAX ? (int)limit : 0));
+    TRY(clnet_dataset_load_idx_first(out, images, labels, limit_int));
 cleanup:
     free(images);
     free(labels);
@@ -99,6 +108,10 @@ void clnet_dataset_shape(const clnet_dataset *ds, int *channels, int *height, in
 
 int clnet_dataset_classes(const clnet_dataset *ds) {
     return ds ? ds->classes : 0;
+}
+
+const char *clnet_dataset_class_name(const clnet_dataset *ds, int k) {
+    return ds && ds->class_names && k >= 0 && k < ds->classes ? ds->class_names[k] : NULL;
 }
 
 clnet_status clnet_dataset_truncate(clnet_dataset *ds, int n) {
@@ -160,5 +173,7 @@ void clnet_dataset_free(clnet_dataset *ds) {
     free(ds->floats);
     free(ds->labels);
     free(ds->targets);
+    for (int k = 0; ds->class_names && k < ds->classes; k++) free(ds->class_names[k]);
+    free(ds->class_names);
     free(ds);
 }

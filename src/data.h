@@ -1,5 +1,5 @@
 /* Private parts of the data sets and the loader: a data set's fields (data.c,
- * data_idx.c, data_npy.c fill them; loader.c reads them), and a hook that
+ * data_idx.c, data_npy.c, data_cifar.c fill them; loader.c reads them), and a hook that
  * lets the tests make the loader's prefetch thread fail, to check that its
  * failure reaches the caller (nothing on that thread can fail on its own: its
  * memory is allocated up front). */
@@ -8,6 +8,7 @@
 
 #include "clnet.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct clnet_dataset {
@@ -16,7 +17,8 @@ struct clnet_dataset {
     int rank, dims[4];           /* a sample's shape as the file has it */
     int from_idx;                /* IDX images: they feed any input of as many values */
     int unlabelled;              /* .npy samples without labels (all 0) */
-    int classes;                 /* 1 + the largest label of the files as loaded */
+    int classes;                 /* 1 + the largest label of the files as loaded (CIFAR: 10, 100) */
+    char **class_names;          /* (classes) names, or NULL: the data has none */
     uint8_t *images;             /* (count, sample) bytes, or NULL with floats */
     float *floats;               /* (count, sample) float32 (.npy), or NULL */
     int32_t *labels;             /* (count) */
@@ -37,6 +39,18 @@ struct clnet_dataset {
 clnet_status clnet_dataset_load_idx_first(clnet_dataset **out, const char *images_path,
                                           const char *labels_path, int limit);
 
+/* 10 when dir holds CIFAR-10's binary files (data_batch_1.bin or
+ * test_batch.bin), else 100 when it holds CIFAR-100's (train.bin or
+ * test.bin), else 0 (data_cifar.c). */
+int clnet_cifar_version(const char *dir);
+
+/* The split (train 1: CIFAR-10's data_batch_1..5.bin, CIFAR-100's train.bin;
+ * 0: test_batch.bin, test.bin) of the CIFAR `version` (10 or 100) in dir, the
+ * first `limit` records (0: all), with the class names when the names file
+ * is there (batches.meta.txt, fine_label_names.txt). */
+clnet_status clnet_dataset_load_cifar(clnet_dataset **out, const char *dir, int version, int train,
+                                      int limit);
+
 /* Makes the prefetch thread fail with CLNET_ERR_INTERNAL, once, when it
  * prepares the batch that starts at (epoch, position). Set it before that
  * batch is requested: a batch already prepared ahead is not prepared again. */
@@ -52,6 +66,9 @@ int clnet_loader_peek(clnet_loader *l, clnet_batch *out, uint64_t *serial);
  * Every batch a loader prepares gets a serial no other batch of the process
  * has had: two batches with one serial hold the same samples. */
 uint64_t clnet_loader_serial(const clnet_loader *l);
+
+/* The floats of one sample of the loader's batches (after its transforms). */
+size_t clnet_loader_sample_values(const clnet_loader *l);
 
 /* 1 for images read from IDX files: they feed any model input that has as
  * many values (Fashion-MNIST read as channels=1 length=784). */

@@ -6,6 +6,7 @@
 #include "fault.h"
 #include "error.h"
 #include "random.h"
+#include "transform.h"
 
 #include <limits.h>
 #include <math.h>
@@ -84,10 +85,16 @@ static atomic_uint_least64_t serials;
 struct clnet_loader {
     const clnet_dataset *ds;
     clnet_loader_config cfg;
-    int count;           /* samples, as when the loader was made */
-    size_t sample_bytes; /* the values of a sample (C * H * W) */
+    int count;                 /* samples, as when the loader was made */
+    size_t sample_bytes;       /* the values of a data set's sample (C * H * W) */
+    int transformed;           /* cfg.transforms change the samples */
+    int out_height, out_width; /* a sample's image after the transforms */
+    size_t out_values;         /* the values of a batch's sample (C * out_height * out_width) */
     int batches_per_epoch;
-    float normalised[256]; /* byte -> (byte / 255 - mean) / std */
+    int channels;          /* the samples' channels, each normalised with its own table */
+    float *mean, *std;     /* (channels): cfg's channel_mean, or mean for every channel */
+    float *normalised;     /* (channels, 256): byte -> (byte / 255 - mean) / std */
+    float *unit, *scratch; /* the prefetch thread's: a sample in [0, 1], its resize */
     batch_buffer buffers[2];
 
     /* The caller's side (only clnet_loader_* calls touch these). */
@@ -131,16 +138,56 @@ static cursor settle(const clnet_loader *l, cursor c) {
     return c;
 }
 
-/* dst (sample_bytes) = sample `sample`, normalised: (x - mean) / std. */
+/* dst (sample_bytes) = sample `sample`, normalised: (x - mean) / std, channel by channel. */
 static void normalise_sample(const clnet_loader *l, int32_t sample, float *dst) {
-    size_t from = (size_t)sample * l->sample_bytes;
-    const float *floats = l->ds->floats, mean = l->cfg.mean, std = l->cfg.std;
-    if (l->ds->images) { /* bytes: through the table */
-        const uint8_t *images = l->ds->images + from;
-        for (size_t j = 0; j < l->sample_bytes; j++) dst[j] = l->normalised[images[j]];
-    } else { /* float32 from .npy: as they are, then the mean and std */
-        for (size_t j = 0; j < l->sample_bytes; j++) dst[j] = (floats[from + j] - mean) / std;
+    size_t from = (size_t)sample * l->sample_bytes, plane = l->sample_bytes / (size_t)l->channels;
+    for (int c = 0; c < l->channels; c++) {
+        float *out = dst + (size_t)c * plane;
+        size_t at = from + (size_t)c * plane;
+        if (l->ds->images) { /* bytes: through the table */
+            const uint8_t *images = l->ds->images + at;
+            const float *table = l->normalised + 256 * c;
+            for (size_t j = 0; j < plane; j++) out[j] = table[images[j]];
+        } else { /* float32 from .npy: as they are, then the mean and std */
+            const float *floats = l->ds->floats + at, mean = l->mean[c], std = l->std[c];
+            for (size_t j = 0; j < plane; j++) out[j] = (floats[j] - mean) / std;
+        }
     }
+}
+
+/* dst (out_values) = sample `sample` of epoch `epoch` transformed, then normalised. */
+static void transform_sample(clnet_loader *l, int epoch, int32_t sample, float *dst) {
+    const clnet_dataset *ds = l->ds;
+    size_t from = (size_t)sample * l->sample_bytes;
+    if (ds->images)
+        for (size_t j = 0; j < l->sample_bytes; j++)
+            l->unit[j] = (float)ds->images[from + j] / 255.0f;
+    else
+        memcpy(l->unit, ds->floats + from, l->sample_bytes * sizeof(float));
+    clnet_transform_draw d =
+        clnet_transforms_draw(&l->cfg.transforms, epoch, sample, ds->height, ds->width);
+    clnet_transforms_apply(&l->cfg.transforms, &d, l->unit, l->channels, ds->height, ds->width,
+                           l->scratch, dst);
+    size_t plane = l->out_values / (size_t)l->channels;
+    for (int c = 0; c < l->channels; c++) {
+        float *out = dst + (size_t)c * plane, mean = l->mean[c], std = l->std[c];
+        for (size_t j = 0; j < plane; j++) out[j] = (out[j] - mean) / std;
+    }
+}
+
+/* Adds the noise of sample `sample` to dst: noise * z in [0, 1] terms, (noise / std) * z
+ * after channel c's normalisation. */
+static void noise_sample(const clnet_loader *l, int epoch, int32_t sample, float *dst) {
+    uint64_t key = noise_key(l->cfg.noise_seed, epoch, sample);
+    if (l->channels == 1 || l->cfg.norm_channels == 0) {
+        add_noise(dst, l->out_values, key, l->cfg.noise / l->std[0]);
+        return;
+    }
+    size_t plane = l->out_values / (size_t)l->channels;
+    for (size_t j = 0; j < l->out_values; j++) l->scratch[j] = 0.0f;
+    add_noise(l->scratch, l->out_values, key, 1.0f);
+    for (size_t j = 0; j < l->out_values; j++)
+        dst[j] += (l->cfg.noise / l->std[j / plane]) * l->scratch[j];
 }
 
 /* Gathers the samples at positions [at, at + n) of the epoch's order and
@@ -160,18 +207,19 @@ static clnet_status prepare_batch(clnet_loader *l, cursor at, int buffer, int fa
     int n = left < l->cfg.batch ? (int)left : l->cfg.batch;
     batch_buffer *b = &l->buffers[buffer];
     size_t T = (size_t)l->ds->target_size;
-    /* noise x + noise * z is (x - mean) / std + (noise / std) * z after normalisation */
-    float scale = l->cfg.noise / l->cfg.std;
     for (int i = 0; i < n; i++) {
         int32_t sample = l->order[at.position + i];
-        float *dst = b->images + (size_t)i * l->sample_bytes; /* (C, H, W) */
-        normalise_sample(l, sample, dst);
+        float *dst = b->images + (size_t)i * l->out_values; /* (C, H, W) */
+        if (l->transformed)
+            transform_sample(l, at.epoch, sample, dst);
+        else
+            normalise_sample(l, sample, dst);
         if (l->ds->samples_as_targets) /* the clean sample, before its noise */
             memcpy(b->targets + (size_t)i * T, dst, T * sizeof(float));
         else if (T)
             memcpy(b->targets + (size_t)i * T, l->ds->targets + (size_t)sample * T, T * 4);
-        if (l->cfg.noise > 0)
-            add_noise(dst, l->sample_bytes, noise_key(l->cfg.noise_seed, at.epoch, sample), scale);
+        /* noise: x + noise * z is (x - mean) / std + (noise / std) * z after normalisation */
+        if (l->cfg.noise > 0) noise_sample(l, at.epoch, sample, dst);
         b->labels[i] = l->ds->labels[sample];
     }
     *out = (clnet_batch){.images = b->images,
@@ -230,6 +278,65 @@ static void discard_result(clnet_loader *l) {
     l->result_error = (clnet_error_slot){0};
 }
 
+/* The per-channel normalisation of cfg, checked against ds. */
+static clnet_status check_normalisation(const clnet_dataset *ds, const clnet_loader_config *cfg) {
+    if (cfg->norm_channels == 0) return CLNET_OK;
+    if (cfg->norm_channels != ds->channels || cfg->norm_channels > CLNET_MAX_NORM_CHANNELS)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_loader_create: a normalisation of %d channels for samples of %d "
+                          "(at most %d channels a normalisation)",
+                          cfg->norm_channels, ds->channels, CLNET_MAX_NORM_CHANNELS);
+    for (int c = 0; c < cfg->norm_channels; c++)
+        if (!isfinite(cfg->channel_mean[c]) || !isfinite(cfg->channel_std[c]) ||
+            cfg->channel_std[c] == 0.0f)
+            return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                              "clnet_loader_create: channel %d's mean %g and std %g must be "
+                              "finite and std not 0",
+                              c, (double)cfg->channel_mean[c], (double)cfg->channel_std[c]);
+    return CLNET_OK;
+}
+
+/* Transforms apply to images, (H, W) or (C, H, W) samples, without targets of their own. */
+static clnet_status check_transforms(const clnet_dataset *ds, const clnet_transforms *t) {
+    if (clnet_transforms_none(t)) return CLNET_OK;
+    if (ds->rank != 2 && ds->rank != 3)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_loader_create: image transforms take samples of (H, W) or (C, "
+                          "H, W), not of %d dimensions",
+                          ds->rank);
+    if (ds->target_size)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_loader_create: image transforms with %s: the targets would not "
+                          "move with the images (not built)",
+                          ds->samples_as_targets ? "the samples as targets" : "targets");
+    return clnet_transforms_check(t, ds->height, ds->width, "clnet_loader_create");
+}
+
+/* Each channel's mean, std and byte table, and the prefetch thread's scratch. */
+static clnet_status make_tables(clnet_loader *l) {
+    const clnet_loader_config *cfg = &l->cfg;
+    const clnet_dataset *ds = l->ds;
+    l->channels = ds->channels > 0 ? ds->channels : 1;
+    l->mean = clnet_malloc((size_t)l->channels * sizeof *l->mean);
+    l->std = clnet_malloc((size_t)l->channels * sizeof *l->std);
+    l->normalised = clnet_malloc((size_t)l->channels * 256 * sizeof *l->normalised);
+    if (!l->mean || !l->std || !l->normalised)
+        return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a loader's tables");
+    for (int c = 0; c < l->channels; c++) {
+        l->mean[c] = cfg->norm_channels ? cfg->channel_mean[c] : cfg->mean;
+        l->std[c] = cfg->norm_channels ? cfg->channel_std[c] : cfg->std;
+        for (int b = 0; b < 256; b++)
+            l->normalised[256 * c + b] = ((float)b / 255.0f - l->mean[c]) / l->std[c];
+    }
+    size_t scratch = clnet_transforms_scratch(&cfg->transforms, l->channels, ds->height, ds->width);
+    if (scratch < l->out_values) scratch = l->out_values; /* the noise's z, per channel */
+    l->scratch = clnet_malloc(scratch * sizeof *l->scratch);
+    l->unit = l->transformed ? clnet_malloc(l->sample_bytes * sizeof *l->unit) : NULL;
+    if (!l->scratch || (l->transformed && !l->unit))
+        return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a loader's scratch");
+    return CLNET_OK;
+}
+
 clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
                                  const clnet_loader_config *cfg) {
     clnet_status status = CLNET_OK;
@@ -254,6 +361,9 @@ clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
              "batch in an epoch",
              cfg->batch, ds->count);
 
+    TRY(check_normalisation(ds, cfg));
+    TRY(check_transforms(ds, &cfg->transforms));
+
     l = clnet_calloc(1, sizeof *l);
     if (!l) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a loader");
     l->ds = ds;
@@ -262,16 +372,20 @@ clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
     l->cfg.drop_last = cfg->drop_last != 0;
     l->count = ds->count;
     l->sample_bytes = (size_t)ds->channels * (size_t)ds->height * (size_t)ds->width;
+    l->transformed = !clnet_transforms_none(&cfg->transforms);
+    clnet_transforms_out_size(&cfg->transforms, ds->height, ds->width, &l->out_height,
+                              &l->out_width);
+    l->out_values = (size_t)ds->channels * (size_t)l->out_height * (size_t)l->out_width;
     int64_t per_epoch = l->cfg.drop_last ? (int64_t)l->count / l->cfg.batch
                                          : ((int64_t)l->count + l->cfg.batch - 1) / l->cfg.batch;
     l->batches_per_epoch = (int)per_epoch;
-    for (int b = 0; b < 256; b++) l->normalised[b] = ((float)b / 255.0f - cfg->mean) / cfg->std;
+    TRY(make_tables(l));
     l->held = -1;
     l->order_epoch = -1;
 
     size_t samples = (size_t)(cfg->batch < l->count ? cfg->batch : l->count);
     for (int i = 0; i < 2; i++) {
-        l->buffers[i].images = clnet_malloc(samples * l->sample_bytes * sizeof(float));
+        l->buffers[i].images = clnet_malloc(samples * l->out_values * sizeof(float));
         l->buffers[i].labels = clnet_malloc(samples * sizeof(int32_t));
         size_t T = (size_t)ds->target_size;
         if (T) l->buffers[i].targets = clnet_malloc(samples * T * sizeof(float));
@@ -389,5 +503,37 @@ void clnet_loader_free(clnet_loader *l) {
         free(l->buffers[i].targets);
     }
     free(l->order);
+    free(l->mean);
+    free(l->std);
+    free(l->normalised);
+    free(l->unit);
+    free(l->scratch);
     free(l);
+}
+
+void clnet_loader_shape(const clnet_loader *l, int *channels, int *height, int *width) {
+    if (channels) *channels = l ? l->ds->channels : 0;
+    if (height) *height = l ? l->out_height : 0;
+    if (width) *width = l ? l->out_width : 0;
+}
+
+size_t clnet_loader_sample_values(const clnet_loader *l) {
+    return l ? l->out_values : 0;
+}
+
+clnet_status clnet_dataset_transformed_shape(const clnet_dataset *ds, const clnet_transforms *t,
+                                             int *channels, int *height, int *width) {
+    if (!ds)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_dataset_transformed_shape: ds is NULL");
+    int c = ds->channels, h = ds->height, w = ds->width;
+    if (t) {
+        clnet_status s = check_transforms(ds, t);
+        if (s != CLNET_OK) return s;
+        clnet_transforms_out_size(t, ds->height, ds->width, &h, &w);
+    }
+    if (channels) *channels = c;
+    if (height) *height = h;
+    if (width) *width = w;
+    return CLNET_OK;
 }

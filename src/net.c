@@ -396,6 +396,7 @@ clnet_status clnet_net_train_loader_step(clnet_net *net, clnet_loader *loader, c
     clnet_status status = CLNET_OK;
     TRY(clnet_net_need_bound(net, loader, "clnet_net_train_loader_step"));
     if (!batch) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_train_loader_step: batch is NULL");
+    TRY(clnet_net_check_loader(net, loader, "clnet_net_train_loader_step"));
     TRY(clnet_loader_next(loader, batch));
     clnet_step_feed feed = {
         .next = loader_ahead, .arg = loader, .current = clnet_loader_serial(loader)};
@@ -408,6 +409,7 @@ clnet_status clnet_net_train_async(clnet_net *net, clnet_loader *loader, int upd
                                    clnet_step_result *out) {
     clnet_status status = CLNET_OK;
     TRY(clnet_net_need_bound(net, loader, "clnet_net_train_async"));
+    TRY(clnet_net_check_loader(net, loader, "clnet_net_train_async"));
     if (updates < 0 || staleness < 0)
         FAIL(CLNET_ERR_INVALID_ARGUMENT, "updates and staleness must be >= 0");
     if (clnet_model_target_size(&net->model))
@@ -533,7 +535,11 @@ clnet_status clnet_net_evaluate_with(clnet_net *net, const clnet_dataset *ds,
     cfg.seed = 0;
     cfg.shuffle = 0;
     cfg.drop_last = 0;
+    cfg.transforms.resized_crop_min = 0; /* evaluation: the resize and center crop alone */
+    cfg.transforms.pad = 0;
+    cfg.transforms.flip = 0;
     TRY(clnet_loader_create(&loader, ds, &cfg));
+    TRY(clnet_net_check_loader(net, loader, "clnet_net_evaluate"));
     TRY(clnet_broadcast_folded(net->trainer, &net->model));
     double loss = 0;
     int correct = 0, seen = 0;

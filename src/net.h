@@ -24,6 +24,8 @@ struct clnet_net {
  * public call `what` in its message. */
 
 /* net and data not NULL, and the net bound. */
+/* CLNET_ERR_INVALID_ARGUMENT, naming what, when l's samples are not the net's input size. */
+clnet_status clnet_net_check_loader(const clnet_net *net, const clnet_loader *l, const char *what);
 clnet_status clnet_net_need_bound(const clnet_net *net, const void *data, const char *what);
 /* A classifier per position: it reads the class of each position from the
  * data's targets, as floats (clnet_model_target_size). */

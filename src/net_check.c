@@ -10,6 +10,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+clnet_status clnet_net_check_loader(const clnet_net *net, const clnet_loader *l, const char *what) {
+    size_t want = clnet_shape_size(net->model.input), have = clnet_loader_sample_values(l);
+    if (want == have) return CLNET_OK;
+    int c, h, w;
+    clnet_loader_shape(l, &c, &h, &w);
+    return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                      "%s: the net takes inputs of %zu values, the loader's samples are %dx%dx%d "
+                      "(%zu)",
+                      what, want, c, h, w, have);
+}
+
 clnet_status clnet_net_need_bound(const clnet_net *net, const void *data, const char *what) {
     if (!net || !data) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "%s: NULL argument", what);
     if (!net->trainer)
@@ -165,12 +176,25 @@ static int targets_fit(const clnet_net *net, const clnet_dataset *ds, char *why,
 }
 
 int clnet_net_accepts(const clnet_net *net, const clnet_dataset *ds, char *why, size_t cap) {
+    return clnet_net_accepts_with(net, ds, NULL, why, cap);
+}
+
+int clnet_net_accepts_with(const clnet_net *net, const clnet_dataset *ds, const clnet_transforms *t,
+                           char *why, size_t cap) {
     int want[4], have[4];
     if (!net || !ds) {
         if (why && cap) snprintf(why, cap, "no net or no data set");
         return 0;
     }
     int wrank = clnet_net_input_rank(net, want), hrank = clnet_dataset_dims(ds, have);
+    if (t && hrank >= 2) { /* the images' last two sides as the transforms leave them */
+        int c;
+        if (clnet_dataset_transformed_shape(ds, t, &c, &have[hrank - 2], &have[hrank - 1]) !=
+            CLNET_OK) {
+            if (why && cap) snprintf(why, cap, "%s", clnet_last_error());
+            return 0;
+        }
+    }
     long wsize = 1, hsize = 1;
     for (int i = 0; i < wrank; i++) wsize *= want[i];
     for (int i = 0; i < hrank; i++) hsize *= have[i];

@@ -332,6 +332,34 @@ END
      ! grep -q accuracy "$work/ae.svg"; then
     ok "an autoencoder reports losses alone; its test loss falls from ${before#test_loss=} to ${after#test_loss=}"
   else bad "autoencoder (rc $rc)" "$out" "before: $before" "after: $after" "$(cat "$work/ae.err")"; fi
+
+  # 4c. image transforms: --augment changes the training, resumes bitwise, and --resize feeds a
+  # model of another size (tests/test_transform.c checks the pixels against PyTorch)
+  aug=(train "$models/lenet.cfg" "${quick[@]}" --epochs 2 --lr 0.05 --no-eval --seed 3)
+  "$clnet" "${aug[@]}" --steps 8 --save "$work/plain.safetensors" >/dev/null 2>&1
+  "$clnet" "${aug[@]}" --augment crop=3,flip --steps 8 --save "$work/aug.safetensors" >/dev/null 2>&1
+  "$clnet" "${aug[@]}" --augment crop=3,flip --steps 3 --save "$work/aug3.safetensors" >/dev/null 2>&1
+  "$clnet" "${aug[@]}" --steps 8 --resume "$work/aug3.safetensors" --save "$work/aug8.safetensors" >/dev/null 2>&1
+  if [ -s "$work/aug.safetensors" ] && ! cmp -s "$work/plain.safetensors" "$work/aug.safetensors" &&
+     cmp -s "$work/aug.safetensors" "$work/aug8.safetensors"; then
+    ok "--augment crop=3,flip changes the training and resumes bitwise (the checkpoint keeps it)"
+  else bad "--augment and its resume"; fi
+  printf 'input channels=1 height=40 width=36\nconv2d filters=4 size=5 stride=2\nrelu\nglobal_avgpool\nlinear units=10\nsoftmax_cross_entropy\n' >"$work/r.cfg"
+  expect_error "a model of another size than the images suggests --resize" "(--resize 40x36 resizes them)" \
+    "$clnet" train "$work/r.cfg" "${quick[@]}" --steps 1
+  out=$("$clnet" train "$work/r.cfg" "${quick[@]}" --steps 4 --resize 44x40 --center-crop 40x36 \
+        --augment resized-crop=0.3,flip --save "$work/r.safetensors" 2>&1 | tail -n1)
+  acc=$("$clnet" eval "$work/r.cfg" --weights "$work/r.safetensors" --resize 44x40 --center-crop 40x36 \
+        --test-limit 256 --batch 64 | tail -n1)
+  if [ "$acc" = "test_accuracy=$(sed -n 's/.*test_accuracy=\([0-9.]*\).*/\1/p' <<<"$out")" ]; then
+    ok "--resize and --center-crop feed a 40x36 model; eval with them agrees ($acc)"
+  else bad "--resize" "$out" "$acc"; fi
+  for bad_augment in "twist" "crop=-1" "resized-crop=2"; do
+    "$clnet" train "$work/r.cfg" --resize 40x36 --augment "$bad_augment" --steps 1 >/dev/null 2>&1
+    rc=$?
+    if [ $rc -eq 2 ]; then ok "--augment $bad_augment is refused with exit 2"
+    else bad "--augment $bad_augment (rc $rc)"; fi
+  done
 fi
 
 if part extended; then

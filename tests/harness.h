@@ -77,6 +77,9 @@ const char *test_warnings(void);
 /* A fresh empty folder for a test (out gets its path), inside one folder
  * per run that test_run_suite removes when the suite is done. */
 void test_make_dir(char *out, size_t cap);
+/* A whole file read into malloc'ed memory (*len its bytes), or written; they assert. */
+unsigned char *test_read_file(const char *path, size_t *len);
+void test_write_file(const char *path, const void *bytes, size_t n);
 /* Removes a file or a folder with everything in it. */
 void test_remove_tree(const char *path);
 

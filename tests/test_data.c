@@ -1,5 +1,6 @@
 /* The data module, no OpenCL device needed: IDX files written here (gzip and
- * raw) read back exactly, every kind of bad file is caught and named, and the
+ * raw) and CIFAR-10 and CIFAR-100 binary folders read back exactly, every kind
+ * of bad file is caught and named, and the
  * loader covers each sample once per epoch, shuffles as a pure function of
  * (seed, epoch), seeks exactly, normalises, and prefetches deterministically.
  * The real Fashion-MNIST is loaded and timed in a case of its own, which is
@@ -488,6 +489,20 @@ END_TEST
 
 /* ---- loading a folder --------------------------------------------------------- */
 
+/* clnet_dataset_load(out, NULL, "test") with $CLNET_DATA_DIR naming dir, then put back. */
+static clnet_status load_through_the_environment(clnet_dataset **out) {
+    const char *old = getenv("CLNET_DATA_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("CLNET_DATA_DIR", dir, 1);
+    clnet_status s = clnet_dataset_load(out, NULL, "test");
+    if (saved)
+        setenv("CLNET_DATA_DIR", saved, 1);
+    else
+        unsetenv("CLNET_DATA_DIR");
+    free(saved);
+    return s;
+}
+
 START_TEST(dataset_load_reads_both_splits_gz_or_raw_from_a_folder_or_the_environment) {
     make_dir();
     /* train: gzip beside a raw file of another size (the .gz wins); test: raw. */
@@ -505,16 +520,8 @@ START_TEST(dataset_load_reads_both_splits_gz_or_raw_from_a_folder_or_the_environ
     clnet_dataset_free(test);
 
     /* NULL: $CLNET_DATA_DIR. */
-    const char *old = getenv("CLNET_DATA_DIR");
-    char *saved = old ? strdup(old) : NULL;
-    setenv("CLNET_DATA_DIR", dir, 1);
     test = NULL;
-    clnet_status s = clnet_dataset_load(&test, NULL, "test");
-    if (saved)
-        setenv("CLNET_DATA_DIR", saved, 1);
-    else
-        unsetenv("CLNET_DATA_DIR");
-    free(saved);
+    clnet_status s = load_through_the_environment(&test);
     ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
     ck_assert_int_eq(clnet_dataset_count(test), 31);
     clnet_dataset_free(test);
@@ -605,6 +612,334 @@ START_TEST(dataset_load_names_a_missing_folder_or_file) {
         expect_load_failure(CLNET_DEFAULT_DATA_DIR, "train", CLNET_ERR_IO,
                             "apt-get install dataset-fashion-mnist");
     }
+}
+END_TEST
+
+/* ---- CIFAR-10 and CIFAR-100 binary folders --------------------------------------- */
+
+/* The layout, as https://www.cs.toronto.edu/~kriz/cifar.html states it for
+ * the binary versions: a file is records with no header; a record is the
+ * label byte (CIFAR-10: 0 to 9) or the coarse then the fine label byte
+ * (CIFAR-100: 0 to 19, 0 to 99), then 3072 pixel bytes: the 1024 red ones,
+ * the 1024 green, the 1024 blue, each 32 rows of 32 from the top left. The
+ * bytes below are built from that text alone, byte by byte, and each pixel
+ * is a value of (seed, sample, c, h, w) that differs between planes, rows and
+ * columns, so a swapped plane or a transposed image shows. */
+#define CIFAR_SIDE  32
+#define CIFAR_PLANE (CIFAR_SIDE * CIFAR_SIDE)
+
+static uint8_t cifar_pixel(uint32_t seed, int sample, int c, int h, int w) {
+    uint32_t x = seed * 2654435761u ^ (uint32_t)sample * 40503u ^ (uint32_t)c * 97u ^
+                 (uint32_t)h * 131u ^ (uint32_t)w * 7u;
+    x ^= x >> 13;
+    x *= 0x5bd1e995u;
+    return (uint8_t)(x ^ x >> 15);
+}
+
+/* Sample i's fine label, and its coarse one (never equal to the fine, so a
+ * reader that kept the coarse label would be seen). */
+static int cifar_label(int version, int i) {
+    return version == 10 ? (i * 7 + 3) % 10 : (i * 37 + 11) % 100;
+}
+
+static int cifar_coarse(int i) {
+    return (cifar_label(100, i) + 1) % 20;
+}
+
+/* n records of the samples first, first + 1, ... into dir/name. */
+static void write_cifar_file(const char *name, int version, uint32_t seed, int first, int n) {
+    size_t labels = version == 10 ? 1 : 2, record = labels + 3 * CIFAR_PLANE;
+    uint8_t *b = malloc((size_t)n * record + 1);
+    ck_assert_ptr_nonnull(b);
+    for (int r = 0; r < n; r++) {
+        uint8_t *rec = b + (size_t)r * record;
+        int i = first + r;
+        if (version == 100) rec[0] = (uint8_t)cifar_coarse(i);
+        rec[labels - 1] = (uint8_t)cifar_label(version, i);
+        for (int c = 0; c < 3; c++)
+            for (int h = 0; h < CIFAR_SIDE; h++)
+                for (int w = 0; w < CIFAR_SIDE; w++)
+                    rec[labels + (size_t)c * CIFAR_PLANE + (size_t)h * CIFAR_SIDE + w] =
+                        cifar_pixel(seed, i, c, h, w);
+    }
+    write_file(in_dir(name), 0, b, (size_t)n * record);
+    free(b);
+}
+
+static const char *const cifar10_names[10] = {"airplane", "automobile", "bird",  "cat",  "deer",
+                                              "dog",      "frog",       "horse", "ship", "truck"};
+static const int cifar10_batch[5] = {3, 2, 4, 1, 3}; /* records of data_batch_1 ... 5 */
+#define CIFAR10_TRAIN  13
+#define CIFAR10_TEST   5
+#define CIFAR100_TRAIN 17
+#define CIFAR100_TEST  6
+#define TRAIN_SEED     11u
+#define TEST_SEED      23u
+
+static void write_text(const char *name, const char *text) {
+    write_file(in_dir(name), 0, (const uint8_t *)text, strlen(text));
+}
+
+/* CIFAR-10's folder: the train samples 0..12 across the five batches, the
+ * test samples 0..4 of another seed, the names as the official file has them
+ * (one a line, then an empty line). */
+static void write_cifar10_folder(void) {
+    make_dir();
+    int first = 0;
+    for (int k = 0; k < 5; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "data_batch_%d.bin", k + 1);
+        write_cifar_file(name, 10, TRAIN_SEED, first, cifar10_batch[k]);
+        first += cifar10_batch[k];
+    }
+    write_cifar_file("test_batch.bin", 10, TEST_SEED, 0, CIFAR10_TEST);
+    char text[256] = "";
+    for (int k = 0; k < 10; k++) strcat(strcat(text, cifar10_names[k]), "\n");
+    write_text("batches.meta.txt", strcat(text, "\n"));
+}
+
+static void cifar100_name(int k, char *out, size_t cap) {
+    snprintf(out, cap, "fine_%02d", k);
+}
+
+/* CIFAR-100's folder; its names with Windows line ends, coarse names beside. */
+static void write_cifar100_folder(void) {
+    make_dir();
+    write_cifar_file("train.bin", 100, TRAIN_SEED, 0, CIFAR100_TRAIN);
+    write_cifar_file("test.bin", 100, TEST_SEED, 0, CIFAR100_TEST);
+    char text[2048] = "", name[32];
+    for (int k = 0; k < 100; k++) {
+        cifar100_name(k, name, sizeof name);
+        strcat(strcat(text, name), "\r\n");
+    }
+    write_text("fine_label_names.txt", text);
+    write_text("coarse_label_names.txt", "only\ntwenty\nare\nhere\n");
+}
+
+/* ds holds the samples first .. first + count - 1 of seed, in order: its
+ * shape, every pixel byte at its (c, h, w), every fine label; and the same
+ * through a loader (file order, mean 0, std 1: each byte / 255). */
+static void expect_cifar(const clnet_dataset *ds, int version, uint32_t seed, int count) {
+    ck_assert_int_eq(clnet_dataset_count(ds), count);
+    int c, h, w, dims[4];
+    clnet_dataset_shape(ds, &c, &h, &w);
+    ck_assert_int_eq(c, 3);
+    ck_assert_int_eq(h, CIFAR_SIDE);
+    ck_assert_int_eq(w, CIFAR_SIDE);
+    ck_assert_int_eq(clnet_dataset_dims(ds, dims), 3);
+    ck_assert_int_eq(dims[0], 3);
+    ck_assert_int_eq(dims[1], CIFAR_SIDE);
+    ck_assert_int_eq(dims[2], CIFAR_SIDE);
+    ck_assert_int_eq(dims[3], 0);
+    ck_assert_int_eq(clnet_dataset_classes(ds), version);
+    ck_assert_int_eq(clnet_dataset_labelled(ds), 1);
+    ck_assert_int_eq(clnet_dataset_from_idx(ds), 0);
+    size_t bad = 0;
+    for (int i = 0; i < count; i++) {
+        ck_assert_int_eq(ds->labels[i], cifar_label(version, i));
+        for (int k = 0; k < 3 * CIFAR_PLANE; k++) {
+            int ch = k / CIFAR_PLANE, y = k % CIFAR_PLANE / CIFAR_SIDE, x = k % CIFAR_SIDE;
+            if (ds->images[(size_t)i * 3 * CIFAR_PLANE + k] != cifar_pixel(seed, i, ch, y, x))
+                bad++;
+        }
+    }
+    ck_assert_msg(bad == 0, "%zu of the %d x 3072 pixel bytes differ", bad, count);
+    clnet_loader *l = make_loader(ds, count, 0, 0, 0);
+    clnet_batch b;
+    ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+    ck_assert_int_eq(b.n, count);
+    for (int i = 0; i < count; i++) {
+        ck_assert_int_eq(b.labels[i], cifar_label(version, i));
+        for (int k = 0; k < 3 * CIFAR_PLANE; k++) {
+            int ch = k / CIFAR_PLANE, y = k % CIFAR_PLANE / CIFAR_SIDE, x = k % CIFAR_SIDE;
+            if (b.images[(size_t)i * 3 * CIFAR_PLANE + k] !=
+                (float)cifar_pixel(seed, i, ch, y, x) / 255.0f)
+                bad++;
+        }
+    }
+    ck_assert_msg(bad == 0, "the loader: %zu of the %d x 3072 values differ", bad, count);
+    clnet_loader_free(l);
+}
+
+static clnet_dataset *load_ok(const char *split, long limit) {
+    clnet_dataset *ds = NULL;
+    clnet_status s = clnet_dataset_load_first(&ds, dir, split, limit);
+    ck_assert_msg(s == CLNET_OK, "%s, limit %ld: %s", split, limit, clnet_last_error());
+    return ds;
+}
+
+START_TEST(cifar10_folder_reads_back_every_pixel_label_and_name) {
+    write_cifar10_folder();
+    clnet_dataset *train = load_ok("train", 0), *test = NULL;
+    expect_cifar(train, 10, TRAIN_SEED, CIFAR10_TRAIN);
+    for (int k = 0; k < 10; k++)
+        ck_assert_str_eq(clnet_dataset_class_name(train, k), cifar10_names[k]);
+    ck_assert_ptr_null(clnet_dataset_class_name(train, 10));
+    ck_assert_ptr_null(clnet_dataset_class_name(train, -1));
+    ck_assert_ptr_null(clnet_dataset_class_name(NULL, 0));
+    /* clnet_dataset_load, and the test split: its own file and seed */
+    ck_assert_msg(clnet_dataset_load(&test, dir, "test") == CLNET_OK, "%s", clnet_last_error());
+    expect_cifar(test, 10, TEST_SEED, CIFAR10_TEST);
+    ck_assert_str_eq(clnet_dataset_class_name(test, 9), "truck");
+    clnet_dataset_free(test);
+    /* truncating keeps the classes and their names */
+    ck_assert_int_eq(clnet_dataset_truncate(train, 2), CLNET_OK);
+    ck_assert_int_eq(clnet_dataset_classes(train), 10);
+    ck_assert_str_eq(clnet_dataset_class_name(train, 9), "truck");
+    clnet_dataset_free(train);
+    /* $CLNET_DATA_DIR finds it as it finds Fashion-MNIST */
+    test = NULL;
+    clnet_status s = load_through_the_environment(&test);
+    ck_assert_msg(s == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_dataset_count(test), CIFAR10_TEST);
+    clnet_dataset_free(test);
+    remove_dir();
+    /* IDX files have no names (synthetic_set makes a folder of its own) */
+    clnet_dataset *idx = synthetic_set(0);
+    ck_assert_ptr_null(clnet_dataset_class_name(idx, 0));
+    clnet_dataset_free(idx);
+}
+END_TEST
+
+START_TEST(cifar100_folder_reads_the_fine_labels_and_their_names) {
+    write_cifar100_folder();
+    clnet_dataset *train = load_ok("train", 0), *test = load_ok("test", 0);
+    expect_cifar(train, 100, TRAIN_SEED, CIFAR100_TRAIN);
+    expect_cifar(test, 100, TEST_SEED, CIFAR100_TEST);
+    char name[32];
+    for (int k = 0; k < 100; k++) {
+        cifar100_name(k, name, sizeof name);
+        ck_assert_str_eq(clnet_dataset_class_name(train, k), name); /* no "\r" left */
+    }
+    ck_assert_ptr_null(clnet_dataset_class_name(train, 100));
+    clnet_dataset_free(train);
+    clnet_dataset_free(test);
+    remove_dir();
+}
+END_TEST
+
+/* The first `limit` records of the split's files in order, across batch
+ * files; records past the limit are not read (a bad label there loads). */
+START_TEST(cifar_load_first_reads_the_first_records_across_batch_files) {
+    write_cifar10_folder();
+    const long limits[] = {1, 3, 4, 12, CIFAR10_TRAIN, CIFAR10_TRAIN + 5};
+    for (size_t k = 0; k < sizeof limits / sizeof *limits; k++) {
+        clnet_dataset *ds = load_ok("train", limits[k]);
+        int want = limits[k] < CIFAR10_TRAIN ? (int)limits[k] : CIFAR10_TRAIN;
+        expect_cifar(ds, 10, TRAIN_SEED, want);
+        ck_assert_int_eq(clnet_dataset_classes(ds), 10); /* the data set's, not the labels' */
+        clnet_dataset_free(ds);
+    }
+    /* a label of 10 in the first record of data_batch_5 (sample 10) */
+    write_cifar_file("data_batch_5.bin", 10, TRAIN_SEED, 10, 3);
+    FILE *f = fopen(in_dir("data_batch_5.bin"), "r+b");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fputc(10, f), 10);
+    ck_assert_int_eq(fclose(f), 0);
+    clnet_dataset *ds = load_ok("train", 10);
+    expect_cifar(ds, 10, TRAIN_SEED, 10);
+    clnet_dataset_free(ds);
+    ds = NULL;
+    ck_assert_int_eq(clnet_dataset_load_first(&ds, dir, "train", 11), CLNET_ERR_FORMAT);
+    ck_assert_ptr_null(ds);
+    remove_dir();
+}
+END_TEST
+
+/* clnet_dataset_load(dir, split) fails with want, and its message names the
+ * file (in the test's folder) and says the words. */
+static void expect_cifar_failure(const char *split, clnet_status want, const char *file,
+                                 const char *words) {
+    expect_pair_failure(clnet_dataset_load, dir, split, want, in_dir(file), words);
+}
+
+/* Cuts dir/name to its first n bytes. */
+static void cut_file(const char *name, long n) {
+    ck_assert_int_eq(truncate(in_dir(name), n), 0);
+}
+
+/* Sets byte `at` of dir/name. */
+static void set_byte(const char *name, long at, int value) {
+    FILE *f = fopen(in_dir(name), "r+b");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, at, SEEK_SET), 0);
+    ck_assert_int_eq(fputc(value, f), value);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(cifar_damaged_files_are_errors_naming_the_file) {
+    /* CIFAR-10: a batch cut 100 bytes into its second record */
+    write_cifar10_folder();
+    cut_file("data_batch_3.bin", 3073 + 100);
+    expect_cifar_failure("train", CLNET_ERR_FORMAT, "data_batch_3.bin",
+                         "truncated: 3173 bytes are 1 whole records of 3073 bytes and 100 bytes "
+                         "left over");
+    /* an empty batch */
+    cut_file("data_batch_3.bin", 0);
+    expect_cifar_failure("train", CLNET_ERR_FORMAT, "data_batch_3.bin", "empty file");
+    /* a missing batch (the others are there) */
+    remove(in_dir("data_batch_3.bin"));
+    expect_cifar_failure("train", CLNET_ERR_IO, "data_batch_3.bin", "No such file");
+    /* a test file alone is CIFAR-10 still: its train split is missing data_batch_1 */
+    for (int k = 1; k <= 5; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "data_batch_%d.bin", k);
+        remove(in_dir(name));
+    }
+    expect_cifar_failure("train", CLNET_ERR_IO, "data_batch_1.bin", "No such file");
+    /* a label of 10 in record 3 of test_batch (the byte before its pixels) */
+    set_byte("test_batch.bin", 3 * 3073, 10);
+    expect_cifar_failure("test", CLNET_ERR_FORMAT, "test_batch.bin",
+                         "record 3: label 10, want 0 to 9");
+    write_cifar_file("test_batch.bin", 10, TEST_SEED, 0, CIFAR10_TEST);
+    /* names files of 9 and 11 names, or an empty line among them */
+    write_text("batches.meta.txt", "a\nb\nc\nd\ne\nf\ng\nh\ni\n\n");
+    expect_cifar_failure("test", CLNET_ERR_FORMAT, "batches.meta.txt", "9 class names, want 10");
+    write_text("batches.meta.txt", "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\n");
+    expect_cifar_failure("test", CLNET_ERR_FORMAT, "batches.meta.txt", "11 class names, want 10");
+    write_text("batches.meta.txt", "a\nb\n\nc\nd\ne\nf\ng\nh\ni\nj\n");
+    expect_cifar_failure("test", CLNET_ERR_FORMAT, "batches.meta.txt", "line 3 is empty");
+    /* without a names file: the data loads, without names */
+    remove(in_dir("batches.meta.txt"));
+    clnet_dataset *ds = load_ok("test", 0);
+    expect_cifar(ds, 10, TEST_SEED, CIFAR10_TEST);
+    ck_assert_ptr_null(clnet_dataset_class_name(ds, 0));
+    clnet_dataset_free(ds);
+    remove_dir();
+
+    /* CIFAR-100: records of 3074 bytes; the fine label, then the coarse, out of range */
+    write_cifar100_folder();
+    cut_file("train.bin", 5 * 3074 + 3073);
+    expect_cifar_failure("train", CLNET_ERR_FORMAT, "train.bin",
+                         "5 whole records of 3074 bytes and 3073 bytes left over");
+    cut_file("train.bin", 0);
+    expect_cifar_failure("train", CLNET_ERR_FORMAT, "train.bin", "empty file");
+    remove(in_dir("train.bin"));
+    expect_cifar_failure("train", CLNET_ERR_IO, "train.bin", "No such file");
+    set_byte("test.bin", 4 * 3074 + 1, 100);
+    expect_cifar_failure("test", CLNET_ERR_FORMAT, "test.bin",
+                         "record 4: fine label 100, want 0 to 99");
+    write_cifar_file("test.bin", 100, TEST_SEED, 0, CIFAR100_TEST);
+    set_byte("test.bin", 2 * 3074, 20);
+    expect_cifar_failure("test", CLNET_ERR_FORMAT, "test.bin",
+                         "record 2: coarse label 20, want 0 to 19");
+    write_cifar_file("test.bin", 100, TEST_SEED, 0, CIFAR100_TEST);
+    write_text("fine_label_names.txt", "apple\naquarium_fish\n");
+    expect_cifar_failure("test", CLNET_ERR_FORMAT, "fine_label_names.txt",
+                         "2 class names, want 100");
+    remove_dir();
+}
+END_TEST
+
+/* A folder of no layout: the message names the files of each. */
+START_TEST(dataset_load_names_every_layout_in_a_folder_of_none) {
+    make_dir();
+    write_text("data_batch_1.txt", "not a batch\n");
+    const char *words[] = {"train-images-idx3-ubyte.gz not found", "data_batch_1.bin",
+                           "test_batch.bin", "CIFAR-100's (train.bin, test.bin)"};
+    for (size_t k = 0; k < sizeof words / sizeof *words; k++)
+        expect_load_failure(dir, "train", CLNET_ERR_IO, words[k]);
+    remove_dir();
 }
 END_TEST
 
@@ -1551,6 +1886,11 @@ int main(void) {
     tcase_add_test(t, dataset_load_reads_both_splits_gz_or_raw_from_a_folder_or_the_environment);
     tcase_add_test(t, dataset_load_first_reads_only_the_first_images);
     tcase_add_test(t, dataset_load_names_a_missing_folder_or_file);
+    tcase_add_test(t, dataset_load_names_every_layout_in_a_folder_of_none);
+    tcase_add_test(t, cifar10_folder_reads_back_every_pixel_label_and_name);
+    tcase_add_test(t, cifar100_folder_reads_the_fine_labels_and_their_names);
+    tcase_add_test(t, cifar_load_first_reads_the_first_records_across_batch_files);
+    tcase_add_test(t, cifar_damaged_files_are_errors_naming_the_file);
     tcase_add_test(t, invalid_arguments_are_rejected_with_a_message);
     tcase_add_test(t, truncate_keeps_the_first_samples_and_the_classes);
     tcase_add_test(t, loader_covers_every_sample_once_per_epoch);

@@ -17,25 +17,6 @@
 /* ---- helpers ------------------------------------------------------------------ */
 
 /* Every test works in its own folder under one temporary folder that main removes. */
-static unsigned char *read_bytes(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)n + 1);
-    ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
-
-static void write_bytes(const char *path, const void *bytes, size_t n) {
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(bytes, 1, n, f), n);
-    ck_assert_int_eq(fclose(f), 0);
-}
 
 /* A file of the given header (length field = strlen(header)) and data_bytes zero bytes. */
 static void write_raw(const char *path, const char *header, size_t data_bytes) {
@@ -43,7 +24,7 @@ static void write_raw(const char *path, const char *header, size_t data_bytes) {
     unsigned char *b = calloc(1, 8 + n + data_bytes);
     for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)n >> (8 * i));
     memcpy(b + 8, header, n);
-    write_bytes(path, b, 8 + n + data_bytes);
+    test_write_file(path, b, 8 + n + data_bytes);
     free(b);
 }
 
@@ -152,7 +133,7 @@ START_TEST(file_layout_matches_the_spec) {
     ck_assert_int_eq(clnet_st_save(path, t, 2, meta, 1), CLNET_OK);
 
     size_t len;
-    unsigned char *b = read_bytes(path, &len);
+    unsigned char *b = test_read_file(path, &len);
     const char *json = "{\"__metadata__\":{\"k\":\"v\"},"
                        "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
                        "\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[8,12]}}";
@@ -175,7 +156,7 @@ START_TEST(file_layout_matches_the_spec) {
     float one = 1.0f;
     clnet_st_tensor u[] = {{"abcdefghijkl", &one, 0, {0}, CLNET_ST_F32}};
     ck_assert_int_eq(clnet_st_save(path, u, 1, NULL, 0), CLNET_OK);
-    b = read_bytes(path, &len);
+    b = test_read_file(path, &len);
     json = "{\"abcdefghijkl\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]}}";
     ck_assert_uint_eq(strlen(json) % 8, 0);
     ck_assert_uint_eq(b[0], strlen(json));
@@ -199,7 +180,7 @@ START_TEST(names_are_json_escaped_and_read_back) {
     ck_assert_msg(clnet_st_save(path, t, 4, meta, 1) == CLNET_OK, "%s", clnet_last_error());
 
     size_t len;
-    unsigned char *b = read_bytes(path, &len);
+    unsigned char *b = test_read_file(path, &len);
     char *header = strndup((const char *)b + 8, (size_t)b[0] | (size_t)b[1] << 8);
     ck_assert_msg(strstr(header, "\"say \\\"hi\\\"\""), "%s", header);
     ck_assert_msg(strstr(header, "\"back\\\\slash\""), "%s", header);
@@ -259,7 +240,7 @@ START_TEST(failed_saves_leave_the_previous_file_intact) {
     clnet_st_tensor t[] = {{"w", small, 1, {4}, CLNET_ST_F32}};
     ck_assert_int_eq(clnet_st_save(path, t, 1, NULL, 0), CLNET_OK);
     size_t before_len;
-    unsigned char *before = read_bytes(path, &before_len);
+    unsigned char *before = test_read_file(path, &before_len);
 
     /* Into a folder that does not exist, and under a path whose parent is a regular file
      * (fails even for root). */
@@ -296,7 +277,7 @@ START_TEST(failed_saves_leave_the_previous_file_intact) {
     ck_assert_msg(strstr(clnet_last_error(), "writing"), "%s", clnet_last_error());
 
     size_t after_len;
-    unsigned char *after = read_bytes(path, &after_len);
+    unsigned char *after = test_read_file(path, &after_len);
     ck_assert_uint_eq(after_len, before_len);
     ck_assert_mem_eq(after, before, before_len);
     ck_assert_int_eq(entries_in(dir), 1);
@@ -390,7 +371,7 @@ START_TEST(truncated_files_are_refused) {
     clnet_st_meta meta[] = {{"k", "v"}};
     ck_assert_int_eq(clnet_st_save(path, t, 2, meta, 1), CLNET_OK);
     size_t len;
-    unsigned char *b = read_bytes(path, &len);
+    unsigned char *b = test_read_file(path, &len);
     size_t n = b[0] | (size_t)b[1] << 8;
     struct {
         size_t at;
@@ -403,7 +384,7 @@ START_TEST(truncated_files_are_refused) {
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         char what[64];
         snprintf(what, sizeof what, "cut at %zu of %zu", cuts[i].at, len);
-        write_bytes(cut, b, cuts[i].at);
+        test_write_file(cut, b, cuts[i].at);
         expect_format_error(cut, cuts[i].expect, what);
     }
     free(b);
@@ -429,7 +410,7 @@ START_TEST(bad_header_lengths_are_refused) {
         unsigned char b[16];
         for (int k = 0; k < 8; k++) b[k] = (unsigned char)(cases[i].n >> (8 * k));
         memcpy(b + 8, json, 8);
-        write_bytes(path, b, 16);
+        test_write_file(path, b, 16);
         expect_format_error(path, cases[i].expect, cases[i].expect);
     }
 }
@@ -648,7 +629,7 @@ START_TEST(round_trip_of_mixed_f32_and_i64_tensors) {
     /* The int64 data lies little endian where the header says: bn1.weight takes [0, 12), so
      * the counter is at [12, 20), 4 mod 8 (safetensors does not align). */
     size_t len;
-    unsigned char *b = read_bytes(path, &len);
+    unsigned char *b = test_read_file(path, &len);
     size_t n = b[0] | (size_t)b[1] << 8 | (size_t)b[2] << 16;
     char *header = strndup((const char *)b + 8, n);
     ck_assert_msg(strstr(header, "\"bn1.num_batches_tracked\":{\"dtype\":\"I64\",\"shape\":[],"
@@ -689,7 +670,7 @@ START_TEST(i64_layout_matches_python) {
     memcpy(want + 8, json, jn);
     memset(want + 8 + jn, ' ', n - jn);
     memcpy(want + 8 + n, data, sizeof data);
-    write_bytes(hand, want, 8 + n + sizeof data);
+    test_write_file(hand, want, 8 + n + sizeof data);
 
     int64_t seven = 7, vec[2] = {-1, 0x0102030405060708LL};
     float one = 1.0f;
@@ -701,7 +682,7 @@ START_TEST(i64_layout_matches_python) {
     clnet_st_meta meta[] = {{"format", "pt"}};
     ck_assert_int_eq(clnet_st_save(path, t, 3, meta, 1), CLNET_OK);
     size_t len;
-    unsigned char *b = read_bytes(path, &len);
+    unsigned char *b = test_read_file(path, &len);
     ck_assert_uint_eq(len, 8 + n + sizeof data);
     ck_assert_msg(memcmp(b, want, len) == 0, "header is '%.*s'", (int)n, (const char *)b + 8);
     free(b);

@@ -145,7 +145,13 @@ cli_parser cli_npy_files;
 
 /* 1 when ds's samples have the shape the net takes and its labels (if any) are within
  * the net's classes; else 0 after a message that names the model file. */
-int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const char *model);
+int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const clnet_transforms *t,
+                  const char *model);
+
+/* --resize N|HxW, --center-crop N|HxW and --augment flip,crop=PAD,resized-crop[=MIN] (each
+ * NULL when not given) as transforms: 0, or 2 after a message on stderr (transforms.c). */
+int cli_transforms(const char *resize, const char *center_crop, const char *augment,
+                   clnet_transforms *t);
 
 /* The seed of the noise on a test set (clnet eval, the test set of clnet train,
  * clnet predict): every run draws the same noisy test inputs. */

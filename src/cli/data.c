@@ -15,10 +15,16 @@ static int could_denoise(const clnet_net *net, const clnet_dataset *ds) {
            loss.inputs == 1 && clnet_net_outputs(net) == (size_t)c * h * w;
 }
 
-int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const char *model) {
-    char why[256];
-    if (!clnet_net_accepts(net, ds, why, sizeof why)) {
-        fprintf(stderr, "clnet: %s %s%s\n", model, why,
+int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const clnet_transforms *t,
+                  const char *model) {
+    char why[512];
+    if (!clnet_net_accepts_with(net, ds, t, why, sizeof why)) {
+        int want[4], rank = clnet_net_input_rank(net, want), dims[4];
+        char hint[64] = "";
+        if (rank >= 2 && clnet_dataset_dims(ds, dims) >= 2 && (!t || !t->resize_height))
+            snprintf(hint, sizeof hint, " (--resize %dx%d resizes them)", want[rank - 2],
+                     want[rank - 1]);
+        fprintf(stderr, "clnet: %s %s%s%s\n", model, why, hint,
                 could_denoise(net, ds) ? "; or, for a denoising autoencoder, --noise STD makes "
                                          "the clean samples the targets"
                                        : "");

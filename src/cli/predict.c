@@ -55,7 +55,7 @@ static const cli_opt predict_opts[] = {
      .arg = "DIR",
      .type = CLI_TEXT,
      .at = AT(data),
-     .help = "or an IDX data set folder (default $CLNET_DATA_DIR or\n"
+     .help = "or an IDX or CIFAR binary data set folder (default $CLNET_DATA_DIR or\n"
              "the Fashion-MNIST package's) ..."},
     {.name = "--data-npy",
      .arg = "X,Y[,TX,TY]",
@@ -219,7 +219,7 @@ static int load(prediction *p) {
     int rc = load_inputs(o, &p->ds);
     if (rc) return rc;
     if (o->noise_given && (rc = cli_noise_targets(p->net, p->ds, o->model)) != 0) return rc;
-    if (!cli_data_fits(p->net, p->ds, o->model)) return 1;
+    if (!cli_data_fits(p->net, p->ds, NULL, o->model)) return 1;
     if (o->count && o->count < clnet_dataset_count(p->ds))
         clnet_dataset_truncate(p->ds, (int)o->count);
     p->n = clnet_dataset_count(p->ds);

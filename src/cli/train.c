@@ -313,7 +313,9 @@ static int start(run *r) {
                               .mean = (float)o->mean,
                               .std = (float)o->std,
                               .noise = r->s.noise,
-                              .noise_seed = r->s.noise_seed};
+                              .noise_seed = r->s.noise_seed,
+                              .transforms = r->s.transforms};
+    lc.transforms.seed = r->data_seed;
     if (clnet_loader_create(&r->loader, r->s.train, &lc) != CLNET_OK)
         return train_fail("training data");
     r->per_epoch = clnet_loader_batches_per_epoch(r->loader);

@@ -21,7 +21,9 @@ static const cli_opt train_opts[] = {
      .arg = "DIR",
      .type = CLI_TEXT,
      .at = AT(data),
-     .help = "IDX data set folder (default $CLNET_DATA_DIR or " CLNET_DEFAULT_DATA_DIR ")"},
+     .help =
+         "IDX or CIFAR binary data set folder (default $CLNET_DATA_DIR or " CLNET_DEFAULT_DATA_DIR
+         ")"},
     DATA_NPY("train", "the training pair, then the test pair (needed unless\n"
                       "--no-eval)"),
     DATA_NPY("eval", "the test pair of X,Y,TX,TY, or the only pair"),
@@ -161,6 +163,27 @@ static const cli_opt train_opts[] = {
      .max = 1e3,
      .def = "1",
      .help = "the Y of --mean"},
+    {.name = "--resize",
+     .arg = "N|HxW",
+     .type = CLI_TEXT,
+     .at = AT(resize),
+     .help = "resize the images (bilinear, as PyTorch's interpolate\n"
+             "with align_corners=False, no antialias) to N x N or H x W"},
+    {.name = "--center-crop",
+     .arg = "N|HxW",
+     .type = CLI_TEXT,
+     .at = AT(center_crop),
+     .help = "then keep the middle N x N or H x W of each image"},
+    {.name = "--augment",
+     .arg = "LIST",
+     .type = CLI_TEXT,
+     .at = AT(augment),
+     .only = "train",
+     .help = "random transforms of the training images, keyed by\n"
+             "(seed, epoch, sample): flip (left-right, half the time),\n"
+             "crop=PAD (pad PAD pixels, crop back at random),\n"
+             "resized-crop[=MIN] (a random window of MIN (0.08) to all\n"
+             "of the area, resized to --resize's size)"},
     CLI_NOISE(train_options, "add Gaussian noise of this standard deviation to the\n"
                              "inputs (to the pixels in [0, 1], before --mean/--std);\n"
                              "the targets stay clean: a loss without target= gets\n"
@@ -377,7 +400,8 @@ static int check(train_options *o, int eval) {
         fprintf(stderr, "clnet: --nesterov needs --momentum > 0\n");
         return 2;
     }
-    return 0;
+    clnet_transforms t; /* read again once --resume has filled in what was left out */
+    return cli_transforms(o->resize, o->center_crop, o->augment, &t);
 }
 
 static int check_train(void *o) {

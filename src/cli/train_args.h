@@ -16,8 +16,9 @@ typedef struct {
     int stop_on_failure;     /* --on-device-failure: 0 continue, 1 stop */
     int optimizer, schedule; /* a clnet_optimizer, a clnet_schedule */
     int steps_given, seed_given, wd_given, log_every_given, lr_given;
-    const char *override; /* --override KEYS: settings a resume may change */
-    int argc;             /* the command's words, for which options were given */
+    const char *override;                       /* --override KEYS: settings a resume may change */
+    const char *resize, *center_crop, *augment; /* the images' transforms (transforms.c) */
+    int argc; /* the command's words, for which options were given */
     char **argv;
     char run[CLNET_RUN_CAP]; /* a resumed checkpoint's settings (train_settings.c) */
 } train_options;

@@ -70,8 +70,10 @@ int train_session_open(const train_options *o, train_session *s, int need_train)
     s->mean = o->mean;
     s->std = o->std;
     s->noise = (float)o->noise;
+    int rc = cli_transforms(o->resize, o->center_crop, o->augment, &s->transforms);
+    if (rc) return rc;
     if (clnet_net_load(&s->net, o->model) != CLNET_OK) return train_fail("model");
-    int rc = load_data(o, s, need_train);
+    rc = load_data(o, s, need_train);
     if (rc) return rc;
     if (s->train && o->train_limit && o->train_limit < clnet_dataset_count(s->train))
         clnet_dataset_truncate(s->train, (int)o->train_limit);
@@ -81,8 +83,8 @@ int train_session_open(const train_options *o, train_session *s, int need_train)
         ((s->train && (rc = cli_noise_targets(s->net, s->train, o->model)) != 0) ||
          (s->test && (rc = cli_noise_targets(s->net, s->test, o->model)) != 0)))
         return rc;
-    if ((s->train && !cli_data_fits(s->net, s->train, o->model)) ||
-        (s->test && !cli_data_fits(s->net, s->test, o->model)))
+    if ((s->train && !cli_data_fits(s->net, s->train, &s->transforms, o->model)) ||
+        (s->test && !cli_data_fits(s->net, s->test, &s->transforms, o->model)))
         return 1;
     clnet_status st = clnet_runtime_create(&s->rt, o->devices);
     if (st != CLNET_OK) {
@@ -116,7 +118,8 @@ int train_evaluate(const train_options *o, train_session *s, double *acc, double
     clnet_loader_config cfg = {.mean = (float)o->mean,
                                .std = (float)o->std,
                                .noise = (float)o->noise,
-                               .noise_seed = CLI_TEST_NOISE_SEED};
+                               .noise_seed = CLI_TEST_NOISE_SEED,
+                               .transforms = s->transforms}; /* the random ones left out */
     if (clnet_net_evaluate_with(s->net, s->test, &cfg, &r) != CLNET_OK)
         return train_fail("evaluation");
     *acc = r.answers ? (double)r.correct / r.answers : 0;

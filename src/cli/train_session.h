@@ -13,9 +13,10 @@ typedef struct {
     clnet_runtime *rt;
     clnet_net *net;
     clnet_dataset *train, *test;
-    double mean, std;    /* the images' normalisation (--mean, --std), for checkpoints */
-    float noise;         /* --noise, for checkpoints */
-    uint64_t noise_seed; /* the training noise's seed */
+    double mean, std;            /* the images' normalisation (--mean, --std), for checkpoints */
+    float noise;                 /* --noise, for checkpoints */
+    uint64_t noise_seed;         /* the training noise's seed */
+    clnet_transforms transforms; /* --resize, --center-crop, --augment (seed: the loader's) */
 } train_session;
 
 /* Joins the MPI job mpirun started, if any (a plain run starts nothing): 0, or 1 after a

@@ -20,7 +20,8 @@ static const struct {
     {"optimizer", 0}, {"lr", 1},       {"momentum", 1},    {"nesterov", 1}, {"wd", 1},
     {"beta1", 1},     {"beta2", 1},    {"eps", 1},         {"schedule", 0}, {"step-size", 0},
     {"gamma", 0},     {"batch", 0},    {"epochs", 0},      {"mean", 0},     {"std", 0},
-    {"data", 0},      {"data-npy", 0}, {"train-limit", 0},
+    {"data", 0},      {"data-npy", 0}, {"train-limit", 0}, {"resize", 0},   {"center-crop", 0},
+    {"augment", 0},
 };
 #define NSETTINGS (int)(sizeof SETTINGS / sizeof *SETTINGS)
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the fuzz targets' seed corpora, corpus/TARGET/seed-*, from real
-files: the repository's fixtures and example models, the first samples of
+files: the repository's fixtures (images too) and example models, the first samples of
 Fashion-MNIST, and a kernel-cache entry and a tuning database that clnet
 wrote (the build's test cache and doc cache).
 
@@ -55,6 +55,20 @@ def idx(samples=3):
     out("idx", "gzip", struct.pack(">I", len(gz_img)) + gz_img + gz_lab)
 
 
+def image():
+    """Every image fixture, and damaged copies of two: cut in half, a flipped byte in the data."""
+    files = sorted(glob.glob(os.path.join(ROOT, "tests/fixtures/images/*.png")) +
+                   glob.glob(os.path.join(ROOT, "tests/fixtures/images/*.jpg")))
+    for path in files:
+        out("image", os.path.basename(path), read(path))
+    for name in ("png_rgb_7x5.png", "jpg_rgb420_progressive_21x15.jpg"):
+        data = read(os.path.join(ROOT, "tests/fixtures/images", name))
+        out("image", "cut-" + name, data[:len(data) // 2])
+        flipped = bytearray(data)
+        flipped[len(data) * 2 // 3] ^= 0x5a
+        out("image", "flipped-" + name, bytes(flipped))
+
+
 def model():
     for path in sorted(glob.glob(os.path.join(ROOT, "examples/models/*.cfg"))):
         out("model", os.path.basename(path), read(path))
@@ -92,12 +106,13 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     build = sys.argv[1]
-    for target in ("safetensors", "npy", "idx", "model", "kcache", "tunedb"):
+    for target in ("safetensors", "npy", "idx", "image", "model", "kcache", "tunedb"):
         for old in glob.glob(os.path.join(HERE, "corpus", target, "seed-*")):
             os.remove(old)
     safetensors()
     npy()
     idx()
+    image()
     model()
     kcache(build)
     tunedb(build)
