@@ -184,10 +184,13 @@ static void noise_sample(const clnet_loader *l, int epoch, int32_t sample, float
         return;
     }
     size_t plane = l->out_values / (size_t)l->channels;
-    for (size_t j = 0; j < l->out_values; j++) l->scratch[j] = 0.0f;
+    memset(l->scratch, 0, l->out_values * sizeof *l->scratch); /* z, whole, then by channel */
     add_noise(l->scratch, l->out_values, key, 1.0f);
-    for (size_t j = 0; j < l->out_values; j++)
-        dst[j] += (l->cfg.noise / l->std[j / plane]) * l->scratch[j];
+    for (int c = 0; c < l->channels; c++) {
+        float scale = l->cfg.noise / l->std[c], *out = dst + (size_t)c * plane;
+        const float *z = l->scratch + (size_t)c * plane;
+        for (size_t j = 0; j < plane; j++) out[j] += scale * z[j];
+    }
 }
 
 /* Gathers the samples at positions [at, at + n) of the epoch's order and

@@ -188,8 +188,7 @@ int clnet_net_accepts_with(const clnet_net *net, const clnet_dataset *ds, const 
     }
     int wrank = clnet_net_input_rank(net, want), hrank = clnet_dataset_dims(ds, have);
     if (t && hrank >= 2) { /* the images' last two sides as the transforms leave them */
-        int c;
-        if (clnet_dataset_transformed_shape(ds, t, &c, &have[hrank - 2], &have[hrank - 1]) !=
+        if (clnet_dataset_transformed_shape(ds, t, NULL, &have[hrank - 2], &have[hrank - 1]) !=
             CLNET_OK) {
             if (why && cap) snprintf(why, cap, "%s", clnet_last_error());
             return 0;

@@ -6,6 +6,7 @@
 #include "harness.h"
 #include "image.h"
 #include "npy.h"
+#include "random.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -395,19 +396,25 @@ START_TEST(folders_and_missing_files_are_io_errors) {
 }
 END_TEST
 
+/* 50 files of `size` bytes that begin with `magic` and go on with random bytes, each refused
+ * as a format error whose message holds `expect`. */
+static void refuse_garbage_after(const char *magic, size_t magic_len, size_t size, uint64_t seed,
+                                 const char *name, const char *expect) {
+    unsigned char b[512];
+    ck_assert_uint_le(size, sizeof b);
+    memcpy(b, magic, magic_len);
+    clnet_xoshiro r = clnet_xoshiro_from(seed);
+    for (int k = 0; k < 50; k++) {
+        for (size_t i = magic_len; i < size; i++)
+            b[i] = (unsigned char)(clnet_xoshiro_next(&r) >> 56);
+        expect_refused(name, b, size, CLNET_ERR_FORMAT, expect);
+    }
+}
+
 /* A PNG signature followed by garbage, a valid header followed by garbage, a damaged data chunk:
  * each a libpng error, passed on with libpng's words. */
 START_TEST(pngs_that_go_bad_after_their_signature_are_refused) {
-    unsigned char b[200];
-    memcpy(b, "\x89PNG\r\n\x1a\n", 8);
-    uint64_t x = 0x9e3779b97f4a7c15ull;
-    for (int seed = 0; seed < 50; seed++) {
-        for (size_t i = 8; i < sizeof b; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            b[i] = (unsigned char)x;
-        }
-        expect_refused("garbage.png", b, sizeof b, CLNET_ERR_FORMAT, "PNG");
-    }
+    refuse_garbage_after("\x89PNG\r\n\x1a\n", 8, 200, 0x9e3779b97f4a7c15ull, "garbage.png", "PNG");
     size_t n = 0;
     unsigned char *p = make_png(5, 4, 2, 200, &n);
     memset(p + 33, 0xa5, n - 33); /* after IHDR */
@@ -422,16 +429,7 @@ START_TEST(pngs_that_go_bad_after_their_signature_are_refused) {
 END_TEST
 
 START_TEST(jpegs_that_go_bad_are_refused) {
-    unsigned char b[300];
-    memcpy(b, "\xff\xd8\xff", 3);
-    uint64_t x = 0x2545f4914f6cdd1dull;
-    for (int seed = 0; seed < 50; seed++) {
-        for (size_t i = 3; i < sizeof b; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            b[i] = (unsigned char)x;
-        }
-        expect_refused("garbage.jpg", b, sizeof b, CLNET_ERR_FORMAT, "JPEG");
-    }
+    refuse_garbage_after("\xff\xd8\xff", 3, 300, 0x2545f4914f6cdd1dull, "garbage.jpg", "JPEG");
     /* a scan's data stopped short by the end marker: libjpeg would fill the rest with gray */
     size_t n = 0;
     unsigned char *j = test_read_file(fixture("jpg_rgb420_33x17.jpg"), &n);

@@ -158,6 +158,27 @@ START_TEST(loader_resizes_and_normalises_per_channel_as_pytorch) {
         ck_assert_msg(b.images[j] == expect, "value %zu: %g, want %g", j, b.images[j], expect);
     }
     clnet_loader_free(l);
+
+    /* With noise, each channel's z is scaled by its own std: (x + noise z - m_c) / s_c, the
+     * noisy values of a loader without normalisation normalised afterwards. */
+    clnet_loader_config plain = {.batch = 1, .mean = 0, .std = 1, .noise = 0.1f, .noise_seed = 4};
+    clnet_loader *p = NULL;
+    cfg.noise = 0.1f, cfg.noise_seed = 4, cfg.batch = 1;
+    ck_assert_int_eq(clnet_loader_create(&l, ds, &cfg), CLNET_OK);
+    ck_assert_int_eq(clnet_loader_create(&p, ds, &plain), CLNET_OK);
+    clnet_batch pb;
+    ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+    ck_assert_int_eq(clnet_loader_next(p, &pb), CLNET_OK);
+    worst = 0;
+    for (size_t j = 0; j < 3 * 13 * 17; j++) {
+        int ch = (int)(j / (13 * 17));
+        worst = fmax(worst, fabs(b.images[j] - (pb.images[j] - mean[ch]) / std[ch]));
+    }
+    printf("per-channel noise: largest difference from the plain loader's, normalised %.3g\n",
+           worst);
+    ck_assert_msg(worst <= 1e-5, "%g", worst);
+    clnet_loader_free(l);
+    clnet_loader_free(p);
     clnet_dataset_free(ds);
     clnet_npy_free(&want);
     clnet_npy_free(&image);

@@ -27,7 +27,6 @@ static int read_augment(const char *item, clnet_transforms *t) {
     const char *value = strchr(item, '=');
     size_t key = value ? (size_t)(value - item) : strlen(item);
     double d = 0;
-    char name[64];
     if (key == 4 && strncmp(item, "flip", 4) == 0 && !value) {
         t->flip = 1;
         return 0;
@@ -39,8 +38,7 @@ static int read_augment(const char *item, clnet_transforms *t) {
         return 0;
     }
     if (key == 12 && strncmp(item, "resized-crop", 12) == 0) {
-        snprintf(name, sizeof name, "--augment resized-crop");
-        if (value && !cli_float(name, value + 1, 1e-6, 1, &d)) return 2;
+        if (value && !cli_float("--augment resized-crop", value + 1, 1e-6, 1, &d)) return 2;
         t->resized_crop_min = value ? (float)d : 0.08f; /* torchvision's default scale */
         return 0;
     }
