@@ -83,12 +83,8 @@ profile_one() { # the wall time of the timed steps beside the kernels' time, and
 }
 
 profile() {
-  local dir
-  dir=$(mktemp -d /tmp/clnet-gpu-XXXXXX)
   profile_one resnet18 || return 1
-  "$TORCH_PYTHON" bench/resize_fashion_mnist.py "$dir" --train 1536 || return 1
-  profile_one resnet18_96 --data-npy "$dir/x_train.npy,$dir/y_train.npy" || return 1
-  rm -rf "$dir"
+  profile_one resnet18_96 --resize 96 --train-limit 1536 || return 1
 }
 
 layers() {

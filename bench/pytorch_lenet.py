@@ -241,6 +241,10 @@ def main():
                    "the final line's images_per_s")
     p.add_argument("--test-limit", type=positive_int, default=None,
                    help="use only the first N test images")
+    p.add_argument("--train-limit", type=positive_int, default=None,
+                   help="use only the first N training images")
+    p.add_argument("--resize", type=positive_int, default=None, metavar="N",
+                   help="resize the images to N x N first (bilinear, as clnet's --resize)")
     p.add_argument("--mean", type=float, default=0.0, help="images = (pixel/255 - mean) / std")
     p.add_argument("--std", type=float, default=1.0)
     p.add_argument("--data", default=os.environ.get("CLNET_DATA_DIR", DEFAULT_DATA))
@@ -272,6 +276,14 @@ def main():
         train_x, train_y = load_split(args.data, "train")
         test_x, test_y = load_split(args.data, "t10k")
     test_x, test_y = test_x[: args.test_limit], test_y[: args.test_limit]
+    train_x, train_y = train_x[: args.train_limit], train_y[: args.train_limit]
+    if args.resize:  # once, before timing: clnet resizes on its loader's threads as it goes
+        def resized(x):
+            return torch.cat([torch.nn.functional.interpolate(
+                x[i:i + 1024], size=(args.resize, args.resize), mode="bilinear",
+                align_corners=False, antialias=False) for i in range(0, x.shape[0], 1024)]) \
+                if x.shape[0] else x.new_zeros((0, x.shape[1], args.resize, args.resize))
+        train_x, test_x = resized(train_x), resized(test_x)
     train_x = (train_x - args.mean) / args.std
     test_x = (test_x - args.mean) / args.std
     n = train_x.shape[0]

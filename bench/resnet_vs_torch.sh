@@ -7,7 +7,8 @@
 # MODEL: resnet18_w16 (default), resnet18, resnet18_96 or lenet; run from the
 # repository root after building (build/clnet). CLNET_DEVICES / POCL_DEVICES pick
 # clnet's devices. resnet18_96 trains on the first BATCH x STEPS Fashion-MNIST
-# images resized to 96x96 (bench/resize_fashion_mnist.py, into a temporary folder).
+# images resized to 96x96: clnet's loader resizes them as it goes (--resize 96, on
+# its prefetch thread), PyTorch once before it starts timing (the same bilinear).
 # TORCH_DEVICE=cuda runs PyTorch on the GPU (float32, TF32 off, cudnn.benchmark on,
 # its first 3 steps left out of its images/s). CLNET_SIDE=bench times clnet with
 # `clnet bench --rounds 1` (random data, after a step of warm-up; its aggregate line)
@@ -26,12 +27,10 @@ torch_extra=()
 if [ "${TORCH_DEVICE:-cpu}" = cuda ]; then
     torch_extra=(--device cuda --warmup 3) steps_torch=$((steps + 3))
 else steps_torch=$steps; fi
-data=()
+data=() data_torch=()
 if [ "$model" = resnet18_96 ]; then
-    work=$(mktemp -d /tmp/clnet-resnet96-XXXXXX)
-    trap 'rm -rf "$work"' EXIT
-    "$python" bench/resize_fashion_mnist.py "$work" --train $((batch * steps_torch))
-    data=(--data-npy "$work/x_train.npy,$work/y_train.npy")
+    data=(--resize 96 --train-limit $((batch * steps)))
+    data_torch=(--resize 96 --train-limit $((batch * steps_torch)))
 fi
 ours=() theirs=() ratios=()
 for r in $(seq 1 "$rounds"); do
@@ -43,7 +42,7 @@ for r in $(seq 1 "$rounds"); do
             "${data[@]}" "$@" 2>/dev/null | sed -n 's/^final: .*images_per_s=\([0-9]*\).*/\1/p')
     fi
     b=$("$python" bench/pytorch_lenet.py --model "$model" "${recipe[@]}" \
-        --steps "$steps_torch" --no-eval --threads 2 "${data[@]}" "${torch_extra[@]}" 2>/dev/null |
+        --steps "$steps_torch" --no-eval --threads 2 "${data_torch[@]}" "${torch_extra[@]}" 2>/dev/null |
         sed -n 's/^final: .*images_per_s=\([0-9]*\).*/\1/p')
     ratio=$(awk "BEGIN{printf \"%.3f\", $a/$b}")
     echo "round $r: clnet $a images/s, PyTorch $b images/s, ratio $ratio"

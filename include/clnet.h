@@ -467,6 +467,9 @@ clnet_status clnet_dataset_load_npy(clnet_dataset **out, const char *x_path, con
  *   and train-labels-idx1-ubyte, split "test" reads t10k-images-idx3-ubyte
  *   and t10k-labels-idx1-ubyte, each with ".gz" appended if that file
  *   exists, else without.
+ * - An image folder, before the others, when dir/train (split "train") or
+ *   dir/test, else dir/val (split "test"), holds folders: torchvision's
+ *   ImageFolder layout, read as clnet_dataset_load_with describes.
  * CIFAR's class names come from batches.meta.txt (CIFAR-10) or
  * fine_label_names.txt (CIFAR-100; coarse_label_names.txt is not read), one a
  * line, trailing empty lines ignored (clnet_dataset_class_name); without that
@@ -493,6 +496,66 @@ clnet_status clnet_dataset_load(clnet_dataset **out, const char *dir, const char
  * CLNET_ERR_INVALID_ARGUMENT for a negative limit. */
 clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, const char *split,
                                       long limit);
+
+/* How clnet_dataset_load_with reads a data set (all 0: as clnet_dataset_load). */
+typedef struct {
+    long limit; /* the first `limit` samples (clnet_dataset_load_first), 0: all */
+    /* Image folders: decode every image once while loading and leave out, listed
+     * (clnet_dataset_skipped), those that fail and files of formats not decoded; 0: only
+     * the headers are read, and the first bad one fails the load (a file damaged after its
+     * header fails the batch that decodes it, naming it) */
+    int skip_bad_images;
+    int threads; /* threads decoding skip_bad_images' check; 0: one a core */
+} clnet_dataset_options;
+
+/* clnet_dataset_load with options (NULL: none). Image folders (torchvision's ImageFolder):
+ * ROOT/CLASS/IMAGE for ROOT dir/train, or dir/test else dir/val; the classes are the
+ * folders, numbered in the sorted (byte) order of their names, as torchvision numbers
+ * them, and their names are the class names; the samples are each class's .png, .jpg and
+ * .jpeg files (any case) in sorted order, class after class; files of other names are
+ * passed by (as torchvision does), hidden ones and nested folders too (torchvision reads
+ * nested folders), but a .bmp, .gif, .pgm, .ppm, .tif, .tiff or .webp image fails the
+ * load (or is skipped) rather than be lost without a word. Decoding: clnet_image's rules
+ * (libpng and libjpeg-turbo, exact against PIL). Only each image's header is read here:
+ * the loader decodes the pixels as it needs them, on its threads (clnet_loader_config.
+ * threads). Channels: 1 when every image is gray (gray PNG or JPEG, gray + alpha), else 3,
+ * a gray image's value then in every channel (torchvision's default loader converts all
+ * to RGB, so it always gives 3). Sizes: the first image's; images of other sizes need a
+ * loader that resizes them (clnet_transforms' resize). Errors: CLNET_ERR_FORMAT naming
+ * the file for an image whose header is bad (not PNG or JPEG, a side of 0 or over 16384,
+ * truncated before its size), a class folder with no image, a root with no class
+ * folder; CLNET_ERR_IO for a folder that cannot be listed. With a limit, the first
+ * images in that order: the first classes alone. */
+clnet_status clnet_dataset_load_with(clnet_dataset **out, const char *dir, const char *split,
+                                     const clnet_dataset_options *options);
+
+/* Images without labels, for prediction: the one file `path` (PNG or JPEG), or every .png,
+ * .jpg and .jpeg file in the folder `path` (not in its folders), in sorted order; channels
+ * and sizes by clnet_dataset_load_with's rules for image folders, options as there (limit
+ * not read). CLNET_ERR_FORMAT for a bad header or a folder without images, naming it;
+ * CLNET_ERR_IO for a path that cannot be read. */
+clnet_status clnet_dataset_load_images(clnet_dataset **out, const char *path,
+                                       const clnet_dataset_options *options);
+
+/* The images skip_bad_images left out, and "FILE: what is wrong" of the k-th (NULL past
+ * them). */
+int clnet_dataset_skipped(const clnet_dataset *ds);
+const char *clnet_dataset_skipped_reason(const clnet_dataset *ds, int k);
+
+/* Writes the data set as an image folder that clnet_dataset_load_with (and torchvision's
+ * ImageFolder) reads back with the same labels: root/CLASS/INDEX.png (format "png",
+ * lossless) or .jpg ("jpg", libjpeg's `quality`, 1 to 100), INDEX the sample's position in
+ * the data set, zero-padded; CLASS the class names when every class has one that sorts in
+ * label order, else the class numbers, zero-padded (00, 01, ...). The samples pass through
+ * a loader with `transforms` (NULL: none; the random ones are drawn as in epoch 0) and are
+ * rounded to bytes. CLNET_ERR_INVALID_ARGUMENT for samples that are no images of 1 or 3
+ * channels, or without labels; CLNET_ERR_IO naming the file or folder. Files there of the
+ * same names are replaced. */
+clnet_status clnet_dataset_export(const clnet_dataset *ds, const char *root, const char *format,
+                                  int quality, const clnet_transforms *transforms);
+
+/* Sample k's image file (image folders), else NULL. */
+const char *clnet_dataset_file(const clnet_dataset *ds, int k);
 
 /* Samples; 0 for NULL. */
 int clnet_dataset_count(const clnet_dataset *ds);
@@ -546,6 +609,14 @@ clnet_status clnet_dataset_targets_from_samples(clnet_dataset *ds);
 /* Keeps only the first n samples (1 <= n <= count): for quick runs and tests on
  * a subset. Not while a loader uses the data set. */
 clnet_status clnet_dataset_truncate(clnet_dataset *ds, int n);
+
+/* Splits ds into two new data sets (ds is left as it is): *held, round(fraction * count)
+ * samples drawn at random by `seed` alone (the same split for the same seed and count),
+ * and *rest, the others, each part in ds's order; every field is copied (class names,
+ * an image folder's files). For a validation split (clnet train --val-split).
+ * CLNET_ERR_INVALID_ARGUMENT unless 0 < fraction < 1 leaves a sample on each side. */
+clnet_status clnet_dataset_split(const clnet_dataset *ds, double fraction, uint64_t seed,
+                                 clnet_dataset **rest, clnet_dataset **held);
 
 /* Frees the data set. NULL is harmless. */
 void clnet_dataset_free(clnet_dataset *ds);
@@ -603,6 +674,10 @@ typedef struct {
     int norm_channels;
     float channel_mean[CLNET_MAX_NORM_CHANNELS], channel_std[CLNET_MAX_NORM_CHANNELS];
     clnet_transforms transforms; /* image transforms before the normalisation; all 0: none */
+    /* Threads preparing each batch (decoding an image folder's files, transforming), the
+     * prefetch thread one of them, 1 to 64; 0: one a core (at most 16) for an image
+     * folder, 1 for samples held in memory. A batch is the same at any count. */
+    int threads;
 } clnet_loader_config;
 
 typedef struct {
@@ -982,7 +1057,8 @@ clnet_status clnet_net_evaluate_with(clnet_net *net, const clnet_dataset *ds,
  * Saving is atomic: a temporary file, then a rename, so an interrupted save never damages the last
  * checkpoint. */
 
-#define CLNET_RUN_CAP 2048 /* clnet_progress.run's bytes, its ending '\\0' included */
+#define CLNET_RUN_CAP         2048  /* clnet_progress.run's bytes, its ending '\\0' included */
+#define CLNET_CLASS_NAMES_CAP 16384 /* clnet_progress.class_names' bytes, '\\0' included */
 
 typedef struct {
     int64_t step;       /* optimizer steps taken */
@@ -1001,6 +1077,10 @@ typedef struct {
      * them ("run" in the metadata; clnet train: one "key=value" a line, its
      * optimizer, schedule, batch, epochs, normalisation and data); "": none */
     char run[CLNET_RUN_CAP];
+    /* the names of the classes the model was trained on, one a line in label order
+     * ("class_names" in the metadata; clnet train records its data's, from CIFAR's names
+     * files or an image folder's folders); "": none */
+    char class_names[CLNET_CLASS_NAMES_CAP];
 } clnet_progress;
 
 /* Writes parameters, buffers, optimizer state and progress (may be NULL: zeros). */

@@ -111,7 +111,7 @@ clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, c
     snprintf(std, sizeof std, "%.9g", (double)p.std);
     snprintf(noise, sizeof noise, "%.9g", (double)p.noise);
     snprintf(noise_seed, sizeof noise_seed, "%" PRIu64, p.noise_seed);
-    clnet_st_meta meta[15] = {
+    clnet_st_meta meta[16] = {
         {"format", FORMAT},
         {"clnet_version", clnet_version()},
         {"optimizer", clnet_optim_name(o->kind)},
@@ -135,6 +135,8 @@ clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, c
     }
     p.run[sizeof p.run - 1] = '\0';
     if (p.run[0]) meta[nmeta++] = (clnet_st_meta){"run", p.run};
+    p.class_names[sizeof p.class_names - 1] = '\0';
+    if (p.class_names[0]) meta[nmeta++] = (clnet_st_meta){"class_names", p.class_names};
     TRY(clnet_st_save(path, tensors, count, meta, nmeta));
 cleanup:
     free(e);
@@ -242,6 +244,11 @@ static clnet_status progress_from(const clnet_st_file *f, const char *path, clne
         return clnet_fail(CLNET_ERR_FORMAT, "%s: metadata run is %zu bytes (at most %zu)", path,
                           strlen(run), sizeof p->run - 1);
     if (run) strcpy(p->run, run);
+    const char *names = clnet_st_meta_get(f, "class_names");
+    if (names && strlen(names) >= sizeof p->class_names)
+        return clnet_fail(CLNET_ERR_FORMAT, "%s: metadata class_names is %zu bytes (at most %zu)",
+                          path, strlen(names), sizeof p->class_names - 1);
+    if (names) strcpy(p->class_names, names);
     return noise_from(f, path, p);
 }
 

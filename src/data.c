@@ -6,9 +6,11 @@
 #include "data.h"
 #include "env.h"
 #include "error.h"
+#include "random.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +49,31 @@ clnet_status clnet_dataset_load(clnet_dataset **out, const char *dir, const char
 
 clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, const char *split,
                                       long limit) {
+    clnet_dataset_options opt = {.limit = limit};
+    return clnet_dataset_load_with(out, dir, split, &opt);
+}
+
+/* dir/split (train; test, else val), when it is an image folder: a heap string, else NULL. */
+static char *image_folder_of(const char *dir, int train) {
+    static const char *const roots[] = {"train", "test", "val"};
+    for (int i = train ? 0 : 1; i < (train ? 1 : 3); i++) {
+        size_t n = strlen(dir) + strlen(roots[i]) + 2;
+        char *root = clnet_malloc(n);
+        if (!root) return NULL;
+        snprintf(root, n, "%s/%s", dir, roots[i]);
+        if (clnet_is_image_folder(root)) return root;
+        free(root);
+    }
+    return NULL;
+}
+
+clnet_status clnet_dataset_load_with(clnet_dataset **out, const char *dir, const char *split,
+                                     const clnet_dataset_options *options) {
     clnet_status status = CLNET_OK;
+    clnet_dataset_options none = {0};
+    const clnet_dataset_options *opt = options ? options : &none;
+    long limit = opt->limit;
+    char *folder = NULL;
     char *images = NULL, *labels = NULL;
     clnet_env env = {0}; /* CLNET_DATA_DIR, when no dir is given */
     if (out) *out = NULL;
@@ -73,6 +99,11 @@ clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, cons
     if (stat(dir, &st) != 0) FAIL(CLNET_ERR_IO, "data folder %s: %s%s", dir, strerror(errno), hint);
     if (!S_ISDIR(st.st_mode)) FAIL(CLNET_ERR_IO, "data folder %s is not a folder%s", dir, hint);
     int limit_int = limit < INT_MAX ? (int)limit : 0;
+    folder = image_folder_of(dir, train);
+    if (folder) {
+        TRY(clnet_dataset_load_folder(out, folder, opt));
+        goto cleanup;
+    }
     int cifar = clnet_cifar_version(dir);
     if (cifar) {
         TRY(clnet_dataset_load_cifar(out, dir, cifar, train, limit_int));
@@ -82,18 +113,32 @@ clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, cons
     /* A folder without the images holds no layout of ours: name them all. */
     snprintf(images_hint, sizeof images_hint,
              "; nor CIFAR-10's binary files (data_batch_1.bin ... data_batch_5.bin, "
-             "test_batch.bin) nor CIFAR-100's (train.bin, test.bin)%s",
-             hint);
+             "test_batch.bin) nor CIFAR-100's (train.bin, test.bin) nor an image folder "
+             "(%s/CLASS/IMAGE.png)%s",
+             train ? "train" : "test", hint);
     snprintf(name, sizeof name, "%s-images-idx3-ubyte", prefix);
     TRY(find_data_file(dir, name, images_hint, &images));
     snprintf(name, sizeof name, "%s-labels-idx1-ubyte", prefix);
     TRY(find_data_file(dir, name, hint, &labels));
     TRY(clnet_dataset_load_idx_first(out, images, labels, limit_int));
 cleanup:
+    free(folder);
     free(images);
     free(labels);
     clnet_env_free(&env);
     return status;
+}
+
+int clnet_dataset_skipped(const clnet_dataset *ds) {
+    return ds ? ds->skipped_count : 0;
+}
+
+const char *clnet_dataset_skipped_reason(const clnet_dataset *ds, int k) {
+    return ds && k >= 0 && k < ds->skipped_count ? ds->skipped[k] : NULL;
+}
+
+const char *clnet_dataset_file(const clnet_dataset *ds, int k) {
+    return ds && ds->files && k >= 0 && k < ds->count ? ds->files[k] : NULL;
 }
 
 int clnet_dataset_count(const clnet_dataset *ds) {
@@ -167,12 +212,116 @@ int clnet_dataset_from_idx(const clnet_dataset *ds) {
     return ds ? ds->from_idx : 0;
 }
 
+static char *copy_text(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *c = clnet_malloc(n);
+    if (c) memcpy(c, s, n);
+    return c;
+}
+
+/* A new data set of ds's samples rows[0..n), in that order: every field copied. */
+static clnet_status take_rows(const clnet_dataset *ds, const int32_t *rows, int n,
+                              clnet_dataset **out) {
+    clnet_status status = CLNET_OK;
+    clnet_dataset *d = clnet_calloc(1, sizeof *d);
+    if (!d) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a data set");
+    *d = *ds;
+    d->count = n;
+    d->images = NULL, d->floats = NULL, d->labels = NULL, d->targets = NULL, d->files = NULL;
+    d->class_names = NULL, d->skipped = NULL, d->skipped_count = 0, d->file_count = 0;
+    size_t sample = (size_t)ds->channels * ds->height * ds->width, T = (size_t)ds->target_size;
+    size_t rows_n = n > 0 ? (size_t)n : 1;
+    d->labels = clnet_malloc(rows_n * sizeof *d->labels);
+    if (ds->images) d->images = clnet_malloc(rows_n * sample);
+    if (ds->floats) d->floats = clnet_malloc(rows_n * sample * sizeof *d->floats);
+    if (ds->targets) d->targets = clnet_malloc(rows_n * T * sizeof *d->targets);
+    if (ds->files) d->files = clnet_calloc(rows_n, sizeof *d->files);
+    if (ds->class_names) d->class_names = clnet_calloc((size_t)ds->classes, sizeof(char *));
+    if (!d->labels || (ds->images && !d->images) || (ds->floats && !d->floats) ||
+        (ds->targets && !d->targets) || (ds->files && !d->files) ||
+        (ds->class_names && !d->class_names))
+        FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a data set of %d samples", n);
+    if (ds->files) d->file_count = n;
+    for (int i = 0; i < n; i++) {
+        size_t r = (size_t)rows[i];
+        d->labels[i] = ds->labels[r];
+        if (d->images) memcpy(d->images + i * sample, ds->images + r * sample, sample);
+        if (d->floats)
+            memcpy(d->floats + i * sample, ds->floats + r * sample, sample * sizeof *d->floats);
+        if (d->targets) memcpy(d->targets + i * T, ds->targets + r * T, T * sizeof *d->targets);
+        if (d->files && !(d->files[i] = copy_text(ds->files[r])))
+            FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a path");
+    }
+    for (int k = 0; d->class_names && k < ds->classes; k++)
+        if (!(d->class_names[k] = copy_text(ds->class_names[k])))
+            FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a class name");
+    /* a folder of many sizes may hold one size in a part: still taken as many (a resize is
+     * asked for), with the whole folder's first size */
+    if (ds->mixed_sizes) d->mixed_sizes = -1;
+    *out = d;
+    d = NULL;
+cleanup:
+    clnet_dataset_free(d);
+    return status;
+}
+
+clnet_status clnet_dataset_split(const clnet_dataset *ds, double fraction, uint64_t seed,
+                                 clnet_dataset **rest, clnet_dataset **held) {
+    clnet_status status = CLNET_OK;
+    int32_t *order = NULL, *rows = NULL;
+    uint8_t *is_held = NULL;
+    if (rest) *rest = NULL;
+    if (held) *held = NULL;
+    if (!ds || !rest || !held)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_dataset_split: ds, rest and held must be given");
+    if (!(fraction > 0.0 && fraction < 1.0))
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_dataset_split: fraction %g, want 0 < f < 1",
+             fraction);
+    int n = ds->count, h = (int)llround(fraction * n);
+    if (h < 1 || h >= n)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT,
+             "clnet_dataset_split: %g of %d samples holds %d out, leaving %d: want at least one "
+             "on each side",
+             fraction, n, h, n - h);
+    order = clnet_malloc((size_t)n * sizeof *order);
+    rows = clnet_malloc((size_t)n * sizeof *rows);
+    is_held = clnet_calloc((size_t)n, 1);
+    if (!order || !rows || !is_held)
+        FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory splitting %d samples", n);
+    for (int i = 0; i < n; i++) order[i] = i;
+    clnet_xoshiro r = clnet_xoshiro_from(clnet_mix64(seed ^ 0x76616C6964ull)); /* "valid" */
+    for (int i = 0; i < h; i++) { /* the first h of a Fisher-Yates shuffle */
+        int j = i + (int)clnet_uniform_below(&r, (uint32_t)(n - i));
+        int32_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (int i = 0; i < h; i++) is_held[order[i]] = 1;
+    int a = 0, b = 0; /* each part in the data set's order */
+    for (int i = 0; i < n; i++)
+        if (is_held[i]) order[b++] = i;
+    for (int i = 0; i < n; i++)
+        if (!is_held[i]) rows[a++] = i;
+    TRY(take_rows(ds, rows, a, rest));
+    TRY(take_rows(ds, order, b, held));
+cleanup:
+    if (status != CLNET_OK && rest && *rest) clnet_dataset_free(*rest), *rest = NULL;
+    free(order);
+    free(rows);
+    free(is_held);
+    return status;
+}
+
 void clnet_dataset_free(clnet_dataset *ds) {
     if (!ds) return;
     free(ds->images);
     free(ds->floats);
     free(ds->labels);
     free(ds->targets);
+    for (int i = 0; ds->files && i < ds->file_count; i++) free(ds->files[i]);
+    free(ds->files);
+    for (int i = 0; i < ds->skipped_count; i++) free(ds->skipped[i]);
+    free(ds->skipped);
     for (int k = 0; ds->class_names && k < ds->classes; k++) free(ds->class_names[k]);
     free(ds->class_names);
     free(ds);

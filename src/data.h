@@ -32,7 +32,24 @@ struct clnet_dataset {
     /* clnet_dataset_targets_from_samples: each sample is its own target,
      * read from images or floats (targets stays NULL) */
     int samples_as_targets;
+    /* Image folders (data_folder.c): each sample's file, decoded by the loader as it needs
+     * it (images and floats stay NULL); NULL otherwise. height and width are the first
+     * image's; mixed_sizes not 0 says the others are not all that size (a loader must then
+     * resize them). */
+    char **files;
+    int file_count;       /* files' entries (count may shrink below it: truncate) */
+    int mixed_sizes;      /* the first image of another size, or -1: one of them (a split's) */
+    size_t largest_image; /* the largest image's height * width */
+    char **skipped;       /* (skipped_count) "FILE: what is wrong" of skip_bad_images */
+    int skipped_count;
 };
+
+/* 1 when dir holds a folder (a class folder of an image folder), 0 otherwise. */
+int clnet_is_image_folder(const char *dir);
+
+/* The image folder root (root/CLASS/IMAGE), as clnet_dataset_load_with describes. */
+clnet_status clnet_dataset_load_folder(clnet_dataset **out, const char *root,
+                                       const clnet_dataset_options *opt);
 
 /* clnet_dataset_load_idx, the first `limit` images (0: all) with every label
  * (the classes are those of the whole file). */

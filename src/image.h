@@ -58,6 +58,12 @@ clnet_status clnet_image_decode_bytes(const char *name, const void *bytes, size_
  * decoding checks of the header; damage after it shows only when the pixels are decoded. */
 clnet_status clnet_image_probe_file(const char *path, int *width, int *height, int *channels);
 
+/* Writes img as a PNG (lossless) or a JPEG of `quality` (1 to 100: libjpeg's scale, 4:2:0
+ * for colour) file, the format following the name's ending (.png, .jpg, .jpeg), replacing
+ * what was there (image_write.c). CLNET_ERR_INVALID_ARGUMENT for another name, quality or
+ * an image of 0 or over CLNET_IMAGE_MAX_SIDE pixels a side; CLNET_ERR_IO naming the file. */
+clnet_status clnet_image_write_file(const char *path, const clnet_image *img, int quality);
+
 /* Frees the pixels and resets every field; NULL-safe. */
 void clnet_image_free(clnet_image *img);
 

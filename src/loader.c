@@ -5,6 +5,7 @@
 #include "data.h"
 #include "fault.h"
 #include "error.h"
+#include "image.h"
 #include "random.h"
 #include "transform.h"
 
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- the order of an epoch ------------------------------------------------- */
 
@@ -79,6 +81,15 @@ typedef struct {
     float *targets;  /* (batch, targets), or NULL: a data set without float targets */
 } batch_buffer;
 
+/* What one thread preparing a batch's samples holds of its own. */
+typedef struct {
+    float *unit, *scratch; /* a sample in [0, 1]; the resize's and the noise's scratch */
+    clnet_error_slot error;
+    int error_at; /* the sample (in the batch) whose failure error holds; -1: none */
+} loader_worker;
+
+#define LOADER_THREADS_MAX 64
+
 /* The serials of the batches every loader prepares, one count for the process. */
 static atomic_uint_least64_t serials;
 
@@ -91,10 +102,11 @@ struct clnet_loader {
     int out_height, out_width; /* a sample's image after the transforms */
     size_t out_values;         /* the values of a batch's sample (C * out_height * out_width) */
     int batches_per_epoch;
-    int channels;          /* the samples' channels, each normalised with its own table */
-    float *mean, *std;     /* (channels): cfg's channel_mean, or mean for every channel */
-    float *normalised;     /* (channels, 256): byte -> (byte / 255 - mean) / std */
-    float *unit, *scratch; /* the prefetch thread's: a sample in [0, 1], its resize */
+    int channels;           /* the samples' channels, each normalised with its own table */
+    float *mean, *std;      /* (channels): cfg's channel_mean, or mean for every channel */
+    float *normalised;      /* (channels, 256): byte -> (byte / 255 - mean) / std */
+    int threads;            /* threads preparing a batch: the prefetch thread and threads - 1 */
+    loader_worker *workers; /* (threads) */
     batch_buffer buffers[2];
 
     /* The caller's side (only clnet_loader_* calls touch these). */
@@ -155,42 +167,159 @@ static void normalise_sample(const clnet_loader *l, int32_t sample, float *dst) 
     }
 }
 
-/* dst (out_values) = sample `sample` of epoch `epoch` transformed, then normalised. */
-static void transform_sample(clnet_loader *l, int epoch, int32_t sample, float *dst) {
+/* w->unit (C, *h, *w) = sample `sample`'s pixels in [0, 1] (or its floats): from memory, or
+ * decoded from its file (an image folder's), a gray image's value in every channel of a
+ * colour data set. */
+static clnet_status load_unit(const clnet_loader *l, loader_worker *w, int32_t sample, int *h,
+                              int *wd) {
     const clnet_dataset *ds = l->ds;
-    size_t from = (size_t)sample * l->sample_bytes;
-    if (ds->images)
-        for (size_t j = 0; j < l->sample_bytes; j++)
-            l->unit[j] = (float)ds->images[from + j] / 255.0f;
-    else
-        memcpy(l->unit, ds->floats + from, l->sample_bytes * sizeof(float));
-    clnet_transform_draw d =
-        clnet_transforms_draw(&l->cfg.transforms, epoch, sample, ds->height, ds->width);
-    clnet_transforms_apply(&l->cfg.transforms, &d, l->unit, l->channels, ds->height, ds->width,
-                           l->scratch, dst);
+    *h = ds->height, *wd = ds->width;
+    if (!ds->files) {
+        size_t from = (size_t)sample * l->sample_bytes;
+        if (ds->images)
+            for (size_t j = 0; j < l->sample_bytes; j++)
+                w->unit[j] = (float)ds->images[from + j] / 255.0f;
+        else
+            memcpy(w->unit, ds->floats + from, l->sample_bytes * sizeof(float));
+        return CLNET_OK;
+    }
+    clnet_image img = {0};
+    const char *path = ds->files[sample];
+    clnet_status s = clnet_image_decode_file(path, &img);
+    if (s != CLNET_OK) return s;
+    size_t pixels = (size_t)img.height * (size_t)img.width;
+    if (pixels > ds->largest_image || img.channels > ds->channels ||
+        (!ds->mixed_sizes && (img.height != ds->height || img.width != ds->width))) {
+        s = clnet_fail(CLNET_ERR_FORMAT,
+                       "%s: now %dx%d (HxW) with %d channel%s: not what it was when the folder "
+                       "was listed (the file changed; load the data set again)",
+                       path, img.height, img.width, img.channels, img.channels == 1 ? "" : "s");
+        clnet_image_free(&img);
+        return s;
+    }
+    *h = img.height, *wd = img.width;
+    for (int c = 0; c < ds->channels; c++) { /* (H, W, C) bytes -> (C, H, W) floats */
+        const uint8_t *from = img.pixels + (img.channels == 1 ? 0 : c);
+        float *plane = w->unit + (size_t)c * pixels;
+        for (size_t j = 0; j < pixels; j++)
+            plane[j] = (float)from[j * (size_t)img.channels] / 255.0f;
+    }
+    clnet_image_free(&img);
+    return CLNET_OK;
+}
+
+/* dst (out_values) = sample `sample` of epoch `epoch` transformed, then normalised. */
+static clnet_status transform_sample(const clnet_loader *l, loader_worker *w, int epoch,
+                                     int32_t sample, float *dst) {
+    int h, wd;
+    clnet_status s = load_unit(l, w, sample, &h, &wd);
+    if (s != CLNET_OK) return s;
+    clnet_transform_draw d = clnet_transforms_draw(&l->cfg.transforms, epoch, sample, h, wd);
+    clnet_transforms_apply(&l->cfg.transforms, &d, w->unit, l->channels, h, wd, w->scratch, dst);
     size_t plane = l->out_values / (size_t)l->channels;
     for (int c = 0; c < l->channels; c++) {
         float *out = dst + (size_t)c * plane, mean = l->mean[c], std = l->std[c];
         for (size_t j = 0; j < plane; j++) out[j] = (out[j] - mean) / std;
     }
+    return CLNET_OK;
 }
 
 /* Adds the noise of sample `sample` to dst: noise * z in [0, 1] terms, (noise / std) * z
  * after channel c's normalisation. */
-static void noise_sample(const clnet_loader *l, int epoch, int32_t sample, float *dst) {
+static void noise_sample(const clnet_loader *l, loader_worker *w, int epoch, int32_t sample,
+                         float *dst) {
     uint64_t key = noise_key(l->cfg.noise_seed, epoch, sample);
     if (l->channels == 1 || l->cfg.norm_channels == 0) {
         add_noise(dst, l->out_values, key, l->cfg.noise / l->std[0]);
         return;
     }
     size_t plane = l->out_values / (size_t)l->channels;
-    memset(l->scratch, 0, l->out_values * sizeof *l->scratch); /* z, whole, then by channel */
-    add_noise(l->scratch, l->out_values, key, 1.0f);
+    memset(w->scratch, 0, l->out_values * sizeof *w->scratch); /* z, whole, then by channel */
+    add_noise(w->scratch, l->out_values, key, 1.0f);
     for (int c = 0; c < l->channels; c++) {
         float scale = l->cfg.noise / l->std[c], *out = dst + (size_t)c * plane;
-        const float *z = l->scratch + (size_t)c * plane;
+        const float *z = w->scratch + (size_t)c * plane;
         for (size_t j = 0; j < plane; j++) out[j] += scale * z[j];
     }
+}
+
+/* Sample i of the batch at `at` into buffer b: its input transformed and normalised, its
+ * target (the data set's, or the clean sample), its noise, its label. */
+static clnet_status prepare_sample(const clnet_loader *l, loader_worker *w, cursor at,
+                                   batch_buffer *b, int i) {
+    int32_t sample = l->order[at.position + i];
+    float *dst = b->images + (size_t)i * l->out_values; /* (C, H, W) */
+    size_t T = (size_t)l->ds->target_size;
+    if (l->transformed) {
+        clnet_status s = transform_sample(l, w, at.epoch, sample, dst);
+        if (s != CLNET_OK) return s;
+    } else {
+        normalise_sample(l, sample, dst);
+    }
+    if (l->ds->samples_as_targets) /* the clean sample, before its noise */
+        memcpy(b->targets + (size_t)i * T, dst, T * sizeof(float));
+    else if (T)
+        memcpy(b->targets + (size_t)i * T, l->ds->targets + (size_t)sample * T, T * 4);
+    /* noise: x + noise * z is (x - mean) / std + (noise / std) * z after normalisation */
+    if (l->cfg.noise > 0) noise_sample(l, w, at.epoch, sample, dst);
+    b->labels[i] = l->ds->labels[sample];
+    return CLNET_OK;
+}
+
+/* The samples of one batch, shared out among the loader's threads one at a time. */
+typedef struct {
+    const clnet_loader *l;
+    loader_worker *w;
+    cursor at;
+    batch_buffer *b;
+    int n;
+    atomic_int *next;
+    atomic_int *failed;
+} batch_share;
+
+static void *prepare_share(void *arg) {
+    batch_share *job = arg;
+    job->w->error_at = -1;
+    for (int i; !atomic_load(job->failed) && (i = atomic_fetch_add(job->next, 1)) < job->n;) {
+        clnet_status s = prepare_sample(job->l, job->w, job->at, job->b, i);
+        if (s != CLNET_OK) {
+            clnet_error_save(&job->w->error, s);
+            job->w->error_at = i;
+            atomic_store(job->failed, 1);
+        }
+    }
+    return NULL;
+}
+
+/* Every sample of the batch, on the loader's threads; a failure is that of the first
+ * failing sample a thread met (its message names the file). */
+static clnet_status prepare_samples(clnet_loader *l, cursor at, batch_buffer *b, int n) {
+    atomic_int next = 0, failed = 0;
+    batch_share jobs[LOADER_THREADS_MAX];
+    pthread_t ids[LOADER_THREADS_MAX];
+    int threads = l->threads < n ? l->threads : n, started = 0;
+    for (int t = 0; t < threads; t++)
+        jobs[t] = (batch_share){l, &l->workers[t], at, b, n, &next, &failed};
+    for (int t = 1; t < threads; t++, started++) {
+        clnet_count_thread();
+        if (pthread_create(&ids[t], NULL, prepare_share, &jobs[t]) != 0) break;
+    }
+    prepare_share(&jobs[0]); /* on the prefetch thread too; alone when no other started */
+    for (int t = 1; t <= started; t++) pthread_join(ids[t], NULL);
+    int first = -1;
+    for (int t = 0; t < threads; t++)
+        if (l->workers[t].error_at >= 0 &&
+            (first < 0 || l->workers[t].error_at < l->workers[first].error_at))
+            first = t;
+    for (int t = 0; t < threads; t++)
+        if (t != first && l->workers[t].error_at >= 0) {
+            free(l->workers[t].error.message);
+            l->workers[t].error = (clnet_error_slot){0};
+        }
+    if (first < 0) return CLNET_OK;
+    clnet_status s = clnet_error_restore(&l->workers[first].error);
+    l->workers[first].error = (clnet_error_slot){0};
+    return s;
 }
 
 /* Gathers the samples at positions [at, at + n) of the epoch's order and
@@ -209,22 +338,8 @@ static clnet_status prepare_batch(clnet_loader *l, cursor at, int buffer, int fa
     int64_t left = l->count - at.position;
     int n = left < l->cfg.batch ? (int)left : l->cfg.batch;
     batch_buffer *b = &l->buffers[buffer];
-    size_t T = (size_t)l->ds->target_size;
-    for (int i = 0; i < n; i++) {
-        int32_t sample = l->order[at.position + i];
-        float *dst = b->images + (size_t)i * l->out_values; /* (C, H, W) */
-        if (l->transformed)
-            transform_sample(l, at.epoch, sample, dst);
-        else
-            normalise_sample(l, sample, dst);
-        if (l->ds->samples_as_targets) /* the clean sample, before its noise */
-            memcpy(b->targets + (size_t)i * T, dst, T * sizeof(float));
-        else if (T)
-            memcpy(b->targets + (size_t)i * T, l->ds->targets + (size_t)sample * T, T * 4);
-        /* noise: x + noise * z is (x - mean) / std + (noise / std) * z after normalisation */
-        if (l->cfg.noise > 0) noise_sample(l, at.epoch, sample, dst);
-        b->labels[i] = l->ds->labels[sample];
-    }
+    clnet_status s = prepare_samples(l, at, b, n);
+    if (s != CLNET_OK) return s;
     *out = (clnet_batch){.images = b->images,
                          .labels = b->labels,
                          .targets = b->targets,
@@ -315,6 +430,19 @@ static clnet_status check_transforms(const clnet_dataset *ds, const clnet_transf
     return clnet_transforms_check(t, ds->height, ds->width, "clnet_loader_create");
 }
 
+/* An image folder of several sizes needs a resize to give batches of one. */
+static clnet_status check_sizes(const clnet_dataset *ds, const clnet_transforms *t) {
+    if (!ds->mixed_sizes || t->resize_height > 0) return CLNET_OK;
+    if (ds->mixed_sizes < 0) /* a split of such a folder */
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "the images are not all one size: resize them (clnet_transforms' "
+                          "resize; --resize HxW)");
+    return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                      "the images are not all one size (%s is %dx%d, %s is another): resize "
+                      "them (clnet_transforms' resize; --resize HxW)",
+                      ds->files[0], ds->height, ds->width, ds->files[ds->mixed_sizes]);
+}
+
 /* Each channel's mean, std and byte table, and the prefetch thread's scratch. */
 static clnet_status make_tables(clnet_loader *l) {
     const clnet_loader_config *cfg = &l->cfg;
@@ -333,11 +461,26 @@ static clnet_status make_tables(clnet_loader *l) {
     }
     size_t scratch = clnet_transforms_scratch(&cfg->transforms, l->channels, ds->height, ds->width);
     if (scratch < l->out_values) scratch = l->out_values; /* the noise's z, per channel */
-    l->scratch = clnet_malloc(scratch * sizeof *l->scratch);
-    l->unit = l->transformed ? clnet_malloc(l->sample_bytes * sizeof *l->unit) : NULL;
-    if (!l->scratch || (l->transformed && !l->unit))
-        return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a loader's scratch");
+    size_t unit = ds->files ? (size_t)l->channels * ds->largest_image : l->sample_bytes;
+    l->workers = clnet_calloc((size_t)l->threads, sizeof *l->workers);
+    if (!l->workers) return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a loader");
+    for (int t = 0; t < l->threads; t++) {
+        loader_worker *w = &l->workers[t];
+        w->scratch = clnet_malloc(scratch * sizeof *w->scratch);
+        w->unit = l->transformed ? clnet_malloc(unit * sizeof *w->unit) : NULL;
+        if (!w->scratch || (l->transformed && !w->unit))
+            return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a loader's scratch");
+    }
     return CLNET_OK;
+}
+
+/* The threads that prepare a batch: cfg's, else one a core (up to 16) for an image folder's
+ * decoding, one for samples in memory. */
+static int loader_threads(const clnet_dataset *ds, const clnet_loader_config *cfg) {
+    if (cfg->threads > 0) return cfg->threads;
+    if (!ds->files) return 1;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores < 1 ? 1 : cores > 16 ? 16 : (int)cores;
 }
 
 clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
@@ -366,6 +509,10 @@ clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
 
     TRY(check_normalisation(ds, cfg));
     TRY(check_transforms(ds, &cfg->transforms));
+    TRY(check_sizes(ds, &cfg->transforms));
+    if (cfg->threads < 0 || cfg->threads > LOADER_THREADS_MAX)
+        FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_loader_create: threads is %d, want 0 to %d",
+             cfg->threads, LOADER_THREADS_MAX);
 
     l = clnet_calloc(1, sizeof *l);
     if (!l) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a loader");
@@ -375,7 +522,8 @@ clnet_status clnet_loader_create(clnet_loader **out, const clnet_dataset *ds,
     l->cfg.drop_last = cfg->drop_last != 0;
     l->count = ds->count;
     l->sample_bytes = (size_t)ds->channels * (size_t)ds->height * (size_t)ds->width;
-    l->transformed = !clnet_transforms_none(&cfg->transforms);
+    l->transformed = !clnet_transforms_none(&cfg->transforms) || ds->files;
+    l->threads = loader_threads(ds, cfg);
     clnet_transforms_out_size(&cfg->transforms, ds->height, ds->width, &l->out_height,
                               &l->out_width);
     l->out_values = (size_t)ds->channels * (size_t)l->out_height * (size_t)l->out_width;
@@ -509,8 +657,11 @@ void clnet_loader_free(clnet_loader *l) {
     free(l->mean);
     free(l->std);
     free(l->normalised);
-    free(l->unit);
-    free(l->scratch);
+    for (int t = 0; l->workers && t < l->threads; t++) {
+        free(l->workers[t].unit);
+        free(l->workers[t].scratch);
+    }
+    free(l->workers);
     free(l);
 }
 
@@ -532,6 +683,7 @@ clnet_status clnet_dataset_transformed_shape(const clnet_dataset *ds, const clne
     int c = ds->channels, h = ds->height, w = ds->width;
     if (t) {
         clnet_status s = check_transforms(ds, t);
+        if (s == CLNET_OK) s = check_sizes(ds, t);
         if (s != CLNET_OK) return s;
         clnet_transforms_out_size(t, ds->height, ds->width, &h, &w);
     }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `clnet train`, `eval` and `predict` on CIFAR-10 and CIFAR-100 binary folders
-# made up here (no download): --data DIR finds the layout, a model of
+# made up here (no download), and on that CIFAR-10 folder exported as an image folder: --data DIR finds the layout, a model of
 # `input channels=3 height=32 width=32` trains on it, and a model of another
 # shape or fewer classes, or a damaged batch file, is refused with a message
 # that names it. The bytes are written by the layout of
@@ -82,6 +82,70 @@ if [ $rc -eq 0 ] && grep -q '^final: test_accuracy=' <<<"$out"; then ok "train o
 else bad "train on CIFAR-100 (rc $rc)" "$out" "$(cat "$work/c100.err")"; fi
 expect_error "CIFAR-100's 100 classes do not fit a model of 10" "the data has 100 classes" \
   "$clnet" train "$work/cifar10.cfg" --data "$c100" --steps 1 --batch 8
+
+# 2b. image folders: the CIFAR-10 folder exported as PNGs and, beside them, as 40x36 JPEGs
+# (two formats, two sizes, ten named classes), then trained on, resumed, evaluated and
+# predicted from by name
+img=$work/images
+out=$("$clnet" export "$img" --data "$c10" 2>&1) &&
+  out2=$("$clnet" export "$img" --data "$c10" --format jpg --resize 40x36 2>&1)
+if [ $? -eq 0 ] && [ "$(tail -n1 <<<"$out")" = "exported: train=40 test=16 folder=$img" ] &&
+   [ -f "$img/train/cat/00.jpg" ] && [ -f "$img/test/cat/00.png" ]; then
+  ok "export writes the CIFAR-10 folder as PNG and JPEG images, by class name"
+else bad "export" "$out" "${out2:-}" "$(ls -R "$img" | head -20)"; fi
+expect_error "images of two sizes need --resize" "are not all one size" \
+  "$clnet" train "$work/cifar10.cfg" --data "$img" --steps 1 --batch 8
+imgrun() { # name epochs [options]: train on the image folder
+  local name=$1 epochs=$2; shift 2
+  "$clnet" train "$work/cifar10.cfg" --data "$img" --resize 32 --batch 8 --epochs "$epochs" --lr 0.01 \
+    --val-split 0.25 --augment flip,crop=2 --mean 0.5,0.4,0.3 --std 0.2,0.25,0.3 \
+    --loader-threads 3 --save "$work/$name.safetensors" "$@" 2>"$work/$name.err"
+}
+out=$(imgrun img_full 2) && out1=$(imgrun img_half 1) &&
+  out2=$("$clnet" train "$work/cifar10.cfg" --data "$img" --resume "$work/img_half.safetensors" \
+         --epochs 2 --override epochs --save "$work/img_resumed.safetensors" 2>"$work/img_resumed.err")
+if [ $? -eq 0 ] && cmp -s "$work/img_full.safetensors" "$work/img_resumed.safetensors" &&
+   grep -qE '^epoch 2: .* val_loss=[0-9.]+ val_accuracy=[01]\.[0-9]{4} test_loss=[0-9.]+ test_accuracy=' "$work/img_full.err"; then
+  ok "train on an image folder with --val-split, resumed byte-identical"
+else bad "train on an image folder and resume" "$out" "$(cat "$work/img_full.err" "$work/img_resumed.err")"; fi
+out=$("$clnet" train "$work/cifar10.cfg" --data "$img" --resize 32 --batch 8 --epochs 1 --lr 0.01 \
+      --val-split 0.25 --augment flip,crop=2 --mean 0.5,0.4,0.3 --std 0.2,0.25,0.3 \
+      --loader-threads 1 --save "$work/img_one.safetensors" 2>&1) &&
+  out2=$(imgrun img_three 1)
+if cmp -s "$work/img_one.safetensors" "$work/img_three.safetensors"; then
+  ok "one loader thread or three: the same parameters"
+else bad "loader threads change the result" "$out" "$(cat "$work/img_three.err")"; fi
+expect_error "--mean of 2 values for 3 channels is refused" "--mean gives 2 values, but the data has 3 channels" \
+  "$clnet" train "$work/cifar10.cfg" --data "$img" --resize 32 --steps 1 --batch 8 --mean 0.1,0.2
+# eval takes the run's --resize and normalisation from the checkpoint
+a=$("$clnet" eval "$work/cifar10.cfg" --data "$img" --weights "$work/img_full.safetensors" 2>&1 | tail -n1)
+b=$("$clnet" eval "$work/cifar10.cfg" --data "$img" --weights "$work/img_full.safetensors" \
+    --resize 32 --mean 0.5,0.4,0.3 --std 0.2,0.25,0.3 2>&1 | tail -n1)
+if [[ $a =~ ^test_accuracy=[01]\.[0-9]{4}$ ]] && [ "$a" = "$b" ]; then
+  ok "eval reads the run's resize and per-channel normalisation from the checkpoint ($a)"
+else bad "eval with the checkpoint's settings" "$a" "$b"; fi
+out=$("$clnet" predict "$work/cifar10.cfg" --weights "$work/img_full.safetensors" \
+      --input "$img/test/cat" --top 3 --output "$work/cats.csv" 2>&1)
+n=$(grep -cE "^$img/test/cat/[0-9]+\.(png|jpg): (airplane|automobile|bird|cat|deer|dog|frog|horse|ship|truck) [01]\.[0-9]{4}, [a-z]+ [01]\.[0-9]{4}, [a-z]+ [01]\.[0-9]{4}$" <<<"$out")
+files=$(ls "$img/test/cat" | wc -l)
+if [ "$n" -eq "$files" ] && [ "$(head -n1 "$work/cats.csv")" = "file,class,name,probability,class_2,name_2,probability_2,class_3,name_3,probability_3" ] &&
+   [ "$(wc -l <"$work/cats.csv")" -eq $((files + 1)) ]; then
+  ok "predict --input DIR names each image's three likeliest classes, and writes them as CSV"
+else bad "predict on a folder of images ($n of $files lines)" "$out" "$(cat "$work/cats.csv")"; fi
+one=$(ls "$img/test/cat" | head -n1)
+out=$("$clnet" predict "$work/cifar10.cfg" --weights "$work/img_full.safetensors" --input "$img/test/cat/$one" 2>&1)
+if grep -qE "^$img/test/cat/$one: [a-z]+ [01]\.[0-9]{4}$" <<<"$out" && grep -q "^predicted: count=1 " <<<"$out"; then
+  ok "predict --input IMAGE"
+else bad "predict on one image" "$out"; fi
+printf 'not an image\n' >"$img/train/dog/bad.png"
+expect_error "a bad image is named" "$img/train/dog/bad.png: not a PNG or JPEG file" \
+  "$clnet" train "$work/cifar10.cfg" --data "$img" --resize 32 --steps 1 --batch 8
+out=$("$clnet" train "$work/cifar10.cfg" --data "$img" --resize 32 --steps 1 --batch 8 --skip-bad-images 2>&1)
+if [ $? -eq 0 ] && grep -qF "clnet: skipped $img/train/dog/bad.png: not a PNG or JPEG file" <<<"$out" &&
+   grep -qF "clnet: skipped 1 image that do not decode" <<<"$out"; then
+  ok "--skip-bad-images leaves it out, with a line"
+else bad "--skip-bad-images" "$out"; fi
+rm "$img/train/dog/bad.png"
 
 # 3. models that do not fit, and damaged or missing files
 expect_error "a 1x28x28 model is refused, naming both shapes" \

@@ -1036,6 +1036,61 @@ START_TEST(truncate_keeps_the_first_samples_and_the_classes) {
 }
 END_TEST
 
+START_TEST(split_holds_out_a_seeded_subset_in_order) {
+    clnet_dataset *ds = synthetic_set(0);
+    uint64_t seed = test_seed_from_env("CLNET_TEST_SPLIT_SEED", 21);
+    printf("split seed %llu (CLNET_TEST_SPLIT_SEED replays it)\n", (unsigned long long)seed);
+    double fractions[] = {0.01, 0.1, 0.37, 0.5, 0.9};
+    for (int f = 0; f < 5; f++) {
+        clnet_dataset *rest = NULL, *held = NULL, *rest2 = NULL, *held2 = NULL;
+        ck_assert_msg(clnet_dataset_split(ds, fractions[f], seed + (uint64_t)f, &rest, &held) ==
+                          CLNET_OK,
+                      "%s", clnet_last_error());
+        int h = clnet_dataset_count(held), r = clnet_dataset_count(rest);
+        ck_assert_int_eq(h, (int)llround(fractions[f] * COUNT));
+        ck_assert_int_eq(h + r, COUNT);
+        ck_assert_int_eq(clnet_dataset_classes(held), clnet_dataset_classes(ds));
+        /* every sample once, each part in the data set's order, its bytes and label with it */
+        int seen[COUNT] = {0};
+        const clnet_dataset *parts[2] = {rest, held};
+        for (int p = 0; p < 2; p++) {
+            int last = -1;
+            for (int i = 0; i < clnet_dataset_count(parts[p]); i++) {
+                const uint8_t *x = parts[p]->images + (size_t)i * PIXELS;
+                int sample = x[0] | x[1] << 8;
+                ck_assert_msg(sample > last, "part %d not in order at %d", p, i);
+                last = sample;
+                seen[sample]++;
+                for (int j = 0; j < PIXELS; j++) ck_assert_int_eq(x[j], sample_byte(sample, j));
+                ck_assert_int_eq(parts[p]->labels[i], sample_label(sample));
+            }
+        }
+        for (int i = 0; i < COUNT; i++) ck_assert_int_eq(seen[i], 1);
+        /* the same seed, the same split; another seed, another */
+        ck_assert_int_eq(clnet_dataset_split(ds, fractions[f], seed + (uint64_t)f, &rest2, &held2),
+                         CLNET_OK);
+        ck_assert_int_eq(memcmp(held->images, held2->images, (size_t)h * PIXELS), 0);
+        clnet_dataset_free(rest2), clnet_dataset_free(held2);
+        if (h > 3 && h < COUNT - 3) {
+            ck_assert_int_eq(clnet_dataset_split(ds, fractions[f], ~seed, &rest2, &held2),
+                             CLNET_OK);
+            ck_assert_msg(memcmp(held->images, held2->images, (size_t)h * PIXELS) != 0,
+                          "two seeds held out the same %d samples", h);
+            clnet_dataset_free(rest2), clnet_dataset_free(held2);
+        }
+        clnet_dataset_free(rest), clnet_dataset_free(held);
+    }
+    clnet_dataset *a = NULL, *b = NULL;
+    double bad[] = {0, 1, -0.5, 0.001, 0.999, NAN};
+    for (int i = 0; i < 6; i++) {
+        ck_assert_int_eq(clnet_dataset_split(ds, bad[i], 1, &a, &b), CLNET_ERR_INVALID_ARGUMENT);
+        ck_assert_ptr_null(a);
+        ck_assert_ptr_null(b);
+    }
+    clnet_dataset_free(ds);
+}
+END_TEST
+
 /* ---- the loader ---------------------------------------------------------------- */
 
 START_TEST(loader_covers_every_sample_once_per_epoch) {
@@ -1893,6 +1948,7 @@ int main(void) {
     tcase_add_test(t, cifar_damaged_files_are_errors_naming_the_file);
     tcase_add_test(t, invalid_arguments_are_rejected_with_a_message);
     tcase_add_test(t, truncate_keeps_the_first_samples_and_the_classes);
+    tcase_add_test(t, split_holds_out_a_seeded_subset_in_order);
     tcase_add_test(t, loader_covers_every_sample_once_per_epoch);
     tcase_add_test(t, shuffle_is_a_pure_function_of_seed_and_epoch);
     tcase_add_test(t, shuffle_draws_every_permutation_equally_often);

@@ -3,8 +3,10 @@
  * make_image_fixtures.py), from a file and from memory, with the probe agreeing; several
  * threads decoding at once; and every kind of damage refused with the right status, a message
  * that names the file and what is wrong, and nothing left in `out`. */
+#include "data.h"
 #include "harness.h"
 #include "image.h"
+#include "transform.h"
 #include "npy.h"
 #include "random.h"
 
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -498,6 +501,306 @@ START_TEST(warnings_are_not_printed) {
 }
 END_TEST
 
+/* ---- image folders (data_folder.c) and the loader's decoding threads ------------------- */
+
+/* Pixel (y, x, c) of generated picture `k` of seed `seed`. */
+static uint8_t picture_byte(uint64_t seed, int k, int y, int x, int c) {
+    return (uint8_t)(clnet_mix64(seed ^ ((uint64_t)k << 40 | (uint64_t)y << 24 | (uint64_t)x << 8 |
+                                         (uint64_t)c)) >>
+                     56);
+}
+
+/* Writes picture k (h x w, channels) as path (PNG or JPEG by its name); returns its pixels. */
+static clnet_image write_picture(const char *path, uint64_t seed, int k, int h, int w,
+                                 int channels) {
+    clnet_image img = {.width = w, .height = h, .channels = channels};
+    img.pixels = malloc((size_t)w * h * channels);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < channels; c++)
+                img.pixels[((size_t)y * w + x) * channels + c] = picture_byte(seed, k, y, x, c);
+    ck_assert_msg(clnet_image_write_file(path, &img, 92) == CLNET_OK, "%s", clnet_last_error());
+    return img;
+}
+
+static void make_sub(char *out, size_t cap, const char *a, const char *b) {
+    snprintf(out, cap, "%s/%s", a, b);
+    ck_assert_msg(mkdir(out, 0777) == 0, "mkdir %s", out);
+}
+
+/* The first batch (file order, no shuffle) of a loader over ds with `threads` and t. */
+static float *first_batch(const clnet_dataset *ds, int batch, int threads,
+                          const clnet_transforms *t, int32_t *labels) {
+    clnet_loader_config cfg = {.batch = batch, .std = 1, .threads = threads, .seed = 3};
+    if (t) cfg.transforms = *t;
+    clnet_loader *l = NULL;
+    ck_assert_msg(clnet_loader_create(&l, ds, &cfg) == CLNET_OK, "%s", clnet_last_error());
+    clnet_batch b;
+    ck_assert_msg(clnet_loader_next(l, &b) == CLNET_OK, "%s", clnet_last_error());
+    size_t values = clnet_loader_sample_values(l) * (size_t)b.n;
+    float *x = malloc(values * sizeof *x);
+    memcpy(x, b.images, values * sizeof *x);
+    if (labels) memcpy(labels, b.labels, (size_t)b.n * sizeof *labels);
+    clnet_loader_free(l);
+    return x;
+}
+
+START_TEST(image_folders_read_back_in_torchvision_order) {
+    uint64_t seed = test_seed_from_env("CLNET_TEST_FOLDER_SEED", 11);
+    printf("image folder seed %llu (CLNET_TEST_FOLDER_SEED replays it)\n",
+           (unsigned long long)seed);
+    char root[64], split[128], cls[2][160], path[256];
+    test_make_dir(root, sizeof root);
+    make_sub(split, sizeof split, root, "train");
+    /* made in the opposite order of their names: the names decide the classes */
+    make_sub(cls[1], sizeof cls[1], split, "zebra");
+    make_sub(cls[0], sizeof cls[0], split, "Ant"); /* 'A' sorts before 'z' in bytes */
+    /* class Ant: b.png (RGB), a.PNG (gray: its value in every channel), c.jpg (RGB JPEG);
+     * class zebra: 10.png, 9.png ("10" sorts first); and what is passed by */
+    const char *files[5] = {"a.PNG", "b.png", "c.jpg", "10.png", "9.png"};
+    int label[5] = {0, 0, 0, 1, 1}, gray[5] = {1, 0, 0, 0, 0};
+    clnet_image want[5];
+    for (int k = 4; k >= 0; k--) {
+        snprintf(path, sizeof path, "%s/%s", cls[label[k]], files[k]);
+        want[k] = write_picture(path, seed, k, 5, 7, gray[k] ? 1 : 3);
+    }
+    snprintf(path, sizeof path, "%s/notes.txt", cls[0]);
+    test_write_file(path, "not an image", 12);
+    snprintf(path, sizeof path, "%s/.hidden.png", cls[1]);
+    test_write_file(path, "hidden", 6);
+    clnet_dataset *ds = NULL;
+    ck_assert_msg(clnet_dataset_load(&ds, root, "train") == CLNET_OK, "%s", clnet_last_error());
+    int c = 0, h = 0, w = 0;
+    clnet_dataset_shape(ds, &c, &h, &w);
+    ck_assert_int_eq(clnet_dataset_count(ds), 5);
+    ck_assert_msg(c == 3 && h == 5 && w == 7, "shape %d x %d x %d", c, h, w);
+    ck_assert_int_eq(clnet_dataset_classes(ds), 2);
+    ck_assert_str_eq(clnet_dataset_class_name(ds, 0), "Ant");
+    ck_assert_str_eq(clnet_dataset_class_name(ds, 1), "zebra");
+    for (int k = 0; k < 5; k++) {
+        snprintf(path, sizeof path, "%s/%s", cls[label[k]], files[k]);
+        ck_assert_str_eq(clnet_dataset_file(ds, k), path);
+    }
+    int32_t labels[5];
+    for (int threads = 1; threads <= 3; threads++) {
+        float *x = first_batch(ds, 5, threads, NULL, labels);
+        for (int k = 0; k < 5; k++) {
+            ck_assert_int_eq(labels[k], label[k]);
+            clnet_image got = want[k];
+            if (k == 2) { /* JPEG: lossy, so against the decoder's own pixels */
+                snprintf(path, sizeof path, "%s/%s", cls[0], files[2]);
+                ck_assert_int_eq(clnet_image_decode_file(path, &got), CLNET_OK);
+            }
+            for (int ch = 0; ch < 3; ch++)
+                for (int j = 0; j < 35; j++) {
+                    int from = got.channels == 1 ? 0 : ch;
+                    float v = (float)got.pixels[j * got.channels + from] / 255.0f;
+                    ck_assert_msg(x[((size_t)k * 3 + ch) * 35 + j] == v,
+                                  "threads %d sample %d channel %d value %d: %g, want %g", threads,
+                                  k, ch, j, (double)x[((size_t)k * 3 + ch) * 35 + j], (double)v);
+                }
+            if (k == 2) clnet_image_free(&got);
+        }
+        free(x);
+    }
+    /* exported and read back: the same samples, the class names kept as folders */
+    char again[160];
+    snprintf(again, sizeof again, "%s/again", root);
+    ck_assert_msg(clnet_dataset_export(ds, again, "png", 0, NULL) == CLNET_OK, "%s",
+                  clnet_last_error());
+    snprintf(path, sizeof path, "%s/zebra/3.png", again);
+    ck_assert_msg(access(path, R_OK) == 0, "%s is missing", path);
+    clnet_dataset *back = NULL;
+    ck_assert_msg(clnet_dataset_load_folder(&back, again, &(clnet_dataset_options){0}) == CLNET_OK,
+                  "%s", clnet_last_error());
+    float *x0 = first_batch(ds, 5, 1, NULL, NULL), *x1 = first_batch(back, 5, 2, NULL, labels);
+    ck_assert_int_eq(memcmp(x0, x1, 5 * 3 * 35 * sizeof *x0), 0);
+    for (int k = 0; k < 5; k++) ck_assert_int_eq(labels[k], label[k]);
+    free(x0), free(x1);
+    clnet_dataset_free(back);
+    /* every image gray: one channel */
+    char gray_root[160];
+    snprintf(gray_root, sizeof gray_root, "%s/gray", root);
+    mkdir(gray_root, 0777);
+    make_sub(path, sizeof path, gray_root, "one");
+    char file[300];
+    snprintf(file, sizeof file, "%s/x.png", path);
+    clnet_image g = write_picture(file, seed, 9, 4, 4, 1);
+    ck_assert_int_eq(clnet_dataset_load_folder(&back, gray_root, &(clnet_dataset_options){0}),
+                     CLNET_OK);
+    clnet_dataset_shape(back, &c, &h, &w);
+    ck_assert_msg(c == 1 && h == 4 && w == 4, "gray folder: %d x %d x %d", c, h, w);
+    clnet_dataset_free(back);
+    clnet_image_free(&g);
+    for (int k = 0; k < 5; k++) clnet_image_free(&want[k]);
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(image_folders_of_many_sizes_need_a_resize_and_match_at_any_thread_count) {
+    uint64_t seed = test_seed_from_env("CLNET_TEST_FOLDER_SEED", 5);
+    printf("image folder seed %llu (CLNET_TEST_FOLDER_SEED replays it)\n",
+           (unsigned long long)seed);
+    clnet_xoshiro r = clnet_xoshiro_from(seed);
+    char root[64], cls[160], path[256];
+    test_make_dir(root, sizeof root);
+    int n = 13;
+    clnet_image want[13];
+    int classes = 3;
+    for (int k = 0; k < classes; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "c%d", k);
+        make_sub(cls, sizeof cls, root, name);
+    }
+    for (int k = 0; k < n; k++) {
+        int h = 3 + (int)clnet_uniform_below(&r, 20), w = 3 + (int)clnet_uniform_below(&r, 20);
+        snprintf(path, sizeof path, "%s/c%d/%02d.png", root, k * classes / n, k);
+        want[k] = write_picture(path, seed, k, h, w, 3);
+    }
+    clnet_dataset *ds = NULL;
+    ck_assert_msg(clnet_dataset_load_folder(&ds, root, &(clnet_dataset_options){0}) == CLNET_OK,
+                  "%s", clnet_last_error());
+    clnet_loader_config cfg = {.batch = 4, .std = 1};
+    clnet_loader *l = NULL;
+    ck_assert_int_eq(clnet_loader_create(&l, ds, &cfg), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "not all one size") &&
+                      strstr(clnet_last_error(), "--resize"),
+                  "%s", clnet_last_error());
+    clnet_transforms t = {.resize_height = 9, .resize_width = 8};
+    float *x = first_batch(ds, n, 1, &t, NULL), ref[3 * 72], unit[3 * 23 * 23];
+    for (int k = 0; k < n; k++) { /* each against the resize of its own pixels */
+        int h = want[k].height, w = want[k].width;
+        for (int c = 0; c < 3; c++) {
+            for (int j = 0; j < h * w; j++) unit[j] = (float)want[k].pixels[j * 3 + c] / 255.0f;
+            clnet_resize_bilinear(unit, w, 0, 0, h, w, ref + c * 72, 9, 8);
+        }
+        ck_assert_msg(memcmp(x + (size_t)k * 3 * 72, ref, sizeof ref) == 0,
+                      "sample %d (%dx%d) differs from its resize", k, h, w);
+    }
+    free(x);
+    /* the random transforms too: bitwise the same at 1, 2, 3 and 7 threads, epoch after epoch */
+    clnet_transforms aug = {.resize_height = 12,
+                            .resize_width = 10,
+                            .crop_height = 8,
+                            .crop_width = 8,
+                            .pad = 2,
+                            .flip = 1,
+                            .seed = seed};
+    float *one[3] = {0};
+    int threads[] = {1, 2, 3, 7};
+    for (int ti = 0; ti < 4; ti++) {
+        clnet_loader_config c = {
+            .batch = 5, .std = 1, .shuffle = 1, .seed = seed, .threads = threads[ti]};
+        c.transforms = aug;
+        ck_assert_int_eq(clnet_loader_create(&l, ds, &c), CLNET_OK);
+        for (int b = 0; b < 3; b++) { /* batches of epoch 0 and the first of epoch 1 */
+            clnet_batch batch;
+            ck_assert_int_eq(clnet_loader_next(l, &batch), CLNET_OK);
+            size_t bytes = (size_t)batch.n * 3 * 64 * sizeof(float);
+            if (ti == 0) {
+                one[b] = malloc(bytes);
+                memcpy(one[b], batch.images, bytes);
+            } else {
+                ck_assert_msg(memcmp(one[b], batch.images, bytes) == 0,
+                              "batch %d differs at %d threads", b, threads[ti]);
+            }
+        }
+        clnet_loader_free(l);
+    }
+    for (int b = 0; b < 3; b++) free(one[b]);
+    for (int k = 0; k < n; k++) clnet_image_free(&want[k]);
+    clnet_dataset_free(ds);
+}
+END_TEST
+
+/* A folder of root/a/ (good.png and `bad` holding `bytes`) and root/b/ok.png. */
+static void bad_folder(char *root, size_t cap, const char *bad, const void *bytes, size_t n) {
+    char dir[160], path[256];
+    test_make_dir(root, cap);
+    make_sub(dir, sizeof dir, root, "a");
+    snprintf(path, sizeof path, "%s/good.png", dir);
+    clnet_image img = write_picture(path, 1, 0, 6, 6, 3);
+    clnet_image_free(&img);
+    snprintf(path, sizeof path, "%s/%s", dir, bad);
+    test_write_file(path, bytes, n);
+    make_sub(dir, sizeof dir, root, "b");
+    snprintf(path, sizeof path, "%s/ok.png", dir);
+    img = write_picture(path, 1, 1, 6, 6, 3);
+    clnet_image_free(&img);
+}
+
+/* The folder with the bad file: refused by the load (at_load) or by the batch that decodes
+ * it, naming it and saying `why`; with skip_bad_images, left out with one line. */
+static void expect_bad_image(const char *bad, const void *bytes, size_t n, int at_load,
+                             const char *why) {
+    char root[64], path[256];
+    bad_folder(root, sizeof root, bad, bytes, n);
+    snprintf(path, sizeof path, "%s/a/%s", root, bad);
+    clnet_dataset *ds = NULL;
+    clnet_status s = clnet_dataset_load_folder(&ds, root, &(clnet_dataset_options){0});
+    if (at_load) {
+        ck_assert_msg(s == CLNET_ERR_FORMAT, "%s: loaded", bad);
+    } else {
+        ck_assert_msg(s == CLNET_OK, "%s: %s", bad, clnet_last_error());
+        clnet_loader_config cfg = {.batch = 3, .std = 1, .threads = 2};
+        clnet_loader *l = NULL;
+        clnet_batch b;
+        ck_assert_int_eq(clnet_loader_create(&l, ds, &cfg), CLNET_OK);
+        ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_ERR_FORMAT);
+        clnet_loader_free(l);
+        clnet_dataset_free(ds);
+    }
+    ck_assert_msg(strstr(clnet_last_error(), path) && strstr(clnet_last_error(), why),
+                  "%s: want '%s' naming %s: %s", bad, why, path, clnet_last_error());
+    clnet_dataset_options skip = {.skip_bad_images = 1, .threads = 3};
+    ck_assert_msg(clnet_dataset_load_folder(&ds, root, &skip) == CLNET_OK, "%s: %s", bad,
+                  clnet_last_error());
+    ck_assert_int_eq(clnet_dataset_count(ds), 2);
+    ck_assert_int_eq(clnet_dataset_skipped(ds), 1);
+    const char *line = clnet_dataset_skipped_reason(ds, 0);
+    ck_assert_msg(strstr(line, path) && strstr(line, why), "%s: skipped as %s", bad, line);
+    ck_assert_ptr_null(clnet_dataset_skipped_reason(ds, 1));
+    clnet_dataset_free(ds);
+}
+
+START_TEST(bad_images_in_a_folder_are_named_or_skipped) {
+    size_t n = 0;
+    unsigned char *png = make_png(6, 6, 2, 40, &n);
+    expect_bad_image("cut.png", png, n - 20, 0, "truncated"); /* the header is whole */
+    unsigned char *huge = malloc(n);
+    memcpy(huge, png, n);
+    put_be32(huge + 16, 65535);
+    put_be32(huge + 20, 65535);
+    put_be32(huge + 29, (uint32_t)crc32(0, huge + 12, 17));
+    expect_bad_image("bomb.png", huge, n, 1, "a side over 16384");
+    expect_bad_image("empty.png", "", 0, 1, "empty");
+    expect_bad_image("text.png", "hello, this is text\n", 20, 1, "not a PNG or JPEG file");
+    expect_bad_image("picture.bmp", "BM", 2, 1, "not a format clnet decodes");
+    size_t jn = 0;
+    char tmp[64], jpg_path[128];
+    test_make_dir(tmp, sizeof tmp);
+    snprintf(jpg_path, sizeof jpg_path, "%s/whole.jpg", tmp);
+    clnet_image whole = write_picture(jpg_path, 2, 0, 6, 6, 3);
+    clnet_image_free(&whole);
+    unsigned char *jpg = test_read_file(jpg_path, &jn);
+    expect_bad_image("cut.jpg", jpg, jn - 8, 0, "truncated"); /* in its scan */
+    free(jpg), free(huge), free(png);
+    /* a class folder without an image, a root without class folders */
+    char root[64], dir[160];
+    test_make_dir(root, sizeof root);
+    clnet_dataset *ds = NULL;
+    ck_assert_int_eq(clnet_dataset_load_folder(&ds, root, &(clnet_dataset_options){0}),
+                     CLNET_ERR_FORMAT);
+    ck_assert_msg(strstr(clnet_last_error(), "no class folders"), "%s", clnet_last_error());
+    make_sub(dir, sizeof dir, root, "lonely");
+    ck_assert_int_eq(clnet_dataset_load_folder(&ds, root, &(clnet_dataset_options){0}),
+                     CLNET_ERR_FORMAT);
+    ck_assert_msg(strstr(clnet_last_error(), "class 'lonely' holds no .png"), "%s",
+                  clnet_last_error());
+    ck_assert_ptr_null(ds);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("image");
     TCase *t = tcase_create("image");
@@ -515,6 +818,9 @@ int main(void) {
     tcase_add_test(t, pngs_that_go_bad_after_their_signature_are_refused);
     tcase_add_test(t, jpegs_that_go_bad_are_refused);
     tcase_add_test(t, warnings_are_not_printed);
+    tcase_add_test(t, image_folders_read_back_in_torchvision_order);
+    tcase_add_test(t, image_folders_of_many_sizes_need_a_resize_and_match_at_any_thread_count);
+    tcase_add_test(t, bad_images_in_a_folder_are_named_or_skipped);
     suite_add_tcase(s, t);
     return test_run_suite(s);
 }

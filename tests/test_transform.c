@@ -185,6 +185,78 @@ START_TEST(loader_resizes_and_normalises_per_channel_as_pytorch) {
 }
 END_TEST
 
+/* torchvision's own transforms (make_transform_fixtures.py's TV_CASES, by
+ * torchvision.transforms.functional): the resize within 1e-5, the crops, pads and flips after
+ * it exact; the per-channel normalisation (F.normalize) through the loader within 1e-6. */
+static const struct {
+    int rh, rw, ch, cw, pad, pt, pl, flip;
+} TV_CASES[] = {{0, 0, 8, 8, 0, 0, 0, 0}, {0, 0, 7, 10, 0, 0, 0, 1},   {0, 0, 12, 16, 0, 0, 0, 0},
+                {0, 0, 0, 0, 2, 0, 4, 0}, {0, 0, 0, 0, 3, 5, 1, 1},    {20, 24, 16, 16, 4, 8, 0, 1},
+                {9, 9, 0, 0, 1, 2, 2, 0}, {30, 20, 25, 15, 2, 1, 3, 1}};
+
+START_TEST(transforms_match_torchvision) {
+    clnet_npy image = read_fixture("image.npy");
+    float *x = unit_floats(&image);
+    for (int k = 0; k < (int)(sizeof TV_CASES / sizeof *TV_CASES); k++) {
+        char name[32];
+        snprintf(name, sizeof name, "tv_%d.npy", k);
+        clnet_npy want = read_fixture(name);
+        clnet_transforms t = {.resize_height = TV_CASES[k].rh,
+                              .resize_width = TV_CASES[k].rw,
+                              .crop_height = TV_CASES[k].ch,
+                              .crop_width = TV_CASES[k].cw,
+                              .pad = TV_CASES[k].pad,
+                              .flip = TV_CASES[k].flip};
+        clnet_transform_draw d = {.top = 0,
+                                  .left = 0,
+                                  .height = 13,
+                                  .width = 17,
+                                  .pad_top = TV_CASES[k].pt,
+                                  .pad_left = TV_CASES[k].pl,
+                                  .flip = TV_CASES[k].flip};
+        int oh, ow;
+        ck_assert_int_eq(clnet_transforms_check(&t, 13, 17, "test"), CLNET_OK);
+        clnet_transforms_out_size(&t, 13, 17, &oh, &ow);
+        size_t n = 3 * (size_t)oh * ow;
+        ck_assert_msg(want.count == n, "%s: %zu values, clnet gives %zu", name, want.count, n);
+        float *got = malloc(n * sizeof *got);
+        float *scratch = malloc((clnet_transforms_scratch(&t, 3, 13, 17) + 1) * sizeof *scratch);
+        clnet_transforms_apply(&t, &d, x, 3, 13, 17, scratch, got);
+        double diff = max_diff(got, want.data, n);
+        printf("torchvision %s (resize %dx%d, crop %dx%d, pad %d at %d,%d, flip %d): largest "
+               "difference %.3g\n",
+               name, t.resize_height, t.resize_width, t.crop_height, t.crop_width, t.pad, d.pad_top,
+               d.pad_left, d.flip, diff);
+        if (t.resize_height)
+            ck_assert_msg(diff <= 1e-5, "%s: %g from torchvision's", name, diff);
+        else
+            ck_assert_msg(diff == 0, "%s: %g from torchvision's (want exact)", name, diff);
+        free(got), free(scratch);
+        clnet_npy_free(&want);
+    }
+    /* Normalize, per channel, through a loader of the picture */
+    clnet_dataset *ds = byte_images(1, 3, 13, 17, image.data);
+    clnet_loader_config cfg = {.batch = 1,
+                               .std = 1,
+                               .norm_channels = 3,
+                               .channel_mean = {0.4914f, 0.4822f, 0.4465f},
+                               .channel_std = {0.2470f, 0.2435f, 0.2616f}};
+    clnet_loader *l = NULL;
+    clnet_batch b;
+    ck_assert_int_eq(clnet_loader_create(&l, ds, &cfg), CLNET_OK);
+    ck_assert_int_eq(clnet_loader_next(l, &b), CLNET_OK);
+    clnet_npy want = read_fixture("tv_normalize.npy");
+    double diff = max_diff(b.images, want.data, want.count);
+    printf("torchvision Normalize: largest difference %.3g\n", diff);
+    ck_assert_msg(diff <= 1e-5, "Normalize: %g from torchvision's", diff);
+    clnet_npy_free(&want);
+    clnet_loader_free(l);
+    clnet_dataset_free(ds);
+    free(x);
+    clnet_npy_free(&image);
+}
+END_TEST
+
 /* What torchvision does, written the long way: resize skipped, center crop, a padded copy,
  * a window of it at the draw's corner, then the mirror. */
 static void reference(const float *src, int C, int H, int W, const clnet_transforms *t,
@@ -407,6 +479,7 @@ int main(void) {
     tcase_add_test(t, bilinear_resize_matches_pytorch);
     tcase_add_test(t, loader_resizes_and_normalises_per_channel_as_pytorch);
     tcase_add_test(t, crops_pads_and_flips_match_the_reference);
+    tcase_add_test(t, transforms_match_torchvision);
     tcase_add_test(t, draws_are_keyed_by_seed_epoch_and_sample);
     tcase_add_test(t, random_resized_crops_follow_torchvision);
     tcase_add_test(t, transforms_that_cannot_apply_are_refused);

@@ -255,6 +255,71 @@ int cli_float(const char *name, const char *text, double min, double max, double
     return 1;
 }
 
+static int float_list(const char *name, const char *list, double min, double max, void *dest) {
+    cli_floats *f = dest, got = {0};
+    for (const char *p = list;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char item[64];
+        if (got.count == CLNET_MAX_NORM_CHANNELS) {
+            fprintf(stderr, "clnet: %s: more than %d values (one a channel)\n", name,
+                    CLNET_MAX_NORM_CHANNELS);
+            return 0;
+        }
+        snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
+        if (len >= sizeof item || !cli_float(name, item, min, max, &got.v[got.count])) return 0;
+        got.count++;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    *f = got;
+    return 1;
+}
+
+int cli_mean_values(const char *name, const char *list, void *dest) {
+    return float_list(name, list, -1e3, 1e3, dest);
+}
+
+int cli_std_values(const char *name, const char *list, void *dest) {
+    return float_list(name, list, 1e-6, 1e3, dest);
+}
+
+void cli_floats_text(const cli_floats *f, char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int k = 0; k < f->count && used < cap; k++) {
+        char one[32];
+        for (int digits = 6; digits <= 17; digits++) { /* the shortest that reads back */
+            snprintf(one, sizeof one, "%.*g", digits, f->v[k]);
+            if (strtod(one, NULL) == f->v[k]) break;
+        }
+        used += (size_t)snprintf(out + used, cap - used, "%s%s", k ? "," : "", one);
+    }
+}
+
+int cli_normalisation(const cli_floats *mean, const cli_floats *std, int channels,
+                      clnet_loader_config *cfg) {
+    int m = mean->count ? mean->count : 1, s = std->count ? std->count : 1;
+    cfg->mean = mean->count ? (float)mean->v[0] : 0.0f;
+    cfg->std = std->count ? (float)std->v[0] : 1.0f;
+    cfg->norm_channels = 0;
+    if (m == 1 && s == 1) return 0;
+    const char *bad = m != 1 && m != channels ? "--mean" : s != 1 && s != channels ? "--std" : NULL;
+    if (bad) {
+        fprintf(stderr,
+                "clnet: %s gives %d values, but the data has %d channel%s: give one, or "
+                "one a channel\n",
+                bad, bad[2] == 'm' ? m : s, channels, channels == 1 ? "" : "s");
+        return 2;
+    }
+    cfg->norm_channels = channels;
+    for (int c = 0; c < channels; c++) {
+        cfg->channel_mean[c] = (float)mean->v[m == 1 ? 0 : c];
+        cfg->channel_std[c] = (float)std->v[s == 1 ? 0 : c];
+    }
+    return 0;
+}
+
 int cli_npy_files(const char *name, const char *list, void *dest) {
     cli_npy *npy = dest;
     int count = 0;

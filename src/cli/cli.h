@@ -141,7 +141,35 @@ typedef struct {
 } cli_npy;
 cli_parser cli_npy_files;
 
+/* --mean and --std: one value for every channel, or one a channel ("0.4914,0.4822,0.4465").
+ * cli_mean_values takes each from -1000 to 1000, cli_std_values from 1e-6 to 1000. */
+typedef struct {
+    int count;
+    double v[CLNET_MAX_NORM_CHANNELS];
+} cli_floats;
+cli_parser cli_mean_values, cli_std_values;
+
+/* The values as text that reads back to the same doubles, comma-separated. */
+void cli_floats_text(const cli_floats *f, char *out, size_t cap);
+
+/* cfg's normalisation from --mean and --std for data of `channels` channels: one value each
+ * for all, else one a channel (a single one applies to every channel). 0, or 2 after a
+ * message when a list's length is not the channels'. */
+int cli_normalisation(const cli_floats *mean, const cli_floats *std, int channels,
+                      clnet_loader_config *cfg);
+
 /* ---- data.c ---- */
+
+/* The value recorded for `key` in a checkpoint's run settings ("key=value" lines) into out:
+ * 1, or 0 when the run did not record it. */
+int cli_run_value(const char *run, const char *key, char *out, size_t cap);
+
+/* A line on stderr for each image ds's load skipped (--skip-bad-images), and their count. */
+void cli_report_skipped(const clnet_dataset *ds);
+
+/* ds's class names, one a line, into out ("" when some class has none, or they would not
+ * fit): what a checkpoint records. */
+void cli_class_names(const clnet_dataset *ds, char *out, size_t cap);
 
 /* 1 when ds's samples have the shape the net takes and its labels (if any) are within
  * the net's classes; else 0 after a message that names the model file. */
@@ -156,6 +184,8 @@ int cli_transforms(const char *resize, const char *center_crop, const char *augm
 /* The seed of the noise on a test set (clnet eval, the test set of clnet train,
  * clnet predict): every run draws the same noisy test inputs. */
 #define CLI_TEST_NOISE_SEED 0x7465737473657475ull
+/* The seed of --val-split's subset: one for every run, so the same data gives the same split. */
+#define CLI_VAL_SPLIT_SEED 0x76616c73706c6974ull
 
 /* --noise on ds for net: 2 after a message when the net's loss takes its
  * target from target= (that target would be noisy); with a loss of the
@@ -192,7 +222,7 @@ int cli_first_step(const char *command, const char *done, const char *model, lon
  * (tests/fuzz/fuzz_cli.c) feeds its words to. */
 extern const cli_command *const cli_commands[];
 extern const cli_command cli_devices_cmd, cli_train_cmd, cli_eval_cmd, cli_predict_cmd,
-    cli_bench_cmd, cli_tune_cmd, cli_layers_cmd, cli_warm_cmd;
+    cli_bench_cmd, cli_tune_cmd, cli_layers_cmd, cli_warm_cmd, cli_export_cmd;
 
 int cmd_devices(int argc, char **argv); /* devices.c */
 int cmd_train(int argc, char **argv);   /* train.c */
@@ -202,5 +232,6 @@ int cmd_bench(int argc, char **argv);   /* bench.c */
 int cmd_tune(int argc, char **argv);    /* tune.c */
 int cmd_layers(int argc, char **argv);  /* layers.c */
 int cmd_warm(int argc, char **argv);    /* warm.c */
+int cmd_export(int argc, char **argv);  /* export.c */
 
 #endif

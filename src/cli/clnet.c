@@ -13,10 +13,12 @@ static void usage(FILE *out) {
             "commands:\n"
             "  devices [--devices SPEC]   list OpenCL devices and check that each runs clnet's "
             "kernels\n"
-            "  train MODEL [options]      train a model on IDX or .npy data (clnet train --help)\n"
+            "  train MODEL [options]      train a model on IDX, CIFAR, image-folder or .npy data\n"
+            "                             (clnet train --help)\n"
             "  eval MODEL --weights FILE  test accuracy of a checkpoint (clnet eval --help)\n"
             "  predict MODEL --weights FILE --output OUT.npy\n"
-            "                             a checkpoint's outputs for a set of inputs, as .npy\n"
+            "                             a checkpoint's outputs for a set of inputs, as .npy;\n"
+            "                             with --input IMAGE|DIR, each image's classes\n"
             "                             (clnet predict --help)\n"
             "  bench MODEL [--devices SPEC] [--batch B] [--steps N]\n"
             "                             training speed of each device alone and together\n"
@@ -25,6 +27,7 @@ static void usage(FILE *out) {
             "  warm MODEL [--batch B] [--devices SPEC]\n"
             "                             build and cache every kernel MODEL uses: the next run\n"
             "                             starts warm\n"
+            "  export OUT [--data DIR]    write a data set as an image folder (PNG or JPEG)\n"
             "  layers [KIND]              the layer kinds of model files and their options\n"
             "  version                    print the version, and whether MPI is built in\n"
             "  help                       print this text\n"
@@ -60,6 +63,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "predict") == 0) return alone(cmd) ? cmd_predict(argc - 2, argv + 2) : 2;
     if (strcmp(cmd, "bench") == 0) return alone(cmd) ? cmd_bench(argc - 2, argv + 2) : 2;
     if (strcmp(cmd, "tune") == 0) return alone(cmd) ? cmd_tune(argc - 2, argv + 2) : 2;
+    if (strcmp(cmd, "export") == 0) return alone(cmd) ? cmd_export(argc - 2, argv + 2) : 2;
     if (strcmp(cmd, "layers") == 0) return cmd_layers(argc - 2, argv + 2);
     if (strcmp(cmd, "warm") == 0) return alone(cmd) ? cmd_warm(argc - 2, argv + 2) : 2;
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

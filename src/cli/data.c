@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* 1 when the net compares its output with the data's float targets, one for
  * each value of a sample, and ds has none: its samples could be its targets. */
@@ -38,6 +39,42 @@ int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const clnet_tra
         return 0;
     }
     return 1;
+}
+
+int cli_run_value(const char *run, const char *key, char *out, size_t cap) {
+    size_t n = strlen(key);
+    for (const char *line = run; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len > n && strncmp(line, key, n) == 0 && line[n] == '=') {
+            snprintf(out, cap, "%.*s", (int)(len - n - 1), line + n + 1);
+            return 1;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+void cli_report_skipped(const clnet_dataset *ds) {
+    int n = clnet_dataset_skipped(ds);
+    for (int k = 0; k < n; k++)
+        fprintf(stderr, "clnet: skipped %s\n", clnet_dataset_skipped_reason(ds, k));
+    if (n)
+        fprintf(stderr, "clnet: skipped %d image%s that do not decode (--skip-bad-images)\n", n,
+                n == 1 ? "" : "s");
+}
+
+void cli_class_names(const clnet_dataset *ds, char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int k = 0; ds && k < clnet_dataset_classes(ds); k++) {
+        const char *name = clnet_dataset_class_name(ds, k);
+        if (!name || strchr(name, '\n') || used + strlen(name) + 2 > cap) {
+            out[0] = '\0';
+            return;
+        }
+        used += (size_t)snprintf(out + used, cap - used, "%s\n", name);
+    }
 }
 
 int cli_random_batch(const clnet_net *net, long n, cli_batch *b) {

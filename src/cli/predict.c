@@ -2,10 +2,12 @@
  * order, written as a NumPy .npy file (and optionally a picture). */
 #include "cli.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define PICTURED      16 /* samples drawn by --picture */
 #define TEXT_OF(n)    #n
@@ -20,11 +22,12 @@
 
 typedef struct {
     const char *model, *weights, *output, *input, *data, *devices, *picture;
+    const char *resize, *center_crop;
     cli_npy npy; /* --data-npy */
     int train;   /* --set: 0 test, 1 train */
-    long count, batch;
-    double mean, std;
-    int mean_given, std_given, probabilities;
+    long count, batch, top;
+    cli_floats mean, std;
+    int mean_given, std_given, resize_given, center_crop_given, probabilities, skip_bad;
     double noise;    /* --noise */
     int noise_given; /* --noise, even 0: a loss of the data's targets gets the clean samples */
 } options;
@@ -39,18 +42,22 @@ static const cli_opt predict_opts[] = {
      .required = 1,
      .help = "the checkpoint (or PyTorch-named safetensors) to run"},
     {.name = "--output",
-     .arg = "OUT.npy",
+     .arg = "OUT.npy|OUT.csv",
      .type = CLI_TEXT,
      .at = AT(output),
-     .required = 1,
-     .help = "where the outputs go: float32 (N, *the shape of the layer\n"
-             "the loss reads), the logits of a classifier, in input order"},
+     .help = "where the outputs go: .npy, float32 (N, *the shape of the\n"
+             "layer the loss reads), the logits of a classifier, in input\n"
+             "order; .csv (a classifier's): a row a sample, its file (or\n"
+             "index) and its --top classes, names and probabilities.\n"
+             "Needed unless --input names images"},
     {.name = "--input",
-     .arg = "X.npy",
+     .arg = "X.npy|IMAGE|DIR",
      .type = CLI_TEXT,
      .at = AT(input),
-     .help = "the samples (no labels): (N, C, spatial...) or (N, spatial...),\n"
-             "uint8 (divided by 255) or float32"},
+     .help = "the samples (no labels): X.npy (N, C, spatial...) or (N,\n"
+             "spatial...), uint8 (divided by 255) or float32; or a PNG or\n"
+             "JPEG file, or a folder of them (its .png, .jpg, .jpeg files):\n"
+             "each printed with its predicted class names"},
     {.name = "--data",
      .arg = "DIR",
      .type = CLI_TEXT,
@@ -77,22 +84,45 @@ static const cli_opt predict_opts[] = {
      .max = 2147483647L,
      .help = "only the first N samples"},
     {.name = "--mean",
-     .arg = "X",
-     .type = CLI_FLOAT,
+     .arg = "X[,X...]",
+     .type = CLI_CUSTOM,
      .at = AT(mean),
      .given = AT(mean_given),
-     .min = -1e3,
-     .max = 1e3,
-     .help = "normalise as (x - X) / Y, Y from --std (default: what the\n"
-             "checkpoint recorded from training, else 0 and 1)"},
+     .parse = cli_mean_values,
+     .help = "normalise as (x - X) / Y, Y from --std, one value or one a\n"
+             "channel (default: what the checkpoint recorded from\n"
+             "training, else 0 and 1)"},
     {.name = "--std",
-     .arg = "Y",
-     .type = CLI_FLOAT,
+     .arg = "Y[,Y...]",
+     .type = CLI_CUSTOM,
      .at = AT(std),
      .given = AT(std_given),
-     .min = 1e-6,
-     .max = 1e3,
+     .parse = cli_std_values,
      .help = "the Y of --mean"},
+    {.name = "--resize",
+     .arg = "N|HxW",
+     .type = CLI_TEXT,
+     .at = AT(resize),
+     .given = AT(resize_given),
+     .help = "resize the inputs (default: as the checkpoint's run did)"},
+    {.name = "--center-crop",
+     .arg = "N|HxW",
+     .type = CLI_TEXT,
+     .at = AT(center_crop),
+     .given = AT(center_crop_given),
+     .help = "crop their middle (default: as the checkpoint's run did)"},
+    {.name = "--top",
+     .arg = "K",
+     .type = CLI_INT,
+     .at = AT(top),
+     .min = 1,
+     .max = 1000,
+     .def = "1",
+     .help = "the K likeliest classes of each image printed (and in .csv)"},
+    {.name = "--skip-bad-images",
+     .type = CLI_FLAG,
+     .at = AT(skip_bad),
+     .help = "leave out (with a line each) the images that do not decode"},
     CLI_NOISE(options, "add Gaussian noise of this standard deviation to the\n"
                        "inputs (to the pixels in [0, 1], before --mean/--std),\n"
                        "drawn as clnet eval draws the test set's; the targets\n"
@@ -112,19 +142,37 @@ static const cli_opt predict_opts[] = {
     {0},
 };
 
+/* 1 when path ends in `ending` (any case). */
+static int ends_in(const char *path, const char *ending) {
+    size_t n = path ? strlen(path) : 0, e = strlen(ending);
+    return n >= e && strcasecmp(path + n - e, ending) == 0;
+}
+
+/* --input names images (a file or a folder of them), not a .npy file. */
+static int names_images(const char *input) {
+    return input && !ends_in(input, ".npy");
+}
+
 /* The options every prediction needs, and one source of inputs at most. */
 static int check(void *v) {
     const options *o = v;
     const char *missing = !o->model     ? "a model file (e.g. examples/models/lenet.cfg)"
                           : !o->weights ? "--weights FILE"
-                          : !o->output  ? "--output OUT.npy"
-                                        : NULL;
+                          : !o->output && !names_images(o->input) ? "--output OUT.npy"
+                                                                  : NULL;
     if (missing) {
         fprintf(stderr, "clnet predict: needs %s (clnet predict --help)\n", missing);
         return 2;
     }
     if (!!o->input + !!o->data + !!o->npy.count > 1) {
         fprintf(stderr, "clnet predict: give one of --input, --data and --data-npy\n");
+        return 2;
+    }
+    if (o->output && !ends_in(o->output, ".npy") && !ends_in(o->output, ".csv")) {
+        fprintf(stderr,
+                "clnet predict: --output %s: name it .npy (the outputs) or .csv (the "
+                "classes)\n",
+                o->output);
         return 2;
     }
     return 0;
@@ -145,15 +193,20 @@ static int fail(const char *what) {
     return 1;
 }
 
-/* The data set the options name: --input, a pair of --data-npy, or an IDX split. */
+/* The data set the options name: --input (.npy or images), a pair of --data-npy, or a split
+ * of a data set folder. */
 static int load_inputs(const options *o, clnet_dataset **ds) {
     const cli_npy *npy = &o->npy;
     int k = npy->count == 4 && !o->train ? 2 : 0; /* the test pair comes second */
-    clnet_status s =
-        o->input     ? clnet_dataset_load_npy(ds, o->input, NULL)
-        : npy->count ? clnet_dataset_load_npy(ds, npy->paths[k], npy->paths[k + 1])
-                     : clnet_dataset_load_first(ds, o->data, o->train ? "train" : "test", o->count);
-    return s != CLNET_OK ? fail(o->input ? "input" : "data") : 0;
+    clnet_dataset_options opt = {.limit = o->count, .skip_bad_images = o->skip_bad};
+    clnet_status s = names_images(o->input) ? clnet_dataset_load_images(ds, o->input, &opt)
+                     : o->input             ? clnet_dataset_load_npy(ds, o->input, NULL)
+                     : npy->count
+                         ? clnet_dataset_load_npy(ds, npy->paths[k], npy->paths[k + 1])
+                         : clnet_dataset_load_with(ds, o->data, o->train ? "train" : "test", &opt);
+    if (s != CLNET_OK) return fail(o->input ? "input" : "data");
+    cli_report_skipped(*ds);
+    return 0;
 }
 
 /* The shape of one sample's output: that of the layer the loss reads. */
@@ -193,9 +246,14 @@ typedef struct {
     int positions;  /* a classifier's answers a sample: 1, or its positions (per=position) */
     size_t outputs; /* the values of one sample's output */
     size_t sample;  /* the values of one sample */
+    clnet_transforms transforms; /* --resize, --center-crop (or the checkpoint run's) */
+    char resize[32], center_crop[32];
+    char names_text[CLNET_CLASS_NAMES_CAP]; /* the checkpoint's class names, split in place */
+    const char **names;                     /* (classes) a name a class, or NULL */
 } prediction;
 
 static void prediction_free(prediction *p) {
+    free(p->names);
     free(p->out);
     free(p->predicted);
     free(p->labels);
@@ -207,19 +265,68 @@ static void prediction_free(prediction *p) {
     clnet_dataset_free(p->ds);
 }
 
-/* The net with its weights, the normalisation they were trained with unless --mean and
- * --std say otherwise, and the inputs, checked against the net. */
+/* What the options leave out, from the checkpoint: the normalisation and the evaluation
+ * transforms of the run that trained it (its recorded settings), and its class names. */
+static int from_checkpoint(prediction *p, const clnet_progress *progress) {
+    options *o = &p->o;
+    char value[CLNET_RUN_CAP];
+    if (!o->mean_given) {
+        o->mean = (cli_floats){1, {progress->std != 0 ? progress->mean : 0}};
+        if (cli_run_value(progress->run, "mean", value, sizeof value) && *value &&
+            !cli_mean_values("the checkpoint's mean", value, &o->mean))
+            return 1;
+    }
+    if (!o->std_given) {
+        o->std = (cli_floats){1, {progress->std != 0 ? progress->std : 1}};
+        if (cli_run_value(progress->run, "std", value, sizeof value) && *value &&
+            !cli_std_values("the checkpoint's std", value, &o->std))
+            return 1;
+    }
+    if (!o->resize_given && cli_run_value(progress->run, "resize", p->resize, sizeof p->resize))
+        o->resize = *p->resize ? p->resize : NULL;
+    if (!o->center_crop_given &&
+        cli_run_value(progress->run, "center-crop", p->center_crop, sizeof p->center_crop))
+        o->center_crop = *p->center_crop ? p->center_crop : NULL;
+    snprintf(p->names_text, sizeof p->names_text, "%s", progress->class_names);
+    return cli_transforms(o->resize, o->center_crop, NULL, &p->transforms);
+}
+
+/* The names of the classes: the checkpoint's, else the data's; none when neither has them
+ * (or the checkpoint's are not one a class). */
+static int class_names(prediction *p) {
+    if (!p->classifier || p->classes < 1) return 0;
+    p->names = calloc((size_t)p->classes, sizeof *p->names);
+    if (!p->names) return 1;
+    int found = 0;
+    for (char *line = p->names_text; *line && found < p->classes; found++) {
+        char *end = strchr(line, '\n');
+        if (end) *end = '\0';
+        p->names[found] = line;
+        line = end ? end + 1 : line + strlen(line);
+    }
+    if (found == p->classes) return 0;
+    if (found)
+        fprintf(stderr,
+                "clnet: note: the checkpoint names %d classes, the model has %d: classes "
+                "shown by number\n",
+                found, p->classes);
+    for (int k = 0; k < p->classes; k++) p->names[k] = clnet_dataset_class_name(p->ds, k);
+    return 0;
+}
+
+/* The net with its weights, the normalisation and transforms they were trained with unless
+ * the options say otherwise, and the inputs, checked against the net. */
 static int load(prediction *p) {
     options *o = &p->o;
     clnet_progress progress;
     if (clnet_net_load(&p->net, o->model) != CLNET_OK) return fail("model");
     if (clnet_net_load_weights(p->net, o->weights, &progress) != CLNET_OK) return fail("weights");
-    if (!o->mean_given) o->mean = progress.std != 0 ? progress.mean : 0;
-    if (!o->std_given) o->std = progress.std != 0 ? progress.std : 1;
-    int rc = load_inputs(o, &p->ds);
+    int rc = from_checkpoint(p, &progress);
+    if (rc) return rc;
+    rc = load_inputs(o, &p->ds);
     if (rc) return rc;
     if (o->noise_given && (rc = cli_noise_targets(p->net, p->ds, o->model)) != 0) return rc;
-    if (!cli_data_fits(p->net, p->ds, NULL, o->model)) return 1;
+    if (!cli_data_fits(p->net, p->ds, &p->transforms, o->model)) return 1;
     if (o->count && o->count < clnet_dataset_count(p->ds))
         clnet_dataset_truncate(p->ds, (int)o->count);
     p->n = clnet_dataset_count(p->ds);
@@ -228,7 +335,7 @@ static int load(prediction *p) {
     p->positions = clnet_net_positions(p->net);
     p->labelled = clnet_dataset_labelled(p->ds) || clnet_dataset_target_classes(p->ds);
     p->classifier = clnet_net_is_classifier(p->net);
-    return 0;
+    return class_names(p);
 }
 
 /* Devices, the loader in input order, and room for every output. */
@@ -244,15 +351,19 @@ static int prepare(prediction *p) {
     clnet_loader_config cfg = {.batch = batch,
                                .seed = 0,
                                .shuffle = 0,
-                               .mean = (float)o->mean,
-                               .std = (float)o->std,
                                .noise = (float)o->noise,
-                               .noise_seed = CLI_TEST_NOISE_SEED};
+                               .noise_seed = CLI_TEST_NOISE_SEED,
+                               .transforms = p->transforms};
+    int channels = 0, rc = 0;
+    clnet_dataset_shape(p->ds, &channels, NULL, NULL);
+    if ((rc = cli_normalisation(&o->mean, &o->std, channels, &cfg)) != 0) return rc;
     if (clnet_loader_create(&p->loader, p->ds, &cfg) != CLNET_OK) return fail("data");
-    int dims[4], rank = clnet_dataset_dims(p->ds, dims);
     p->drawn = p->n < PICTURED ? p->n : PICTURED;
+    int dims[4], rank = clnet_dataset_dims(p->ds, dims), h = 0, w = 0;
     p->sample = 1;
     for (int d = 0; d < rank; d++) p->sample *= (size_t)dims[d];
+    clnet_loader_shape(p->loader, &channels, &h, &w);
+    if (rank == 3) p->sample = (size_t)channels * h * w; /* images: after the transforms */
     p->out = malloc((size_t)p->n * p->outputs * sizeof *p->out);
     p->predicted = malloc((size_t)p->n * sizeof *p->predicted);
     p->labels = malloc((size_t)p->n * sizeof *p->labels);
@@ -336,11 +447,23 @@ static int drew(const prediction *p, clnet_status s, const char *what) {
     return 0;
 }
 
+/* The normalisation of value k of the drawn samples: its channel's with one a channel. */
+static int channel_of(const prediction *p, size_t k) {
+    int channels = p->o.mean.count > p->o.std.count ? p->o.mean.count : p->o.std.count;
+    return channels > 1 ? (int)(k % p->sample / (p->sample / (size_t)channels)) : 0;
+}
+static float mean_of(const prediction *p, size_t k) {
+    return (float)p->o.mean.v[p->o.mean.count > 1 ? channel_of(p, k) : 0];
+}
+static float std_of(const prediction *p, size_t k) {
+    return (float)p->o.std.v[p->o.std.count > 1 ? channel_of(p, k) : 0];
+}
+
 /* The drawn inputs as the data gave them: the loader's normalisation undone. */
 static float *data_units(const prediction *p, const float *x) {
     size_t count = (size_t)p->drawn * p->sample;
     float *y = malloc(count * sizeof *y);
-    for (size_t k = 0; y && k < count; k++) y[k] = x[k] * (float)p->o.std + (float)p->o.mean;
+    for (size_t k = 0; y && k < count; k++) y[k] = x[k] * std_of(p, k) + mean_of(p, k);
     return y;
 }
 
@@ -357,7 +480,7 @@ static float *drawn_outputs(const prediction *p) {
     float *y = malloc(count * sizeof *y);
     for (size_t k = 0; y && k < count; k++) {
         float v = sigmoid ? 1.0f / (1.0f + expf(-p->out[k])) : p->out[k];
-        y[k] = of_input ? v * (float)p->o.std + (float)p->o.mean : v;
+        y[k] = of_input ? v * std_of(p, k) + mean_of(p, k) : v;
     }
     return y;
 }
@@ -502,12 +625,123 @@ static int draw(const prediction *p) {
     return drew(p, s, what);
 }
 
-/* The .npy file, the picture, and the line on stdout. */
+/* ---- the classes of each sample: printed, and as .csv ------------------------------------ */
+
+/* Sample i's k likeliest classes (k at most the classes) and their probabilities: the
+ * softmax of its logits (or the probabilities --probabilities already wrote). */
+static int top_classes(const prediction *p, int i, int *cls, double *prob) {
+    const float *row = p->out + (size_t)i * p->outputs;
+    int k = p->o.top < p->classes ? (int)p->o.top : p->classes;
+    double top = row[0], sum = 0;
+    for (int c = 1; c < p->classes; c++) top = row[c] > top ? row[c] : top;
+    for (int c = 0; c < p->classes; c++) sum += p->o.probabilities ? row[c] : exp(row[c] - top);
+    for (int r = 0; r < k; r++) { /* selection: k is small */
+        int best = -1;
+        for (int c = 0; c < p->classes; c++) {
+            int taken = 0;
+            for (int q = 0; q < r && !taken; q++) taken = cls[q] == c;
+            if (!taken && (best < 0 || row[c] > row[best])) best = c;
+        }
+        cls[r] = best;
+        prob[r] = (p->o.probabilities ? row[best] : exp(row[best] - top)) / sum;
+    }
+    return k;
+}
+
+static void class_text(const prediction *p, int c, char *out, size_t cap) {
+    const char *name = p->names ? p->names[c] : NULL;
+    if (name)
+        snprintf(out, cap, "%s", name);
+    else
+        snprintf(out, cap, "class %d", c);
+}
+
+/* A CSV field: as it is, or quoted with its quotes doubled when it holds , " or a newline. */
+static void csv_field(FILE *f, const char *text) {
+    if (!strpbrk(text, ",\"\n\r")) {
+        fputs(text, f);
+        return;
+    }
+    fputc('"', f);
+    for (const char *c = text; *c; c++) {
+        if (*c == '"') fputc('"', f);
+        fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+/* One line a sample on stdout ("FILE: NAME 0.9731, ..."), for images read from files. */
+static void print_classes(const prediction *p) {
+    int cls[1000];
+    double prob[1000];
+    for (int i = 0; i < p->n; i++) {
+        int k = top_classes(p, i, cls, prob);
+        printf("%s:", clnet_dataset_file(p->ds, i));
+        for (int r = 0; r < k; r++) {
+            char name[256];
+            class_text(p, cls[r], name, sizeof name);
+            printf("%s %s %.4f", r ? "," : "", name, prob[r]);
+        }
+        printf("\n");
+    }
+}
+
+/* --output X.csv: file (or index), then class, name, probability for each of the --top. */
+static int write_csv(const prediction *p, const char *path) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "clnet: --output %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    int cls[1000], k = p->o.top < p->classes ? (int)p->o.top : p->classes;
+    double prob[1000];
+    fprintf(f, "%s", clnet_dataset_file(p->ds, 0) ? "file" : "index");
+    for (int r = 0; r < k; r++)
+        if (r == 0)
+            fprintf(f, ",class,name,probability");
+        else
+            fprintf(f, ",class_%d,name_%d,probability_%d", r + 1, r + 1, r + 1);
+    fprintf(f, "\n");
+    for (int i = 0; i < p->n; i++) {
+        const char *file = clnet_dataset_file(p->ds, i);
+        if (file)
+            csv_field(f, file);
+        else
+            fprintf(f, "%d", i);
+        top_classes(p, i, cls, prob);
+        for (int r = 0; r < k; r++) {
+            const char *name = p->names ? p->names[cls[r]] : NULL;
+            fprintf(f, ",%d,", cls[r]);
+            csv_field(f, name ? name : "");
+            fprintf(f, ",%.6f", prob[r]);
+        }
+        fprintf(f, "\n");
+    }
+    int failed = ferror(f);
+    if (fclose(f) != 0) failed = 1;
+    if (failed) {
+        fprintf(stderr, "clnet: --output %s: cannot write it\n", path);
+        return 1;
+    }
+    return 0;
+}
+
+/* The .npy or .csv file, the picture, the classes of image files, and the line on stdout. */
 static int write_outputs(const prediction *p) {
     const options *o = &p->o;
     int64_t shape[8] = {p->n};
     int out_rank = 1 + output_shape(p->net, shape + 1), rc;
-    if (clnet_write_npy(o->output, p->out, out_rank, shape) != CLNET_OK) return fail("output");
+    int classes_of_files = p->classifier && p->positions == 1 && names_images(o->input);
+    if (o->output && ends_in(o->output, ".csv") && (!p->classifier || p->positions > 1)) {
+        fprintf(stderr, "clnet: --output %s: a .csv holds a classifier's classes; %s gives %s\n",
+                o->output, o->model, p->classifier ? "a class a position" : "no classes");
+        return 2;
+    }
+    if (o->output && ends_in(o->output, ".npy") &&
+        clnet_write_npy(o->output, p->out, out_rank, shape) != CLNET_OK)
+        return fail("output");
+    if (o->output && ends_in(o->output, ".csv") && (rc = write_csv(p, o->output)) != 0) return rc;
+    if (classes_of_files) print_classes(p);
     if (o->picture && (rc = draw(p)) != 0) return rc;
     char text[160];
     size_t used = (size_t)snprintf(text, sizeof text, "(");
@@ -515,11 +749,12 @@ static int write_outputs(const prediction *p) {
         used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld", d ? "," : "",
                                  (long long)shape[d]);
     if (used < sizeof text) snprintf(text + used, sizeof text - used, ")");
+    const char *output = o->output ? o->output : "-";
     if (p->labelled && p->classifier)
-        printf("predicted: count=%d shape=%s output=%s accuracy=%.4f\n", p->n, text, o->output,
+        printf("predicted: count=%d shape=%s output=%s accuracy=%.4f\n", p->n, text, output,
                (double)p->correct / ((double)p->n * p->positions));
     else
-        printf("predicted: count=%d shape=%s output=%s accuracy=-\n", p->n, text, o->output);
+        printf("predicted: count=%d shape=%s output=%s accuracy=-\n", p->n, text, output);
     return 0;
 }
 

@@ -75,12 +75,13 @@ static int save(train_session *s, const char *settings, const char *path, int ep
                         .position = position,
                         .data_seed = data_seed,
                         .init_seed = init_seed,
-                        .mean = (float)s->mean,
-                        .std = (float)s->std,
+                        .mean = s->norm.mean, /* its first channel's, when one a channel */
+                        .std = s->norm.std,
                         .noise = s->noise,
                         .noise_seed = s->noise_seed};
     if (position >= clnet_dataset_count(s->train)) p.epoch++, p.position = 0;
     snprintf(p.run, sizeof p.run, "%s", settings);
+    cli_class_names(s->train, p.class_names, sizeof p.class_names);
     if (clnet_net_save(s->net, path, &p) != CLNET_OK) return train_fail("saving a checkpoint");
     return 0;
 }
@@ -188,6 +189,7 @@ typedef struct {
     int64_t max_steps;
     int64_t before[CLNET_MAX_DEVICES]; /* each device's samples when the epoch began */
     double train_seconds, run_samples, last_loss, last_bar;
+    double test_loss, val_loss, val_acc; /* the epoch's evaluations; NaN: not evaluated */
     int epoch, epoch_batches;
     int64_t skipped, epoch_skipped; /* steps not applied: a NaN or infinity (--skip-nonfinite) */
     int64_t next_position; /* where the next batch starts, for checkpoints: (epoch, position) */
@@ -310,12 +312,12 @@ static int start(run *r) {
                               .seed = r->data_seed,
                               .shuffle = 1,
                               .drop_last = 0,
-                              .mean = (float)o->mean,
-                              .std = (float)o->std,
                               .noise = r->s.noise,
                               .noise_seed = r->s.noise_seed,
                               .transforms = r->s.transforms};
     lc.transforms.seed = r->data_seed;
+    train_normalise(&r->s, &lc);
+    lc.threads = (int)o->loader_threads;
     if (clnet_loader_create(&r->loader, r->s.train, &lc) != CLNET_OK)
         return train_fail("training data");
     r->per_epoch = clnet_loader_batches_per_epoch(r->loader);
@@ -429,9 +431,13 @@ static void report_epoch_loss(run *r, int epoch_done, double test_loss, double s
     history *h = &r->h;
     char test_text[32];
     if (train_is_root()) {
+        char val_text[48] = "";
+        if (r->s.val)
+            snprintf(val_text, sizeof val_text, " val_loss=%s",
+                     accuracy_text(test_text, sizeof test_text, r->val_loss, 4, "-"));
         fprintf(
-            stderr, "epoch %d%s: train_loss=%.4f test_loss=%s seconds=%.1f images_per_s=%.0f%s\n",
-            r->epoch + 1, epoch_done ? "" : " (partial)", r->last_loss,
+            stderr, "epoch %d%s: train_loss=%.4f%s test_loss=%s seconds=%.1f images_per_s=%.0f%s\n",
+            r->epoch + 1, epoch_done ? "" : " (partial)", r->last_loss, val_text,
             accuracy_text(test_text, sizeof test_text, test_loss, 4, "-"), secs, ips, skip_text);
         report_devices(&r->s, r->before);
     }
@@ -465,10 +471,16 @@ static void report_epoch(run *r, int epoch_done, double test_acc) {
         return;
     }
     if (train_is_root()) {
+        char val_text[96] = "", loss_text[32], a[32], b[32];
+        if (r->s.val)
+            snprintf(val_text, sizeof val_text, " val_loss=%s val_accuracy=%s",
+                     accuracy_text(a, sizeof a, r->val_loss, 4, "-"),
+                     accuracy_text(b, sizeof b, r->val_acc, 4, "-"));
         fprintf(stderr,
-                "epoch %d%s: train_loss=%.4f train_accuracy=%.4f test_accuracy=%s "
+                "epoch %d%s: train_loss=%.4f train_accuracy=%.4f%s test_loss=%s test_accuracy=%s "
                 "seconds=%.1f images_per_s=%.0f%s\n",
-                r->epoch + 1, epoch_done ? "" : " (partial)", r->last_loss, train_acc,
+                r->epoch + 1, epoch_done ? "" : " (partial)", r->last_loss, train_acc, val_text,
+                accuracy_text(loss_text, sizeof loss_text, r->test_loss, 4, "-"),
                 accuracy_text(test_text, sizeof test_text, test_acc, 4, "-"), secs, ips, skip_text);
         report_devices(&r->s, r->before);
     }
@@ -489,8 +501,14 @@ static void report_epoch(run *r, int epoch_done, double test_acc) {
 /* An epoch ends, or the run stops partway through one: evaluate, report, start the next. */
 static int end_epoch(run *r, int epoch_done) {
     double test_acc = NAN;
-    int rc;
-    if (!r->o.no_eval && epoch_done && (rc = train_test_score(&r->o, &r->s, &test_acc)) != 0)
+    int rc, classifier = clnet_net_is_classifier(r->s.net);
+    r->test_loss = r->val_loss = r->val_acc = NAN;
+    if (!r->o.no_eval && epoch_done &&
+        (rc = train_evaluate(&r->o, &r->s, &test_acc, &r->test_loss)) != 0)
+        return rc;
+    if (!classifier) test_acc = r->test_loss; /* a model without classes reports its loss */
+    if (r->s.val && epoch_done &&
+        (rc = train_evaluate_on(&r->o, &r->s, r->s.val, &r->val_acc, &r->val_loss)) != 0)
         return rc;
     r->last_loss = r->epoch_loss / r->epoch_seen;
     report_epoch(r, epoch_done, test_acc);
@@ -666,7 +684,15 @@ int cmd_eval(int argc, char **argv) {
     train_session s;
     double acc = 0, loss = 0;
     memset(&s, 0, sizeof s);
-    if ((rc = train_join_job(&o)) != 0 || (rc = train_session_open(&o, &s, 0)) != 0) goto done;
+    clnet_progress *recorded = calloc(1, sizeof *recorded);
+    if (!recorded) return 1;
+    /* what the run that trained it normalised and resized with (a file that is no checkpoint
+     * fails when its weights are loaded below) */
+    if (clnet_checkpoint_progress(o.weights, recorded) == CLNET_OK)
+        rc = train_settings_evaluate(&o, recorded->run);
+    free(recorded);
+    if (rc || (rc = train_join_job(&o)) != 0 || (rc = train_session_open(&o, &s, 0)) != 0)
+        goto done;
     if (clnet_net_load_weights(s.net, o.weights, NULL) != CLNET_OK) {
         rc = train_fail("weights");
         goto done;

@@ -148,21 +148,20 @@ static const cli_opt train_opts[] = {
      .only = "train",
      .help = "seed for initialisation and shuffling"},
     {.name = "--mean",
-     .arg = "X",
-     .type = CLI_FLOAT,
+     .arg = "X[,X...]",
+     .type = CLI_CUSTOM,
      .at = AT(mean),
-     .min = -1e3,
-     .max = 1e3,
+     .parse = cli_mean_values,
      .def = "0",
-     .help = "normalise images as (pixel/255 - X) / Y, Y from --std"},
+     .help = "normalise images as (pixel/255 - X) / Y, Y from --std;\n"
+             "one value, or one a channel (0.4914,0.4822,0.4465)"},
     {.name = "--std",
-     .arg = "Y",
-     .type = CLI_FLOAT,
+     .arg = "Y[,Y...]",
+     .type = CLI_CUSTOM,
      .at = AT(std),
-     .min = 1e-6,
-     .max = 1e3,
+     .parse = cli_std_values,
      .def = "1",
-     .help = "the Y of --mean"},
+     .help = "the Y of --mean, one or one a channel"},
     {.name = "--resize",
      .arg = "N|HxW",
      .type = CLI_TEXT,
@@ -184,6 +183,30 @@ static const cli_opt train_opts[] = {
              "crop=PAD (pad PAD pixels, crop back at random),\n"
              "resized-crop[=MIN] (a random window of MIN (0.08) to all\n"
              "of the area, resized to --resize's size)"},
+    {.name = "--val-split",
+     .arg = "F",
+     .type = CLI_FLOAT,
+     .at = AT(val_split),
+     .min = 0,
+     .max = 0.9,
+     .only = "train",
+     .help = "hold out this share of the training set (a fixed random\n"
+             "subset: the same in every run of the same data) and report\n"
+             "its loss and accuracy each epoch (val_loss=, val_accuracy=)"},
+    {.name = "--skip-bad-images",
+     .type = CLI_FLAG,
+     .at = AT(skip_bad),
+     .help = "image folders: decode every image before starting and leave\n"
+             "out, with a line each, those that fail (else the first bad\n"
+             "header stops the load, and damage past it the batch)"},
+    {.name = "--loader-threads",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(loader_threads),
+     .min = 0,
+     .max = 64,
+     .help = "threads preparing each batch (0: one a core for image\n"
+             "folders, which decode as they go; 1 for data in memory)"},
     CLI_NOISE(train_options, "add Gaussian noise of this standard deviation to the\n"
                              "inputs (to the pixels in [0, 1], before --mean/--std);\n"
                              "the targets stay clean: a loss without target= gets\n"

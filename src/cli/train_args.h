@@ -9,16 +9,20 @@ typedef struct {
     cli_npy npy; /* --data-npy */
     long epochs, steps, batch, save_every, train_limit, test_limit, step_size, log_every, seed;
     long staleness, skip_nonfinite, check_replicas;
-    double lr, momentum, wd, gamma, mean, std, beta1, beta2, eps, mpi_timeout;
-    double noise;    /* --noise */
-    int noise_given; /* --noise, even 0: a loss of the data's targets gets the clean samples */
+    double lr, momentum, wd, gamma, beta1, beta2, eps, mpi_timeout;
+    cli_floats mean, std; /* --mean, --std: one value, or one a channel */
+    double noise;         /* --noise */
+    int noise_given;      /* --noise, even 0: a loss of the data's targets gets the clean samples */
     int nesterov, no_eval, deterministic, async;
     int stop_on_failure;     /* --on-device-failure: 0 continue, 1 stop */
     int optimizer, schedule; /* a clnet_optimizer, a clnet_schedule */
     int steps_given, seed_given, wd_given, log_every_given, lr_given;
     const char *override;                       /* --override KEYS: settings a resume may change */
     const char *resize, *center_crop, *augment; /* the images' transforms (transforms.c) */
-    int argc; /* the command's words, for which options were given */
+    int skip_bad;                               /* --skip-bad-images */
+    double val_split;    /* --val-split: the share of the training set held out; 0: none */
+    long loader_threads; /* --loader-threads; 0: the loader's own choice */
+    int argc;            /* the command's words, for which options were given */
     char **argv;
     char run[CLNET_RUN_CAP]; /* a resumed checkpoint's settings (train_settings.c) */
 } train_options;

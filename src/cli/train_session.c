@@ -16,6 +16,7 @@ void train_session_free(train_session *s) {
     clnet_net_free(s->net);
     clnet_dataset_free(s->train);
     clnet_dataset_free(s->test);
+    clnet_dataset_free(s->val);
     clnet_runtime_free(s->rt);
 }
 
@@ -36,12 +37,13 @@ int train_fail(const char *what) {
 static int load_data(const train_options *o, train_session *s, int need_train) {
     if (!o->npy.count) {
         /* only as far into the files as --train-limit and --test-limit go */
-        if (need_train &&
-            clnet_dataset_load_first(&s->train, o->data, "train", o->train_limit) != CLNET_OK)
+        clnet_dataset_options train = {.limit = o->train_limit, .skip_bad_images = o->skip_bad};
+        clnet_dataset_options test = {.limit = o->test_limit, .skip_bad_images = o->skip_bad};
+        if (need_train && clnet_dataset_load_with(&s->train, o->data, "train", &train) != CLNET_OK)
             return train_fail("training data");
-        if (!o->no_eval &&
-            clnet_dataset_load_first(&s->test, o->data, "test", o->test_limit) != CLNET_OK)
+        if (!o->no_eval && clnet_dataset_load_with(&s->test, o->data, "test", &test) != CLNET_OK)
             return train_fail("test data");
+        if (train_is_root()) cli_report_skipped(s->train), cli_report_skipped(s->test);
         return 0;
     }
     if (o->data) {
@@ -67,8 +69,6 @@ static int load_data(const train_options *o, train_session *s, int need_train) {
 /* Loads the model and the data, checks they fit each other, opens devices. */
 int train_session_open(const train_options *o, train_session *s, int need_train) {
     memset(s, 0, sizeof *s);
-    s->mean = o->mean;
-    s->std = o->std;
     s->noise = (float)o->noise;
     int rc = cli_transforms(o->resize, o->center_crop, o->augment, &s->transforms);
     if (rc) return rc;
@@ -79,6 +79,14 @@ int train_session_open(const train_options *o, train_session *s, int need_train)
         clnet_dataset_truncate(s->train, (int)o->train_limit);
     if (s->test && o->test_limit && o->test_limit < clnet_dataset_count(s->test))
         clnet_dataset_truncate(s->test, (int)o->test_limit);
+    if (s->train && o->val_split > 0) {
+        clnet_dataset *rest = NULL;
+        if (clnet_dataset_split(s->train, o->val_split, CLI_VAL_SPLIT_SEED, &rest, &s->val) !=
+            CLNET_OK)
+            return train_fail("--val-split");
+        clnet_dataset_free(s->train);
+        s->train = rest;
+    }
     if (o->noise_given &&
         ((s->train && (rc = cli_noise_targets(s->net, s->train, o->model)) != 0) ||
          (s->test && (rc = cli_noise_targets(s->net, s->test, o->model)) != 0)))
@@ -86,6 +94,9 @@ int train_session_open(const train_options *o, train_session *s, int need_train)
     if ((s->train && !cli_data_fits(s->net, s->train, &s->transforms, o->model)) ||
         (s->test && !cli_data_fits(s->net, s->test, &s->transforms, o->model)))
         return 1;
+    int channels = 0;
+    clnet_dataset_shape(s->train ? s->train : s->test, &channels, NULL, NULL);
+    if ((rc = cli_normalisation(&o->mean, &o->std, channels, &s->norm)) != 0) return rc;
     clnet_status st = clnet_runtime_create(&s->rt, o->devices);
     if (st != CLNET_OK) {
         train_fail("devices");
@@ -112,16 +123,28 @@ int train_leave_job(int rc) {
     return rc;
 }
 
+void train_normalise(const train_session *s, clnet_loader_config *cfg) {
+    cfg->mean = s->norm.mean;
+    cfg->std = s->norm.std;
+    cfg->norm_channels = s->norm.norm_channels;
+    memcpy(cfg->channel_mean, s->norm.channel_mean, sizeof cfg->channel_mean);
+    memcpy(cfg->channel_std, s->norm.channel_std, sizeof cfg->channel_std);
+}
+
 /* The test set, with --noise its own noise (the same in every run) against clean targets. */
 int train_evaluate(const train_options *o, train_session *s, double *acc, double *loss) {
+    return train_evaluate_on(o, s, s->test, acc, loss);
+}
+
+int train_evaluate_on(const train_options *o, train_session *s, const clnet_dataset *ds,
+                      double *acc, double *loss) {
     clnet_step_result r;
-    clnet_loader_config cfg = {.mean = (float)o->mean,
-                               .std = (float)o->std,
-                               .noise = (float)o->noise,
+    clnet_loader_config cfg = {.noise = (float)o->noise,
                                .noise_seed = CLI_TEST_NOISE_SEED,
                                .transforms = s->transforms}; /* the random ones left out */
-    if (clnet_net_evaluate_with(s->net, s->test, &cfg, &r) != CLNET_OK)
-        return train_fail("evaluation");
+    train_normalise(s, &cfg);
+    cfg.threads = (int)o->loader_threads;
+    if (clnet_net_evaluate_with(s->net, ds, &cfg, &r) != CLNET_OK) return train_fail("evaluation");
     *acc = r.answers ? (double)r.correct / r.answers : 0;
     if (loss) *loss = r.loss;
     return 0;

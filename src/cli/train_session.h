@@ -13,7 +13,9 @@ typedef struct {
     clnet_runtime *rt;
     clnet_net *net;
     clnet_dataset *train, *test;
-    double mean, std;            /* the images' normalisation (--mean, --std), for checkpoints */
+    clnet_dataset *val;          /* --val-split's held-out part of the training set, or NULL */
+    clnet_loader_config norm;    /* the images' normalisation (--mean, --std): its mean, std,
+                                    norm_channels and channel_mean, channel_std */
     float noise;                 /* --noise, for checkpoints */
     uint64_t noise_seed;         /* the training noise's seed */
     clnet_transforms transforms; /* --resize, --center-crop, --augment (seed: the loader's) */
@@ -42,6 +44,13 @@ void train_session_free(train_session *s);
 
 /* The test set, with --noise its own noise (the same in every run) against clean targets:
  * the accuracy at *acc, the loss at *loss (may be NULL). */
+/* cfg's normalisation (mean, std, per channel) set to the session's. */
+void train_normalise(const train_session *s, clnet_loader_config *cfg);
+
+/* train_evaluate on another data set (--val-split's). */
+int train_evaluate_on(const train_options *o, train_session *s, const clnet_dataset *ds,
+                      double *acc, double *loss);
+
 int train_evaluate(const train_options *o, train_session *s, double *acc, double *loss);
 
 /* What a run reports of the test set: the accuracy of a classifier, the loss

@@ -17,11 +17,11 @@ static const struct {
     const char *key;
     int optimizer_own;
 } SETTINGS[] = {
-    {"optimizer", 0}, {"lr", 1},       {"momentum", 1},    {"nesterov", 1}, {"wd", 1},
-    {"beta1", 1},     {"beta2", 1},    {"eps", 1},         {"schedule", 0}, {"step-size", 0},
-    {"gamma", 0},     {"batch", 0},    {"epochs", 0},      {"mean", 0},     {"std", 0},
-    {"data", 0},      {"data-npy", 0}, {"train-limit", 0}, {"resize", 0},   {"center-crop", 0},
-    {"augment", 0},
+    {"optimizer", 0}, {"lr", 1},        {"momentum", 1},    {"nesterov", 1}, {"wd", 1},
+    {"beta1", 1},     {"beta2", 1},     {"eps", 1},         {"schedule", 0}, {"step-size", 0},
+    {"gamma", 0},     {"batch", 0},     {"epochs", 0},      {"mean", 0},     {"std", 0},
+    {"data", 0},      {"data-npy", 0},  {"train-limit", 0}, {"resize", 0},   {"center-crop", 0},
+    {"augment", 0},   {"val-split", 0},
 };
 #define NSETTINGS (int)(sizeof SETTINGS / sizeof *SETTINGS)
 
@@ -65,7 +65,11 @@ static void value_text(const train_options *o, const cli_opt *row, char *out, si
     case CLI_CHOICE:
         snprintf(out, cap, "%s", row->choices[*(const int *)v]);
         return;
-    case CLI_CUSTOM: { /* --data-npy's paths */
+    case CLI_CUSTOM: { /* --data-npy's paths, or --mean's and --std's values */
+        if (row->parse != cli_npy_files) {
+            cli_floats_text(v, out, cap);
+            return;
+        }
         const cli_npy *npy = v;
         size_t used = 0;
         out[0] = '\0';
@@ -97,7 +101,7 @@ static int store(train_options *o, const cli_opt *row, const char *text) {
         *(int *)field_in(o, row) = strcmp(text, "1") == 0;
         return 1;
     }
-    if (row->type == CLI_CUSTOM && !*text) { /* no --data-npy */
+    if (row->type == CLI_CUSTOM && row->parse == cli_npy_files && !*text) { /* no --data-npy */
         memset(field_in(o, row), 0, sizeof(cli_npy));
         return 1;
     }
@@ -182,9 +186,23 @@ static const char *value_of(const recorded *r, const char *key) {
 }
 
 static int unreadable(const train_options *o, const cli_opt *row, const char *value) {
-    fprintf(stderr, "clnet: --resume %s: its recorded %s '%s' does not read\n", o->resume,
-            row->name, value);
+    fprintf(stderr, "clnet: %s %s: its recorded %s '%s' does not read\n",
+            o->resume ? "--resume" : "--weights", o->resume ? o->resume : o->weights, row->name,
+            value);
     return 2;
+}
+
+int train_settings_evaluate(train_options *o, const char *run) {
+    static const char *const KEYS[] = {"mean", "std", "resize", "center-crop"};
+    recorded r;
+    split_lines(o, run, &r);
+    for (size_t i = 0; i < sizeof KEYS / sizeof *KEYS; i++) {
+        const char *value = value_of(&r, KEYS[i]);
+        const cli_opt *row = row_of(KEYS[i]);
+        if (!value || cli_given(o->argc, o->argv, row->name)) continue;
+        if (!store(o, row, value)) return unreadable(o, row, value);
+    }
+    return 0;
 }
 
 int train_settings_resume(train_options *o, const char *run) {

@@ -13,4 +13,9 @@ void train_settings_write(const train_options *o, char *out, size_t cap);
  * names the old and new values (or an --override key that is no setting). */
 int train_settings_resume(train_options *o, const char *run);
 
+/* clnet eval: the normalisation and evaluation transforms (--mean, --std, --resize,
+ * --center-crop) the command line leaves out, from the checkpoint's run. 0, or 2 after a
+ * message. */
+int train_settings_evaluate(train_options *o, const char *run);
+
 #endif
