@@ -31,7 +31,7 @@ if part suite; then
   if [ $rc -eq 0 ] && [[ $last =~ ^final:\ test_accuracy=0\.[0-9]{4}\ train_loss=[0-9]+\.[0-9]{4}\ images_per_s=[0-9]+$ ]]; then
     ok "train prints the final line ($last)"
   else bad "train final line (rc $rc)" "$out" "$(cat "$work/a.err")"; fi
-  if [ "$(head -n1 "$work/a.csv")" = "epoch,train_loss,train_accuracy,test_accuracy,seconds,images_per_s" ] &&
+  if [ "$(head -n1 "$work/a.csv")" = "epoch,train_loss,train_accuracy,test_accuracy,seconds,images_per_s,test_loss,val_loss,val_accuracy" ] &&
      [ "$(wc -l <"$work/a.csv")" -eq 3 ]; then ok "CSV log has its header and one line per epoch"
   else bad "CSV log" "$(cat "$work/a.csv")"; fi
   if grep -q '^epoch 2: train_loss=' "$work/a.err"; then ok "one plain line per epoch on stderr"
@@ -328,7 +328,7 @@ END
      [[ $before =~ ^test_loss=[0-9.]+$ ]] && [ "$after" = "test_loss=$final" ] &&
      awk -v a="${after#test_loss=}" -v b="${before#test_loss=}" 'BEGIN { exit !(a < b / 4) }' &&
      grep -qE '^epoch 3: train_loss=[0-9.]+ test_loss=[0-9.]+ seconds=' "$work/ae.err" &&
-     [ "$(head -n1 "$work/ae.csv")" = "epoch,train_loss,test_loss,seconds,images_per_s" ] &&
+     [ "$(head -n1 "$work/ae.csv")" = "epoch,train_loss,test_loss,seconds,images_per_s,val_loss" ] &&
      ! grep -q accuracy "$work/ae.svg"; then
     ok "an autoencoder reports losses alone; its test loss falls from ${before#test_loss=} to ${after#test_loss=}"
   else bad "autoencoder (rc $rc)" "$out" "before: $before" "after: $after" "$(cat "$work/ae.err")"; fi

@@ -340,8 +340,9 @@ static int open_logs(run *r) {
             return 1;
         }
         fprintf(r->csv, clnet_net_is_classifier(r->s.net)
-                            ? "epoch,train_loss,train_accuracy,test_accuracy,seconds,images_per_s\n"
-                            : "epoch,train_loss,test_loss,seconds,images_per_s\n");
+                            ? "epoch,train_loss,train_accuracy,test_accuracy,seconds,images_per_s,"
+                              "test_loss,val_loss,val_accuracy\n"
+                            : "epoch,train_loss,test_loss,seconds,images_per_s,val_loss\n");
         fflush(r->csv);
     }
     return o->step_log ? step_log_open(&r->slog, o->step_log, o->log_every, o->resume != NULL) : 0;
@@ -445,8 +446,10 @@ static void report_epoch_loss(run *r, int epoch_done, double test_loss, double s
     history_add(h, r->epoch + (epoch_done ? 1.0 : (double)r->epoch_batches / r->per_epoch),
                 r->last_loss, NAN, test_loss, secs, ips);
     if (r->csv) {
-        fprintf(r->csv, "%d,%.6f,%s,%.3f,%.1f\n", r->epoch + 1, r->last_loss,
-                accuracy_text(test_text, sizeof test_text, test_loss, 6, ""), secs, ips);
+        char val[32];
+        fprintf(r->csv, "%d,%.6f,%s,%.3f,%.1f,%s\n", r->epoch + 1, r->last_loss,
+                accuracy_text(test_text, sizeof test_text, test_loss, 6, ""), secs, ips,
+                accuracy_text(val, sizeof val, r->val_loss, 6, ""));
         fflush(r->csv);
     }
     if (o->plot && h->n > 0 && train_is_root() &&
@@ -488,8 +491,12 @@ static void report_epoch(run *r, int epoch_done, double test_acc) {
     history_add(h, r->epoch + (epoch_done ? 1.0 : (double)r->epoch_batches / r->per_epoch),
                 r->last_loss, train_acc, test_acc, secs, ips);
     if (r->csv) { /* the column is empty when the test set was not evaluated */
-        fprintf(r->csv, "%d,%.6f,%.6f,%s,%.3f,%.1f\n", r->epoch + 1, r->last_loss, train_acc,
-                accuracy_text(test_text, sizeof test_text, test_acc, 6, ""), secs, ips);
+        char loss[32], val_loss[32], val_acc[32]; /* empty where not evaluated */
+        fprintf(r->csv, "%d,%.6f,%.6f,%s,%.3f,%.1f,%s,%s,%s\n", r->epoch + 1, r->last_loss,
+                train_acc, accuracy_text(test_text, sizeof test_text, test_acc, 6, ""), secs, ips,
+                accuracy_text(loss, sizeof loss, r->test_loss, 6, ""),
+                accuracy_text(val_loss, sizeof val_loss, r->val_loss, 6, ""),
+                accuracy_text(val_acc, sizeof val_acc, r->val_acc, 6, ""));
         fflush(r->csv);
     }
     if (o->plot && h->n > 0 && train_is_root() &&
