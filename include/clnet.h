@@ -303,6 +303,11 @@ typedef struct {
     size_t buffers;          /* floats of state that is not trained (running statistics) */
     int inputs;              /* the layers it reads */
     char input_names[8][64]; /* their names ("input": the model's input) */
+    /* Multiply-adds of one sample's forward pass in its weights: a convolution's weight
+     * count times its output positions (a transposed one's: its input positions), a linear
+     * layer's weight count; 0 for every other kind (as torchinfo counts them) */
+    size_t macs;
+    int is_view; /* its output is its input's memory (flatten, reshape, a fused relu) */
 } clnet_layer_info;
 
 /* Layers in the order they run (every layer after its inputs). */

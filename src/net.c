@@ -126,6 +126,14 @@ clnet_status clnet_net_layer_info(const clnet_net *net, int i, clnet_layer_info 
     for (int t = 0; t < node->nbuffers; t++)
         if (node->buffers[t].dtype == CLNET_DTYPE_F32) out->buffers += node->buffers[t].count;
     out->inputs = node->ninputs;
+    out->is_view = node->kind->is_view;
+    const char *kind = node->kind->name;
+    if (node->nparams > 0 && strncmp(kind, "conv_transpose", 14) == 0)
+        out->macs = node->params[0].count * clnet_shape_spatial(node->in[0]);
+    else if (node->nparams > 0 && strncmp(kind, "conv", 4) == 0)
+        out->macs = node->params[0].count * clnet_shape_spatial(node->out);
+    else if (node->nparams > 0 && strcmp(kind, "linear") == 0)
+        out->macs = node->params[0].count;
     for (int k = 0; k < node->ninputs; k++)
         snprintf(out->input_names[k], sizeof out->input_names[k], "%s", node->input_names[k]);
     return CLNET_OK;

@@ -142,6 +142,68 @@ softmax_cross_entropy per=position
 END
 part extended && check segmenter # (per=position against PyTorch: its fixtures in torch.*)
 
+# 5. clnet summary against PyTorch's own counts for every model file in examples/models: the
+# parameters and buffers its modules hold (num_batches_tracked aside), each layer's among them,
+# and the multiply-adds of its convolutions and linear layers from forward hooks (a weight's
+# numel times the output positions, a transposed convolution's input positions); and the same
+# for resnet18.cfg at 96x96 (--input)
+summaries=()
+for m in "$examples"/models/*.cfg; do
+  s=$work/$(basename "$m").sum
+  "$clnet" summary "$m" >"$s" 2>&1 || bad "clnet summary $m" "$(cat "$s")"
+  summaries+=("$m" "$s" "")
+done
+"$clnet" summary "$examples/models/resnet18.cfg" --input 96x96 >"$work/r96.sum" 2>&1 ||
+  bad "clnet summary --input" "$(cat "$work/r96.sum")"
+summaries+=("$examples/models/resnet18.cfg" "$work/r96.sum" 96)
+if out=$("$python" - "$examples" "${summaries[@]}" <<'EOF'
+import math, os, re, sys, tempfile
+import torch
+from torch import nn
+sys.path.insert(0, sys.argv[1])
+import torch_model
+args, failed, macs = sys.argv[2:], 0, [0]
+def hook(module, inputs, output):
+    if isinstance(module, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
+        macs[0] += module.weight.numel() * math.prod(inputs[0].shape[2:])
+    elif isinstance(module, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+        macs[0] += module.weight.numel() * math.prod(output.shape[2:])
+    elif isinstance(module, nn.Linear):
+        macs[0] += module.weight.numel()
+for k in range(0, len(args), 3):
+    path, summary, size = args[k:k + 3]
+    if size:  # the model file at another input size, as clnet summary --input makes it
+        text = re.sub(r"height=\d+ width=\d+", f"height={size} width={size}", open(path).read(), count=1)
+        path = os.path.join(tempfile.mkdtemp(), "model.cfg")
+        open(path, "w").write(text)
+    model = torch_model.build_model(path)
+    params = sum(p.numel() for p in model.parameters())
+    buffers = sum(b.numel() for n, b in model.named_buffers() if not n.endswith("num_batches_tracked"))
+    macs[0] = 0
+    for m in model.modules():
+        m.register_forward_hook(hook)
+    with torch.no_grad():
+        model(torch.zeros(1, *model.input_shape))
+    text = open(summary).read()
+    got = {key: int(v) for key, v in re.findall(r"(\w+)=(\d+)", text.strip().splitlines()[-1])}
+    want = {"params": params, "buffers": buffers, "mult_adds": macs[0]}
+    modules, layer_bad = dict(model.named_modules()), []
+    for line in text.splitlines()[1:]:  # each layer's row against its module's parameters
+        cols = line.split()
+        if len(cols) >= 6 and cols[0] in modules and cols[3].replace(",", "").isdigit():
+            if sum(p.numel() for p in modules[cols[0]].parameters()) != int(cols[3].replace(",", "")):
+                layer_bad.append(cols[0])
+    same = all(got.get(key) == value for key, value in want.items())
+    name = os.path.basename(args[k]) + (f" at {size}x{size}" if size else "")
+    print(f"  {name}: clnet {got}, PyTorch {want}" + (f"; layers differ: {layer_bad}" if layer_bad else ""))
+    failed |= not same or bool(layer_bad)
+sys.exit(failed)
+EOF
+); then
+  ok "clnet summary's parameters, buffers and multiply-adds are PyTorch's for every example model"
+  printf '%s\n' "$out"
+else bad "clnet summary against PyTorch" "$out"; fi
+
 # 4. random models: every layer names its inputs, the lines shuffled. CLNET_TORCH_MODELS of
 # them (default 1, in the suite: each takes four starts of PyTorch; CI's extended step runs
 # torch_model_more.pocl with 6 and a budget); with CLNET_TEST_BUDGET=S (CI's extended step) more, until S seconds have

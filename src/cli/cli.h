@@ -178,6 +178,9 @@ int cli_data_fits(const clnet_net *net, const clnet_dataset *ds, const clnet_tra
 
 /* --resize N|HxW, --center-crop N|HxW and --augment flip,crop=PAD,resized-crop[=MIN] (each
  * NULL when not given) as transforms: 0, or 2 after a message on stderr (transforms.c). */
+/* "N" or "HxW" (each side 1 to 16384) into *h, *w: 0, or 2 after a message naming option. */
+int cli_size(const char *option, const char *text, int *h, int *w);
+
 int cli_transforms(const char *resize, const char *center_crop, const char *augment,
                    clnet_transforms *t);
 
@@ -222,7 +225,7 @@ int cli_first_step(const char *command, const char *done, const char *model, lon
  * (tests/fuzz/fuzz_cli.c) feeds its words to. */
 extern const cli_command *const cli_commands[];
 extern const cli_command cli_devices_cmd, cli_train_cmd, cli_eval_cmd, cli_predict_cmd,
-    cli_bench_cmd, cli_tune_cmd, cli_layers_cmd, cli_warm_cmd, cli_export_cmd;
+    cli_bench_cmd, cli_tune_cmd, cli_layers_cmd, cli_warm_cmd, cli_export_cmd, cli_summary_cmd;
 
 int cmd_devices(int argc, char **argv); /* devices.c */
 int cmd_train(int argc, char **argv);   /* train.c */
@@ -233,5 +236,6 @@ int cmd_tune(int argc, char **argv);    /* tune.c */
 int cmd_layers(int argc, char **argv);  /* layers.c */
 int cmd_warm(int argc, char **argv);    /* warm.c */
 int cmd_export(int argc, char **argv);  /* export.c */
+int cmd_summary(int argc, char **argv); /* summary.c */
 
 #endif

@@ -28,6 +28,8 @@ static void usage(FILE *out) {
             "                             build and cache every kernel MODEL uses: the next run\n"
             "                             starts warm\n"
             "  export OUT [--data DIR]    write a data set as an image folder (PNG or JPEG)\n"
+            "  summary MODEL [--input HxW]\n"
+            "                             every layer's output, parameters and multiply-adds\n"
             "  layers [KIND]              the layer kinds of model files and their options\n"
             "  version                    print the version, and whether MPI is built in\n"
             "  help                       print this text\n"
@@ -63,6 +65,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "predict") == 0) return alone(cmd) ? cmd_predict(argc - 2, argv + 2) : 2;
     if (strcmp(cmd, "bench") == 0) return alone(cmd) ? cmd_bench(argc - 2, argv + 2) : 2;
     if (strcmp(cmd, "tune") == 0) return alone(cmd) ? cmd_tune(argc - 2, argv + 2) : 2;
+    if (strcmp(cmd, "summary") == 0) return cmd_summary(argc - 2, argv + 2);
     if (strcmp(cmd, "export") == 0) return alone(cmd) ? cmd_export(argc - 2, argv + 2) : 2;
     if (strcmp(cmd, "layers") == 0) return cmd_layers(argc - 2, argv + 2);
     if (strcmp(cmd, "warm") == 0) return alone(cmd) ? cmd_warm(argc - 2, argv + 2) : 2;

@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "N" or "HxW", each side 1 to 16384. */
-static int read_size(const char *option, const char *text, int *h, int *w) {
+int cli_size(const char *option, const char *text, int *h, int *w) {
     char *end = NULL;
     long a = strtol(text, &end, 10), b = a;
     if (end != text && *end == 'x') {
@@ -53,9 +52,9 @@ int cli_transforms(const char *resize, const char *center_crop, const char *augm
                    clnet_transforms *t) {
     *t = (clnet_transforms){0};
     int rc = 0;
-    if (resize) rc = read_size("--resize", resize, &t->resize_height, &t->resize_width);
+    if (resize) rc = cli_size("--resize", resize, &t->resize_height, &t->resize_width);
     if (!rc && center_crop)
-        rc = read_size("--center-crop", center_crop, &t->crop_height, &t->crop_width);
+        rc = cli_size("--center-crop", center_crop, &t->crop_height, &t->crop_width);
     if (rc || !augment || !*augment) return rc;
     char *items = strdup(augment), *save = NULL;
     if (!items) return 1;
