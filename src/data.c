@@ -16,6 +16,20 @@
 #include <string.h>
 #include <sys/stat.h>
 
+char *clnet_copy_text(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *c = clnet_malloc(n);
+    if (c) memcpy(c, s, n);
+    return c;
+}
+
+char *clnet_path_join(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *path = clnet_malloc(n);
+    if (path) snprintf(path, n, "%s/%s", dir, name);
+    return path;
+}
+
 static int file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
@@ -57,10 +71,8 @@ clnet_status clnet_dataset_load_first(clnet_dataset **out, const char *dir, cons
 static char *image_folder_of(const char *dir, int train) {
     static const char *const roots[] = {"train", "test", "val"};
     for (int i = train ? 0 : 1; i < (train ? 1 : 3); i++) {
-        size_t n = strlen(dir) + strlen(roots[i]) + 2;
-        char *root = clnet_malloc(n);
+        char *root = clnet_path_join(dir, roots[i]);
         if (!root) return NULL;
-        snprintf(root, n, "%s/%s", dir, roots[i]);
         if (clnet_is_image_folder(root)) return root;
         free(root);
     }
@@ -212,13 +224,6 @@ int clnet_dataset_from_idx(const clnet_dataset *ds) {
     return ds ? ds->from_idx : 0;
 }
 
-static char *copy_text(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *c = clnet_malloc(n);
-    if (c) memcpy(c, s, n);
-    return c;
-}
-
 /* A new data set of ds's samples rows[0..n), in that order: every field copied. */
 static clnet_status take_rows(const clnet_dataset *ds, const int32_t *rows, int n,
                               clnet_dataset **out) {
@@ -249,11 +254,11 @@ static clnet_status take_rows(const clnet_dataset *ds, const int32_t *rows, int 
         if (d->floats)
             memcpy(d->floats + i * sample, ds->floats + r * sample, sample * sizeof *d->floats);
         if (d->targets) memcpy(d->targets + i * T, ds->targets + r * T, T * sizeof *d->targets);
-        if (d->files && !(d->files[i] = copy_text(ds->files[r])))
+        if (d->files && !(d->files[i] = clnet_copy_text(ds->files[r])))
             FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a path");
     }
     for (int k = 0; d->class_names && k < ds->classes; k++)
-        if (!(d->class_names[k] = copy_text(ds->class_names[k])))
+        if (!(d->class_names[k] = clnet_copy_text(ds->class_names[k])))
             FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a class name");
     /* a folder of many sizes may hold one size in a part: still taken as many (a resize is
      * asked for), with the whole folder's first size */

@@ -44,6 +44,10 @@ struct clnet_dataset {
     int skipped_count;
 };
 
+/* Heap copies (clnet_malloc; NULL when out of memory): s, and dir/name. */
+char *clnet_copy_text(const char *s);
+char *clnet_path_join(const char *dir, const char *name);
+
 /* 1 when dir holds a folder (a class folder of an image folder), 0 otherwise. */
 int clnet_is_image_folder(const char *dir);
 

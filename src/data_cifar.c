@@ -53,16 +53,8 @@ static const cifar_version cifar100 = {
     .names = "fine_label_names.txt",
 };
 
-/* dir/name, a heap string (NULL when out of memory). */
-static char *join(const char *dir, const char *name) {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *path = clnet_malloc(n);
-    if (path) snprintf(path, n, "%s/%s", dir, name);
-    return path;
-}
-
 static int holds(const char *dir, const char *name) {
-    char *path = join(dir, name);
+    char *path = clnet_path_join(dir, name);
     struct stat st;
     int yes = path && stat(path, &st) == 0;
     free(path);
@@ -206,7 +198,7 @@ clnet_status clnet_dataset_load_cifar(clnet_dataset **out, const char *dir, int 
     /* Every file is there and whole (a stat each) before any is read. */
     long total = 0;
     for (int i = 0; i < files; i++) {
-        paths[i] = join(dir, train ? v->train[i] : v->test);
+        paths[i] = clnet_path_join(dir, train ? v->train[i] : v->test);
         if (!paths[i]) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a path");
         TRY(count_records(paths[i], record, &records[i]));
         total += records[i];
@@ -233,7 +225,7 @@ clnet_status clnet_dataset_load_cifar(clnet_dataset **out, const char *dir, int 
         TRY(read_records(ds, v, paths[i], first, n, buf));
         first += (int)n;
     }
-    names = join(dir, v->names);
+    names = clnet_path_join(dir, v->names);
     if (!names) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a path");
     TRY(read_names(ds, names, v->classes));
     *out = ds;

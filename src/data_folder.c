@@ -50,20 +50,6 @@ static void names_free(names *n) {
     *n = (names){0};
 }
 
-static char *text_copy(const char *s) {
-    size_t len = strlen(s) + 1;
-    char *copy = clnet_malloc(len);
-    if (copy) memcpy(copy, s, len);
-    return copy;
-}
-
-static char *path_join(const char *dir, const char *name) {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *path = clnet_malloc(n);
-    if (path) snprintf(path, n, "%s/%s", dir, name);
-    return path;
-}
-
 static int by_name(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -93,7 +79,7 @@ int clnet_is_image_folder(const char *dir) {
     int found = 0;
     for (struct dirent *e; !found && (e = readdir(d));) {
         if (e->d_name[0] == '.') continue;
-        char *path = path_join(dir, e->d_name);
+        char *path = clnet_path_join(dir, e->d_name);
         found = path && is_dir(path);
         free(path);
     }
@@ -110,11 +96,11 @@ static clnet_status list_dir(const char *dir, int want_dirs, names *out) {
     errno = 0;
     for (struct dirent *e; (e = readdir(d)); errno = 0) {
         if (e->d_name[0] == '.') continue;
-        char *path = path_join(dir, e->d_name);
+        char *path = clnet_path_join(dir, e->d_name);
         if (!path) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
         int dir_entry = is_dir(path);
         free(path);
-        if (dir_entry == want_dirs && !names_add(out, text_copy(e->d_name)))
+        if (dir_entry == want_dirs && !names_add(out, clnet_copy_text(e->d_name)))
             FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
     }
     if (errno) FAIL(CLNET_ERR_IO, "image folder %s: cannot list it: %s", dir, strerror(errno));
@@ -150,7 +136,7 @@ static clnet_status add_file(listing *l, char *path, int label) {
 /* Records "what" as skipped (skip_bad), or fails with it. */
 static clnet_status bad_file(listing *l, int skip_bad, const char *what) {
     if (!skip_bad) return clnet_fail(CLNET_ERR_FORMAT, "%s", what);
-    if (!names_add(&l->skipped, text_copy(what)))
+    if (!names_add(&l->skipped, clnet_copy_text(what)))
         return clnet_fail(CLNET_ERR_OUT_OF_MEMORY, "out of memory for the skipped images");
     return CLNET_OK;
 }
@@ -166,7 +152,7 @@ static clnet_status list_images(listing *l, const char *dir, int label, int skip
     for (int i = 0; i < entries.count; i++) {
         int kind = image_kind(entries.items[i]);
         if (kind == 0) continue; /* not an image: torchvision passes it by too */
-        char *path = path_join(dir, entries.items[i]);
+        char *path = clnet_path_join(dir, entries.items[i]);
         if (!path) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a path");
         if (kind == 2) {
             char what[PATH_MAX + 128];
@@ -191,7 +177,7 @@ static clnet_status list_class(listing *l, const char *root, const char *class_n
                                int skip_bad) {
     clnet_status status = CLNET_OK;
     int found = 0;
-    char *dir = path_join(root, class_name);
+    char *dir = clnet_path_join(root, class_name);
     if (!dir) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a path");
     TRY(list_images(l, dir, label, skip_bad, &found));
     if (found == 0)
@@ -218,7 +204,7 @@ static void *check_thread(void *arg) {
     for (int i; (i = atomic_fetch_add(&job->next, 1)) < job->count;) {
         clnet_image img = {0};
         if (clnet_image_decode_file(job->files[i], &img) != CLNET_OK)
-            job->why[i] = text_copy(clnet_last_error());
+            job->why[i] = clnet_copy_text(clnet_last_error());
         clnet_image_free(&img);
     }
     return NULL;
@@ -336,7 +322,7 @@ clnet_status clnet_dataset_load_images(clnet_dataset **out, const char *path,
         TRY(list_images(&l, path, 0, opt->skip_bad_images, &found));
         if (found == 0) FAIL(CLNET_ERR_FORMAT, "%s holds no .png, .jpg or .jpeg file", path);
     } else {
-        char *copy = text_copy(path);
+        char *copy = clnet_copy_text(path);
         if (!copy) FAIL(CLNET_ERR_OUT_OF_MEMORY, "out of memory for a path");
         TRY(add_file(&l, copy, 0));
     }
