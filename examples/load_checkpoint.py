@@ -24,8 +24,11 @@ Models (--model; lenet by default): lenet (examples/models/lenet.cfg),
 resnet18 and resnet18_w16 (examples/models/resnet18.cfg and
 resnet18_w16.cfg: "Dive into Deep Learning"'s resnet18(10, in_channels=1),
 built as d2l builds it, at widths 64 and 16), resnet18_96 (resnet18_96.cfg:
-the ResNet-18 of d2l's ResNet chapter, for 96x96 images; it has no Fashion-MNIST
-accuracy here, n must be 0).
+the ResNet-18 of d2l's ResNet chapter, for 96x96 images), and the networks of
+d2l's "Modern Convolutional Neural Networks" chapter from examples/d2l_models.py:
+alexnet, vgg, nin, googlenet, bn_lenet, resnext18, densenet, regnetx32 (each
+examples/models/NAME.cfg). Models for other inputs than 28x28 have no
+Fashion-MNIST accuracy here: n must be 0 for them.
 
 Needs only torch (Debian: python3-torch); no safetensors package. The
 functions are imported by tests/fixtures/resnet/make_resnet_fixtures.py.
@@ -35,10 +38,14 @@ import gzip
 import json
 import os
 import struct
+import sys
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import d2l_models  # noqa: E402  (next to this file)
 
 DTYPES = {"F32": torch.float32, "I64": torch.int64}  # int64: counters, shape ()
 CLNET_FORMAT = "clnet-checkpoint-2"
@@ -175,7 +182,8 @@ def d2l_init_weights(module):
 
 
 MODELS = {"lenet": lenet, "resnet18": lambda: resnet18(10, 1, 64),
-          "resnet18_w16": lambda: resnet18(10, 1, 16), "resnet18_96": resnet18_96}
+          "resnet18_w16": lambda: resnet18(10, 1, 16), "resnet18_96": resnet18_96,
+          **d2l_models.MODELS}
 
 
 def read_state(path):
@@ -239,8 +247,10 @@ def main():
         torch.save(model.state_dict(), args.save_pytorch)
     if args.n <= 0:
         return
-    if args.model == "resnet18_96":
-        raise SystemExit("resnet18_96 takes 96x96 images: give n 0 (no Fashion-MNIST accuracy)")
+    shape = getattr(model, "input_shape", (1, 96, 96) if args.model == "resnet18_96" else None)
+    if shape not in (None, (1, 28, 28)):
+        raise SystemExit(f"{args.model} takes {shape[1]}x{shape[2]} images: give n 0 (no "
+                         "Fashion-MNIST accuracy)")
     x, y = fashion_mnist(args.data, "test", args.n, args.mean, args.std)
     correct = 0
     with torch.no_grad():

@@ -6,7 +6,8 @@
 # (printed; CLNET_TORCH_MODEL_SEED sets it, default 30; part 4 below says how many) are trained a few steps by clnet on
 # random data, and `clnet predict` (logits and --probabilities) and PyTorch,
 # loading the checkpoint strictly, agree on new samples within
-# 1e-4 * max(1, max |PyTorch|). Needs Debian's /usr/bin/python3 with torch
+# 1e-4 * max(1, max |PyTorch|). Part 5: clnet summary's counts are PyTorch's for every example
+# model; part 6: the model files of d2l's modern CNNs give PyTorch's logits and training step. Needs Debian's /usr/bin/python3 with torch
 # (python3-torch) and NumPy; exits 77 (skipped) without them.
 # The suite runs the parts of `suite` (tests/parts.sh: the classifier, a random model); CI's
 # extended step those of `extended` (the mse and bce autoencoders,
@@ -203,6 +204,21 @@ EOF
   ok "clnet summary's parameters, buffers and multiply-adds are PyTorch's for every example model"
   printf '%s\n' "$out"
 else bad "clnet summary against PyTorch" "$out"; fi
+
+# 6. the model files of d2l's modern CNNs against the networks as d2l builds them in PyTorch
+# (examples/d2l_models.py): logits from the same random weights and running statistics, and one
+# training step (tests/d2l_models_check.py says how close and why). The weights come from a
+# seed: CLNET_D2L_SEED, else CLNET_TEST_SEED (random in CI's extended step, torch_model_more),
+# else 8.
+d2l_seed=${CLNET_D2L_SEED:-${CLNET_TEST_SEED:-8}}
+[ "$d2l_seed" = random ] && d2l_seed=$(( $(date +%s%N) / 1000 % 1000000 ))
+echo "d2l's networks from seed $d2l_seed (CLNET_D2L_SEED=$d2l_seed reruns them)"
+mkdir -p "$work/d2l"
+if out=$("$python" "$(dirname "$0")/d2l_models_check.py" "$clnet" "$examples" "$work/d2l" \
+    "$d2l_seed" bn_lenet googlenet resnext18 densenet regnetx32 nin vgg alexnet 2>&1); then
+  ok "d2l's modern CNNs: clnet's logits and one step are PyTorch's"
+  printf '%s\n' "$out"
+else bad "d2l's modern CNNs against PyTorch (seed $d2l_seed)" "$out"; fi
 
 # 4. random models: every layer names its inputs, the lines shuffled. CLNET_TORCH_MODELS of
 # them (default 1, in the suite: each takes four starts of PyTorch; CI's extended step runs
