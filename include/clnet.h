@@ -827,8 +827,13 @@ clnet_status clnet_write_class_maps_svg(const char *path, const clnet_class_maps
  * Parameters live on the host (the master copy); each device holds a replica.
  * A training step runs forward and backward on the device, brings the summed
  * gradients to the host, and applies the optimizer there, once, with
- * g = sum_of_gradients / n. SGD (PyTorch's SGD, with its weight decay,
- * momentum and Nesterov):
+ * g = sum_of_gradients / n (summed over every device and MPI rank). With
+ * clip_grad_norm > 0 that g is clipped first, as torch.nn.utils.
+ * clip_grad_norm_(parameters, clip_grad_norm) clips .grad before
+ * optimizer.step():
+ *   norm = sqrt(sum of g^2 over every parameter of the model)
+ *   g = g * min(1, clip_grad_norm / (norm + 1e-6))
+ * Then SGD (PyTorch's SGD, with its weight decay, momentum and Nesterov):
  *   g = g + weight_decay * w
  *   v = momentum * v + g;  step = nesterov ? g + momentum * v : v
  *   w = w - lr(t) * step
@@ -836,12 +841,42 @@ clnet_status clnet_write_class_maps_svg(const char *path, const clnet_class_maps
  * (torch.optim.AdamW; decoupled: w = w * (1 - lr(t) * weight_decay) first):
  *   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
  *   w = w - lr(t) / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
- * with t the 1-based step. */
+ * with t the 1-based step.
+ *
+ * The learning rate lr(t), t the 0-based step, as PyTorch's schedulers step
+ * once after every optimizer step. A linear warm-up of W = warmup_steps steps
+ * goes in front of constant, step and cosine, as
+ *   SequentialLR(opt, [LinearLR(opt, start_factor=s, total_iters=W), S],
+ *                milestones=[W])
+ * does (s = warmup_start_factor, 1/3 by default as LinearLR's): for t < W,
+ *   lr(t) = lr * (s + (1 - s) * t / W)
+ * and from t = W on, the schedule S with its own clock u = t - W starting at 0.
+ * W = 0 is no warm-up: u = t. One-cycle refuses a warm-up: its first phase
+ * is one. */
 
 typedef enum {
-    CLNET_SCHEDULE_CONSTANT = 0,
-    CLNET_SCHEDULE_STEP = 1,   /* lr * gamma^(floor(t / step_size)) */
-    CLNET_SCHEDULE_COSINE = 2, /* lr * (1 + cos(pi * t / total_steps)) / 2 */
+    CLNET_SCHEDULE_CONSTANT = 0, /* lr (S: none, or ConstantLR(factor=1)) */
+    /* lr * gamma^(floor(u / step_size)) (S: StepLR(opt, step_size, gamma)) */
+    CLNET_SCHEDULE_STEP = 1,
+    /* lr * (1 + cos(pi * u / (total_steps - W))) / 2, 0 from u = total_steps - W on
+     * (S: CosineAnnealingLR(opt, T_max=total_steps - W)): total_steps is the run's, warm-up
+     * included */
+    CLNET_SCHEDULE_COSINE = 2,
+    /* torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps, pct_start,
+     * anneal_strategy='cos', cycle_momentum, base_momentum, max_momentum, div_factor,
+     * final_div_factor, three_phase=False): with P = pct_start * total_steps - 1,
+     *   t <= P: cos_anneal(lr / div_factor, lr, t / P)
+     *   t > P:  cos_anneal(lr, lr / div_factor / final_div_factor,
+     *                      (t - P) / (total_steps - 1 - P))
+     * where cos_anneal(a, b, p) = b + (a - b) * (1 + cos(pi * p)) / 2. With
+     * cycle_momentum, SGD's momentum (or Adam's and AdamW's beta1) for step t is
+     * cos_anneal(max_momentum, base_momentum, t / P) in the first phase and
+     * cos_anneal(base_momentum, max_momentum, ...) in the second, in place of
+     * momentum (beta1): as PyTorch overwrites the optimizer's, SGD then has momentum
+     * even with momentum 0. Where PyTorch divides by zero (a first phase of no
+     * length, P = 0) that phase's value is its end value (p = 1); past step
+     * total_steps - 1 (where PyTorch raises) the last step's values stay. */
+    CLNET_SCHEDULE_ONECYCLE = 3,
 } clnet_schedule;
 
 typedef enum {
@@ -850,18 +885,30 @@ typedef enum {
     CLNET_OPTIMIZER_ADAMW = 2,
 } clnet_optimizer;
 
-/* The optimizer and its schedule. */
+/* The optimizer, its schedule and the gradient's clipping. */
 typedef struct {
-    float lr;           /* 0.1 */
+    float lr;           /* 0.1 (one-cycle: its max_lr) */
     float momentum;     /* SGD: 0 (with Adam or AdamW it must stay 0) */
     int nesterov;       /* SGD: 0 */
     float weight_decay; /* 0, for every optimizer (PyTorch's AdamW uses 0.01: set it) */
     clnet_schedule schedule;
-    int64_t total_steps;       /* cosine: steps to anneal over */
+    int64_t total_steps;       /* cosine and one-cycle: the run's steps (warm-up included) */
     int64_t step_size;         /* step: steps between decays */
     float gamma;               /* step: factor, 0.1 */
     clnet_optimizer optimizer; /* SGD */
     float beta1, beta2, eps;   /* Adam, AdamW: 0.9, 0.999, 1e-8 */
+    /* linear warm-up in front of constant, step or cosine (above): its steps (0: none)
+     * and the factor of lr it starts at, in (0, 1] (1/3, LinearLR's default) */
+    int64_t warmup_steps;
+    float warmup_start_factor;
+    /* one-cycle: 0.3, 25, 1e4; cycle_momentum 1 (PyTorch's True) between base_momentum
+     * 0.85 and max_momentum 0.95, each in (0, 1) */
+    float pct_start, div_factor, final_div_factor;
+    int cycle_momentum;
+    float base_momentum, max_momentum;
+    /* the largest L2 norm of the whole gradient (0: no clipping; INFINITY: never
+     * clips, but clnet_step_result.grad_norm reports the norm) */
+    float clip_grad_norm;
 } clnet_optimizer_config;
 
 /* The defaults above: SGD at lr 0.1, constant. */
@@ -959,6 +1006,11 @@ typedef struct {
     int correct;
     int n;       /* samples */
     int answers; /* what correct counts among: n, or n x positions; 0 without classes */
+    /* a training step with clip_grad_norm > 0: the L2 norm of the whole gradient g (over
+     * every parameter, devices and ranks, divided by the batch) before clipping; 0
+     * otherwise (not computed: it costs a pass over the gradient), and after
+     * asynchronous training */
+    double grad_norm;
 } clnet_step_result;
 
 /* One SGD step on a batch in host memory: images (n, C, H, W), labels (n),

@@ -358,7 +358,8 @@ static clnet_step_result result(const clnet_net *net, double loss_sum, int corre
     return (clnet_step_result){.loss = n ? loss_sum / n : 0,
                                .correct = correct,
                                .n = n,
-                               .answers = n * clnet_net_positions(net)};
+                               .answers = n * clnet_net_positions(net),
+                               .grad_norm = 0};
 }
 
 /* A training step on batch b with labels or float targets (the other NULL,
@@ -389,7 +390,10 @@ static clnet_status train_step(clnet_net *net, const clnet_batch *b, const clnet
         clnet_error_context(status, "training step %lld", (long long)net->optim.step);
         goto cleanup;
     }
-    if (out) *out = result(net, sums.loss, sums.correct, n);
+    if (out) {
+        *out = result(net, sums.loss, sums.correct, n);
+        out->grad_norm = net->optim.grad_norm; /* with clip_grad_norm: before clipping */
+    }
 cleanup:
     return status;
 }

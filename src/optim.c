@@ -1,6 +1,8 @@
 /* SGD with momentum, Nesterov and weight decay (torch.optim.SGD, dampening
  * 0), Adam and AdamW (torch.optim.Adam / AdamW as PyTorch 1.13 computes
- * them, amsgrad off), and the learning-rate schedules. */
+ * them, amsgrad off), the learning-rate schedules (with a warm-up as
+ * SequentialLR([LinearLR, S]) and one-cycle as OneCycleLR, momentum cycled)
+ * and clipping by the gradient's global norm (clip_grad_norm_). */
 #include "optim.h"
 #include "alloc.h"
 #include "error.h"
@@ -19,6 +21,13 @@ void clnet_optimizer_defaults(clnet_optimizer_config *cfg) {
     cfg->beta1 = 0.9f;
     cfg->beta2 = 0.999f;
     cfg->eps = 1e-8f;
+    cfg->warmup_start_factor = 1.0f / 3.0f; /* LinearLR's */
+    cfg->pct_start = 0.3f;                  /* OneCycleLR's */
+    cfg->div_factor = 25.0f;
+    cfg->final_div_factor = 1e4f;
+    cfg->cycle_momentum = 1;
+    cfg->base_momentum = 0.85f;
+    cfg->max_momentum = 0.95f;
 }
 
 void clnet_sgd_defaults(clnet_optimizer_config *cfg) {
@@ -59,15 +68,66 @@ const char *clnet_optim_slot_name(clnet_optimizer k, int slot) {
     return optimizers[k].slot[slot];
 }
 
+/* One-cycle with cycle_momentum: the momentum (beta1) comes from the schedule. */
+static int cycles_momentum(const clnet_optimizer_config *c) {
+    return c->schedule == CLNET_SCHEDULE_ONECYCLE && c->cycle_momentum;
+}
+
+/* SGD keeps a velocity: a momentum given, or cycled (between two momenta > 0:
+ * never 0, where PyTorch's SGD would leave its buffer as it is for a step). */
+static int sgd_velocity(const clnet_optimizer_config *c) {
+    return c->optimizer == CLNET_OPTIMIZER_SGD && (cycles_momentum(c) || c->momentum > 0);
+}
+
+static clnet_status check_onecycle(const clnet_optimizer_config *cfg) {
+    if (cfg->total_steps < 1)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "the one-cycle schedule needs total_steps >= 1");
+    if (cfg->warmup_steps > 0)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "the one-cycle schedule warms up itself (its first pct_start of the "
+                          "steps): warmup_steps must be 0");
+    if (!(cfg->pct_start >= 0 && cfg->pct_start <= 1))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "one-cycle: pct_start %g must be in [0, 1]",
+                          cfg->pct_start);
+    if (!(cfg->div_factor > 0 && isfinite(cfg->div_factor)) ||
+        !(cfg->final_div_factor > 0 && isfinite(cfg->final_div_factor)))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "one-cycle: div_factor %g and final_div_factor %g must be > 0",
+                          cfg->div_factor, cfg->final_div_factor);
+    /* not 0: at a step of momentum 0 PyTorch's SGD keeps its buffer aside, unchanged */
+    if (cfg->cycle_momentum && !(cfg->base_momentum > 0 && cfg->base_momentum < 1 &&
+                                 cfg->max_momentum > 0 && cfg->max_momentum < 1))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "one-cycle: base_momentum %g and max_momentum %g must be in (0, 1) "
+                          "(cycle_momentum 0 keeps momentum or beta1 as given)",
+                          cfg->base_momentum, cfg->max_momentum);
+    return CLNET_OK;
+}
+
 static clnet_status check_schedule(const clnet_optimizer_config *cfg) {
+    if (cfg->schedule != CLNET_SCHEDULE_CONSTANT && cfg->schedule != CLNET_SCHEDULE_STEP &&
+        cfg->schedule != CLNET_SCHEDULE_COSINE && cfg->schedule != CLNET_SCHEDULE_ONECYCLE)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "unknown schedule %d", (int)cfg->schedule);
+    if (cfg->warmup_steps < 0)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "warmup_steps %lld must be >= 0",
+                          (long long)cfg->warmup_steps);
+    if (cfg->warmup_steps > 0 && !(cfg->warmup_start_factor > 0 && cfg->warmup_start_factor <= 1))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "warmup_start_factor %g must be in (0, 1] (the warm-up starts at that "
+                          "share of the learning rate)",
+                          cfg->warmup_start_factor);
     if (cfg->schedule == CLNET_SCHEDULE_COSINE && cfg->total_steps < 1)
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "the cosine schedule needs total_steps >= 1");
+    if (cfg->schedule == CLNET_SCHEDULE_COSINE && cfg->total_steps <= cfg->warmup_steps)
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "the cosine schedule anneals over the steps after the warm-up: "
+                          "total_steps %lld must be more than warmup_steps %lld",
+                          (long long)cfg->total_steps, (long long)cfg->warmup_steps);
     if (cfg->schedule == CLNET_SCHEDULE_STEP && (cfg->step_size < 1 || !(cfg->gamma > 0)))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
                           "the step schedule needs step_size >= 1 and gamma > 0");
-    if (cfg->schedule != CLNET_SCHEDULE_CONSTANT && cfg->schedule != CLNET_SCHEDULE_STEP &&
-        cfg->schedule != CLNET_SCHEDULE_COSINE)
-        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "unknown schedule %d", (int)cfg->schedule);
+    if (cfg->schedule == CLNET_SCHEDULE_ONECYCLE) return check_onecycle(cfg);
     return CLNET_OK;
 }
 
@@ -89,11 +149,14 @@ clnet_status clnet_optim_check(const clnet_optimizer_config *cfg) {
                           cfg->beta1, cfg->beta2);
     if (adam && !(cfg->eps > 0))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "eps %g must be > 0", cfg->eps);
-    if (cfg->nesterov && cfg->momentum == 0)
+    if (cfg->nesterov && !sgd_velocity(cfg))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "Nesterov needs a momentum > 0");
     if (!(cfg->weight_decay >= 0))
         return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "weight decay %g must be >= 0",
                           cfg->weight_decay);
+    if (!(cfg->clip_grad_norm >= 0))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clip_grad_norm %g must be >= 0 (0: no clipping)", cfg->clip_grad_norm);
     return check_schedule(cfg);
 }
 
@@ -110,7 +173,7 @@ void clnet_optim_configure(clnet_optim *o, const clnet_optimizer_config *cfg) {
 
 clnet_status clnet_optim_prepare(clnet_optim *o, size_t n) {
     int slots = o->config.optimizer == CLNET_OPTIMIZER_SGD
-                    ? o->config.momentum > 0
+                    ? sgd_velocity(&o->config)
                     : clnet_optim_slot_count(o->config.optimizer);
     o->kind = o->config.optimizer;
     for (int i = 0; i < slots; i++) {
@@ -125,17 +188,70 @@ clnet_status clnet_optim_prepare(clnet_optim *o, size_t n) {
     return CLNET_OK;
 }
 
+/* b + (a - b) * (1 + cos(pi * p)) / 2: OneCycleLR's _annealing_cos(a, b, p). */
+static double cos_anneal(double a, double b, double p) {
+    return b + (a - b) / 2.0 * (cos(3.141592653589793 * p) + 1);
+}
+
+/* One-cycle's learning rate (or, with momentum, its momentum) for step t, as
+ * OneCycleLR.get_lr computes it in double: phase 1 up to step P = pct_start *
+ * total_steps - 1 (a float, as PyTorch's end_step), phase 2 to total_steps - 1. */
+static double onecycle(const clnet_optimizer_config *c, int64_t t, int momentum) {
+    const double total = (double)c->total_steps, p_end = (double)c->pct_start * total - 1.0;
+    double step = (double)(t < c->total_steps ? t : c->total_steps - 1), pct;
+    double max_lr = c->lr, initial = max_lr / c->div_factor, min_lr = initial / c->final_div_factor;
+    if (step <= p_end) { /* start_step 0 */
+        pct = p_end > 0 ? step / p_end : 1.0;
+        return momentum ? cos_anneal(c->max_momentum, c->base_momentum, pct)
+                        : cos_anneal(initial, max_lr, pct);
+    }
+    double len = total - 1.0 - p_end;
+    pct = len > 0 ? (step - p_end) / len : 1.0;
+    return momentum ? cos_anneal(c->base_momentum, c->max_momentum, pct)
+                    : cos_anneal(max_lr, min_lr, pct);
+}
+
 float clnet_optim_lr(const clnet_optimizer_config *c, int64_t t) {
+    if (c->schedule == CLNET_SCHEDULE_ONECYCLE) return (float)onecycle(c, t, 0);
+    const int64_t w = c->warmup_steps > 0 ? c->warmup_steps : 0;
+    if (t < w) { /* LinearLR's closed form: lr * (s + (1 - s) * t / W) */
+        double s = c->warmup_start_factor;
+        return (float)((double)c->lr * (s + (1.0 - s) * (double)t / (double)w));
+    }
+    const int64_t u = t - w; /* the schedule's own clock, as SequentialLR restarts it */
     switch (c->schedule) {
     case CLNET_SCHEDULE_STEP:
-        return c->lr * powf(c->gamma, (float)(t / c->step_size));
+        return c->lr * powf(c->gamma, (float)(u / c->step_size));
     case CLNET_SCHEDULE_COSINE: {
-        double f = t >= c->total_steps ? 1.0 : (double)t / (double)c->total_steps;
+        const int64_t span = c->total_steps - w;
+        double f = u >= span ? 1.0 : (double)u / (double)span;
         return (float)(c->lr * 0.5 * (1.0 + cos(3.141592653589793 * f)));
     }
     default:
         return c->lr;
     }
+}
+
+float clnet_optim_momentum(const clnet_optimizer_config *c, int64_t t) {
+    if (cycles_momentum(c)) return (float)onecycle(c, t, 1);
+    return c->optimizer == CLNET_OPTIMIZER_SGD ? c->momentum : c->beta1;
+}
+
+/* sqrt(sum of g[i]^2) in double, in a fixed order (eight running sums, then
+ * added in order): the same on every run and every rank. */
+static double sum_of_squares(const float *g, size_t n) {
+    double acc[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += (double)g[i + k] * g[i + k];
+    for (int k = 0; i < n; i++, k++) acc[k] += (double)g[i] * g[i];
+    double s = 0;
+    for (int k = 0; k < 8; k++) s += acc[k];
+    return s;
+}
+
+double clnet_optim_grad_norm(const float *grad_sum, size_t n, int batch) {
+    return sqrt(sum_of_squares(grad_sum, n)) / (double)batch;
 }
 
 /* The constants of one update. */
@@ -144,14 +260,16 @@ typedef struct {
     int nesterov, first_step, decoupled;
 } update_args;
 
-static update_args make_args(const clnet_optim *o, int batch) {
+/* clip: the factor of the gradient (1: unclipped). */
+static update_args make_args(const clnet_optim *o, int batch, double clip) {
     const clnet_optimizer_config *c = &o->config;
     const double t = (double)(o->step + 1);
+    const float momentum = clnet_optim_momentum(c, o->step); /* beta1 for Adam and AdamW */
     update_args a = {.lr = clnet_optim_lr(c, o->step),
-                     .inv = 1.0f / (float)batch,
+                     .inv = clip < 1 ? (float)(clip / (double)batch) : 1.0f / (float)batch,
                      .wd = c->weight_decay,
-                     .mu = c->optimizer == CLNET_OPTIMIZER_SGD ? c->momentum : 0,
-                     .b1 = c->beta1,
+                     .mu = c->optimizer == CLNET_OPTIMIZER_SGD ? momentum : 0,
+                     .b1 = c->optimizer == CLNET_OPTIMIZER_SGD ? c->beta1 : momentum,
                      .b2 = c->beta2,
                      .eps = c->eps,
                      .nesterov = c->nesterov,
@@ -238,7 +356,7 @@ static int update_range(const clnet_optim *o, const update_args *a, const update
     if (o->config.optimizer != CLNET_OPTIMIZER_SGD)
         return write ? adam_range(a, u, grad_sum, i, end, 1)
                      : adam_range(a, u, grad_sum, i, end, 0);
-    if (a->mu > 0)
+    if (sgd_velocity(&o->config))
         return write ? sgd_range(a, u, grad_sum, i, end, 1) : sgd_range(a, u, grad_sum, i, end, 0);
     return write ? plain_sgd_range(a, u, grad_sum, i, end, 1)
                  : plain_sgd_range(a, u, grad_sum, i, end, 0);
@@ -261,12 +379,23 @@ static size_t check_update(const clnet_optim *o, const update_args *a, const upd
 
 /* A step taken: the slots now hold state (SGD keeps none without momentum). */
 static void count_step(clnet_optim *o) {
-    o->ready = o->config.optimizer != CLNET_OPTIMIZER_SGD || o->config.momentum > 0;
+    o->ready = o->config.optimizer != CLNET_OPTIMIZER_SGD || sgd_velocity(&o->config);
     o->step++;
 }
 
+/* clip_grad_norm_'s factor for the gradient grad_sum / batch, min(1, max /
+ * (norm + 1e-6)), its norm in o->grad_norm; 1 (and norm 0) without clipping. */
+static double clip_factor(clnet_optim *o, const float *grad_sum, size_t n, int batch) {
+    const double max = o->config.clip_grad_norm;
+    o->grad_norm = 0;
+    if (!(max > 0)) return 1;
+    o->grad_norm = clnet_optim_grad_norm(grad_sum, n, batch);
+    double f = max / (o->grad_norm + 1e-6);
+    return f < 1 ? f : 1;
+}
+
 size_t clnet_optim_apply(clnet_optim *o, float *w, const float *grad_sum, size_t n, int batch) {
-    const update_args a = make_args(o, batch);
+    const update_args a = make_args(o, batch, clip_factor(o, grad_sum, n, batch));
     const update_mem u = {w, o->slot[0], o->slot[1], w, o->slot[0], o->slot[1]};
     size_t bad = check_update(o, &a, &u, grad_sum, 0, n);
     if (bad < n) return bad;
@@ -277,7 +406,7 @@ size_t clnet_optim_apply(clnet_optim *o, float *w, const float *grad_sum, size_t
 
 size_t clnet_optim_apply_next(clnet_optim *o, const float *w, float *w_next, const float *grad_sum,
                               size_t from, size_t end, int batch) {
-    const update_args a = make_args(o, batch);
+    const update_args a = make_args(o, batch, 1); /* never with clipping: the caller's rule */
     const update_mem u = {w, o->slot[0], o->slot[1], w_next, o->next[0], o->next[1]};
     size_t bad = check_update(o, &a, &u, grad_sum, from, end);
     if (bad == end) update_range(o, &a, &u, grad_sum, from, end, 1);

@@ -18,6 +18,9 @@ typedef struct {
     float *next[CLNET_OPTIM_SLOTS]; /* the state an update out of place writes (apply_next) */
     int ready;    /* the slots hold state from earlier steps (0: the next step starts it) */
     int64_t step; /* optimizer steps taken */
+    /* clnet_optim_apply with clip_grad_norm > 0: the norm of its gradient before
+     * clipping (0 otherwise) */
+    double grad_norm;
 } clnet_optim;
 
 void clnet_optim_init(clnet_optim *o);
@@ -39,14 +42,23 @@ const char *clnet_optim_slot_name(clnet_optimizer k, int slot);
 
 /* The learning rate for step t (0-based). */
 float clnet_optim_lr(const clnet_optimizer_config *c, int64_t t);
+/* SGD's momentum (Adam's and AdamW's beta1) for step t: one-cycle's cycled
+ * value with cycle_momentum, else the configuration's. */
+float clnet_optim_momentum(const clnet_optimizer_config *c, int64_t t);
+/* The L2 norm of the gradient grad_sum / batch over its n values (in double,
+ * in a fixed order). */
+double clnet_optim_grad_norm(const float *grad_sum, size_t n, int batch);
 
 /* One step on n parameters w: grad_sum holds the SUM of the batch's
- * per-sample gradients (batch samples). Counts the step and returns n; or,
+ * per-sample gradients (batch samples), clipped first as clip_grad_norm says
+ * (the whole of grad_sum is the model's gradient). Counts the step and returns n; or,
  * when the update would leave a parameter or its state NaN or infinite
  * (finite gradients times a huge learning rate), changes nothing and
  * returns the index of the first parameter concerned. */
 size_t clnet_optim_apply(clnet_optim *o, float *w, const float *grad_sum, size_t n, int batch);
-/* The same update of parameters [from, end) out of place, so that a step can
+/* The same update of parameters [from, end) out of place, unclipped (a part
+ * of the gradient has no global norm: with clip_grad_norm the step uses
+ * clnet_optim_apply), so that a step can
  * be withdrawn until it is complete: reads w and the state, writes w_next
  * and the state's next copy. Returns end, or (writing nothing) the first
  * parameter whose update would not be finite. Every range of the step is

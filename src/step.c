@@ -27,7 +27,10 @@
  *      step is known to be applied (every number finite, every device
  *      done) are they made current, by swapping buffers: until then the
  *      step can be withdrawn or done again on fewer devices. In an MPI job
- *      the sum over the ranks comes at the end, and the update runs then.
+ *      the sum over the ranks comes at the end, and the update runs then;
+ *      so it does with clip_grad_norm, whose factor is the norm of the
+ *      whole gradient (summed over devices and ranks, so every rank
+ *      computes the same norm from the same sum).
  * A step on N devices therefore equals a step on one device, up to float
  * rounding, whatever the split. Replicas exchange data during a pass only
  * through the collective in their execution context (collective.h). */
@@ -608,7 +611,8 @@ static void commit(clnet_trainer *t, clnet_model *m, clnet_optim *o) {
 clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o,
                               const clnet_batch *b, const clnet_step_feed *feed,
                               clnet_step_sums *sums) {
-    int by_bucket = t->by_bucket; /* MPI: the sum over the ranks comes last */
+    /* MPI: the sum over the ranks comes last; clipping needs the whole gradient's norm */
+    int by_bucket = t->by_bucket && !(o->config.clip_grad_norm > 0);
     step_call c = {.t = t,
                    .step = o->step,
                    .batch = b,
@@ -622,6 +626,7 @@ clnet_status clnet_step_train(clnet_trainer *t, clnet_model *m, clnet_optim *o,
     *sums = c.sums;
     if (s != CLNET_OK) return s;
     stage_next(t, feed, o->step + 1);
+    o->grad_norm = 0;
     size_t bad = by_bucket ? t->step.bad_update
                            : clnet_optim_apply(o, m->params, t->step.grad_sum, m->nparams, b->n);
     if (bad < m->nparams) {

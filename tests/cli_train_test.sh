@@ -14,6 +14,12 @@ trap 'rm -rf "$work"' EXIT
 fail=0
 ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1"; shift; printf '%s\n' "$@"; fail=1; }
+expect_code() { # name code pattern args...: exits with code, its output matching pattern
+  local name=$1 code=$2 pattern=$3; shift 3
+  local out rc; out=$("$clnet" "$@" 2>&1); rc=$?
+  if [ $rc -eq "$code" ] && grep -qE -- "$pattern" <<<"$out"; then ok "$name"
+  else bad "$name (rc $rc, expected $code)" "$out"; fi
+}
 expect_error() { # what, words, command...: the command fails, its stderr saying the words
   local what=$1 words=$2; shift 2
   local err; err=$("$@" 2>&1 >/dev/null); local rc=$?
@@ -63,6 +69,52 @@ if part suite; then
   if cmp -s "$work/full.safetensors" "$work/again.safetensors"; then ok "the same seed twice gives the same parameters"
   else bad "same seed twice differs"; fi
 
+  # 3b. a warm-up before cosine and one-cycle, both clipped by the global norm: stopped and
+  #     resumed == never stopped, byte for byte; one-cycle's resume without its options
+  #     takes them from the checkpoint
+  warm=(train "$models/lenet.cfg" "${quick[@]}" --epochs 3 --lr 0.05 --momentum 0.9 --warmup 8
+        --warmup-factor 0.2 --schedule cosine --clip-grad-norm 0.08 --no-eval --seed 5)
+  "$clnet" "${warm[@]}" --steps 14 --save "$work/w_full.safetensors" >/dev/null 2>&1
+  "$clnet" "${warm[@]}" --steps 5 --save "$work/w_half.safetensors" >/dev/null 2>&1
+  "$clnet" "${warm[@]}" --steps 14 --resume "$work/w_half.safetensors" --save "$work/w_resumed.safetensors" >/dev/null 2>&1
+  if [ -s "$work/w_full.safetensors" ] && cmp -s "$work/w_full.safetensors" "$work/w_resumed.safetensors" &&
+     ! cmp -s "$work/w_full.safetensors" "$work/full.safetensors"; then
+    ok "--warmup 8 --schedule cosine --clip-grad-norm resumes across the warm-up's end, byte for byte"
+  else bad "warm-up and clipping: the resume is not bitwise identical"; fi
+  cycle=(train "$models/lenet.cfg" "${quick[@]}" --epochs 2 --lr 0.1 --schedule onecycle --pct-start 0.4
+         --div-factor 10 --clip-grad-norm 0.08 --no-eval --seed 5)
+  "$clnet" "${cycle[@]}" --save "$work/c_full.safetensors" >/dev/null 2>&1
+  "$clnet" "${cycle[@]}" --steps 7 --save "$work/c_half.safetensors" >/dev/null 2>&1
+  "$clnet" train "$models/lenet.cfg" --resume "$work/c_half.safetensors" --no-eval     --save "$work/c_resumed.safetensors" >/dev/null 2>&1
+  if [ -s "$work/c_full.safetensors" ] && cmp -s "$work/c_full.safetensors" "$work/c_resumed.safetensors"; then
+    ok "--schedule onecycle --clip-grad-norm resumes bitwise, its settings from the checkpoint"
+  else bad "one-cycle: the resume is not bitwise identical"; fi
+  expect_code "a resume with another --clip-grad-norm is refused" 2 "trained with --clip-grad-norm 0.08, this command gives 1" \
+    train "$models/lenet.cfg" --no-eval --resume "$work/c_half.safetensors" --clip-grad-norm 1
+  # the step log: warm-up from 0.5 x --lr over 4 steps (lr(t) = 0.08 (0.5 + 0.5 t / 4)), then
+  # --lr; the norm before clipping a last column; --warmup 1e is one epoch (10 steps here)
+  "$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 1 --lr 0.08 --warmup 4 --warmup-factor 0.5 \
+    --clip-grad-norm 0.1 --no-eval --step-log "$work/warm.csv" >/dev/null 2>&1
+  if [ "$(cut -d, -f4 "$work/warm.csv" | tr '\n' ' ')" = "lr 0.04 0.05 0.06 0.07 0.08 0.08 0.08 0.08 0.08 0.08 " ] &&
+     [ "$(head -n1 "$work/warm.csv")" = "step,epoch,loss,lr,images_per_s,grad_norm" ] &&
+     tail -n +2 "$work/warm.csv" | awk -F, '{ if (NF != 6 || !($6 > 0 && $6 < 1e30)) bad = 1 } END { exit bad || NR != 10 }'
+  then ok "--warmup 4 --warmup-factor 0.5: the learning rates of LinearLR, the norms in grad_norm"
+  else bad "--warmup in the step log" "$(cat "$work/warm.csv")"; fi
+  "$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 2 --lr 0.09 --warmup 1e --no-eval \
+    --step-log "$work/warm1e.csv" >/dev/null 2>&1
+  if awk -F, 'NR == 11 { d = $4 - 0.09 * (1 / 3 + 2 / 3 * 9 / 10); if (d > 1e-7 || d < -1e-7) bad = 1 }
+              NR == 12 { if ($4 != 0.09) bad = 1 } END { exit bad || NR != 21 }' "$work/warm1e.csv"
+  then ok "--warmup 1e warms up over the epoch's 10 steps, from --lr / 3"
+  else bad "--warmup 1e" "$(cat "$work/warm1e.csv")"; fi
+  expect_code "--warmup that does not read is refused" 2 "expected N steps \(100\) or X epochs" \
+    train "$models/lenet.cfg" "${quick[@]}" --no-eval --warmup 2x
+  expect_code "--warmup with --schedule onecycle is refused" 2 "onecycle warms up itself" \
+    train "$models/lenet.cfg" "${quick[@]}" --no-eval --warmup 3 --schedule onecycle
+  expect_code "a warm-up as long as the run is refused" 2 "must end before the run does" \
+    train "$models/lenet.cfg" "${quick[@]}" --no-eval --epochs 2 --warmup 2e
+  expect_code "--momentum with one-cycle's cycled momentum is refused" 2 "--no-cycle-momentum to keep --momentum" \
+    train "$models/lenet.cfg" "${quick[@]}" --no-eval --schedule onecycle --momentum 0.9
+
   # 4. Ctrl-C: finishes the step, saves, exits non-zero with a message
   "$clnet" train "$models/lenet.cfg" --train-limit 6400 --test-limit 256 --batch 64 --epochs 50 --no-eval \
     --save "$work/int.safetensors" >/dev/null 2>"$work/int.err" &
@@ -104,12 +156,6 @@ if part suite; then
   else bad "checkpoint changed"; fi
 
   # 5b. a newcomer's pitfalls (issue 59): each exit status is the documented one
-  expect_code() { # name code pattern args...: exits with code, its output matching pattern
-    local name=$1 code=$2 pattern=$3; shift 3
-    local out rc; out=$("$clnet" "$@" 2>&1); rc=$?
-    if [ $rc -eq "$code" ] && grep -qE -- "$pattern" <<<"$out"; then ok "$name"
-    else bad "$name (rc $rc, expected $code)" "$out"; fi
-  }
   # Adam keeps PyTorch's learning rate unless --lr says otherwise, and learns with it
   out=$("$clnet" train "$models/lenet.cfg" --train-limit 3200 --test-limit 256 --batch 64 --epochs 1 \
         --optimizer adam 2>&1)
@@ -194,12 +240,12 @@ if part suite; then
   #    losses finite and positive, lr as given under a constant schedule
   check_steps() { # file want_steps want_epochs lr
     local file=$1 steps=$2 epochs=$3 lr=$4
-    [ "$(head -n1 "$file")" = "step,epoch,loss,lr,images_per_s" ] &&
+    [ "$(head -n1 "$file")" = "step,epoch,loss,lr,images_per_s,grad_norm" ] &&
     [ "$(grep -c '^step,' "$file")" -eq 1 ] &&
     [ "$(tail -n +2 "$file" | cut -d, -f1 | tr '\n' ' ')" = "$steps" ] &&
     [ "$(tail -n +2 "$file" | cut -d, -f2 | tr '\n' ' ')" = "$epochs" ] &&
     tail -n +2 "$file" | awk -F, -v lr="$lr" '
-      { d = $4 - lr; if (NF != 5 || !($3 > 0 && $3 < 1e30) || (d > 1e-7 || d < -1e-7) || !($5 > 0)) bad = 1 }
+      { d = $4 - lr; if (NF != 6 || $6 != "" || !($3 > 0 && $3 < 1e30) || (d > 1e-7 || d < -1e-7) || !($5 > 0)) bad = 1 }
       END { exit bad || NR == 0 }'
   }
   "$clnet" train "$models/lenet.cfg" "${quick[@]}" --epochs 2 --lr 0.05 --no-eval \

@@ -2,7 +2,7 @@
 # `clnet train` and `clnet eval` across MPI ranks, with Open MPI on this
 # machine (each rank sees the PoCL device(s) of the configuration):
 #   - 2 ranks x 1 device take the steps of 1 device (updates within 1e-4),
-#     and so do 2 ranks x 2 devices;
+#     and so do 2 ranks x 2 devices, and 2 ranks clipping by the global norm;
 #   - --deterministic twice gives identical checkpoints;
 #   - every device of every rank is reported, --devices local-rank gives
 #     ranks that share a machine a device each;
@@ -65,6 +65,18 @@ if part suite; then
      [ "$(grep -cE '^  rank [01] device [01] \(.*\): [0-9]+ samples, [0-9]+ images/s$' "$work/four.out")" = 4 ]
   then ok "2 ranks x 2 devices take the steps of 1 device, each device reported: $out"
   else bad "2 ranks x 2 devices" "$out" "$(cat "$work/four.out")"; fi
+
+  # clipped by the gradient's global norm: the norm of the sum over the ranks, so every rank
+  # clips alike (--check-replicas compares the ranks' parameters after every step)
+  clip=("${run[@]}" --clip-grad-norm 0.05 --steps 5)
+  "$clnet" "${clip[@]}" --save "$work/clip_one.st" >/dev/null 2>"$work/clip_one.err" ||
+    bad "one device, clipped" "$(cat "$work/clip_one.err")"
+  "${mpi[@]}" "$clnet" "${clip[@]}" --check-replicas 1 --save "$work/clip_two.st" \
+    >"$work/clip_two.out" 2>&1
+  if out=$("$compare" "$work/start.st" "$work/clip_one.st" "$work/clip_two.st" 1e-4) &&
+     ! cmp -s "$work/one.st" "$work/clip_one.st"; then
+    ok "2 ranks x 1 device take the clipped steps of 1 device: $out"
+  else bad "--clip-grad-norm: 2 ranks against 1 device" "$out" "$(cat "$work/clip_two.out")"; fi
 
   out=$(POCL_DEVICES="$POCL_TWO" "${mpi[@]}" -x POCL_DEVICES "$clnet" "${run[@]}" --steps 2 \
         --devices local-rank 2>&1)

@@ -6,6 +6,7 @@
  * "with_simulator" (mixed: PoCL and the Oclgrind simulator) and
  * "three_implementations" (three: PoCL, Oclgrind and Rusticl). */
 #include "balance.h"
+#include "clip_fixture.h"
 #include "fault.h"
 #include "harness.h"
 #include "net.h"
@@ -107,6 +108,8 @@ static const char *DENOISER[] = {"input channels=1 height=8 width=8",
  * DENOISER (use_noisy: update_on trains through a loader of noisy_set) */
 static const char **use_model;
 static int use_lines, use_targets, use_positions;
+static float use_clip;    /* make_net's clip_grad_norm (0: none) */
+static int clipped_steps; /* update_on's steps whose gradient's norm was over use_clip */
 static clnet_dataset *noisy_set;
 static int use_noisy;
 
@@ -129,6 +132,7 @@ static clnet_net *make_net(void) {
     c.lr = 0.05f;
     c.momentum = 0.9f;
     c.weight_decay = 1e-3f;
+    c.clip_grad_norm = use_clip;
     ck_assert_int_eq(clnet_net_set_optimizer(net, &c), CLNET_OK);
     return net;
 }
@@ -179,9 +183,11 @@ static float *update_on(clnet_runtime *rt, const double *split, int64_t *samples
             t[i] = 0.5f + 0.4f * sinf(3.0f * x[i] + (float)(i % 7));
         for (int i = 0; use_positions && i < BATCH * 64; i++) /* 3 classes of the input's value */
             y[i] = (int32_t)(fabsf(x[i]) * 2.999f) % 3;
-        clnet_status st = use_targets ? clnet_net_train_step_targets(net, x, t, BATCH, NULL)
-                                      : clnet_net_train_step(net, x, y, BATCH, NULL);
+        clnet_step_result r;
+        clnet_status st = use_targets ? clnet_net_train_step_targets(net, x, t, BATCH, &r)
+                                      : clnet_net_train_step(net, x, y, BATCH, &r);
         ck_assert_msg(st == CLNET_OK, "%s", clnet_last_error());
+        clipped_steps += use_clip > 0 && r.grad_norm > use_clip;
     }
     free(t);
     for (size_t i = 0; i < np; i++) delta[i] = clnet_net_params(net)[i] - before[i];
@@ -259,6 +265,24 @@ START_TEST(two_devices_take_the_same_steps_as_one) {
     expect_same_updates(NULL, "two devices, measured split");
     double unequal[2] = {3, 1};
     expect_same_updates(unequal, "two devices, forced 3:1 split");
+}
+END_TEST
+
+/* Clipped by the gradient's global norm (clip_grad_norm_), a step on two devices is
+ * PyTorch's (clip_fixture.c), and LeNet's steps on two devices are those on one: the norm is
+ * the whole model's, after the sum over the devices. */
+START_TEST(clipped_steps_on_two_devices_are_those_on_one) {
+    clnet_runtime *one = test_fast_one_device();
+    test_clipped_step_matches_pytorch(one, test_runtime());
+    clnet_runtime_free(one);
+    use_clip = 0.5f;
+    clipped_steps = 0;
+    expect_same_updates(NULL, "two devices, measured split, clipped at 0.5");
+    double unequal[2] = {3, 1};
+    expect_same_updates(unequal, "two devices, forced 3:1 split, clipped at 0.5");
+    use_clip = 0;
+    printf("  %d of %d steps clipped\n", clipped_steps, 4 * STEPS);
+    ck_assert_int_ge(clipped_steps, 2 * STEPS); /* the steps on two devices at least */
 }
 END_TEST
 
@@ -946,6 +970,7 @@ int main(void) {
     tcase_add_checked_fixture(equal, need_two_fast_devices, NULL);
     add_shared_tests(equal);
     tcase_add_test(equal, two_devices_take_the_same_steps_as_one);
+    tcase_add_test(equal, clipped_steps_on_two_devices_are_those_on_one);
     tcase_add_test(equal, an_autoencoder_takes_the_same_steps_on_two_devices);
     tcase_add_test(equal, float_targets_take_the_same_steps_on_two_devices);
     tcase_add_test(equal, a_denoiser_of_noisy_inputs_takes_the_same_steps_on_two_devices);

@@ -105,38 +105,58 @@ typedef struct {
     FILE *f;
     long every;
     double loss, samples, seconds; /* since the last line: loss summed per sample */
+    int grad_norm;   /* the file has the grad_norm column (not one a resume appends to without) */
+    int norms;       /* the gradient's norm is measured (--clip-grad-norm) */
+    double norm_sum; /* since the last line: the steps' norms, and how many */
+    int norm_steps;
 } step_log;
 
+#define STEP_LOG_HEADER "step,epoch,loss,lr,images_per_s,grad_norm"
+
 /* Appends to an existing file when resuming, so one run's lines continue the
- * interrupted run's; the header goes only into an empty file. */
-static int step_log_open(step_log *l, const char *path, long every, int resume) {
+ * interrupted run's; the header goes only into an empty file, and lines have
+ * the columns of the header the file has (one written before grad_norm, none). */
+static int step_log_open(step_log *l, const char *path, long every, int resume, int norms) {
     memset(l, 0, sizeof *l);
     l->every = every;
-    l->f = fopen(path, resume ? "a" : "w");
+    l->norms = norms;
+    l->grad_norm = 1;
+    l->f = fopen(path, resume ? "a+" : "w");
     if (!l->f) {
         fprintf(stderr, "clnet: cannot write %s\n", path);
         return 1;
     }
+    char first[128] = "";
+    rewind(l->f);
+    if (resume && fgets(first, sizeof first, l->f) && *first)
+        l->grad_norm = strncmp(first, STEP_LOG_HEADER, strlen(STEP_LOG_HEADER)) == 0;
     fseek(l->f, 0, SEEK_END);
-    if (ftell(l->f) == 0) fprintf(l->f, "step,epoch,loss,lr,images_per_s\n");
+    if (ftell(l->f) == 0) fprintf(l->f, STEP_LOG_HEADER "\n");
     fflush(l->f);
     return 0;
 }
 
 /* Counts the steps from step `before` to `after` (1 or a chunk), which took
- * `seconds` and began at learning rate `lr`, in epoch `epoch` (1-based). */
+ * `seconds` and began at learning rate `lr`, in epoch `epoch` (1-based). A
+ * line's grad_norm is the mean of its steps' norms before clipping (empty
+ * where none was measured: no --clip-grad-norm, or --sync async). */
 static void step_log_add(step_log *l, const clnet_step_result *r, double seconds, int64_t before,
-                         int64_t after, int epoch, double lr) {
+                         int64_t after, int epoch, double lr, int one_step) {
     if (!l->f) return;
     l->loss += (double)r->loss * r->n;
     l->samples += r->n;
     l->seconds += seconds;
+    if (l->norms && one_step) l->norm_sum += r->grad_norm, l->norm_steps++;
     if (after / l->every == before / l->every || l->samples <= 0) return;
     /* flushed line by line: a run killed halfway leaves a readable file */
-    fprintf(l->f, "%" PRId64 ",%d,%.6f,%.7g,%.1f\n", after, epoch, l->loss / l->samples, lr,
+    fprintf(l->f, "%" PRId64 ",%d,%.6f,%.7g,%.1f", after, epoch, l->loss / l->samples, lr,
             l->samples / (l->seconds > 0 ? l->seconds : 1));
+    if (l->grad_norm && l->norm_steps)
+        fprintf(l->f, ",%.7g\n", l->norm_sum / l->norm_steps);
+    else
+        fprintf(l->f, l->grad_norm ? ",\n" : "\n");
     fflush(l->f);
-    l->loss = 0, l->samples = 0, l->seconds = 0;
+    l->loss = 0, l->samples = 0, l->seconds = 0, l->norm_sum = 0, l->norm_steps = 0;
 }
 
 /* One line per device with its share of the epoch and its speed (under
@@ -280,6 +300,30 @@ static int init_weights(run *r) {
     return 0;
 }
 
+/* The run's warm-up in steps (--warmup, its epochs at this run's steps an epoch), refused
+ * (2) with a one-cycle schedule or where it leaves no step of the run to the schedule. */
+static int warmup_steps(const run *r, int64_t total, int64_t *steps) {
+    const train_options *o = &r->o;
+    long w = 0;
+    *steps = 0;
+    if (!o->warmup) return 0;
+    if (!train_warmup_steps(o->warmup, r->per_epoch, &w)) return 2;
+    if (w > 0 && o->schedule == CLNET_SCHEDULE_ONECYCLE) {
+        fprintf(stderr, "clnet: --warmup: --schedule onecycle warms up itself (the first "
+                        "--pct-start of its steps, from --lr / --div-factor)\n");
+        return 2;
+    }
+    if (w >= total) {
+        fprintf(stderr,
+                "clnet: --warmup %s is %ld steps, and the run has %" PRId64
+                " (%ld epochs of %d): the warm-up must end before the run does\n",
+                o->warmup, w, total, o->epochs, r->per_epoch);
+        return 2;
+    }
+    *steps = w;
+    return 0;
+}
+
 static int set_optimizer(run *r) {
     const train_options *o = &r->o;
     clnet_optimizer_config sgd;
@@ -290,12 +334,23 @@ static int set_optimizer(run *r) {
     sgd.weight_decay = (float)o->wd;
     sgd.schedule = (clnet_schedule)o->schedule;
     sgd.total_steps = (int64_t)o->epochs * r->per_epoch;
-    sgd.step_size = o->step_size ? o->step_size : (sgd.total_steps + 2) / 3;
+    int rc = warmup_steps(r, sgd.total_steps, &sgd.warmup_steps);
+    if (rc) return rc;
+    if (o->warmup_factor > 0) sgd.warmup_start_factor = (float)o->warmup_factor;
+    /* a third of the run after the warm-up */
+    sgd.step_size = o->step_size ? o->step_size : (sgd.total_steps - sgd.warmup_steps + 2) / 3;
     sgd.gamma = (float)o->gamma;
     sgd.optimizer = (clnet_optimizer)o->optimizer;
     sgd.beta1 = (float)o->beta1;
     sgd.beta2 = (float)o->beta2;
     sgd.eps = (float)o->eps;
+    sgd.pct_start = (float)o->pct_start;
+    sgd.div_factor = (float)o->div_factor;
+    sgd.final_div_factor = (float)o->final_div_factor;
+    sgd.cycle_momentum = !o->no_cycle_momentum;
+    sgd.base_momentum = (float)o->base_momentum;
+    sgd.max_momentum = (float)o->max_momentum;
+    sgd.clip_grad_norm = (float)o->clip_grad_norm;
     return clnet_net_set_optimizer(r->s.net, &sgd) != CLNET_OK ? train_fail("optimizer") : 0;
 }
 
@@ -345,7 +400,9 @@ static int open_logs(run *r) {
                             : "epoch,train_loss,test_loss,seconds,images_per_s,val_loss\n");
         fflush(r->csv);
     }
-    return o->step_log ? step_log_open(&r->slog, o->step_log, o->log_every, o->resume != NULL) : 0;
+    return o->step_log ? step_log_open(&r->slog, o->step_log, o->log_every, o->resume != NULL,
+                                       o->clip_grad_norm > 0)
+                       : 0;
 }
 
 static void catch_signals(void) {
@@ -548,7 +605,8 @@ static int train_loop(run *r) {
             r->epoch_correct += res.correct;
             r->epoch_seen += res.n;
             r->epoch_answers += res.answers;
-            step_log_add(&r->slog, &res, dt, step_before, clnet_net_step(net), r->epoch + 1, lr);
+            step_log_add(&r->slog, &res, dt, step_before, clnet_net_step(net), r->epoch + 1, lr,
+                         !r->o.async);
         }
         int epoch_done = r->next_position >= r->count;
         if (o->check_replicas && !skipped && clnet_net_step(net) % o->check_replicas == 0 &&

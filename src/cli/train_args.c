@@ -2,7 +2,9 @@
  * that no single row states. */
 #include "train_args.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define AT(field) CLI_AT(train_options, field)
@@ -117,9 +119,12 @@ static const cli_opt train_opts[] = {
      .arg = "S",
      .type = CLI_CHOICE,
      .at = AT(schedule),
-     .choices = (const char *const[]){"constant", "step", "cosine", NULL}, /* clnet_schedule's */
+     .choices = (const char *const[]){"constant", "step", "cosine", "onecycle",
+                                      NULL}, /* clnet_schedule's */
      .only = "train",
-     .help = "constant (default), step or cosine (over all epochs)"},
+     .help = "constant (default), step, cosine (to 0 at the run's end)\n"
+             "or onecycle (PyTorch's OneCycleLR, max_lr --lr, over the\n"
+             "run's steps)"},
     {.name = "--step-size",
      .arg = "N",
      .type = CLI_INT,
@@ -127,7 +132,8 @@ static const cli_opt train_opts[] = {
      .min = 1,
      .max = 1L << 40,
      .only = "train",
-     .help = "step schedule: steps between decays (default a third of the run)"},
+     .help = "step schedule: steps between decays (default a third of\n"
+             "the run after --warmup)"},
     {.name = "--gamma",
      .arg = "G",
      .type = CLI_FLOAT,
@@ -137,6 +143,83 @@ static const cli_opt train_opts[] = {
      .def = "0.1",
      .only = "train",
      .help = "step schedule: decay factor"},
+    {.name = "--warmup",
+     .arg = "N|Xe",
+     .type = CLI_TEXT,
+     .at = AT(warmup),
+     .only = "train",
+     .help = "linear warm-up over N steps, or X epochs (2e, 0.5e), in\n"
+             "front of constant, step or cosine, which then start\n"
+             "(PyTorch's SequentialLR of LinearLR and the schedule)"},
+    {.name = "--warmup-factor",
+     .arg = "S",
+     .type = CLI_FLOAT,
+     .at = AT(warmup_factor),
+     .min = 1e-9,
+     .max = 1,
+     .only = "train",
+     .help = "--warmup starts at S x --lr (default 1/3, LinearLR's)"},
+    {.name = "--pct-start",
+     .arg = "P",
+     .type = CLI_FLOAT,
+     .at = AT(pct_start),
+     .min = 0,
+     .max = 1,
+     .def = "0.3",
+     .only = "train",
+     .help = "onecycle: the share of the steps that rise to --lr"},
+    {.name = "--div-factor",
+     .arg = "D",
+     .type = CLI_FLOAT,
+     .at = AT(div_factor),
+     .min = 1e-9,
+     .max = 1e12,
+     .def = "25",
+     .only = "train",
+     .help = "onecycle: it starts at --lr / D"},
+    {.name = "--final-div-factor",
+     .arg = "F",
+     .type = CLI_FLOAT,
+     .at = AT(final_div_factor),
+     .min = 1e-9,
+     .max = 1e12,
+     .def = "1e4",
+     .only = "train",
+     .help = "onecycle: it ends at --lr / D / F"},
+    {.name = "--no-cycle-momentum",
+     .type = CLI_FLAG,
+     .at = AT(no_cycle_momentum),
+     .only = "train",
+     .help = "onecycle: keep --momentum (--beta1) as given; without it\n"
+             "SGD's momentum (Adam's beta1) cycles as PyTorch's does"},
+    {.name = "--base-momentum",
+     .arg = "M",
+     .type = CLI_FLOAT,
+     .at = AT(base_momentum),
+     .min = 1e-9,
+     .max = 0.999999,
+     .def = "0.85",
+     .only = "train",
+     .help = "onecycle: the momentum at the peak of the learning rate"},
+    {.name = "--max-momentum",
+     .arg = "M",
+     .type = CLI_FLOAT,
+     .at = AT(max_momentum),
+     .min = 1e-9,
+     .max = 0.999999,
+     .def = "0.95",
+     .only = "train",
+     .help = "onecycle: the momentum at its start and end"},
+    {.name = "--clip-grad-norm",
+     .arg = "MAX",
+     .type = CLI_FLOAT,
+     .at = AT(clip_grad_norm),
+     .min = 0,
+     .max = INFINITY,
+     .only = "train",
+     .help = "scale the gradient down to an L2 norm of MAX over the\n"
+             "whole model when it is larger (clip_grad_norm_; 0: off;\n"
+             "inf: never, the norm in --step-log all the same)"},
     {.name = "--seed",
      .arg = "S",
      .type = CLI_INT,
@@ -311,7 +394,8 @@ static const cli_opt train_opts[] = {
      .type = CLI_TEXT,
      .at = AT(step_log),
      .only = "train",
-     .help = "step,epoch,loss,lr,images_per_s every --log-every steps"},
+     .help = "step,epoch,loss,lr,images_per_s,grad_norm every\n"
+             "--log-every steps (grad_norm with --clip-grad-norm)"},
     {.name = "--log-every",
      .arg = "N",
      .type = CLI_INT,
@@ -423,6 +507,23 @@ static int check(train_options *o, int eval) {
         fprintf(stderr, "clnet: --nesterov needs --momentum > 0\n");
         return 2;
     }
+    long steps;
+    if (o->warmup && !train_warmup_steps(o->warmup, 1 << 20, &steps)) return 2;
+    if (!eval && o->warmup && o->schedule == CLNET_SCHEDULE_ONECYCLE) {
+        fprintf(stderr, "clnet: --warmup: --schedule onecycle warms up itself (the first "
+                        "--pct-start of its steps, from --lr / --div-factor)\n");
+        return 2;
+    }
+    if (!eval && o->schedule == CLNET_SCHEDULE_ONECYCLE && !o->no_cycle_momentum &&
+        (cli_given(o->argc, o->argv, "--momentum") || cli_given(o->argc, o->argv, "--beta1"))) {
+        fprintf(stderr,
+                "clnet: --schedule onecycle cycles the momentum (%s) between "
+                "--max-momentum and --base-momentum, as PyTorch's OneCycleLR: give "
+                "those, or --no-cycle-momentum to keep %s\n",
+                o->optimizer == CLNET_OPTIMIZER_SGD ? "SGD's" : "beta1",
+                cli_given(o->argc, o->argv, "--momentum") ? "--momentum" : "--beta1");
+        return 2;
+    }
     clnet_transforms t; /* read again once --resume has filled in what was left out */
     return cli_transforms(o->resize, o->center_crop, o->augment, &t);
 }
@@ -439,4 +540,28 @@ int train_parse(int argc, char **argv, train_options *o, int eval, int *rc) {
     memset(o, 0, sizeof *o);
     o->argc = argc, o->argv = argv;
     return cli_parse(eval ? &cli_eval_cmd : &cli_train_cmd, argc, argv, o, rc);
+}
+
+int train_warmup_steps(const char *text, long per_epoch, long *steps) {
+    char *end = NULL;
+    size_t n = strlen(text);
+    if (n > 1 && text[n - 1] == 'e') { /* epochs */
+        double x = strtod(text, &end);
+        if (end == text + n - 1 && x >= 0 && x <= 1e6) {
+            *steps = (long)llround(x * (double)per_epoch);
+            if (*steps > 0 || x == 0) return 1;
+            fprintf(stderr, "clnet: --warmup %s: less than one step (%ld steps an epoch)\n", text,
+                    per_epoch);
+            return 0;
+        }
+    } else if (n > 0 && text[0] >= '0' && text[0] <= '9') {
+        long v = strtol(text, &end, 10);
+        if (*end == '\0' && v >= 0 && v <= (1L << 40)) {
+            *steps = v;
+            return 1;
+        }
+    }
+    fprintf(stderr, "clnet: --warmup: expected N steps (100) or X epochs (2e, 0.5e), got '%s'\n",
+            text);
+    return 0;
 }

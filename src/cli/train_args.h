@@ -20,7 +20,13 @@ typedef struct {
     const char *override;                       /* --override KEYS: settings a resume may change */
     const char *resize, *center_crop, *augment; /* the images' transforms (transforms.c) */
     int skip_bad;                               /* --skip-bad-images */
-    double val_split;    /* --val-split: the share of the training set held out; 0: none */
+    double val_split;     /* --val-split: the share of the training set held out; 0: none */
+    const char *warmup;   /* --warmup N (steps) or Xe (epochs); NULL: none */
+    double warmup_factor; /* --warmup-factor; 0: LinearLR's 1/3 */
+    double pct_start, div_factor, final_div_factor; /* --schedule onecycle */
+    double base_momentum, max_momentum;             /* its momentum's cycle */
+    int no_cycle_momentum;                          /* --no-cycle-momentum */
+    double clip_grad_norm;                          /* --clip-grad-norm; 0: none */
     long loader_threads; /* --loader-threads; 0: the loader's own choice */
     int argc;            /* the command's words, for which options were given */
     char **argv;
@@ -30,5 +36,10 @@ typedef struct {
 /* The options of `clnet train` (eval 0) or `clnet eval` (1), checked against each
  * other: 1 to go on, else 0 with the exit code at *rc (0 after --help). */
 int train_parse(int argc, char **argv, train_options *o, int eval, int *rc);
+
+/* --warmup's text as optimizer steps, with per_epoch steps an epoch: "N" is N steps,
+ * "Xe" X epochs (X a decimal, rounded to the nearest step). 1, or 0 after a
+ * message when it does not read (a step count of 0 from Xe with X > 0 is refused). */
+int train_warmup_steps(const char *text, long per_epoch, long *steps);
 
 #endif

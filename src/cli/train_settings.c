@@ -12,16 +12,44 @@
 
 /* What a run records, in this order. The optimizer's own hyperparameters
  * are marked: with the optimizer overridden, they keep the command's values
- * and defaults (SGD's learning rate would not suit Adam). */
+ * and defaults (SGD's learning rate would not suit Adam). A checkpoint made
+ * before a setting was recorded (warmup ... clip-grad-norm came last) has none
+ * of it: its resume takes the command's value, the default, as that run did. */
 static const struct {
     const char *key;
     int optimizer_own;
 } SETTINGS[] = {
-    {"optimizer", 0}, {"lr", 1},        {"momentum", 1},    {"nesterov", 1}, {"wd", 1},
-    {"beta1", 1},     {"beta2", 1},     {"eps", 1},         {"schedule", 0}, {"step-size", 0},
-    {"gamma", 0},     {"batch", 0},     {"epochs", 0},      {"mean", 0},     {"std", 0},
-    {"data", 0},      {"data-npy", 0},  {"train-limit", 0}, {"resize", 0},   {"center-crop", 0},
-    {"augment", 0},   {"val-split", 0},
+    {"optimizer", 0},
+    {"lr", 1},
+    {"momentum", 1},
+    {"nesterov", 1},
+    {"wd", 1},
+    {"beta1", 1},
+    {"beta2", 1},
+    {"eps", 1},
+    {"schedule", 0},
+    {"step-size", 0},
+    {"gamma", 0},
+    {"batch", 0},
+    {"epochs", 0},
+    {"mean", 0},
+    {"std", 0},
+    {"data", 0},
+    {"data-npy", 0},
+    {"train-limit", 0},
+    {"resize", 0},
+    {"center-crop", 0},
+    {"augment", 0},
+    {"val-split", 0},
+    {"warmup", 0},
+    {"warmup-factor", 0},
+    {"pct-start", 0},
+    {"div-factor", 0},
+    {"final-div-factor", 0},
+    {"no-cycle-momentum", 0},
+    {"base-momentum", 0},
+    {"max-momentum", 0},
+    {"clip-grad-norm", 0},
 };
 #define NSETTINGS (int)(sizeof SETTINGS / sizeof *SETTINGS)
 
