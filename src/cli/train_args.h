@@ -20,9 +20,12 @@ typedef struct {
     const char *override;                       /* --override KEYS: settings a resume may change */
     const char *resize, *center_crop, *augment; /* the images' transforms (transforms.c) */
     int skip_bad;                               /* --skip-bad-images */
-    double val_split;    /* --val-split: the share of the training set held out; 0: none */
-    long loader_threads; /* --loader-threads; 0: the loader's own choice */
-    int argc;            /* the command's words, for which options were given */
+    double val_split;       /* --val-split: the share of the training set held out; 0: none */
+    long loader_threads;    /* --loader-threads; 0: the loader's own choice */
+    double label_smoothing; /* --label-smoothing; -1: the model file's */
+    long top_k;             /* eval --top-k; 0: not asked */
+    const char *confusion;  /* eval --confusion FILE.csv */
+    int argc;               /* the command's words, for which options were given */
     char **argv;
     char run[CLNET_RUN_CAP]; /* a resumed checkpoint's settings (train_settings.c) */
 } train_options;

@@ -17,11 +17,29 @@ static const struct {
     const char *key;
     int optimizer_own;
 } SETTINGS[] = {
-    {"optimizer", 0}, {"lr", 1},        {"momentum", 1},    {"nesterov", 1}, {"wd", 1},
-    {"beta1", 1},     {"beta2", 1},     {"eps", 1},         {"schedule", 0}, {"step-size", 0},
-    {"gamma", 0},     {"batch", 0},     {"epochs", 0},      {"mean", 0},     {"std", 0},
-    {"data", 0},      {"data-npy", 0},  {"train-limit", 0}, {"resize", 0},   {"center-crop", 0},
-    {"augment", 0},   {"val-split", 0},
+    {"optimizer", 0},
+    {"lr", 1},
+    {"momentum", 1},
+    {"nesterov", 1},
+    {"wd", 1},
+    {"beta1", 1},
+    {"beta2", 1},
+    {"eps", 1},
+    {"schedule", 0},
+    {"step-size", 0},
+    {"gamma", 0},
+    {"batch", 0},
+    {"epochs", 0},
+    {"mean", 0},
+    {"std", 0},
+    {"data", 0},
+    {"data-npy", 0},
+    {"train-limit", 0},
+    {"resize", 0},
+    {"center-crop", 0},
+    {"augment", 0},
+    {"val-split", 0},
+    {"label-smoothing", 0},
 };
 #define NSETTINGS (int)(sizeof SETTINGS / sizeof *SETTINGS)
 
@@ -193,7 +211,7 @@ static int unreadable(const train_options *o, const cli_opt *row, const char *va
 }
 
 int train_settings_evaluate(train_options *o, const char *run) {
-    static const char *const KEYS[] = {"mean", "std", "resize", "center-crop"};
+    static const char *const KEYS[] = {"mean", "std", "resize", "center-crop", "label-smoothing"};
     recorded r;
     split_lines(o, run, &r);
     for (size_t i = 0; i < sizeof KEYS / sizeof *KEYS; i++) {
