@@ -1,11 +1,10 @@
 /* Training through the public API on the configuration's first device: one
  * SGD step against the plain-C references, the optimizer rules, determinism,
  * bitwise resume from a checkpoint, damaged checkpoints, the memory check,
- * model-file errors, and convergence on real Fashion-MNIST. Case "classes",
- * on every device of the configuration (split unevenly where there are
- * two): top-k accuracy and the confusion matrix against PyTorch's
- * (tests/fixtures/classes), and label smoothing set through the API against
- * the plain-C reference. */
+ * model-file errors, top-k accuracy and the confusion matrix against
+ * PyTorch's (tests/fixtures/classes; on two devices in test_multi.c), label
+ * smoothing set through the API against the plain-C reference, and
+ * convergence on real Fashion-MNIST. */
 #include "harness.h"
 #include "ref/layers_ref.h"
 #include "safetensors.h"
@@ -466,9 +465,9 @@ END_TEST
 #endif
 
 /* A net of the loss alone on the logits of a data set ((N, K) or (N, K, L) samples, so its
- * input is its logits), bound to every device of the configuration, split 1:3 where there
- * are two, in batches of `batch`; per_position: softmax_cross_entropy per=position. */
-static clnet_net *logits_net(int K, int L, int per_position, int batch) {
+ * input is its logits), bound to the configuration's first device in batches of `batch`;
+ * per_position: softmax_cross_entropy per=position. */
+static clnet_net *logits_net(clnet_runtime *rt, int K, int L, int per_position, int batch) {
     clnet_net *net = NULL;
     char input[64];
     if (L)
@@ -481,13 +480,7 @@ static clnet_net *logits_net(int K, int L, int per_position, int batch) {
                                                   : "softmax_cross_entropy") == CLNET_OK,
                   "%s", clnet_last_error());
     ck_assert_int_eq(clnet_net_init(net, 1), CLNET_OK);
-    clnet_runtime *rt = test_runtime();
     ck_assert_msg(clnet_net_bind(net, rt, batch) == CLNET_OK, "%s", clnet_last_error());
-    if (clnet_runtime_device_count(rt) == 2) {
-        double split[2];
-        ck_assert_int_eq(clnet_net_set_split(net, test_light_split(rt, (double[]){1, 3}, split), 2),
-                         CLNET_OK);
-    }
     return net;
 }
 
@@ -504,8 +497,9 @@ static clnet_dataset *classes_data(const char *name) {
 /* Every k from 1 to K on each fixture: the counts torch.topk gives (torch.sort's stable
  * order where logits tie), top-1 equal to the evaluation's correct answers, and the
  * confusion matrix torch.argmax gives, whatever the batch (chunks of 16 and 7, the last
- * partial) and however the devices share it. */
+ * partial). */
 START_TEST(top_k_and_confusion_match_pytorch) {
+    clnet_runtime *rt = test_one_device(0);
     const struct {
         const char *name;
         int N, K, L;
@@ -523,7 +517,7 @@ START_TEST(top_k_and_confusion_match_pytorch) {
                          CLNET_OK);
         clnet_dataset *ds = classes_data(cases[c].name);
         for (int batch = 16; batch >= 7; batch -= 9) {
-            clnet_net *net = logits_net(K, cases[c].L, cases[c].L > 0, batch);
+            clnet_net *net = logits_net(rt, K, cases[c].L, cases[c].L > 0, batch);
             clnet_loader_config cfg = {.std = 1};
             clnet_step_result r;
             ck_assert_msg(clnet_net_evaluate_with(net, ds, &cfg, &r) == CLNET_OK, "%s",
@@ -555,13 +549,15 @@ START_TEST(top_k_and_confusion_match_pytorch) {
         clnet_dataset_free(ds);
         clnet_st_free(f);
     }
+    clnet_runtime_free(rt);
 }
 END_TEST
 
 /* What clnet_net_evaluate_classes refuses, and why. */
 START_TEST(class_counts_refuse_bad_arguments) {
+    clnet_runtime *rt = test_one_device(0);
     clnet_dataset *ds = classes_data("random_k7_n50");
-    clnet_net *net = logits_net(7, 0, 0, 16);
+    clnet_net *net = logits_net(rt, 7, 0, 0, 16);
     clnet_loader_config cfg = {.std = 1};
     clnet_class_counts counts;
     const struct {
@@ -592,7 +588,7 @@ START_TEST(class_counts_refuse_bad_arguments) {
     ck_assert_int_eq(clnet_net_evaluate_classes(mse, ds, &cfg, 1, &counts, NULL),
                      CLNET_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(clnet_last_error(), "bind"), "%s", clnet_last_error());
-    ck_assert_int_eq(clnet_net_bind(mse, test_runtime(), 8), CLNET_OK);
+    ck_assert_int_eq(clnet_net_bind(mse, rt, 8), CLNET_OK);
     ck_assert_int_eq(clnet_net_evaluate_classes(mse, ds, &cfg, 1, &counts, NULL),
                      CLNET_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(clnet_last_error(), "has no classes"), "%s", clnet_last_error());
@@ -601,7 +597,7 @@ START_TEST(class_counts_refuse_bad_arguments) {
     ck_assert_msg(strstr(clnet_last_error(), "no layer that takes label_smoothing"), "%s",
                   clnet_last_error());
     clnet_net_free(mse);
-    net = logits_net(7, 0, 0, 16);
+    net = logits_net(rt, 7, 0, 0, 16);
     const float eps_bad[] = {-0.1f, 1.5f, NAN};
     for (int i = 0; i < 3; i++) {
         ck_assert_int_eq(clnet_net_set_label_smoothing(net, eps_bad[i]),
@@ -611,6 +607,7 @@ START_TEST(class_counts_refuse_bad_arguments) {
     ck_assert_int_eq(clnet_net_set_label_smoothing(NULL, 0.1f), CLNET_ERR_INVALID_ARGUMENT);
     clnet_net_free(net);
     clnet_dataset_free(ds);
+    clnet_runtime_free(rt);
 }
 END_TEST
 
@@ -623,10 +620,11 @@ START_TEST(label_smoothing_set_through_the_api_is_the_reference) {
         int N, K, L;
     } cases[] = {{"random_k7_n50", 50, 7, 0}, {"positions_k4_n20_l6", 20, 4, 6}};
     const float eps[] = {0.1f, 0.45f, 1.0f, 0.0f};
+    clnet_runtime *rt = test_one_device(0);
     for (size_t c = 0; c < 2; c++) {
         int N = cases[c].N, K = cases[c].K, P = cases[c].L ? cases[c].L : 1;
         clnet_dataset *ds = classes_data(cases[c].name);
-        clnet_net *net = logits_net(K, cases[c].L, cases[c].L > 0, 16);
+        clnet_net *net = logits_net(rt, K, cases[c].L, cases[c].L > 0, 16);
         size_t values = (size_t)N * K * P;
         float *x = malloc(values * sizeof *x), *logits = malloc(values * sizeof *logits);
         int32_t *labels = malloc((size_t)N * P * sizeof *labels);
@@ -657,6 +655,7 @@ START_TEST(label_smoothing_set_through_the_api_is_the_reference) {
         clnet_net_free(net);
         clnet_dataset_free(ds);
     }
+    clnet_runtime_free(rt);
 }
 END_TEST
 
@@ -672,17 +671,14 @@ int main(void) {
     tcase_add_test(t, bad_checkpoints_are_refused_and_change_nothing);
     tcase_add_test(t, memory_limits_give_micro_batches_or_a_clear_error);
     tcase_add_test(t, model_file_errors_name_file_and_line);
+    tcase_add_test(t, top_k_and_confusion_match_pytorch);
+    tcase_add_test(t, class_counts_refuse_bad_arguments);
+    tcase_add_test(t, label_smoothing_set_through_the_api_is_the_reference);
     suite_add_tcase(s, t);
     /* Its own case (and CTest entry), so that a missing data set shows as a skip. */
     TCase *real = tcase_create("fashion_mnist");
     tcase_set_timeout(real, 0);
     tcase_add_test(real, lenet_learns_fashion_mnist);
     suite_add_tcase(s, real);
-    TCase *classes = tcase_create("classes");
-    tcase_set_timeout(classes, 0);
-    tcase_add_test(classes, top_k_and_confusion_match_pytorch);
-    tcase_add_test(classes, class_counts_refuse_bad_arguments);
-    tcase_add_test(classes, label_smoothing_set_through_the_api_is_the_reference);
-    suite_add_tcase(s, classes);
     return test_run_suite(s);
 }

@@ -413,6 +413,7 @@ const cli_command cli_eval_cmd = {
     .footer = "The last lines on stdout are\n"
               "  test_loss=<l>\n"
               "  test_accuracy=<a>   (not for a model without classes)\n"
+              "  test_topK_accuracy=<a>   (with --top-k K)\n"
               "and stderr says how fast: eval: N images in S s, images_per_s=<n>\n",
 };
 

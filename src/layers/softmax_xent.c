@@ -46,9 +46,8 @@ static const clnet_option options[] = {
      .max = 1,
      .range = "0 to 1",
      .value = "0",
-     .help = "EPS: the target is (1 - EPS) the label plus EPS spread evenly over the K "
-             "classes, as PyTorch's cross_entropy(..., label_smoothing=EPS); the accuracy still "
-             "counts the label"},
+     .help = "EPS: the target is 1 - EPS on the label plus EPS / K on every class (PyTorch's "
+             "label_smoothing); the accuracy counts the label"},
     {0},
 };
 
