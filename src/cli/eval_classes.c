@@ -98,25 +98,30 @@ static int write_csv(const char *path, const int64_t *m, int K, const char *name
 }
 
 /* The matrix on stderr, columns as wide as the largest count (the classes by number
- * above them, by name at the left). */
+ * above them; by name too at the left, where they have names). */
 static void print_matrix(const int64_t *m, int K, const char *names, const clnet_dataset *ds) {
     int64_t most = 0;
     for (size_t i = 0; i < (size_t)K * K; i++) most = m[i] > most ? m[i] : most;
     int width = snprintf(NULL, 0, "%lld", (long long)most);
     if (width < snprintf(NULL, 0, "%d", K - 1)) width = snprintf(NULL, 0, "%d", K - 1);
-    size_t label = 4, len;
+    int named = names[0] || clnet_dataset_class_name(ds, 0);
+    size_t label = 0, len;
     char number[16];
-    for (int i = 0; i < K; i++) {
+    for (int i = 0; i < K && named; i++) {
         class_name(names, ds, i, number, sizeof number, &len);
         label = len > label ? len : label;
     }
     if (label > 24) label = 24;
-    fprintf(stderr, "confusion (rows: true class, columns: predicted)\n%*s", (int)label + 4, "");
+    fprintf(stderr, "confusion (rows: true class, columns: predicted)\n%*s",
+            (int)label + (named ? 4 : 3), "");
     for (int j = 0; j < K; j++) fprintf(stderr, " %*d", width, j);
     fprintf(stderr, "\n");
     for (int i = 0; i < K; i++) {
         const char *name = class_name(names, ds, i, number, sizeof number, &len);
-        fprintf(stderr, "%-*.*s %2d:", (int)label, (int)(len < label ? len : label), name, i);
+        if (named)
+            fprintf(stderr, "%-*.*s %2d:", (int)label, (int)(len < label ? len : label), name, i);
+        else
+            fprintf(stderr, "%2d:", i);
         for (int j = 0; j < K; j++)
             fprintf(stderr, " %*lld", width, (long long)m[(size_t)i * K + j]);
         fprintf(stderr, "\n");
