@@ -1485,7 +1485,8 @@ START_TEST(layer_shapes_are_checked) {
         {"upsample scale=2x2x2", "scale=2x2x2 gives 3 values, the input has 2 spatial axes"},
         {"upsample size=2", "unknown option 'size'"},
         {"softmax_cross_entropy label_smoothing=1.5", "label_smoothing=1.5: expected 0 to 1"},
-        {"softmax_cross_entropy label_smoothing=-0.1", "expected 0 to 1"},
+        {"softmax_cross_entropy label_smoothing=-0.1",
+         "label_smoothing=-0.1: expected a number >= 0"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         clnet_net *net = NULL;

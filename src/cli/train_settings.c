@@ -39,7 +39,7 @@ static const struct {
     {"center-crop", 0},
     {"augment", 0},
     {"val-split", 0},
-    {"label-smoothing", 0},
+    {"label-smoothing", 0}, /* the loss's (-1: the model file's) */
 };
 #define NSETTINGS (int)(sizeof SETTINGS / sizeof *SETTINGS)
 
