@@ -4,16 +4,22 @@
 //   correct[b] = 1 if the first maximum of z is the label
 //   probs      = softmax(z)                    (for prediction)
 //   dz         = softmax(z) - onehot(label)    (the gradient of loss[b]; written when dz != 0)
+// With label smoothing eps (PyTorch's cross_entropy(..., label_smoothing=eps)) the target
+// is (1 - eps) onehot + eps / K:
+//   loss[b]    = (1 - eps) (log_sum - (z_label - m)) + eps (log_sum - (1/K) sum_j (z_j - m))
+//   dz         = softmax(z) - (1 - eps) onehot(label) - eps / K
+// (eps 0 gives the plain loss and gradient bit for bit).
 // A label outside [0, K) gives loss NaN and correct -1, which the host reports;
 // the probabilities are written whatever the labels hold.
 
 __kernel void softmax_xent(uint n, uint K, __global const float *z, uint zoff,
                            __global const int *labels, __global float *loss,
                            __global int *correct, __global float *probs, uint poff,
-                           __global float *dz, uint dzoff, uint want_grad) {
+                           __global float *dz, uint dzoff, uint want_grad, float eps) {
     const uint b = get_global_id(0);
     if (b >= n) return;
     __global const float *row = z + zoff + b * K;
+    const float spread = eps / (float)K;
     float m = row[0];
     uint best = 0;
     for (uint j = 1; j < K; j++)
@@ -21,16 +27,22 @@ __kernel void softmax_xent(uint n, uint K, __global const float *z, uint zoff,
             m = row[j];
             best = j;
         }
-    float sum = 0.0f;
-    for (uint j = 0; j < K; j++) sum += exp(row[j] - m);
+    float sum = 0.0f, shifted = 0.0f; // shifted: sum_j (z_j - m)
+    for (uint j = 0; j < K; j++) {
+        sum += exp(row[j] - m);
+        shifted += row[j] - m;
+    }
     const float log_sum = log(sum);
     const int label = labels[b], valid = label >= 0 && label < (int)K;
-    loss[b] = valid ? log_sum - (row[label] - m) : NAN;
+    loss[b] = valid ? (1.0f - eps) * (log_sum - (row[label] - m)) +
+                          eps * (log_sum - shifted / (float)K)
+                    : NAN;
     correct[b] = valid ? best == (uint)label : -1;
     for (uint j = 0; j < K; j++) { // probabilities always: prediction reads them
         const float p = exp(row[j] - m - log_sum);
         probs[poff + b * K + j] = p;
-        if (want_grad) dz[dzoff + b * K + j] = p - (valid && j == (uint)label ? 1.0f : 0.0f);
+        if (want_grad)
+            dz[dzoff + b * K + j] = p - (valid && j == (uint)label ? 1.0f - eps : 0.0f) - spread;
     }
 }
 
@@ -41,15 +53,17 @@ __kernel void softmax_xent(uint n, uint K, __global const float *z, uint zoff,
 // with no classes given: t then holds anything); loss[b] is the mean over b's
 // positions of -log softmax(z[b, :, p])[t], correct[b] the positions whose
 // first maximum is the class, and dz the gradient of loss[b],
-// (softmax - onehot) / P. A target that is not a class gives NaN and -1.
+// (softmax - onehot) / P. A target that is not a class gives NaN and -1. With
+// label smoothing eps each position's loss and gradient are softmax_xent's above.
 __kernel void softmax_xent_positions(uint n, uint K, uint P, __global const float *z, uint zoff,
                                      __global const float *t, __global float *loss,
                                      __global int *correct, __global float *probs, uint poff,
-                                     __global float *dz, uint dzoff, uint want_grad) {
+                                     __global float *dz, uint dzoff, uint want_grad,
+                                     float eps) {
     const uint b = get_global_id(0);
     if (b >= n) return;
     const size_t base = (size_t)b * K * P;
-    const float share = 1.0f / (float)P;
+    const float share = 1.0f / (float)P, spread = eps / (float)K;
     float sum_loss = 0.0f;
     int right = 0, bad = 0;
     for (uint p = 0; p < P; p++) {
@@ -65,16 +79,21 @@ __kernel void softmax_xent_positions(uint n, uint K, uint P, __global const floa
                 m = at[j * P];
                 best = j;
             }
-        float sum = 0.0f;
-        for (uint j = 0; j < K; j++) sum += exp(at[j * P] - m);
+        float sum = 0.0f, shifted = 0.0f; // shifted: sum_j (z_j - m)
+        for (uint j = 0; j < K; j++) {
+            sum += exp(at[j * P] - m);
+            shifted += at[j * P] - m;
+        }
         const float log_sum = log(sum);
-        if (valid) sum_loss += log_sum - (at[label * P] - m);
+        if (valid)
+            sum_loss += (1.0f - eps) * (log_sum - (at[label * P] - m)) +
+                        eps * (log_sum - shifted / (float)K);
         right += best == label;
         for (uint j = 0; j < K; j++) {
             const float q = exp(at[j * P] - m - log_sum);
             const size_t i = base + (size_t)j * P + p;
             probs[poff + i] = q;
-            if (want_grad) dz[dzoff + i] = (q - (j == label ? 1.0f : 0.0f)) * share;
+            if (want_grad) dz[dzoff + i] = (q - (j == label ? 1.0f - eps : 0.0f) - spread) * share;
         }
     }
     loss[b] = bad ? NAN : sum_loss * share;

@@ -1095,6 +1095,45 @@ clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float m
 clnet_status clnet_net_evaluate_with(clnet_net *net, const clnet_dataset *ds,
                                      const clnet_loader_config *cfg, clnet_step_result *out);
 
+/* Top-k accuracy and the confusion matrix of a classifier over a data set
+ * (clnet_net_evaluate_classes). An answer is a sample, or for
+ * softmax_cross_entropy per=position one position of a sample. */
+typedef struct {
+    int k;           /* the k asked for */
+    int classes;     /* clnet_net_classes: the confusion matrix is classes x classes */
+    int64_t answers; /* answers counted: samples, or samples x positions */
+    /* answers whose label is among the k largest logits. The logits in
+     * descending order, equal ones in the order of their classes (torch.sort(...,
+     * descending=True, stable=True)), their first k: so top-1 counts what the
+     * accuracy counts (the first largest logit). torch.topk picks among equal
+     * logits in an order of its own, which is the same wherever there are no ties. */
+    int64_t top_k;
+    int64_t top_1;         /* answers whose first largest logit is the label */
+    double top_k_accuracy; /* top_k / answers (0 when no answers) */
+} clnet_class_counts;
+
+/* Top-k accuracy and the confusion matrix of a bound classifier over ds,
+ * whose images are prepared as clnet_net_evaluate_with prepares them (cfg);
+ * the logits are those clnet_net_logits gives, split across the bound
+ * devices (and under MPI the ranks) as any evaluation is, every rank getting
+ * the same counts. confusion, when not NULL, gets classes x classes counts,
+ * row the true class, column the predicted one (the first largest logit, as
+ * torch.argmax): confusion[true * classes + predicted]; its entries sum to
+ * answers. CLNET_ERR_INVALID_ARGUMENT for NULL net, ds, cfg or out, an unbound
+ * net, a model without classes (a regression's loss), or k outside
+ * [1, classes]; a label that is not a class as clnet_net_evaluate_with. */
+clnet_status clnet_net_evaluate_classes(clnet_net *net, const clnet_dataset *ds,
+                                        const clnet_loader_config *cfg, int k,
+                                        clnet_class_counts *out, int64_t *confusion);
+
+/* Label smoothing EPS (0 to 1) on every layer of the net that takes it (the
+ * softmax_cross_entropy loss, its model-file option label_smoothing=EPS):
+ * its target becomes (1 - EPS) onehot + EPS / classes, as PyTorch's
+ * cross_entropy(..., label_smoothing=EPS). What clnet train --label-smoothing
+ * sets; it holds from the next step or evaluation on. CLNET_ERR_INVALID_ARGUMENT
+ * for NULL, EPS outside [0, 1] (or NaN), or a model with no such layer. */
+clnet_status clnet_net_set_label_smoothing(clnet_net *net, float eps);
+
 /* ==== Checkpoints =============================================================== */
 
 /*

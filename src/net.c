@@ -536,12 +536,13 @@ clnet_status clnet_net_evaluate(clnet_net *net, const clnet_dataset *ds, float m
     return clnet_net_evaluate_with(net, ds, &cfg, out);
 }
 
-clnet_status clnet_net_evaluate_with(clnet_net *net, const clnet_dataset *ds,
-                                     const clnet_loader_config *with, clnet_step_result *out) {
+clnet_status clnet_net_eval_loader(clnet_net *net, const clnet_dataset *ds,
+                                   const clnet_loader_config *with, const char *what,
+                                   clnet_loader **out) {
     clnet_status status = CLNET_OK;
     clnet_loader *loader = NULL;
-    TRY(clnet_net_need_bound(net, ds, "clnet_net_evaluate"));
-    if (!with) FAIL(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_evaluate_with: cfg is NULL");
+    TRY(clnet_net_need_bound(net, ds, what));
+    if (!with) FAIL(CLNET_ERR_INVALID_ARGUMENT, "%s: cfg is NULL", what);
     clnet_loader_config cfg = *with; /* epoch 0 in file order, in batches of the bound size */
     cfg.batch = net->trainer->max_batch;
     cfg.seed = 0;
@@ -551,8 +552,20 @@ clnet_status clnet_net_evaluate_with(clnet_net *net, const clnet_dataset *ds,
     cfg.transforms.pad = 0;
     cfg.transforms.flip = 0;
     TRY(clnet_loader_create(&loader, ds, &cfg));
-    TRY(clnet_net_check_loader(net, loader, "clnet_net_evaluate"));
+    TRY(clnet_net_check_loader(net, loader, what));
     TRY(clnet_broadcast_folded(net->trainer, &net->model));
+    *out = loader;
+    loader = NULL;
+cleanup:
+    clnet_loader_free(loader);
+    return status;
+}
+
+clnet_status clnet_net_evaluate_with(clnet_net *net, const clnet_dataset *ds,
+                                     const clnet_loader_config *with, clnet_step_result *out) {
+    clnet_status status = CLNET_OK;
+    clnet_loader *loader = NULL;
+    TRY(clnet_net_eval_loader(net, ds, with, "clnet_net_evaluate", &loader));
     double loss = 0;
     int correct = 0, seen = 0;
     for (int b = 0; b < clnet_loader_batches_per_epoch(loader); b++) {

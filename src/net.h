@@ -46,4 +46,12 @@ clnet_status clnet_net_labels_as_targets(clnet_net *net, const int32_t *labels, 
  * others refuse targets. */
 clnet_status clnet_net_check_truth(const clnet_net *net, int with_targets, const char *what);
 
+/* A loader for evaluating ds on the bound net (net.c): epoch 0 in file order, in batches
+ * of the bound size, images prepared as `with` says less its random transforms; the
+ * folded parameters sent to the devices. For clnet_net_evaluate_with and
+ * clnet_net_evaluate_classes (net_classes.c), named `what` in messages. */
+clnet_status clnet_net_eval_loader(clnet_net *net, const clnet_dataset *ds,
+                                   const clnet_loader_config *with, const char *what,
+                                   clnet_loader **out);
+
 #endif

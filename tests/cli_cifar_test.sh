@@ -69,6 +69,16 @@ else bad "train on CIFAR-10 (rc $rc)" "$out" "$(cat "$work/c10.err")"; fi
 acc=$("$clnet" eval "$work/cifar10.cfg" --weights "$work/c10.safetensors" --data "$c10" 2>&1 | tail -n1)
 if [[ $acc =~ ^test_accuracy=[01]\.[0-9]{4}$ ]]; then ok "eval on the CIFAR-10 test batch ($acc)"
 else bad "eval on CIFAR-10" "$acc"; fi
+# --confusion names the classes as the checkpoint records them; its counts sum to the 16 records
+"$clnet" eval "$work/cifar10.cfg" --weights "$work/c10.safetensors" --data "$c10" \
+  --confusion "$work/c10.csv" >/dev/null 2>"$work/conf.err"
+header=$(head -n1 "$work/c10.csv")
+total=$(tail -n +2 "$work/c10.csv" | cut -d, -f2- | tr ',' '\n' | awk '{ s += $1 } END { print s }')
+if [ "$header" = 'true\predicted,airplane,automobile,bird,cat,deer,dog,frog,horse,ship,truck' ] &&
+   [ "$(tail -n +2 "$work/c10.csv" | cut -d, -f1 | tr '\n' ' ')" = "airplane automobile bird cat deer dog frog horse ship truck " ] &&
+   [ "$total" = 16 ] && grep -qE '^truck +9:' "$work/conf.err"; then
+  ok "eval --confusion names CIFAR-10's classes, its 16 records counted"
+else bad "eval --confusion on CIFAR-10" "$(cat "$work/c10.csv" "$work/conf.err")"; fi
 line=$("$clnet" predict "$work/cifar10.cfg" --weights "$work/c10.safetensors" --data "$c10" \
        --output "$work/c10.npy" 2>&1 | tail -n1)
 if [[ $line == "predicted: count=16 shape=(16,10) output=$work/c10.npy accuracy="* ]]; then

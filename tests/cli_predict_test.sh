@@ -87,6 +87,53 @@ PY
 if [ "$check" = same ]; then ok "--probabilities writes the softmax of the logits"
 else bad "--probabilities" "$check"; fi
 
+# 3b. eval --top-k and --confusion on the same 500 samples: top-1 is test_accuracy, top-10 is 1,
+# top-3 and the matrix are torch.topk's and argmax's on the logits predict wrote; the CSV has a
+# header and 10 rows of 10 counts summing to 500; a K beyond the classes is refused
+for k in 1 3 10; do
+  "$clnet" eval "$models/lenet.cfg" --weights "$work/lenet.safetensors" --test-limit 500 \
+    --top-k $k --confusion "$work/confusion$k.csv" >"$work/top$k.out" 2>"$work/top$k.err"
+done
+top1=$(sed -n 's/^test_top1_accuracy=//p' "$work/top1.out")
+top3=$(sed -n 's/^test_top3_accuracy=//p' "$work/top3.out")
+top10=$(sed -n 's/^test_top10_accuracy=//p' "$work/top10.out")
+check=$($py - "$work/logits.npy" "$data" "$work/confusion3.csv" "$top3" <<'PY'
+import csv, gzip, os, sys
+import numpy as np
+logits, data = np.load(sys.argv[1]), sys.argv[2]
+path = os.path.join(data, "t10k-labels-idx1-ubyte")
+raw = gzip.open(path + ".gz").read() if os.path.exists(path + ".gz") else open(path, "rb").read()
+labels = np.frombuffer(raw, dtype=np.uint8, offset=8)[: len(logits)].astype(np.int64)
+try:
+    import torch
+    top = torch.topk(torch.from_numpy(logits), 3, dim=1).indices.numpy()
+except ImportError:  # numpy's order, for logits without ties
+    top = np.argsort(-logits, axis=1, kind="stable")[:, :3]
+want = f"{(top == labels[:, None]).any(1).mean():.4f}"
+rows = list(csv.reader(open(sys.argv[3])))
+header, counts = rows[0], np.array([[int(v) for v in r[1:]] for r in rows[1:]])
+matrix = np.zeros((10, 10), np.int64)
+np.add.at(matrix, (labels, logits.argmax(1)), 1)
+problems = []
+if header != ["true\\predicted"] + [str(k) for k in range(10)]: problems.append(f"header {header}")
+if [r[0] for r in rows[1:]] != [str(k) for k in range(10)]: problems.append("row names")
+if counts.shape != (10, 10) or counts.sum() != 500: problems.append(f"shape {counts.shape}, sum {counts.sum()}")
+elif (counts != matrix).any(): problems.append(f"matrix {counts.tolist()} vs {matrix.tolist()}")
+if sys.argv[4] != want: problems.append(f"top-3 {sys.argv[4]}, torch.topk {want}")
+print("; ".join(problems) or "same")
+PY
+)
+if [ "$check" = same ] && [ "$top1" = "$eval_acc" ] && [ "$top10" = "1.0000" ] &&
+   awk -v a="$top3" -v b="$top1" 'BEGIN { exit !(a >= b) }' &&
+   grep -q '^confusion (rows: true class, columns: predicted)' "$work/top3.err" &&
+   cmp -s "$work/confusion1.csv" "$work/confusion3.csv"; then
+  ok "eval --top-k: top-1 $top1 = test_accuracy, top-3 $top3 = torch.topk's, top-10 1; --confusion's CSV is argmax's matrix"
+else bad "eval --top-k and --confusion" "$check" "top1 $top1 (eval $eval_acc) top3 $top3 top10 $top10" "$(cat "$work/top3.err")"; fi
+out=$("$clnet" eval "$models/lenet.cfg" --weights "$work/lenet.safetensors" --test-limit 50 --top-k 11 2>&1); rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--top-k 11: .* has 10 classes (K is 1 to 10)" <<<"$out"; then
+  ok "eval --top-k beyond the classes is refused (exit 2)"
+else bad "eval --top-k 11 (rc $rc)" "$out"; fi
+
 # 4. --input X.npy (no labels, uint8 (N, 28, 28)) gives the same logits, accuracy -
 $py - "$data" "$work/x.npy" <<'PY'
 import gzip, os, sys

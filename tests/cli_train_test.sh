@@ -378,6 +378,51 @@ END
      ! grep -q accuracy "$work/ae.svg"; then
     ok "an autoencoder reports losses alone; its test loss falls from ${before#test_loss=} to ${after#test_loss=}"
   else bad "autoencoder (rc $rc)" "$out" "before: $before" "after: $after" "$(cat "$work/ae.err")"; fi
+  # --label-smoothing: changes the training, is the model file's label_smoothing=, a resume
+  # without it keeps it (byte-identical), another value is refused, and so is a bad value or a
+  # model without softmax_cross_entropy; eval takes it from the checkpoint (its test_loss is
+  # the training's)
+  ls_run=(train "$models/lenet.cfg" --train-limit 640 --test-limit 256 --batch 64 --epochs 2 --lr 0.05 --seed 5)
+  "$clnet" "${ls_run[@]}" --no-eval --steps 14 --save "$work/ls_plain.safetensors" >/dev/null 2>&1
+  "$clnet" "${ls_run[@]}" --no-eval --steps 14 --label-smoothing 0.2 --save "$work/ls_full.safetensors" >/dev/null 2>&1
+  "$clnet" "${ls_run[@]}" --no-eval --steps 6 --label-smoothing 0.2 --save "$work/ls_half.safetensors" >/dev/null 2>&1
+  "$clnet" train "$models/lenet.cfg" --no-eval --steps 14 --resume "$work/ls_half.safetensors" \
+    --save "$work/ls_resumed.safetensors" >/dev/null 2>&1
+  sed 's/^softmax_cross_entropy.*/softmax_cross_entropy label_smoothing=0.2/' "$models/lenet.cfg" >"$work/ls.cfg"
+  "$clnet" train "$work/ls.cfg" --train-limit 640 --test-limit 256 --batch 64 --epochs 2 --lr 0.05 --seed 5 \
+    --no-eval --steps 14 --save "$work/ls_file.safetensors" >/dev/null 2>&1
+  same_tensors() { # A B: the same tensors, bit for bit (the metadata, the runs' settings, aside)
+    /usr/bin/python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+def tensors(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    header.pop("__metadata__", None)
+    return header, raw[8 + n:]
+sys.exit(tensors(sys.argv[1]) != tensors(sys.argv[2]))
+PY
+  }
+  if [ -s "$work/ls_full.safetensors" ] && cmp -s "$work/ls_full.safetensors" "$work/ls_resumed.safetensors" &&
+     ! same_tensors "$work/ls_full.safetensors" "$work/ls_plain.safetensors" &&
+     same_tensors "$work/ls_full.safetensors" "$work/ls_file.safetensors"; then
+    ok "--label-smoothing changes the training, is bitwise the model file's option, resumes byte-identical"
+  else bad "--label-smoothing and its resume"; fi
+  expect_code "a resume with another --label-smoothing is refused" 2 \
+    "trained with --label-smoothing 0.2, this command gives 0.1 \(--override label-smoothing" \
+    train "$models/lenet.cfg" --no-eval --resume "$work/ls_half.safetensors" --label-smoothing 0.1
+  expect_code "--label-smoothing 1.5 is refused" 2 "--label-smoothing" \
+    train "$models/lenet.cfg" "${quick[@]}" --label-smoothing 1.5
+  expect_code "--label-smoothing on a model without softmax_cross_entropy is refused" 2 \
+    "^clnet: --label-smoothing 0.1: clnet_net_set_label_smoothing: the model has no layer that takes label_smoothing" \
+    train "$work/ae.cfg" "${quick[@]}" --label-smoothing 0.1
+  out=$("$clnet" "${ls_run[@]}" --steps 10 --optimizer adam --lr 0.002 --label-smoothing 0.3 \
+        --save "$work/ls_eval.safetensors" 2>&1 | grep "^epoch 1")
+  trained=$(sed -n 's/.* test_loss=\([0-9.]*\) .*/\1/p' <<<"$out")
+  evaluated=$("$clnet" eval "$models/lenet.cfg" --weights "$work/ls_eval.safetensors" --test-limit 256 --batch 64 2>/dev/null | sed -n 's/^test_loss=//p')
+  if [ -n "$trained" ] && [ "$trained" = "$evaluated" ]; then
+    ok "eval takes --label-smoothing from the checkpoint: its test_loss is the training's ($trained)"
+  else bad "eval of a label-smoothed run" "train: $out" "eval: $evaluated"; fi
 
   # 4c. image transforms: --augment changes the training, resumes bitwise, and --resize feeds a
   # model of another size (tests/test_transform.c checks the pixels against PyTorch)

@@ -95,6 +95,17 @@ if part suite; then
   else bad "evaluation across ranks" "one process: $want $(cat "$work/eval1.err")" \
     "2 ranks: $got $(cat "$work/eval2.err")"; fi
 
+  # top-k and the confusion matrix across ranks: the ranks' logits counted as one process's
+  want=$("$clnet" eval "$models/lenet.cfg" --weights "$work/one.st" --test-limit 500 --top-k 3 \
+         --confusion "$work/conf1.csv" 2>"$work/eval1.err" | grep '^test_top3_accuracy=')
+  got=$("${mpi[@]}" "$clnet" eval "$models/lenet.cfg" --weights "$work/one.st" --test-limit 500 \
+        --top-k 3 --confusion "$work/conf2.csv" 2>"$work/eval2.err" | grep '^test_top3_accuracy=')
+  if [ -n "$want" ] && [ "$want" = "$got" ] && [ -s "$work/conf1.csv" ] &&
+     cmp -s "$work/conf1.csv" "$work/conf2.csv"; then
+    ok "top-k and the confusion matrix across ranks: $got and the same CSV, as one process"
+  else bad "top-k across ranks" "one process: $want $(cat "$work/eval1.err")" \
+    "2 ranks: $got $(cat "$work/eval2.err")"; fi
+
   # resume: 3 steps on 2 ranks, then 3 more on 1 rank and on 2, against 6 uninterrupted
   "${mpi[@]}" "$clnet" "${run[@]}" --steps 6 --deterministic --save "$work/det1.st" >/dev/null 2>&1
   "${mpi[@]}" "$clnet" "${run[@]}" --steps 3 --deterministic --save "$work/mid.st" >/dev/null 2>&1

@@ -277,6 +277,17 @@ static void expect_close(const char *file, const char *what, const float *got, c
                       got[i], want[i]);
 }
 
+/* The fixture's label_smoothing (metadata), 0 where it has none; in (0, 1]. */
+static double label_smoothing(const clnet_st_file *f, const char *file) {
+    const char *v = clnet_st_meta_get(f, "label_smoothing");
+    if (!v) return 0;
+    char *end = NULL;
+    double eps = strtod(v, &end);
+    ck_assert_msg(end != v && *end == '\0' && eps > 0 && eps <= 1,
+                  "%s: metadata label_smoothing='%s'", file, v);
+    return eps;
+}
+
 /* softmax_xent_positions: x = logits (N, K, spatial...), labels (N, spatial...) = class
  * indices as floats, y (x's shape) the softmax over K, loss and correct (0-d), dx (x's
  * shape); each compared with ref_softmax_xent_positions_forward/backward. Returns the
@@ -302,9 +313,17 @@ static int check_xent_positions(const clnet_st_file *f, const char *file, dims x
         labels[i] = (int32_t)v;
     }
     int hits = -1;
-    double want = ref_softmax_xent_positions_forward(probs, &hits, logits, labels, (int)n, (int)k,
-                                                     (int)positions);
-    ref_softmax_xent_positions_backward(dlogits, logits, labels, (int)n, (int)k, (int)positions);
+    double eps = label_smoothing(f, file);
+    double want = eps ? ref_softmax_xent_smoothed_forward(probs, &hits, logits, labels, (int)n,
+                                                          (int)k, (int)positions, eps)
+                      : ref_softmax_xent_positions_forward(probs, &hits, logits, labels, (int)n,
+                                                           (int)k, (int)positions);
+    if (eps)
+        ref_softmax_xent_smoothed_backward(dlogits, logits, labels, (int)n, (int)k, (int)positions,
+                                           eps);
+    else
+        ref_softmax_xent_positions_backward(dlogits, logits, labels, (int)n, (int)k,
+                                            (int)positions);
     ck_assert_msg(fabs(loss - want) <= 1e-6 * fmax(1.0, fabs(want)),
                   "%s: loss is %.9g, the reference says %.9g", file, loss, want);
     ck_assert_msg(correct == (float)hits, "%s: correct is %g, the reference says %d", file, correct,
@@ -431,6 +450,19 @@ static int check_fixture(const char *path, const char *file) {
         }
         ck_assert_msg(correct[0] == (float)hits, "%s: correct is %g, argmax finds %d", file,
                       correct[0], hits);
+        /* the loss and dx against the plain-C reference, smoothed where the fixture is */
+        int32_t *ilabels = malloc((size_t)n * sizeof *ilabels);
+        float *dlogits = malloc((size_t)(n * k) * sizeof *dlogits);
+        ck_assert(ilabels && dlogits);
+        for (int64_t i = 0; i < n; i++) ilabels[i] = (int32_t)labels[i];
+        double eps = label_smoothing(f, file);
+        double want =
+            ref_softmax_xent_smoothed_forward(NULL, NULL, logits, ilabels, (int)n, (int)k, 1, eps);
+        ref_softmax_xent_smoothed_backward(dlogits, logits, ilabels, (int)n, (int)k, 1, eps);
+        ck_assert_msg(fabs(loss[0] - want) <= 1e-6 * fmax(1.0, fabs(want)),
+                      "%s: loss is %.9g, the reference says %.9g", file, loss[0], want);
+        expect_close(file, "dx", expect(f, file, "dx", x), dlogits, n * k, 1e-6);
+        free(ilabels), free(dlogits);
         expected_tensors = 5; /* x, labels, loss, correct, dx */
     } else if (!strcmp(layer, "softmax_xent_positions")) {
         expected_tensors = check_xent_positions(f, file, x);

@@ -351,19 +351,28 @@ static void batchnorm_backward(const layer_geom *g, ref_args *a) {
                            geom_float(g, "eps"));
 }
 
-/* per sample: every value a class; per=position: the channels, at each position */
+/* per sample: every value a class; per=position: the channels, at each position;
+ * with label_smoothing the smoothed target's reference (per sample: one position) */
 static void softmax_xent_forward(const layer_geom *g, ref_args *a) {
-    a->loss = geom_positions(g) ? ref_softmax_xent_positions_forward(a->y, NULL, a->x, a->labels,
-                                                                     g->n, g->in.c, spatial(g))
-                                : ref_softmax_xent_forward(a->y, NULL, a->x, a->labels, g->n,
-                                                           (int)sample_size(g));
+    double eps = geom_float(g, "label_smoothing");
+    int P = geom_positions(g) ? spatial(g) : 1, K = (int)sample_size(g) / P;
+    if (eps != 0)
+        a->loss = ref_softmax_xent_smoothed_forward(a->y, NULL, a->x, a->labels, g->n, K, P, eps);
+    else
+        a->loss = geom_positions(g)
+                      ? ref_softmax_xent_positions_forward(a->y, NULL, a->x, a->labels, g->n, K, P)
+                      : ref_softmax_xent_forward(a->y, NULL, a->x, a->labels, g->n, K);
 }
 
 static void softmax_xent_backward(const layer_geom *g, ref_args *a) {
-    if (geom_positions(g))
-        ref_softmax_xent_positions_backward(a->dx, a->x, a->labels, g->n, g->in.c, spatial(g));
+    double eps = geom_float(g, "label_smoothing");
+    int P = geom_positions(g) ? spatial(g) : 1, K = (int)sample_size(g) / P;
+    if (eps != 0)
+        ref_softmax_xent_smoothed_backward(a->dx, a->x, a->labels, g->n, K, P, eps);
+    else if (geom_positions(g))
+        ref_softmax_xent_positions_backward(a->dx, a->x, a->labels, g->n, K, P);
     else
-        ref_softmax_xent_backward(a->dx, a->x, a->labels, g->n, (int)sample_size(g));
+        ref_softmax_xent_backward(a->dx, a->x, a->labels, g->n, K);
 }
 
 /* mse, l1, bce_with_logits: x holds the prediction, then the target (a copy
@@ -632,7 +641,12 @@ static const layer_row TABLE[] = {
            {"softmax_cross_entropy per=position", 1, SIGNAL(4, 7)},
            {"softmax_cross_entropy per=position", 3, IMAGE(5, 3, 5)},
            {"softmax_cross_entropy per=position", 2, VOLUME(2, 2, 3, 3)},
-           {"softmax_cross_entropy per=position", 1, IMAGE(3, 1, 1)})},
+           {"softmax_cross_entropy per=position", 1, IMAGE(3, 1, 1)},
+           /* label smoothing: PyTorch's, per sample and per position, up to eps 1 */
+           {"softmax_cross_entropy label_smoothing=0.1", 5, VECTOR(10)},
+           {"softmax_cross_entropy label_smoothing=1", 2, VECTOR(7)},
+           {"softmax_cross_entropy per=position label_smoothing=0.25", 2, IMAGE(4, 3, 2)},
+           {"softmax_cross_entropy per=position label_smoothing=0.6", 1, SIGNAL(3, 5)})},
     /* the target is the model's input: a second input, with data of its own here */
     {"mse", regression_forward, regression_backward, PLAIN, 0,
      CASES({"mse target=input", 1, VECTOR(10)}, {"mse target=input", 3, IMAGE(2, 5, 7)},
@@ -1470,6 +1484,9 @@ START_TEST(layer_shapes_are_checked) {
         {"upsample mode=cubic", "mode=cubic: expected nearest or linear"},
         {"upsample scale=2x2x2", "scale=2x2x2 gives 3 values, the input has 2 spatial axes"},
         {"upsample size=2", "unknown option 'size'"},
+        {"softmax_cross_entropy label_smoothing=1.5", "label_smoothing=1.5: expected 0 to 1"},
+        {"softmax_cross_entropy label_smoothing=-0.1",
+         "label_smoothing=-0.1: expected a number >= 0"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         clnet_net *net = NULL;

@@ -308,14 +308,15 @@ static void fixture_load(fixture *fx, const char *file) {
     case REGRESSION: /* its target, the second input, is the model's input in the rig */
         snprintf(fx->line, sizeof fx->line, "%s target=input", layer);
         break;
-    case LOSS:
-        ck_assert_int_eq(meta_int(fx, "classes"), (int)rig_shape_size(fx->in));
-        snprintf(fx->line, sizeof fx->line, "softmax_cross_entropy");
+    case LOSS: /* with label_smoothing=EPS where the fixture has one */
+    case POSITIONS: {
+        const char *eps = clnet_st_meta_get(fx->st, "label_smoothing");
+        ck_assert_int_eq(meta_int(fx, "classes"), fx->k == LOSS ? (int)rig_shape_size(fx->in) : c);
+        snprintf(fx->line, sizeof fx->line, "softmax_cross_entropy%s%s%s",
+                 fx->k == POSITIONS ? " per=position" : "", eps ? " label_smoothing=" : "",
+                 eps ? eps : "");
         break;
-    case POSITIONS:
-        ck_assert_int_eq(meta_int(fx, "classes"), c);
-        snprintf(fx->line, sizeof fx->line, "softmax_cross_entropy per=position");
-        break;
+    }
     case BATCHNORM: {
         ck_assert_int_eq(meta_int(fx, "channels"), c);
         const char *eps = clnet_st_meta_get(fx->st, "eps");

@@ -1,6 +1,7 @@
 /* Several devices training one model: the split, equivalence with one
  * device (on updates, not on parameters that barely move), micro-batches,
- * repeatable runs with a fixed split, a failing device, async training.
+ * repeatable runs with a fixed split, a failing device, async training,
+ * top-k accuracy and the confusion matrix of batches the devices share.
  * One test case per configuration, each run by CTest with
  * CK_RUN_CASE: "equal_devices" and "async" (pocl2: two equal fast devices)
  * "with_simulator" (mixed: PoCL and the Oclgrind simulator) and
@@ -10,6 +11,7 @@
 #include "fault.h"
 #include "harness.h"
 #include "net.h"
+#include "safetensors.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -344,6 +346,73 @@ END_TEST
 /* A loss per position takes its classes as labels (n, positions) or as the
  * floats a data set of class maps gives, refuses what is not a class, and
  * counts its answers by position. */
+#ifndef CLNET_FIXTURES_DIR
+#error "CMake defines CLNET_FIXTURES_DIR, the folder holding the fixtures"
+#endif
+
+/* clnet_net_evaluate_classes on two devices sharing each batch 1:3 (a batch of 16, the
+ * last partial): every k's count and the confusion matrix PyTorch's
+ * (tests/fixtures/classes, as test_train.c checks them on one device), per sample, with
+ * ties, and per position. */
+START_TEST(class_counts_on_two_devices_are_pytorchs) {
+    const struct {
+        const char *name;
+        int K, L;
+    } cases[] = {{"random_k7_n50", 7, 0}, {"ties_k5_n40", 5, 0}, {"positions_k4_n20_l6", 4, 6}};
+    clnet_runtime *rt = test_runtime();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int K = cases[c].K;
+        char x[512], y[512], path[512], input[64];
+        snprintf(x, sizeof x, "%s/classes/%s_x.npy", CLNET_FIXTURES_DIR, cases[c].name);
+        snprintf(y, sizeof y, "%s/classes/%s_y.npy", CLNET_FIXTURES_DIR, cases[c].name);
+        snprintf(path, sizeof path, "%s/classes/%s.safetensors", CLNET_FIXTURES_DIR, cases[c].name);
+        clnet_dataset *ds = NULL;
+        ck_assert_msg(clnet_dataset_load_npy(&ds, x, y) == CLNET_OK, "%s", clnet_last_error());
+        clnet_st_file *f = NULL;
+        ck_assert_msg(clnet_st_load(path, &f) == CLNET_OK, "%s", clnet_last_error());
+        const float *top_k = NULL, *confusion = NULL;
+        ck_assert_int_eq(clnet_st_get(f, "top_k", 1, (int64_t[]){K}, &top_k, NULL, NULL), CLNET_OK);
+        ck_assert_int_eq(clnet_st_get(f, "confusion", 2, (int64_t[]){K, K}, &confusion, NULL, NULL),
+                         CLNET_OK);
+        if (cases[c].L)
+            snprintf(input, sizeof input, "input channels=%d length=%d", K, cases[c].L);
+        else
+            snprintf(input, sizeof input, "input channels=1 length=%d", K);
+        clnet_net *net = NULL;
+        ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+        ck_assert_int_eq(clnet_net_add(net, input), CLNET_OK);
+        ck_assert_int_eq(clnet_net_add(net, cases[c].L ? "softmax_cross_entropy per=position"
+                                                       : "softmax_cross_entropy"),
+                         CLNET_OK);
+        ck_assert_int_eq(clnet_net_init(net, 1), CLNET_OK);
+        ck_assert_int_eq(clnet_net_bind(net, rt, 16), CLNET_OK);
+        double split[2];
+        ck_assert_int_eq(clnet_net_set_split(net, test_light_split(rt, (double[]){1, 3}, split), 2),
+                         CLNET_OK);
+        clnet_loader_config cfg = {.std = 1};
+        int64_t *m = malloc((size_t)K * K * sizeof *m);
+        for (int k = 1; k <= K; k++) {
+            clnet_class_counts counts;
+            ck_assert_msg(clnet_net_evaluate_classes(net, ds, &cfg, k, &counts, m) == CLNET_OK,
+                          "%s", clnet_last_error());
+            ck_assert_msg(counts.top_k == (int64_t)top_k[k - 1],
+                          "%s on two devices: top-%d counts %lld, PyTorch %g", cases[c].name, k,
+                          (long long)counts.top_k, top_k[k - 1]);
+            for (int i = 0; i < K * K; i++)
+                ck_assert_msg(m[i] == (int64_t)confusion[i],
+                              "%s on two devices: confusion[%d][%d] is %lld, PyTorch's %g",
+                              cases[c].name, i / K, i % K, (long long)m[i], confusion[i]);
+        }
+        printf("%s on two devices (split 1:3): every k and the matrix as PyTorch's\n",
+               cases[c].name);
+        free(m);
+        clnet_net_free(net);
+        clnet_st_free(f);
+        clnet_dataset_free(ds);
+    }
+}
+END_TEST
+
 START_TEST(a_loss_per_position_checks_its_classes_and_counts_positions) {
     clnet_runtime *rt = test_runtime();
     float x[4 * 64], t[4 * 64];
@@ -977,6 +1046,7 @@ int main(void) {
     tcase_add_test(equal, a_class_per_position_takes_the_same_steps_on_two_devices);
     tcase_add_test(equal, a_loss_per_position_checks_its_classes_and_counts_positions);
     tcase_add_test(equal, labels_and_float_targets_are_refused_where_the_loss_takes_the_other);
+    tcase_add_test(equal, class_counts_on_two_devices_are_pytorchs);
     suite_add_tcase(s, equal);
     /* CI's extended step (multi_ranks_more.pocl2): the suite's generated split cases hold
      * convolutions of every rank and transposed ones (test_splits.c) */

@@ -706,6 +706,70 @@ START_TEST(softmax_xent_positions_backward_matches_finite_differences) {
 }
 END_TEST
 
+/* ---- label smoothing: finite differences --------------------------------------------- */
+
+typedef struct {
+    xent_positions_case c;
+    double eps;
+} xent_smoothed_case;
+
+static double xent_smoothed_loss(void *ctx) {
+    xent_smoothed_case *s = ctx;
+    return ref_softmax_xent_smoothed_forward(NULL, NULL, s->c.logits, s->c.labels, s->c.N, s->c.K,
+                                             s->c.P, s->eps);
+}
+
+/* The smoothed target's reference: its gradient against finite differences of its loss; at
+ * eps 0 the plain loss and gradient; at eps 1 the loss is the mean of -log p over the classes
+ * whatever the label. */
+START_TEST(softmax_xent_smoothed_backward_matches_finite_differences) {
+    // N, K, P, eps: per sample (P 1) and per position, the ends 0 and 1
+    const struct {
+        int N, K, P;
+        double eps;
+    } cases[] = {{4, 7, 1, 0.1}, {3, 10, 1, 1.0}, {2, 3, 5, 0.25}, {1, 2, 7, 0.6},
+                 {2, 5, 9, 0.0}, {3, 4, 1, 0.0},  {2, 6, 3, 1.0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int N = cases[k].N, K = cases[k].K, P = cases[k].P;
+        size_t n = (size_t)N * K * P, positions = (size_t)N * P;
+        uint64_t seed = 700 + k;
+        xent_smoothed_case s = {
+            .c = {.N = N, .K = K, .P = P, .logits = random_floats(n, seed, 3.0f)},
+            .eps = cases[k].eps};
+        s.c.labels = malloc(positions * sizeof *s.c.labels);
+        for (size_t i = 0; i < positions; i++) s.c.labels[i] = (int32_t)(rng_next() % (uint32_t)K);
+        float *probs = alloc_floats(n), *dlogits = alloc_floats(n), *plain = alloc_floats(n);
+        int correct = -1, plain_correct = -2;
+        double loss = ref_softmax_xent_smoothed_forward(probs, &correct, s.c.logits, s.c.labels, N,
+                                                        K, P, s.eps);
+        ref_softmax_xent_smoothed_backward(dlogits, s.c.logits, s.c.labels, N, K, P, s.eps);
+        check_guard(probs, n, "smoothed probs");
+        check_guard(dlogits, n, "smoothed dlogits");
+        expect_positions_sum_to_one(probs, N, K, P);
+        double plain_loss = ref_softmax_xent_positions_forward(NULL, &plain_correct, s.c.logits,
+                                                               s.c.labels, N, K, P);
+        ck_assert_int_eq(correct, plain_correct); /* the accuracy counts the label alone */
+        if (s.eps == 0) {
+            ref_softmax_xent_positions_backward(plain, s.c.logits, s.c.labels, N, K, P);
+            ck_assert_msg(fabs(loss - plain_loss) <= 1e-12 * fmax(1, plain_loss), "%.17g vs %.17g",
+                          loss, plain_loss);
+            for (size_t i = 0; i < n; i++) ck_assert_float_eq_tol(dlogits[i], plain[i], 1e-7);
+        }
+        if (s.eps == 1) { /* sum over samples of the mean over positions and classes of -log p */
+            double want = 0;
+            for (size_t i = 0; i < n; i++) want -= log((double)probs[i]);
+            want /= (double)K * P;
+            ck_assert_msg(fabs(loss - want) <= 1e-5 * fmax(1, want), "%.9g vs %.9g", loss, want);
+        }
+        double e = fd_check(SOFTMAX_XENT_POSITIONS, "dlogits", xent_smoothed_loss, &s, s.c.logits,
+                            dlogits, n);
+        printf("softmax_xent smoothed N%d K%d P%d eps %g seed %llu: dlogits %.1e\n", N, K, P, s.eps,
+               (unsigned long long)seed, e);
+        free(s.c.logits), free(s.c.labels), free(probs), free(dlogits), free(plain);
+    }
+}
+END_TEST
+
 /* ---- batch normalization: finite differences ------------------------------------------ */
 
 typedef struct {
@@ -1832,6 +1896,7 @@ int main(void) {
     tcase_add_test(t, linear_backward_matches_finite_differences);
     tcase_add_test(t, softmax_xent_backward_matches_finite_differences);
     tcase_add_test(t, softmax_xent_positions_backward_matches_finite_differences);
+    tcase_add_test(t, softmax_xent_smoothed_backward_matches_finite_differences);
     tcase_add_test(t, batchnorm_by_hand);
     tcase_add_test(t, batchnorm_backward_matches_finite_differences);
     tcase_add_test(t, nd_output_sizes_follow_pytorch);

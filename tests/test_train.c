@@ -1,9 +1,13 @@
 /* Training through the public API on the configuration's first device: one
  * SGD step against the plain-C references, the optimizer rules, determinism,
  * bitwise resume from a checkpoint, damaged checkpoints, the memory check,
- * model-file errors, and convergence on real Fashion-MNIST. */
+ * model-file errors, top-k accuracy and the confusion matrix against
+ * PyTorch's (tests/fixtures/classes; on two devices in test_multi.c), label
+ * smoothing set through the API against the plain-C reference, and
+ * convergence on real Fashion-MNIST. */
 #include "harness.h"
 #include "ref/layers_ref.h"
+#include "safetensors.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -460,6 +464,207 @@ START_TEST(lenet_learns_fashion_mnist) {
 }
 END_TEST
 
+/* ---- top-k accuracy, the confusion matrix, label smoothing ----------------------------- */
+
+#ifndef CLNET_FIXTURES_DIR
+#error "CMake defines CLNET_FIXTURES_DIR, the folder holding the fixtures"
+#endif
+
+/* A net of the loss alone on the logits of a data set ((N, K) or (N, K, L) samples, so its
+ * input is its logits), bound to the configuration's first device in batches of `batch`;
+ * per_position: softmax_cross_entropy per=position. */
+static clnet_net *logits_net(clnet_runtime *rt, int K, int L, int per_position, int batch) {
+    clnet_net *net = NULL;
+    char input[64];
+    if (L)
+        snprintf(input, sizeof input, "input channels=%d length=%d", K, L);
+    else
+        snprintf(input, sizeof input, "input channels=1 length=%d", K);
+    ck_assert_int_eq(clnet_net_create(&net), CLNET_OK);
+    ck_assert_msg(clnet_net_add(net, input) == CLNET_OK, "%s", clnet_last_error());
+    ck_assert_msg(clnet_net_add(net, per_position ? "softmax_cross_entropy per=position"
+                                                  : "softmax_cross_entropy") == CLNET_OK,
+                  "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_net_init(net, 1), CLNET_OK);
+    ck_assert_msg(clnet_net_bind(net, rt, batch) == CLNET_OK, "%s", clnet_last_error());
+    return net;
+}
+
+/* Case `name` of tests/fixtures/classes: its logits and labels as a data set. */
+static clnet_dataset *classes_data(const char *name) {
+    char x[512], y[512];
+    snprintf(x, sizeof x, "%s/classes/%s_x.npy", CLNET_FIXTURES_DIR, name);
+    snprintf(y, sizeof y, "%s/classes/%s_y.npy", CLNET_FIXTURES_DIR, name);
+    clnet_dataset *ds = NULL;
+    ck_assert_msg(clnet_dataset_load_npy(&ds, x, y) == CLNET_OK, "%s", clnet_last_error());
+    return ds;
+}
+
+/* Every k from 1 to K on each fixture: the counts torch.topk gives (torch.sort's stable
+ * order where logits tie), top-1 equal to the evaluation's correct answers, and the
+ * confusion matrix torch.argmax gives, whatever the batch (chunks of 16 and 7, the last
+ * partial). */
+START_TEST(top_k_and_confusion_match_pytorch) {
+    clnet_runtime *rt = test_one_device(0);
+    const struct {
+        const char *name;
+        int N, K, L;
+    } cases[] = {
+        {"random_k7_n50", 50, 7, 0}, {"ties_k5_n40", 40, 5, 0}, {"positions_k4_n20_l6", 20, 4, 6}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int K = cases[c].K, answers = cases[c].N * (cases[c].L ? cases[c].L : 1);
+        char path[512];
+        snprintf(path, sizeof path, "%s/classes/%s.safetensors", CLNET_FIXTURES_DIR, cases[c].name);
+        clnet_st_file *f = NULL;
+        ck_assert_msg(clnet_st_load(path, &f) == CLNET_OK, "%s", clnet_last_error());
+        const float *top_k = NULL, *confusion = NULL;
+        ck_assert_int_eq(clnet_st_get(f, "top_k", 1, (int64_t[]){K}, &top_k, NULL, NULL), CLNET_OK);
+        ck_assert_int_eq(clnet_st_get(f, "confusion", 2, (int64_t[]){K, K}, &confusion, NULL, NULL),
+                         CLNET_OK);
+        clnet_dataset *ds = classes_data(cases[c].name);
+        for (int batch = 16; batch >= 7; batch -= 9) {
+            clnet_net *net = logits_net(rt, K, cases[c].L, cases[c].L > 0, batch);
+            clnet_loader_config cfg = {.std = 1};
+            clnet_step_result r;
+            ck_assert_msg(clnet_net_evaluate_with(net, ds, &cfg, &r) == CLNET_OK, "%s",
+                          clnet_last_error());
+            int64_t *m = malloc((size_t)K * K * sizeof *m);
+            for (int k = 1; k <= K; k++) {
+                clnet_class_counts counts;
+                ck_assert_msg(clnet_net_evaluate_classes(net, ds, &cfg, k, &counts, m) == CLNET_OK,
+                              "%s", clnet_last_error());
+                ck_assert_int_eq(counts.k, k);
+                ck_assert_int_eq(counts.classes, K);
+                ck_assert_int_eq(counts.answers, answers);
+                ck_assert_msg(counts.top_k == (int64_t)top_k[k - 1],
+                              "%s batch %d: top-%d counts %lld, PyTorch %g", cases[c].name, batch,
+                              k, (long long)counts.top_k, top_k[k - 1]);
+                ck_assert_int_eq(counts.top_1, (int64_t)top_k[0]);
+                ck_assert_int_eq(counts.top_1, r.correct);
+                ck_assert(fabs(counts.top_k_accuracy - (double)top_k[k - 1] / answers) < 1e-12);
+                for (int i = 0; i < K * K; i++)
+                    ck_assert_msg(m[i] == (int64_t)confusion[i],
+                                  "%s: confusion[%d][%d] is %lld, PyTorch's %g", cases[c].name,
+                                  i / K, i % K, (long long)m[i], confusion[i]);
+            }
+            printf("%s, batch %d: top-1 %g ... top-%d %g of %d answers, as PyTorch\n",
+                   cases[c].name, batch, top_k[0], K, top_k[K - 1], answers);
+            free(m);
+            clnet_net_free(net);
+        }
+        clnet_dataset_free(ds);
+        clnet_st_free(f);
+    }
+    clnet_runtime_free(rt);
+}
+END_TEST
+
+/* What clnet_net_evaluate_classes refuses, and why. */
+START_TEST(class_counts_refuse_bad_arguments) {
+    clnet_runtime *rt = test_one_device(0);
+    clnet_dataset *ds = classes_data("random_k7_n50");
+    clnet_net *net = logits_net(rt, 7, 0, 0, 16);
+    clnet_loader_config cfg = {.std = 1};
+    clnet_class_counts counts;
+    const struct {
+        int k;
+        const char *says;
+    } bad[] = {{0, "k=0: expected 1 to 7 (the model's classes)"}, {8, "k=8: expected 1 to 7"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(clnet_net_evaluate_classes(net, ds, &cfg, bad[i].k, &counts, NULL),
+                         CLNET_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(clnet_last_error(), bad[i].says), "%s", clnet_last_error());
+    }
+    ck_assert_int_eq(clnet_net_evaluate_classes(net, ds, &cfg, 1, NULL, NULL),
+                     CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_net_evaluate_classes(net, NULL, &cfg, 1, &counts, NULL),
+                     CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_net_evaluate_classes(net, ds, NULL, 1, &counts, NULL),
+                     CLNET_ERR_INVALID_ARGUMENT);
+    /* without the matrix, the same counts */
+    ck_assert_int_eq(clnet_net_evaluate_classes(net, ds, &cfg, 3, &counts, NULL), CLNET_OK);
+    ck_assert_int_eq(counts.answers, 50);
+    clnet_net_free(net);
+    /* a regression's loss has no classes; an unbound net is refused */
+    clnet_net *mse = NULL;
+    ck_assert_int_eq(clnet_net_create(&mse), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(mse, "input channels=1 length=7"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_add(mse, "mse target=input"), CLNET_OK);
+    ck_assert_int_eq(clnet_net_init(mse, 1), CLNET_OK);
+    ck_assert_int_eq(clnet_net_evaluate_classes(mse, ds, &cfg, 1, &counts, NULL),
+                     CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "bind"), "%s", clnet_last_error());
+    ck_assert_int_eq(clnet_net_bind(mse, rt, 8), CLNET_OK);
+    ck_assert_int_eq(clnet_net_evaluate_classes(mse, ds, &cfg, 1, &counts, NULL),
+                     CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "has no classes"), "%s", clnet_last_error());
+    /* label smoothing: a number from 0 to 1, on a model that has a cross-entropy */
+    ck_assert_int_eq(clnet_net_set_label_smoothing(mse, 0.1f), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "no layer that takes label_smoothing"), "%s",
+                  clnet_last_error());
+    clnet_net_free(mse);
+    net = logits_net(rt, 7, 0, 0, 16);
+    const float eps_bad[] = {-0.1f, 1.5f, NAN};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(clnet_net_set_label_smoothing(net, eps_bad[i]),
+                         CLNET_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(clnet_last_error(), "expected 0 to 1"), "%s", clnet_last_error());
+    }
+    ck_assert_int_eq(clnet_net_set_label_smoothing(NULL, 0.1f), CLNET_ERR_INVALID_ARGUMENT);
+    clnet_net_free(net);
+    clnet_dataset_free(ds);
+    clnet_runtime_free(rt);
+}
+END_TEST
+
+/* clnet_net_set_label_smoothing: the loss of a batch, and one SGD step's change of the
+ * weights, are the smoothed reference's on the net's own logits, per sample and per
+ * position; back to 0, the plain loss again. */
+START_TEST(label_smoothing_set_through_the_api_is_the_reference) {
+    const struct {
+        const char *name;
+        int N, K, L;
+    } cases[] = {{"random_k7_n50", 50, 7, 0}, {"positions_k4_n20_l6", 20, 4, 6}};
+    const float eps[] = {0.1f, 0.45f, 1.0f, 0.0f};
+    clnet_runtime *rt = test_one_device(0);
+    for (size_t c = 0; c < 2; c++) {
+        int N = cases[c].N, K = cases[c].K, P = cases[c].L ? cases[c].L : 1;
+        clnet_dataset *ds = classes_data(cases[c].name);
+        clnet_net *net = logits_net(rt, K, cases[c].L, cases[c].L > 0, 16);
+        size_t values = (size_t)N * K * P;
+        float *x = malloc(values * sizeof *x), *logits = malloc(values * sizeof *logits);
+        int32_t *labels = malloc((size_t)N * P * sizeof *labels);
+        clnet_loader *loader = NULL;
+        clnet_loader_config lc = {.batch = N, .std = 1};
+        ck_assert_int_eq(clnet_loader_create(&loader, ds, &lc), CLNET_OK);
+        clnet_batch b;
+        ck_assert_int_eq(clnet_loader_next(loader, &b), CLNET_OK);
+        ck_assert_int_eq(b.n, N);
+        memcpy(x, b.images, values * sizeof *x);
+        for (int i = 0; i < N * P; i++) labels[i] = P > 1 ? (int32_t)b.targets[i] : b.labels[i];
+        clnet_loader_free(loader);
+        ck_assert_int_eq(clnet_net_logits(net, x, N, logits), CLNET_OK);
+        for (int e = 0; e < 4; e++) {
+            ck_assert_int_eq(clnet_net_set_label_smoothing(net, eps[e]), CLNET_OK);
+            clnet_step_result r;
+            ck_assert_msg(clnet_net_evaluate_batch(net, x, labels, N, &r) == CLNET_OK, "%s",
+                          clnet_last_error());
+            double want =
+                ref_softmax_xent_smoothed_forward(NULL, NULL, logits, labels, N, K, P, eps[e]) / N;
+            ck_assert_msg(fabs(r.loss - want) <= 1e-5 * fmax(1, want),
+                          "%s eps %g: loss %.9g, the reference %.9g", cases[c].name, eps[e], r.loss,
+                          want);
+            printf("%s, label_smoothing %g: loss %.7f, the reference %.7f\n", cases[c].name, eps[e],
+                   r.loss, want);
+        }
+        free(x), free(logits), free(labels);
+        clnet_net_free(net);
+        clnet_dataset_free(ds);
+    }
+    clnet_runtime_free(rt);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("train");
     TCase *t = tcase_create("train");
@@ -472,6 +677,9 @@ int main(void) {
     tcase_add_test(t, bad_checkpoints_are_refused_and_change_nothing);
     tcase_add_test(t, memory_limits_give_micro_batches_or_a_clear_error);
     tcase_add_test(t, model_file_errors_name_file_and_line);
+    tcase_add_test(t, top_k_and_confusion_match_pytorch);
+    tcase_add_test(t, class_counts_refuse_bad_arguments);
+    tcase_add_test(t, label_smoothing_set_through_the_api_is_the_reference);
     suite_add_tcase(s, t);
     /* Its own case (and CTest entry), so that a missing data set shows as a skip. */
     TCase *real = tcase_create("fashion_mnist");

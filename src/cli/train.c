@@ -2,6 +2,7 @@
  * the public API alone: its steps, progress, logs, reports and saves. What the
  * two commands share (the MPI job, the session of net, data and devices, the
  * test set's evaluation, --split) is in train_session.c. */
+#include "eval_classes.h"
 #include "train_session.h"
 #include "train_settings.h"
 
@@ -756,7 +757,8 @@ int cmd_eval(int argc, char **argv) {
     if (clnet_checkpoint_progress(o.weights, recorded) == CLNET_OK)
         rc = train_settings_evaluate(&o, recorded->run);
     free(recorded);
-    if (rc || (rc = train_join_job(&o)) != 0 || (rc = train_session_open(&o, &s, 0)) != 0)
+    if (rc || (rc = train_join_job(&o)) != 0 || (rc = train_session_open(&o, &s, 0)) != 0 ||
+        (rc = eval_classes_check(&o, s.net)) != 0)
         goto done;
     if (clnet_net_load_weights(s.net, o.weights, NULL) != CLNET_OK) {
         rc = train_fail("weights");
@@ -777,6 +779,7 @@ int cmd_eval(int argc, char **argv) {
         printf("test_loss=%.4f\n", loss);
         if (clnet_net_is_classifier(s.net)) printf("test_accuracy=%.4f\n", acc);
     }
+    rc = eval_classes(&o, &s); /* --top-k, --confusion */
 done:
     train_session_free(&s);
     return train_leave_job(rc);

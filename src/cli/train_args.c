@@ -439,6 +439,31 @@ static const cli_opt train_opts[] = {
      .only = "train",
      .help = "with --resume: the settings (lr,batch,...: the options'\n"
              "names) that may differ from the checkpoint's run"},
+    {.name = "--label-smoothing",
+     .arg = "EPS",
+     .type = CLI_FLOAT,
+     .at = AT(label_smoothing),
+     .min = 0,
+     .max = 1,
+     .only = "train",
+     .help = "label smoothing of the softmax_cross_entropy loss, 0 to 1\n"
+             "(as PyTorch's; default: the model file's label_smoothing)"},
+    {.name = "--top-k",
+     .arg = "K",
+     .type = CLI_INT,
+     .at = AT(top_k),
+     .min = 1,
+     .max = 1L << 30,
+     .only = "eval",
+     .help = "also test_topK_accuracy: the label among the K largest\n"
+             "logits (ties in class order)"},
+    {.name = "--confusion",
+     .arg = "FILE.csv",
+     .type = CLI_TEXT,
+     .at = AT(confusion),
+     .only = "eval",
+     .help = "the confusion matrix as CSV (rows the true class,\n"
+             "columns the predicted one); on stderr too, up to 20 classes"},
     {.name = "--weights",
      .arg = "FILE",
      .type = CLI_TEXT,
@@ -472,6 +497,7 @@ const cli_command cli_eval_cmd = {
     .footer = "The last lines on stdout are\n"
               "  test_loss=<l>\n"
               "  test_accuracy=<a>   (not for a model without classes)\n"
+              "  test_topK_accuracy=<a>   (with --top-k K)\n"
               "and stderr says how fast: eval: N images in S s, images_per_s=<n>\n",
 };
 
@@ -539,6 +565,7 @@ static int check_eval(void *o) {
 int train_parse(int argc, char **argv, train_options *o, int eval, int *rc) {
     memset(o, 0, sizeof *o);
     o->argc = argc, o->argv = argv;
+    o->label_smoothing = -1; /* the model file's, unless given */
     return cli_parse(eval ? &cli_eval_cmd : &cli_train_cmd, argc, argv, o, rc);
 }
 

@@ -27,8 +27,11 @@ typedef struct {
     double base_momentum, max_momentum;             /* its momentum's cycle */
     int no_cycle_momentum;                          /* --no-cycle-momentum */
     double clip_grad_norm;                          /* --clip-grad-norm; 0: none */
-    long loader_threads; /* --loader-threads; 0: the loader's own choice */
-    int argc;            /* the command's words, for which options were given */
+    long loader_threads;    /* --loader-threads; 0: the loader's own choice */
+    double label_smoothing; /* --label-smoothing; -1: the model file's */
+    long top_k;             /* eval --top-k; 0: not asked */
+    const char *confusion;  /* eval --confusion FILE.csv */
+    int argc;               /* the command's words, for which options were given */
     char **argv;
     char run[CLNET_RUN_CAP]; /* a resumed checkpoint's settings (train_settings.c) */
 } train_options;

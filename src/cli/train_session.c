@@ -73,6 +73,13 @@ int train_session_open(const train_options *o, train_session *s, int need_train)
     int rc = cli_transforms(o->resize, o->center_crop, o->augment, &s->transforms);
     if (rc) return rc;
     if (clnet_net_load(&s->net, o->model) != CLNET_OK) return train_fail("model");
+    if (o->label_smoothing >= 0 && /* --label-smoothing, or a resumed run's */
+        clnet_net_set_label_smoothing(s->net, (float)o->label_smoothing) != CLNET_OK) {
+        fprintf(stderr, "clnet: --label-smoothing %g%s: %s\n", o->label_smoothing,
+                cli_given(o->argc, o->argv, "--label-smoothing") ? "" : " (the checkpoint's run's)",
+                clnet_last_error());
+        return 2;
+    }
     rc = load_data(o, s, need_train);
     if (rc) return rc;
     if (s->train && o->train_limit && o->train_limit < clnet_dataset_count(s->train))
@@ -136,14 +143,19 @@ int train_evaluate(const train_options *o, train_session *s, double *acc, double
     return train_evaluate_on(o, s, s->test, acc, loss);
 }
 
+void train_eval_config(const train_options *o, const train_session *s, clnet_loader_config *cfg) {
+    *cfg = (clnet_loader_config){.noise = (float)o->noise,
+                                 .noise_seed = CLI_TEST_NOISE_SEED,
+                                 .transforms = s->transforms}; /* the random ones left out */
+    train_normalise(s, cfg);
+    cfg->threads = (int)o->loader_threads;
+}
+
 int train_evaluate_on(const train_options *o, train_session *s, const clnet_dataset *ds,
                       double *acc, double *loss) {
     clnet_step_result r;
-    clnet_loader_config cfg = {.noise = (float)o->noise,
-                               .noise_seed = CLI_TEST_NOISE_SEED,
-                               .transforms = s->transforms}; /* the random ones left out */
-    train_normalise(s, &cfg);
-    cfg.threads = (int)o->loader_threads;
+    clnet_loader_config cfg;
+    train_eval_config(o, s, &cfg);
     if (clnet_net_evaluate_with(s->net, ds, &cfg, &r) != CLNET_OK) return train_fail("evaluation");
     *acc = r.answers ? (double)r.correct / r.answers : 0;
     if (loss) *loss = r.loss;

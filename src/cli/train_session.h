@@ -47,6 +47,10 @@ void train_session_free(train_session *s);
 /* cfg's normalisation (mean, std, per channel) set to the session's. */
 void train_normalise(const train_session *s, clnet_loader_config *cfg);
 
+/* How the evaluations prepare a data set: --noise's own test noise, the normalisation,
+ * the transforms (clnet_net_evaluate_with leaves the random ones out), --loader-threads. */
+void train_eval_config(const train_options *o, const train_session *s, clnet_loader_config *cfg);
+
 /* train_evaluate on another data set (--val-split's). */
 int train_evaluate_on(const train_options *o, train_session *s, const clnet_dataset *ds,
                       double *acc, double *loss);

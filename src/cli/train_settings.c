@@ -13,7 +13,7 @@
 /* What a run records, in this order. The optimizer's own hyperparameters
  * are marked: with the optimizer overridden, they keep the command's values
  * and defaults (SGD's learning rate would not suit Adam). A checkpoint made
- * before a setting was recorded (warmup ... clip-grad-norm came last) has none
+ * before a setting was recorded (warmup ... label-smoothing came last) has none
  * of it: its resume takes the command's value, the default, as that run did. */
 static const struct {
     const char *key;
@@ -50,6 +50,7 @@ static const struct {
     {"base-momentum", 0},
     {"max-momentum", 0},
     {"clip-grad-norm", 0},
+    {"label-smoothing", 0}, /* the loss's (-1: the model file's) */
 };
 #define NSETTINGS (int)(sizeof SETTINGS / sizeof *SETTINGS)
 
@@ -221,7 +222,7 @@ static int unreadable(const train_options *o, const cli_opt *row, const char *va
 }
 
 int train_settings_evaluate(train_options *o, const char *run) {
-    static const char *const KEYS[] = {"mean", "std", "resize", "center-crop"};
+    static const char *const KEYS[] = {"mean", "std", "resize", "center-crop", "label-smoothing"};
     recorded r;
     split_lines(o, run, &r);
     for (size_t i = 0; i < sizeof KEYS / sizeof *KEYS; i++) {

@@ -14,8 +14,8 @@ void train_settings_write(const train_options *o, char *out, size_t cap);
 int train_settings_resume(train_options *o, const char *run);
 
 /* clnet eval: the normalisation and evaluation transforms (--mean, --std, --resize,
- * --center-crop) the command line leaves out, from the checkpoint's run. 0, or 2 after a
- * message. */
+ * --center-crop) the command line leaves out, and the loss's --label-smoothing (so that
+ * test_loss is the training's), from the checkpoint's run. 0, or 2 after a message. */
 int train_settings_evaluate(train_options *o, const char *run);
 
 #endif

@@ -968,6 +968,59 @@ void ref_softmax_xent_positions_backward(float *dlogits, const float *logits, co
         }
 }
 
+/* The smoothed target's q_k at class k of a position whose label is t. */
+static double smoothed_target(int k, int32_t t, int K, double eps) {
+    return (k == t ? 1.0 - eps : 0.0) + eps / K;
+}
+
+double ref_softmax_xent_smoothed_forward(float *probs, int *correct, const float *logits,
+                                         const int32_t *labels, int N, int K, int P, double eps) {
+    // probs is (N,K,P) or NULL, logits is (N,K,P), labels is (N,P)
+    // a position's loss is -sum_k q_k log softmax(l)_k, log softmax(l)_k = l_k - (max + log_sum)
+    double loss = 0;
+    int hits = 0;
+    for (int b = 0; b < N; b++) {
+        double sample = 0;
+        for (int p = 0; p < P; p++) {
+            const float *col = logits + (size_t)b * K * P + p; // (K) with stride P
+            int32_t t = labels[(size_t)b * P + p];
+            int argmax;
+            double max, log_sum;
+            softmax_stats(col, K, (size_t)P, &argmax, &max, &log_sum);
+            assert(t >= 0 && t < K);
+            for (int k = 0; k < K; k++) {
+                double log_p = (double)col[(size_t)k * P] - max - log_sum;
+                sample -= smoothed_target(k, t, K, eps) * log_p;
+                if (probs) probs[((size_t)b * K + k) * P + p] = (float)exp(log_p);
+            }
+            hits += argmax == t;
+        }
+        loss += sample / P;
+    }
+    if (correct) *correct = hits;
+    return loss;
+}
+
+void ref_softmax_xent_smoothed_backward(float *dlogits, const float *logits, const int32_t *labels,
+                                        int N, int K, int P, double eps) {
+    // dlogits is (N,K,P), logits is (N,K,P), labels is (N,P)
+    // forward was L = sum_b (1/P) sum_p -sum_k q_k (l[b,k,p] - log sum_j e^{l[b,j,p]}), and
+    // sum_k q_k = 1, so backward is dL/dl[b,k,p] = (softmax(l[b,:,p])[k] - q_k) / P.
+    for (int b = 0; b < N; b++)
+        for (int p = 0; p < P; p++) {
+            const float *col = logits + (size_t)b * K * P + p; // (K) with stride P
+            int32_t t = labels[(size_t)b * P + p];
+            int argmax;
+            double max, log_sum;
+            softmax_stats(col, K, (size_t)P, &argmax, &max, &log_sum);
+            for (int k = 0; k < K; k++) {
+                double prob = exp((double)col[(size_t)k * P] - max - log_sum);
+                dlogits[((size_t)b * K + k) * P + p] =
+                    (float)((prob - smoothed_target(k, t, K, eps)) / P);
+            }
+        }
+}
+
 /* ---- add, concat -------------------------------------------------------------------------- */
 
 void ref_add_forward(float *y, const float *const *xs, int nin, size_t count) {

@@ -206,6 +206,17 @@ double ref_softmax_xent_positions_forward(float *probs, int *correct, const floa
 void ref_softmax_xent_positions_backward(float *dlogits, const float *logits, const int32_t *labels,
                                          int N, int K, int P);
 
+/* Cross-entropy against the smoothed target q = (1 - eps) onehot(label) + eps / K (PyTorch's
+ * cross_entropy(..., label_smoothing=eps)) at each of P positions (P 1: per sample): logits
+ * (N, K, P), labels (N, P) in [0, K). Returns the SUM over samples of each sample's MEAN over
+ * its positions of -sum_j q_j log softmax(logits[b, :, p])_j; *correct (may be NULL) as
+ * ref_softmax_xent_positions_forward's; probs (N, K, P) may be NULL. eps 0 is the plain loss. */
+double ref_softmax_xent_smoothed_forward(float *probs, int *correct, const float *logits,
+                                         const int32_t *labels, int N, int K, int P, double eps);
+/* dlogits (N, K, P) = (softmax - q) / P: the gradient of the returned sum */
+void ref_softmax_xent_smoothed_backward(float *dlogits, const float *logits, const int32_t *labels,
+                                        int N, int K, int P, double eps);
+
 /* add (a residual connection): nin inputs of one shape, y = x_0 + x_1 + ...; all (count) */
 void ref_add_forward(float *y, const float *const *xs, int nin, size_t count);
 /* dy (count) -> every dxs[k] (count) */
