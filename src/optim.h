@@ -16,8 +16,9 @@ typedef struct {
     clnet_optimizer kind;
     float *slot[CLNET_OPTIM_SLOTS];
     float *next[CLNET_OPTIM_SLOTS]; /* the state an update out of place writes (apply_next) */
-    int ready;    /* the slots hold state from earlier steps (0: the next step starts it) */
-    int64_t step; /* optimizer steps taken */
+    int ready;       /* the slots hold state from earlier steps (0: the next step starts it) */
+    int64_t step;    /* optimizer steps taken */
+    double lr_scale; /* a factor on the schedule's rate (1; reduce-on-plateau's, clnet_plateau) */
 } clnet_optim;
 
 void clnet_optim_init(clnet_optim *o);
@@ -39,6 +40,8 @@ const char *clnet_optim_slot_name(clnet_optimizer k, int slot);
 
 /* The learning rate for step t (0-based). */
 float clnet_optim_lr(const clnet_optimizer_config *c, int64_t t);
+/* The learning rate of o's next step: the schedule's times o->lr_scale. */
+float clnet_optim_rate(const clnet_optim *o);
 
 /* One step on n parameters w: grad_sum holds the SUM of the batch's
  * per-sample gradients (batch samples). Counts the step and returns n; or,
