@@ -75,6 +75,18 @@ int train_monitor_choose(train_options *o, int classifier, int has_val) {
     return 0;
 }
 
+/* The figure a checkpoint's run watched: its recorded "monitor=" line (train_settings.c),
+ * when there is one and it names one. */
+static int recorded_monitor(const char *run, char *out, size_t cap) {
+    const char *start = strncmp(run, "monitor=", 8) == 0 ? run + 8 : NULL;
+    if (!start && (start = strstr(run, "\nmonitor=")) != NULL) start += 9;
+    if (!start) return 0;
+    size_t n = strcspn(start, "\n");
+    if (n == 0 || n >= cap) return 0;
+    memcpy(out, start, n), out[n] = '\0';
+    return 1;
+}
+
 void train_watch_start(train_watch *w, const train_options *o, const clnet_progress *resumed) {
     memset(w, 0, sizeof *w);
     w->metric = metric_of(o->monitor);
@@ -89,6 +101,16 @@ void train_watch_start(train_watch *w, const train_options *o, const clnet_progr
     w->plateau.cooldown = (int)o->plateau_cooldown;
     w->plateau.min_lr = o->min_lr;
     if (!resumed) return;
+    char had[32];
+    if (recorded_monitor(resumed->run, had, sizeof had) && o->monitor &&
+        strcmp(had, o->monitor) != 0) { /* --override monitor: another figure */
+        if (train_is_root())
+            fprintf(stderr,
+                    "clnet: note: the run watched %s: the best %s and the patience "
+                    "start afresh\n",
+                    had, o->monitor);
+        return;
+    }
     /* the state goes on; the settings are this command's (which --resume checked) */
     const clnet_monitor *m = &resumed->monitor;
     if (m->epochs > 0 && m->maximize == w->monitor.maximize) {
@@ -131,10 +153,10 @@ int train_watch_epoch(train_watch *w, const train_options *o, clnet_net *net, in
             return train_fail("--plateau");
         if (reduced && train_is_root())
             fprintf(stderr,
-                    "clnet: epoch %d: %s no better than %.6g for more than %ld epochs: "
-                    "learning rate %.6g -> %.6g (--plateau)\n",
-                    epoch, name, w->plateau.best, o->plateau, lr,
-                    (double)clnet_net_learning_rate(net));
+                    "clnet: epoch %d: %s has not improved on %.6g for %ld epoch%s: learning "
+                    "rate %.6g -> %.6g (--plateau %ld)\n",
+                    epoch, name, w->plateau.best, o->plateau + 1, o->plateau ? "s" : "", lr,
+                    (double)clnet_net_learning_rate(net), o->plateau);
     }
     double best = w->monitor.stop_best;
     if (clnet_monitor_observe(&w->monitor, value, &out->improved, &out->stop) != CLNET_OK)
