@@ -376,7 +376,7 @@ END
     --log "$work/w.csv" --step-log "$work/w_steps.csv" >"$work/w.out" 2>"$work/w.err"; rc=$?
   stopped=$(sed -n 's/^clnet: early stop after epoch \([0-9]*\): val_accuracy has not improved.*/\1/p' "$work/w.err")
   if [ $rc -eq 0 ] && [ -n "$stopped" ] && [ "$stopped" -lt 12 ] && grep -q '^final: ' "$work/w.out" &&
-     [ "$(tail -n1 "$work/w.csv" | cut -d, -f1)" = "$stopped" ] && grep -q -- '-> .*(--plateau)' "$work/w.err"; then
+     [ "$(tail -n1 "$work/w.csv" | cut -d, -f1)" = "$stopped" ] && grep -q -- '-> .* (--plateau 0)$' "$work/w.err"; then
     ok "--early-stop ends the run after epoch $stopped (exit 0, the final line), --plateau said its reductions"
   else bad "--plateau and --early-stop run (rc $rc)" "$(cat "$work/w.out" "$work/w.err")"; fi
   if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
