@@ -188,7 +188,10 @@ typedef struct {
 static int save(const run *r, const char *path) {
     const train_session *s = &r->s;
     clnet_progress *p = calloc(1, sizeof *p);
-    if (!p) return train_fail("saving a checkpoint: out of memory");
+    if (!p) {
+        fprintf(stderr, "clnet: saving %s: out of memory\n", path);
+        return 1;
+    }
     *p = (clnet_progress){.epoch = r->epoch,
                           .position = r->next_position,
                           .data_seed = r->data_seed,
@@ -256,7 +259,7 @@ static int fit_batch(run *r) {
 static int finished(const run *r) {
     const train_options *o = &r->o;
     if (!o->resume) return 0;
-    if (train_watch_stopped(&r->watch, o)) return 1;
+    if (train_watch_stopped(&r->watch, o, r->epoch)) return 1;
     int64_t step = clnet_net_step(r->s.net);
     int done = o->steps_given ? step >= o->steps : r->epoch >= o->epochs;
     if (done && train_is_root()) {

@@ -126,7 +126,7 @@ void train_watch_start(train_watch *w, const train_options *o, const clnet_progr
     }
 }
 
-int train_watch_stopped(const train_watch *w, const train_options *o) {
+int train_watch_stopped(const train_watch *w, const train_options *o, int epoch) {
     const clnet_monitor *m = &w->monitor;
     if (w->metric < 0 || !o->early_stop || m->epochs == 0 ||
         (m->wait < o->early_stop && isfinite(m->last)))
@@ -135,7 +135,7 @@ int train_watch_stopped(const train_watch *w, const train_options *o) {
         fprintf(stderr,
                 "clnet: --resume %s: the run stopped early after %d epochs (--early-stop %ld): "
                 "nothing to train (--early-stop N --override early-stop trains on)\n",
-                o->resume, m->epochs, o->early_stop);
+                o->resume, epoch, o->early_stop);
     return 1;
 }
 

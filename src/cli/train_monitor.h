@@ -31,8 +31,8 @@ int train_monitor_choose(train_options *o, int classifier, int has_val);
 /* w set up from the options, continuing the state of `resumed` (NULL: a fresh run). */
 void train_watch_start(train_watch *w, const train_options *o, const clnet_progress *resumed);
 
-/* 1 when the resumed run had already stopped early (said on stderr). */
-int train_watch_stopped(const train_watch *w, const train_options *o);
+/* 1 when the resumed run had already stopped early, after epoch `epoch` (said on stderr). */
+int train_watch_stopped(const train_watch *w, const train_options *o, int epoch);
 
 /* What an epoch's figure did. */
 typedef struct {
