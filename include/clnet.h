@@ -916,6 +916,14 @@ void clnet_optimizer_defaults(clnet_optimizer_config *cfg);
 /* Sets the net's optimizer and schedule. */
 clnet_status clnet_net_set_optimizer(clnet_net *net, const clnet_optimizer_config *cfg);
 
+/* A factor on the learning rate the schedule gives (1 when the net is made or
+ * initialised): every later step uses lr(t) * scale, rounded once to float.
+ * What reduce-on-plateau (clnet_plateau below) changes; checkpoints record it
+ * ("lr_scale" in the metadata, when not 1) and loading one restores it. A scale
+ * that is not finite and > 0 is CLNET_ERR_INVALID_ARGUMENT. */
+clnet_status clnet_net_set_lr_scale(clnet_net *net, double scale);
+double clnet_net_lr_scale(const clnet_net *net); /* 0 for a NULL net */
+
 /* Deprecated names from when SGD was the only optimizer (removed in 0.4). */
 typedef clnet_optimizer_config clnet_sgd_config;
 void clnet_sgd_defaults(clnet_optimizer_config *cfg);
@@ -1133,6 +1141,74 @@ clnet_status clnet_net_evaluate_classes(clnet_net *net, const clnet_dataset *ds,
  * sets; it holds from the next step or evaluation on. CLNET_ERR_INVALID_ARGUMENT
  * for NULL, EPS outside [0, 1] (or NaN), or a model with no such layer. */
 clnet_status clnet_net_set_label_smoothing(clnet_net *net, float eps);
+/* ---- Epoch metrics: the best value, early stopping, reduce-on-plateau --------------- */
+
+/*
+ * A loop that evaluates each epoch can watch one of its figures (a validation
+ * loss, say). clnet_monitor keeps the best value so far and says when the run
+ * no longer improves (PyTorch Lightning's EarlyStopping); clnet_plateau lowers
+ * the learning rate when the figure stalls (torch.optim.lr_scheduler.
+ * ReduceLROnPlateau), its factor applied with clnet_net_set_lr_scale. Both are
+ * plain structs, settings then state: set them up with their _defaults
+ * function, change the settings, then observe one value an epoch. A
+ * checkpoint's progress carries both (clnet_progress.monitor and .plateau), so
+ * a resumed run continues them where they stood.
+ */
+typedef struct {
+    /* settings */
+    int maximize;     /* 1: higher is better (an accuracy); 0: lower (a loss) */
+    double min_delta; /* early stopping: an improvement is a change of more than this (0) */
+    int patience;     /* early stopping: stop after this many epochs without one; 0: never */
+    /* state */
+    int epochs;       /* values observed */
+    double last;      /* the last one */
+    double best;      /* the best, strictly better than every one before it (NaN: none yet) */
+    int best_epoch;   /* its epoch, counting observed values from 1 (0: none yet) */
+    double stop_best; /* early stopping's best: moves only by more than min_delta
+                         (Lightning's best_score; +-inf before the first) */
+    int wait;         /* values since stop_best last moved (Lightning's wait_count) */
+} clnet_monitor;
+
+/* Settings for `maximize` (min_delta 0, no early stop) and a fresh state. */
+void clnet_monitor_defaults(clnet_monitor *m, int maximize);
+/* Observes one epoch's value: *improved (may be NULL) is 1 when it is a new
+ * best; *stop (may be NULL) is 1 when early stopping ends the run here, as
+ * Lightning's EarlyStopping (check_finite on) decides: the value is not
+ * finite, or `patience` values in a row have not beaten stop_best by more
+ * than min_delta (value < stop_best - min_delta to minimise, value > stop_best
+ * + min_delta to maximise). A negative or non-finite min_delta or a negative
+ * patience is CLNET_ERR_INVALID_ARGUMENT, the state left as it was. */
+clnet_status clnet_monitor_observe(clnet_monitor *m, double value, int *improved, int *stop);
+
+typedef struct {
+    /* settings: ReduceLROnPlateau's, with its defaults */
+    int maximize;      /* mode: 1 'max', 0 'min' */
+    double factor;     /* 0.1: the learning rate's factor at each reduction, in (0, 1) */
+    int patience;      /* 10: bad epochs borne before a reduction */
+    double threshold;  /* 1e-4: how much better counts as better */
+    int threshold_abs; /* 0: threshold_mode 'rel' (best * (1 -+ threshold)); 1: 'abs' */
+    int cooldown;      /* 0: epochs after a reduction in which bad epochs are not counted */
+    double min_lr;     /* 0: the learning rate's floor */
+    double eps;        /* 1e-8: a reduction smaller than this is not made */
+    /* state */
+    int epochs;        /* values observed (last_epoch) */
+    double best;       /* +-inf before the first (mode_worse) */
+    int bad_epochs;    /* num_bad_epochs */
+    int cooldown_left; /* cooldown_counter */
+    double scale;      /* the product of the reductions made: 1, then factor, ... */
+    int reductions;    /* how many were made */
+} clnet_plateau;
+
+/* ReduceLROnPlateau's settings for `maximize` and a fresh state (scale 1). */
+void clnet_plateau_defaults(clnet_plateau *p, int maximize);
+/* One scheduler.step(metric): `lr` is the learning rate in use now (what
+ * PyTorch's param_group['lr'] holds: the schedule's times p->scale). A
+ * reduction sets lr to max(lr * factor, min_lr) when that lowers it by more
+ * than eps, and p->scale with it; *reduced (may be NULL) says whether one was
+ * made. Settings out of range (factor not in (0, 1), a negative patience,
+ * threshold, cooldown, min_lr or eps) or an lr that is not finite and > 0 are
+ * CLNET_ERR_INVALID_ARGUMENT, the state left as it was. */
+clnet_status clnet_plateau_observe(clnet_plateau *p, double metric, double lr, int *reduced);
 
 /* ==== Checkpoints =============================================================== */
 
@@ -1177,6 +1253,10 @@ typedef struct {
      * ("class_names" in the metadata; clnet train records its data's, from CIFAR's names
      * files or an image folder's folders); "": none */
     char class_names[CLNET_CLASS_NAMES_CAP];
+    /* the loop's watch on its epochs' figure ("monitor" and "plateau" in the metadata, each
+     * "key=value" pairs of every field, when epochs > 0); epochs 0: none, or not recorded */
+    clnet_monitor monitor;
+    clnet_plateau plateau;
 } clnet_progress;
 
 /* Writes parameters, buffers, optimizer state and progress (may be NULL: zeros). */

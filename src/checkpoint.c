@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,75 @@ static int saved_slots(const clnet_optim *o) {
     return n;
 }
 
+/* One field of the monitor's or the plateau's record ("key=value" pairs): its key, its
+ * place in the struct, an int or a double. */
+typedef struct {
+    const char *key;
+    size_t at;
+    int is_int;
+} record_field;
+#define MONITOR_FIELD(name, is_int)                                                                \
+    { #name, offsetof(clnet_monitor, name), is_int }
+#define PLATEAU_FIELD(name, is_int)                                                                \
+    { #name, offsetof(clnet_plateau, name), is_int }
+static const record_field MONITOR_FIELDS[] = {
+    MONITOR_FIELD(maximize, 1),   MONITOR_FIELD(min_delta, 0),
+    MONITOR_FIELD(patience, 1),   MONITOR_FIELD(epochs, 1),
+    MONITOR_FIELD(last, 0),       MONITOR_FIELD(best, 0),
+    MONITOR_FIELD(best_epoch, 1), MONITOR_FIELD(stop_best, 0),
+    MONITOR_FIELD(wait, 1),       {NULL, 0, 0},
+};
+static const record_field PLATEAU_FIELDS[] = {
+    PLATEAU_FIELD(maximize, 1),  PLATEAU_FIELD(factor, 0),        PLATEAU_FIELD(patience, 1),
+    PLATEAU_FIELD(threshold, 0), PLATEAU_FIELD(threshold_abs, 1), PLATEAU_FIELD(cooldown, 1),
+    PLATEAU_FIELD(min_lr, 0),    PLATEAU_FIELD(eps, 0),           PLATEAU_FIELD(epochs, 1),
+    PLATEAU_FIELD(best, 0),      PLATEAU_FIELD(bad_epochs, 1),    PLATEAU_FIELD(cooldown_left, 1),
+    PLATEAU_FIELD(scale, 0),     PLATEAU_FIELD(reductions, 1),    {NULL, 0, 0},
+};
+
+/* The struct at `base` as "key=value" pairs, doubles in 17 digits (they read back exactly). */
+static void record_text(const record_field *fields, const void *base, char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (const record_field *x = fields; x->key && used < cap; x++) {
+        const char *at = (const char *)base + x->at;
+        if (x->is_int)
+            used += (size_t)snprintf(out + used, cap - used, "%s%s=%d", used ? " " : "", x->key,
+                                     *(const int *)at);
+        else
+            used += (size_t)snprintf(out + used, cap - used, "%s%s=%.17g", used ? " " : "", x->key,
+                                     *(const double *)at);
+    }
+}
+
+/* record_text's pairs back into the struct at `base`: every field must be there. */
+static clnet_status record_from(const record_field *fields, const char *text, void *base,
+                                const char *path, const char *what) {
+    for (const record_field *x = fields; x->key; x++) {
+        size_t n = strlen(x->key);
+        const char *p = text, *value = NULL;
+        for (; p && *p; p = strchr(p, ' '), p = p ? p + 1 : NULL)
+            if (strncmp(p, x->key, n) == 0 && p[n] == '=') {
+                value = p + n + 1;
+                break;
+            }
+        char *end = NULL;
+        char *at = (char *)base + x->at;
+        if (value && x->is_int) {
+            errno = 0;
+            long v = strtol(value, &end, 10);
+            if (errno || v < -2147483647L || v > 2147483647L) end = NULL;
+            if (end) *(int *)at = (int)v;
+        } else if (value) {
+            *(double *)at = strtod(value, &end);
+        }
+        if (!value || end == value || !end || (*end && *end != ' '))
+            return clnet_fail(CLNET_ERR_FORMAT, "%s: metadata %s='%s': %s %s", path, what, text,
+                              value ? "no number for" : "no", x->key);
+    }
+    return CLNET_OK;
+}
+
 clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, const char *path,
                                    const clnet_progress *progress, const char *gemm_choices) {
     clnet_status status = CLNET_OK;
@@ -111,7 +181,11 @@ clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, c
     snprintf(std, sizeof std, "%.9g", (double)p.std);
     snprintf(noise, sizeof noise, "%.9g", (double)p.noise);
     snprintf(noise_seed, sizeof noise_seed, "%" PRIu64, p.noise_seed);
-    clnet_st_meta meta[16] = {
+    char lr_scale[32], monitor[512], plateau[512];
+    snprintf(lr_scale, sizeof lr_scale, "%.17g", o->lr_scale);
+    record_text(MONITOR_FIELDS, &p.monitor, monitor, sizeof monitor);
+    record_text(PLATEAU_FIELDS, &p.plateau, plateau, sizeof plateau);
+    clnet_st_meta meta[20] = {
         {"format", FORMAT},
         {"clnet_version", clnet_version()},
         {"optimizer", clnet_optim_name(o->kind)},
@@ -133,6 +207,9 @@ clnet_status clnet_checkpoint_save(const clnet_model *m, const clnet_optim *o, c
         meta[nmeta++] = (clnet_st_meta){"noise", noise};
         meta[nmeta++] = (clnet_st_meta){"noise_seed", noise_seed};
     }
+    if (o->lr_scale != 1.0) meta[nmeta++] = (clnet_st_meta){"lr_scale", lr_scale};
+    if (p.monitor.epochs > 0) meta[nmeta++] = (clnet_st_meta){"monitor", monitor};
+    if (p.plateau.epochs > 0) meta[nmeta++] = (clnet_st_meta){"plateau", plateau};
     p.run[sizeof p.run - 1] = '\0';
     if (p.run[0]) meta[nmeta++] = (clnet_st_meta){"run", p.run};
     p.class_names[sizeof p.class_names - 1] = '\0';
@@ -249,7 +326,23 @@ static clnet_status progress_from(const clnet_st_file *f, const char *path, clne
         return clnet_fail(CLNET_ERR_FORMAT, "%s: metadata class_names is %zu bytes (at most %zu)",
                           path, strlen(names), sizeof p->class_names - 1);
     if (names) strcpy(p->class_names, names);
-    return noise_from(f, path, p);
+    const char *monitor = clnet_st_meta_get(f, "monitor"),
+               *plateau = clnet_st_meta_get(f, "plateau");
+    clnet_status s = CLNET_OK;
+    if (monitor) s = record_from(MONITOR_FIELDS, monitor, &p->monitor, path, "monitor");
+    if (s == CLNET_OK && plateau)
+        s = record_from(PLATEAU_FIELDS, plateau, &p->plateau, path, "plateau");
+    return s == CLNET_OK ? noise_from(f, path, p) : s;
+}
+
+/* "lr_scale", written when not 1 (clnet_net_set_lr_scale). */
+static clnet_status lr_scale_from(const clnet_st_file *f, const char *path, double *scale) {
+    const char *v = clnet_st_meta_get(f, "lr_scale");
+    char *end = NULL;
+    *scale = v ? strtod(v, &end) : 1.0;
+    if (v && (end == v || *end || !(*scale > 0) || !isfinite(*scale)))
+        return clnet_fail(CLNET_ERR_FORMAT, "%s: metadata lr_scale='%s' is no factor > 0", path, v);
+    return CLNET_OK;
 }
 
 clnet_status clnet_checkpoint_progress(const char *path, clnet_progress *progress) {
@@ -341,6 +434,8 @@ clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *p
     for (int j = 0; j < count; j++) TRY(read_tensor(f, path, &e[j], dst, counters));
     clnet_progress p;
     TRY(progress_from(f, path, &p));
+    double lr_scale = 1.0;
+    TRY(lr_scale_from(f, path, &lr_scale));
     char *choices = NULL;
     const char *recorded = clnet_st_meta_get(f, "gemm_choices");
     if (gemm_choices && recorded) {
@@ -362,6 +457,7 @@ clnet_status clnet_checkpoint_load(clnet_model *m, clnet_optim *o, const char *p
     o->kind = kind;
     o->ready = slots > 0;
     o->step = p.step;
+    o->lr_scale = lr_scale;
     if (progress) *progress = p;
     if (gemm_choices) *gemm_choices = choices;
 cleanup:

@@ -182,7 +182,7 @@ int64_t clnet_net_step(const clnet_net *net) {
 }
 
 float clnet_net_learning_rate(const clnet_net *net) {
-    return net ? clnet_optim_lr(&net->optim.config, net->optim.step) : 0.0f;
+    return net ? clnet_optim_rate(&net->optim) : 0.0f;
 }
 
 const float *clnet_net_params(const clnet_net *net) {
@@ -210,6 +210,7 @@ clnet_status clnet_net_init(clnet_net *net, uint64_t seed) {
         if (net->optim.slot[k]) memset(net->optim.slot[k], 0, net->model.nparams * sizeof(float));
     net->optim.ready = 0;
     net->optim.step = 0;
+    net->optim.lr_scale = 1.0;
     return net->trainer ? clnet_broadcast(net->trainer, &net->model, 1) : CLNET_OK;
 }
 
@@ -223,6 +224,19 @@ clnet_status clnet_net_set_optimizer(clnet_net *net, const clnet_optimizer_confi
 
 clnet_status clnet_net_set_sgd(clnet_net *net, const clnet_optimizer_config *cfg) {
     return clnet_net_set_optimizer(net, cfg);
+}
+
+clnet_status clnet_net_set_lr_scale(clnet_net *net, double scale) {
+    if (!net) return clnet_fail(CLNET_ERR_INVALID_ARGUMENT, "clnet_net_set_lr_scale: net is NULL");
+    if (!(scale > 0) || !isfinite(scale))
+        return clnet_fail(CLNET_ERR_INVALID_ARGUMENT,
+                          "clnet_net_set_lr_scale: scale %g must be finite and > 0", scale);
+    net->optim.lr_scale = scale;
+    return CLNET_OK;
+}
+
+double clnet_net_lr_scale(const clnet_net *net) {
+    return net ? net->optim.lr_scale : 0.0;
 }
 
 /* ---- devices ------------------------------------------------------------------------ */

@@ -37,6 +37,7 @@ void clnet_sgd_defaults(clnet_optimizer_config *cfg) {
 void clnet_optim_init(clnet_optim *o) {
     memset(o, 0, sizeof *o);
     clnet_optimizer_defaults(&o->config);
+    o->lr_scale = 1.0;
 }
 
 void clnet_optim_release(clnet_optim *o) {
@@ -254,6 +255,11 @@ double clnet_optim_grad_norm(const float *grad_sum, size_t n, int batch) {
     return sqrt(sum_of_squares(grad_sum, n)) / (double)batch;
 }
 
+float clnet_optim_rate(const clnet_optim *o) {
+    /* in double, then rounded once: a scale of 1 leaves the schedule's rate as it is */
+    return (float)((double)clnet_optim_lr(&o->config, o->step) * o->lr_scale);
+}
+
 /* The constants of one update. */
 typedef struct {
     float lr, inv, wd, mu, b1, b2, step_size, bc2_sqrt, eps;
@@ -265,7 +271,7 @@ static update_args make_args(const clnet_optim *o, int batch, double clip) {
     const clnet_optimizer_config *c = &o->config;
     const double t = (double)(o->step + 1);
     const float momentum = clnet_optim_momentum(c, o->step); /* beta1 for Adam and AdamW */
-    update_args a = {.lr = clnet_optim_lr(c, o->step),
+    update_args a = {.lr = clnet_optim_rate(o),
                      .inv = clip < 1 ? (float)(clip / (double)batch) : 1.0f / (float)batch,
                      .wd = c->weight_decay,
                      .mu = c->optimizer == CLNET_OPTIMIZER_SGD ? momentum : 0,

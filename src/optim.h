@@ -21,6 +21,7 @@ typedef struct {
     /* clnet_optim_apply with clip_grad_norm > 0: the norm of its gradient before
      * clipping (0 otherwise) */
     double grad_norm;
+    double lr_scale; /* a factor on the schedule's rate (1; reduce-on-plateau's, clnet_plateau) */
 } clnet_optim;
 
 void clnet_optim_init(clnet_optim *o);
@@ -48,6 +49,8 @@ float clnet_optim_momentum(const clnet_optimizer_config *c, int64_t t);
 /* The L2 norm of the gradient grad_sum / batch over its n values (in double,
  * in a fixed order). */
 double clnet_optim_grad_norm(const float *grad_sum, size_t n, int batch);
+/* The learning rate of o's next step: the schedule's times o->lr_scale. */
+float clnet_optim_rate(const clnet_optim *o);
 
 /* One step on n parameters w: grad_sum holds the SUM of the batch's
  * per-sample gradients (batch samples), clipped first as clip_grad_norm says

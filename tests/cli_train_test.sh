@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `clnet train` and `clnet eval` as a user runs them, on a Fashion-MNIST
 # subset: output format, CSV log and plot, checkpoints, resume bitwise,
-# same seed twice, Ctrl-C, the per-step CSV log, and clear failures on bad input.
+# same seed twice, Ctrl-C, the per-step CSV log, clear failures on bad input, and the
+# epoch figure watched (--plateau, --early-stop, --save-best, --keep-last) against PyTorch's.
 # The suite runs the parts of `suite` (tests/parts.sh); CI's extended step those of
 # `extended` (the models that learn further kinds of targets, and the examples).
 # usage: cli_train_test.sh CLNET MODEL_DIR
@@ -451,6 +452,106 @@ PY
     if [ $rc -eq 2 ]; then ok "--augment $bad_augment is refused with exit 2"
     else bad "--augment $bad_augment (rc $rc)"; fi
   done
+
+  # 8. the epoch figure watched (--monitor val_accuracy: k/320, the log's column is exact):
+  # --plateau lowers the learning rate as torch's ReduceLROnPlateau does on the run's own
+  # column (every --step-log line's lr), --early-stop ends the run where Lightning's
+  # EarlyStopping would (tests/epoch_metrics_ref.py), --save-best keeps the best epoch's
+  # checkpoint; stopped and resumed, mid-epoch or from a --save-every file at an epoch's
+  # end, the run ends byte-identical across the reductions and the early stop
+  watch=(train "$models/lenet.cfg" --train-limit 1280 --test-limit 128 --batch 64 --epochs 12
+         --val-split 0.25 --optimizer adam --lr 0.003 --deterministic --seed 2
+         --monitor val_accuracy --plateau 0 --plateau-factor 0.5 --plateau-threshold 0.01
+         --early-stop 2 --min-delta 0.005)
+  "$clnet" "${watch[@]}" --save "$work/w_full.safetensors" --save-best "$work/w_best.safetensors" \
+    --log "$work/w.csv" --step-log "$work/w_steps.csv" >"$work/w.out" 2>"$work/w.err"; rc=$?
+  stopped=$(sed -n 's/^clnet: early stop after epoch \([0-9]*\): val_accuracy has not improved.*/\1/p' "$work/w.err")
+  if [ $rc -eq 0 ] && [ -n "$stopped" ] && [ "$stopped" -lt 12 ] && grep -q '^final: ' "$work/w.out" &&
+     [ "$(tail -n1 "$work/w.csv" | cut -d, -f1)" = "$stopped" ] && grep -q -- '-> .* (--plateau 0)$' "$work/w.err"; then
+    ok "--early-stop ends the run after epoch $stopped (exit 0, the final line), --plateau said its reductions"
+  else bad "--plateau and --early-stop run (rc $rc)" "$(cat "$work/w.out" "$work/w.err")"; fi
+  if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    if /usr/bin/python3 - "$work" "$(dirname "$0")" <<'PY'; then ok "the lr of every step is ReduceLROnPlateau's, the stop Lightning's, the best file the best epoch's"
+import csv, json, math, struct, sys
+import torch
+work = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from epoch_metrics_ref import EarlyStopping
+rows = list(csv.DictReader(open(f"{work}/w.csv")))
+val = [float(r["val_accuracy"]) for r in rows]
+opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.003)
+sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="max", factor=0.5, patience=0,
+                                                   threshold=0.01)
+want = {1: 0.003}
+es, stop_at = EarlyStopping("max", 0.005, 2), None
+for e, v in enumerate(val, 1):
+    sched.step(v)
+    want[e + 1] = opt.param_groups[0]["lr"]
+    if stop_at is None and es.evaluate(v):
+        stop_at = e
+worst, ok = 0.0, True
+for s in csv.DictReader(open(f"{work}/w_steps.csv")):
+    e, lr = int(s["epoch"]), float(s["lr"])
+    worst = max(worst, abs(lr - want[e]) / want[e])
+drops = sum(want[e + 1] < want[e] for e in range(1, len(val) + 1))
+print(f"lr within {worst:.1e} of ReduceLROnPlateau's ({drops} reductions); Lightning stops after "
+      f"epoch {stop_at}, clnet after {len(val)}")
+ok = worst < 1e-6 and drops > 0 and stop_at == len(val)
+b = open(f"{work}/w_best.safetensors", "rb").read()
+meta = json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])["__metadata__"]
+mon = dict(kv.split("=") for kv in meta["monitor"].split())
+best_epoch = max(range(len(val)), key=lambda i: (val[i], -i)) + 1
+improved = sum(v > max(val[:i], default=-math.inf) for i, v in enumerate(val))
+saves = open(f"{work}/w.err").read().count("the best so far: saved")
+print(f"best checkpoint: epoch {meta['epoch']} val_accuracy {mon['best']}; the log's best: epoch "
+      f"{best_epoch} {val[best_epoch - 1]}; {saves} saves for {improved} improvements")
+ok &= int(meta["epoch"]) == best_epoch and abs(float(mon["best"]) - val[best_epoch - 1]) < 1e-6
+ok &= saves == improved and int(mon["best_epoch"]) == best_epoch and best_epoch < len(val)
+sys.exit(0 if ok else 1)
+PY
+    else bad "--plateau, --early-stop or --save-best against PyTorch's" "$(cat "$work/w.err")"; fi
+    best_epoch=$(/usr/bin/python3 -c 'import json,struct,sys; b=open(sys.argv[1],"rb").read(); print(json.loads(b[8:8+struct.unpack("<Q",b[:8])[0]])["__metadata__"]["epoch"])' "$work/w_best.safetensors")
+    logged=$(awk -F, -v e="$best_epoch" '$1 == e { print $4 }' "$work/w.csv")
+    acc=$("$clnet" eval "$models/lenet.cfg" --weights "$work/w_best.safetensors" --test-limit 128 --batch 64 2>/dev/null | tail -n1)
+    if awk -v a="${acc#test_accuracy=}" -v b="${logged:-9}" 'BEGIN { d = a - b; exit !(d < 1e-4 && d > -1e-4) }'; then
+      ok "eval of --save-best's checkpoint gives its epoch's test accuracy ($acc, epoch $best_epoch)"
+    else bad "eval of the best checkpoint" "$acc" "epoch $best_epoch logged $logged"; fi
+  else
+    skip_part "--plateau and --early-stop against PyTorch: /usr/bin/python3 cannot import torch"
+  fi
+  "$clnet" "${watch[@]}" --steps 20 --save "$work/w_half.safetensors" >/dev/null 2>&1
+  "$clnet" "${watch[@]}" --resume "$work/w_half.safetensors" --save "$work/w_resumed.safetensors" >/dev/null 2>&1
+  "$clnet" "${watch[@]}" --steps 50 --save "$work/w_k.safetensors" --save-every 15 --keep-last 2 >/dev/null 2>&1
+  kept=$(cd "$work" && ls w_k-step*.safetensors 2>/dev/null | tr '\n' ' ')
+  "$clnet" "${watch[@]}" --resume "$work/w_k-step45.safetensors" --save "$work/w_from45.safetensors" >/dev/null 2>&1
+  if cmp -s "$work/w_full.safetensors" "$work/w_resumed.safetensors" &&
+     cmp -s "$work/w_full.safetensors" "$work/w_from45.safetensors"; then
+    ok "resumed mid-epoch or at an epoch's end, the watched run ends byte-identical"
+  else bad "a resume of --plateau and --early-stop differs from the unbroken run"; fi
+  if [ "$kept" = "w_k-step30.safetensors w_k-step45.safetensors " ]; then
+    ok "--keep-last 2 keeps FILE-step30 and FILE-step45 of --save-every 15's checkpoints"
+  else bad "--keep-last 2" "kept: $kept"; fi
+  expect_code "a resume of an early-stopped run says so, exit 0" 0 "stopped early after $stopped epochs .--early-stop 2.: nothing to train" \
+    train "$models/lenet.cfg" --resume "$work/w_full.safetensors"
+  # what the run does not compute, and options without the one they serve, are refused
+  expect_code "--monitor val_loss without --val-split is refused" 2 "^clnet: --monitor val_loss needs --val-split" \
+    train "$models/lenet.cfg" "${quick[@]}" --plateau 2 --monitor val_loss
+  expect_code "the default monitor under --no-eval is refused" 2 "^clnet: --monitor test_loss \(the default\) is not computed under --no-eval" \
+    train "$models/lenet.cfg" "${quick[@]}" --early-stop 2 --no-eval
+  expect_code "an unknown --monitor is refused" 2 "^clnet: --monitor val_los is none of val_loss" \
+    train "$models/lenet.cfg" "${quick[@]}" --early-stop 2 --monitor val_los
+  expect_code "--monitor alone is refused" 2 "^clnet: --monitor names the figure" \
+    train "$models/lenet.cfg" "${quick[@]}" --monitor train_loss
+  expect_code "--plateau-factor without --plateau is refused" 2 "^clnet: --plateau-factor needs --plateau" \
+    train "$models/lenet.cfg" "${quick[@]}" --plateau-factor 0.5
+  expect_code "--min-delta without --early-stop is refused" 2 "^clnet: --min-delta needs --early-stop" \
+    train "$models/lenet.cfg" "${quick[@]}" --min-delta 0.1
+  expect_code "--keep-last without --save-every is refused" 2 "^clnet: --keep-last needs --save-every" \
+    train "$models/lenet.cfg" "${quick[@]}" --keep-last 2 --save "$work/x.safetensors"
+  expect_code "--plateau-factor 1 is refused" 2 "--plateau-factor" \
+    train "$models/lenet.cfg" "${quick[@]}" --plateau 1 --plateau-factor 1
+  expect_code "--save-best into a missing folder is refused before training" 2 "^clnet: --save-best /nonexistent/x: the folder /nonexistent does not exist$" \
+    train "$models/lenet.cfg" "${quick[@]}" --save-best /nonexistent/x
 fi
 
 if part extended; then

@@ -6,7 +6,12 @@
  * device); a net's training step clipped as clip_grad_norm_ clips it
  * (clip_fixture.c); the configurations' checks; and that a net saved
  * and loaded mid-run continues bit for bit (its optimizer state and step count
- * are in the checkpoint), under Adam, a warm-up and one-cycle, clipped. */
+ * are in the checkpoint), under Adam, a warm-up and one-cycle, clipped, with a
+ * learning-rate scale (what --plateau sets) that comes back with it;
+ * clnet_plateau against torch.optim.lr_scheduler.ReduceLROnPlateau and
+ * clnet_monitor against Lightning's EarlyStopping on generated cases
+ * (tests/epoch_metrics_ref.py, run live with /usr/bin/python3's torch; skipped
+ * without it). */
 #include "clip_fixture.h"
 #include "harness.h"
 #include "optim.h"
@@ -384,6 +389,15 @@ static int resume_is_bitwise(const clnet_optimizer_config *c, const char *slot) 
         test_random_floats(x, sizeof x / sizeof *x, 90 + s);
         for (int i = 0; i < 8; i++) y[i] = (i + s) % 3;
         int k = s < 4 ? 1 : 2;
+        if (s == 2) {
+            float before = clnet_net_learning_rate(nets[0]);
+            for (int j = 0; j < 2; j++)
+                ck_assert_int_eq(clnet_net_set_lr_scale(nets[j], 0.25), CLNET_OK);
+            ck_assert(clnet_net_learning_rate(nets[0]) == (float)(before * 0.25));
+            ck_assert_int_eq(clnet_net_set_lr_scale(nets[0], 0), CLNET_ERR_INVALID_ARGUMENT);
+            ck_assert_int_eq(clnet_net_set_lr_scale(nets[0], NAN), CLNET_ERR_INVALID_ARGUMENT);
+            ck_assert(clnet_net_lr_scale(nets[0]) == 0.25);
+        }
         if (s == 4) { /* save the half-way net, load it into a fresh one */
             ck_assert_int_eq(clnet_net_save(nets[1], path, NULL), CLNET_OK);
             ck_assert_msg(clnet_net_load_weights(nets[2], path, NULL) == CLNET_OK, "%s",
@@ -402,6 +416,7 @@ static int resume_is_bitwise(const clnet_optimizer_config *c, const char *slot) 
         clipped += r.grad_norm > c->clip_grad_norm;
     }
     ck_assert_int_eq(clnet_net_step(nets[2]), 8);
+    ck_assert(clnet_net_lr_scale(nets[2]) == 0.25);
     ck_assert_mem_eq(clnet_net_params(nets[0]), clnet_net_params(nets[2]),
                      clnet_net_param_count(nets[0]) * sizeof(float));
     clnet_st_file *f = NULL;
@@ -410,6 +425,7 @@ static int resume_is_bitwise(const clnet_optimizer_config *c, const char *slot) 
     snprintf(name, sizeof name, "optimizer.%s.%s.c.weight", clnet_optim_name(c->optimizer), slot);
     ck_assert_msg(clnet_st_info(f, name, NULL, NULL, NULL) == CLNET_OK, "no %s", name);
     ck_assert_str_eq(clnet_st_meta_get(f, "optimizer"), clnet_optim_name(c->optimizer));
+    ck_assert_str_eq(clnet_st_meta_get(f, "lr_scale"), "0.25");
     clnet_st_free(f);
     for (int k = 0; k < 3; k++) clnet_net_free(nets[k]);
     return clipped;
@@ -458,6 +474,202 @@ START_TEST(resume_under_warmup_onecycle_and_clipping_is_bitwise) {
 }
 END_TEST
 
+/* ---- epoch metrics: reduce-on-plateau and early stopping -------------------------- */
+
+#define CASES      60
+#define MAX_EPOCHS 80
+
+static uint64_t mix(uint64_t *state) { /* splitmix64 */
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double uniform(uint64_t *state) { /* in [0, 1) */
+    return (double)(mix(state) >> 11) / 9007199254740992.0;
+}
+
+/* One generated case: the settings of both, and a random walk of epoch figures with flat
+ * stretches, steps near the threshold, and now and then a NaN. */
+typedef struct {
+    clnet_plateau p;
+    clnet_monitor m;
+    double lr0;
+    int n;
+    double v[MAX_EPOCHS];
+} metric_case;
+
+static void make_case(metric_case *c, uint64_t seed) {
+    uint64_t r = seed;
+    int maximize = uniform(&r) < 0.5;
+    clnet_plateau_defaults(&c->p, maximize);
+    clnet_monitor_defaults(&c->m, maximize);
+    double u = uniform(&r);
+    c->p.factor = u < 0.3 ? 0.1 : u < 0.5 ? 0.5 : 0.05 + 0.9 * uniform(&r);
+    c->p.patience = (int)(uniform(&r) * 6);
+    u = uniform(&r);
+    c->p.threshold = u < 0.2 ? 0 : u < 0.5 ? 1e-4 : u < 0.7 ? 1e-2 : 0.05 * uniform(&r);
+    c->p.threshold_abs = uniform(&r) < 0.35;
+    c->p.cooldown = uniform(&r) < 0.4 ? 0 : (int)(uniform(&r) * 4);
+    c->lr0 = 1e-3 + uniform(&r);
+    c->p.min_lr = uniform(&r) < 0.5 ? 0 : c->lr0 * (0.001 + 0.3 * uniform(&r));
+    c->p.eps = uniform(&r) < 0.6 ? 1e-8 : c->lr0 * (1e-3 + 0.3 * uniform(&r));
+    c->m.min_delta = uniform(&r) < 0.4 ? 0 : 0.05 * uniform(&r);
+    c->m.patience = 1 + (int)(uniform(&r) * 5);
+    c->n = 20 + (int)(uniform(&r) * (MAX_EPOCHS - 20));
+    double v = 0.5 + 2 * uniform(&r), drift = (uniform(&r) - 0.5) * 0.1;
+    for (int t = 0; t < c->n; t++) {
+        u = uniform(&r);
+        if (u < 0.25) /* flat */
+            ;
+        else if (u < 0.5) /* about the threshold: better or not by a hair */
+            v *= 1 + (uniform(&r) - 0.5) * 4 * (c->p.threshold > 0 ? c->p.threshold : 1e-4);
+        else
+            v += drift + (uniform(&r) - 0.5) * 0.2;
+        c->v[t] = uniform(&r) < 0.02 ? NAN : v;
+    }
+}
+
+static void write_case(FILE *f, const metric_case *c) {
+    fprintf(f, "%d %.17g %d %.17g %d %d %.17g %.17g %.17g %.17g %d %d", c->p.maximize, c->p.factor,
+            c->p.patience, c->p.threshold, c->p.threshold_abs, c->p.cooldown, c->p.min_lr, c->p.eps,
+            c->lr0, c->m.min_delta, c->m.patience, c->n);
+    for (int t = 0; t < c->n; t++) fprintf(f, " %.17g", c->v[t]);
+    fprintf(f, "\n");
+}
+
+/* Both as NaN, or equal (the same comparisons in the same order give the same doubles). */
+static int same(double a, double b) {
+    return (isnan(a) && isnan(b)) || a == b;
+}
+
+/* Case c through clnet_plateau and clnet_monitor against PyTorch's line: 0, or 1 after
+ * saying where they part. */
+static int check_case(metric_case *c, uint64_t seed, char *line, double *worst) {
+    for (int t = 0; t < c->n; t++) {
+        double lr, best, es_best;
+        int bad, cool, stop, wait, better, used = 0;
+        int got = sscanf(line, "%lf %lf %d %d %d %lf %d %d%n", &lr, &best, &bad, &cool, &stop,
+                         &es_best, &wait, &better, &used);
+        ck_assert_msg(got == 8, "case %llu: PyTorch's line ends at epoch %d",
+                      (unsigned long long)seed, t + 1);
+        line += used + (line[used] == ';');
+        int reduced = 0, improved = 0, halt = 0;
+        double now = c->lr0 * c->p.scale; /* what PyTorch's param_group['lr'] holds */
+        ck_assert_int_eq(clnet_plateau_observe(&c->p, c->v[t], now, &reduced), CLNET_OK);
+        ck_assert_int_eq(clnet_monitor_observe(&c->m, c->v[t], &improved, &halt), CLNET_OK);
+        double mine = c->lr0 * c->p.scale, d = fabs(mine - lr) / lr;
+        *worst = fmax(*worst, d);
+        if (d > 1e-12 || !same(c->p.best, best) || c->p.bad_epochs != bad ||
+            c->p.cooldown_left != cool || halt != stop || !same(c->m.stop_best, es_best) ||
+            c->m.wait != wait || improved != better) {
+            printf("case %llu, epoch %d, value %.17g: clnet lr %.17g best %.17g bad %d cooldown "
+                   "%d stop %d best %.17g wait %d improved %d; PyTorch %.17g %.17g %d %d, "
+                   "Lightning %d %.17g %d, best so far %d\n",
+                   (unsigned long long)seed, t + 1, c->v[t], mine, c->p.best, c->p.bad_epochs,
+                   c->p.cooldown_left, halt, c->m.stop_best, c->m.wait, improved, lr, best, bad,
+                   cool, stop, es_best, wait, better);
+            return 1;
+        }
+        (void)reduced;
+    }
+    return 0;
+}
+
+static const char *torch_python(void) {
+    const char *p = getenv("CLNET_TORCH_PYTHON");
+    return p && *p ? p : "/usr/bin/python3";
+}
+
+/* Generated cases (CLNET_PLATEAU_SEED replays them; the seed is printed) through
+ * clnet_plateau against torch.optim.lr_scheduler.ReduceLROnPlateau, the learning rate, best,
+ * bad epochs and cooldown after every epoch; and clnet_monitor against Lightning's
+ * EarlyStopping (transcribed in tests/epoch_metrics_ref.py) and the best so far. */
+START_TEST(plateau_and_early_stop_match_pytorch) {
+    char cmd[1024], dir[256], path[300];
+    snprintf(cmd, sizeof cmd, "%s -c 'import torch' >/dev/null 2>&1", torch_python());
+    if (system(cmd) != 0) {
+        test_skip("%s cannot import torch (apt-get install python3-torch)", torch_python());
+        return;
+    }
+    uint64_t seed = test_seed_from_env("CLNET_PLATEAU_SEED", 20261204);
+    static metric_case cases[CASES];
+    test_make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/cases.txt", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < CASES; i++)
+        make_case(&cases[i], seed + (uint64_t)i), write_case(f, &cases[i]);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s %s/../epoch_metrics_ref.py %s", torch_python(),
+             CLNET_FIXTURES_DIR, path);
+    FILE *ref = popen(cmd, "r");
+    ck_assert_ptr_nonnull(ref);
+    static char line[MAX_EPOCHS * 200];
+    int failed = 0, reductions = 0, cooled = 0, stops = 0, nans = 0;
+    double worst = 0;
+    for (int i = 0; i < CASES; i++) {
+        ck_assert_msg(fgets(line, sizeof line, ref) != NULL, "%s: no line for case %d", cmd, i);
+        failed += check_case(&cases[i], seed + (uint64_t)i, line, &worst);
+        reductions += cases[i].p.reductions;
+        cooled += cases[i].p.cooldown > 0 && cases[i].p.reductions > 0;
+        stops += cases[i].m.wait >= cases[i].m.patience;
+        for (int t = 0; t < cases[i].n; t++) nans += isnan(cases[i].v[t]);
+    }
+    ck_assert_int_eq(pclose(ref), 0);
+    printf("%d cases from seed %llu (CLNET_PLATEAU_SEED replays): %d reductions, %d cases "
+           "reduced with a cooldown, %d ending in an early stop, %d NaN epochs; the learning "
+           "rate within %.1e of PyTorch's\n",
+           CASES, (unsigned long long)seed, reductions, cooled, stops, nans, worst);
+    ck_assert_msg(!failed, "%d cases differ from PyTorch (seed %llu)", failed,
+                  (unsigned long long)seed);
+    ck_assert_msg(reductions > CASES && cooled > 0 && stops > 0 && nans > 0,
+                  "the cases do not exercise reductions, cooldowns, stops and NaNs");
+}
+END_TEST
+
+/* Bad settings are refused with a message, the state left alone; edge cases as PyTorch. */
+START_TEST(plateau_and_monitor_check_their_settings) {
+    clnet_plateau p;
+    clnet_plateau_defaults(&p, 0);
+    ck_assert(p.factor == 0.1 && p.patience == 10 && p.threshold == 1e-4 && p.eps == 1e-8);
+    ck_assert(p.scale == 1.0 && isinf(p.best) && p.best > 0);
+    p.factor = 1.0;
+    ck_assert_int_eq(clnet_plateau_observe(&p, 1.0, 0.1, NULL), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "factor 1"), "%s", clnet_last_error());
+    ck_assert_int_eq(p.epochs, 0);
+    p.factor = 0.5;
+    ck_assert_int_eq(clnet_plateau_observe(&p, 1.0, 0.0, NULL), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clnet_plateau_observe(NULL, 1.0, 0.1, NULL), CLNET_ERR_INVALID_ARGUMENT);
+    /* patience 0: every epoch that is no better reduces; min_lr stops it */
+    p.patience = 0, p.min_lr = 0.03;
+    int reduced = 0;
+    ck_assert_int_eq(clnet_plateau_observe(&p, 1.0, 0.1, &reduced), CLNET_OK);
+    ck_assert_int_eq(reduced, 0);
+    ck_assert_int_eq(clnet_plateau_observe(&p, 1.0, 0.1, &reduced), CLNET_OK);
+    ck_assert(reduced && p.scale == 0.5);
+    ck_assert_int_eq(clnet_plateau_observe(&p, 1.0, 0.05, &reduced), CLNET_OK);
+    ck_assert(reduced && fabs(p.scale * 0.1 - 0.03) < 1e-15); /* max(0.025, min_lr) */
+    ck_assert_int_eq(clnet_plateau_observe(&p, 1.0, 0.03, &reduced), CLNET_OK);
+    ck_assert(!reduced && p.reductions == 2);
+    clnet_monitor m;
+    clnet_monitor_defaults(&m, 1);
+    ck_assert(isnan(m.best) && m.best_epoch == 0 && isinf(m.stop_best) && m.stop_best < 0);
+    m.min_delta = -1;
+    ck_assert_int_eq(clnet_monitor_observe(&m, 0.5, NULL, NULL), CLNET_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clnet_last_error(), "min_delta"), "%s", clnet_last_error());
+    ck_assert_int_eq(m.epochs, 0);
+    m.min_delta = 0;
+    int improved = 0, stop = 1;
+    ck_assert_int_eq(clnet_monitor_observe(&m, 0.5, &improved, &stop), CLNET_OK);
+    ck_assert(improved && !stop && m.best == 0.5 && m.best_epoch == 1);
+    ck_assert_int_eq(clnet_monitor_observe(&m, NAN, &improved, &stop), CLNET_OK);
+    ck_assert(!improved && !stop); /* patience 0: never stops */
+    ck_assert_int_eq(clnet_monitor_observe(NULL, 0.5, NULL, NULL), CLNET_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("optim");
     TCase *t = tcase_create("optim");
@@ -469,6 +681,8 @@ int main(void) {
     tcase_add_test(t, a_clipped_step_matches_pytorch);
     tcase_add_test(t, resume_under_adam_is_bitwise);
     tcase_add_test(t, resume_under_warmup_onecycle_and_clipping_is_bitwise);
+    tcase_add_test(t, plateau_and_early_stop_match_pytorch);
+    tcase_add_test(t, plateau_and_monitor_check_their_settings);
     suite_add_tcase(s, t);
     return test_run_suite(s);
 }

@@ -3,9 +3,11 @@
  * two commands share (the MPI job, the session of net, data and devices, the
  * test set's evaluation, --split) is in train_session.c. */
 #include "eval_classes.h"
+#include "train_monitor.h"
 #include "train_session.h"
 #include "train_settings.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -66,25 +68,6 @@ static const char *accuracy_text(char *out, size_t cap, double acc, int digits, 
     else
         snprintf(out, cap, "%.*f", digits, acc);
     return out;
-}
-
-/* A checkpoint whose progress says the next batch starts at sample
- * `position` of epoch `epoch`'s order. */
-static int save(train_session *s, const char *settings, const char *path, int epoch,
-                int64_t position, uint64_t data_seed, uint64_t init_seed) {
-    clnet_progress p = {.epoch = epoch,
-                        .position = position,
-                        .data_seed = data_seed,
-                        .init_seed = init_seed,
-                        .mean = s->norm.mean, /* its first channel's, when one a channel */
-                        .std = s->norm.std,
-                        .noise = s->noise,
-                        .noise_seed = s->noise_seed};
-    if (position >= clnet_dataset_count(s->train)) p.epoch++, p.position = 0;
-    snprintf(p.run, sizeof p.run, "%s", settings);
-    cli_class_names(s->train, p.class_names, sizeof p.class_names);
-    if (clnet_net_save(s->net, path, &p) != CLNET_OK) return train_fail("saving a checkpoint");
-    return 0;
 }
 
 static void progress_bar(int epoch, long epochs, int done, int total, double ips, double loss,
@@ -216,25 +199,64 @@ typedef struct {
     int64_t next_position; /* where the next batch starts, for checkpoints: (epoch, position) */
     double epoch_loss, epoch_start, epoch_train_seconds;
     long epoch_correct, epoch_seen, epoch_answers; /* answers: samples, or their positions */
+    train_watch watch; /* --monitor's figure: the best so far, --plateau, --early-stop */
+    int stopped_early; /* --early-stop ended the run */
 } run;
+
+/* A checkpoint of the run where it stands: its progress says the next batch
+ * starts at sample r->next_position of epoch r->epoch's order, and carries the
+ * watch on --monitor. */
+static int save(const run *r, const char *path) {
+    const train_session *s = &r->s;
+    clnet_progress *p = calloc(1, sizeof *p);
+    if (!p) {
+        fprintf(stderr, "clnet: saving %s: out of memory\n", path);
+        return 1;
+    }
+    *p = (clnet_progress){.epoch = r->epoch,
+                          .position = r->next_position,
+                          .data_seed = r->data_seed,
+                          .init_seed = r->init_seed,
+                          .mean = s->norm.mean, /* its first channel's, when one a channel */
+                          .std = s->norm.std,
+                          .noise = s->noise,
+                          .noise_seed = s->noise_seed,
+                          .monitor = r->watch.monitor,
+                          .plateau = r->watch.plateau};
+    if (p->position >= clnet_dataset_count(s->train)) p->epoch++, p->position = 0;
+    snprintf(p->run, sizeof p->run, "%s", r->settings);
+    cli_class_names(s->train, p->class_names, sizeof p->class_names);
+    clnet_status st = clnet_net_save(s->net, path, p);
+    free(p);
+    return st != CLNET_OK ? train_fail("saving a checkpoint") : 0;
+}
 
 /* Every file the run writes can be written, before any work: 2 if not. */
 static int check_outputs(const train_options *o) {
     int ok = cli_writable("--save", o->save) && cli_writable("--log", o->log) &&
-             cli_writable("--plot", o->plot) && cli_writable("--step-log", o->step_log);
+             cli_writable("--plot", o->plot) && cli_writable("--step-log", o->step_log) &&
+             cli_writable("--save-best", o->save_best);
     return ok ? 0 : 2;
 }
 
 /* With --resume, the settings of the checkpoint's run where the command line
- * gives none, and a refusal (2) where it gives others (train_settings.c);
- * then what its checkpoints will record. */
+ * gives none, and a refusal (2) where it gives others (train_settings.c). */
 static int resume_settings(run *r) {
-    if (r->o.resume) {
-        clnet_progress p;
-        if (clnet_checkpoint_progress(r->o.resume, &p) != CLNET_OK) return train_fail("resume");
-        int rc = train_settings_resume(&r->o, p.run);
-        if (rc) return rc;
-    }
+    if (!r->o.resume) return 0;
+    clnet_progress *p = calloc(1, sizeof *p);
+    if (!p) return 1;
+    int rc = clnet_checkpoint_progress(r->o.resume, p) != CLNET_OK
+                 ? train_fail("resume")
+                 : train_settings_resume(&r->o, p->run);
+    free(p);
+    return rc;
+}
+
+/* The figure --plateau, --early-stop and --save-best watch, checked against what
+ * the run computes (train_monitor.c); then what its checkpoints will record. */
+static int choose_monitor(run *r) {
+    int rc = train_monitor_choose(&r->o, clnet_net_is_classifier(r->s.net), r->s.val != NULL);
+    if (rc) return rc;
     train_settings_write(&r->o, r->settings, sizeof r->settings);
     return 0;
 }
@@ -258,6 +280,7 @@ static int fit_batch(run *r) {
 static int finished(const run *r) {
     const train_options *o = &r->o;
     if (!o->resume) return 0;
+    if (train_watch_stopped(&r->watch, o, r->epoch)) return 1;
     int64_t step = clnet_net_step(r->s.net);
     int done = o->steps_given ? step >= o->steps : r->epoch >= o->epochs;
     if (done && train_is_root()) {
@@ -382,6 +405,8 @@ static int start(run *r) {
     if (o->resume &&
         clnet_loader_seek(r->loader, r->resumed.epoch, r->resumed.position) != CLNET_OK)
         return train_fail("resume");
+    /* the net's learning-rate scale came with the checkpoint's optimizer state */
+    train_watch_start(&r->watch, o, o->resume ? &r->resumed : NULL);
     return 0;
 }
 
@@ -563,6 +588,27 @@ static void report_epoch(run *r, int epoch_done, double test_acc) {
         fprintf(stderr, "clnet: warning: plot: %s\n", clnet_last_error());
 }
 
+/* A whole epoch's figures go to the watch on --monitor: a reduction of the learning
+ * rate, a --save-best checkpoint, an early stop. r->epoch is the next epoch's. */
+static int watch_epoch(run *r, double test_acc, double train_acc) {
+    double figures[METRIC_COUNT] = {
+        [METRIC_VAL_LOSS] = r->val_loss,    [METRIC_VAL_ACCURACY] = r->val_acc,
+        [METRIC_TEST_LOSS] = r->test_loss,  [METRIC_TEST_ACCURACY] = test_acc,
+        [METRIC_TRAIN_LOSS] = r->last_loss, [METRIC_TRAIN_ACCURACY] = train_acc,
+    };
+    train_watch_verdict v;
+    int rc = train_watch_epoch(&r->watch, &r->o, r->s.net, r->epoch, figures, &v);
+    if (rc) return rc;
+    if (v.improved && r->o.save_best) {
+        if ((rc = save(r, r->o.save_best)) != 0) return rc;
+        if (train_is_root())
+            fprintf(stderr, "clnet: epoch %d: %s=%.6g, the best so far: saved %s\n", r->epoch,
+                    r->o.monitor, r->watch.monitor.best, r->o.save_best);
+    }
+    r->stopped_early = v.stop;
+    return 0;
+}
+
 /* An epoch ends, or the run stops partway through one: evaluate, report, start the next. */
 static int end_epoch(run *r, int epoch_done) {
     double test_acc = NAN;
@@ -576,8 +622,10 @@ static int end_epoch(run *r, int epoch_done) {
         (rc = train_evaluate_on(&r->o, &r->s, r->s.val, &r->val_acc, &r->val_loss)) != 0)
         return rc;
     r->last_loss = r->epoch_loss / r->epoch_seen;
+    double train_acc = (double)r->epoch_correct / (r->epoch_answers ? r->epoch_answers : 1);
     report_epoch(r, epoch_done, test_acc);
     if (epoch_done) r->epoch++, r->next_position = 0;
+    if (epoch_done && (rc = watch_epoch(r, classifier ? test_acc : NAN, train_acc)) != 0) return rc;
     r->epoch_loss = 0, r->epoch_correct = 0, r->epoch_seen = 0, r->epoch_answers = 0,
     r->epoch_batches = 0;
     r->epoch_skipped = 0;
@@ -586,12 +634,31 @@ static int end_epoch(run *r, int epoch_done) {
     return 0;
 }
 
-/* Steps until --epochs, --steps or a signal, an epoch's report at each epoch's end. */
+/* --save-every's checkpoint: --save's file, and with --keep-last one of the step's
+ * own, the one K saves back removed (the same file, whatever resumes between). */
+static int save_step(run *r) {
+    const train_options *o = &r->o;
+    int rc = save(r, o->save);
+    if (rc || !o->keep_last) return rc;
+    char path[CLI_PATH_CAP + 32];
+    int64_t step = clnet_net_step(r->s.net), old = step - o->keep_last * o->save_every;
+    train_step_path(o->save, step, path, sizeof path);
+    if ((rc = save(r, path)) != 0) return rc;
+    train_step_path(o->save, old, path, sizeof path);
+    if (old > 0 && train_is_root() && remove(path) != 0 && errno != ENOENT)
+        fprintf(stderr, "clnet: warning: --keep-last: cannot remove %s: %s\n", path,
+                strerror(errno));
+    return 0;
+}
+
+/* Steps until --epochs, --steps, --early-stop or a signal, an epoch's report at each
+ * epoch's end. */
 static int train_loop(run *r) {
     const train_options *o = &r->o;
     clnet_net *net = r->s.net;
     int rc = 0;
-    while (r->epoch < o->epochs && clnet_net_step(net) < r->max_steps && !stop_signal) {
+    while (r->epoch < o->epochs && clnet_net_step(net) < r->max_steps && !stop_signal &&
+           !r->stopped_early) {
         int64_t step_before = clnet_net_step(net);
         double lr = clnet_net_learning_rate(net), t0 = clnet_seconds();
         clnet_step_result res;
@@ -613,13 +680,13 @@ static int train_loop(run *r) {
         if (o->check_replicas && !skipped && clnet_net_step(net) % o->check_replicas == 0 &&
             clnet_net_check_replicas(net) != CLNET_OK)
             return train_fail("--check-replicas");
-        if (o->save_every && !skipped && clnet_net_step(net) % o->save_every == 0 &&
-            (rc = save(&r->s, r->settings, o->save, r->epoch, r->next_position, r->data_seed,
-                       r->init_seed)) != 0)
-            return rc;
         show_progress(r, epoch_done);
         int stopping = clnet_net_step(net) >= r->max_steps || stop_signal;
+        /* the epoch's end first: its checkpoint holds what the epoch's figure changed */
         if ((epoch_done || stopping) && (rc = end_epoch(r, epoch_done)) != 0) return rc;
+        if (o->save_every && !skipped && clnet_net_step(net) % o->save_every == 0 &&
+            (rc = save_step(r)) != 0)
+            return rc;
     }
     return 0;
 }
@@ -627,8 +694,7 @@ static int train_loop(run *r) {
 /* A signal stopped the run: save where it stands (to --save, else a file of its own). */
 static int save_stopped(run *r) {
     const char *path = r->o.save ? r->o.save : "clnet-interrupted.safetensors";
-    if (save(&r->s, r->settings, path, r->epoch, r->next_position, r->data_seed, r->init_seed) != 0)
-        return 1;
+    if (save(r, path) != 0) return 1;
     fprintf(stderr,
             "clnet: stopped by %s after step %" PRId64 "; saved %s (continue with --resume "
             "%s)\n",
@@ -640,13 +706,10 @@ static int save_stopped(run *r) {
  * start, which checked it), the model goes to a file of its own in the
  * working folder rather than being lost, and the run still fails. */
 static int save_final(run *r) {
-    if (save(&r->s, r->settings, r->o.save, r->epoch, r->next_position, r->data_seed,
-             r->init_seed) == 0)
-        return 0;
+    if (save(r, r->o.save) == 0) return 0;
     char fallback[64];
     snprintf(fallback, sizeof fallback, "clnet-unsaved-%ld.safetensors", (long)getpid());
-    if (save(&r->s, r->settings, fallback, r->epoch, r->next_position, r->data_seed,
-             r->init_seed) == 0)
+    if (save(r, fallback) == 0)
         fprintf(stderr,
                 "clnet: the model is saved to %s in the working folder instead (continue "
                 "with --resume %s, or move it)\n",
@@ -718,7 +781,8 @@ int cmd_train(int argc, char **argv) {
     const train_options *o = &r->o;
     if ((rc = check_outputs(o)) != 0 || (rc = train_join_job(o)) != 0 ||
         (rc = resume_settings(r)) != 0 || (rc = train_session_open(o, &r->s, 1)) != 0 ||
-        (rc = fit_batch(r)) != 0 || (rc = start(r)) != 0 || (rc = open_logs(r)) != 0)
+        (rc = choose_monitor(r)) != 0 || (rc = fit_batch(r)) != 0 || (rc = start(r)) != 0 ||
+        (rc = open_logs(r)) != 0)
         goto done;
     catch_signals();
     r->tty = isatty(2) && train_is_root();

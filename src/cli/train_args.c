@@ -220,6 +220,63 @@ static const cli_opt train_opts[] = {
      .help = "scale the gradient down to an L2 norm of MAX over the\n"
              "whole model when it is larger (clip_grad_norm_; 0: off;\n"
              "inf: never, the norm in --step-log all the same)"},
+    {.name = "--monitor",
+     .arg = "METRIC",
+     .type = CLI_TEXT,
+     .at = AT(monitor),
+     .only = "train",
+     .help = "the epoch line's figure that --plateau, --early-stop and\n"
+             "--save-best watch: val_loss, val_accuracy, test_loss,\n"
+             "test_accuracy, train_loss or train_accuracy (a loss is\n"
+             "better lower, an accuracy higher; default val_loss with\n"
+             "--val-split, else test_loss)"},
+    {.name = "--plateau",
+     .arg = "PATIENCE",
+     .type = CLI_INT,
+     .at = AT(plateau),
+     .given = AT(plateau_given),
+     .min = 0,
+     .max = 1000000,
+     .only = "train",
+     .help = "reduce the learning rate when --monitor has not improved\n"
+             "for more than PATIENCE epochs (ReduceLROnPlateau; on top\n"
+             "of --schedule, once an epoch)"},
+    {.name = "--plateau-factor",
+     .arg = "F",
+     .type = CLI_FLOAT,
+     .at = AT(plateau_factor),
+     .min = 1e-9,
+     .max = 0.999999,
+     .def = "0.1",
+     .only = "train",
+     .help = "--plateau: the learning rate's factor at each reduction"},
+    {.name = "--plateau-threshold",
+     .arg = "T",
+     .type = CLI_FLOAT,
+     .at = AT(plateau_threshold),
+     .min = 0,
+     .max = 1,
+     .def = "1e-4",
+     .only = "train",
+     .help = "--plateau: better means better than the best by this share"},
+    {.name = "--plateau-cooldown",
+     .arg = "N",
+     .type = CLI_INT,
+     .at = AT(plateau_cooldown),
+     .min = 0,
+     .max = 1000000,
+     .def = "0",
+     .only = "train",
+     .help = "--plateau: epochs after a reduction that count as good"},
+    {.name = "--min-lr",
+     .arg = "X",
+     .type = CLI_FLOAT,
+     .at = AT(min_lr),
+     .min = 0,
+     .max = 1e6,
+     .def = "0",
+     .only = "train",
+     .help = "--plateau: the learning rate's floor"},
     {.name = "--seed",
      .arg = "S",
      .type = CLI_INT,
@@ -347,6 +404,41 @@ static const cli_opt train_opts[] = {
      .max = 1L << 40,
      .only = "train",
      .help = "also every N steps (needs --save)"},
+    {.name = "--keep-last",
+     .arg = "K",
+     .type = CLI_INT,
+     .at = AT(keep_last),
+     .min = 1,
+     .max = 1000000,
+     .only = "train",
+     .help = "--save-every also writes FILE-stepS.EXT (S the step),\n"
+             "keeping the last K of them"},
+    {.name = "--save-best",
+     .arg = "FILE",
+     .type = CLI_TEXT,
+     .at = AT(save_best),
+     .only = "train",
+     .help = "write a checkpoint at the end of each epoch whose\n"
+             "--monitor is the best so far"},
+    {.name = "--early-stop",
+     .arg = "PATIENCE",
+     .type = CLI_INT,
+     .at = AT(early_stop),
+     .min = 1,
+     .max = 1000000,
+     .only = "train",
+     .help = "end the run when --monitor has not improved by more than\n"
+             "--min-delta for PATIENCE epochs (Lightning's EarlyStopping)"},
+    {.name = "--min-delta",
+     .arg = "D",
+     .type = CLI_FLOAT,
+     .at = AT(min_delta),
+     .given = AT(min_delta_given),
+     .min = 0,
+     .max = 1e9,
+     .def = "0",
+     .only = "train",
+     .help = "--early-stop: the least change that counts as improving"},
     {.name = "--resume",
      .arg = "FILE",
      .type = CLI_TEXT,
@@ -517,6 +609,15 @@ static int check(train_options *o, int eval) {
         fprintf(stderr, "clnet: --save-every needs --save FILE\n");
         return 2;
     }
+    if (o->keep_last && !o->save_every) {
+        fprintf(stderr, "clnet: --keep-last needs --save-every N\n");
+        return 2;
+    }
+    if (o->save_best && o->save && strcmp(o->save_best, o->save) == 0) {
+        fprintf(stderr, "clnet: --save-best and --save name the same file %s: give two\n", o->save);
+        return 2;
+    }
+    if (!o->plateau_given) o->plateau = -1; /* off (0 is a patience) */
     if (o->log_every_given && !o->step_log) {
         fprintf(stderr, "clnet: --log-every needs --step-log FILE.csv\n");
         return 2;

@@ -31,7 +31,14 @@ typedef struct {
     double label_smoothing; /* --label-smoothing; -1: the model file's */
     long top_k;             /* eval --top-k; 0: not asked */
     const char *confusion;  /* eval --confusion FILE.csv */
-    int argc;               /* the command's words, for which options were given */
+    /* the epoch figure watched (train_monitor.c): --monitor, NULL until a feature needs it */
+    const char *monitor, *save_best;   /* --save-best FILE */
+    long plateau;                      /* --plateau PATIENCE; -1: off */
+    long plateau_cooldown, early_stop; /* --early-stop PATIENCE; 0: off */
+    long keep_last;                    /* --keep-last K; 0: keep none */
+    double plateau_factor, plateau_threshold, min_lr, min_delta;
+    int plateau_given, min_delta_given;
+    int argc; /* the command's words, for which options were given */
     char **argv;
     char run[CLNET_RUN_CAP]; /* a resumed checkpoint's settings (train_settings.c) */
 } train_options;

@@ -13,7 +13,7 @@
 /* What a run records, in this order. The optimizer's own hyperparameters
  * are marked: with the optimizer overridden, they keep the command's values
  * and defaults (SGD's learning rate would not suit Adam). A checkpoint made
- * before a setting was recorded (warmup ... label-smoothing came last) has none
+ * before a setting was recorded (warmup ... min-delta came last) has none
  * of it: its resume takes the command's value, the default, as that run did. */
 static const struct {
     const char *key;
@@ -51,6 +51,14 @@ static const struct {
     {"max-momentum", 0},
     {"clip-grad-norm", 0},
     {"label-smoothing", 0}, /* the loss's (-1: the model file's) */
+    {"monitor", 0},
+    {"plateau", 0},
+    {"plateau-factor", 0},
+    {"plateau-threshold", 0},
+    {"plateau-cooldown", 0},
+    {"min-lr", 0},
+    {"early-stop", 0},
+    {"min-delta", 0},
 };
 #define NSETTINGS (int)(sizeof SETTINGS / sizeof *SETTINGS)
 
