@@ -212,7 +212,8 @@ else bad "clnet summary against PyTorch" "$out"; fi
 # CLNET_D2L_SEED=30, not a random seed: random seeds find steps where resnext18's update is up to
 # 18 times further from the exact step than PyTorch's float32 one (CLNET_D2L_SEED=981245: 8.5e-3
 # against 4.7e-4, in net.b5.0.conv1.weight) and as close as PyTorch's with CLNET_FUSE=off: a
-# fusion (one of those CLNET_FUSE=off turns off) loses precision there.
+# fusion, batch norm's statistics taken from the convolution's output pass (src/fusion.c's
+# link_stats, bisected), loses precision there.
 # Issue 61 keeps that open; the twin returns to random seeds when it is fixed.
 d2l_seed=${CLNET_D2L_SEED:-${CLNET_TEST_SEED:-8}}
 [ "$d2l_seed" = random ] && d2l_seed=$(( $(date +%s%N) / 1000 % 1000000 ))
