@@ -61,6 +61,23 @@ int cli_store(const cli_opt *o, const char *text, void *dest) {
     return store(o, text, dest);
 }
 
+void cli_csv_field(FILE *f, const char *text, size_t len) {
+    size_t plain = 0;
+    while (plain < len && text[plain] != ',' && text[plain] != '"' && text[plain] != '\r' &&
+           text[plain] != '\n')
+        plain++;
+    if (plain == len) {
+        fprintf(f, "%.*s", (int)len, text);
+        return;
+    }
+    fputc('"', f);
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '"') fputc('"', f);
+        fputc(text[i], f);
+    }
+    fputc('"', f);
+}
+
 int cli_writable(const char *option, const char *path) {
     struct stat st;
     if (!path) return 1;

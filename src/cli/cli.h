@@ -128,6 +128,10 @@ int cli_given(int argc, char **argv, const char *name);
  * before any work, so that nothing computed is lost at the end). */
 int cli_writable(const char *option, const char *path);
 
+/* The first len bytes of text as one CSV field: as they are, or quoted with their quotes
+ * doubled where they hold a comma, a quote or a line break. */
+void cli_csv_field(FILE *f, const char *text, size_t len);
+
 /* Parsers that print "clnet: --name: ..." and return 0 on bad input. */
 int cli_int(const char *name, const char *text, long min, long max, long *out);
 int cli_float(const char *name, const char *text, double min, double max, double *out);

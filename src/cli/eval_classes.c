@@ -51,21 +51,6 @@ static const char *class_name(const char *names, const clnet_dataset *ds, int k,
     return name;
 }
 
-/* A CSV field: as it is, or quoted ("" for a quote) where it holds a comma, a quote or a
- * line break. */
-static void csv_field(FILE *f, const char *text, size_t len) {
-    if (strcspn(text, ",\"\r\n") >= len) {
-        fprintf(f, "%.*s", (int)len, text);
-        return;
-    }
-    fputc('"', f);
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] == '"') fputc('"', f);
-        fputc(text[i], f);
-    }
-    fputc('"', f);
-}
-
 /* The matrix as CSV: a header "true\predicted,<class>,...", then a row per true class. */
 static int write_csv(const char *path, const int64_t *m, int K, const char *names,
                      const clnet_dataset *ds) {
@@ -80,12 +65,12 @@ static int write_csv(const char *path, const int64_t *m, int K, const char *name
     for (int j = 0; j < K; j++) {
         fputc(',', f);
         const char *name = class_name(names, ds, j, number, sizeof number, &len);
-        csv_field(f, name, len);
+        cli_csv_field(f, name, len);
     }
     fputc('\n', f);
     for (int i = 0; i < K; i++) {
         const char *name = class_name(names, ds, i, number, sizeof number, &len);
-        csv_field(f, name, len);
+        cli_csv_field(f, name, len);
         for (int j = 0; j < K; j++) fprintf(f, ",%lld", (long long)m[(size_t)i * K + j]);
         fputc('\n', f);
     }

@@ -656,20 +656,6 @@ static void class_text(const prediction *p, int c, char *out, size_t cap) {
         snprintf(out, cap, "class %d", c);
 }
 
-/* A CSV field: as it is, or quoted with its quotes doubled when it holds , " or a newline. */
-static void csv_field(FILE *f, const char *text) {
-    if (!strpbrk(text, ",\"\n\r")) {
-        fputs(text, f);
-        return;
-    }
-    fputc('"', f);
-    for (const char *c = text; *c; c++) {
-        if (*c == '"') fputc('"', f);
-        fputc(*c, f);
-    }
-    fputc('"', f);
-}
-
 /* One line a sample on stdout ("FILE: NAME 0.9731, ..."), for images read from files. */
 static void print_classes(const prediction *p) {
     int cls[1000];
@@ -705,14 +691,14 @@ static int write_csv(const prediction *p, const char *path) {
     for (int i = 0; i < p->n; i++) {
         const char *file = clnet_dataset_file(p->ds, i);
         if (file)
-            csv_field(f, file);
+            cli_csv_field(f, file, strlen(file));
         else
             fprintf(f, "%d", i);
         top_classes(p, i, cls, prob);
         for (int r = 0; r < k; r++) {
             const char *name = p->names ? p->names[cls[r]] : NULL;
             fprintf(f, ",%d,", cls[r]);
-            csv_field(f, name ? name : "");
+            cli_csv_field(f, name ? name : "", name ? strlen(name) : 0);
             fprintf(f, ",%.6f", prob[r]);
         }
         fprintf(f, "\n");
