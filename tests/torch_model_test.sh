@@ -208,13 +208,8 @@ else bad "clnet summary against PyTorch" "$out"; fi
 # 6. the model files of d2l's modern CNNs against the networks as d2l builds them in PyTorch
 # (examples/d2l_models.py): logits from the same random weights and running statistics, and one
 # training step (tests/d2l_models_check.py says how close and why). The weights come from a
-# seed: CLNET_D2L_SEED, else CLNET_TEST_SEED, else 8. CI's extended step (torch_model_more) sets
-# CLNET_D2L_SEED=30, not a random seed: random seeds find steps where resnext18's update is up to
-# 18 times further from the exact step than PyTorch's float32 one (CLNET_D2L_SEED=981245: 8.5e-3
-# against 4.7e-4, in net.b5.0.conv1.weight) and as close as PyTorch's with CLNET_FUSE=off: a
-# fusion, batch norm's statistics taken from the convolution's output pass (src/fusion.c's
-# link_stats, bisected), loses precision there.
-# Issue 61 keeps that open; the twin returns to random seeds when it is fixed.
+# seed: CLNET_D2L_SEED, else CLNET_TEST_SEED, else 8 (CI's extended step, torch_model_more:
+# random).
 d2l_seed=${CLNET_D2L_SEED:-${CLNET_TEST_SEED:-8}}
 [ "$d2l_seed" = random ] && d2l_seed=$(( $(date +%s%N) / 1000 % 1000000 ))
 echo "d2l's networks from seed $d2l_seed (CLNET_D2L_SEED=$d2l_seed reruns them)"
