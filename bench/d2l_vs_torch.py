@@ -1,15 +1,26 @@
 #!/usr/bin/python3
 """Training and evaluation images/s of d2l's modern CNNs (examples/models:
 alexnet, vgg, nin, googlenet, bn_lenet, resnext18, densenet, regnetx32,
-resnet18_96), clnet against PyTorch on the CPU (2 threads), each at its own
-input size, interleaved: ROUNDS rounds of clnet then PyTorch per network, the
-same batch, SGD (lr 0.01, momentum 0.9) on the same random images and labels
-(.npy files written once). Prints each run and, per network, the median
-images/s of each side and the median of the rounds' ratios, as a Markdown
-table at the end.
+resnet18_96) and of LeNet, resnet18_w16 and ResNet-18 at 28x28, clnet
+against PyTorch on the CPU (2 threads), each at its own input size,
+interleaved: ROUNDS rounds of clnet then PyTorch per network, the same batch,
+SGD (lr 0.01, momentum 0.9) on the same random images and labels (.npy files
+written once). Prints each run and, per network, the median images/s of each
+side and the median of the rounds' ratios, as a Markdown table at the end.
 
     /usr/bin/python3 bench/d2l_vs_torch.py [--rounds 3] [--steps N] [--batch 128]
-        [--eval-images N] [--models alexnet,vgg,...] [--profile]
+        [--eval-images N] [--models alexnet,vgg,...] [--profile] [--gemm-rate GFLOPS]
+
+A second table says where the time goes: the share of the machine that each
+side's training step and evaluation pass use, as the network's floating-point
+operations a second over the rate of clnet's tiled GEMM at 1024^3 on the same
+device (`build/bench/bench_gemm 10 1024`, run before the first network and
+after the last; the median of the two, or --gemm-rate). A sample's forward
+pass counts 2 x `clnet summary`'s multiply-adds (the weights of convolutions
+and linear layers at every position), a training step's 3 times that (the
+forward, the input gradient and the weight gradient: an upper count, as the
+first layer needs no input gradient); batch norm, pooling, activations and
+the optimizer count nothing.
 
 clnet's training figure is `clnet train --steps N`'s (the training steps alone,
 its first step included: kernels come from its cache after the first run);
@@ -42,20 +53,27 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))  # d2l_models, load_checkpoint (PyTorch's side)
-MODELS = ("bn_lenet", "googlenet", "resnext18", "densenet", "regnetx32", "resnet18_96", "nin",
-          "vgg", "alexnet")
-SIZE = {"alexnet": 224, "vgg": 224, "nin": 224, "bn_lenet": 28}  # the rest: 96
-# (timed training steps, evaluated images) by input size, unless --steps/--eval-images say
+MODELS = ("lenet", "resnet18_w16", "resnet18", "bn_lenet", "googlenet", "resnext18", "densenet",
+          "regnetx32", "resnet18_96", "nin", "vgg", "alexnet")
+SIZE = {"alexnet": 224, "vgg": 224, "nin": 224, "bn_lenet": 28, "lenet": 28, "resnet18": 28,
+        "resnet18_w16": 28}  # the rest: 96
+# (timed training steps, evaluated images) by input size, unless --steps/--eval-images (or, for
+# the networks named, WORK_OF) say
 WORK = {28: (30, 8192), 96: (6, 1024), 224: (3, 512)}
+WORK_OF = {"resnet18": (6, 1024), "resnet18_w16": (10, 2048)}
 LR = {"alexnet": 0.01, "vgg": 0.01, "nin": 0.05, "googlenet": 0.01, "bn_lenet": 0.1,
-      "resnext18": 0.01, "densenet": 0.01, "regnetx32": 0.05, "resnet18_96": 0.01}  # d2l's
+      "resnext18": 0.01, "densenet": 0.01, "regnetx32": 0.05, "resnet18_96": 0.01,
+      "lenet": 0.1, "resnet18": 0.01, "resnet18_w16": 0.01}  # d2l's
 DATA = os.environ.get("CLNET_DATA_DIR", "/usr/share/datasets/fashion-mnist")
 
 
 def torch_model(name):
     import d2l_models
     import load_checkpoint
-    return load_checkpoint.resnet18_96() if name == "resnet18_96" else d2l_models.MODELS[name]()
+    built = {"resnet18_96": load_checkpoint.resnet18_96, "lenet": load_checkpoint.lenet,
+             "resnet18": load_checkpoint.resnet18,
+             "resnet18_w16": lambda: load_checkpoint.resnet18(width=16)}
+    return built[name]() if name in built else d2l_models.MODELS[name]()
 
 
 def torch_curve(args):
@@ -195,6 +213,8 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--gemm-rate", type=float, metavar="GFLOPS",
+                   help="clnet's GEMM rate at 1024^3 (default: measured by bench_gemm)")
     p.add_argument("--clnet", default=os.path.join(ROOT, "build", "clnet"))
     p.add_argument("--curves", type=int, metavar="N", help="loss curves on N training images")
     p.add_argument("--torch-side", action="store_true", help=argparse.SUPPRESS)
@@ -211,9 +231,10 @@ def main():
         with tempfile.TemporaryDirectory(prefix="clnet-d2l-curves-") as work:
             return curves(args, work)
     rows, given = [], argparse.Namespace(steps=args.steps, eval_images=args.eval_images)
+    rates = [args.gemm_rate] if args.gemm_rate else [gemm_rate(args.clnet)]
     with tempfile.TemporaryDirectory(prefix="clnet-d2l-bench-") as work:
         for model in args.models.split(","):
-            steps, images = WORK[SIZE.get(model, 96)]
+            steps, images = WORK_OF.get(model, WORK[SIZE.get(model, 96)])
             args.steps, args.eval_images = given.steps or steps, given.eval_images or images
             x, y = data_for(model, work, max(args.batch * (args.steps + 1), args.eval_images))
             runs = []
@@ -242,6 +263,8 @@ def main():
                 _, _, err = clnet_side(args.clnet, model, x, y, args, env)
                 top = profile_top(err)
             rows.append((model, med, ratio_t, ratio_e, top))
+    if not args.gemm_rate:
+        rates.append(gemm_rate(args.clnet))
     print(f"\n| network | batch | train clnet | train PyTorch | ratio | eval clnet | "
           f"eval PyTorch | ratio |\n|---|---|---|---|---|---|---|---|")
     for model, med, rt, re_, top in rows:
@@ -250,6 +273,37 @@ def main():
     for model, _, rt, _, top in rows:
         if top:
             print(f"{model}: {top}")
+    rate = statistics.median(rates)
+    print(f"\nShare of clnet's tiled GEMM at 1024^3 ({rate:.0f} GFLOP/s; measured "
+          f"{', '.join(f'{r:.0f}' for r in rates)}) that each side's medians reach:\n\n"
+          f"| network | GFLOP a sample (forward) | train clnet | train PyTorch | eval clnet | "
+          f"eval PyTorch |\n|---|---|---|---|---|---|")
+    for model, med, _, _, _ in rows:
+        flops = 2e-9 * mult_adds(args.clnet, model)
+        share = [v * flops * k / rate for v, k in zip(med, (3, 3, 1, 1))]
+        print(f"| {model} | {flops:.3f} | " + " | ".join(f"{100 * v:.0f}%" for v in share) + " |")
+
+
+def gemm_rate(clnet):
+    """clnet's best GEMM at 1024^3 on the first device, GFLOP/s (bench_gemm's best line)."""
+    exe = os.path.join(os.path.dirname(clnet), "bench", "bench_gemm")
+    out = subprocess.run([exe, "10", "1024"], capture_output=True, text=True,
+                         env=dict(os.environ, BENCH_SKIP_CLBLAST="1"))
+    m = re.search(r"^best: .*\|\s*\S+\s+([0-9.]+)\s*$", out.stdout, re.M)
+    if out.returncode or not m:
+        raise SystemExit(f"{exe} failed:\n{out.stdout}{out.stderr}")
+    print(f"clnet's GEMM at 1024^3: {m.group(1)} GFLOP/s", flush=True)
+    return float(m.group(1))
+
+
+def mult_adds(clnet, model):
+    """A sample's multiply-adds, as `clnet summary` counts them."""
+    cfg = os.path.join(ROOT, "examples", "models", model + ".cfg")
+    out = subprocess.run([clnet, "summary", cfg], capture_output=True, text=True)
+    m = re.search(r"mult_adds=([0-9]+)", out.stdout)
+    if out.returncode or not m:
+        raise SystemExit(f"clnet summary {model} failed:\n{out.stdout}{out.stderr}")
+    return int(m.group(1))
 
 
 def profile_top(text):
