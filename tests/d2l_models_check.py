@@ -41,9 +41,9 @@ run by tests/torch_model_test.sh (part 6):
    so a layer far from the ill-conditioned part keeps a tight bound. Floors
    seen (seeds 1000-3000): the whole update's 2e-5 (nin) to 1.6e-2
    (resnext18); an update taken at a learning rate 1% off still fails every
-   network (seeds 1000 and 2000). Dropout is set to p=0 on both sides for this step
-   (clnet's masks are a hash, PyTorch's a random stream: the masks are
-   tested in tests/test_layers.c).
+   network (seeds 1000 and 2000). Dropout is set to p=0 on both sides for
+   this step (clnet's masks are a hash, PyTorch's a random stream: the
+   masks are tested in tests/test_layers.c).
 
 usage: d2l_models_check.py CLNET EXAMPLES_DIR WORK_DIR SEED NAME...
 Exits 1 when a network differs, naming it and the largest difference.
@@ -139,7 +139,7 @@ def step(name, s):
     text = ""
     if not within(ours, theirs, floor):  # ill-conditioned, or wrong: measure how ill-conditioned
         floor = noise_floor(model, before, x, y, exact)
-        text = (f"; float32-sized noise moves the exact step by up to {floor[1]:.3g}, "
+        text = (f"; float32-sized perturbations move the exact step by up to {floor[1]:.3g}, "
                 f"a tensor by {max(floor[0].values()):.3g}")
     key = max(ours[0], key=ours[0].get)
     return within(ours, theirs, floor), (
@@ -237,17 +237,18 @@ def pool_kinks(model, before, x):
     model.load_state_dict(before)
     model.to(torch.float64).train()
     inputs, pools = {}, max_pools(model)
-    hooks = [m.register_forward_pre_hook(lambda m, i: inputs.setdefault(m, i[0].detach()))
-             for m in pools]
+
+    def keep(m, i):
+        inputs[m] = i[0].detach()
+
+    hooks = [m.register_forward_pre_hook(keep) for m in pools]
     with torch.no_grad():
         model(x.to(torch.float64))
     for h in hooks:
         h.remove()
     kinks = []
     for at, m in enumerate(pools):
-        t = inputs.get(m)
-        if t is None:
-            continue
+        t = inputs[m]
         k, s, p = (m.kernel_size, m.stride, m.padding)
         N, C, H, W = t.shape
         padded = nn.functional.pad(t.reshape(N * C, 1, H, W), (p, p, p, p), value=-math.inf)
